@@ -1,0 +1,176 @@
+"""Intent: what the operator declares. Frozen pydantic models that reject unknown keys.
+
+Field-level rules (types, ranges, formats) live here; rules that look across objects (each
+DSCP used once, QJUMP levels fit the line rate, thresholds fit the buffer) live in
+``controller/policy/validate.py``, which returns every problem at once with its field path.
+
+Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (microseconds).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+# SONiC port names as CONFIG_DB keys them; sluice manages Ethernet ports only.
+PORT_RE = r"^Ethernet[0-9]{1,4}$"
+
+Name = Annotated[str, Field(pattern=NAME_RE)]
+QueueIndex = Annotated[int, Field(ge=0, le=7)]
+Dscp = Annotated[int, Field(ge=0, le=63)]
+
+
+class Frozen(BaseModel):
+    """Base of every intent model: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Role(str, Enum):
+    LEAF = "leaf"
+    SPINE = "spine"
+
+
+class EcnMode(str, Enum):
+    """How a class's queue is marked or dropped (see docs/algorithms.md)."""
+
+    OFF = "off"  # no WRED/ECN profile on the queue
+    STANDARD = "standard"  # K = C x RTT x lambda on every queue (seeds/mq-ecn-nsdi16.txt §2)
+    PER_QUEUE_MINIMUM = "per-queue-minimum"  # K_i = w_i / sum(w) x K, static
+    MQECN = "mqecn"  # agent moves K_i with the fair-share rate
+    DYNAQ = "dynaq"  # agent moves per-queue drop thresholds, no ECN
+    HDCQ = "hdcq"  # agent adapts the threshold from the marked fraction
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self in (EcnMode.MQECN, EcnMode.DYNAQ, EcnMode.HDCQ)
+
+
+class SchedulingType(str, Enum):
+    STRICT = "STRICT"
+    DWRR = "DWRR"
+
+
+class Workload(str, Enum):
+    """Flow-size distributions shipped in ``controller/qos/workloads/``."""
+
+    WEBSEARCH = "websearch"
+    DATAMINING = "datamining"
+    CACHE = "cache"
+    HADOOP = "hadoop"
+
+
+class GnmiEndpoint(Frozen):
+    address: str = Field(min_length=1, max_length=253)
+    port: int = Field(ge=1, le=65535)
+
+
+class Port(Frozen):
+    name: Annotated[str, Field(pattern=PORT_RE)]
+    speed_gbps: int = Field(gt=0, le=800, description="line rate in Gb/s")
+    buffer_bytes: int | None = Field(
+        default=None, gt=0, description="egress buffer this port may use; fabric default if unset"
+    )
+
+
+class Switch(Frozen):
+    name: Name
+    role: Role
+    gnmi: GnmiEndpoint
+    credential_ref: str = Field(
+        min_length=1,
+        max_length=256,
+        description="where the gNMI credential lives (e.g. env:SLUICE_GNMI_PASSWORD); never the secret",
+    )
+    ports: tuple[Port, ...] = Field(min_length=1)
+
+    @field_validator("credential_ref")
+    @classmethod
+    def _reference_not_secret(cls, value: str) -> str:
+        if not re.match(r"^(env|file|vault):[^\s]+$", value):
+            raise ValueError("must be a reference such as env:NAME, file:/path or vault:path")
+        return value
+
+
+class Host(Frozen):
+    name: Name
+    address: str = Field(min_length=1, max_length=253)
+    nic_gbps: int = Field(gt=0, le=800)
+
+
+class Scheduling(Frozen):
+    type: SchedulingType
+    weight: int | None = Field(
+        default=None, gt=0, le=1_000_000, description="DWRR weight, any scale; normalised to 1..100"
+    )
+
+
+class PiasStage(Frozen):
+    """A demotion stage: once a flow has sent past the previous threshold it moves here."""
+
+    dscp: Dscp
+    queue: QueueIndex
+
+
+class Pias(Frozen):
+    """PIAS tagging for this class (seeds/pias-seminar-slides.txt): stage 0 is the class's own
+    first DSCP and queue; each demotion stage has its own DSCP and queue."""
+
+    workload: Workload
+    load: float = Field(gt=0.0, lt=1.0)
+    demotions: tuple[PiasStage, ...] = Field(min_length=1, max_length=7)
+
+
+class ServiceClass(Frozen):
+    name: Name
+    dscp: tuple[Dscp, ...] = Field(min_length=1)
+    queue: QueueIndex
+    scheduling: Scheduling
+    ecn: EcnMode = EcnMode.STANDARD
+    qjump_level: int | None = Field(default=None, ge=0, le=7, description="802.1p priority level")
+    pias: Pias | None = None
+
+
+class Qjump(Frozen):
+    """QJUMP fabric parameters (seeds/qjump-nsdi15.txt §3): epoch = 2nP/R + eps."""
+
+    hosts: int = Field(gt=0, le=1_000_000, description="n: hosts that may fan in")
+    packet_bytes: int = Field(default=256, ge=64, le=9216, description="P")
+    epsilon_us: float = Field(default=4.0, ge=0.0, le=1000.0, description="switch processing slack")
+    factors: dict[Annotated[int, Field(ge=0, le=7)], Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="throughput factor f_i per level"
+    )
+
+
+class Agent(Frozen):
+    """Orders for the on-switch qos-agent (written to SLUICE_AGENT|global)."""
+
+    interval_ms: int = Field(default=10, ge=1, le=60_000)
+    ewma_beta: float = Field(default=0.75, gt=0.0, lt=1.0)
+    hysteresis_pct: float = Field(default=5.0, ge=0.0, le=50.0)
+    hdcq_k: float = Field(default=0.06, gt=0.0, lt=1.0)
+    stale_after_ms: int = Field(default=1000, ge=1, le=600_000)
+
+
+class Fabric(Frozen):
+    base_rtt_us: float = Field(gt=0, le=100_000)
+    ecn_lambda: float = Field(default=1.0, gt=0, le=10)
+    mtu_bytes: int = Field(default=1500, ge=576, le=9216)
+    port_buffer_bytes: int = Field(gt=0, description="default per-port egress buffer")
+    wred_drop_probability_pct: int = Field(default=100, ge=0, le=100)
+    qjump: Qjump | None = None
+    agent: Agent = Field(default_factory=Agent)
+
+
+class Intent(Frozen):
+    """The whole declared state of the fabric; every version in the store is one of these."""
+
+    api_version: Literal["sluice/v1"] = "sluice/v1"
+    fabric: Fabric
+    switches: tuple[Switch, ...] = ()
+    hosts: tuple[Host, ...] = ()
+    service_classes: tuple[ServiceClass, ...] = ()

@@ -1,0 +1,107 @@
+"""A throwaway local PostgreSQL cluster for the demo and the tests.
+
+``initdb`` refuses to run as root, so when we are root the cluster is created and run as the
+``postgres`` user in a folder it owns. The server listens on 127.0.0.1 only and on a unix
+socket inside the cluster folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin")
+
+
+class LocalPostgresError(RuntimeError):
+    pass
+
+
+def find_pg_bin() -> Path:
+    for candidate in PG_BIN_CANDIDATES:
+        if (Path(candidate) / "initdb").exists():
+            return Path(candidate)
+    raise LocalPostgresError(
+        "PostgreSQL server binaries not found; run scripts/bootstrap.sh (apt-get install postgresql)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LocalPostgres:
+    """One cluster in ``root``; ``start`` initialises it on first use."""
+
+    root: Path
+    port: int = field(default_factory=free_port)
+    user: str = "postgres"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "postgres.log"
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        if os.geteuid() == 0:
+            args = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(_quote(a) for a in args)]
+        return subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+
+    def _ensure_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.root, user="postgres", group="postgres")
+
+    def start(self) -> None:
+        bin_dir = find_pg_bin()
+        self._ensure_root()
+        if not (self.data_dir / "PG_VERSION").exists():
+            done = self._run(
+                [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-A", "trust", "-U", self.user]
+            )
+            if done.returncode != 0:
+                raise LocalPostgresError(f"initdb failed: {done.stderr.strip()}")
+        options = (
+            f"-k {self.root} -c listen_addresses=127.0.0.1 -p {self.port} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        done = self._run(
+            [str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file),
+             "-o", options, "-w", "-t", "60", "start"]
+        )
+        if done.returncode != 0:
+            raise LocalPostgresError(f"pg_ctl start failed: {done.stderr.strip()} {done.stdout}")
+        self._wait_ready()
+
+    def _wait_ready(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise LocalPostgresError(f"PostgreSQL did not accept connections on port {self.port}")
+
+    def stop(self) -> None:
+        bin_dir = find_pg_bin()
+        if (self.data_dir / "postmaster.pid").exists():
+            self._run([str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"])
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\"'\"'") + "'"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything sluice needs on a fresh Debian 12 machine of the project's kind.
+# Idempotent: a second run installs nothing. Used by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=()
+[ -x /usr/lib/postgresql/15/bin/initdb ] || apt_packages+=(postgresql)
+command -v redis-server >/dev/null || apt_packages+=(redis-server)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  echo "bootstrap: apt-get install ${apt_packages[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${apt_packages[@]}" >/dev/null
+fi
+
+if ! command -v uv >/dev/null; then
+  echo "bootstrap: pip install uv"
+  python3 -m pip install -q --disable-pip-version-check uv==0.13.8
+fi
+uv sync --frozen --quiet
+echo "bootstrap: ok"
