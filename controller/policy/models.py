@@ -162,6 +162,11 @@ class Fabric(Frozen):
     mtu_bytes: int = Field(default=1500, ge=576, le=9216)
     port_buffer_bytes: int = Field(gt=0, description="default per-port egress buffer")
     wred_drop_probability_pct: int = Field(default=100, ge=0, le=100)
+    egress_pool: str = Field(
+        default="egress_lossy_pool",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
+        description="existing BUFFER_POOL the queue buffer profiles draw from (not owned by sluice)",
+    )
     qjump: Qjump | None = None
     agent: Agent = Field(default_factory=Agent)
 
