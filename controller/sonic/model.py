@@ -1,0 +1,122 @@
+"""The desired-state representation shared by the compiler, the diff and the southbound.
+
+A switch's configuration is a flat mapping from ``(TABLE, key)`` to a field/value dict, the
+way CONFIG_DB stores it (Redis key ``TABLE|key``, every value a string). A plan is an ordered
+tuple of ``Op``: what to write (``add``/``change``) or remove (``delete``) and what was there
+before, so an operator can read the diff and the southbound can replay it.
+
+Op semantics (the southbound and ``diff.apply_plan`` follow them exactly):
+
+- ``add``: the entry does not exist; write ``fields``. ``old_fields`` is empty.
+- ``change``: the entry exists; write ``fields`` and remove the fields named in
+  ``removed_fields`` (present before, managed by sluice, no longer wanted). ``old_fields``
+  holds the previous values of every field sluice manages on that entry.
+- ``delete``: remove the fields in ``old_fields``. When ``whole_entry`` is true the entry is
+  sluice's alone and the whole key goes; otherwise (a shared table such as ``QUEUE``) only
+  sluice's fields go and an entry left without fields ceases to exist, as in Redis.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+EntryKey = tuple[str, str]
+"""(TABLE, key); a key's parts are joined with ``|``: ("QUEUE", "Ethernet0|3")."""
+
+Fields = dict[str, str]
+"""CONFIG_DB field values are always strings."""
+
+SwitchConfig = dict[EntryKey, Fields]
+
+OpKind = Literal["add", "change", "delete"]
+
+GNMI_ORIGIN = "sonic-db"
+CONFIG_DB_PREFIX = "/CONFIG_DB/localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One entry-level change of a plan (see the module docstring for the exact semantics)."""
+
+    kind: OpKind
+    table: str
+    key: str
+    fields: Fields
+    old_fields: Fields
+    whole_entry: bool = True
+
+    @property
+    def entry_key(self) -> EntryKey:
+        return (self.table, self.key)
+
+    @property
+    def gnmi_path(self) -> str:
+        """``/CONFIG_DB/localhost/<TABLE>/<key>`` (origin ``sonic-db``); the key keeps its ``|``."""
+        return f"{CONFIG_DB_PREFIX}/{self.table}/{self.key}"
+
+    def field_path(self, name: str) -> str:
+        """The gNMI path of one field of this entry."""
+        return f"{self.gnmi_path}/{name}"
+
+    @property
+    def removed_fields(self) -> tuple[str, ...]:
+        """Fields this op removes: all of ``old_fields`` for a delete, the dropped ones for a
+        change, none for an add."""
+        if self.kind == "delete":
+            return tuple(sorted(self.old_fields))
+        return tuple(sorted(set(self.old_fields) - set(self.fields)))
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain JSON-ready form for the API and the CLI."""
+        return {
+            "kind": self.kind,
+            "table": self.table,
+            "key": self.key,
+            "path": self.gnmi_path,
+            "fields": dict(self.fields),
+            "old_fields": dict(self.old_fields),
+            "removed_fields": list(self.removed_fields),
+            "whole_entry": self.whole_entry,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ordered ops that take one switch from its observed to its desired configuration."""
+
+    switch: str
+    ops: tuple[Op, ...] = ()
+    counts: dict[str, int] = field(init=False, compare=False)
+    counts_by_table: dict[str, dict[str, int]] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Frozen dataclass: the summaries are computed once, at construction.
+        by_kind: Counter[str] = Counter(op.kind for op in self.ops)
+        by_table: dict[str, Counter[str]] = {}
+        for op in self.ops:
+            by_table.setdefault(op.table, Counter())[op.kind] += 1
+        object.__setattr__(
+            self, "counts", {kind: by_kind.get(kind, 0) for kind in ("add", "change", "delete")}
+        )
+        object.__setattr__(
+            self, "counts_by_table", {table: dict(c) for table, c in sorted(by_table.items())}
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.ops
+
+    def summary(self) -> str:
+        """One line: ``leaf1: 12 add, 3 change, 0 delete``."""
+        c = self.counts
+        return f"{self.switch}: {c['add']} add, {c['change']} change, {c['delete']} delete"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "switch": self.switch,
+            "counts": dict(self.counts),
+            "counts_by_table": {t: dict(c) for t, c in self.counts_by_table.items()},
+            "ops": [op.as_dict() for op in self.ops],
+        }
