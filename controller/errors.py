@@ -67,3 +67,9 @@ class Unauthenticated(SluiceError):
 
 class Forbidden(SluiceError):
     title = "forbidden"
+
+
+class ApiUnreachable(SluiceError):
+    """A client got no answer from the REST API (refused, timed out, name not resolved)."""
+
+    title = "API unreachable"
