@@ -1,15 +1,19 @@
-"""Shared fixtures: a real PostgreSQL cluster for the whole test session."""
+"""Shared fixtures: a real PostgreSQL cluster for the whole test session, and fresh migrated
+databases copied from a template migrated once per session."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from controller.store.localpg import LocalPostgres
+from controller.store.migrate import upgrade
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +32,44 @@ def pg_server() -> Iterator[LocalPostgres]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+TEMPLATE_DB = "sluice_migrated_template"
+
+
+def _admin_execute(server: LocalPostgres, sql: str) -> None:
+    """Run one statement on the maintenance database outside a transaction (CREATE DATABASE)."""
+    dsn = server.url().replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+@pytest.fixture(scope="session")
+def migrated_template(pg_server: LocalPostgres) -> str:
+    """A database migrated to head once per session; tests get copies of it."""
+    _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {TEMPLATE_DB}")
+    _admin_execute(pg_server, f"CREATE DATABASE {TEMPLATE_DB}")
+    upgrade(pg_server.url(TEMPLATE_DB))
+    return TEMPLATE_DB
+
+
+@pytest.fixture
+def empty_db_url(pg_server: LocalPostgres) -> Iterator[str]:
+    """A fresh, empty (unmigrated) database for migration tests; dropped afterwards."""
+    name = f"sluice_test_{uuid.uuid4().hex[:12]}"
+    _admin_execute(pg_server, f"CREATE DATABASE {name}")
+    try:
+        yield pg_server.url(name)
+    finally:
+        _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def db_url(pg_server: LocalPostgres, migrated_template: str) -> Iterator[str]:
+    """A fresh database at the head revision, copied from the template (fast); dropped after."""
+    name = f"sluice_test_{uuid.uuid4().hex[:12]}"
+    _admin_execute(pg_server, f"CREATE DATABASE {name} TEMPLATE {migrated_template}")
+    try:
+        yield pg_server.url(name)
+    finally:
+        _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -1,0 +1,163 @@
+"""SQLAlchemy 2 models: the schema the Alembic revisions in ``migrations/`` build.
+
+The application never calls ``create_all``; these classes describe the head revision so the
+repositories can be typed, and a test compares them with the migrated database.
+
+Every uniqueness rule is a named constraint (the naming convention below names the rest), so
+an ``IntegrityError`` can be mapped back to the rule it broke.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Constraint names the services translate into domain errors.
+UQ_INTENT_VERSION_NUMBER = "uq_intent_versions_number"
+UQ_DESIRED_VERSION_SWITCH = "uq_desired_states_version_switch_name"
+UQ_TOKEN_HASH = "uq_api_tokens_token_sha256"
+UQ_TOKEN_ACTIVE_NAME = "uq_api_tokens_active_name"
+
+Json = dict[str, Any]
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {Json: JSONB}  # noqa: RUF012 - SQLAlchemy reads this class attribute
+
+
+class IntentVersion(Base):
+    """One immutable version of the whole intent; numbers start at 1 and only grow."""
+
+    __tablename__ = "intent_versions"
+    __table_args__ = (
+        UniqueConstraint("number", name=UQ_INTENT_VERSION_NUMBER),
+        CheckConstraint("number > 0", name="number_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    number: Mapped[int] = mapped_column(Integer)
+    intent: Mapped[Json]
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    author: Mapped[str] = mapped_column(String(128))
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"IntentVersion(number={self.number}, author={self.author!r})"
+
+
+class DesiredState(Base):
+    """The compiled CONFIG_DB tables of one switch at one intent version.
+
+    ``config`` maps ``"TABLE|key"`` to the entry's fields, a snapshot per version so a diff
+    between any two versions needs no recompilation.
+    """
+
+    __tablename__ = "desired_states"
+    __table_args__ = (UniqueConstraint("version", "switch_name", name=UQ_DESIRED_VERSION_SWITCH),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    version: Mapped[int] = mapped_column(
+        Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
+    )
+    switch_name: Mapped[str] = mapped_column(String(63))
+    config: Mapped[Json]
+
+    def __repr__(self) -> str:
+        return f"DesiredState(version={self.version}, switch_name={self.switch_name!r})"
+
+
+class RunningState(Base):
+    """What a switch was last known to run (read back after an apply); newest row wins."""
+
+    __tablename__ = "running_states"
+    __table_args__ = (
+        Index("ix_running_states_switch_name_recorded_at", "switch_name", "recorded_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    switch_name: Mapped[str] = mapped_column(String(63))
+    config: Mapped[Json]
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    source: Mapped[str] = mapped_column(String(64))
+
+    def __repr__(self) -> str:
+        return f"RunningState(switch_name={self.switch_name!r}, source={self.source!r})"
+
+
+class AuditEntry(Base):
+    """One change: who, in which request, to what, and the resource before and after."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_at", "at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(String(64))
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(32))
+    resource_type: Mapped[str] = mapped_column(String(32))
+    resource_id: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int | None] = mapped_column(Integer)
+    before: Mapped[Json | None]
+    after: Mapped[Json | None]
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"AuditEntry(action={self.action!r}, resource={self.resource_type}/{self.resource_id})"
+        )
+
+
+class ApiToken(Base):
+    """A bearer token; only its SHA-256 is stored, the plain token is shown once at creation.
+
+    Names are unique among tokens that are not revoked, so a revoked name can be reused.
+    """
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (
+        UniqueConstraint("token_sha256", name=UQ_TOKEN_HASH),
+        CheckConstraint("role IN ('viewer', 'operator', 'admin')", name="role_known"),
+        Index(
+            UQ_TOKEN_ACTIVE_NAME,
+            "name",
+            unique=True,
+            postgresql_where=text("revoked_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(16))
+    token_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        # The hash is left out too: it is a credential verifier, not something to log.
+        return f"ApiToken(id={self.id}, name={self.name!r}, role={self.role!r})"

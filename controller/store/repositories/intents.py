@@ -1,0 +1,86 @@
+"""Intent versions and the desired-state snapshot compiled for each version."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from datetime import datetime
+
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from controller.store.db import INTENT_WRITE_LOCK_KEY
+from controller.store.models import DesiredState, IntentVersion, Json
+
+
+def lock_intent_writes(*, session: Session) -> None:
+    """Serialise intent writers until the transaction ends.
+
+    A row lock on the head version would not cover the very first insert (no row to lock),
+    so writers queue on one advisory lock; each then reads the head afresh and compares it
+    with the version its client read.
+    """
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": INTENT_WRITE_LOCK_KEY})
+
+
+def head_number(*, session: Session) -> int:
+    """The newest version number, 0 when no intent was ever stored."""
+    return int(session.scalar(select(func.coalesce(func.max(IntentVersion.number), 0))) or 0)
+
+
+def latest_version(*, session: Session) -> IntentVersion | None:
+    query = select(IntentVersion).order_by(IntentVersion.number.desc()).limit(1)
+    return session.scalars(query).first()
+
+
+def get_version(*, session: Session, number: int) -> IntentVersion | None:
+    return session.scalars(select(IntentVersion).where(IntentVersion.number == number)).first()
+
+
+def list_versions(*, session: Session, limit: int, offset: int) -> tuple[list[IntentVersion], int]:
+    """Newest first, with the total count for paging."""
+    total = int(session.scalar(select(func.count()).select_from(IntentVersion)) or 0)
+    query = select(IntentVersion).order_by(IntentVersion.number.desc()).limit(limit).offset(offset)
+    return list(session.scalars(query)), total
+
+
+def insert_version(
+    *,
+    session: Session,
+    number: int,
+    intent: Json,
+    content_sha256: str,
+    author: str,
+    reason: str,
+    created_at: datetime,
+) -> IntentVersion:
+    row = IntentVersion(
+        number=number,
+        intent=intent,
+        content_sha256=content_sha256,
+        author=author,
+        reason=reason,
+        created_at=created_at,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def insert_desired_states(*, session: Session, version: int, configs: Mapping[str, Json]) -> None:
+    session.add_all(
+        DesiredState(version=version, switch_name=name, config=config)
+        for name, config in configs.items()
+    )
+    session.flush()
+
+
+def desired_states(
+    *, session: Session, version: int, switches: Collection[str] | None = None
+) -> dict[str, Json]:
+    """Switch name -> ``{"TABLE|key": fields}`` at ``version`` (only ``switches`` if given)."""
+    query = select(DesiredState.switch_name, DesiredState.config).where(
+        DesiredState.version == version
+    )
+    if switches is not None:
+        query = query.where(DesiredState.switch_name.in_(list(switches)))
+    return dict(session.execute(query).all())
