@@ -10,7 +10,7 @@ Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (micro
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,12 +30,12 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     LEAF = "leaf"
     SPINE = "spine"
 
 
-class EcnMode(str, Enum):
+class EcnMode(StrEnum):
     """How a class's queue is marked or dropped (see docs/algorithms.md)."""
 
     OFF = "off"  # no WRED/ECN profile on the queue
@@ -50,12 +50,12 @@ class EcnMode(str, Enum):
         return self in (EcnMode.MQECN, EcnMode.DYNAQ, EcnMode.HDCQ)
 
 
-class SchedulingType(str, Enum):
+class SchedulingType(StrEnum):
     STRICT = "STRICT"
     DWRR = "DWRR"
 
 
-class Workload(str, Enum):
+class Workload(StrEnum):
     """Flow-size distributions shipped in ``controller/qos/workloads/``."""
 
     WEBSEARCH = "websearch"
@@ -84,7 +84,9 @@ class Switch(Frozen):
     credential_ref: str = Field(
         min_length=1,
         max_length=256,
-        description="where the gNMI credential lives (e.g. env:SLUICE_GNMI_PASSWORD); never the secret",
+        description=(
+            "where the gNMI credential lives (e.g. env:SLUICE_GNMI_PASSWORD); never the secret"
+        ),
     )
     ports: tuple[Port, ...] = Field(min_length=1)
 
@@ -165,7 +167,9 @@ class Fabric(Frozen):
     egress_pool: str = Field(
         default="egress_lossy_pool",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
-        description="existing BUFFER_POOL the queue buffer profiles draw from (not owned by sluice)",
+        description=(
+            "existing BUFFER_POOL the queue buffer profiles draw from (not owned by sluice)"
+        ),
     )
     qjump: Qjump | None = None
     agent: Agent = Field(default_factory=Agent)

@@ -1,0 +1,244 @@
+"""Cross-object intent rules: every problem at once, each naming its field and the reason.
+
+Field-level rules (types, ranges, formats, unknown keys) are in ``models.py``. The rules here
+look across objects: names and DSCP values used once, queues not shared, the scheduling that
+an ECN mode, PIAS or QJUMP needs, and (in ``controller/policy/capacity.py``) the numbers that
+must fit the hardware: thresholds in the buffer, QJUMP levels in the line rate, weights in
+SONiC's 1..100. Every rule is a pure function ``Intent -> list[FieldProblem]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator
+
+from controller.errors import FieldProblem, IntentInvalid
+from controller.policy.capacity import CAPACITY_RULES
+from controller.policy.models import EcnMode, Intent, SchedulingType, ServiceClass
+
+Rule = Callable[[Intent], list[FieldProblem]]
+
+# Port speeds SONiC configures (PORT table `speed`, in Mb/s there); an odd number here is
+# almost always a typo (e.g. 10 written as 100 is not catchable, but 1000 for 100 is).
+KNOWN_SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800)
+
+
+def intent_problems(intent: Intent) -> list[FieldProblem]:
+    """Every cross-object problem in ``intent``, in rule order; empty when it is sound."""
+    problems: list[FieldProblem] = []
+    for rule in RULES:
+        problems.extend(rule(intent))
+    return problems
+
+
+def validate_intent(intent: Intent) -> Intent:
+    """``intent`` unchanged, or ``IntentInvalid`` listing every problem."""
+    problems = intent_problems(intent)
+    if problems:
+        raise IntentInvalid(problems)
+    return intent
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _repeats(entries: Iterable[tuple[str, Hashable]]) -> Iterator[tuple[str, Hashable, str]]:
+    """``(path, value, first_path)`` for every entry whose value appeared before."""
+    first: dict[Hashable, str] = {}
+    for path, value in entries:
+        if value in first:
+            yield path, value, first[value]
+        else:
+            first[value] = path
+
+
+def _classes(intent: Intent) -> Iterator[tuple[str, ServiceClass]]:
+    for i, service_class in enumerate(intent.service_classes):
+        yield f"service_classes[{i}]", service_class
+
+
+# ---------------------------------------------------------------------------------------------
+# names and identities
+
+
+def unique_names(intent: Intent) -> list[FieldProblem]:
+    """Switch, host, class and per-switch port names; gNMI endpoints; host addresses."""
+    groups: list[list[tuple[str, Hashable]]] = [
+        [(f"switches[{i}].name", s.name) for i, s in enumerate(intent.switches)],
+        [(f"hosts[{i}].name", h.name) for i, h in enumerate(intent.hosts)],
+        [(f"{path}.name", c.name) for path, c in _classes(intent)],
+    ]
+    for i, switch in enumerate(intent.switches):
+        groups.append(
+            [(f"switches[{i}].ports[{j}].name", p.name) for j, p in enumerate(switch.ports)]
+        )
+    problems = [
+        FieldProblem(path, f"duplicate name {value!r} (first used at {first})")
+        for group in groups
+        for path, value, first in _repeats(group)
+    ]
+    problems += _unique_endpoints(intent)
+    return problems
+
+
+def _unique_endpoints(intent: Intent) -> list[FieldProblem]:
+    # Two switches behind one gNMI endpoint would each overwrite the other's config.
+    gnmi = [
+        (f"switches[{i}].gnmi", (s.gnmi.address.lower(), s.gnmi.port))
+        for i, s in enumerate(intent.switches)
+    ]
+    problems = [
+        FieldProblem(path, f"gNMI endpoint {ep[0]}:{ep[1]} already used at {first}")  # type: ignore[index]
+        for path, ep, first in _repeats(gnmi)
+    ]
+    hosts = [(f"hosts[{i}].address", h.address.lower()) for i, h in enumerate(intent.hosts)]
+    problems += [
+        FieldProblem(path, f"address {value} already used at {first}")
+        for path, value, first in _repeats(hosts)
+    ]
+    return problems
+
+
+def known_speeds(intent: Intent) -> list[FieldProblem]:
+    """Port and NIC speeds SONiC and Linux actually run at."""
+    known = ", ".join(str(s) for s in KNOWN_SPEEDS_GBPS)
+    problems = [
+        FieldProblem(
+            f"switches[{i}].ports[{j}].speed_gbps",
+            f"{port.speed_gbps} Gb/s is not a port speed SONiC configures ({known})",
+        )
+        for i, switch in enumerate(intent.switches)
+        for j, port in enumerate(switch.ports)
+        if port.speed_gbps not in KNOWN_SPEEDS_GBPS
+    ]
+    problems += [
+        FieldProblem(
+            f"hosts[{i}].nic_gbps", f"{host.nic_gbps} Gb/s is not a known NIC speed ({known})"
+        )
+        for i, host in enumerate(intent.hosts)
+        if host.nic_gbps not in KNOWN_SPEEDS_GBPS
+    ]
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# DSCP values and queues
+
+
+def _dscp_uses(intent: Intent) -> Iterator[tuple[str, Hashable]]:
+    for path, service_class in _classes(intent):
+        for k, dscp in enumerate(service_class.dscp):
+            yield f"{path}.dscp[{k}]", dscp
+        if service_class.pias is not None:
+            for k, stage in enumerate(service_class.pias.demotions):
+                yield f"{path}.pias.demotions[{k}].dscp", stage.dscp
+
+
+def dscp_used_once(intent: Intent) -> list[FieldProblem]:
+    """A DSCP value maps to one traffic class, so it may appear once in the whole intent."""
+    return [
+        FieldProblem(path, f"DSCP {value} is already used at {first}")
+        for path, value, first in _repeats(_dscp_uses(intent))
+    ]
+
+
+def _queue_uses(intent: Intent) -> Iterator[tuple[str, Hashable]]:
+    for path, service_class in _classes(intent):
+        yield f"{path}.queue", service_class.queue
+        if service_class.pias is not None:
+            for k, stage in enumerate(service_class.pias.demotions):
+                yield f"{path}.pias.demotions[{k}].queue", stage.queue
+
+
+def queues_not_shared(intent: Intent) -> list[FieldProblem]:
+    """Each queue carries one class (or one PIAS stage): its scheduler and ECN profile are
+    per queue, so two owners would fight over them."""
+    return [
+        FieldProblem(path, f"queue {value} is already used at {first}")
+        for path, value, first in _repeats(_queue_uses(intent))
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# scheduling and what each feature needs of it
+
+
+def scheduling_weights(intent: Intent) -> list[FieldProblem]:
+    """DWRR shares the port by weight, so it needs one; STRICT ignores weights, so one there is
+    a misunderstanding worth pointing out."""
+    problems = []
+    for path, service_class in _classes(intent):
+        scheduling = service_class.scheduling
+        if scheduling.type is SchedulingType.DWRR and scheduling.weight is None:
+            problems.append(FieldProblem(f"{path}.scheduling.weight", "DWRR needs a weight"))
+        if scheduling.type is SchedulingType.STRICT and scheduling.weight is not None:
+            problems.append(
+                FieldProblem(
+                    f"{path}.scheduling.weight",
+                    "STRICT scheduling takes no weight (strict priority ignores it)",
+                )
+            )
+    return problems
+
+
+def strict_where_required(intent: Intent) -> list[FieldProblem]:
+    """PIAS is a multi-level feedback queue over strict priority (seeds/pias-seminar-slides.txt);
+    QJUMP levels jump the queue on strict-priority queues (seeds/qjump-nsdi15.txt)."""
+    problems = []
+    for path, service_class in _classes(intent):
+        if service_class.scheduling.type is SchedulingType.STRICT:
+            continue
+        if service_class.pias is not None:
+            problems.append(
+                FieldProblem(
+                    f"{path}.scheduling.type",
+                    "a PIAS class must be STRICT: PIAS demotes flows across strict-priority queues",
+                )
+            )
+        if service_class.qjump_level is not None:
+            problems.append(
+                FieldProblem(
+                    f"{path}.scheduling.type",
+                    "a QJUMP class must be STRICT: its packets jump the queue by priority",
+                )
+            )
+    return problems
+
+
+def ecn_modes(intent: Intent) -> list[FieldProblem]:
+    """Per-queue-minimum and MQ-ECN scale K by the class's DWRR share; the agent runs one
+    dynamic algorithm per switch (DESIGN.md, SLUICE_AGENT|global)."""
+    problems = []
+    first_dynamic: tuple[str, EcnMode] | None = None
+    for path, service_class in _classes(intent):
+        mode = service_class.ecn
+        is_dwrr = service_class.scheduling.type is SchedulingType.DWRR
+        if mode is EcnMode.MQECN and not is_dwrr:
+            reason = "mqecn needs DWRR scheduling: it scales K by the round-robin fair share"
+            problems.append(FieldProblem(f"{path}.ecn", reason))
+        if mode is EcnMode.PER_QUEUE_MINIMUM and not is_dwrr:
+            reason = "per-queue-minimum needs DWRR scheduling: K_i = w_i / sum(w) x K"
+            problems.append(FieldProblem(f"{path}.ecn", reason))
+        if not mode.is_dynamic:
+            continue
+        if first_dynamic is None:
+            first_dynamic = (path, mode)
+        elif first_dynamic[1] is not mode:
+            reason = (
+                f"{mode.value} conflicts with {first_dynamic[1].value} at {first_dynamic[0]}.ecn: "
+                "the switch agent runs one dynamic algorithm for the whole fabric"
+            )
+            problems.append(FieldProblem(f"{path}.ecn", reason))
+    return problems
+
+
+RULES: tuple[Rule, ...] = (
+    unique_names,
+    known_speeds,
+    dscp_used_once,
+    queues_not_shared,
+    scheduling_weights,
+    strict_where_required,
+    ecn_modes,
+    *CAPACITY_RULES,
+)
