@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 apt_packages=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_packages+=(postgresql)
 command -v redis-server >/dev/null || apt_packages+=(redis-server)
+# Namespaced test hosts (controller/hosts/netns.py) and the host roles in playbooks/.
+[ -x /usr/sbin/sshd ] || apt_packages+=(openssh-server)
+[ -x /usr/sbin/nft ] || apt_packages+=(nftables)
+command -v tc >/dev/null || apt_packages+=(iproute2)
+command -v tcpdump >/dev/null || apt_packages+=(tcpdump)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,30 @@
+"""Fixtures for end-to-end tests: a namespaced fabric with sshd per host.
+
+These tests need root (network namespaces, sshd); they run as root here and in CI. Every
+fixture tears down what it made: namespaces, sshd processes and the temporary keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from controller.hosts import netns
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("e2e tests need root for network namespaces and sshd", pytrace=False)
+
+
+@pytest.fixture
+def small_fabric() -> Iterator[netns.Fabric]:
+    """Three fresh hosts for one test."""
+    _require_root()
+    fabric = netns.up(3)
+    try:
+        yield fabric
+    finally:
+        fabric.down()
