@@ -1,0 +1,88 @@
+"""Shared-buffer alpha for SONiC ``BUFFER_PROFILE.dynamic_th``.
+
+SAI's ``SHARED_DYNAMIC_TH`` n makes a queue's shared-buffer limit 2^n times the pool's free
+buffer, so alpha = 2^dynamic_th, and SONiC's YANG allows dynamic_th in -8..7
+(reference/sonic-gnmi-facts.md §1.6 and §5.5). That is Choudhury and Hahne's Dynamic
+Threshold rule: a queue may grow while its length is below alpha x (B - Q(t)), with B the
+shared pool and Q(t) the pool's total occupancy.
+
+Steady state with N equally congested queues: each holds q = alpha x (B - N q), so
+q = alpha B / (1 + N alpha) and each gets alpha / (1 + N alpha) of the pool; the pool keeps
+B / (1 + N alpha) free, which is the headroom left for a burst on a new queue.
+"""
+
+from __future__ import annotations
+
+import math
+
+from controller.qos.checks import invalid, require_int_at_least, require_positive
+
+DYNAMIC_TH_MIN = -8  # SONiC YANG range of BUFFER_PROFILE.dynamic_th
+DYNAMIC_TH_MAX = 7
+# The NVIDIA/Mellanox SAI maps -8 to alpha 0 and 7 to "infinite" instead of 2^n
+# (reference/algorithms-anchors.md §7), so selection stays inside -7..6 by default, where
+# every implementation read here agrees that alpha = 2^n.
+PORTABLE_TH_MIN = -7
+PORTABLE_TH_MAX = 6
+
+
+def alpha_of(dynamic_th: int) -> float:
+    """alpha = 2^dynamic_th: 0 -> 1, 3 -> 8, -3 -> 1/8."""
+    if isinstance(dynamic_th, bool) or not isinstance(dynamic_th, int):
+        raise invalid("dynamic_th", f"must be an integer, got {dynamic_th!r}")
+    if not DYNAMIC_TH_MIN <= dynamic_th <= DYNAMIC_TH_MAX:
+        raise invalid(
+            "dynamic_th", f"must be in {DYNAMIC_TH_MIN}..{DYNAMIC_TH_MAX}, got {dynamic_th}"
+        )
+    return math.ldexp(1.0, dynamic_th)
+
+
+def steady_share(alpha: float, n_congested: int) -> float:
+    """Fraction of the shared pool each of N equally congested queues holds: alpha/(1+N alpha).
+
+    One congested queue: 1/2 at alpha 1 (dynamic_th 0), 8/9 at alpha 8, 1/9 at alpha 1/8.
+    """
+    require_positive("alpha", alpha)
+    require_int_at_least("n_congested", n_congested, 1)
+    return alpha / (1.0 + n_congested * alpha)
+
+
+def select_dynamic_th(
+    n_queues: int,
+    max_single_queue_share: float,
+    *,
+    lowest: int = PORTABLE_TH_MIN,
+    highest: int = PORTABLE_TH_MAX,
+) -> int:
+    """The largest dynamic_th whose per-queue share, with ``n_queues`` congested, is <= target.
+
+    ``n_queues`` is how many queues are assumed congested together (1 = a lone congested
+    queue, the case that decides how much of the pool one class can take). Largest, because
+    a bigger alpha lets a queue absorb more of a burst; the cap keeps the rest of the pool for
+    the other queues. The search runs over ``lowest..highest`` (default -7..6, see above).
+    Refused if even ``lowest`` gives a share above the target.
+    """
+    require_int_at_least("n_queues", n_queues, 1)
+    if not math.isfinite(max_single_queue_share) or not 0 < max_single_queue_share <= 1:
+        raise invalid(
+            "max_single_queue_share", f"must be in (0, 1], got {max_single_queue_share!r}"
+        )
+    if not DYNAMIC_TH_MIN <= lowest <= highest <= DYNAMIC_TH_MAX:
+        raise invalid("lowest", f"need {DYNAMIC_TH_MIN} <= lowest <= highest <= {DYNAMIC_TH_MAX}")
+    # The share grows with alpha, so scan down from the top; 1e-12 absorbs float noise in
+    # exact cases such as alpha 1, N 4 -> 1/5 against a target of 0.2.
+    for dynamic_th in range(highest, lowest - 1, -1):
+        share = steady_share(alpha_of(dynamic_th), n_queues)
+        if share <= max_single_queue_share + 1e-12:
+            return dynamic_th
+    smallest = steady_share(alpha_of(lowest), n_queues)
+    raise invalid(
+        "max_single_queue_share",
+        f"{max_single_queue_share} is below {smallest:.6f}, the share at dynamic_th {lowest}",
+    )
+
+
+def steady_queue_bytes(pool_bytes: int, dynamic_th: int, n_congested: int) -> int:
+    """Bytes each of N equally congested queues holds in steady state, rounded down."""
+    require_int_at_least("pool_bytes", pool_bytes, 1)
+    return math.floor(pool_bytes * steady_share(alpha_of(dynamic_th), n_congested))

@@ -1,0 +1,91 @@
+"""Buffer alpha (dynamic_th), per reference/sonic-gnmi-facts.md §1.6 and §5.5."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.errors import IntentInvalid
+from controller.qos.buffers import (
+    alpha_of,
+    select_dynamic_th,
+    steady_queue_bytes,
+    steady_share,
+)
+
+
+@pytest.mark.parametrize(
+    ("dynamic_th", "alpha"),
+    [(0, 1.0), (3, 8.0), (-3, 0.125), (-8, 1 / 256), (7, 128.0)],
+)
+def test_alpha_is_two_to_the_dynamic_th(dynamic_th, alpha):
+    assert alpha_of(dynamic_th) == alpha
+
+
+@pytest.mark.parametrize("bad", [-9, 8, 1.5, True])
+def test_alpha_rejects_out_of_range(bad):
+    with pytest.raises(IntentInvalid) as caught:
+        alpha_of(bad)
+    assert caught.value.problems[0].path == "dynamic_th"
+
+
+def test_steady_share_by_hand():
+    # one queue: alpha/(1+alpha): 1/2 at alpha 1, 8/9 at alpha 8, (1/8)/(9/8) = 1/9 at 1/8.
+    assert steady_share(1.0, 1) == pytest.approx(0.5)
+    assert steady_share(8.0, 1) == pytest.approx(8 / 9)
+    assert steady_share(0.125, 1) == pytest.approx(1 / 9)
+    # four queues at alpha 2: 2 / (1 + 8) = 2/9 each, 8/9 of the pool in use.
+    assert steady_share(2.0, 4) == pytest.approx(2 / 9)
+
+
+def test_steady_share_is_a_fixed_point_of_the_dt_rule():
+    # q = alpha x (B - N q) must hold for q = share x B.
+    alpha, n, pool = 4.0, 3, 1.0
+    q = steady_share(alpha, n) * pool
+    assert q == pytest.approx(alpha * (pool - n * q))
+
+
+@pytest.mark.parametrize(
+    ("n", "target", "expected"),
+    [
+        (1, 0.5, 0),  # th 0 -> 1/2 fits; th 1 -> 2/3 does not
+        (1, 0.89, 3),  # th 3 -> 8/9 = 0.8889 fits; th 4 -> 16/17 = 0.941 does not
+        (1, 0.6, 0),  # 1/2 fits, 2/3 does not
+        (4, 0.2, 0),  # alpha 1: 1/5 = 0.2 exactly fits; alpha 2: 2/9 = 0.222 does not
+        (1, 1.0, 6),  # everything fits: the top of the portable range
+    ],
+)
+def test_select_dynamic_th_by_hand(n, target, expected):
+    assert select_dynamic_th(n, target) == expected
+
+
+def test_select_dynamic_th_can_use_full_range():
+    # 128/129 = 0.99225 <= 0.995 at dynamic_th 7 once the caller widens the range.
+    assert select_dynamic_th(1, 0.995, lowest=-8, highest=7) == 7
+
+
+def test_select_dynamic_th_refuses_impossible_target():
+    # lowest portable alpha 2^-7: share 1/129 = 0.00775 > 0.001.
+    with pytest.raises(IntentInvalid) as caught:
+        select_dynamic_th(1, 0.001)
+    assert caught.value.problems[0].path == "max_single_queue_share"
+
+
+@given(n=st.integers(1, 64), target=st.floats(0.01, 1.0))
+def test_selected_is_the_largest_that_fits(n, target):
+    try:
+        chosen = select_dynamic_th(n, target)
+    except IntentInvalid:
+        assert steady_share(alpha_of(-7), n) > target
+        return
+    assert steady_share(alpha_of(chosen), n) <= target + 1e-12
+    if chosen < 6:
+        assert steady_share(alpha_of(chosen + 1), n) > target
+
+
+def test_steady_queue_bytes():
+    # 1 MiB pool, dynamic_th 0, 1 queue: 1 048 576 / 2 = 524 288.
+    assert steady_queue_bytes(1_048_576, 0, 1) == 524_288
+    # dynamic_th 1, 2 queues: 2 / (1 + 4) = 0.4 -> 419 430.4 -> 419 430.
+    assert steady_queue_bytes(1_048_576, 1, 2) == 419_430

@@ -1,0 +1,125 @@
+"""QJUMP epoch and levels, checked against numbers in seeds/qjump-nsdi15.txt and
+reference/algorithms-anchors.md §5."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.errors import IntentInvalid
+from controller.qos.qjump import (
+    epoch_seconds,
+    factor_for_rate,
+    level_rate_bps,
+    plan_levels,
+)
+
+TEN_G = 10e9
+
+
+def test_fig11_latency_bound():
+    # Fig. 11: 10 machines x 6 guests = 60 senders of one 256 B packet at 10 Gb/s
+    # (256 x 8 / 10e9 = 0.2048 us each) plus eps = 3 hops x 4 us:
+    # 60 x 0.2048 + 12 = 12.288 + 12 = 24.288 us (the plotted bound, "~24.3 us").
+    bound = epoch_seconds(60, 256, TEN_G, 12e-6, mesochronous=False)
+    assert bound == pytest.approx(24.288e-6, rel=1e-12)
+
+
+def test_mesochronous_epoch_doubles_the_serialisation_term():
+    # Eq. 2 with n = 30 serialises 2 x 30 = 60 packets: the same 24.288 us as above.
+    assert epoch_seconds(30, 256, TEN_G, 12e-6) == pytest.approx(24.288e-6, rel=1e-12)
+
+
+def test_thousand_hosts_small_packets_stay_under_500us():
+    # §5: n = 1000, P = 256 B -> 2 x 1000 x 0.2048 us = 409.6 us; + eps 4 us = 413.6 us < 500.
+    epoch = epoch_seconds(1000, 256, TEN_G, 4e-6)
+    assert epoch == pytest.approx(413.6e-6, rel=1e-12)
+    assert epoch < 500e-6
+
+
+def test_thousand_hosts_guaranteed_level_is_under_5_mbps():
+    # §3.1 Eq. 3: throughput = P / epoch ~ R / 2n = 10e9 / 2000 = 5 Mb/s; eps > 0 makes it less.
+    exact = level_rate_bps(1, 1500, epoch_seconds(1000, 1500, TEN_G, 0.0))
+    assert exact == pytest.approx(5e6, rel=1e-12)
+    assert level_rate_bps(1, 1500, epoch_seconds(1000, 1500, TEN_G, 2e-6)) < 5e6
+
+
+def test_memcached_factor_from_testbed():
+    # §6.5: n = 12 at R = 10 Gb/s, T = 5 Gb/s -> f = n T / R = 12 x 5 / 10 = 6
+    # (the single-switch epoch n P / R, eps 0).
+    epoch = epoch_seconds(12, 1500, TEN_G, 0.0, mesochronous=False)
+    assert factor_for_rate(5e9, 1500, epoch) == pytest.approx(6.0)
+    assert level_rate_bps(6, 1500, epoch) == pytest.approx(5e9)
+
+
+def test_ns2_token_buckets():
+    # ns-2 runs: epoch 1.05 ms, buckets of k x 1500 B x 8 bit per epoch:
+    # f 6 -> 72 000 bit / 1.05e-3 s = 68 571 428.6 bit/s ("~68.6 Mb/s");
+    # f 667 -> 8 004 000 bit / 1.05e-3 s = 7 622 857 142.9 bit/s ("~7623 Mb/s").
+    assert level_rate_bps(6, 1500, 1.05e-3) == pytest.approx(68_571_428.57, rel=1e-9)
+    assert level_rate_bps(667, 1500, 1.05e-3) == pytest.approx(7_622_857_142.86, rel=1e-9)
+
+
+def test_plan_levels_ns2_fct_configuration():
+    # §6.4: P = 9 kB, n = 144, f0..f7 = 144, 100, 20, 10, 5, 3, 2, 1; R = 10 Gb/s, eps 0.
+    # epoch = 2 x 144 x 9000 x 8 / 10e9 = 2.0736 ms; one packet per epoch = 72 000 bit
+    # -> 72 000 / 2.0736e-3 = 34 722 222.2 bit/s per unit of f.
+    factors = {0: 144, 1: 100, 2: 20, 3: 10, 4: 5, 5: 3, 6: 2, 7: 1}
+    levels = plan_levels(144, 9000, TEN_G, 0.0, factors)
+    per_unit = 72_000 / 2.0736e-3
+    assert [lv.level for lv in levels] == list(range(8))
+    for lv in levels:
+        assert lv.rate_bps == pytest.approx(factors[lv.level] * per_unit, rel=1e-12)
+        assert lv.bytes_per_epoch == factors[lv.level] * 9000
+    # f = n on the mesochronous epoch gives R / 2: 144 x 34.72 Mb/s = 5 Gb/s.
+    assert levels[0].rate_bps == pytest.approx(5e9, rel=1e-12)
+
+
+def test_plan_levels_fractional_factor_budget_rounds_down():
+    # Fig. 11 region A uses f7 < 1: 0.7 x 256 = 179.2 B -> 179 B per epoch.
+    (level,) = plan_levels(30, 256, TEN_G, 12e-6, {7: 0.7})
+    assert (level.level, level.factor, level.bytes_per_epoch) == (7, 0.7, 179)
+    # the rate uses f x P unrounded: 179.2 B x 8 = 1433.6 bit per 24.288 us;
+    # 24.288 x 59 = 1432.992, remainder 0.608 / 24.288 = 0.02503 -> 59.025 Mb/s.
+    assert level.rate_bps == pytest.approx(59.025e6, rel=1e-5)
+
+
+def test_plan_levels_refuses_higher_priority_with_larger_factor():
+    with pytest.raises(IntentInvalid) as caught:
+        plan_levels(12, 1500, TEN_G, 4e-6, {0: 12, 7: 20})
+    assert caught.value.problems[0].path == "factors[7]"
+
+
+def test_plan_levels_refuses_rate_above_line_rate():
+    # single switch, eps 0: f = n gives exactly R; f = 2n gives 2R.
+    with pytest.raises(IntentInvalid) as caught:
+        plan_levels(12, 1500, TEN_G, 0.0, {0: 24}, mesochronous=False)
+    assert caught.value.problems[0].path == "factors[0]"
+    (ok,) = plan_levels(12, 1500, TEN_G, 0.0, {0: 12}, mesochronous=False)
+    assert ok.rate_bps == pytest.approx(TEN_G)
+
+
+@pytest.mark.parametrize(("level", "factor"), [(8, 1.0), (-1, 1.0), (3, 0.0), (3, 0.001)])
+def test_plan_levels_refuses_bad_levels_and_factors(level, factor):
+    with pytest.raises(IntentInvalid) as caught:
+        plan_levels(12, 256, TEN_G, 4e-6, {level: factor})
+    assert caught.value.problems[0].path == f"factors[{level}]"
+
+
+@given(
+    n=st.integers(1, 5000),
+    packet=st.integers(64, 9216),
+    eps=st.floats(0, 1e-4),
+    factors=st.lists(st.floats(1, 1000), min_size=1, max_size=8),
+)
+def test_levels_scale_with_factor_and_fit_line_rate(n, packet, eps, factors):
+    ordered = dict(enumerate(sorted((min(f, n) for f in factors), reverse=True)))
+    levels = plan_levels(n, packet, TEN_G, eps, ordered)
+    epoch = epoch_seconds(n, packet, TEN_G, eps)
+    for lv in levels:
+        assert lv.rate_bps <= TEN_G
+        # rate x epoch / 8 recovers f x P bytes per epoch
+        assert lv.rate_bps * epoch / 8 == pytest.approx(lv.factor * packet)
+    rates = [lv.rate_bps for lv in levels]
+    assert rates == sorted(rates, reverse=True)
