@@ -1,0 +1,183 @@
+"""SONiC's Redis database layout, and the stores that hold it.
+
+One switch keeps its databases on one Redis server, as SONiC does
+(sonic-swss-common:common/database_config.json, reference/sonic-gnmi-facts.md §2.1):
+APPL_DB 0, COUNTERS_DB 2, CONFIG_DB 4, STATE_DB 6. CONFIG_DB and STATE_DB join table and key
+with ``|`` (``QUEUE|Ethernet0|3``), the others with ``:`` (``COUNTERS:oid:0x...``). Every entry
+is a hash of string fields. A few COUNTERS_DB tables (``COUNTERS_QUEUE_NAME_MAP``) are one hash
+with no key level at all.
+
+Two stores implement the same small interface:
+- ``RedisStore``: a real Redis server, so an on-switch agent can read and write it directly.
+- ``MemoryStore``: a dict per database, for fleet mode, where one process serves hundreds of
+  switch targets and a Redis per switch would be the bottleneck, not the thing under test.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Protocol
+
+import redis
+
+APPL_DB = 0
+COUNTERS_DB = 2
+CONFIG_DB = 4
+STATE_DB = 6
+
+DB_IDS: dict[str, int] = {
+    "APPL_DB": APPL_DB,
+    "COUNTERS_DB": COUNTERS_DB,
+    "CONFIG_DB": CONFIG_DB,
+    "STATE_DB": STATE_DB,
+}
+SEPARATORS: dict[int, str] = {APPL_DB: ":", COUNTERS_DB: ":", CONFIG_DB: "|", STATE_DB: "|"}
+
+# An entry with no fields cannot exist as a Redis hash; SONiC stores the pair NULL/NULL
+# instead (swsscommon ConfigDBConnector) and hides it on read.
+EMPTY_ENTRY_MARKER = "NULL"
+
+Fields = dict[str, str]
+EntryKey = tuple[str, str]  # (TABLE, key), e.g. ("QUEUE", "Ethernet0|3")
+Config = dict[EntryKey, Fields]
+
+
+def redis_key(db: int, table: str, key: str) -> str:
+    """``QUEUE`` + ``Ethernet0|3`` -> ``QUEUE|Ethernet0|3`` in CONFIG_DB."""
+    return f"{table}{SEPARATORS[db]}{key}"
+
+
+def split_redis_key(db: int, rkey: str) -> EntryKey | None:
+    """The inverse of ``redis_key``; None for a key-less hash such as a name map."""
+    table, sep, key = rkey.partition(SEPARATORS[db])
+    if not sep:
+        return None
+    return table, key
+
+
+def to_stored(fields: Mapping[str, str]) -> Fields:
+    return dict(fields) if fields else {EMPTY_ENTRY_MARKER: EMPTY_ENTRY_MARKER}
+
+
+def from_stored(fields: Mapping[str, str]) -> Fields:
+    return {k: v for k, v in fields.items() if k != EMPTY_ENTRY_MARKER}
+
+
+class Store(Protocol):
+    """What the gNMI server needs from a switch's databases. Keys are full Redis keys."""
+
+    def read_hash(self, db: int, rkey: str) -> Fields | None:
+        """The hash at ``rkey`` (NULL marker removed), None when the key does not exist."""
+        ...
+
+    def read_prefixed(self, db: int, prefix: str) -> dict[str, Fields]:
+        """Every hash whose key starts with ``prefix`` (empty prefix: the whole database)."""
+        ...
+
+    def write_atomically(self, db: int, changes: Mapping[str, Fields | None]) -> None:
+        """Replace each named hash with the given fields, or delete it for None; all or none."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _glob_escape(text: str) -> str:
+    # SCAN MATCH uses glob syntax; keys such as "[WRED_PROFILE|x]" must match literally.
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+class RedisStore:
+    """A switch's databases on one Redis server, one client per database number."""
+
+    def __init__(self, clients: Mapping[int, redis.Redis[str]]) -> None:
+        missing = set(SEPARATORS) - set(clients)
+        if missing:
+            raise ValueError(f"RedisStore needs clients for databases {sorted(missing)}")
+        self._clients = dict(clients)
+
+    @classmethod
+    def connect(cls, host: str, port: int) -> RedisStore:
+        return cls(
+            {
+                db: redis.Redis(host=host, port=port, db=db, decode_responses=True)
+                for db in SEPARATORS
+            }
+        )
+
+    def client(self, db: int) -> redis.Redis[str]:
+        return self._clients[db]
+
+    def read_hash(self, db: int, rkey: str) -> Fields | None:
+        fields: dict[str, str] = self._clients[db].hgetall(rkey)
+        return from_stored(fields) if fields else None
+
+    def read_prefixed(self, db: int, prefix: str) -> dict[str, Fields]:
+        client = self._clients[db]
+        keys = sorted(client.scan_iter(match=_glob_escape(prefix) + "*", count=1000))
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+        values: list[dict[str, str]] = pipe.execute()
+        # A key deleted between SCAN and HGETALL comes back empty: it is gone, skip it.
+        return {k: from_stored(v) for k, v in zip(keys, values, strict=True) if v}
+
+    def write_atomically(self, db: int, changes: Mapping[str, Fields | None]) -> None:
+        # MULTI/EXEC: a reader sees the state before or after the whole change, never between.
+        pipe = self._clients[db].pipeline(transaction=True)
+        for rkey, fields in changes.items():
+            pipe.delete(rkey)
+            if fields is not None:
+                stored: dict[str | bytes, bytes | float | int | str] = {}
+                stored.update(to_stored(fields))
+                pipe.hset(rkey, mapping=stored)
+        pipe.execute()
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+
+
+class MemoryStore:
+    """A switch's databases as dicts in this process (fleet mode). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._dbs: dict[int, dict[str, Fields]] = {db: {} for db in SEPARATORS}
+        self._lock = threading.Lock()
+
+    def read_hash(self, db: int, rkey: str) -> Fields | None:
+        with self._lock:
+            fields = self._dbs[db].get(rkey)
+            return dict(fields) if fields is not None else None
+
+    def read_prefixed(self, db: int, prefix: str) -> dict[str, Fields]:
+        with self._lock:
+            return {k: dict(v) for k, v in self._dbs[db].items() if k.startswith(prefix)}
+
+    def write_atomically(self, db: int, changes: Mapping[str, Fields | None]) -> None:
+        with self._lock:
+            table = self._dbs[db]
+            for rkey, fields in changes.items():
+                if fields is None:
+                    table.pop(rkey, None)
+                else:
+                    table[rkey] = dict(fields)
+
+    def close(self) -> None:
+        return None
+
+
+def read_table(store: Store, db: int, table: str) -> dict[str, Fields]:
+    """All entries of ``table`` keyed by their key (``Ethernet0|3``)."""
+    prefix = table + SEPARATORS[db]
+    return {rkey[len(prefix) :]: fields for rkey, fields in store.read_prefixed(db, prefix).items()}
+
+
+def read_config(store: Store) -> Config:
+    """The whole CONFIG_DB as ``{(TABLE, key): fields}`` (key-less hashes are not config)."""
+    config: Config = {}
+    for rkey, fields in store.read_prefixed(CONFIG_DB, "").items():
+        entry = split_redis_key(CONFIG_DB, rkey)
+        if entry is not None:
+            config[entry] = fields
+    return config

@@ -1,0 +1,212 @@
+"""Building blocks of the CONFIG_DB schema: field types and key rules, as SONiC's YANG has them.
+
+Each field type checks one string value and returns the reason it is refused, or None. Key
+rules check an entry's key against the would-be config (a QUEUE key must name an existing
+PORT). Table specs in ``vsonic/schema.py`` are assembled from these.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vsonic.db import Config
+
+# SONiC parses WRED thresholds with std::stoi (qosorch.cpp WredMapHandler, facts §5.2), so a
+# value must fit a signed 32-bit int even though YANG says uint64 and SAI uint32: the tightest
+# of the three wins.
+STOI_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
+UINT64_MAX = 2**64 - 1
+
+
+class FieldType(ABC):
+    """A leaf type: says why a value is refused, and which table a leafref points into."""
+
+    @abstractmethod
+    def problem(self, value: str) -> str | None: ...
+
+    def referenced_table(self) -> str | None:
+        return None
+
+
+def _as_int(value: str) -> int | None:
+    # YANG integers are plain decimal: no sign on unsigned values, no spaces, no "0x".
+    if not re.fullmatch(r"-?(0|[1-9][0-9]*)", value):
+        return None
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Integer(FieldType):
+    lo: int
+    hi: int
+
+    def problem(self, value: str) -> str | None:
+        number = _as_int(value)
+        if number is None:
+            return f"'{value}' is not an integer"
+        if not self.lo <= number <= self.hi:
+            return f"{number} is out of range {self.lo}..{self.hi}"
+        return None
+
+
+@dataclass(frozen=True)
+class Decimal(FieldType):
+    """A positive or bounded decimal number; ``open_lo``/``open_hi`` exclude the bound."""
+
+    lo: float
+    hi: float
+    open_lo: bool = False
+    open_hi: bool = False
+
+    def problem(self, value: str) -> str | None:
+        if not re.fullmatch(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", value):
+            return f"'{value}' is not a decimal number"
+        number = float(value)
+        too_low = number <= self.lo if self.open_lo else number < self.lo
+        too_high = number >= self.hi if self.open_hi else number > self.hi
+        if not math.isfinite(number) or too_low or too_high:
+            left = "(" if self.open_lo else "["
+            right = ")" if self.open_hi else "]"
+            return f"{value} is out of range {left}{self.lo:g}, {self.hi:g}{right}"
+        return None
+
+
+@dataclass(frozen=True)
+class OneOf(FieldType):
+    values: tuple[str, ...]
+
+    def problem(self, value: str) -> str | None:
+        if value not in self.values:
+            return f"'{value}' is not one of {', '.join(self.values)}"
+        return None
+
+
+BOOLEAN = OneOf(("true", "false"))
+
+
+@dataclass(frozen=True)
+class Text(FieldType):
+    pattern: str
+    what: str
+
+    def problem(self, value: str) -> str | None:
+        if not re.fullmatch(self.pattern, value):
+            return f"'{value}' is not {self.what}"
+        return None
+
+
+@dataclass(frozen=True)
+class IntList(FieldType):
+    """A comma list of distinct integers (``pfc_enable`` "3,4"); empty means none."""
+
+    lo: int
+    hi: int
+
+    def problem(self, value: str) -> str | None:
+        if value == "":
+            return None
+        items = value.split(",")
+        for item in items:
+            reason = Integer(self.lo, self.hi).problem(item)
+            if reason:
+                return f"list item {reason}"
+        if len(set(items)) != len(items):
+            return f"'{value}' repeats an item"
+        return None
+
+
+@dataclass(frozen=True)
+class Ref(FieldType):
+    """A leafref by plain object name (SONiC 202111 and later, facts §1.7); '' means none."""
+
+    table: str
+
+    def referenced_table(self) -> str | None:
+        return self.table
+
+    def problem(self, value: str) -> str | None:
+        if value.startswith("[") or value.endswith("]"):
+            return (
+                f"'{value}' must be a plain {self.table} name, not the pre-202111 "
+                "[TABLE|key] form (must not be surrounded by [ ])"
+            )
+        return None
+
+
+# A key rule returns the reason a key is refused, given the would-be config.
+KeyRule = Callable[[str, Config], "str | None"]
+
+
+def name_key(pattern: str, what: str) -> KeyRule:
+    def rule(key: str, config: Config) -> str | None:
+        if not re.fullmatch(pattern, key):
+            return f"key '{key}' is not {what}"
+        return None
+
+    return rule
+
+
+def fixed_key(*allowed: str) -> KeyRule:
+    def rule(key: str, config: Config) -> str | None:
+        if key not in allowed:
+            return f"key '{key}' must be {' or '.join(repr(a) for a in allowed)}"
+        return None
+
+    return rule
+
+
+def _port_problem(port: str, config: Config, extra: tuple[str, ...]) -> str | None:
+    if "," in port:
+        return f"key names several ports '{port}'; YANG takes one port per key"
+    if port in extra or ("PORT", port) in config:
+        return None
+    return f"key names port '{port}', which is not in the PORT table"
+
+
+def port_key(*extra: str) -> KeyRule:
+    """``<port>`` (or one of ``extra``, e.g. ``global``): an existing PORT, one per key."""
+
+    def rule(key: str, config: Config) -> str | None:
+        return _port_problem(key, config, extra)
+
+    return rule
+
+
+def port_queue_key(allow_range: bool, hi: int, *extra_ports: str) -> KeyRule:
+    """``<port>|<q>`` or, with ``allow_range``, ``<port>|<q>-<q>``; q in 0..hi."""
+
+    def rule(key: str, config: Config) -> str | None:
+        port, sep, queues = key.partition("|")
+        if not sep or "|" in queues:
+            return f"key '{key}' is not <port>|<queue>"
+        problem = _port_problem(port, config, extra_ports)
+        if problem:
+            return problem
+        bounds = queues.split("-") if allow_range else [queues]
+        numbers = [_as_int(b) for b in bounds]
+        if len(bounds) > 2 or any(n is None or not 0 <= n <= hi for n in numbers):
+            form = "X or X-Y" if allow_range else "one index"
+            return f"key '{key}' queue part '{queues}' is not {form} with indexes 0..{hi}"
+        first, last = numbers[0], numbers[-1]
+        if first is not None and last is not None and first > last:
+            return f"key '{key}' queue range '{queues}' runs backwards"
+        return None
+
+    return rule
+
+
+def key_port(table: str, key: str) -> str | None:
+    """The port a port-keyed entry belongs to, for the check that a PORT is not deleted."""
+    if table in PORT_KEYED_TABLES:
+        return key.partition("|")[0]
+    return None
+
+
+PORT_KEYED_TABLES = frozenset(
+    {"QUEUE", "PORT_QOS_MAP", "BUFFER_QUEUE", "BUFFER_PG", "SLUICE_AGENT_QUEUE"}
+)
