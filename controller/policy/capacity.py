@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from controller.errors import FieldProblem
-from controller.policy.models import Intent, ServiceClass
+from controller.policy.models import EcnMode, Intent, Qjump, SchedulingType, ServiceClass
+from controller.qos.ecn import standard_threshold_bytes
+from controller.qos.qjump import epoch_seconds, level_rate_bps
+from controller.qos.scheduling import SONIC_WEIGHT_MAX, normalise_weights
 
 Rule = Callable[[Intent], list[FieldProblem]]
 
@@ -67,7 +70,132 @@ def qjump_fabric(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def qjump_rates_fit_line_rate(intent: Intent) -> list[FieldProblem]:
+    """Each level's rate f_i x P / epoch must not exceed the slowest host NIC R, the rate the
+    epoch 2nP/R + eps is computed for (seeds/qjump-nsdi15.txt §3.1-3.2)."""
+    qjump = intent.fabric.qjump
+    if qjump is None or not intent.hosts:
+        return []
+    nic_gbps = min(host.nic_gbps for host in intent.hosts)
+    epoch_s = _epoch_s(qjump, nic_gbps)
+    problems = []
+    for level, factor in sorted(qjump.factors.items()):
+        rate_bps = level_rate_bps(factor, qjump.packet_bytes, epoch_s)
+        if rate_bps > nic_gbps * 1e9:
+            reason = (
+                f"level {level} would send f x P per epoch = {factor:g} x {qjump.packet_bytes} B "
+                f"per {epoch_s * 1e6:.2f} us = {rate_bps / 1e9:.2f} Gb/s, above the slowest "
+                f"host NIC ({nic_gbps} Gb/s)"
+            )
+            problems.append(FieldProblem(f"fabric.qjump.factors.{level}", reason))
+    return problems
+
+
+def _epoch_s(qjump: Qjump, nic_gbps: int) -> float:
+    # epsilon is stated in microseconds in the intent, R in Gb/s.
+    return epoch_seconds(qjump.hosts, qjump.packet_bytes, nic_gbps * 1e9, qjump.epsilon_us * 1e-6)
+
+
+def weights_representable(intent: Intent) -> list[FieldProblem]:
+    """SONiC weights are 1..100, so a weight under 1/100 of the largest cannot keep its ratio:
+    normalisation would raise it to 1 and give that queue more than it was declared."""
+    weights = {
+        f"service_classes[{i}]": c.scheduling.weight
+        for i, c in enumerate(intent.service_classes)
+        if c.scheduling.type is SchedulingType.DWRR and c.scheduling.weight is not None
+    }
+    if not weights:
+        return []
+    largest_path, largest = max(weights.items(), key=lambda item: item[1])
+    normalised = normalise_weights(weights)
+    problems = []
+    for path, weight in weights.items():
+        if largest > weight * SONIC_WEIGHT_MAX:
+            reason = (
+                f"weight {weight} is 1/{largest / weight:g} of the largest ({largest} at "
+                f"{largest_path}.scheduling.weight); SONiC weights are 1..{SONIC_WEIGHT_MAX}, so "
+                f"it would become {normalised[path]}:{normalised[largest_path]}. Keep the ratio "
+                f"within 1:{SONIC_WEIGHT_MAX}"
+            )
+            problems.append(FieldProblem(f"{path}.scheduling.weight", reason))
+    return problems
+
+
+def thresholds_fit_buffer(intent: Intent) -> list[FieldProblem]:
+    """The standard threshold K = C x RTT x lambda (seeds/mq-ecn-nsdi16.txt §2, Eq. 1) must be
+    below the port's buffer (else the queue drops before it marks) and at least one MTU (else
+    every packet is marked). Ports on the fabric default buffer are reported once per speed."""
+    if all(c.ecn is EcnMode.OFF for c in intent.service_classes):
+        return []
+    fabric = intent.fabric
+    problems: list[FieldProblem] = []
+    on_default: dict[int, list[str]] = {}
+    for i, switch in enumerate(intent.switches):
+        for j, port in enumerate(switch.ports):
+            where = f"{switch.name} {port.name}"
+            if port.buffer_bytes is None:
+                on_default.setdefault(port.speed_gbps, []).append(where)
+                continue
+            k_bytes = _k_bytes(intent, port.speed_gbps)
+            if k_bytes >= port.buffer_bytes:
+                reason = _over_buffer(k_bytes, port.speed_gbps, intent, port.buffer_bytes, where)
+                problems.append(FieldProblem(f"switches[{i}].ports[{j}].buffer_bytes", reason))
+    for speed_gbps, ports in sorted(on_default.items()):
+        k_bytes = _k_bytes(intent, speed_gbps)
+        if k_bytes >= fabric.port_buffer_bytes:
+            reason = _over_buffer(
+                k_bytes, speed_gbps, intent, fabric.port_buffer_bytes, _few(ports)
+            )
+            problems.append(FieldProblem("fabric.port_buffer_bytes", reason))
+    problems += _thresholds_below_mtu(intent)
+    return problems
+
+
+def _thresholds_below_mtu(intent: Intent) -> list[FieldProblem]:
+    fabric = intent.fabric
+    by_speed: dict[int, list[str]] = {}
+    for switch in intent.switches:
+        for port in switch.ports:
+            by_speed.setdefault(port.speed_gbps, []).append(f"{switch.name} {port.name}")
+    problems = []
+    for speed_gbps, ports in sorted(by_speed.items()):
+        k_bytes = _k_bytes(intent, speed_gbps)
+        if k_bytes < fabric.mtu_bytes:
+            reason = (
+                f"{_k_text(k_bytes, speed_gbps, intent)} is below one MTU ({fabric.mtu_bytes} B) "
+                f"on {_few(ports)}: every packet would be marked; raise base_rtt_us or ecn_lambda"
+            )
+            problems.append(FieldProblem("fabric.base_rtt_us", reason))
+    return problems
+
+
+def _k_bytes(intent: Intent, speed_gbps: int) -> int:
+    return standard_threshold_bytes(speed_gbps, intent.fabric.base_rtt_us, intent.fabric.ecn_lambda)
+
+
+def _k_text(k_bytes: int, speed_gbps: int, intent: Intent) -> str:
+    fabric = intent.fabric
+    return (
+        f"K = {speed_gbps} Gb/s x {fabric.base_rtt_us:g} us x {fabric.ecn_lambda:g} = {k_bytes} B"
+    )
+
+
+def _over_buffer(k_bytes: int, speed_gbps: int, intent: Intent, buffer: int, where: str) -> str:
+    return (
+        f"{_k_text(k_bytes, speed_gbps, intent)} is not below the port buffer ({buffer} B) on "
+        f"{where}: the queue would drop before it marks"
+    )
+
+
+def _few(ports: list[str]) -> str:
+    shown = ", ".join(ports[:3])
+    return shown if len(ports) <= 3 else f"{shown} and {len(ports) - 3} more"
+
+
 CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_levels_declared,
     qjump_fabric,
+    qjump_rates_fit_line_rate,
+    weights_representable,
+    thresholds_fit_buffer,
 )

@@ -1,0 +1,157 @@
+"""Numbers that must fit the hardware: QJUMP levels, ECN thresholds, DWRR weights.
+
+Expected values are worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+from controller.policy.loader import parse_intent
+from controller.policy.validate import intent_problems
+
+from .helpers import assert_has_problem, assert_only_problem, problems_of
+from .intents import intent_data
+
+# ---------------------------------------------------------------------------------------------
+# QJUMP
+
+
+def test_qjump_level_just_below_line_rate_is_accepted() -> None:
+    # n = 8, P = 256 B, R = 25 Gb/s (slowest NIC), eps = 4 us:
+    # epoch = 2 x 8 x 256 x 8 bit / 25e9 + 4e-6 = 1.31072 us + 4 us = 5.31072 us.
+    # f = 64: 64 x 2048 bit / 5.31072 us = 24.68 Gb/s <= 25 Gb/s.
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {7: 64.0}
+    assert intent_problems(parse_intent(data)) == []
+
+
+def test_qjump_level_above_line_rate() -> None:
+    # Same epoch; f = 65: 65 x 2048 / 5.31072e-6 = 25.07 Gb/s > 25 Gb/s.
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {7: 65.0}
+    problems = problems_of(data)
+    assert_only_problem(problems, "fabric.qjump.factors.7", "25.07 Gb/s, above the slowest")
+    assert "5.31 us" in problems[0].reason
+
+
+def test_qjump_rate_uses_the_slowest_nic() -> None:
+    # A 10 Gb/s host makes R = 10e9: epoch = 2 x 8 x 2048 / 10e9 + 4 us = 3.2768 + 4 = 7.2768 us
+    # and f = 40 sends 40 x 2048 / 7.2768 us = 11.26 Gb/s > 10 Gb/s. (At 25 Gb/s it would fit.)
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {7: 40.0}
+    data["hosts"][1]["nic_gbps"] = 10
+    assert_only_problem(problems_of(data), "fabric.qjump.factors.7", "11.26 Gb/s")
+
+
+def test_qjump_level_without_fabric_parameters() -> None:
+    data = intent_data()
+    del data["fabric"]["qjump"]
+    assert_only_problem(problems_of(data), "service_classes[0].qjump_level", "needs fabric.qjump")
+
+
+def test_qjump_level_without_a_factor() -> None:
+    data = intent_data()
+    data["service_classes"][0]["qjump_level"] = 6
+    assert_only_problem(
+        problems_of(data), "service_classes[0].qjump_level", "level 6 has no throughput factor"
+    )
+
+
+def test_qjump_level_needs_hosts() -> None:
+    data = intent_data()
+    data["hosts"] = []
+    assert_only_problem(
+        problems_of(data), "service_classes[0].qjump_level", "needs at least one host"
+    )
+
+
+def test_qjump_level_used_by_two_classes() -> None:
+    data = intent_data()
+    data["service_classes"][1]["qjump_level"] = 7
+    assert_only_problem(
+        problems_of(data), "service_classes[1].qjump_level", "QJUMP level 7 is already used"
+    )
+
+
+def test_qjump_n_smaller_than_the_declared_hosts() -> None:
+    data = intent_data()
+    data["fabric"]["qjump"]["hosts"] = 1
+    assert_only_problem(problems_of(data), "fabric.qjump.hosts", "n = 1 is less than the 2 hosts")
+
+
+def test_qjump_packet_larger_than_mtu() -> None:
+    data = intent_data()
+    data["fabric"]["qjump"]["packet_bytes"] = 1600
+    # f = 1 at P = 1600: far below line rate, so only the MTU rule speaks.
+    assert_only_problem(
+        problems_of(data), "fabric.qjump.packet_bytes", "larger than the fabric MTU (1500 B)"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# ECN thresholds and buffers
+
+
+def test_threshold_above_a_ports_own_buffer() -> None:
+    # 100 Gb/s x 40 us x 1 = 12.5e9 B/s x 40e-6 s = 500 000 B, not below 400 000 B.
+    data = intent_data()
+    data["switches"][1]["ports"][1]["buffer_bytes"] = 400_000
+    problems = problems_of(data)
+    assert_only_problem(problems, "switches[1].ports[1].buffer_bytes", "= 500000 B is not below")
+    assert "leaf2 Ethernet4" in problems[0].reason
+
+
+def test_threshold_equal_to_the_default_buffer_is_reported_once_per_speed() -> None:
+    # K at 100 Gb/s = 500 000 B (above) equals the default buffer: "below" fails. Both switches
+    # have a 100 Gb/s port on the default; 25 Gb/s ports (K = 125 000 B) fit.
+    data = intent_data()
+    data["fabric"]["port_buffer_bytes"] = 500_000
+    problems = problems_of(data)
+    assert_only_problem(problems, "fabric.port_buffer_bytes", "leaf1 Ethernet4, leaf2 Ethernet4")
+    assert "100 Gb/s" in problems[0].reason
+
+
+def test_threshold_just_below_the_buffer_is_accepted() -> None:
+    data = intent_data()
+    data["fabric"]["port_buffer_bytes"] = 500_001
+    assert intent_problems(parse_intent(data)) == []
+
+
+def test_threshold_below_one_mtu() -> None:
+    # 1 Gb/s x 40 us = 125e6 B/s x 40e-6 s = 5 000 B < 9000 B MTU.
+    data = intent_data()
+    data["fabric"]["mtu_bytes"] = 9000
+    data["switches"][0]["ports"][0]["speed_gbps"] = 1
+    problems = problems_of(data)
+    assert_only_problem(problems, "fabric.base_rtt_us", "5000 B is below one MTU (9000 B)")
+    assert "leaf1 Ethernet0" in problems[0].reason
+
+
+def test_thresholds_are_not_checked_when_no_queue_uses_ecn() -> None:
+    data = intent_data()
+    for service_class in data["service_classes"]:
+        service_class["ecn"] = "off"
+    data["fabric"]["port_buffer_bytes"] = 100_000  # below K at both speeds
+    assert intent_problems(parse_intent(data)) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# DWRR weights
+
+
+def test_weights_on_any_scale_within_1_to_100_ratio_are_accepted() -> None:
+    # 60 000 : 600 is exactly 100 : 1, the widest ratio 1..100 can hold.
+    data = intent_data()
+    data["service_classes"][2]["scheduling"]["weight"] = 60_000
+    data["service_classes"][3]["scheduling"]["weight"] = 600
+    assert intent_problems(parse_intent(data)) == []
+
+
+def test_weight_ratio_beyond_100() -> None:
+    # 60 000 : 500 = 120 : 1. Scaled so the largest is 100, the small one is 100 x 500 / 60 000
+    # = 0.83, which rounds to 1: the queue would get 1/100 instead of 1/120.
+    data = intent_data()
+    data["service_classes"][2]["scheduling"]["weight"] = 60_000
+    data["service_classes"][3]["scheduling"]["weight"] = 500
+    problems = problems_of(data)
+    assert_only_problem(problems, "service_classes[3].scheduling.weight", "1/120 of the largest")
+    assert_has_problem(problems, "service_classes[3].scheduling.weight", "become 1:100")

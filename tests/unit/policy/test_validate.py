@@ -1,0 +1,204 @@
+"""Cross-object rules: names, DSCP values, queues, and what each feature needs of scheduling."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.errors import IntentInvalid
+from controller.policy.loader import parse_intent
+from controller.policy.models import Intent
+from controller.policy.validate import intent_problems, validate_intent
+
+from .helpers import assert_has_problem, assert_only_problem, problems_of
+from .intents import intent_data, switch_data
+
+
+def test_the_base_intent_has_no_problems() -> None:
+    # Every other test breaks this intent in one place; it must start out sound.
+    assert intent_problems(parse_intent(intent_data())) == []
+
+
+def test_validate_intent_raises_with_all_problems_and_passes_good_intents() -> None:
+    good = parse_intent(intent_data())
+    assert validate_intent(good) is good
+    data = intent_data()
+    data["service_classes"][3]["dscp"] = [46]
+    data["hosts"][1]["name"] = "host1"
+    unchecked = Intent.model_validate(data)  # the shape is fine; only the rules object
+    with pytest.raises(IntentInvalid) as caught:
+        validate_intent(unchecked)
+    assert {p.path for p in caught.value.problems} == {
+        "hosts[1].name",
+        "service_classes[3].dscp[0]",
+    }
+
+
+def test_duplicate_switch_name() -> None:
+    data = intent_data()
+    data["switches"][1]["name"] = "leaf1"
+    assert_only_problem(problems_of(data), "switches[1].name", "duplicate name 'leaf1'")
+
+
+def test_duplicate_class_name_points_at_the_first_use() -> None:
+    data = intent_data()
+    data["service_classes"][3]["name"] = "rpc"
+    assert_only_problem(
+        problems_of(data), "service_classes[3].name", "first used at service_classes[1].name"
+    )
+
+
+def test_duplicate_port_within_a_switch_but_not_across_switches() -> None:
+    data = intent_data()
+    # Both switches already have Ethernet0 and Ethernet4: that is fine across switches.
+    data["switches"][0]["ports"][1]["name"] = "Ethernet0"
+    assert_only_problem(problems_of(data), "switches[0].ports[1].name", "duplicate name")
+
+
+def test_gnmi_endpoint_shared_by_two_switches() -> None:
+    data = intent_data()
+    data["switches"].append(switch_data("spine1", 50051))
+    data["switches"][2]["gnmi"]["address"] = "127.0.0.1"
+    assert_only_problem(
+        problems_of(data), "switches[2].gnmi", "127.0.0.1:50051 already used at switches[0].gnmi"
+    )
+
+
+def test_duplicate_host_address() -> None:
+    data = intent_data()
+    data["hosts"][1]["address"] = "10.0.0.1"
+    assert_only_problem(problems_of(data), "hosts[1].address", "already used at hosts[0].address")
+
+
+def test_unknown_port_speed() -> None:
+    data = intent_data()
+    data["switches"][1]["ports"][1]["speed_gbps"] = 30
+    assert_only_problem(problems_of(data), "switches[1].ports[1].speed_gbps", "30 Gb/s is not")
+
+
+def test_dscp_used_by_two_classes() -> None:
+    data = intent_data()
+    data["service_classes"][3]["dscp"] = [8, 12]
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[3].dscp[1]",
+        "DSCP 12 is already used at service_classes[2].dscp[1]",
+    )
+
+
+def test_dscp_of_a_pias_stage_counts_too() -> None:
+    data = intent_data()
+    data["service_classes"][2]["dscp"] = [34]
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[2].dscp[0]",
+        "already used at service_classes[1].pias.demotions[0].dscp",
+    )
+
+
+def test_dscp_repeated_within_one_class() -> None:
+    data = intent_data()
+    data["service_classes"][2]["dscp"] = [10, 10]
+    assert_only_problem(problems_of(data), "service_classes[2].dscp[1]", "DSCP 10")
+
+
+def test_two_classes_on_one_queue() -> None:
+    data = intent_data()
+    data["service_classes"][3]["queue"] = 3
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[3].queue",
+        "queue 3 is already used at service_classes[2].queue",
+    )
+
+
+def test_pias_stage_queue_taken_by_another_class() -> None:
+    data = intent_data()
+    data["service_classes"][3]["queue"] = 5
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[3].queue",
+        "already used at service_classes[1].pias.demotions[0].queue",
+    )
+
+
+def test_pias_stages_need_distinct_queues() -> None:
+    data = intent_data()
+    data["service_classes"][1]["pias"]["demotions"].append({"dscp": 26, "queue": 5})
+    assert_only_problem(
+        problems_of(data), "service_classes[1].pias.demotions[1].queue", "queue 5 is already used"
+    )
+
+
+def test_dwrr_without_weight() -> None:
+    data = intent_data()
+    del data["service_classes"][2]["scheduling"]["weight"]
+    assert_only_problem(
+        problems_of(data), "service_classes[2].scheduling.weight", "DWRR needs a weight"
+    )
+
+
+def test_strict_with_weight() -> None:
+    data = intent_data()
+    data["service_classes"][0]["scheduling"]["weight"] = 10
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[0].scheduling.weight",
+        "STRICT scheduling takes no weight",
+    )
+
+
+def test_pias_class_must_be_strict() -> None:
+    data = intent_data()
+    data["service_classes"][1]["scheduling"] = {"type": "DWRR", "weight": 10}
+    assert_only_problem(
+        problems_of(data), "service_classes[1].scheduling.type", "a PIAS class must be STRICT"
+    )
+
+
+def test_qjump_class_must_be_strict() -> None:
+    data = intent_data()
+    data["service_classes"][0]["scheduling"] = {"type": "DWRR", "weight": 10}
+    assert_only_problem(
+        problems_of(data), "service_classes[0].scheduling.type", "a QJUMP class must be STRICT"
+    )
+
+
+def test_mqecn_on_a_strict_queue() -> None:
+    data = intent_data()
+    data["service_classes"][1]["ecn"] = "mqecn"
+    assert_only_problem(problems_of(data), "service_classes[1].ecn", "mqecn needs DWRR")
+
+
+def test_per_queue_minimum_on_a_strict_queue() -> None:
+    data = intent_data()
+    data["service_classes"][0]["ecn"] = "per-queue-minimum"
+    assert_only_problem(problems_of(data), "service_classes[0].ecn", "per-queue-minimum needs DWRR")
+
+
+def test_two_dynamic_algorithms_in_one_fabric() -> None:
+    data = intent_data()
+    data["service_classes"][3]["ecn"] = "dynaq"
+    assert_only_problem(
+        problems_of(data),
+        "service_classes[3].ecn",
+        "dynaq conflicts with mqecn at service_classes[2].ecn",
+    )
+
+
+def test_one_dynamic_algorithm_on_several_queues_is_fine() -> None:
+    data = intent_data()
+    for service_class in data["service_classes"][2:]:
+        service_class["ecn"] = "dynaq"
+    assert intent_problems(parse_intent(data)) == []
+
+
+def test_problems_from_several_rules_arrive_together() -> None:
+    data = intent_data()
+    data["service_classes"][3]["queue"] = 3
+    data["service_classes"][3]["dscp"] = [10]
+    data["switches"][1]["name"] = "leaf1"
+    problems = problems_of(data)
+    assert_has_problem(problems, "service_classes[3].queue", "queue 3")
+    assert_has_problem(problems, "service_classes[3].dscp[0]", "DSCP 10")
+    assert_has_problem(problems, "switches[1].name", "duplicate name")
+    assert len(problems) == 3
