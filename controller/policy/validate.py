@@ -9,6 +9,8 @@ SONiC's 1..100. Every rule is a pure function ``Intent -> list[FieldProblem]``.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
 from controller.errors import FieldProblem, IntentInvalid
@@ -20,6 +22,12 @@ Rule = Callable[[Intent], list[FieldProblem]]
 # Port speeds SONiC configures (PORT table `speed`, in Mb/s there); an odd number here is
 # almost always a typo (e.g. 10 written as 100 is not catchable, but 1000 for 100 is).
 KNOWN_SPEEDS_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800)
+
+# A DNS name as RFC 1123 allows it: dot-separated labels of letters, digits and inner hyphens.
+_HOSTNAME_RE = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 
 
 def intent_problems(intent: Intent) -> list[FieldProblem]:
@@ -97,6 +105,38 @@ def _unique_endpoints(intent: Intent) -> list[FieldProblem]:
         for path, value, first in _repeats(hosts)
     ]
     return problems
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return _HOSTNAME_RE.match(text) is not None
+    return True
+
+
+def addresses_well_formed(intent: Intent) -> list[FieldProblem]:
+    """gNMI and host addresses are dialled and put in an Ansible inventory: an IP address or a
+    DNS name, never a URL or ``host:port`` (the gNMI port has its own field)."""
+    fields = [
+        (f"switches[{i}].gnmi.address", s.gnmi.address) for i, s in enumerate(intent.switches)
+    ]
+    fields += [(f"hosts[{i}].address", h.address) for i, h in enumerate(intent.hosts)]
+    return [
+        FieldProblem(path, f"{value!r} is not an IP address or a DNS name")
+        for path, value in fields
+        if not _is_address(value)
+    ]
+
+
+def agent_timing(intent: Intent) -> list[FieldProblem]:
+    """The agent calls its config stale after ``stale_after_ms``; anything not above one loop
+    interval would make every loop stale."""
+    agent = intent.fabric.agent
+    if agent.stale_after_ms > agent.interval_ms:
+        return []
+    reason = f"must be greater than fabric.agent.interval_ms ({agent.interval_ms} ms)"
+    return [FieldProblem("fabric.agent.stale_after_ms", reason)]
 
 
 def known_speeds(intent: Intent) -> list[FieldProblem]:
@@ -234,7 +274,9 @@ def ecn_modes(intent: Intent) -> list[FieldProblem]:
 
 RULES: tuple[Rule, ...] = (
     unique_names,
+    addresses_well_formed,
     known_speeds,
+    agent_timing,
     dscp_used_once,
     queues_not_shared,
     scheduling_weights,

@@ -202,3 +202,44 @@ def test_problems_from_several_rules_arrive_together() -> None:
     assert_has_problem(problems, "service_classes[3].dscp[0]", "DSCP 10")
     assert_has_problem(problems, "switches[1].name", "duplicate name")
     assert len(problems) == 3
+
+
+@pytest.mark.parametrize(
+    ("address", "accepted"),
+    [
+        ("10.0.0.1", True),
+        ("fd00::1", True),
+        ("leaf1.dc1.example.net", True),
+        ("https://leaf1", False),
+        ("leaf1:8080", False),
+        ("-leaf1", False),
+        ("leaf_1.example", False),
+    ],
+)
+def test_gnmi_address_is_an_ip_or_dns_name(address: str, accepted: bool) -> None:
+    data = intent_data()
+    data["switches"][0]["gnmi"]["address"] = address
+    data["switches"][1]["gnmi"]["address"] = "10.9.9.9"  # keep endpoints distinct
+    problems = intent_problems(parse_intent_unchecked(data))
+    if accepted:
+        assert problems == []
+    else:
+        assert_only_problem(problems, "switches[0].gnmi.address", "not an IP address or a DNS name")
+
+
+def test_host_address_that_is_not_an_address() -> None:
+    data = intent_data()
+    data["hosts"][0]["address"] = "10.0.0.1/24"
+    assert_only_problem(problems_of(data), "hosts[0].address", "'10.0.0.1/24' is not an IP")
+
+
+def test_agent_stale_after_must_exceed_its_interval() -> None:
+    data = intent_data()
+    data["fabric"]["agent"] = {"interval_ms": 100, "stale_after_ms": 100}
+    assert_only_problem(
+        problems_of(data), "fabric.agent.stale_after_ms", "greater than fabric.agent.interval_ms"
+    )
+
+
+def parse_intent_unchecked(data: object) -> Intent:
+    return Intent.model_validate(data)
