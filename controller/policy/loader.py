@@ -211,7 +211,12 @@ def _reason(err: ErrorDetails, data: object) -> str:
 
 
 def _plain_message(msg: str) -> str:
-    for prefix, plain in (("Input should be", "must be"), ("String should", "must")):
+    plain_forms = (
+        ("Input should be", "must be"),
+        ("String should", "must"),
+        ("Keys should be", "keys must be"),
+    )
+    for prefix, plain in plain_forms:
         if msg.startswith(prefix):
             return plain + msg[len(prefix) :]
     return msg

@@ -209,3 +209,14 @@ def test_example_round_trips_through_dump() -> None:
 
 def test_parse_returns_the_model_type() -> None:
     assert isinstance(parse_intent(intent_data()), Intent)
+
+
+def test_a_non_string_key_where_field_names_belong() -> None:
+    text = "fabric: {base_rtt_us: 40, port_buffer_bytes: 1000000}\n1: x\n"
+    assert_only_problem(yaml_problems_of(text), "1", "keys must be strings")
+
+
+def test_a_list_where_a_mapping_belongs() -> None:
+    data = intent_data()
+    data["fabric"]["qjump"] = [8, 256]
+    assert_only_problem(problems_of(data), "fabric.qjump", "valid dictionary")
