@@ -1,0 +1,410 @@
+//! The agent's orders, parsed from the CONFIG_DB string fields the controller writes.
+//!
+//! `SLUICE_AGENT|global` holds the port-independent settings; one
+//! `SLUICE_AGENT_QUEUE|<port>|<q>` entry per managed queue holds that queue's bounds. Field
+//! names are fixed by the contract in DESIGN.md. Every value is a string, as in any CONFIG_DB
+//! hash. Unknown fields are refused, as orchagent refuses them, and every error names the
+//! field it is about.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+/// Which algorithm the agent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Keep each queue's `static_bytes`.
+    Static,
+    /// MQ-ECN approximation ([`crate::mqecn`]).
+    Mqecn,
+    /// DynaQ-style buffer limits ([`crate::dynaq`]).
+    Dynaq,
+    /// HDCQ-style adaptive threshold ([`crate::hdcq`]).
+    Hdcq,
+}
+
+impl FromStr for Algorithm {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "static" => Ok(Self::Static),
+            "mqecn" => Ok(Self::Mqecn),
+            "dynaq" => Ok(Self::Dynaq),
+            "hdcq" => Ok(Self::Hdcq),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A field that is missing, malformed or out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrdersError {
+    /// A required field is absent.
+    #[error("field {field} is missing")]
+    Missing {
+        /// Field name.
+        field: &'static str,
+    },
+    /// A field's value is not acceptable.
+    #[error("field {field} has invalid value {value:?}: {reason}")]
+    Invalid {
+        /// Field name.
+        field: &'static str,
+        /// The value as found.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A field the contract does not define.
+    #[error("field {field} is not part of the agent's orders")]
+    Unknown {
+        /// Field name as found.
+        field: String,
+    },
+    /// The entry key is not `<port>|<queue>`.
+    #[error("key {key:?} is not <port>|<queue index 0..7>")]
+    BadKey {
+        /// The key as found.
+        key: String,
+    },
+}
+
+/// `SLUICE_AGENT|global`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOrders {
+    /// Which algorithm runs.
+    pub algorithm: Algorithm,
+    /// Loop period, ms (>= 1).
+    pub interval_ms: u64,
+    /// Fabric RTT for K = C x RTT x lambda, microseconds (> 0).
+    pub rtt_us: f64,
+    /// lambda for K = C x RTT x lambda (> 0).
+    pub lambda: f64,
+    /// EWMA weight of the old value, in (0, 1).
+    pub ewma_beta: f64,
+    /// Do not move a threshold by this percent or less, in [0, 100).
+    pub hysteresis_pct: f64,
+    /// HDCQ smoothing k, in (0, 1).
+    pub hdcq_k: f64,
+    /// Counters unchanged for longer than this are stale, ms (>= 1).
+    pub stale_after_ms: u64,
+    /// Queue indexes the agent manages on every port, each 0..7, no repeats.
+    pub queues: Vec<u8>,
+    /// The controller's config version, reported back in STATE_DB.
+    pub version: String,
+}
+
+const GLOBAL_FIELDS: [&str; 10] = [
+    "algorithm",
+    "interval_ms",
+    "rtt_us",
+    "lambda",
+    "ewma_beta",
+    "hysteresis_pct",
+    "hdcq_k",
+    "stale_after_ms",
+    "queues",
+    "version",
+];
+
+impl AgentOrders {
+    /// Parses `SLUICE_AGENT|global`.
+    pub fn parse(fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
+        refuse_unknown(fields, &GLOBAL_FIELDS)?;
+        let f = Fields(fields);
+        Ok(Self {
+            algorithm: f
+                .parse_with("algorithm", "expected static, mqecn, dynaq or hdcq", |s| s.parse().ok())?,
+            interval_ms: f.integer("interval_ms", 1, u64::MAX)?,
+            rtt_us: f.real("rtt_us", Range::Open(0.0, f64::MAX))?,
+            lambda: f.real("lambda", Range::Open(0.0, f64::MAX))?,
+            ewma_beta: f.real("ewma_beta", Range::Open(0.0, 1.0))?,
+            hysteresis_pct: f.real("hysteresis_pct", Range::ClosedOpen(0.0, 100.0))?,
+            hdcq_k: f.real("hdcq_k", Range::Open(0.0, 1.0))?,
+            stale_after_ms: f.integer("stale_after_ms", 1, u64::MAX)?,
+            queues: f.parse_with(
+                "queues",
+                "expected distinct queue indexes 0..7, comma separated",
+                parse_queue_list,
+            )?,
+            version: f
+                .parse_with("version", "must not be empty", |s| (!s.is_empty()).then(|| s.to_string()))?,
+        })
+    }
+
+    /// The stale limit in nanoseconds.
+    pub fn stale_after_ns(&self) -> u64 {
+        self.stale_after_ms.saturating_mul(1_000_000)
+    }
+}
+
+/// `SLUICE_AGENT_QUEUE|<port>|<q>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueOrders {
+    /// Port name, e.g. `Ethernet0`.
+    pub port: String,
+    /// Queue index 0..7.
+    pub queue: u8,
+    /// The WRED_PROFILE the agent rewrites for this queue.
+    pub wred_profile: String,
+    /// SONiC scheduler weight 1..100, or 0 for STRICT.
+    pub weight: u8,
+    /// Lowest threshold the agent may set, bytes.
+    pub floor_bytes: u64,
+    /// Highest threshold the agent may set, bytes (>= floor).
+    pub ceiling_bytes: u64,
+    /// The fallback threshold when counters are stale or the algorithm is `static`, bytes.
+    pub static_bytes: u64,
+    /// Port line rate, Gb/s (> 0).
+    pub speed_gbps: u64,
+    /// Egress buffer this port may use, bytes (> 0).
+    pub buffer_bytes: u64,
+}
+
+const QUEUE_FIELDS: [&str; 7] =
+    ["wred_profile", "weight", "floor_bytes", "ceiling_bytes", "static_bytes", "speed_gbps", "buffer_bytes"];
+
+impl QueueOrders {
+    /// Parses one `SLUICE_AGENT_QUEUE` entry; `key` is `<port>|<q>` (the part after the
+    /// table name), or the whole Redis key with the table name in front.
+    pub fn parse(key: &str, fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
+        let (port, queue) = parse_queue_key(key)?;
+        refuse_unknown(fields, &QUEUE_FIELDS)?;
+        let f = Fields(fields);
+        let orders = Self {
+            port,
+            queue,
+            wred_profile: f.parse_with("wred_profile", "must be a SONiC profile name", parse_profile_name)?,
+            weight: f.integer("weight", 0, 100)? as u8,
+            floor_bytes: f.integer("floor_bytes", 0, u64::MAX)?,
+            ceiling_bytes: f.integer("ceiling_bytes", 0, u64::MAX)?,
+            static_bytes: f.integer("static_bytes", 0, u64::MAX)?,
+            speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
+            buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
+        };
+        check_order(&orders)?;
+        Ok(orders)
+    }
+
+    /// The line rate in bit/s.
+    pub fn line_rate_bps(&self) -> f64 {
+        self.speed_gbps as f64 * 1e9
+    }
+}
+
+/// The controller's invariant `floor <= static <= ceiling` (the fallback must itself be a
+/// threshold the agent could have chosen).
+fn check_order(o: &QueueOrders) -> Result<(), OrdersError> {
+    let invalid =
+        |field, value: u64, reason| Err(OrdersError::Invalid { field, value: value.to_string(), reason });
+    if o.floor_bytes > o.ceiling_bytes {
+        return invalid("floor_bytes", o.floor_bytes, "must not exceed ceiling_bytes");
+    }
+    if o.static_bytes < o.floor_bytes || o.static_bytes > o.ceiling_bytes {
+        return invalid("static_bytes", o.static_bytes, "must lie between floor_bytes and ceiling_bytes");
+    }
+    Ok(())
+}
+
+/// Splits `[SLUICE_AGENT_QUEUE|]<port>|<q>`.
+pub fn parse_queue_key(key: &str) -> Result<(String, u8), OrdersError> {
+    let bad = || OrdersError::BadKey { key: key.to_string() };
+    let rest = key.strip_prefix("SLUICE_AGENT_QUEUE|").unwrap_or(key);
+    let (port, queue) = rest.split_once('|').ok_or_else(bad)?;
+    let queue: u8 = queue.parse().map_err(|_| bad())?;
+    if port.is_empty() || port.contains('|') || queue > 7 {
+        return Err(bad());
+    }
+    Ok((port.to_string(), queue))
+}
+
+fn refuse_unknown(fields: &HashMap<String, String>, known: &[&str]) -> Result<(), OrdersError> {
+    let mut unknown: Vec<&String> = fields.keys().filter(|k| !known.contains(&k.as_str())).collect();
+    unknown.sort();
+    match unknown.first() {
+        Some(field) => Err(OrdersError::Unknown { field: (*field).clone() }),
+        None => Ok(()),
+    }
+}
+
+fn parse_queue_list(s: &str) -> Option<Vec<u8>> {
+    if s.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for part in s.split(',') {
+        let q: u8 = part.trim().parse().ok()?;
+        if q > 7 || out.contains(&q) {
+            return None;
+        }
+        out.push(q);
+    }
+    Some(out)
+}
+
+/// SONiC's profile-name rule: `[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}` (sonic-wred-profile.yang).
+fn parse_profile_name(s: &str) -> Option<String> {
+    let mut chars = s.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    (first_ok && rest_ok && s.len() <= 32).then(|| s.to_string())
+}
+
+enum Range {
+    Open(f64, f64),
+    ClosedOpen(f64, f64),
+}
+
+struct Fields<'a>(&'a HashMap<String, String>);
+
+impl Fields<'_> {
+    fn raw(&self, field: &'static str) -> Result<&str, OrdersError> {
+        self.0.get(field).map(|v| v.trim()).ok_or(OrdersError::Missing { field })
+    }
+
+    fn parse_with<T>(
+        &self,
+        field: &'static str,
+        reason: &'static str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T, OrdersError> {
+        let value = self.raw(field)?;
+        parse(value).ok_or_else(|| OrdersError::Invalid { field, value: value.to_string(), reason })
+    }
+
+    fn integer(&self, field: &'static str, min: u64, max: u64) -> Result<u64, OrdersError> {
+        self.parse_with(field, "expected a whole number in its range", |s| {
+            s.parse::<u64>().ok().filter(|v| (min..=max).contains(v))
+        })
+    }
+
+    fn real(&self, field: &'static str, range: Range) -> Result<f64, OrdersError> {
+        let inside = move |v: f64| match range {
+            Range::Open(lo, hi) => v > lo && v < hi,
+            Range::ClosedOpen(lo, hi) => v >= lo && v < hi,
+        };
+        self.parse_with(field, "expected a number in its range", |s| {
+            s.parse::<f64>().ok().filter(|v| v.is_finite() && inside(*v))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn global() -> HashMap<String, String> {
+        map(&[
+            ("algorithm", "mqecn"),
+            ("interval_ms", "10"),
+            ("rtt_us", "85.2"),
+            ("lambda", "1"),
+            ("ewma_beta", "0.75"),
+            ("hysteresis_pct", "5"),
+            ("hdcq_k", "0.06"),
+            ("stale_after_ms", "1000"),
+            ("queues", "3,4"),
+            ("version", "42"),
+        ])
+    }
+
+    #[test]
+    fn global_orders_parse() {
+        let o = AgentOrders::parse(&global()).unwrap();
+        assert_eq!(o.algorithm, Algorithm::Mqecn);
+        assert_eq!(o.queues, vec![3, 4]);
+        assert_eq!(o.stale_after_ns(), 1_000_000_000);
+        assert!((o.rtt_us - 85.2).abs() < 1e-12);
+        assert_eq!(o.version, "42");
+    }
+
+    #[test]
+    fn each_bad_global_field_is_named() {
+        let cases = [
+            ("algorithm", "fast"),
+            ("interval_ms", "0"),
+            ("rtt_us", "-1"),
+            ("lambda", "abc"),
+            ("ewma_beta", "1"),
+            ("hysteresis_pct", "100"),
+            ("hdcq_k", "0"),
+            ("stale_after_ms", "1.5"),
+            ("queues", "3,3"),
+            ("queues", "8"),
+            ("version", ""),
+        ];
+        for (field, value) in cases {
+            let mut g = global();
+            g.insert(field.to_string(), value.to_string());
+            match AgentOrders::parse(&g) {
+                Err(OrdersError::Invalid { field: f, .. }) => assert_eq!(f, field, "value {value}"),
+                other => panic!("{field}={value}: expected Invalid, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn missing_and_unknown_fields_are_named() {
+        let mut g = global();
+        g.remove("rtt_us");
+        assert_eq!(AgentOrders::parse(&g), Err(OrdersError::Missing { field: "rtt_us" }));
+        let mut g = global();
+        g.insert("priority".to_string(), "1".to_string());
+        assert_eq!(AgentOrders::parse(&g), Err(OrdersError::Unknown { field: "priority".to_string() }));
+    }
+
+    fn queue_fields() -> HashMap<String, String> {
+        map(&[
+            ("wred_profile", "SLUICE_Q3"),
+            ("weight", "0"),
+            ("floor_bytes", "3000"),
+            ("ceiling_bytes", "120000"),
+            ("static_bytes", "30000"),
+            ("speed_gbps", "100"),
+            ("buffer_bytes", "1000000"),
+        ])
+    }
+
+    #[test]
+    fn queue_orders_parse_from_either_key_form() {
+        let a = QueueOrders::parse("Ethernet8|3", &queue_fields()).unwrap();
+        let b = QueueOrders::parse("SLUICE_AGENT_QUEUE|Ethernet8|3", &queue_fields()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!((a.port.as_str(), a.queue, a.weight), ("Ethernet8", 3, 0));
+        assert!((a.line_rate_bps() - 100e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn bad_queue_entries_are_refused_with_the_field() {
+        assert!(matches!(QueueOrders::parse("Ethernet8", &queue_fields()), Err(OrdersError::BadKey { .. })));
+        assert!(matches!(
+            QueueOrders::parse("Ethernet8|9", &queue_fields()),
+            Err(OrdersError::BadKey { .. })
+        ));
+        let mut f = queue_fields();
+        f.insert("weight".to_string(), "101".to_string());
+        assert!(matches!(
+            QueueOrders::parse("Ethernet8|3", &f),
+            Err(OrdersError::Invalid { field: "weight", .. })
+        ));
+        let mut f = queue_fields();
+        f.insert("floor_bytes".to_string(), "200000".to_string());
+        assert!(matches!(
+            QueueOrders::parse("Ethernet8|3", &f),
+            Err(OrdersError::Invalid { field: "floor_bytes", .. })
+        ));
+        let mut f = queue_fields();
+        f.insert("static_bytes".to_string(), "2000".to_string());
+        let err = QueueOrders::parse("Ethernet8|3", &f);
+        assert!(matches!(err, Err(OrdersError::Invalid { field: "static_bytes", .. })), "{err:?}");
+        let mut f = queue_fields();
+        f.insert("wred_profile".to_string(), "[WRED_PROFILE|X]".to_string());
+        assert!(matches!(
+            QueueOrders::parse("Ethernet8|3", &f),
+            Err(OrdersError::Invalid { field: "wred_profile", .. })
+        ));
+    }
+}

@@ -1,0 +1,150 @@
+//! One agent step for one port: the orders and this interval's rates in, a threshold per
+//! managed queue out, each with the reason it was chosen.
+//!
+//! Fallback rules (DESIGN.md: a switch keeps running on its last good config):
+//! - algorithm `static`: every queue gets its `static_bytes`;
+//! - any queue of the port `Stale`: the port's counter feed stopped, so every queue of the
+//!   port falls back to `static_bytes` until fresh counters arrive;
+//! - a queue with no rate this step (first sample, reset, late sample) keeps the threshold in
+//!   force (or `static_bytes` if none) and counts as idle for its neighbours.
+
+use crate::counters::QueueRates;
+use crate::dynaq::{dynaq_limits, DynaqQueue};
+use crate::hdcq::HdcqState;
+use crate::mqecn::{mqecn_thresholds, MqecnParams, MqecnQueue, QueueDemand};
+use crate::orders::{AgentOrders, Algorithm, QueueOrders};
+use crate::threshold::{standard_threshold_bytes, Bounds};
+
+/// What the agent knows about one managed queue this step.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueInput<'a> {
+    /// The queue's orders.
+    pub orders: &'a QueueOrders,
+    /// This interval's rates, if the counters gave a usable interval.
+    pub rates: Option<QueueRates>,
+    /// The counters of this queue are stale.
+    pub stale: bool,
+    /// The threshold in force, bytes (0 if none yet).
+    pub current_bytes: u64,
+}
+
+/// Why a threshold was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// Computed by the running algorithm.
+    Computed,
+    /// The orders say `static`.
+    StaticOrdered,
+    /// The port's counters are stale: fallback to `static_bytes`.
+    StaleFallback,
+    /// No usable interval for this queue this step: threshold kept.
+    Kept,
+}
+
+/// The threshold for one queue and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueDecision {
+    /// Threshold (ECN marking point, or drop limit for DynaQ), bytes.
+    pub threshold_bytes: u64,
+    /// Why.
+    pub basis: Basis,
+}
+
+/// Decides every queue of one port. `hdcq` holds one state per queue (same order); it is
+/// only advanced for queues with rates when the algorithm is HDCQ.
+pub fn decide_port(
+    orders: &AgentOrders,
+    queues: &[QueueInput<'_>],
+    hdcq: &mut [HdcqState],
+) -> Vec<QueueDecision> {
+    let fallback = |basis| {
+        queues.iter().map(|q| QueueDecision { threshold_bytes: q.orders.static_bytes, basis }).collect()
+    };
+    if orders.algorithm == Algorithm::Static {
+        return fallback(Basis::StaticOrdered);
+    }
+    if queues.iter().any(|q| q.stale) {
+        return fallback(Basis::StaleFallback);
+    }
+    let computed = match orders.algorithm {
+        Algorithm::Mqecn => mqecn_step(orders, queues),
+        Algorithm::Dynaq => dynaq_step(orders, queues),
+        Algorithm::Hdcq | Algorithm::Static => hdcq_step(orders, queues, hdcq),
+    };
+    queues
+        .iter()
+        .zip(computed)
+        .map(|(q, bytes)| match q.rates {
+            Some(_) => QueueDecision { threshold_bytes: bytes, basis: Basis::Computed },
+            None => QueueDecision { threshold_bytes: kept(q), basis: Basis::Kept },
+        })
+        .collect()
+}
+
+fn kept(q: &QueueInput<'_>) -> u64 {
+    if q.current_bytes == 0 {
+        q.orders.static_bytes
+    } else {
+        q.current_bytes
+    }
+}
+
+fn bounds(o: &QueueOrders) -> Bounds {
+    Bounds { floor_bytes: o.floor_bytes, ceiling_bytes: o.ceiling_bytes }
+}
+
+fn mqecn_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
+    let Some(first) = queues.first() else {
+        return Vec::new();
+    };
+    let capacity_bps = first.orders.line_rate_bps();
+    let params = MqecnParams {
+        capacity_bps,
+        standard_threshold_bytes: standard_threshold_bytes(capacity_bps, orders.rtt_us, orders.lambda),
+        hysteresis_pct: orders.hysteresis_pct,
+    };
+    let input: Vec<MqecnQueue> = queues
+        .iter()
+        .map(|q| MqecnQueue {
+            demand: match &q.rates {
+                Some(r) => QueueDemand::from_rates(q.orders.weight, r),
+                None => QueueDemand::idle(q.orders.weight),
+            },
+            bounds: bounds(q.orders),
+            current_bytes: q.current_bytes,
+        })
+        .collect();
+    mqecn_thresholds(&params, &input)
+}
+
+fn dynaq_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
+    let Some(first) = queues.first() else {
+        return Vec::new();
+    };
+    let input: Vec<DynaqQueue> = queues
+        .iter()
+        .map(|q| DynaqQueue {
+            weight: q.orders.weight,
+            occupancy_bytes: q.rates.map_or(0, |r| r.occupancy_bytes),
+            active: q.rates.is_some_and(|r| r.is_active()),
+            dropping: q.rates.is_some_and(|r| r.dropped_packets > 0),
+            bounds: bounds(q.orders),
+            current_bytes: q.current_bytes,
+        })
+        .collect();
+    dynaq_limits(first.orders.buffer_bytes, orders.hysteresis_pct, &input)
+}
+
+fn hdcq_step(orders: &AgentOrders, queues: &[QueueInput<'_>], states: &mut [HdcqState]) -> Vec<u64> {
+    queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| match (q.rates, states.get_mut(i)) {
+            (Some(r), Some(state)) => {
+                state.update(r.marked_fraction(), orders.hdcq_k);
+                state.threshold(bounds(q.orders), q.current_bytes, orders.hysteresis_pct)
+            }
+            _ => kept(q),
+        })
+        .collect()
+}
