@@ -19,6 +19,10 @@ class InvalidPathError(VsonicError):
     """A gNMI path that does not name a sonic-db location (InvalidArgument)."""
 
 
+class InvalidRequestError(VsonicError):
+    """A request sonic-gnmi would refuse as such, e.g. TARGET_DEFINED (InvalidArgument)."""
+
+
 class InvalidValueError(VsonicError):
     """A value that is not JSON_IETF, not JSON, or of the wrong shape (InvalidArgument)."""
 

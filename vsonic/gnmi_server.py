@@ -1,0 +1,224 @@
+"""The gNMI server of the virtual switch: grpcio with pygnmi's generated servicer.
+
+It answers origin ``sonic-db`` the way sonic-gnmi's MixedDbClient does
+(reference/sonic-gnmi-facts.md §3): Capabilities advertises JSON and JSON_IETF; Get reads a
+table, an entry or a field (or the whole CONFIG_DB); Set takes JSON_IETF values only and is
+all-or-nothing per request; Subscribe serves STREAM (SAMPLE at 1 s minimum, ON_CHANGE), ONCE
+and POLL and refuses TARGET_DEFINED. Username and password travel as gRPC metadata, checked
+on every call; TLS is optional.
+
+Time (wall clock for timestamps, monotonic for schedules) and the stores are passed in; the
+server binds the address it is given and stops when the shutdown event is set.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+
+from vsonic.errors import InvalidRequestError
+from vsonic.gnmi_codec import (
+    JSON,
+    JSON_IETF,
+    check_encoding,
+    db_path,
+    decode_ietf,
+    errors_as_status,
+    notification,
+    typed_json,
+)
+from vsonic.paths import ORIGIN
+from vsonic.setops import OpKind, SetOp
+from vsonic.subscribe import SubscribeSession, Timing
+from vsonic.switch import Targets
+
+GNMI_VERSION = "0.8.0"  # the proto revision pygnmi 0.8.15 ships (pygnmi.spec.v080)
+
+
+@dataclass(frozen=True)
+class Clock:
+    wall_ns: Callable[[], int] = time.time_ns
+    monotonic: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str = field(repr=False)
+
+    def matches(self, username: str, password: str) -> bool:
+        # Constant-time compares: a wrong password takes as long as a nearly right one.
+        user_ok = hmac.compare_digest(username.encode(), self.username.encode())
+        pass_ok = hmac.compare_digest(password.encode(), self.password.encode())
+        return user_ok and pass_ok
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    cert: Path
+    key: Path
+
+
+class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
+    """The four gNMI RPCs over a set of switch targets."""
+
+    def __init__(
+        self,
+        targets: Targets,
+        clock: Clock,
+        credentials: Credentials | None,
+        timing: Timing | None = None,
+    ) -> None:
+        self._targets = targets
+        self._clock = clock
+        self._credentials = credentials
+        self._timing = timing or Timing()
+        self._closing = threading.Event()
+        self._streams: set[threading.Event] = set()
+        self._streams_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Ends open Subscribe streams (called on server shutdown)."""
+        with self._streams_lock:
+            self._closing.set()
+            for stop in self._streams:
+                stop.set()
+
+    def _authenticate(self, context: Any) -> None:
+        if self._credentials is None:
+            return
+        metadata = dict(context.invocation_metadata())
+        username = str(metadata.get("username", ""))
+        password = str(metadata.get("password", ""))
+        if not self._credentials.matches(username, password):
+            # Never echo what was sent: the message names no user and no password.
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed")
+
+    def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._authenticate(context)
+        return gnmi_pb2.CapabilityResponse(
+            supported_models=[
+                gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")
+            ],
+            supported_encodings=[JSON, JSON_IETF],
+            gNMI_version=GNMI_VERSION,
+        )
+
+    def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._authenticate(context)
+        with errors_as_status(context):
+            encoding = check_encoding(request.encoding)
+            switch = self._targets.resolve(request.prefix.target)
+            notifications = []
+            for path in request.path:
+                value = switch.read(db_path(request.prefix, path))
+                update = gnmi_pb2.Update(path=path, val=typed_json(value, encoding))
+                notifications.append(
+                    notification(self._clock.wall_ns, request.prefix, [update], [])
+                )
+            return gnmi_pb2.GetResponse(notification=notifications)
+
+    def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._authenticate(context)
+        with errors_as_status(context):
+            switch = self._targets.resolve(request.prefix.target)
+            ops, results = self._set_ops(request)
+            switch.apply(ops)
+            return gnmi_pb2.SetResponse(
+                prefix=request.prefix, response=results, timestamp=self._clock.wall_ns()
+            )
+
+    def _set_ops(self, request: Any) -> tuple[list[SetOp], list[Any]]:
+        ops: list[SetOp] = []
+        results: list[Any] = []
+        op_enum = gnmi_pb2.UpdateResult.Operation
+        for path in request.delete:
+            ops.append(SetOp(OpKind.DELETE, db_path(request.prefix, path)))
+            results.append(gnmi_pb2.UpdateResult(path=path, op=op_enum.Value("DELETE")))
+        for kind, updates in ((OpKind.REPLACE, request.replace), (OpKind.UPDATE, request.update)):
+            for update in updates:
+                target = db_path(request.prefix, update.path)
+                value = decode_ietf(update.val, target.text())
+                ops.append(SetOp(kind, target, value))
+                results.append(gnmi_pb2.UpdateResult(path=update.path, op=op_enum.Value(kind.name)))
+        return ops, results
+
+    def Subscribe(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+        self._authenticate(context)
+        session = SubscribeSession(
+            self._targets, self._clock.wall_ns, self._clock.monotonic, self._timing
+        )
+        with errors_as_status(context):
+            first = next(request_iterator, None)
+            if first is None or not first.HasField("subscribe"):
+                raise InvalidRequestError("the first SubscribeRequest must carry a subscribe")
+            plan = session.plan(first.subscribe)
+        stop = threading.Event()
+        context.add_callback(stop.set)  # the client went away or the deadline passed
+        with self._streams_lock:
+            self._streams.add(stop)
+            if self._closing.is_set():
+                stop.set()
+        try:
+            yield from session.run(plan, request_iterator, stop)
+        finally:
+            with self._streams_lock:
+                self._streams.discard(stop)
+
+
+@dataclass
+class RunningServer:
+    server: Any
+    port: int
+    service: GnmiService
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        self.service.close()
+        self.server.stop(grace_s).wait()
+
+
+def start_server(
+    address: str,
+    service: GnmiService,
+    tls: TlsFiles | None = None,
+    max_workers: int = 32,
+) -> RunningServer:
+    """Bind ``address`` (``127.0.0.1:0`` picks a free port) and start answering."""
+    # Every open Subscribe stream holds one worker thread, so the pool bounds open streams.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+    gnmi_pb2_grpc.add_gNMIServicer_to_server(service, server)
+    if tls is None:
+        port = server.add_insecure_port(address)
+    else:
+        creds = grpc.ssl_server_credentials([(tls.key.read_bytes(), tls.cert.read_bytes())])
+        port = server.add_secure_port(address, creds)
+    if port == 0:
+        raise OSError(f"could not bind gNMI server to {address}")
+    server.start()
+    return RunningServer(server=server, port=port, service=service)
+
+
+def serve(
+    address: str,
+    service: GnmiService,
+    shutdown: threading.Event,
+    tls: TlsFiles | None = None,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve until ``shutdown`` is set, then stop (ending open streams)."""
+    running = start_server(address, service, tls)
+    try:
+        if on_ready is not None:
+            on_ready(running.port)
+        shutdown.wait()
+    finally:
+        running.stop()

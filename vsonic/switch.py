@@ -1,0 +1,118 @@
+"""A virtual switch as the gNMI server sees it: a named store, read and written by path.
+
+``Targets`` picks the switch a request is for. A standalone server holds one switch and
+ignores the gNMI prefix ``target``, as sonic-gnmi does for origin ``sonic-db``. A fleet
+server holds many and requires the prefix target to name one of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vsonic.db import (
+    CONFIG_DB,
+    Store,
+    read_config,
+    read_table,
+    redis_key,
+)
+from vsonic.errors import (
+    InvalidPathError,
+    PathNotFoundError,
+    SchemaViolationError,
+    UnknownTargetError,
+)
+from vsonic.paths import DbPath
+from vsonic.schema import validate_change
+from vsonic.setops import SetOp, apply_ops, changed_entries
+
+
+@dataclass
+class Switch:
+    name: str
+    store: Store
+    # sonic-gnmi handles one SetRequest at a time (HLD, facts §3.4); so does each switch here.
+    set_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, path: DbPath) -> Any:
+        """The JSON value at ``path``: a table, an entry, a field, or the whole CONFIG_DB."""
+        if path.table is None:
+            return self._read_database(path)
+        if path.key is None:
+            return self._read_table(path)
+        entry = self.store.read_hash(path.db, redis_key(path.db, path.table, path.key))
+        if entry is None:
+            return self._read_keyless_field(path)
+        if path.field is None:
+            return entry
+        if path.field not in entry:
+            raise PathNotFoundError(f"{path.text()}: no field {path.field!r}")
+        return entry[path.field]
+
+    def _read_database(self, path: DbPath) -> Any:
+        if path.db != CONFIG_DB:
+            raise InvalidPathError(f"{path.text()}: reading a whole {path.db_name} is refused")
+        nested: dict[str, dict[str, dict[str, str]]] = {}
+        for (table, key), fields in sorted(read_config(self.store).items()):
+            nested.setdefault(table, {})[key] = fields
+        return nested
+
+    def _read_table(self, path: DbPath) -> Any:
+        entries = read_table(self.store, path.db, str(path.table))
+        if entries:
+            return entries
+        # COUNTERS_DB name maps are one hash with no key level (facts §3.3).
+        keyless = self.store.read_hash(path.db, str(path.table))
+        return keyless if keyless is not None else {}
+
+    def _read_keyless_field(self, path: DbPath) -> Any:
+        keyless = self.store.read_hash(path.db, str(path.table))
+        if keyless is None or path.field is not None or path.key not in keyless:
+            raise PathNotFoundError(f"{path.text()}: no such entry")
+        return keyless[str(path.key)]
+
+    def apply(self, ops: list[SetOp]) -> None:
+        """Validate the would-be CONFIG_DB of the whole request, then write it in one MULTI/EXEC.
+
+        The lock serialises gNMI Sets on this switch. A writer that goes to Redis directly
+        (an operator's redis-cli) is not serialised with it, just as on SONiC, where such
+        writes also bypass GCU.
+        """
+        with self.set_lock:
+            before = read_config(self.store)
+            after = apply_ops(before, ops)
+            problems = validate_change(before, after)
+            if problems:
+                raise SchemaViolationError(problems)
+            changes = changed_entries(before, after)
+            self.store.write_atomically(
+                CONFIG_DB, {redis_key(CONFIG_DB, t, k): f for (t, k), f in changes.items()}
+            )
+
+
+class Targets:
+    """The switches one gNMI server answers for."""
+
+    def __init__(self, switches: Iterable[Switch], fleet: bool) -> None:
+        self._switches = {s.name: s for s in switches}
+        self.fleet = fleet
+        if not self._switches:
+            raise ValueError("a gNMI server needs at least one switch")
+        if not fleet and len(self._switches) != 1:
+            raise ValueError("a standalone server holds exactly one switch; use fleet mode")
+
+    def names(self) -> list[str]:
+        return sorted(self._switches)
+
+    def resolve(self, target: str) -> Switch:
+        if not self.fleet:
+            return next(iter(self._switches.values()))
+        if not target:
+            raise UnknownTargetError("fleet mode: set the gNMI prefix target to a switch name")
+        switch = self._switches.get(target)
+        if switch is None:
+            raise UnknownTargetError(f"fleet mode: no switch named {target!r} is served here")
+        return switch
