@@ -1,0 +1,192 @@
+"""Subscribe over real gRPC (the grpc stub, since pygnmi's threads swallow stream errors)."""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import Iterator
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import pytest
+from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+
+from tests.integration.vsonic.conftest import RunningSwitch
+from vsonic.db import CONFIG_DB
+
+MODE = gnmi_pb2.SubscriptionList.Mode
+SUB = gnmi_pb2.SubscriptionMode
+JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
+WRED = {"green_min_threshold": "1000", "green_max_threshold": "2000"}
+
+
+def _path(*elems: str) -> Any:
+    return gnmi_pb2.Path(origin="sonic-db", elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+
+
+def _names(path: Any) -> list[str]:
+    return [e.name for e in path.elem]
+
+
+class Stream:
+    """One Subscribe RPC: requests go in through a queue, responses come out in order."""
+
+    def __init__(self, vswitch: RunningSwitch, sub_list: Any) -> None:
+        self._requests: queue.Queue[Any] = queue.Queue()
+        self._requests.put(gnmi_pb2.SubscribeRequest(subscribe=sub_list))
+        stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
+        # The deadline bounds a hang; no assertion depends on timing.
+        self._call = stub.Subscribe(self._outgoing(), metadata=vswitch.metadata(), timeout=30)
+
+    def _outgoing(self) -> Iterator[Any]:
+        while (request := self._requests.get()) is not None:
+            yield request
+
+    def poll(self) -> None:
+        self._requests.put(gnmi_pb2.SubscribeRequest(poll=gnmi_pb2.Poll()))
+
+    def next(self) -> Any:
+        return next(self._call)
+
+    def until_sync(self) -> list[Any]:
+        """Notifications up to (not including) the next sync_response."""
+        notes = []
+        while not (response := self.next()).sync_response:
+            notes.append(response.update)
+        return notes
+
+    def rest(self) -> list[Any]:
+        return list(self._call)
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._call.cancel()
+
+
+def _sub_list(mode: int, *subs: Any, updates_only: bool = False) -> Any:
+    return gnmi_pb2.SubscriptionList(
+        mode=mode, subscription=list(subs), encoding=JSON_IETF, updates_only=updates_only
+    )
+
+
+def _set_entry(vswitch: RunningSwitch, table: str, key: str, fields: dict[str, str]) -> None:
+    stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
+    update = gnmi_pb2.Update(
+        path=_path("CONFIG_DB", "localhost", table, key),
+        val=gnmi_pb2.TypedValue(json_ietf_val=json.dumps(fields).encode()),
+    )
+    stub.Set(gnmi_pb2.SetRequest(update=[update]), metadata=vswitch.metadata(), timeout=10)
+
+
+def test_target_defined_is_refused_like_sonic_gnmi(vswitch: RunningSwitch) -> None:
+    sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "QUEUE"), mode=SUB.Value(
+        "TARGET_DEFINED"))  # fmt: skip
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    with pytest.raises(grpc.RpcError) as caught:
+        stream.next()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "unsupported subscription mode, TARGET_DEFINED" in caught.value.details()
+
+
+def test_sample_interval_under_one_second_is_refused(vswitch: RunningSwitch) -> None:
+    half_second_ns = 500_000_000
+    sub = gnmi_pb2.Subscription(
+        path=_path("COUNTERS_DB", "localhost", "COUNTERS_QUEUE_NAME_MAP"),
+        mode=SUB.Value("SAMPLE"),
+        sample_interval=half_second_ns,
+    )
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    with pytest.raises(grpc.RpcError) as caught:
+        stream.next()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "invalid sample_interval 500000000 ns" in caught.value.details()
+    assert "minimum is 1 s (1000000000 ns)" in caught.value.details()
+
+
+def test_on_change_reports_each_changed_and_deleted_entry(vswitch: RunningSwitch) -> None:
+    sub = gnmi_pb2.Subscription(
+        path=_path("CONFIG_DB", "localhost", "WRED_PROFILE"), mode=SUB.Value("ON_CHANGE")
+    )
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    try:
+        initial = stream.until_sync()
+        # The table is empty at boot: one update carrying {}.
+        assert [json.loads(n.update[0].val.json_ietf_val) for n in initial] == [{}]
+        _set_entry(vswitch, "WRED_PROFILE", "p", WRED)
+        note = stream.next().update
+        assert [_names(u.path) for u in note.update] == [
+            ["CONFIG_DB", "localhost", "WRED_PROFILE", "p"]
+        ]
+        assert json.loads(note.update[0].val.json_ietf_val) == WRED
+        # A change behind the server's back (straight into Redis) is seen too.
+        vswitch.store.client(CONFIG_DB).delete("WRED_PROFILE|p")
+        note = stream.next().update
+        assert [_names(d) for d in note.delete] == [["CONFIG_DB", "localhost", "WRED_PROFILE", "p"]]
+    finally:
+        stream.close()
+
+
+def test_on_change_of_a_field_sends_string_values(vswitch: RunningSwitch) -> None:
+    _set_entry(vswitch, "WRED_PROFILE", "p", WRED)
+    sub = gnmi_pb2.Subscription(
+        path=_path("CONFIG_DB", "localhost", "WRED_PROFILE", "p", "green_max_threshold"),
+        mode=SUB.Value("ON_CHANGE"),
+    )
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    try:
+        assert [n.update[0].val.string_val for n in stream.until_sync()] == ["2000"]
+        _set_entry(vswitch, "WRED_PROFILE", "p", {**WRED, "green_max_threshold": "3000"})
+        assert stream.next().update.update[0].val.string_val == "3000"
+    finally:
+        stream.close()
+
+
+def test_once_sends_current_values_then_ends(vswitch: RunningSwitch) -> None:
+    sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "PORT", "Ethernet4"))
+    stream = Stream(vswitch, _sub_list(MODE.Value("ONCE"), sub))
+    try:
+        notes = stream.until_sync()
+        assert len(notes) == 1
+        # Seeded port: 100 Gb/s written as Mb/s, 100 x 1000.
+        assert json.loads(notes[0].update[0].val.json_ietf_val)["speed"] == "100000"
+        assert stream.rest() == []
+    finally:
+        stream.close()
+
+
+def test_poll_answers_each_poll_with_fresh_values(vswitch: RunningSwitch) -> None:
+    sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "SCHEDULER"))
+    stream = Stream(vswitch, _sub_list(MODE.Value("POLL"), sub))
+    try:
+        assert [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()] == [{}]
+        _set_entry(vswitch, "SCHEDULER", "s", {"type": "DWRR", "weight": "9"})
+        stream.poll()
+        polled = [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()]
+        assert polled == [{"s": {"type": "DWRR", "weight": "9"}}]
+    finally:
+        stream.close()
+
+
+def test_sample_sends_the_value_again_each_interval(vswitch: RunningSwitch) -> None:
+    sub = gnmi_pb2.Subscription(
+        path=_path("COUNTERS_DB", "localhost", "COUNTERS_QUEUE_NAME_MAP", "Ethernet0:0"),
+        mode=SUB.Value("SAMPLE"),
+        sample_interval=0,  # 0 means the minimum, 1 s
+    )
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub, updates_only=True))
+    try:
+        assert stream.until_sync() == []  # updates_only: no initial values
+        sample = stream.next().update.update[0]
+        # Ethernet0 queue 0 is the first queue oid.
+        assert sample.val.string_val == "oid:0x15000000000000"
+    finally:
+        stream.close()
+
+
+def test_subscribe_without_credentials_is_unauthenticated(vswitch: RunningSwitch) -> None:
+    stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
+    sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "PORT"))
+    request = gnmi_pb2.SubscribeRequest(subscribe=_sub_list(MODE.Value("ONCE"), sub))
+    with pytest.raises(grpc.RpcError) as caught:
+        list(stub.Subscribe(iter([request]), timeout=10))
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
