@@ -1,0 +1,381 @@
+"""``sluice``: the operator's command line over the REST API (docs/operator-guide.md).
+
+Commands are thin: read options, call the API through ``ApiClient``, hand the documents to
+the pure renderers, return an ``ExitCode``. ``run_with_api`` is the one place that turns
+domain errors into readable lines on stderr and exit codes, so no command shows a traceback.
+The HTTP client is built by an injectable factory (``CliDeps``), so tests can aim the CLI at
+a real server on 127.0.0.1 or at an in-process app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+
+from controller.cli.client import PAGE_SIZE, ApiClient, JsonObject
+from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
+from controller.cli.render import (
+    KEY_VALUE_HEADERS,
+    PLAN_HEADERS,
+    Row,
+    dump,
+    error_lines,
+    intent_summary_rows,
+    key_value_rows,
+    plan_has_changes,
+    plan_rows,
+    plan_summary,
+    row_of,
+    table,
+)
+from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
+from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
+from controller.policy.loader import load_intent_file, parse_yaml
+
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+
+HttpFactory = Callable[[str, float], httpx.Client]
+
+
+def default_http(base_url: str, timeout_s: float) -> httpx.Client:
+    return httpx.Client(base_url=base_url, timeout=timeout_s)
+
+
+@dataclass(frozen=True)
+class CliDeps:
+    """What the CLI needs from outside; tests pass their own as ``obj=`` to the runner."""
+
+    make_http: HttpFactory = default_http
+    page_size: int = PAGE_SIZE
+
+
+@dataclass(frozen=True)
+class CliState:
+    deps: CliDeps
+    api_url: str
+    token: str | None = field(repr=False)
+    timeout_s: float
+
+
+class Output(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
+
+
+class Kind(StrEnum):
+    SWITCHES = "switches"
+    HOSTS = "hosts"
+    CLASSES = "classes"
+    FABRIC = "fabric"
+    INTENT = "intent"
+    VERSIONS = "versions"
+    TOKENS = "tokens"
+
+
+app = typer.Typer(
+    name="sluice",
+    help="Declare service classes for a SONiC fabric, see the per-switch plan, apply it.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+Action = Callable[[ApiClient, Console], ExitCode]
+OutputOption = Annotated[Output, typer.Option("--output", "-o", help="table, json or yaml")]
+ExitCodeOption = Annotated[
+    bool, typer.Option("--exit-code", help="exit 10 (not 0) when there are changes")
+]
+SwitchOption = Annotated[str | None, typer.Option("--switch", help="only this switch")]
+
+
+@app.callback()
+def connect(
+    ctx: typer.Context,
+    api_url: Annotated[
+        str, typer.Option("--api-url", envvar="SLUICE_API_URL", help="base URL of the sluice API")
+    ] = DEFAULT_API_URL,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="SLUICE_API_TOKEN",
+            show_default=False,
+            help="bearer token (prefer the SLUICE_API_TOKEN variable: arguments show in ps)",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="seconds per request")
+    ] = 30.0,
+) -> None:
+    if not api_url.startswith(("http://", "https://")):
+        raise typer.BadParameter("must start with http:// or https://", param_hint="--api-url")
+    deps = ctx.obj if isinstance(ctx.obj, CliDeps) else CliDeps()
+    ctx.obj = CliState(deps=deps, api_url=api_url.rstrip("/"), token=token, timeout_s=timeout)
+
+
+def run_with_api(ctx: typer.Context, action: Action) -> None:
+    """Run ``action`` against the API and exit with its code, or with the error's code."""
+    state: CliState = ctx.obj
+
+    def call(out: Console) -> ExitCode:
+        with state.deps.make_http(state.api_url, state.timeout_s) as http:
+            return action(ApiClient(http, state.token, state.deps.page_size), out)
+
+    run_reporting_errors(call)
+
+
+def run_reporting_errors(call: Callable[[Console], ExitCode]) -> None:
+    out, err = Console(), Console(stderr=True)
+    try:
+        code = call(out)
+    except SluiceError as error:
+        for line in error_lines(error):
+            err.print(line, markup=False, highlight=False)
+        code = exit_code_for(error)
+    except Exception as error:  # the contract: one readable line and exit 1, never a traceback
+        err.print(f"error: unexpected {type(error).__name__}: {error}", markup=False)
+        code = ExitCode.UNEXPECTED
+    raise typer.Exit(int(code))
+
+
+def emit(out: Console, data: Any, fmt: Output, render_table: Callable[[], None]) -> None:
+    if fmt is Output.TABLE:
+        render_table()
+    else:
+        # Plain print: rich would wrap and highlight, and scripts parse this.
+        print(dump(data, fmt.value))
+
+
+def emit_rows(
+    out: Console, data: Any, fmt: Output, headers: Sequence[str], rows: Sequence[Row]
+) -> None:
+    emit(out, data, fmt, lambda: out.print(table(headers, rows)))
+
+
+# --- apply, plan, diff -----------------------------------------------------------------------
+
+
+def read_intent_document(path: Path) -> JsonObject:
+    """The YAML file as plain data, read the same way ``sluice check`` and the API read it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise IntentInvalid([FieldProblem("intent", f"cannot read {path}: {error}")]) from None
+    document = parse_yaml(text)
+    if not isinstance(document, dict):
+        raise IntentInvalid([FieldProblem("intent", "the file must hold a mapping")])
+    return document
+
+
+def plans_of(document: Any) -> list[JsonObject]:
+    """The per-switch plans of a ``/plans`` or ``/diff`` answer."""
+    plans = document.get("plans") if isinstance(document, dict) else None
+    if not isinstance(plans, list):
+        raise SluiceError("the API answered without a 'plans' list")
+    return plans
+
+
+def show_plans(out: Console, plans: Sequence[JsonObject], fmt: Output) -> None:
+    def render() -> None:
+        if plan_has_changes(plans):
+            out.print(table(PLAN_HEADERS, plan_rows(plans)))
+        for line in plan_summary(plans):
+            out.print(line, markup=False, highlight=False)
+
+    emit(out, {"plans": list(plans)}, fmt, render)
+
+
+def report_write(written: JsonObject, previous: int) -> None:
+    """One line on stderr (stdout stays the plan, for scripts reading ``-o json``)."""
+    number = written["version"]["number"]
+    if written.get("changed", True):
+        line = f"Applied: intent version {number} (was {previous})."
+    else:
+        line = f"Unchanged: intent version {number} already says this; no new version."
+    Console(stderr=True).print(line, markup=False, highlight=False)
+
+
+@app.command()
+def apply(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Option("--file", "-f", exists=True, dir_okay=False, help="intent YAML")
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="show the plan, change nothing")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="recorded with the version")
+    ] = None,
+    detailed: ExitCodeOption = False,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Validate an intent file, show the per-switch plan, and make it the current intent."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        intent = read_intent_document(file)
+        api.post_json("/intent/validate", intent)
+        plans = plans_of(api.post_json("/plans", {"intent": intent}))
+        show_plans(out, plans, output)
+        if dry_run:
+            return changes_exit_code(plan_has_changes(plans), detailed=detailed)
+        _, current = api.current_intent()
+        written = api.replace_intent(intent, reason or f"sluice apply -f {file.name}", current)
+        report_write(written, current)
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@app.command()
+def plan(
+    ctx: typer.Context,
+    switch: SwitchOption = None,
+    detailed: ExitCodeOption = False,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """What each switch must change to reach the current intent (from its recorded state)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        body = {"switches": [switch]} if switch else {}
+        plans = plans_of(api.post_json("/plans", body))
+        show_plans(out, plans, output)
+        return changes_exit_code(plan_has_changes(plans), detailed=detailed)
+
+    run_with_api(ctx, action)
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    from_version: Annotated[int | None, typer.Option("--from", min=1, help="older version")] = None,
+    to_version: Annotated[int | None, typer.Option("--to", min=1, help="newer version")] = None,
+    switch: SwitchOption = None,
+    detailed: ExitCodeOption = False,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Desired-state diff between two intent versions (default: previous -> current)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        params = {"from": from_version, "to": to_version, "switch": switch}
+        answer = api.get_json("/diff", params)
+        plans = plans_of(answer)
+        if output is Output.TABLE:
+            out.print(
+                f"Desired state, version {answer['from_version']} -> {answer['to_version']}:",
+                markup=False,
+                highlight=False,
+            )
+        show_plans(out, plans, output)
+        return changes_exit_code(plan_has_changes(plans), detailed=detailed)
+
+    run_with_api(ctx, action)
+
+
+# --- get, audit, check -----------------------------------------------------------------------
+
+
+def get_one(api: ApiClient, kind: Kind, name: str) -> JsonObject:
+    """One item by name (switches, hosts, classes), number (versions) or name/id (tokens)."""
+    resource = RESOURCES[kind.value]
+    if kind is Kind.TOKENS:  # the API has no GET /tokens/{id}: find it in the list
+        for token in api.iter_items(resource.path):
+            if name in (str(token.get("name")), str(token.get("id"))):
+                return token
+        raise NotFound(f"no token named or numbered {name!r}")
+    item: JsonObject = api.get_json(f"{resource.path}/{name}")
+    return item
+
+
+def _get_single_document(api: ApiClient, out: Console, kind: Kind, fmt: Output) -> None:
+    if kind is Kind.INTENT:
+        current, version = api.current_intent()
+        if current is None:
+            raise NotFound("there is no intent yet: sluice apply -f intent.yaml creates it")
+        # json/yaml give the intent alone, so `get intent -o yaml > f` can be applied again.
+        intent = current["intent"]
+        emit_rows(out, intent, fmt, KEY_VALUE_HEADERS, intent_summary_rows(intent, version))
+        return
+    fabric = api.get_json("/fabric")
+    emit_rows(out, fabric, fmt, KEY_VALUE_HEADERS, key_value_rows(fabric))
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    kind: Annotated[Kind, typer.Argument(help="what to show")],
+    name: Annotated[str | None, typer.Argument(help="one item by name (or number/id)")] = None,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Show switches, hosts, classes, fabric, intent, versions or tokens."""
+    if name is not None and kind in (Kind.FABRIC, Kind.INTENT):
+        raise typer.BadParameter(f"{kind.value} is one document; drop NAME", param_hint="NAME")
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        if kind in (Kind.FABRIC, Kind.INTENT):
+            _get_single_document(api, out, kind, output)
+            return ExitCode.OK
+        resource = RESOURCES[kind.value]
+        headers = [header for header, _ in resource.columns]
+        if name is not None:
+            item = get_one(api, kind, name)
+            row = row_of(
+                item.get("version", item) if kind is Kind.VERSIONS else item, resource.columns
+            )
+            emit_rows(out, item, output, headers, [row])
+            return ExitCode.OK
+        items = list(api.iter_items(resource.path))
+        emit_rows(out, items, output, headers, [row_of(item, resource.columns) for item in items])
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@app.command()
+def audit(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="newest N entries")] = 20,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """The audit log: who changed what, when."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        items = list(api.get_json("/audit", {"limit": limit}).get("items", []))
+        rows = [row_of(item, AUDIT_COLUMNS) for item in items]
+        emit_rows(out, items, output, [header for header, _ in AUDIT_COLUMNS], rows)
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@app.command()
+def check(
+    file: Annotated[
+        Path, typer.Option("--file", "-f", exists=True, dir_okay=False, help="intent YAML")
+    ],
+) -> None:
+    """Validate an intent file offline (no API): every problem with its field, exit 3 if any."""
+
+    def call(out: Console) -> ExitCode:
+        intent = load_intent_file(file)
+        out.print(
+            f"{file}: valid ({len(intent.switches)} switches, {len(intent.hosts)} hosts, "
+            f"{len(intent.service_classes)} service classes)",
+            markup=False,
+            highlight=False,
+        )
+        return ExitCode.OK
+
+    run_reporting_errors(call)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,185 @@
+"""Pure rendering for the CLI: API documents in, rows and text out; no I/O.
+
+Row builders return plain tuples of strings (tested on their own); ``table`` turns rows into a
+rich Table at the edge. A plan or diff is a list of per-switch plans
+``{switch, ops: [{kind, table, key, fields, old_fields}, ...]}`` (``controller/sonic/model.py``
+``Plan.as_dict``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+from rich.table import Table
+
+from controller.errors import SluiceError
+
+Row = tuple[str, ...]
+Doc = Mapping[str, Any]
+Column = tuple[str, Callable[[Doc], str]]
+
+UNSET = "(unset)"
+NONE = "-"
+
+
+def table(headers: Sequence[str], rows: Iterable[Row], title: str | None = None) -> Table:
+    """A rich Table; cells are plain text (markup off, so ``[x]`` in a key stays literal)."""
+    out = Table(*headers, title=title, show_lines=False, highlight=False)
+    for row in rows:
+        out.add_row(*(_literal(cell) for cell in row))
+    return out
+
+
+def _literal(cell: str) -> str:
+    # rich parses "[...]" as markup; escape so keys and reasons print exactly as sent.
+    return cell.replace("[", "\\[")
+
+
+def dump(data: Any, fmt: str) -> str:
+    """``json`` or ``yaml`` text of an API document, stable key order as the API sent it."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    # Not allow_unicode: PyYAML writes U+0085 raw and reads it back as a line break.
+    return yaml.safe_dump(data, sort_keys=False).rstrip("\n")
+
+
+# --- plans and diffs -------------------------------------------------------------------------
+
+
+def field_changes(op: Doc) -> list[str]:
+    """What an op does to each field: ``f=new`` on add, ``f: old -> new`` on change."""
+    new: Mapping[str, str] = op.get("fields") or {}
+    old: Mapping[str, str] = op.get("old_fields") or {}
+    kind = op.get("kind")
+    if kind == "add":
+        return [f"{name}={value}" for name, value in new.items()]
+    if kind == "delete":
+        return [f"{name}={value}" for name, value in old.items()]
+    names = list(old) + [name for name in new if name not in old]
+    return [
+        f"{name}: {old.get(name, UNSET)} -> {new.get(name, UNSET)}"
+        for name in names
+        if old.get(name) != new.get(name)
+    ]
+
+
+def plan_rows(plans: Sequence[Doc]) -> list[Row]:
+    """One row per op, switches in the order given, ops in the order they will be written."""
+    return [
+        (
+            str(plan.get("switch", "")),
+            str(op.get("kind", "")),
+            str(op.get("table", "")),
+            str(op.get("key", "")),
+            "\n".join(field_changes(op)),
+        )
+        for plan in plans
+        for op in plan.get("ops", [])
+    ]
+
+
+def plan_summary(plans: Sequence[Doc]) -> list[str]:
+    """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch; one line if nothing changes."""
+    if not plan_has_changes(plans):
+        return [f"No changes ({len(plans)} switches checked)."]
+    lines = []
+    for plan in plans:
+        kinds = Counter(str(op.get("kind")) for op in plan.get("ops", []))
+        lines.append(
+            f"{plan.get('switch', '?')}: {kinds['add']} to add, {kinds['change']} to change, "
+            f"{kinds['delete']} to delete"
+        )
+    return lines
+
+
+def plan_has_changes(plans: Sequence[Doc]) -> bool:
+    return any(plan.get("ops") for plan in plans)
+
+
+PLAN_HEADERS = ("SWITCH", "OP", "TABLE", "KEY", "CHANGES")
+KEY_VALUE_HEADERS = ("FIELD", "VALUE")
+
+
+# --- resources -------------------------------------------------------------------------------
+
+
+def text(value: Any) -> str:
+    """A cell: ``-`` for missing, ``a,b`` for lists, the value otherwise."""
+    if value is None or value == "" or value == []:
+        return NONE
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def field(name: str) -> Callable[[Doc], str]:
+    return lambda doc: text(doc.get(name))
+
+
+def port_speeds(switch: Doc) -> str:
+    """Ports grouped by speed, fastest last: ``2x100G, 2x400G``."""
+    speeds = Counter(int(port["speed_gbps"]) for port in switch.get("ports", []))
+    return ", ".join(f"{count}x{speed}G" for speed, count in sorted(speeds.items())) or NONE
+
+
+def gnmi_target(switch: Doc) -> str:
+    gnmi = switch.get("gnmi") or {}
+    return f"{gnmi.get('address', '?')}:{gnmi.get('port', '?')}"
+
+
+def scheduling(service_class: Doc) -> str:
+    """``STRICT`` or ``DWRR 40`` (the weight as declared, before normalisation to 1..100)."""
+    sched = service_class.get("scheduling") or {}
+    weight = sched.get("weight")
+    return f"{sched.get('type', '?')}" + (f" {weight}" if weight is not None else "")
+
+
+def pias(service_class: Doc) -> str:
+    """``websearch load 0.5, 2 demotions`` (``1 demotion``) or ``-``."""
+    spec = service_class.get("pias")
+    if not spec:
+        return NONE
+    stages = len(spec["demotions"])
+    return f"{spec['workload']} load {spec['load']}, {stages} demotion{'' if stages == 1 else 's'}"
+
+
+def row_of(doc: Doc, columns: Sequence[Column]) -> Row:
+    return tuple(render(doc) for _, render in columns)
+
+
+def key_value_rows(doc: Doc, prefix: str = "") -> list[Row]:
+    """A nested document flattened to ``(dotted.key, value)`` rows, lists kept on one line."""
+    rows: list[Row] = []
+    for name, value in doc.items():
+        path = f"{prefix}{name}"
+        if isinstance(value, Mapping) and value:
+            rows.extend(key_value_rows(value, prefix=f"{path}."))
+        else:
+            rows.append((path, text(value) if not isinstance(value, Mapping) else NONE))
+    return rows
+
+
+def intent_summary_rows(intent: Doc, version: int | None) -> list[Row]:
+    """What the current intent holds, counted, with the fabric parameters spelled out."""
+    rows: list[Row] = [
+        ("version", text(version)),
+        ("switches", str(len(intent.get("switches", [])))),
+        ("hosts", str(len(intent.get("hosts", [])))),
+        ("service_classes", str(len(intent.get("service_classes", [])))),
+    ]
+    return rows + key_value_rows(intent.get("fabric") or {}, prefix="fabric.")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def error_lines(error: SluiceError) -> list[str]:
+    """A domain error as readable lines: the title, then each field and reason if any."""
+    problems = getattr(error, "problems", None)
+    if problems:
+        return [f"error: {error.title}:"] + [f"  {p.path}: {p.reason}" for p in problems]
+    return [f"error: {error.title}: {error.detail}"]
