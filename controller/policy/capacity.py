@@ -91,6 +91,27 @@ def qjump_rates_fit_line_rate(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def qjump_factors_shrink_with_priority(intent: Intent) -> list[FieldProblem]:
+    """A higher level must have a smaller (or equal) throughput factor than every lower one:
+    the latency bound of a level holds only because its hosts send little (seeds/qjump-nsdi15.txt
+    §3.2, "higher priorities receiving smaller values"); a larger factor makes priority free."""
+    qjump = intent.fabric.qjump
+    if qjump is None:
+        return []
+    problems = []
+    lower: tuple[int, float] | None = None
+    for level, factor in sorted(qjump.factors.items()):
+        if lower is not None and factor > lower[1]:
+            reason = (
+                f"factor {factor:g} at level {level} exceeds {lower[1]:g} at lower level "
+                f"{lower[0]}; a higher priority must have a smaller (or equal) factor"
+            )
+            problems.append(FieldProblem(f"fabric.qjump.factors.{level}", reason))
+        else:
+            lower = (level, factor)
+    return problems
+
+
 def _epoch_s(qjump: Qjump, nic_gbps: int) -> float:
     # epsilon is stated in microseconds in the intent, R in Gb/s.
     return epoch_seconds(qjump.hosts, qjump.packet_bytes, nic_gbps * 1e9, qjump.epsilon_us * 1e-6)
@@ -196,6 +217,7 @@ CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_levels_declared,
     qjump_fabric,
     qjump_rates_fit_line_rate,
+    qjump_factors_shrink_with_priority,
     weights_representable,
     thresholds_fit_buffer,
 )

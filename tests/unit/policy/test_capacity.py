@@ -155,3 +155,17 @@ def test_weight_ratio_beyond_100() -> None:
     problems = problems_of(data)
     assert_only_problem(problems, "service_classes[3].scheduling.weight", "1/120 of the largest")
     assert_has_problem(problems, "service_classes[3].scheduling.weight", "become 1:100")
+
+
+def test_qjump_higher_level_with_larger_factor_is_refused() -> None:
+    # Level 7 is served first; giving it f = 8 while level 5 has f = 4 would let the most
+    # latency-sensitive level send more than a lower one (seeds/qjump-nsdi15.txt §3.2).
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {5: 4.0, 7: 8.0}
+    assert_only_problem(problems_of(data), "fabric.qjump.factors.7", "exceeds 4 at lower level 5")
+
+
+def test_qjump_factors_falling_with_level_are_accepted() -> None:
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {0: 16.0, 5: 4.0, 7: 1.0}
+    assert intent_problems(parse_intent(data)) == []

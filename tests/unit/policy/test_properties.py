@@ -31,7 +31,10 @@ def _fabric(draw: st.DrawFn, n_hosts: int, levels: list[int]) -> dict[str, Any]:
     }
     if n_hosts:
         # f <= 2 <= 2n keeps every level at or below R / n <= R: rate = fP / (2nP/R + eps).
-        factors = {level: draw(st.floats(0.01, 2.0)) for level in levels}
+        # Factors fall as the level rises (QJUMP §3.2), so draw them and hand the largest to
+        # the lowest level.
+        drawn = sorted((draw(st.floats(0.01, 2.0)) for _ in levels), reverse=True)
+        factors = dict(zip(sorted(levels), drawn, strict=True))
         fabric["qjump"] = {
             "hosts": draw(st.integers(n_hosts, 1000)),
             "packet_bytes": draw(st.integers(64, 1500)),
