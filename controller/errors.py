@@ -73,3 +73,38 @@ class ApiUnreachable(SluiceError):
     """A client got no answer from the REST API (refused, timed out, name not resolved)."""
 
     title = "API unreachable"
+
+
+class SouthboundError(SluiceError):
+    """A switch could not be configured or read over gNMI; ``switch`` names which one."""
+
+    title = "southbound error"
+
+    def __init__(self, switch: str, detail: str) -> None:
+        super().__init__(f"{switch}: {detail}")
+        self.switch = switch
+
+
+class SouthboundUnreachable(SouthboundError):
+    """No answer from the switch's gNMI server (refused, timed out) after every retry."""
+
+    title = "switch unreachable"
+
+
+class SouthboundRejected(SouthboundError):
+    """The switch answered and refused the request; ``message`` is the switch's own words
+    (for a refused value it names the table, key and field)."""
+
+    title = "switch rejected the request"
+
+    def __init__(self, switch: str, code: str, message: str) -> None:
+        super().__init__(switch, f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class SouthboundProtocolError(SouthboundError):
+    """The switch answered with something gNMI or CONFIG_DB does not allow (a malformed path
+    or value); a bug on one side or the other, never retried."""
+
+    title = "malformed switch response"

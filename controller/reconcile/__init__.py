@@ -1,0 +1,1 @@
+"""Keeping switches converged: apply-and-verify (``apply.py``), rollouts and the loop."""

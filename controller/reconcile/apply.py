@@ -1,0 +1,336 @@
+"""Apply and verify: execute a plan on a switch, read every written entry back, compare.
+
+A config a switch accepted is not a config that arrived (user-needs): every apply ends with a
+Get of the tables it wrote and a field-by-field comparison against what the plan asked for.
+Per switch the outcome is one of:
+
+- ``applied_verified``: every batch accepted and the read-back matches;
+- ``failed``: the switch refused a batch (its reason, and the op it names) or answered
+  something malformed; earlier batches stay applied, the refused one changed nothing
+  (a SetRequest is all-or-nothing, reference/sonic-gnmi-facts.md §3.4);
+- ``unreachable``: no answer after the retries; earlier batches stay applied;
+- ``mismatch``: accepted, but the read-back differs (the differences are listed).
+
+Running again is how a partial apply completes: plan from a fresh read (observed = what the
+switch holds) and only what is still missing is written. The comparison, the batching and
+the blame are pure functions; only ``apply_plan_to_switch`` and ``apply_fleet`` do I/O, and
+only through the session they are given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from controller.errors import (
+    SouthboundProtocolError,
+    SouthboundRejected,
+    SouthboundUnreachable,
+)
+from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
+
+log = logging.getLogger(__name__)
+
+ApplyStatus = Literal["applied_verified", "failed", "unreachable", "mismatch"]
+Stage = Literal["batch_written", "verifying", "finished"]
+Volatile = Callable[[EntryKey], frozenset[str]]
+"""Fields of an entry that something on the switch may rewrite right after sluice wrote
+them (the agent's live thresholds): verified present, not equal."""
+
+ABSENT = "absent"
+PRESENT = "present"
+
+
+class ConfigSession(Protocol):
+    """What apply needs from a switch session (``controller.southbound.gnmi.SwitchSession``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def set(self, ops: Sequence[Op]) -> None: ...
+
+    def get_tables(self, tables: Iterable[str]) -> SwitchConfig: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One way the read-back differs from the plan. ``field`` None: the entry itself, with
+    ``expected``/``actual`` ``present`` or ``absent``; otherwise a field's value, None when
+    the field is (or should be) missing."""
+
+    table: str
+    key: str
+    field: str | None
+    expected: str | None
+    actual: str | None
+
+    def __str__(self) -> str:
+        where = f"{self.table}|{self.key}" + (f" field '{self.field}'" if self.field else "")
+        return f"{where}: expected {_shown(self.expected)}, read back {_shown(self.actual)}"
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "table": self.table,
+            "key": self.key,
+            "field": self.field,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+def _shown(value: str | None) -> str:
+    return "no value" if value is None else repr(value)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """The outcome of one switch's apply, JSON-ready through ``to_json``."""
+
+    switch: str
+    status: ApplyStatus
+    ops_total: int
+    ops_written: int
+    set_requests: int
+    reason: str | None = None
+    failed_op: Op | None = None
+    differences: tuple[Difference, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "switch": self.switch,
+            "status": self.status,
+            "ops_total": self.ops_total,
+            "ops_written": self.ops_written,
+            "set_requests": self.set_requests,
+            "reason": self.reason,
+            "failed_op": self.failed_op.as_dict() if self.failed_op else None,
+            "differences": [d.to_json() for d in self.differences],
+        }
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """Reported after each accepted batch, before the read-back, and at the end (with the
+    result). ``apply_fleet`` calls the callback from its worker threads."""
+
+    switch: str
+    stage: Stage
+    batches_done: int
+    batches_total: int
+    result: ApplyResult | None = None
+
+
+Progress = Callable[[ProgressEvent], None]
+
+
+def _no_progress(event: ProgressEvent) -> None:
+    return None
+
+
+def _nothing_volatile(entry: EntryKey) -> frozenset[str]:
+    return frozenset()
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+
+def batches(ops: Sequence[Op], batch_size: int) -> list[tuple[Op, ...]]:
+    """Consecutive slices of the plan. The plan is in dependency order, so whatever a batch
+    references is created in that batch or an earlier one, and whatever a delete frees is
+    no longer referenced after that batch: each batch is valid on its own."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    return [tuple(ops[i : i + batch_size]) for i in range(0, len(ops), batch_size)]
+
+
+@dataclass
+class _Expected:
+    gone: bool = False
+    values: Fields = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
+
+
+def expected_state(ops: Iterable[Op]) -> dict[EntryKey, _Expected]:
+    """What the written ops leave on the switch, per entry (Op semantics in
+    ``controller/sonic/model.py``): entries gone, field values, fields removed."""
+    expected: dict[EntryKey, _Expected] = {}
+    for op in ops:
+        want = expected.setdefault(op.entry_key, _Expected())
+        if op.kind == "delete" and op.whole_entry:
+            expected[op.entry_key] = _Expected(gone=True)
+            continue
+        removed = set(op.removed_fields) - set(op.fields)
+        want.gone = False
+        want.values.update(op.fields)
+        want.missing = (want.missing - set(op.fields)) | removed
+        for name in removed:
+            want.values.pop(name, None)
+    return expected
+
+
+def compare_readback(
+    ops: Iterable[Op], readback: SwitchConfig, volatile: Volatile = _nothing_volatile
+) -> tuple[Difference, ...]:
+    """Every difference between what ``ops`` should have left and ``readback``."""
+    found: list[Difference] = []
+    for (table, key), want in sorted(expected_state(ops).items()):
+        have = readback.get((table, key))
+        if want.gone:
+            if have is not None:
+                found.append(Difference(table, key, None, ABSENT, PRESENT))
+            continue
+        if have is None and want.values:
+            found.append(Difference(table, key, None, PRESENT, ABSENT))
+            continue
+        have = have or {}
+        moving = volatile((table, key))
+        for name, value in sorted(want.values.items()):
+            actual = have.get(name)
+            if actual != value and not (name in moving and actual is not None):
+                found.append(Difference(table, key, name, value, actual))
+        for name in sorted(want.missing):
+            if name in have:
+                found.append(Difference(table, key, name, None, have[name]))
+    return tuple(found)
+
+
+def blame_op(batch: Sequence[Op], message: str) -> Op | None:
+    """The op of a refused batch that the switch's message names (``TABLE|key``, as SONiC's
+    YANG errors and vsonic write them); None when it names none of them. The longest match
+    wins so ``QUEUE|Ethernet0|1`` is not blamed for ``QUEUE|Ethernet0|10``."""
+    named = [op for op in batch if f"{op.table}|{op.key}" in message]
+    if not named:
+        return None
+    return max(named, key=lambda op: len(op.table) + len(op.key))
+
+
+# --------------------------------------------------------------------------------------------
+# I/O through the session
+
+
+@dataclass
+class _Run:
+    """Mutable bookkeeping of one switch's apply."""
+
+    switch: str
+    ops_total: int
+    ops_written: int = 0
+    set_requests: int = 0
+    batches_done: int = 0
+
+    def result(
+        self,
+        status: ApplyStatus,
+        reason: str | None = None,
+        failed_op: Op | None = None,
+        differences: tuple[Difference, ...] = (),
+    ) -> ApplyResult:
+        return ApplyResult(
+            self.switch,
+            status,
+            self.ops_total,
+            self.ops_written,
+            self.set_requests,
+            reason,
+            failed_op,
+            differences,
+        )
+
+
+def _write(
+    session: ConfigSession, run: _Run, chunks: list[tuple[Op, ...]], progress: Progress
+) -> ApplyResult | None:
+    """Send the batches in order; the result if one of them fails, else None."""
+    for done, chunk in enumerate(chunks, start=1):
+        try:
+            run.set_requests += 1
+            session.set(chunk)
+        except SouthboundRejected as error:
+            reason = f"{error.code}: {error.message}"
+            return run.result("failed", reason, blame_op(chunk, error.message))
+        except SouthboundUnreachable as error:
+            return run.result("unreachable", error.detail)
+        except SouthboundProtocolError as error:
+            return run.result("failed", error.detail)
+        run.ops_written += len(chunk)
+        run.batches_done = done
+        progress(ProgressEvent(run.switch, "batch_written", done, len(chunks)))
+    return None
+
+
+def _verify(
+    session: ConfigSession, run: _Run, ops: Sequence[Op], volatile: Volatile
+) -> ApplyResult:
+    try:
+        readback = session.get_tables({op.table for op in ops})
+    except SouthboundUnreachable as error:
+        return run.result("unreachable", f"read-back: {error.detail}")
+    except SouthboundRejected as error:
+        return run.result("failed", f"read-back refused: {error.code}: {error.message}")
+    except SouthboundProtocolError as error:
+        return run.result("failed", f"read-back: {error.detail}")
+    differences = compare_readback(ops, readback, volatile)
+    if differences:
+        shown = "; ".join(str(d) for d in differences[:3])
+        more = f" (and {len(differences) - 3} more)" if len(differences) > 3 else ""
+        return run.result("mismatch", f"read-back differs: {shown}{more}", None, differences)
+    return run.result("applied_verified")
+
+
+def apply_plan_to_switch(
+    session: ConfigSession,
+    plan: Plan,
+    *,
+    batch_size: int = 100,
+    progress: Progress = _no_progress,
+    volatile: Volatile = _nothing_volatile,
+) -> ApplyResult:
+    """Write ``plan`` in batches of ``batch_size`` ops (one SetRequest each, in plan order),
+    then read back the tables written and compare. An empty plan sends nothing."""
+    chunks = batches(plan.ops, batch_size)
+    run = _Run(plan.switch, len(plan.ops))
+    result = _write(session, run, chunks, progress)
+    if result is None and plan.ops:
+        progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
+        result = _verify(session, run, plan.ops, volatile)
+    elif result is None:
+        result = run.result("applied_verified")
+    progress(ProgressEvent(plan.switch, "finished", run.batches_done, len(chunks), result))
+    return result
+
+
+def apply_fleet(
+    plans: Mapping[str, Plan],
+    sessions: Mapping[str, ConfigSession],
+    *,
+    max_parallel: int = 8,
+    batch_size: int = 100,
+    progress: Progress = _no_progress,
+    volatile: Volatile = _nothing_volatile,
+) -> dict[str, ApplyResult]:
+    """Apply every plan, at most ``max_parallel`` switches at a time. A switch that fails,
+    is unreachable or has no session gets its result; it never stops the others."""
+    if max_parallel < 1:
+        raise ValueError("max_parallel must be at least 1")
+
+    def one(switch: str, plan: Plan) -> ApplyResult:
+        session = sessions.get(switch)
+        if session is None:
+            return _Run(switch, len(plan.ops)).result("unreachable", "no gNMI session")
+        try:
+            return apply_plan_to_switch(
+                session, plan, batch_size=batch_size, progress=progress, volatile=volatile
+            )
+        except Exception as error:  # a bug for one switch must not cost the others theirs
+            log.exception("apply to %s failed unexpectedly", switch)
+            return _Run(switch, len(plan.ops)).result(
+                "failed", f"internal error: {type(error).__name__}: {error}"
+            )
+
+    with ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply") as pool:
+        futures = {name: pool.submit(one, name, plan) for name, plan in plans.items()}
+        return {name: future.result() for name, future in futures.items()}

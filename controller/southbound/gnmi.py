@@ -1,0 +1,416 @@
+"""The one gNMI adapter: sessions to SONiC switches over origin ``sonic-db``.
+
+Why the generated stub (``pygnmi.spec.v080.gnmi_pb2_grpc.gNMIStub``) and not pygnmi's client:
+pygnmi's ``get``/``set`` carry no gRPC deadline, its ``connect`` always spends a Capabilities
+round trip, it picks JSON over JSON_IETF unless told, and one client is not safe for
+concurrent calls (reference/sonic-gnmi-facts.md §7, platform-notes.md). The stub gives every
+RPC a deadline, lets sessions for many fleet targets share one HTTP/2 channel, and still uses
+pygnmi's protobufs, so the wire format is the one pygnmi speaks.
+
+Every call: username and password as metadata (what SONiC's password auth reads, §3.1), a
+deadline, retries with backoff and jitter on UNAVAILABLE and DEADLINE_EXCEEDED only, and a
+slot in a fleet-wide in-flight limit. Failures come out typed: ``SouthboundUnreachable``,
+``SouthboundRejected`` (the switch's message, which names the field), or
+``SouthboundProtocolError``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc  # type: ignore[import-untyped]
+from pydantic import SecretStr
+from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+
+from controller.errors import SouthboundProtocolError, SouthboundRejected, SouthboundUnreachable
+from controller.policy.models import Switch
+from controller.sonic.model import Op, SwitchConfig
+from controller.southbound.credentials import SecretResolver
+from controller.southbound.paths import (
+    ORIGIN,
+    Elems,
+    PathError,
+    SetParts,
+    config_from_value,
+    decode_json,
+    set_parts,
+    table_elems,
+    text,
+)
+from controller.southbound.retry import RetryPolicy, run_with_retry
+
+T = TypeVar("T")
+
+JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
+RETRYABLE = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+DEFAULT_USERNAME = "admin"  # SONiC's default account
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """TLS to the switch. ``root_cert``: the CA bundle that signed the switch certificate;
+    ``client_cert``/``client_key`` for mutual TLS; ``server_name`` when the certificate's
+    name is not the address dialled."""
+
+    root_cert: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    server_name: str | None = None
+
+
+@dataclass(frozen=True)
+class GnmiTarget:
+    """One switch as the southbound reaches it. ``prefix_target``: the gNMI prefix target
+    that selects this switch on a fleet server; None for a switch with its own server.
+    ``tls`` None means plaintext (a lab on loopback; SONiC's no-cert fallback, §3.1)."""
+
+    name: str
+    address: str
+    port: int
+    username: str
+    password: SecretStr = field(repr=False)
+    tls: TlsOptions | None = None
+    prefix_target: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port}"
+
+
+def target_for_switch(
+    switch: Switch,
+    resolve: SecretResolver,
+    *,
+    username: str = DEFAULT_USERNAME,
+    tls: TlsOptions | None = None,
+    prefix_target: str | None = None,
+) -> GnmiTarget:
+    """The target of an intent switch; its password is resolved from ``credential_ref``."""
+    return GnmiTarget(
+        name=switch.name,
+        address=switch.gnmi.address,
+        port=switch.gnmi.port,
+        username=username,
+        password=resolve(switch.credential_ref),
+        tls=tls,
+        prefix_target=prefix_target,
+    )
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """``deadline_s`` bounds each attempt; ``retry`` says how often and how long to wait."""
+
+    deadline_s: float = 10.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+class InFlightLimit:
+    """At most ``max_in_flight`` RPCs at once across every session that shares it, so a
+    fleet-wide apply cannot open more concurrent calls than the controller can serve."""
+
+    def __init__(self, max_in_flight: int) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.max_in_flight = max_in_flight
+        self._slots = threading.BoundedSemaphore(max_in_flight)
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        with self._slots:
+            yield
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    encodings: tuple[str, ...]
+    models: tuple[str, ...]
+    gnmi_version: str
+
+    @property
+    def supports_json_ietf(self) -> bool:
+        return "JSON_IETF" in self.encodings
+
+
+def _code_name(error: grpc.RpcError) -> str:
+    code = error.code() if hasattr(error, "code") else None
+    return code.name if code is not None else "UNKNOWN"
+
+
+def _details(error: grpc.RpcError) -> str:
+    details = error.details() if hasattr(error, "details") else None
+    return str(details) if details else "no message"
+
+
+def _is_retryable(error: BaseException) -> bool:
+    return isinstance(error, grpc.RpcError) and _code_name(error) in RETRYABLE
+
+
+def _path(elems: Elems) -> Any:
+    return gnmi_pb2.Path(origin=ORIGIN, elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+
+
+class SwitchSession:
+    """Calls to one switch over a channel it may share with other sessions (fleet mode).
+
+    Not for concurrent use by several threads: one apply per switch at a time. Different
+    sessions may run in parallel; the shared ``InFlightLimit`` bounds them.
+    """
+
+    def __init__(
+        self,
+        target: GnmiTarget,
+        channel: Any,
+        *,
+        policy: CallPolicy,
+        sleep: Callable[[float], None],
+        rand: Callable[[], float],
+        limit: InFlightLimit | None = None,
+    ) -> None:
+        self.target = target
+        self._stub = gnmi_pb2_grpc.gNMIStub(channel)
+        self._policy = policy
+        self._sleep = sleep
+        self._rand = rand
+        self._limit = limit
+        self._rpc_counts: Counter[str] = Counter()
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    @property
+    def rpc_counts(self) -> dict[str, int]:
+        """RPC attempts sent so far, by method (retries count)."""
+        return dict(self._rpc_counts)
+
+    def __repr__(self) -> str:
+        return f"SwitchSession({self.target.name!r}, {self.target.endpoint})"
+
+    def _metadata(self) -> list[tuple[str, str]]:
+        return [
+            ("username", self.target.username),
+            ("password", self.target.password.get_secret_value()),
+        ]
+
+    def _prefix(self) -> Any:
+        if self.target.prefix_target is None:
+            return None
+        return gnmi_pb2.Path(target=self.target.prefix_target)
+
+    def _call(self, method: str, request: Any) -> Any:
+        """One RPC with deadline, retries and an in-flight slot; errors come out typed."""
+        rpc = getattr(self._stub, method)
+
+        def attempt() -> Any:
+            self._rpc_counts[method] += 1
+            if self._limit is None:
+                return rpc(request, timeout=self._policy.deadline_s, metadata=self._metadata())
+            with self._limit.slot():
+                return rpc(request, timeout=self._policy.deadline_s, metadata=self._metadata())
+
+        try:
+            return run_with_retry(
+                attempt,
+                policy=self._policy.retry,
+                is_retryable=_is_retryable,
+                sleep=self._sleep,
+                rand=self._rand,
+            )
+        except grpc.RpcError as error:
+            raise self._typed(method, error) from None
+
+    def _typed(self, method: str, error: grpc.RpcError) -> Exception:
+        code = _code_name(error)
+        if code in RETRYABLE:
+            tries = self._policy.retry.attempts
+            return SouthboundUnreachable(
+                self.name, f"{method} to {self.target.endpoint}: {code} after {tries} tries"
+            )
+        return SouthboundRejected(self.name, code, _details(error))
+
+    def capabilities(self) -> Capabilities:
+        reply = self._call("Capabilities", gnmi_pb2.CapabilityRequest())
+        encodings = tuple(
+            gnmi_pb2.Encoding.Name(e) if e in gnmi_pb2.Encoding.values() else str(e)
+            for e in reply.supported_encodings
+        )
+        models = tuple(m.name for m in reply.supported_models)
+        return Capabilities(encodings, models, str(reply.gNMI_version))
+
+    def get_tables(self, tables: Iterable[str]) -> SwitchConfig:
+        """Every entry of ``tables`` (a missing table reads as empty)."""
+        names = sorted(set(tables))
+        if not names:
+            return {}
+        try:
+            return self._get([table_elems(t) for t in names])
+        except SouthboundRejected as error:
+            if error.code != "NOT_FOUND" or len(names) == 1:
+                raise
+        # One absent table fails the whole multi-path Get on some servers: read one by one.
+        config: SwitchConfig = {}
+        for name in names:
+            try:
+                config.update(self._get([table_elems(name)]))
+            except SouthboundRejected as error:
+                if error.code != "NOT_FOUND":
+                    raise
+        return config
+
+    def _get(self, paths: Sequence[Elems]) -> SwitchConfig:
+        request = gnmi_pb2.GetRequest(
+            prefix=self._prefix(), path=[_path(p) for p in paths], encoding=JSON_IETF
+        )
+        reply = self._call("Get", request)
+        try:
+            return _config_from_reply(reply)
+        except PathError as error:
+            raise SouthboundProtocolError(self.name, f"Get answer: {error}") from None
+
+    def set(self, ops: Sequence[Op]) -> None:
+        """Write ``ops`` in one SetRequest; the switch applies all of it or none of it.
+
+        A retry after DEADLINE_EXCEEDED may repeat a Set the switch did apply; that is safe
+        because the request is idempotent: updates write the same values again, and a delete
+        of something already gone is skipped (facts §3.4)."""
+        parts = set_parts(ops)
+        if parts.is_empty:
+            return
+        reply = self._call("Set", self._set_request(parts))
+        expected = len(parts.deletes) + len(parts.updates)
+        if reply.response and len(reply.response) != expected:
+            raise SouthboundProtocolError(
+                self.name, f"Set answer has {len(reply.response)} results for {expected} paths"
+            )
+
+    def _set_request(self, parts: SetParts) -> Any:
+        updates = [
+            gnmi_pb2.Update(path=_path(elems), val=gnmi_pb2.TypedValue(json_ietf_val=value))
+            for elems, value in parts.updates
+        ]
+        return gnmi_pb2.SetRequest(
+            prefix=self._prefix(), delete=[_path(e) for e in parts.deletes], update=updates
+        )
+
+
+def _config_from_reply(reply: Any) -> SwitchConfig:
+    config: SwitchConfig = {}
+    for note in reply.notification:
+        prefix = [e.name for e in note.prefix.elem]
+        for update in note.update:
+            elems = (*prefix, *(e.name for e in update.path.elem))
+            kind = update.val.WhichOneof("value")
+            if kind not in ("json_ietf_val", "json_val"):
+                raise PathError(f"{text(elems)}: value is {kind or 'empty'}, not JSON")
+            raw = getattr(update.val, kind)
+            config.update(config_from_value(elems, decode_json(raw, elems)))
+    return config
+
+
+@dataclass(frozen=True)
+class ChannelOptions:
+    """Reconnect quickly after a switch restarts (gRPC's default first backoff is 1 s and
+    grows to 120 s), and keep idle channels alive across reconcile intervals."""
+
+    initial_reconnect_backoff_ms: int = 100
+    max_reconnect_backoff_ms: int = 2000
+    keepalive_time_ms: int = 30_000
+
+    def as_grpc(self) -> list[tuple[str, int]]:
+        return [
+            ("grpc.initial_reconnect_backoff_ms", self.initial_reconnect_backoff_ms),
+            ("grpc.min_reconnect_backoff_ms", self.initial_reconnect_backoff_ms),
+            ("grpc.max_reconnect_backoff_ms", self.max_reconnect_backoff_ms),
+            ("grpc.keepalive_time_ms", self.keepalive_time_ms),
+        ]
+
+
+def _open_channel(target: GnmiTarget, options: ChannelOptions) -> Any:
+    grpc_options: list[tuple[str, Any]] = list(options.as_grpc())
+    if target.tls is None:
+        return grpc.insecure_channel(target.endpoint, options=grpc_options)
+    tls = target.tls
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=tls.root_cert.read_bytes() if tls.root_cert else None,
+        private_key=tls.client_key.read_bytes() if tls.client_key else None,
+        certificate_chain=tls.client_cert.read_bytes() if tls.client_cert else None,
+    )
+    if tls.server_name:
+        grpc_options.append(("grpc.ssl_target_name_override", tls.server_name))
+    return grpc.secure_channel(target.endpoint, credentials, options=grpc_options)
+
+
+class SessionPool:
+    """Sessions for a fleet: one channel per endpoint (address, port, TLS), reused by every
+    session and every call to it, and one ``InFlightLimit`` over all of them. Close it (or
+    use ``with``) to close the channels."""
+
+    def __init__(
+        self,
+        *,
+        policy: CallPolicy | None = None,
+        max_in_flight: int = 64,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] | None = None,
+        channel_options: ChannelOptions | None = None,
+    ) -> None:
+        self.policy = policy or CallPolicy()
+        self.limit = InFlightLimit(max_in_flight)
+        self._sleep = sleep
+        self._rand = rand or random.Random().random
+        self._channel_options = channel_options or ChannelOptions()
+        self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
+        self._sessions: dict[str, SwitchSession] = {}
+        self._lock = threading.Lock()
+
+    def session(self, target: GnmiTarget) -> SwitchSession:
+        """The session for ``target`` (the same object for the same target)."""
+        with self._lock:
+            existing = self._sessions.get(target.name)
+            if existing is not None and existing.target == target:
+                return existing
+            key = (target.endpoint, target.tls)
+            channel = self._channels.get(key)
+            if channel is None:
+                channel = _open_channel(target, self._channel_options)
+                self._channels[key] = channel
+            session = SwitchSession(
+                target,
+                channel,
+                policy=self.policy,
+                sleep=self._sleep,
+                rand=self._rand,
+                limit=self.limit,
+            )
+            self._sessions[target.name] = session
+            return session
+
+    def sessions(self, targets: Iterable[GnmiTarget]) -> dict[str, SwitchSession]:
+        return {t.name: self.session(t) for t in targets}
+
+    @property
+    def channel_count(self) -> int:
+        return len(self._channels)
+
+    def close(self) -> None:
+        with self._lock:
+            for channel in self._channels.values():
+                channel.close()
+            self._channels.clear()
+            self._sessions.clear()
+
+    def __enter__(self) -> SessionPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,149 @@
+"""The pure parts of apply-and-verify: batching, expected state, comparison, blame."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.reconcile.apply import (
+    ABSENT,
+    PRESENT,
+    ApplyResult,
+    Difference,
+    batches,
+    blame_op,
+    compare_readback,
+)
+from controller.sonic.model import Op
+
+SCHED = Op("add", "SCHEDULER", "SLUICE_SCHED_3", {"type": "DWRR", "weight": "50"}, {})
+QUEUE = Op("add", "QUEUE", "Ethernet0|3", {"scheduler": "SLUICE_SCHED_3"}, {}, whole_entry=False)
+GONE = Op("delete", "WRED_PROFILE", "SLUICE_OLD", {}, {"ecn": "ecn_all"})
+SHARED_GONE = Op("delete", "PORT_QOS_MAP", "Ethernet4", {}, {"dscp_to_tc_map": "SLUICE"}, False)
+CHANGE = Op(
+    "change",
+    "QUEUE",
+    "Ethernet4|3",
+    {"scheduler": "SLUICE_SCHED_2"},
+    {"scheduler": "SLUICE_SCHED_3", "wred_profile": "SLUICE_Q"},
+    whole_entry=False,
+)
+ALL = (SCHED, QUEUE, CHANGE, SHARED_GONE, GONE)
+
+
+@given(n=st.integers(0, 40), size=st.integers(1, 12))
+def test_batches_are_consecutive_slices_that_keep_the_order(n: int, size: int) -> None:
+    ops = [Op("add", "SCHEDULER", f"S{i:02d}", {"type": "STRICT"}, {}) for i in range(n)]
+    chunks = batches(ops, size)
+    assert [op for chunk in chunks for op in chunk] == ops
+    assert all(1 <= len(chunk) <= size for chunk in chunks)
+    assert len(chunks) == -(-n // size)  # ceil(n / size)
+
+
+def test_batch_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        batches([SCHED], 0)
+
+
+def test_readback_that_matches_has_no_difference() -> None:
+    readback = {
+        ("SCHEDULER", "SLUICE_SCHED_3"): {"type": "DWRR", "weight": "50"},
+        # An operator's own field on the shared entry is not sluice's business.
+        ("QUEUE", "Ethernet0|3"): {"scheduler": "SLUICE_SCHED_3", "pfc_enable": "3"},
+        ("QUEUE", "Ethernet4|3"): {"scheduler": "SLUICE_SCHED_2"},
+        ("PORT_QOS_MAP", "Ethernet4"): {"pfc_enable": "3,4"},
+    }
+    assert compare_readback(ALL, readback) == ()
+
+
+def test_each_kind_of_difference_is_listed() -> None:
+    readback = {
+        ("SCHEDULER", "SLUICE_SCHED_3"): {"type": "DWRR", "weight": "5"},  # wrong value
+        # QUEUE Ethernet0|3 missing entirely
+        ("QUEUE", "Ethernet4|3"): {"scheduler": "SLUICE_SCHED_2", "wred_profile": "SLUICE_Q"},
+        ("PORT_QOS_MAP", "Ethernet4"): {"dscp_to_tc_map": "SLUICE"},  # field should be gone
+        ("WRED_PROFILE", "SLUICE_OLD"): {"ecn": "ecn_all"},  # entry should be gone
+    }
+    assert compare_readback(ALL, readback) == (
+        Difference("PORT_QOS_MAP", "Ethernet4", "dscp_to_tc_map", None, "SLUICE"),
+        Difference("QUEUE", "Ethernet0|3", None, PRESENT, ABSENT),
+        Difference("QUEUE", "Ethernet4|3", "wred_profile", None, "SLUICE_Q"),
+        Difference("SCHEDULER", "SLUICE_SCHED_3", "weight", "50", "5"),
+        Difference("WRED_PROFILE", "SLUICE_OLD", None, ABSENT, PRESENT),
+    )
+
+
+def test_a_missing_field_reads_as_no_value() -> None:
+    readback = {("SCHEDULER", "SLUICE_SCHED_3"): {"type": "DWRR"}}
+    (diff,) = compare_readback([SCHED], readback)
+    assert diff == Difference("SCHEDULER", "SLUICE_SCHED_3", "weight", "50", None)
+    assert str(diff) == "SCHEDULER|SLUICE_SCHED_3 field 'weight': expected '50', read back no value"
+
+
+def test_volatile_fields_only_need_to_be_present() -> None:
+    wred = Op(
+        "add",
+        "WRED_PROFILE",
+        "SLUICE_Q_E0_3",
+        {"green_max_threshold": "62500", "ecn": "ecn_all"},
+        {},
+    )
+
+    def agent_moves(entry: tuple[str, str]) -> frozenset[str]:
+        return (
+            frozenset({"green_max_threshold"}) if entry[1].startswith("SLUICE_Q_") else frozenset()
+        )
+
+    moved = {("WRED_PROFILE", "SLUICE_Q_E0_3"): {"green_max_threshold": "70000", "ecn": "ecn_all"}}
+    assert compare_readback([wred], moved, agent_moves) == ()
+    gone = {("WRED_PROFILE", "SLUICE_Q_E0_3"): {"ecn": "ecn_all"}}
+    assert compare_readback([wred], gone, agent_moves) == (
+        Difference("WRED_PROFILE", "SLUICE_Q_E0_3", "green_max_threshold", "62500", None),
+    )
+    # Without the predicate the moved value is a difference.
+    assert len(compare_readback([wred], moved)) == 1
+
+
+def test_later_op_on_the_same_entry_wins() -> None:
+    # A delete then a re-add of the same entry: the entry must exist with the new fields.
+    readd = Op("add", "WRED_PROFILE", "SLUICE_OLD", {"ecn": "ecn_green"}, {})
+    readback = {("WRED_PROFILE", "SLUICE_OLD"): {"ecn": "ecn_green"}}
+    assert compare_readback([GONE, readd], readback) == ()
+    assert compare_readback([readd, GONE], readback) == (
+        Difference("WRED_PROFILE", "SLUICE_OLD", None, ABSENT, PRESENT),
+    )
+
+
+def test_blame_picks_the_op_the_switch_names() -> None:
+    batch = [
+        Op("add", "QUEUE", "Ethernet0|1", {"scheduler": "S"}, {}, False),
+        Op("add", "QUEUE", "Ethernet0|10", {"scheduler": "S"}, {}, False),
+    ]
+    message = (
+        "QUEUE|Ethernet0|10: field 'scheduler': references SCHEDULER 'S', which does not exist"
+    )
+    assert blame_op(batch, message) is batch[1]
+    assert blame_op(batch, "Failed to apply patch") is None
+
+
+def test_result_is_json_ready() -> None:
+    result = ApplyResult(
+        "leaf1",
+        "failed",
+        ops_total=3,
+        ops_written=1,
+        set_requests=2,
+        reason="INVALID_ARGUMENT: SCHEDULER|S: field 'weight': 150 above 100",
+        failed_op=SCHED,
+        differences=(Difference("SCHEDULER", "S", "weight", "50", "5"),),
+    )
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["status"] == "failed"
+    assert data["failed_op"]["path"] == "/CONFIG_DB/localhost/SCHEDULER/SLUICE_SCHED_3"
+    assert data["differences"] == [
+        {"table": "SCHEDULER", "key": "S", "field": "weight", "expected": "50", "actual": "5"}
+    ]
+    assert (data["ops_total"], data["ops_written"], data["set_requests"]) == (3, 1, 2)
