@@ -1,0 +1,108 @@
+"""``vsonic up`` / ``vsonic down``: virtual SONiC switches on loopback ports.
+
+    vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
+    vsonic down [--state-dir .vsonic]
+
+``up`` returns once every switch answers gNMI, after writing ``<state-dir>/inventory.yaml``
+for the controller. The gNMI password is ``$VSONIC_PASSWORD``; when it is unset, ``up``
+generates one into ``<state-dir>/password`` (mode 0600) and says so, without printing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from vsonic.gnmi_server import Credentials
+from vsonic.serve import PASSWORD_ENV, USERNAME_ENV
+from vsonic.supervisor import (
+    Layout,
+    load_state,
+    save_state,
+    start,
+    stop,
+    wait_until_answering,
+    write_inventory,
+)
+
+DEFAULT_STATE_DIR = Path(".vsonic")
+DEFAULT_BASE_PORT = 50051  # the telemetry container's conventional gNMI port (facts §3.1)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vsonic", description="virtual SONiC switches")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start switches and write the inventory")
+    up.add_argument("--switches", type=int, required=True)
+    up.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT)
+    up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    up.add_argument("--fleet", action="store_true", help="one process serves all switches")
+    up.add_argument("--ports", type=int, default=8, help="ports per switch")
+    up.add_argument("--speed-gbps", type=int, default=100)
+    up.add_argument("--wait-s", type=float, default=60.0, help="how long to wait for answers")
+    down = sub.add_parser("down", help="stop what `up` started")
+    down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    return parser
+
+
+def _password(state_dir: Path) -> str:
+    password = os.environ.get(PASSWORD_ENV)
+    if password:
+        return password
+    path = state_dir / "password"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(18))
+        path.chmod(0o600)
+        print(f"{PASSWORD_ENV} is not set: generated one in {path}; export it for the controller")
+    return path.read_text().strip()
+
+
+def _up(args: argparse.Namespace) -> int:
+    if not 1 <= args.switches <= 10_000:
+        print("vsonic up: --switches must be between 1 and 10000", file=sys.stderr)
+        return 2
+    state_dir: Path = args.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if load_state(state_dir) is not None:
+        print(f"vsonic up: {state_dir} already has running switches; `vsonic down` first",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    layout = Layout(args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps)
+    credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
+    env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
+    started = start(layout, state_dir, env)
+    save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
+    try:
+        wait_until_answering(started, credentials, args.wait_s)
+    except RuntimeError as error:
+        print(f"vsonic up: {error}; stopping what started", file=sys.stderr)
+        stop(started, state_dir)
+        (state_dir / "state.json").unlink(missing_ok=True)
+        return 1
+    inventory = write_inventory(layout, state_dir)
+    mode = "fleet" if args.fleet else "standalone"
+    print(f"vsonic: {args.switches} {mode} switch(es) answering; inventory {inventory}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    started = load_state(args.state_dir)
+    if started is None:
+        print(f"vsonic down: nothing running from {args.state_dir}")
+        return 0
+    stop(started, args.state_dir)
+    (args.state_dir / "state.json").unlink()
+    print(f"vsonic: stopped {len(started.gnmi)} gNMI server(s), {len(started.redis_ports)} Redis")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return _up(args) if args.command == "up" else _down(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

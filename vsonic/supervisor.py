@@ -1,0 +1,188 @@
+"""Start and stop virtual switches as background processes; write the inventory they form.
+
+``vsonic up`` keeps what it started in ``<state-dir>/state.json`` (pids, ports), so
+``vsonic down`` can stop exactly those processes and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+import yaml
+from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+
+from vsonic.gnmi_server import Credentials
+from vsonic.redis_process import RedisProcess, free_port
+from vsonic.seed import default_ports
+from vsonic.serve import PASSWORD_ENV
+
+STATE_FILE = "state.json"
+INVENTORY_FILE = "inventory.yaml"
+HOST = "127.0.0.1"
+
+
+@dataclass
+class Started:
+    """What ``up`` started: gNMI server pids and ports, Redis servers by port."""
+
+    fleet: bool
+    gnmi: list[dict[str, Any]] = field(default_factory=list)  # {pid, port, names}
+    redis_ports: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Layout:
+    switches: int
+    base_port: int
+    fleet: bool
+    ports: int = 8
+    speed_gbps: int = 100
+    name_prefix: str = "vs"
+
+    def names(self) -> list[str]:
+        return [f"{self.name_prefix}{i + 1}" for i in range(self.switches)]
+
+
+def inventory(layout: Layout) -> dict[str, Any]:
+    """Switches in the shape of the controller's intent ``Switch`` model. In fleet mode all
+    share one address and the gNMI prefix target selects the switch by its name."""
+    port_list = [{"name": p.name, "speed_gbps": p.speed_gbps}
+                 for p in default_ports(layout.ports, layout.speed_gbps)]  # fmt: skip
+    switches = []
+    for i, name in enumerate(layout.names()):
+        port = layout.base_port if layout.fleet else layout.base_port + i
+        switches.append({
+            "name": name,
+            "role": "leaf",
+            "gnmi": {"address": HOST, "port": port},
+            "credential_ref": f"env:{PASSWORD_ENV}",
+            "ports": port_list,
+        })  # fmt: skip
+    doc: dict[str, Any] = {"switches": switches}
+    if layout.fleet:
+        doc["fleet"] = {"address": HOST, "port": layout.base_port, "target": "switch name"}
+    return doc
+
+
+def _spawn(args: list[str], log: Path, env: dict[str, str]) -> int:
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "vsonic.serve", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # outlives `vsonic up`; its own group for clean signals
+        )
+    return process.pid
+
+
+def start(layout: Layout, state_dir: Path, env: dict[str, str]) -> Started:
+    """Start Redis (standalone only) and the gNMI server processes; no waiting here."""
+    started = Started(fleet=layout.fleet)
+    serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
+    if layout.fleet:
+        args = ["--fleet", "--address", f"{HOST}:{layout.base_port}", "--names", *layout.names()]
+        pid = _spawn(args + serve_args, state_dir / "gnmi-fleet.log", env)
+        started.gnmi.append({"pid": pid, "port": layout.base_port, "names": layout.names()})
+        return started
+    try:
+        for i, name in enumerate(layout.names()):
+            redis_port = free_port()
+            started.redis_ports.append(redis_port)
+            RedisProcess(redis_port, state_dir).start()
+            port = layout.base_port + i
+            args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
+            pid = _spawn(args + serve_args, state_dir / f"gnmi-{name}.log", env)
+            started.gnmi.append({"pid": pid, "port": port, "names": [name]})
+    except (OSError, RuntimeError, subprocess.CalledProcessError):
+        stop(started, state_dir)  # leave nothing half-started behind
+        raise
+    return started
+
+
+def answers(port: int, credentials: Credentials | None, timeout_s: float) -> bool:
+    """True once a gNMI Capabilities call on ``port`` succeeds."""
+    metadata = [] if credentials is None else [
+        ("username", credentials.username), ("password", credentials.password)
+    ]  # fmt: skip
+    with grpc.insecure_channel(f"{HOST}:{port}") as channel:
+        try:
+            gnmi_pb2_grpc.gNMIStub(channel).Capabilities(
+                gnmi_pb2.CapabilityRequest(), metadata=metadata, timeout=timeout_s
+            )
+        except grpc.RpcError:
+            return False
+    return True
+
+
+def wait_until_answering(
+    started: Started,
+    credentials: Credentials | None,
+    deadline_s: float,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    end = monotonic() + deadline_s
+    for server in started.gnmi:
+        while not answers(server["port"], credentials, timeout_s=1.0):
+            if not is_running(server["pid"]):
+                raise RuntimeError(f"gNMI server for {server['names'][0]} exited; see its log")
+            if monotonic() > end:
+                raise RuntimeError(f"gNMI server on port {server['port']} did not answer")
+            time.sleep(0.1)
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (PID 1 here does not reap orphans, facts: platform notes)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def stop_pid(pid: int, grace_s: float = 5.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + grace_s
+    while is_running(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    if is_running(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def stop(started: Started, state_dir: Path) -> None:
+    for server in started.gnmi:
+        stop_pid(server["pid"])
+    for port in started.redis_ports:
+        RedisProcess(port, state_dir).stop()
+
+
+def save_state(started: Started, state_dir: Path) -> None:
+    (state_dir / STATE_FILE).write_text(json.dumps(asdict(started), indent=2))
+
+
+def load_state(state_dir: Path) -> Started | None:
+    try:
+        raw = json.loads((state_dir / STATE_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    return Started(fleet=raw["fleet"], gnmi=raw["gnmi"], redis_ports=raw["redis_ports"])
+
+
+def write_inventory(layout: Layout, state_dir: Path) -> Path:
+    path = state_dir / INVENTORY_FILE
+    path.write_text(yaml.safe_dump(inventory(layout), sort_keys=False))
+    return path
