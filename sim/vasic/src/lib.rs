@@ -1,0 +1,28 @@
+//! vasic: a virtual ASIC for sluice's tests, benchmarks and virtual switches.
+//!
+//! Output-queued ports (8 queues on SONiC) over one shared buffer pool; per-queue dynamic
+//! (alpha = 2^dynamic_th) or static buffer limits; STRICT, DWRR and WRR scheduling with SONiC
+//! weights; per-queue WRED with ECN as SONiC programs it; per-queue counters under SAI names
+//! (`qos_core::counters::QueueCounters`). Two per-packet ideal modes, MQ-ECN and DynaQ, give
+//! the reference the agent's counter-based approximations are measured against.
+//!
+//! Deterministic: the caller passes the time (ns, never read from a clock) and a seed; all
+//! randomness comes from [`rng::SimRng`]. Layout:
+//!
+//! - [`switch`]: [`switch::Vasic`], the entry point (enqueue, advance, counters, config);
+//! - [`port`]: a port's queues, admission and transmitter; port and queue configuration;
+//! - [`scheduler`]: STRICT / DWRR / WRR and MQ-ECN's round samples;
+//! - [`buffer`]: shared-buffer admission; [`wred`]: WRED/ECN; [`ideal`]: MQ-ECN and DynaQ;
+//! - [`packet`]: packets, departures, enqueue outcomes; [`rng`]: the seeded stream.
+//!
+//! The exact rules and their sources are in `docs/vasic.md`.
+#![deny(unsafe_code)]
+
+pub mod buffer;
+pub mod ideal;
+pub mod packet;
+pub mod port;
+pub mod rng;
+pub mod scheduler;
+pub mod switch;
+pub mod wred;

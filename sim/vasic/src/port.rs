@@ -1,0 +1,233 @@
+//! One output-queued port: queues, admission (buffer, WRED/ECN or an ideal mode), the
+//! transmitter and the SAI-named counters of its queues.
+
+use std::collections::VecDeque;
+
+use qos_core::counters::QueueCounters;
+
+use crate::buffer::BufferLimit;
+use crate::ideal::{DynaqIdeal, MqecnConfig, MqecnIdeal};
+use crate::packet::{Departure, DropReason, EnqueueOutcome, Packet};
+use crate::rng::SimRng;
+use crate::scheduler::{Scheduler, Scheduling};
+use crate::wred::{WredAction, WredProfile};
+
+/// One queue's configuration: its SCHEDULER, WRED_PROFILE and BUFFER_PROFILE.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueConfig {
+    /// STRICT, DWRR or WRR with its weight.
+    pub scheduling: Scheduling,
+    /// The WRED/ECN profile, if the queue has one.
+    pub wred: Option<WredProfile>,
+    /// The shared-buffer limit.
+    pub buffer: BufferLimit,
+}
+
+/// How a port decides marks and drops beyond the shared-buffer limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AqmMode {
+    /// Each queue's WRED profile, as a SONiC switch does.
+    Wred,
+    /// MQ-ECN per packet, in place of the WRED profiles.
+    MqecnIdeal(MqecnConfig),
+    /// DynaQ per packet, in place of the queues' buffer limits and WRED profiles.
+    DynaqIdeal,
+}
+
+/// One port's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortConfig {
+    /// Line rate, bit/s.
+    pub speed_bps: f64,
+    /// The port's queues (8 on SONiC).
+    pub queues: Vec<QueueConfig>,
+    /// Marking and dropping mode.
+    pub aqm: AqmMode,
+    /// DWRR quantum per unit of weight, bytes.
+    pub quantum_unit_bytes: u64,
+    /// The port's buffer budget for DynaQ, bytes.
+    pub buffer_bytes: u64,
+}
+
+/// The shared buffer pool all ports draw from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool {
+    /// Size, bytes.
+    pub size: u64,
+    /// Held by all queues now, bytes.
+    pub used: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Port {
+    pub(crate) config: PortConfig,
+    queues: Vec<VecDeque<Packet>>,
+    bytes: Vec<u64>,
+    pub(crate) counters: Vec<QueueCounters>,
+    scheduler: Scheduler,
+    pub(crate) mqecn: Option<MqecnIdeal>,
+    pub(crate) dynaq: Option<DynaqIdeal>,
+    free_at_ns: f64,
+    samples: Vec<f64>,
+}
+
+impl Port {
+    pub(crate) fn new(config: PortConfig) -> Self {
+        let n = config.queues.len();
+        let kinds: Vec<Scheduling> = config.queues.iter().map(|q| q.scheduling).collect();
+        let weights: Vec<u8> = kinds.iter().map(|k| k.weight()).collect();
+        let mqecn = match config.aqm {
+            AqmMode::MqecnIdeal(c) => Some(MqecnIdeal::new(c)),
+            _ => None,
+        };
+        // A queue stays active for as long as the port takes to send its whole buffer.
+        let window_ns = config.buffer_bytes as f64 * 8.0 / config.speed_bps * 1e9;
+        let dynaq = (config.aqm == AqmMode::DynaqIdeal)
+            .then(|| DynaqIdeal::new(config.buffer_bytes, &weights, window_ns));
+        Self {
+            scheduler: Scheduler::new(kinds, config.quantum_unit_bytes),
+            config,
+            queues: vec![VecDeque::new(); n],
+            bytes: vec![0; n],
+            counters: vec![QueueCounters::default(); n],
+            mqecn,
+            dynaq,
+            free_at_ns: 0.0,
+            samples: Vec::new(),
+        }
+    }
+
+    pub(crate) fn held(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+
+    /// When the transmitter next starts a packet, if anything is queued.
+    pub(crate) fn next_start_ns(&self) -> Option<f64> {
+        (self.held() > 0).then_some(self.free_at_ns)
+    }
+
+    fn tx_ns(&self, bytes: u32) -> f64 {
+        f64::from(bytes) * 8.0 / self.config.speed_bps * 1e9
+    }
+
+    /// Sends every packet whose transmission starts at or before `now_ns`.
+    pub(crate) fn run_until(&mut self, index: usize, now_ns: f64, pool: &mut Pool, out: &mut Vec<Departure>) {
+        while self.free_at_ns <= now_ns && self.held() > 0 {
+            let start = self.free_at_ns;
+            self.samples.clear();
+            let queues = &self.queues;
+            let picked =
+                self.scheduler.pick(start, |q| queues[q].front().map(|p| p.bytes), &mut self.samples);
+            let Some(q) = picked else { break };
+            let Some(packet) = self.queues[q].pop_front() else { break };
+            let len = u64::from(packet.bytes);
+            self.bytes[q] -= len;
+            pool.used -= len;
+            let end = start + self.tx_ns(packet.bytes);
+            self.free_at_ns = end;
+            let c = &mut self.counters[q];
+            c.packets += 1;
+            c.bytes += len;
+            c.curr_occupancy_bytes = self.bytes[q];
+            self.scheduler.after_send(q, end, self.queues[q].is_empty(), &mut self.samples);
+            if let Some(m) = self.mqecn.as_mut() {
+                self.samples.iter().for_each(|&s| m.on_round_sample(s));
+            }
+            out.push(Departure { port: index, queue: q, at_ns: end, packet });
+        }
+    }
+
+    /// Admits, marks or drops one packet arriving at `now_ns` (after `run_until(now_ns)`).
+    pub(crate) fn enqueue(
+        &mut self,
+        now_ns: f64,
+        q: usize,
+        mut packet: Packet,
+        pool: &mut Pool,
+        rng: &mut SimRng,
+    ) -> EnqueueOutcome {
+        let len = u64::from(packet.bytes);
+        let port_idle = self.held() == 0;
+        if port_idle {
+            if let Some(m) = self.mqecn.as_mut() {
+                m.on_idle(now_ns - self.free_at_ns);
+            }
+        }
+        let outcome = match self.admission(now_ns, q, len, pool) {
+            Some(reason) => EnqueueOutcome::Dropped(reason),
+            None => self.mark(q, &mut packet, rng),
+        };
+        match outcome {
+            EnqueueOutcome::Dropped(_) => {
+                self.counters[q].dropped_packets += 1;
+                self.counters[q].dropped_bytes += len;
+            }
+            EnqueueOutcome::Queued { marked } => {
+                if marked {
+                    self.counters[q].wred_ecn_marked_packets += 1;
+                    self.counters[q].wred_ecn_marked_bytes += len;
+                }
+                self.push(now_ns, q, packet, port_idle, pool);
+            }
+        }
+        outcome
+    }
+
+    /// Buffer admission: the reason to drop, or None to admit.
+    fn admission(&mut self, now_ns: f64, q: usize, len: u64, pool: &Pool) -> Option<DropReason> {
+        if pool.used + len > pool.size {
+            return Some(DropReason::PoolFull);
+        }
+        if let Some(d) = self.dynaq.as_mut() {
+            let weights: Vec<u8> = self.scheduler.kinds().iter().map(|k| k.weight()).collect();
+            return (!d.admit(now_ns, q, len, &self.bytes, &weights)).then_some(DropReason::Dynaq);
+        }
+        let limit = self.config.queues[q].buffer;
+        (!limit.admits(self.bytes[q], len, pool.size, pool.used)).then_some(DropReason::QueueLimit)
+    }
+
+    /// Marking (or WRED dropping) of an admitted packet.
+    fn mark(&mut self, q: usize, packet: &mut Packet, rng: &mut SimRng) -> EnqueueOutcome {
+        let depth = self.bytes[q];
+        let action = match (self.config.aqm, self.mqecn.as_ref()) {
+            (AqmMode::MqecnIdeal(_), Some(m)) => {
+                let k = m.threshold_bytes(self.scheduler.quantum_bytes(q), self.config.speed_bps);
+                let over = (depth + u64::from(packet.bytes)) as f64 > k;
+                if packet.ect && over {
+                    WredAction::Mark
+                } else {
+                    WredAction::Pass
+                }
+            }
+            (AqmMode::Wred, _) => match self.config.queues[q].wred {
+                Some(profile) => profile.decide(depth, packet.ect, rng.uniform()),
+                None => WredAction::Pass,
+            },
+            _ => WredAction::Pass,
+        };
+        match action {
+            WredAction::Drop => EnqueueOutcome::Dropped(DropReason::Wred),
+            WredAction::Mark => {
+                packet.ce = true;
+                EnqueueOutcome::Queued { marked: true }
+            }
+            WredAction::Pass => EnqueueOutcome::Queued { marked: false },
+        }
+    }
+
+    fn push(&mut self, now_ns: f64, q: usize, packet: Packet, port_idle: bool, pool: &mut Pool) {
+        let len = u64::from(packet.bytes);
+        if port_idle {
+            self.free_at_ns = self.free_at_ns.max(now_ns);
+        }
+        if self.queues[q].is_empty() {
+            self.scheduler.on_backlogged(q, now_ns);
+        }
+        self.queues[q].push_back(packet);
+        self.bytes[q] += len;
+        pool.used += len;
+        let c = &mut self.counters[q];
+        c.curr_occupancy_bytes = self.bytes[q];
+        c.watermark_bytes = c.watermark_bytes.max(self.bytes[q]);
+    }
+}
