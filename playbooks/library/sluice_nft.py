@@ -42,6 +42,7 @@ options:
 
 
 SEPARATOR = "\n--sluice-listing--\n"
+ACCT_SYSCTL = "/proc/sys/net/netfilter/nf_conntrack_acct"
 
 
 def normalise(listing: str) -> list[dict]:
@@ -88,6 +89,20 @@ def load(module: AnsibleModule, script: str) -> None:
         module.fail_json(msg=f"nft failed: {err.strip()}")
 
 
+def ensure_conntrack_accounting(module: AnsibleModule) -> bool:
+    """PIAS rules read ``ct ... bytes``, which stay zero unless conntrack accounting is on in
+    this network namespace; switched on here, after the variables passed validation."""
+    try:
+        with open(ACCT_SYSCTL) as handle:
+            on = handle.read().strip() == "1"
+        if not on and not module.check_mode:
+            with open(ACCT_SYSCTL, "w") as handle:
+                handle.write("1\n")
+    except OSError as exc:
+        module.fail_json(msg=f"cannot turn on conntrack accounting ({ACCT_SYSCTL}): {exc}")
+    return not on
+
+
 def render(params: dict, table: str) -> str:
     if params["dscp_classes"] is not None:
         return render_dscp_table(table, params["dscp_classes"])
@@ -114,6 +129,9 @@ def main() -> None:
     current, current_text = live_table(module, table)
     wanted, wanted_text = scratch_table(module, table, script) if script else (None, "")
     changed = current != wanted
+    accounting_changed = False
+    if module.params["pias"] is not None and module.params["state"] == "present":
+        accounting_changed = ensure_conntrack_accounting(module)
     # Creating the table first makes 'delete' valid whether or not it exists, all in one
     # transaction.
     replace = f"table inet {table}\ndelete table inet {table}\n{script}"
@@ -127,7 +145,10 @@ def main() -> None:
         "before_header": f"inet {table} (current)",
         "after_header": f"inet {table} (sluice)",
     }
-    module.exit_json(changed=changed, diff=diff, script=script)
+    if accounting_changed:
+        diff["before"] = "net.netfilter.nf_conntrack_acct = 0\n" + diff["before"]
+        diff["after"] = "net.netfilter.nf_conntrack_acct = 1\n" + diff["after"]
+    module.exit_json(changed=changed or accounting_changed, diff=diff, script=script)
 
 
 if __name__ == "__main__":
