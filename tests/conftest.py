@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -64,12 +65,25 @@ def empty_db_url(pg_server: LocalPostgres) -> Iterator[str]:
         _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@contextmanager
+def _database_from(server: LocalPostgres, template: str) -> Iterator[str]:
+    name = f"sluice_test_{uuid.uuid4().hex[:12]}"
+    _admin_execute(server, f"CREATE DATABASE {name} TEMPLATE {template}")
+    try:
+        yield server.url(name)
+    finally:
+        _admin_execute(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def db_url(pg_server: LocalPostgres, migrated_template: str) -> Iterator[str]:
     """A fresh database at the head revision, copied from the template (fast); dropped after."""
-    name = f"sluice_test_{uuid.uuid4().hex[:12]}"
-    _admin_execute(pg_server, f"CREATE DATABASE {name} TEMPLATE {migrated_template}")
-    try:
-        yield pg_server.url(name)
-    finally:
-        _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with _database_from(pg_server, migrated_template) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_db_url(pg_server: LocalPostgres, migrated_template: str) -> Iterator[str]:
+    """Like ``db_url`` but shared by one test module (for tests that change nothing shared)."""
+    with _database_from(pg_server, migrated_template) as url:
+        yield url

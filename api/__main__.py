@@ -1,0 +1,17 @@
+"""``python -m api``: serve the REST API on the configured host and port (127.0.0.1:8000)."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from api.main import create_app
+from controller.settings import Settings
+
+
+def main() -> None:
+    settings = Settings()
+    uvicorn.run(create_app(settings), host=settings.api_host, port=settings.api_port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Dependencies as ``Annotated`` aliases: services, the caller and their role, paging, If-Match.
+
+Nothing here is global: services and settings hang off ``request.app.state``, put there by
+the app factory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.services import Services
+from controller.errors import PreconditionFailed, PreconditionRequired, Unauthenticated
+from controller.services.common import Actor
+from controller.services.tokens import AccessRole, Principal
+from controller.settings import Settings
+
+_bearer = HTTPBearer(auto_error=False, description="an API token from `sluice-admin create-token`")
+# A strong entity tag naming an intent version: "12". Weak tags never match If-Match.
+_ETAG = re.compile(r'^"(\d{1,9})"$')
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def current_principal(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise Unauthenticated("send Authorization: Bearer <token>")
+    return services.tokens.authenticate(credentials.credentials)
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+
+
+def require_role(needed: AccessRole) -> Any:
+    """A dependency that lets the request through only for ``needed`` or a stronger role."""
+
+    def check(principal: CurrentPrincipal) -> Principal:
+        principal.require(needed)
+        return principal
+
+    return Depends(check)
+
+
+def _actor_with(needed: AccessRole) -> Any:
+    # A default rather than Annotated: with postponed annotations FastAPI could not resolve
+    # an annotation that names the local ``needed``.
+    def actor(request: Request, principal: Principal = require_role(needed)) -> Actor:
+        return Actor(name=principal.name, request_id=request.state.request_id)
+
+    return Depends(actor)
+
+
+Viewer = Annotated[Principal, require_role(AccessRole.VIEWER)]
+OperatorActor = Annotated[Actor, _actor_with(AccessRole.OPERATOR)]
+AdminActor = Annotated[Actor, _actor_with(AccessRole.ADMIN)]
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    limit: int
+    offset: int
+
+
+def paging(
+    settings: SettingsDep,
+    limit: Annotated[int, Query(ge=1, description="page size")] = 50,
+    offset: Annotated[int, Query(ge=0, description="items to skip")] = 0,
+) -> Paging:
+    if limit > settings.page_size_max:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "less_than_equal",
+                    "loc": ("query", "limit"),
+                    "msg": f"Input should be less than or equal to {settings.page_size_max}",
+                    "input": limit,
+                }
+            ]
+        )
+    return Paging(limit=limit, offset=offset)
+
+
+PagingDep = Annotated[Paging, Depends(paging)]
+
+
+def expected_version(
+    if_match: Annotated[
+        str | None,
+        Header(alias="If-Match", description='the ETag you read, e.g. "3" ("0": no intent yet)'),
+    ] = None,
+) -> int:
+    """The intent version a writer read; writes without one are refused (428)."""
+    if if_match is None or not if_match.strip():
+        raise PreconditionRequired(
+            'send If-Match with the ETag of the intent you read (e.g. If-Match: "3")'
+        )
+    match = _ETAG.match(if_match.strip())
+    if match is None:
+        raise PreconditionFailed(
+            f'If-Match must be one strong ETag such as "3"; got {if_match.strip()[:40]!r}'
+        )
+    return int(match.group(1))
+
+
+ExpectedVersion = Annotated[int, Depends(expected_version)]
+
+
+def etag(version: int) -> str:
+    return f'"{version}"'

@@ -1,0 +1,144 @@
+"""Domain errors and request-validation errors as ``application/problem+json`` (RFC 9457).
+
+Body: ``type`` (a stable URN per problem), ``title``, ``status``, ``detail``, ``instance``
+(the request path), ``request_id``, and for field problems ``errors: [{field, reason}]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from controller.errors import (
+    ApiUnreachable,
+    CompiledConfigInvalid,
+    Conflict,
+    Forbidden,
+    IntentInvalid,
+    NotFound,
+    PreconditionFailed,
+    PreconditionRequired,
+    SluiceError,
+    Unauthenticated,
+)
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "urn:sluice:problem:"
+
+STATUS_OF: dict[type[SluiceError], int] = {
+    IntentInvalid: 422,
+    NotFound: 404,
+    Conflict: 409,
+    PreconditionFailed: 412,
+    PreconditionRequired: 428,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    # A client-side error; should one ever surface in the server it is an upstream failure.
+    ApiUnreachable: 502,
+    # The compiler refused its own output: a bug in sluice, nothing reached a switch.
+    CompiledConfigInvalid: 500,
+    SluiceError: 400,
+}
+
+
+def status_of(error: SluiceError) -> int:
+    """The status of the nearest mapped class in the error's ancestry."""
+    for cls in type(error).__mro__:
+        if cls in STATUS_OF:
+            return STATUS_OF[cls]
+    return 400
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def problem(
+    request: Request,
+    *,
+    status: int,
+    title: str,
+    detail: str,
+    errors: list[dict[str, str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": TYPE_PREFIX + slug(title),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": request.url.path,
+        "request_id": getattr(request.state, "request_id", None),
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def field_of(loc: tuple[int | str, ...]) -> str:
+    """``("body", "intent", "switches", 0, "name")`` -> ``intent.switches[0].name``; the
+    request part (body/query/header/path) is dropped."""
+    parts = loc[1:] if loc and loc[0] in ("body", "query", "header", "path", "cookie") else loc
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "body"
+
+
+async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, SluiceError)
+    status = status_of(exc)
+    errors = None
+    if isinstance(exc, IntentInvalid):
+        errors = [{"field": p.path, "reason": p.reason} for p in exc.problems]
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status >= 500:
+        log.error("request %s failed: %s", getattr(request.state, "request_id", "-"), exc.detail)
+    return problem(
+        request, status=status, title=exc.title, detail=exc.detail, errors=errors, headers=headers
+    )
+
+
+async def _request_invalid(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"field": field_of(tuple(err.get("loc", ()))), "reason": str(err.get("msg", "invalid"))}
+        for err in exc.errors()
+    ]
+    detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors)
+    return problem(request, status=422, title="request invalid", detail=detail, errors=errors)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    title = {404: "not found", 405: "method not allowed"}.get(exc.status_code, "http error")
+    return problem(
+        request, status=exc.status_code, title=title, detail=str(exc.detail), headers=exc.headers
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # The traceback goes to the log with the request id; the client learns only the id.
+    log.exception("request %s failed", getattr(request.state, "request_id", "-"))
+    return problem(
+        request,
+        status=500,
+        title="internal error",
+        detail="the server failed; quote the request id when reporting it",
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(SluiceError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _request_invalid)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

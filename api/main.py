@@ -1,0 +1,89 @@
+"""The app factory: ``create_app(settings)`` builds a FastAPI app with no module globals.
+
+The engine and services are created in the lifespan (so building an app opens nothing) and
+disposed when it ends. Serve with ``python -m api`` or
+``uvicorn api.main:app_from_env --factory``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.routing import APIRoute
+
+from api.errors import install_error_handlers
+from api.routes import (
+    audit,
+    diff,
+    fabric,
+    health,
+    hosts,
+    intent,
+    plans,
+    service_classes,
+    switches,
+    tokens,
+)
+from api.services import build_services
+from controller.services.common import Clock, utc_now
+from controller.settings import Settings
+from controller.store.db import make_engine
+
+API_PREFIX = "/api/v1"
+REQUEST_ID_HEADER = "X-Request-ID"
+# A caller's request id is kept only if it is short and plain: it goes into logs and audit.
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def operation_id(route: APIRoute) -> str:
+    """Stable, readable operation ids (``get_intent``, ``list_switches``) for clients."""
+    return route.name
+
+
+async def _request_id(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    offered = request.headers.get(REQUEST_ID_HEADER, "")
+    request.state.request_id = offered if _CLIENT_REQUEST_ID.match(offered) else uuid.uuid4().hex
+    response = await call_next(request)
+    response.headers[REQUEST_ID_HEADER] = request.state.request_id
+    return response
+
+
+def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
+    if settings.database_url is None:
+        raise ValueError("DATABASE_URL is not set: the API needs a PostgreSQL database")
+    url = settings.database_url.get_secret_value()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(url)
+        app.state.services = build_services(engine, clock=clock)
+        try:
+            yield
+        finally:
+            engine.dispose()
+
+    app = FastAPI(
+        title="sluice",
+        version="1",
+        summary="Service-class intent, per-switch SONiC plans, history and audit",
+        lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.middleware("http")(_request_id)
+    app.include_router(health.router)
+    for module in (intent, switches, hosts, service_classes, fabric, plans, diff, audit, tokens):
+        app.include_router(module.router, prefix=API_PREFIX)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """For ``uvicorn --factory``: settings from the environment (``DATABASE_URL``, ``SLUICE_*``)."""
+    return create_app(Settings())

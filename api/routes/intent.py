@@ -1,0 +1,81 @@
+"""The whole intent: current, replace, validate, and its version history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response
+from fastapi.responses import JSONResponse
+
+from api.deps import ExpectedVersion, OperatorActor, PagingDep, ServicesDep, Viewer, etag
+from api.errors import problem
+from api.schemas import (
+    IntentIn,
+    IntentOut,
+    JsonObject,
+    PageOut,
+    ValidateOut,
+    VersionOut,
+    WriteOut,
+    page_out,
+)
+from controller.errors import NotFound
+from controller.policy.loader import dump_intent
+
+router = APIRouter(prefix="/intent", tags=["intent"])
+
+
+@router.get("", response_model=IntentOut, responses={404: {"description": "no intent yet"}})
+def get_intent(
+    request: Request, response: Response, services: ServicesDep, _: Viewer
+) -> IntentOut | JSONResponse:
+    """The current intent; ``ETag`` names its version. With no intent yet: 404 and ETag "0"."""
+    try:
+        record = services.intents.current()
+    except NotFound as exc:
+        return problem(
+            request, status=404, title=exc.title, detail=exc.detail, headers={"ETag": etag(0)}
+        )
+    response.headers["ETag"] = etag(record.info.number)
+    return IntentOut(version=VersionOut.of(record.info), intent=record.data)
+
+
+@router.put("", response_model=WriteOut)
+def replace_intent(
+    body: IntentIn,
+    response: Response,
+    services: ServicesDep,
+    actor: OperatorActor,
+    expected: ExpectedVersion,
+) -> WriteOut:
+    """Replace the whole intent; needs ``If-Match`` with the version read ("0" for the first)."""
+    result = services.intents.replace(
+        body.intent, expected=expected, actor=actor, reason=body.reason
+    )
+    response.headers["ETag"] = etag(result.version.number)
+    if result.created:
+        response.status_code = 201
+    return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
+
+
+@router.post("/validate", response_model=ValidateOut)
+def validate_intent(body: JsonObject, services: ServicesDep, _: Viewer) -> ValidateOut:
+    """Check a proposed intent (the intent object itself); nothing is stored."""
+    intent = services.intents.validate(body)
+    return ValidateOut(valid=True, intent=dump_intent(intent))
+
+
+@router.get("/versions", response_model=PageOut[VersionOut])
+def list_versions(services: ServicesDep, paging: PagingDep, _: Viewer) -> PageOut[VersionOut]:
+    """Stored versions, newest first."""
+    page = services.intents.versions(limit=paging.limit, offset=paging.offset)
+    return page_out(page, [VersionOut.of(info) for info in page.items])
+
+
+@router.get("/versions/{number}", response_model=IntentOut)
+def get_version(
+    number: Annotated[int, Path(ge=1)], response: Response, services: ServicesDep, _: Viewer
+) -> IntentOut:
+    record = services.intents.version(number)
+    response.headers["ETag"] = etag(record.info.number)
+    return IntentOut(version=VersionOut.of(record.info), intent=record.data)

@@ -1,0 +1,66 @@
+"""Reading the audit log (rows are written by the services that make the changes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.services.common import Page
+from controller.store.models import AuditEntry
+from controller.store.repositories import audit
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    id: int
+    request_id: str
+    actor: str
+    action: str
+    resource_type: str
+    resource_id: str
+    version: int | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    at: datetime
+
+
+class AuditService:
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+
+    def list(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        resource_type: str | None = None,
+        resource_id: str | None = None,
+    ) -> Page[AuditRecord]:
+        """Newest first, optionally for one resource type (and one resource)."""
+        with self._sessions() as session:
+            rows, total = audit.list_audit(
+                session=session,
+                limit=limit,
+                offset=offset,
+                resource_type=resource_type,
+                resource_id=resource_id,
+            )
+            return Page([_record(row) for row in rows], total, limit, offset)
+
+
+def _record(row: AuditEntry) -> AuditRecord:
+    return AuditRecord(
+        id=row.id,
+        request_id=row.request_id,
+        actor=row.actor,
+        action=row.action,
+        resource_type=row.resource_type,
+        resource_id=row.resource_id,
+        version=row.version,
+        before=row.before,
+        after=row.after,
+        at=row.at,
+    )

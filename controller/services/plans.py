@@ -1,0 +1,127 @@
+"""Plans: the ordered CONFIG_DB ops that take switches from one state to another.
+
+Two questions are answered here, both pure over stored snapshots:
+
+- ``plan``: from what each switch is recorded to run (``running_states``; empty until an
+  apply records a read-back) to the desired state of the current or a proposed intent;
+- ``diff``: from the desired state of one version to that of another.
+
+``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
+may remove them when an intent drops them, and never touches anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import NotFound
+from controller.policy.loader import parse_intent
+from controller.services.common import Clock
+from controller.services.snapshots import decode_fleet, encode_config
+from controller.sonic.compile import compile_fleet
+from controller.sonic.diff import diff_fleet
+from controller.sonic.model import Plan, SwitchConfig
+from controller.store.repositories import intents, states
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """Plans against ``base_version`` (the current version: its desired state is what sluice
+    owns, and the target unless an intent was proposed)."""
+
+    base_version: int
+    proposed: bool
+    plans: list[Plan]
+
+
+@dataclass(frozen=True, slots=True)
+class DiffResult:
+    from_version: int
+    to_version: int
+    plans: list[Plan]
+
+
+class PlanService:
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    def plan(
+        self, *, intent_data: object | None = None, switches: Sequence[str] | None = None
+    ) -> PlanResult:
+        """Per-switch plans from the recorded running state to the desired state of
+        ``intent_data`` (a proposed intent, validated) or, if None, of the current version."""
+        proposed = None if intent_data is None else compile_fleet(parse_intent(intent_data))
+        with self._sessions() as session:
+            head = intents.head_number(session=session)
+            owned = decode_fleet(intents.desired_states(session=session, version=head))
+            desired = owned if proposed is None else proposed
+            wanted = _select(switches, set(desired) | set(owned))
+            observed = decode_fleet(states.latest_running_states(session=session, switches=wanted))
+        plans = _plans(_only(desired, wanted), observed, _only(owned, wanted))
+        return PlanResult(head, proposed is not None, plans)
+
+    def diff(
+        self,
+        *,
+        from_version: int | None = None,
+        to_version: int | None = None,
+        switch: str | None = None,
+    ) -> DiffResult:
+        """Desired-state diff between two versions (default: the previous and the current).
+
+        Version 0 is the empty state before the first intent.
+        """
+        with self._sessions() as session:
+            head = intents.head_number(session=session)
+            to_n = head if to_version is None else to_version
+            from_n = max(to_n - 1, 0) if from_version is None else from_version
+            older = self._snapshot(session, from_n, head)
+            newer = self._snapshot(session, to_n, head)
+        wanted = _select(None if switch is None else [switch], set(older) | set(newer))
+        plans = _plans(_only(newer, wanted), _only(older, wanted), _only(older, wanted))
+        return DiffResult(from_n, to_n, plans)
+
+    def record_running_state(self, *, switch: str, config: SwitchConfig, source: str) -> None:
+        """Remember what ``switch`` was read back running (called after an apply)."""
+        with self._sessions.begin() as session:
+            states.record_running_state(
+                session=session,
+                switch_name=switch,
+                config=encode_config(config),
+                recorded_at=self._clock(),
+                source=source,
+            )
+
+    @staticmethod
+    def _snapshot(session: Session, number: int, head: int) -> dict[str, SwitchConfig]:
+        if number < 0 or number > head:
+            raise NotFound(f"intent version {number} does not exist (the newest is {head})")
+        if number == 0:
+            return {}
+        return decode_fleet(intents.desired_states(session=session, version=number))
+
+
+def _select(requested: Sequence[str] | None, known: Collection[str]) -> list[str]:
+    if requested is None:
+        return sorted(known)
+    missing = sorted(set(requested) - set(known))
+    if missing:
+        raise NotFound(f"no such switch in the intent: {', '.join(missing)}")
+    return sorted(set(requested))
+
+
+def _only(fleet: Mapping[str, SwitchConfig], names: Collection[str]) -> dict[str, SwitchConfig]:
+    return {name: fleet.get(name, {}) for name in names}
+
+
+def _plans(
+    desired: Mapping[str, SwitchConfig],
+    observed: Mapping[str, SwitchConfig],
+    owned: Mapping[str, SwitchConfig],
+) -> list[Plan]:
+    plans = diff_fleet(desired, observed, owned)
+    return [plans[name] for name in sorted(plans)]

@@ -1,0 +1,28 @@
+"""Desired/running state in the store: ``{"TABLE|key": fields}`` JSON <-> ``SwitchConfig``.
+
+A CONFIG_DB table name never contains ``|`` while keys often do (``Ethernet0|3``), so the
+first ``|`` separates table from key, exactly as in the Redis key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.sonic.model import SwitchConfig
+
+
+def encode_config(config: SwitchConfig) -> dict[str, Any]:
+    return {f"{table}|{key}": dict(fields) for (table, key), fields in config.items()}
+
+
+def decode_config(stored: Mapping[str, Any]) -> SwitchConfig:
+    config: SwitchConfig = {}
+    for joined, fields in stored.items():
+        table, _, key = joined.partition("|")
+        config[(table, key)] = {str(name): str(value) for name, value in fields.items()}
+    return config
+
+
+def decode_fleet(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, SwitchConfig]:
+    return {switch: decode_config(config) for switch, config in stored.items()}
