@@ -1,0 +1,212 @@
+"""The pure half of the host modules (playbooks/module_utils): schema checks and rendering.
+No root needed; the e2e tests check the same variables against a live kernel."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def _load(name: str) -> ModuleType:
+    # Ansible ships module_utils to hosts under ansible.module_utils; make ours importable
+    # the same way here.
+    package = importlib.import_module("ansible.module_utils")
+    here = str(Path(__file__).resolve().parents[2] / "playbooks" / "module_utils")
+    if here not in package.__path__:
+        package.__path__.append(here)
+    return importlib.import_module(f"ansible.module_utils.{name}")
+
+
+qos = _load("sluice_hostqos")
+nft = _load("sluice_nftrules")
+
+
+def qjump(**overrides: object) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "device": "eth0",
+        "line_rate_bps": 10_000_000_000,
+        "levels": [
+            {"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536},
+            {"level": 7, "rate_bps": 78_000_000, "burst_bytes": 256},
+        ],
+    }
+    spec.update(overrides)
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("bps", "printed"),
+    [
+        (20_000_000, "20Mbit"),
+        (10_000_000_000, "10Gbit"),
+        (2_500_000, "2500Kbit"),  # 2.5e6 is not a whole number of Mbit, and below 10^6 Kbit
+        # 1234567 bit/s -> 154320 B/s (whole bytes) -> 1234560 bit/s -> 1234 Kbit (tc cuts
+        # digits once the value is at least a million of the unit)
+        (1_234_567, "1234Kbit"),
+        (999, "992bit"),  # 999 // 8 = 124 B/s = 992 bit/s
+    ],
+)
+def test_tc_rate_prints_like_tc(bps: int, printed: str) -> None:
+    assert qos.tc_rate(bps) == printed
+
+
+@given(st.integers(min_value=8, max_value=10**13))
+def test_tc_rate_rounds_down_by_under_a_thousandth(bps: int) -> None:
+    applied = qos.tc_rate_bps(qos.tc_rate(bps))
+    assert bps - 8 - bps / 1000 <= applied <= bps
+
+
+def test_level_three_is_class_1_13_and_priority_0x10013() -> None:
+    assert qos.level_classid(3) == "1:13"
+    assert qos.level_priority(3) == 0x10013
+    assert qos.level_priority(0) == 65552  # 1 << 16 | 0x10
+
+
+def test_qjump_plan_has_parent_at_line_rate_and_one_leaf_per_level() -> None:
+    plan = qos.qjump_plan(qjump())
+    assert plan.default_minor == 0x10  # lowest level
+    assert [(c.classid, c.parent, c.rate, c.prio) for c in plan.classes] == [
+        ("1:1", "1:", "10Gbit", None),
+        ("1:10", "1:1", "10Gbit", 7),
+        ("1:17", "1:1", "78Mbit", 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        (
+            qjump(levels=[{"level": 1, "rate_bps": 20_000_000_000, "burst_bytes": 1}]),
+            "above the line rate",
+        ),
+        (
+            qjump(levels=[{"level": 8, "rate_bps": 1000, "burst_bytes": 1}]),
+            "levels[0].level: must be 0..7",
+        ),
+        (
+            qjump(levels=[{"level": 1, "rate_bps": 800, "burst_bytes": 1}] * 2),
+            "levels[1].level: level 1 appears twice",
+        ),
+        (qjump(levels=[{"level": 1, "rate_bps": 800, "burst_bytes": True}]), "must be an integer"),
+        (qjump(levels=[{"level": 1, "rate": 800, "burst_bytes": 1}]), "unknown keys ['rate']"),
+        (qjump(default_level=5), "default_level: 5 is not one of the levels [0, 7]"),
+        (qjump(device="eth0; reboot"), "device: not an interface name"),
+        (
+            qjump(levels=[{"level": 1, "rate_bps": 8000, "ceil_bps": 4000, "burst_bytes": 1}]),
+            "ceil_bps: must be 8000..",
+        ),
+    ],
+)
+def test_qjump_plan_refuses_bad_variables(spec: dict[str, object], reason: str) -> None:
+    with pytest.raises(qos.SchemaError) as error:
+        qos.qjump_plan(spec)
+    assert reason in str(error.value)
+    assert str(error.value).startswith("sluice_qjump")
+
+
+def test_ecn_sysctls_and_congestion_control_checks() -> None:
+    values = qos.ecn_sysctls({"tcp_ecn": 1, "congestion_control": "cubic"})
+    assert values == {"net.ipv4.tcp_ecn": "1", "net.ipv4.tcp_congestion_control": "cubic"}
+    qos.check_congestion_control(values, "reno cubic bbr\n", None)  # initial namespace: fine
+    with pytest.raises(qos.SchemaError, match="may not be chosen inside a network namespace"):
+        qos.check_congestion_control(values, "reno cubic bbr\n", "reno bbr\n")
+    dctcp = qos.ecn_sysctls({"tcp_ecn": 1, "congestion_control": "dctcp"})
+    with pytest.raises(qos.SchemaError, match="'dctcp' is not offered by this kernel"):
+        qos.check_congestion_control(dctcp, "reno cubic bbr\n", None)
+    with pytest.raises(qos.SchemaError, match=r"tcp_ecn: must be 0\.\.2"):
+        qos.ecn_sysctls({"tcp_ecn": 3})
+
+
+def test_sysctl_path_refuses_escapes() -> None:
+    assert qos.sysctl_path("net.ipv4.tcp_ecn") == "/proc/sys/net/ipv4/tcp_ecn"
+    for bad in ("net/../../etc/passwd", "net..ipv4", "tcp_ecn"):
+        with pytest.raises(qos.SchemaError):
+            qos.sysctl_path(bad)
+
+
+def test_dscp_table_marks_per_class_for_both_ip_versions() -> None:
+    text = nft.render_dscp_table(
+        "sluice_dscp",
+        [
+            {
+                "name": "ctrl",
+                "dscp": 48,
+                "priority": 0x10017,
+                "match": {"protocol": "udp", "dports": [53, "6000-6010"], "uid": 0},
+            },
+            {"name": "rest", "dscp": 0, "match": {}},
+        ],
+    )
+    assert "type filter hook output priority -150" in text
+    selector = "meta l4proto udp th dport { 53, 6000-6010 } meta skuid 0"
+    assert f'{selector} ip dscp set 48 meta priority set 1:17 accept comment "class ctrl"' in text
+    assert 'ip6 dscp set 48 meta priority set 1:17 accept comment "class ctrl"' in text
+    assert '    ip dscp set 0 accept comment "class rest"' in text  # empty match: all traffic
+
+
+@pytest.mark.parametrize(
+    ("classes", "reason"),
+    [
+        ([{"name": "a", "dscp": 64, "match": {}}], "dscp: must be 0..63"),
+        ([{"name": "a", "dscp": 1, "match": {"dports": [80]}}], "ports need a protocol"),
+        (
+            [{"name": "a", "dscp": 1, "match": {"protocol": "icmp"}}],
+            "protocol: 'icmp' is not one of",
+        ),
+        (
+            [{"name": "a", "dscp": 1, "match": {"protocol": "tcp", "dports": ["90-80"]}}],
+            "bad range",
+        ),
+        (
+            [{"name": "a", "dscp": 1, "match": {}}, {"name": "a", "dscp": 2, "match": {}}],
+            "appears twice",
+        ),
+        ([{"name": "a", "dscp": 1, "match": {"cgroup": "../x"}}], "not a cgroup v2 path"),
+        ([{"name": 'a" accept', "dscp": 1, "match": {}}], "not a class name"),
+    ],
+)
+def test_dscp_table_refuses_bad_classes(classes: list[dict[str, object]], reason: str) -> None:
+    with pytest.raises(qos.SchemaError) as error:
+        nft.render_dscp_table("sluice_dscp", classes)
+    assert reason in str(error.value)
+
+
+def test_pias_stages_cover_all_byte_counts_once() -> None:
+    text = nft.render_pias_table(
+        "sluice_pias", {"thresholds_bytes": [100, 200, 300], "dscp": [40, 30, 20, 10]}
+    )
+    # [0,100) [100,200) [200,300) [300,inf) in both directions
+    for direction in ("original", "reply"):
+        for condition, dscp in (("< 100", 40), ("100-199", 30), ("200-299", 20), (">= 300", 10)):
+            assert (
+                f"ct direction {direction} ct {direction} bytes {condition} ip dscp set {dscp}"
+                in text
+            )
+    assert "priority -140" in text  # after DSCP marking at -150
+
+
+@pytest.mark.parametrize(
+    ("pias", "reason"),
+    [
+        ({"thresholds_bytes": [100], "dscp": [40]}, "needs 2 stages"),
+        ({"thresholds_bytes": [100, 100], "dscp": [1, 2, 3]}, "must increase strictly"),
+        ({"thresholds_bytes": [], "dscp": [1]}, "non-empty list"),
+        ([{"thresholds_bytes": [5], "dscp": [1, 99]}], "sluice_pias[0].dscp[1]: must be 0..63"),
+    ],
+)
+def test_pias_refuses_bad_stages(pias: object, reason: str) -> None:
+    with pytest.raises(qos.SchemaError) as error:
+        nft.render_pias_table("sluice_pias", pias)
+    assert reason in str(error.value)
+
+
+def test_only_sluice_tables_are_touched() -> None:
+    assert nft.check_table("sluice_dscp") == "sluice_dscp"
+    for bad in ("filter", "sluice-dscp", "sluice_dscp; flush ruleset"):
+        with pytest.raises(qos.SchemaError):
+            nft.check_table(bad)
