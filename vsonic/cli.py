@@ -54,8 +54,10 @@ def _password(state_dir: Path) -> str:
         return password
     path = state_dir / "password"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(18))
-        path.chmod(0o600)
+        # Created 0600 from the start: never readable by others, not even for a moment.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(18))
         print(f"{PASSWORD_ENV} is not set: generated one in {path}; export it for the controller")
     return path.read_text().strip()
 

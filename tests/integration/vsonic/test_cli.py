@@ -20,8 +20,10 @@ CFG = "/sonic-db:CONFIG_DB/localhost"
 PASSWORD = "cli-test-password"
 
 
-def _vsonic(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
+def _vsonic(*args: str, password: str | None = PASSWORD) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "VSONIC_PASSWORD"}
+    if password is not None:
+        env["VSONIC_PASSWORD"] = password
     return subprocess.run(
         [sys.executable, "-m", "vsonic.cli", *args],
         env=env,
@@ -107,5 +109,21 @@ def test_up_twice_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
                          "--state-dir", str(tmp_path))  # fmt: skip
         assert second.returncode == 1
         assert "already has running switches" in second.stderr
+    finally:
+        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+
+
+def test_without_a_password_one_is_generated_privately(tmp_path: Path) -> None:
+    port = free_port()
+    up = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+                 "--state-dir", str(tmp_path), password=None)  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        secret_file = tmp_path / "password"
+        assert secret_file.stat().st_mode & 0o777 == 0o600
+        generated = secret_file.read_text().strip()
+        assert generated not in up.stdout + up.stderr
+        assert answers(port, Credentials("admin", generated), timeout_s=5)
+        assert not answers(port, Credentials("admin", PASSWORD), timeout_s=5)
     finally:
         assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
