@@ -138,12 +138,17 @@ def run_reporting_errors(call: Callable[[Console], ExitCode]) -> None:
         code = call(out)
     except SluiceError as error:
         for line in error_lines(error):
-            err.print(line, markup=False, highlight=False)
+            say(err, line)
         code = exit_code_for(error)
     except Exception as error:  # the contract: one readable line and exit 1, never a traceback
-        err.print(f"error: unexpected {type(error).__name__}: {error}", markup=False)
+        say(err, f"error: unexpected {type(error).__name__}: {error}")
         code = ExitCode.UNEXPECTED
     raise typer.Exit(int(code))
+
+
+def say(console: Console, line: str) -> None:
+    """One line exactly as written: no markup, no highlighting, never wrapped (grep-able)."""
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def emit(out: Console, data: Any, fmt: Output, render_table: Callable[[], None]) -> None:
@@ -188,7 +193,7 @@ def show_plans(out: Console, plans: Sequence[JsonObject], fmt: Output) -> None:
         if plan_has_changes(plans):
             out.print(table(PLAN_HEADERS, plan_rows(plans)))
         for line in plan_summary(plans):
-            out.print(line, markup=False, highlight=False)
+            say(out, line)
 
     emit(out, {"plans": list(plans)}, fmt, render)
 
@@ -200,7 +205,7 @@ def report_write(written: JsonObject, previous: int) -> None:
         line = f"Applied: intent version {number} (was {previous})."
     else:
         line = f"Unchanged: intent version {number} already says this; no new version."
-    Console(stderr=True).print(line, markup=False, highlight=False)
+    say(Console(stderr=True), line)
 
 
 @app.command()
@@ -269,11 +274,8 @@ def diff(
         answer = api.get_json("/diff", params)
         plans = plans_of(answer)
         if output is Output.TABLE:
-            out.print(
-                f"Desired state, version {answer['from_version']} -> {answer['to_version']}:",
-                markup=False,
-                highlight=False,
-            )
+            versions = f"{answer['from_version']} -> {answer['to_version']}"
+            say(out, f"Desired state, version {versions}:")
         show_plans(out, plans, output)
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
@@ -366,12 +368,11 @@ def check(
 
     def call(out: Console) -> ExitCode:
         intent = load_intent_file(file)
-        out.print(
-            f"{file}: valid ({len(intent.switches)} switches, {len(intent.hosts)} hosts, "
-            f"{len(intent.service_classes)} service classes)",
-            markup=False,
-            highlight=False,
+        counts = (
+            f"{len(intent.switches)} switches, {len(intent.hosts)} hosts, "
+            f"{len(intent.service_classes)} service classes"
         )
+        say(out, f"{file}: valid ({counts})")
         return ExitCode.OK
 
     run_reporting_errors(call)

@@ -182,4 +182,6 @@ def error_lines(error: SluiceError) -> list[str]:
     problems = getattr(error, "problems", None)
     if problems:
         return [f"error: {error.title}:"] + [f"  {p.path}: {p.reason}" for p in problems]
+    if type(error) is SluiceError:  # the base class's title says nothing the detail does not
+        return [f"error: {error.detail}"]
     return [f"error: {error.title}: {error.detail}"]

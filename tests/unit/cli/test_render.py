@@ -25,7 +25,7 @@ from controller.cli.render import (
     table,
     text,
 )
-from controller.errors import FieldProblem, IntentInvalid, PreconditionFailed
+from controller.errors import FieldProblem, IntentInvalid, PreconditionFailed, SluiceError
 
 
 def op(
@@ -167,6 +167,9 @@ def test_error_lines_name_each_field():
     ]
     assert error_lines(PreconditionFailed("intent is at version 5")) == [
         "error: precondition failed: intent is at version 5"
+    ]
+    assert error_lines(SluiceError("the API answered 502: Bad Gateway")) == [
+        "error: the API answered 502: Bad Gateway"
     ]
 
 

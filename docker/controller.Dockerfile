@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1.7
+# The sluice controller image: the REST API (python -m api), migrations and tokens
+# (sluice-admin migrate / create-token) and the sluice CLI. Built from the repository root:
+#   docker build -f docker/controller.Dockerfile .
+# Dependencies are exactly those pinned in uv.lock (uv sync --frozen --no-dev); the process
+# runs as an unprivileged user and cannot write its own code.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ghcr.io/astral-sh/uv:0.13.8 AS uv
+
+FROM ${PYTHON_IMAGE} AS build
+COPY --from=uv /uv /usr/local/bin/uv
+# Bytecode at build time (the runtime user cannot write /app); copy instead of hardlink
+# because the cache and the venv are on different layers; never download another Python.
+ENV UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never
+WORKDIR /app
+# Dependencies first: a code change does not reinstall them.
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --frozen --no-dev --no-install-project
+COPY controller ./controller
+COPY api ./api
+COPY vsonic ./vsonic
+COPY migrations ./migrations
+COPY alembic.ini ./
+# The project itself, editable: controller/store/migrate.py finds migrations/ next to the code.
+RUN uv sync --frozen --no-dev
+
+FROM ${PYTHON_IMAGE} AS runtime
+RUN groupadd --system --gid 10001 sluice \
+ && useradd --system --uid 10001 --gid sluice --home-dir /app --no-create-home \
+    --shell /usr/sbin/nologin sluice
+# Same path as in the build stage: the venv's scripts and the editable install point at /app.
+COPY --from=build /app /app
+WORKDIR /app
+ENV PATH=/app/.venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    SLUICE_API_HOST=0.0.0.0 \
+    SLUICE_API_PORT=8000
+USER sluice
+EXPOSE 8000
+CMD ["python", "-m", "api"]

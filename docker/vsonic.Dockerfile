@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1.7
+# A lab image of virtual SONiC switches (vsonic: Redis in SONiC's DB layout plus a gNMI
+# server per switch). Only for the compose profile "lab"; a real fabric runs real switches.
+#   docker build -f docker/vsonic.Dockerfile .
+# Same dependency rule as the controller image: uv.lock exactly, no dev tools, non-root.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ghcr.io/astral-sh/uv:0.13.8 AS uv
+
+FROM ${PYTHON_IMAGE} AS build
+COPY --from=uv /uv /usr/local/bin/uv
+ENV UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never
+WORKDIR /app
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --frozen --no-dev --no-install-project
+COPY controller ./controller
+COPY api ./api
+COPY vsonic ./vsonic
+COPY migrations ./migrations
+COPY alembic.ini ./
+RUN uv sync --frozen --no-dev
+
+FROM ${PYTHON_IMAGE} AS runtime
+# vsonic keeps each switch's CONFIG_DB, COUNTERS_DB and STATE_DB in a Redis it starts itself.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends redis-server \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10002 vsonic \
+ && useradd --system --uid 10002 --gid vsonic --home-dir /var/lib/vsonic --create-home \
+    --shell /usr/sbin/nologin vsonic
+COPY --from=build /app /app
+WORKDIR /var/lib/vsonic
+ENV PATH=/app/.venv/bin:$PATH \
+    PYTHONUNBUFFERED=1
+USER vsonic
+EXPOSE 50051-50054
+CMD ["vsonic", "up", "--switches", "4"]
