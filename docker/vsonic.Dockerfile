@@ -32,9 +32,14 @@ RUN apt-get update \
  && useradd --system --uid 10002 --gid vsonic --home-dir /var/lib/vsonic --create-home \
     --shell /usr/sbin/nologin vsonic
 COPY --from=build /app /app
+COPY docker/vsonic-entrypoint.sh /usr/local/bin/vsonic-entrypoint
 WORKDIR /var/lib/vsonic
 ENV PATH=/app/.venv/bin:$PATH \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    VSONIC_STATE_DIR=/var/lib/vsonic/state
 USER vsonic
-EXPOSE 50051-50054
-CMD ["vsonic", "up", "--switches", "4"]
+# vsonic listens on 127.0.0.1 (vsonic/supervisor.py), so the lab service uses the host's
+# network (docker-compose.yml): the switches appear on the host's 127.0.0.1:50051..., where
+# examples/intent.yaml expects them.
+ENTRYPOINT ["vsonic-entrypoint"]
+CMD ["--switches", "4"]

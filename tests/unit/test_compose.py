@@ -9,6 +9,7 @@ volumes, clashing published ports, settings the app does not read, commands that
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -177,19 +178,63 @@ def command_words(command: str | list[Any]) -> list[str]:
     return exec_form(command) if isinstance(command, str) else [str(w) for w in command]
 
 
+def copied_files(path: Path) -> dict[str, Path]:
+    """Files a Dockerfile copies from the build context, by destination path and by name."""
+    copied = {}
+    for kind, arguments in dockerfile_instructions(path):
+        words = [w for w in arguments.split() if not w.startswith("--")]
+        if kind == "COPY" and not arguments.startswith("--from=") and len(words) == 2:
+            source, destination = ROOT / words[0], words[1]
+            if source.is_file():
+                copied[destination] = copied[Path(destination).name] = source
+    return copied
+
+
+def entrypoint(path: Path) -> list[str]:
+    found = [
+        exec_form(args) for kind, args in dockerfile_instructions(path) if kind == "ENTRYPOINT"
+    ]
+    return found[-1] if found else []
+
+
+def check_image_program(words: list[str], dockerfile: Path) -> None:
+    """A program is either a script the Dockerfile copies in (executable, with a #! line),
+    or something ``check_runnable`` accepts."""
+    script = copied_files(dockerfile).get(words[0])
+    if script is None:
+        check_runnable(words, subcommand=False)
+        return
+    assert os.access(script, os.X_OK), f"{script} is not executable"
+    assert script.read_text().startswith("#!"), f"{script} has no #! line"
+
+
 def test_image_commands_are_programs_the_image_has(services):
     for path in set(build_dockerfiles(services).values()):
+        if entrypoint(path):
+            check_image_program(entrypoint(path), path)
+            continue  # CMD holds the entrypoint's arguments
         for kind, arguments in dockerfile_instructions(path):
-            if kind in ("CMD", "ENTRYPOINT"):
-                check_runnable(exec_form(arguments), subcommand=False)
+            if kind == "CMD":
+                check_image_program(exec_form(arguments), path)
 
 
 def test_service_commands_exist_down_to_the_subcommand(services):
-    for service in services.values():
-        if "build" in service and "command" in service:
-            # Lab services (vsonic, issue 3) are checked to the script; core ones fully.
-            core = not service.get("profiles")
-            check_runnable(command_words(service["command"]), subcommand=core)
+    dockerfiles = build_dockerfiles(services)
+    for name, service in services.items():
+        if "command" not in service or name not in dockerfiles:
+            continue
+        words = command_words(service["command"])
+        if entrypoint(dockerfiles[name]):
+            # The command is the entrypoint's arguments, so it must not name a program.
+            assert words[0].startswith("-"), f"{name}: {words} after an ENTRYPOINT"
+        else:
+            check_runnable(words, subcommand=True)
+
+
+def test_host_network_services_publish_no_ports(services):
+    for name, service in services.items():
+        if service.get("network_mode") == "host":
+            assert "ports" not in service, f"{name}: ports mean nothing on the host network"
 
 
 # --- services -------------------------------------------------------------------------------
