@@ -13,16 +13,22 @@
 //! - [`port`]: a port's queues, admission and transmitter; port and queue configuration;
 //! - [`scheduler`]: STRICT / DWRR / WRR and MQ-ECN's round samples;
 //! - [`buffer`]: shared-buffer admission; [`wred`]: WRED/ECN; [`ideal`]: MQ-ECN and DynaQ;
-//! - [`packet`]: packets, departures, enqueue outcomes; [`rng`]: the seeded stream.
+//! - [`packet`]: packets, departures, enqueue outcomes; [`rng`]: the seeded stream;
+//! - [`source`]: long-lived ECN-reactive sources (DCTCP-like or classic ECN);
+//! - [`closed_loop`]: sources, switch and an optional periodic agent step on one event clock;
+//! - [`agent_loop`]: the agent's counter-based step (`qos_core`) run against a vasic port.
 //!
 //! The exact rules and their sources are in `docs/vasic.md`.
 #![deny(unsafe_code)]
 
+pub mod agent_loop;
 pub mod buffer;
+pub mod closed_loop;
 pub mod ideal;
 pub mod packet;
 pub mod port;
 pub mod rng;
 pub mod scheduler;
+pub mod source;
 pub mod switch;
 pub mod wred;
