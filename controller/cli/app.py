@@ -22,6 +22,7 @@ from rich.console import Console
 from controller.cli.client import PAGE_SIZE, ApiClient, JsonObject
 from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
 from controller.cli.render import (
+    COUNT_HEADERS,
     KEY_VALUE_HEADERS,
     PLAN_HEADERS,
     Row,
@@ -34,6 +35,7 @@ from controller.cli.render import (
     plan_summary,
     row_of,
     table,
+    table_count_rows,
 )
 from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
@@ -94,6 +96,9 @@ ExitCodeOption = Annotated[
     bool, typer.Option("--exit-code", help="exit 10 (not 0) when there are changes")
 ]
 SwitchOption = Annotated[str | None, typer.Option("--switch", help="only this switch")]
+SummaryOption = Annotated[
+    bool, typer.Option("--summary", "-s", help="counts per switch and table, not every entry")
+]
 
 
 @app.callback()
@@ -188,9 +193,13 @@ def plans_of(document: Any) -> list[JsonObject]:
     return plans
 
 
-def show_plans(out: Console, plans: Sequence[JsonObject], fmt: Output) -> None:
+def show_plans(
+    out: Console, plans: Sequence[JsonObject], fmt: Output, *, summary: bool = False
+) -> None:
     def render() -> None:
-        if plan_has_changes(plans):
+        if plan_has_changes(plans) and summary:
+            out.print(table(COUNT_HEADERS, table_count_rows(plans)))
+        elif plan_has_changes(plans):
             out.print(table(PLAN_HEADERS, plan_rows(plans)))
         for line in plan_summary(plans):
             say(out, line)
@@ -221,6 +230,7 @@ def apply(
         str | None, typer.Option("--reason", help="recorded with the version")
     ] = None,
     detailed: ExitCodeOption = False,
+    summary: SummaryOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Validate an intent file, show the per-switch plan, and make it the current intent."""
@@ -229,7 +239,7 @@ def apply(
         intent = read_intent_document(file)
         api.post_json("/intent/validate", intent)
         plans = plans_of(api.post_json("/plans", {"intent": intent}))
-        show_plans(out, plans, output)
+        show_plans(out, plans, output, summary=summary)
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         _, current = api.current_intent()
@@ -245,6 +255,7 @@ def plan(
     ctx: typer.Context,
     switch: SwitchOption = None,
     detailed: ExitCodeOption = False,
+    summary: SummaryOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """What each switch must change to reach the current intent (from its recorded state)."""
@@ -252,7 +263,7 @@ def plan(
     def action(api: ApiClient, out: Console) -> ExitCode:
         body = {"switches": [switch]} if switch else {}
         plans = plans_of(api.post_json("/plans", body))
-        show_plans(out, plans, output)
+        show_plans(out, plans, output, summary=summary)
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
     run_with_api(ctx, action)
@@ -265,6 +276,7 @@ def diff(
     to_version: Annotated[int | None, typer.Option("--to", min=1, help="newer version")] = None,
     switch: SwitchOption = None,
     detailed: ExitCodeOption = False,
+    summary: SummaryOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Desired-state diff between two intent versions (default: previous -> current)."""
@@ -276,7 +288,7 @@ def diff(
         if output is Output.TABLE:
             versions = f"{answer['from_version']} -> {answer['to_version']}"
             say(out, f"Desired state, version {versions}:")
-        show_plans(out, plans, output)
+        show_plans(out, plans, output, summary=summary)
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
     run_with_api(ctx, action)

@@ -100,7 +100,23 @@ def plan_has_changes(plans: Sequence[Doc]) -> bool:
     return any(plan.get("ops") for plan in plans)
 
 
+def table_count_rows(plans: Sequence[Doc]) -> list[Row]:
+    """Per switch and table, how many entries are added, changed, deleted (tables in the
+    order the plan first writes them); switches without changes are left out."""
+    rows: list[Row] = []
+    for plan in plans:
+        counts: dict[str, Counter[str]] = {}
+        for op in plan.get("ops", []):
+            counts.setdefault(str(op.get("table", "")), Counter())[str(op.get("kind"))] += 1
+        rows += [
+            (str(plan.get("switch", "")), name, str(c["add"]), str(c["change"]), str(c["delete"]))
+            for name, c in counts.items()
+        ]
+    return rows
+
+
 PLAN_HEADERS = ("SWITCH", "OP", "TABLE", "KEY", "CHANGES")
+COUNT_HEADERS = ("SWITCH", "TABLE", "ADD", "CHANGE", "DELETE")
 KEY_VALUE_HEADERS = ("FIELD", "VALUE")
 
 

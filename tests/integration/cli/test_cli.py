@@ -208,6 +208,20 @@ def test_diff_between_versions_shows_old_and_new_values(cli: Cli, tmp_path: Path
     assert "No changes" in same.stdout
 
 
+def test_plan_summary_counts_what_the_full_plan_lists(cli: Cli, tmp_path: Path):
+    applied(cli, tmp_path)
+    full = json.loads(cli.run("plan", "--switch", "spine1", "-o", "json", token="viewer").stdout)
+    ops = full["plans"][0]["ops"]
+    summary = cli.run("plan", "--switch", "spine1", "--summary", token="viewer")
+    assert summary.code == 0
+    assert "ADD" in summary.stdout
+    assert "Ethernet" not in summary.stdout  # no per-entry rows
+    for table_name in {op["table"] for op in ops}:
+        adds = sum(1 for op in ops if op["table"] == table_name)
+        row = next(line for line in summary.stdout.splitlines() if f" {table_name} " in line)
+        assert f" {adds} " in row
+
+
 def test_diff_with_an_unknown_version_is_not_found(cli: Cli, tmp_path: Path):
     applied(cli, tmp_path)
     assert cli.run("diff", "--from", "1", "--to", "99", token="viewer").code == 6

@@ -23,6 +23,7 @@ from controller.cli.render import (
     port_speeds,
     scheduling,
     table,
+    table_count_rows,
     text,
 )
 from controller.errors import FieldProblem, IntentInvalid, PreconditionFailed, SluiceError
@@ -96,6 +97,27 @@ def test_plan_rows_keep_switch_and_op_order():
         "leaf1: 2 to add, 0 to change, 0 to delete",
         "leaf2: 0 to add, 0 to change, 0 to delete",
         "spine1: 0 to add, 0 to change, 1 to delete",
+    ]
+
+
+def test_table_counts_group_ops_by_switch_and_table_in_write_order():
+    plans: list[dict[str, Any]] = [
+        {
+            "switch": "leaf1",
+            "ops": [
+                op("add", "WRED_PROFILE", "SLUICE_a"),
+                op("change", "WRED_PROFILE", "SLUICE_b"),
+                op("add", "QUEUE", "Ethernet0|3"),
+                op("add", "QUEUE", "Ethernet4|3"),
+                op("delete", "WRED_PROFILE", "SLUICE_old"),
+            ],
+        },
+        {"switch": "leaf2", "ops": []},
+    ]
+    # leaf1 WRED_PROFILE: 1 add (a), 1 change (b), 1 delete (old); QUEUE: 2 adds; leaf2: none
+    assert table_count_rows(plans) == [
+        ("leaf1", "WRED_PROFILE", "1", "1", "1"),
+        ("leaf1", "QUEUE", "2", "0", "0"),
     ]
 
 
