@@ -75,6 +75,13 @@ class ApiUnreachable(SluiceError):
     title = "API unreachable"
 
 
+class CompiledConfigInvalid(SluiceError):
+    """The compiler produced a CONFIG_DB entry its table schema refuses: a bug in sluice,
+    stopped before anything reaches a switch."""
+
+    title = "compiled configuration invalid"
+
+
 class SouthboundError(SluiceError):
     """A switch could not be configured or read over gNMI; ``switch`` names which one."""
 

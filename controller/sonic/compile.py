@@ -1,0 +1,297 @@
+"""Intent -> desired CONFIG_DB tables, per switch. Pure: no I/O, no clock.
+
+The work is split by what it depends on, so a large fleet does the arithmetic a few times:
+
+- ``fleet_qos``: what depends on the intent only (queue per class, normalised DWRR weights,
+  DSCP and TC maps, schedulers, the agent's algorithm);
+- ``port_profile``: what depends on a port's (speed, buffer) too (K, WRED thresholds, buffer
+  profiles); cached per (speed, buffer) for the whole fleet;
+- the table builders in ``controller/sonic/tables/`` stamp out per-port entries from these
+  and validate them against their schemas, and ``check_references`` confirms every name a
+  field references exists, before anything can reach a switch.
+
+``compile_*`` assume an intent that passed ``controller.policy.validate.validate_intent``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+
+from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
+from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
+from controller.qos.buffers import select_dynamic_th
+from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
+from controller.qos.scheduling import normalise_weights
+from controller.sonic.bulk import collector_paused
+from controller.sonic.context import (
+    Bounds,
+    FleetQos,
+    PortContext,
+    PortProfile,
+    QueueClass,
+    QueueProfile,
+    SwitchContext,
+    scheduler_name,
+)
+from controller.sonic.model import EntryKey, Fields, SwitchConfig
+from controller.sonic.tables import (
+    SCHEMAS,
+    TABLES,
+    WRITE_ORDER,
+    buffer_profile,
+    scheduler,
+    wred_profile,
+)
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------------
+# what depends on the intent only
+
+
+def _queue_classes(classes: Iterable[ServiceClass]) -> list[tuple[int, str, ServiceClass]]:
+    """(queue, owner name, class) for every class and PIAS demotion stage. A demotion stage
+    runs its own queue with the class's scheduling and ECN mode: PIAS is a multi-level
+    feedback queue over strict priority (seeds/pias-seminar-slides.txt)."""
+    out: list[tuple[int, str, ServiceClass]] = []
+    for service_class in classes:
+        out.append((service_class.queue, service_class.name, service_class))
+        if service_class.pias is not None:
+            for stage, demotion in enumerate(service_class.pias.demotions, start=1):
+                out.append((demotion.queue, f"{service_class.name}/stage{stage}", service_class))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _dscp_to_tc(classes: Iterable[ServiceClass]) -> Fields:
+    """TC = queue: a class's DSCPs, and each PIAS stage's DSCP, map to that class's queue."""
+    pairs: dict[int, int] = {}
+    for service_class in classes:
+        for dscp in service_class.dscp:
+            pairs[dscp] = service_class.queue
+        if service_class.pias is not None:
+            for demotion in service_class.pias.demotions:
+                pairs[demotion.dscp] = demotion.queue
+    return {str(dscp): str(pairs[dscp]) for dscp in sorted(pairs)}
+
+
+def _dynamic_algorithm(classes: Iterable[ServiceClass]) -> str:
+    modes = sorted({c.ecn.value for c in classes if c.ecn.is_dynamic})
+    if len(modes) > 1:
+        # validate_intent refuses this; a direct caller gets the same answer.
+        reason = f"one dynamic ECN algorithm per fabric, got {modes}"
+        raise IntentInvalid([FieldProblem("service_classes", reason)])
+    return modes[0] if modes else "static"
+
+
+def fleet_qos(intent: Intent) -> FleetQos:
+    """Queue per class, normalised weights, maps, schedulers and agent algorithm."""
+    owners = _queue_classes(intent.service_classes)
+    raw = {
+        str(q): c.scheduling.weight or 1
+        for q, _, c in owners
+        if c.scheduling.type is SchedulingType.DWRR
+    }
+    weights = normalise_weights(raw)
+    queues = tuple(
+        QueueClass(q, name, c.scheduling.type.value, weights.get(str(q), 0), c.ecn)
+        for q, name, c in owners
+    )
+    schedulers = {
+        scheduler_name(q.queue): scheduler.scheduler_fields(q.scheduling, q.weight) for q in queues
+    }
+    dynamic = tuple(q.queue for q in queues if q.ecn.is_dynamic)
+    dscp_to_tc = _dscp_to_tc(intent.service_classes)
+    tc_to_queue = {str(q.queue): str(q.queue) for q in queues}
+    algorithm = _dynamic_algorithm(intent.service_classes)
+    digest = _digest(
+        [
+            intent.fabric.model_dump(mode="json"),
+            [[q.queue, q.class_name, q.scheduling, q.weight, q.ecn.value] for q in queues],
+            dscp_to_tc,
+        ]
+    )
+    return FleetQos(
+        intent.fabric, queues, dscp_to_tc, tc_to_queue, schedulers, algorithm, dynamic, digest
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# what depends on a port's speed and buffer too
+
+
+def _dwrr_total(queues: Iterable[QueueClass]) -> int:
+    return sum(q.weight for q in queues if q.scheduling == SchedulingType.DWRR.value)
+
+
+def _bounds(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> Bounds:
+    """Where the agent may move a dynamic queue's threshold.
+
+    DWRR: ``mqecn_bounds`` (floor = the per-queue minimum w_i/sum(w) x K, ceiling = K,
+    seeds/mq-ecn-nsdi16.txt §3.2). STRICT (allowed for DynaQ and HDCQ): a strict queue is
+    served at line rate whenever it is backlogged, so its fair share is C and its static
+    threshold the standard K; the agent may lower it to one MTU, never to nothing.
+    """
+    if queue.scheduling == SchedulingType.DWRR.value:
+        b = mqecn_bounds(k_bytes, queue.weight, total_weight, mtu)
+        return Bounds(b.floor_bytes, b.ceiling_bytes, b.static_bytes)
+    top = max(k_bytes, mtu)
+    return Bounds(mtu, top, top)
+
+
+def _static_threshold(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> int:
+    """standard: K on every queue; per-queue-minimum: w_i / sum(w) x K, at least one MTU
+    (seeds/mq-ecn-nsdi16.txt §2, Eq. 1 and 2)."""
+    if queue.ecn is EcnMode.PER_QUEUE_MINIMUM:
+        return per_queue_minimum_bytes(k_bytes, queue.weight, total_weight, floor_bytes=mtu)
+    return k_bytes
+
+
+def _dynamic_th(n_queues: int, k_bytes: int, buffer_bytes: int) -> int:
+    """dynamic_th for every sluice queue of a port.
+
+    A lone congested queue may take the buffer that the port's other queues do not need to
+    reach their standard ECN point K: share = 1 - (N - 1) x K / B, but never under an equal
+    split 1/N. The largest alpha whose lone-queue share alpha/(1+alpha) stays within it is
+    the answer (Choudhury-Hahne; ``controller.qos.buffers``).
+    """
+    share = max(1.0 - (n_queues - 1) * k_bytes / buffer_bytes, 1.0 / n_queues)
+    return select_dynamic_th(1, min(share, 1.0))
+
+
+def _wred_for(
+    queue: QueueClass, k: int, total: int, fabric: Fabric
+) -> tuple[int | None, Bounds | None, bool]:
+    """(static threshold or None, dynamic bounds or None, marks with ECN)."""
+    if queue.ecn is EcnMode.OFF:
+        return None, None, False
+    if queue.ecn.is_dynamic:
+        return None, _bounds(queue, k, total, fabric.mtu_bytes), queue.ecn is not EcnMode.DYNAQ
+    return _static_threshold(queue, k, total, fabric.mtu_bytes), None, True
+
+
+def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortProfile:
+    """K, WRED profiles, buffer profiles and per-queue settings for one (speed, buffer)."""
+    fabric = fleet.fabric
+    k = standard_threshold_bytes(speed_gbps, fabric.base_rtt_us, fabric.ecn_lambda)
+    total = _dwrr_total(fleet.queues)
+    pct = fabric.wred_drop_probability_pct
+    buf_fields = buffer_profile.profile_fields(
+        fabric.egress_pool,
+        fabric.mtu_bytes,
+        _dynamic_th(max(len(fleet.queues), 1), k, buffer_bytes),
+    )
+    buf_name = buffer_profile.profile_name(buf_fields)
+    static_wred: dict[str, Fields] = {}
+    queues: list[QueueProfile] = []
+    for queue in fleet.queues:
+        threshold, bounds, mark = _wred_for(queue, k, total, fabric)
+        name: str | None = None
+        fields: Fields | None = None
+        if threshold is not None:
+            fields = wred_profile.profile_fields(threshold, mark=mark, probability_pct=pct)
+            name = wred_profile.static_name(speed_gbps, fields)
+            static_wred[name] = fields
+        elif bounds is not None:
+            fields = wred_profile.profile_fields(
+                bounds.static_bytes, mark=mark, probability_pct=pct
+            )
+        queues.append(
+            QueueProfile(
+                queue.queue,
+                scheduler_name(queue.queue),
+                queue.weight,
+                name,
+                fields,
+                bounds,
+                buf_name,
+            )
+        )
+    digest = _digest([speed_gbps, buffer_bytes, [repr(q) for q in queues], buf_fields])
+    return PortProfile(
+        speed_gbps, buffer_bytes, k, tuple(queues), static_wred, {buf_name: buf_fields}, digest
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# per switch
+
+
+class _FleetCompiler:
+    """Holds the per-intent and per-(speed, buffer) results while a fleet compiles."""
+
+    def __init__(self, intent: Intent) -> None:
+        self.fleet = fleet_qos(intent)
+        self._profiles: dict[tuple[int, int], PortProfile] = {}
+
+    def profile(self, speed_gbps: int, buffer_bytes: int) -> PortProfile:
+        key = (speed_gbps, buffer_bytes)
+        found = self._profiles.get(key)
+        if found is None:
+            found = self._profiles[key] = port_profile(self.fleet, speed_gbps, buffer_bytes)
+        return found
+
+    def context(self, switch: Switch) -> SwitchContext:
+        default_buffer = self.fleet.fabric.port_buffer_bytes
+        ports = tuple(
+            PortContext(p.name, self.profile(p.speed_gbps, p.buffer_bytes or default_buffer))
+            for p in switch.ports
+        )
+        version = _digest([self.fleet.digest, [[p.name, p.profile.digest] for p in ports]])
+        return SwitchContext(switch.name, self.fleet, ports, version)
+
+    def compile(self, switch: Switch) -> SwitchConfig:
+        ctx = self.context(switch)
+        if not self.fleet.queues:
+            return {}  # no service classes: sluice has nothing to configure
+        by_table = {table: TABLES[table].build(ctx) for table in WRITE_ORDER}
+        check_references(by_table)
+        config: SwitchConfig = {}
+        for entries in by_table.values():
+            config.update(entries)
+        return config
+
+
+def check_references(by_table: Mapping[str, Mapping[EntryKey, Fields]]) -> None:
+    """Every name a field references exists (tables sluice does not write, such as
+    BUFFER_POOL, are the operator's and are not checked). ``by_table``: table -> its entries.
+    Raises CompiledConfigInvalid naming the dangling references."""
+    missing: list[str] = []
+    for table, schema in SCHEMAS.items():
+        entries = by_table.get(table, {})
+        for spec in schema.references():
+            if spec.ref is None or spec.ref not in SCHEMAS:
+                continue
+            names = {fields[spec.name] for fields in entries.values() if spec.name in fields}
+            targets = by_table.get(spec.ref, {})
+            missing += [
+                f"{table}.{spec.name} names {spec.ref}|{n}"
+                for n in sorted(names)
+                if (spec.ref, n) not in targets
+            ]
+    if missing:
+        raise CompiledConfigInvalid("dangling references: " + "; ".join(missing[:10]))
+
+
+def split_by_table(config: SwitchConfig) -> dict[str, dict[EntryKey, Fields]]:
+    """Group a switch's entries by table (for ``check_references`` on any config)."""
+    out: dict[str, dict[EntryKey, Fields]] = {}
+    for entry_key, fields in config.items():
+        out.setdefault(entry_key[0], {})[entry_key] = fields
+    return out
+
+
+def compile_switch(intent: Intent, switch: Switch) -> SwitchConfig:
+    """The desired CONFIG_DB entries sluice owns on ``switch``."""
+    return _FleetCompiler(intent).compile(switch)
+
+
+def compile_fleet(intent: Intent) -> dict[str, SwitchConfig]:
+    """Desired CONFIG_DB entries for every switch of the intent, by switch name."""
+    compiler = _FleetCompiler(intent)
+    with collector_paused():
+        return {switch.name: compiler.compile(switch) for switch in intent.switches}

@@ -1,0 +1,109 @@
+"""Plain data the table builders read: what each queue gets, per port profile and per switch.
+
+The compiler (``controller/sonic/compile.py``) works these out from the intent once per fleet
+(classes, weights, maps) and once per (speed, buffer) port profile (thresholds, profiles), so
+a fleet of a thousand 64-port switches computes the QoS arithmetic a handful of times and the
+table builders only stamp out per-port entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.policy.models import EcnMode, Fabric
+from controller.sonic.model import Fields
+
+# Every object sluice creates carries this prefix, so the diff can tell it from an operator's.
+PREFIX = "SLUICE"
+MAP_NAME = "SLUICE"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueClass:
+    """What one egress queue gets, from the class (or PIAS demotion stage) mapped to it."""
+
+    queue: int
+    class_name: str
+    scheduling: str  # "STRICT" or "DWRR"
+    weight: int  # normalised into SONiC's 1..100 for DWRR, 0 for STRICT
+    ecn: EcnMode
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Where the agent may move a dynamic queue's threshold, and its static fallback (bytes)."""
+
+    floor_bytes: int
+    ceiling_bytes: int
+    static_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProfile:
+    """One queue on ports of one (speed, buffer).
+
+    ``wred_name`` is set for a shared static profile; a dynamic queue has ``bounds`` and its
+    own per-port profile built from ``wred_fields`` (the start values); ``ecn`` off has
+    neither.
+    """
+
+    queue: int
+    scheduler: str
+    weight: int
+    wred_name: str | None
+    wred_fields: Fields | None
+    bounds: Bounds | None
+    buffer_profile: str
+
+
+@dataclass(frozen=True)
+class PortProfile:
+    """Everything that depends only on a port's speed and buffer."""
+
+    speed_gbps: int
+    buffer_bytes: int
+    k_bytes: int
+    queues: tuple[QueueProfile, ...]
+    static_wred: dict[str, Fields]  # shared WRED profiles these queues use, by name
+    buffer_profiles: dict[str, Fields]  # BUFFER_PROFILE entries these queues use, by name
+    digest: str  # short hash of the above: part of the switch's config version
+
+
+@dataclass(frozen=True)
+class FleetQos:
+    """Everything that depends only on the intent (the same on every switch)."""
+
+    fabric: Fabric
+    queues: tuple[QueueClass, ...]
+    dscp_to_tc: Fields
+    tc_to_queue: Fields
+    schedulers: dict[str, Fields]
+    algorithm: str  # static, or the one dynamic ECN mode in use
+    dynamic_queues: tuple[int, ...]
+    digest: str
+
+
+@dataclass(frozen=True)
+class PortContext:
+    name: str
+    profile: PortProfile
+
+
+@dataclass(frozen=True)
+class SwitchContext:
+    """One switch's inputs to the table builders."""
+
+    name: str
+    fleet: FleetQos
+    ports: tuple[PortContext, ...]
+    version: str  # short hash of this switch's desired config (SLUICE_AGENT|global version)
+
+
+def dynamic_wred_name(port: str, queue: int) -> str:
+    """Per-queue profile the agent rewrites: ``SLUICE_Q_Ethernet0_3`` (at most 23 characters
+    for Ethernet9999, inside WRED_PROFILE's 32-character limit)."""
+    return f"{PREFIX}_Q_{port}_{queue}"
+
+
+def scheduler_name(queue: int) -> str:
+    return f"{PREFIX}_SCHED_{queue}"

@@ -1,0 +1,24 @@
+"""DSCP_TO_TC_MAP|SLUICE: each DSCP a class (or PIAS demotion stage) uses -> its traffic class.
+
+TC is the class's queue, so with the identity TC_TO_QUEUE_MAP a DSCP lands in its class's
+queue. Field names are DSCP values "0".."63", values TCs 0..15 (facts §1.4). DSCPs no class
+names are left out: the ASIC sends unmapped DSCPs to TC 0.
+"""
+
+from __future__ import annotations
+
+from controller.sonic.context import MAP_NAME, SwitchContext
+from controller.sonic.schema import FieldSpec, IndexedFields, TableSchema
+from controller.sonic.tables._common import Entries, checked_entries
+
+TABLE = "DSCP_TO_TC_MAP"
+
+SCHEMA = TableSchema(
+    table=TABLE,
+    key_pattern=MAP_NAME,
+    indexed=IndexedFields(0, 63, FieldSpec("tc", "uint", 0, 15)),
+)
+
+
+def build(ctx: SwitchContext) -> Entries:
+    return checked_entries(SCHEMA, {MAP_NAME: ctx.fleet.dscp_to_tc})

@@ -1,0 +1,116 @@
+"""WRED_PROFILE: ECN marking (or, for DynaQ, dropping) thresholds in bytes.
+
+Key: the profile name, ``SLUICE_``-prefixed and at most 32 characters (facts §1.1). Static
+profiles are content-addressed (``SLUICE_WRED_<speed>G_<digest>``) so every queue with the same
+values shares one profile: a 64-port switch gets a handful, not 512. Dynamic queues (MQ-ECN,
+HDCQ, DynaQ) get their own ``SLUICE_Q_<port>_<queue>`` profile whose thresholds the on-switch
+agent rewrites at run time; the compiler writes the static fallback as the start value.
+
+Marking is DCTCP-style step marking (seeds/mq-ecn-nsdi16.txt §2: mark when the instantaneous
+queue exceeds K): min = max = K, so the marking probability jumps from 0 to the configured
+maximum at K instead of ramping. qosorch sets SAI_WRED_ATTR_WEIGHT = 0 (facts §5.2), so the
+switch compares the instantaneous queue, not an average, as DCTCP wants. All three colours get
+the same values: hosts do not colour traffic, and leaving yellow/red at their default
+threshold of 0 under ``ecn_all`` would mark every such packet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from controller.sonic.context import PREFIX, SwitchContext, dynamic_wred_name
+from controller.sonic.model import Fields
+from controller.sonic.schema import INT32_MAX, FieldSpec, TableSchema, min_le_max
+from controller.sonic.tables._common import (
+    SLUICE_NAME_KEY,
+    Entries,
+    check_port_name,
+    checked_entries,
+    unique_profiles,
+)
+
+TABLE = "WRED_PROFILE"
+COLOURS = ("green", "yellow", "red")
+ECN_MODES = (
+    "ecn_none",
+    "ecn_green",
+    "ecn_yellow",
+    "ecn_red",
+    "ecn_green_yellow",
+    "ecn_green_red",
+    "ecn_yellow_red",
+    "ecn_all",
+)
+THRESHOLD_FIELDS = tuple(f"{c}_{edge}_threshold" for c in COLOURS for edge in ("min", "max"))
+DYNAMIC_PREFIX = f"{PREFIX}_Q_"
+
+
+def _colour_fields(colour: str) -> tuple[FieldSpec, ...]:
+    return (
+        FieldSpec(f"{colour}_min_threshold", "uint", 0, INT32_MAX),
+        FieldSpec(f"{colour}_max_threshold", "uint", 0, INT32_MAX),
+        FieldSpec(f"{colour}_drop_probability", "uint", 0, 100),
+        FieldSpec(f"wred_{colour}_enable", "bool"),
+    )
+
+
+SCHEMA = TableSchema(
+    table=TABLE,
+    key_pattern=SLUICE_NAME_KEY,
+    fields=(
+        *(spec for colour in COLOURS for spec in _colour_fields(colour)),
+        FieldSpec("ecn", "enum", choices=ECN_MODES, required=True),
+    ),
+    rules=tuple(min_le_max(f"{c}_min_threshold", f"{c}_max_threshold") for c in COLOURS),
+    agent_key_prefix=DYNAMIC_PREFIX,
+    agent_fields=frozenset(THRESHOLD_FIELDS),
+)
+
+
+def profile_fields(threshold_bytes: int, *, mark: bool, probability_pct: int) -> Fields:
+    """Step profile at ``threshold_bytes``: marks (ECN) or, with ``mark`` false, drops."""
+    fields: Fields = {}
+    for colour in COLOURS:
+        fields[f"{colour}_min_threshold"] = str(threshold_bytes)
+        fields[f"{colour}_max_threshold"] = str(threshold_bytes)
+        fields[f"{colour}_drop_probability"] = str(probability_pct)
+        fields[f"wred_{colour}_enable"] = "true"
+    fields["ecn"] = "ecn_all" if mark else "ecn_none"
+    return fields
+
+
+def static_name(speed_gbps: int, fields: Fields) -> str:
+    """Content-addressed name: equal values give equal names on every switch."""
+    canonical = ";".join(f"{k}={fields[k]}" for k in sorted(fields))
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    return f"{PREFIX}_WRED_{speed_gbps}G_{digest}"
+
+
+def build(ctx: SwitchContext) -> Entries:
+    """The shared static profiles the switch's ports use, then each dynamic queue's own."""
+    static: dict[str, Fields] = {}
+    for profile in unique_profiles(ctx):
+        static.update(profile.static_wred)
+    out = checked_entries(SCHEMA, static)
+    out.update(_dynamic_entries(ctx))
+    return out
+
+
+def _dynamic_entries(ctx: SwitchContext) -> Entries:
+    # Validated in full on the first port of each profile; the start values depend on the
+    # queue only, and the name on the port, whose name is checked for the others.
+    out: Entries = {}
+    checked: set[int] = set()
+    for port in ctx.ports:
+        fresh = id(port.profile) not in checked
+        if not fresh:
+            check_port_name(SCHEMA, port.name)
+        checked.add(id(port.profile))
+        for queue in port.profile.queues:
+            if queue.bounds is None or queue.wred_fields is None:
+                continue
+            name = dynamic_wred_name(port.name, queue.queue)
+            if fresh:
+                SCHEMA.check(name, queue.wred_fields)
+            out[(TABLE, name)] = dict(queue.wred_fields)
+    return out

@@ -1,0 +1,224 @@
+"""Intent -> CONFIG_DB tables, values worked out by hand from K = C x RTT x lambda."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from controller.errors import CompiledConfigInvalid
+from controller.policy.models import EcnMode
+from controller.sonic.compile import check_references, compile_fleet, compile_switch, split_by_table
+from controller.sonic.model import SwitchConfig
+from controller.sonic.tables import SCHEMAS
+from tests.unit.sonic import intents as t
+
+STEP_FIELDS = ("min_threshold", "max_threshold")
+
+
+def only(config: SwitchConfig, table: str) -> dict[str, dict[str, str]]:
+    return {key: fields for (tbl, key), fields in config.items() if tbl == table}
+
+
+def thresholds(fields: dict[str, str]) -> set[str]:
+    """Every min/max threshold value of a WRED profile (all colours)."""
+    return {v for k, v in fields.items() if k.endswith(STEP_FIELDS)}
+
+
+def test_one_port_three_classes_gives_exact_tables() -> None:
+    # 10 Gb/s port, RTT 10 us, lambda 1: K = 1.25e9 B/s x 10e-6 s x 1 = 12 500 B.
+    # DWRR weights bulk 3, web 1 are already inside 1..100, so they stay; sum = 4.
+    # voice (STRICT, standard): threshold K = 12 500.
+    # bulk (per-queue-minimum): 12 500 x 3 / 4 = 9 375 (above the 1 500 B MTU floor).
+    # web (ECN off): no WRED profile.
+    intent = t.intent(t.VOICE, t.BULK, t.WEB)
+    config = compile_switch(intent, intent.switches[0])
+
+    assert only(config, "DSCP_TO_TC_MAP") == {
+        "SLUICE": {"10": "1", "12": "1", "18": "3", "46": "5"}
+    }
+    assert only(config, "TC_TO_QUEUE_MAP") == {"SLUICE": {"1": "1", "3": "3", "5": "5"}}
+    assert only(config, "SCHEDULER") == {
+        "SLUICE_SCHED_1": {"type": "DWRR", "weight": "3"},
+        "SLUICE_SCHED_3": {"type": "DWRR", "weight": "1"},
+        "SLUICE_SCHED_5": {"type": "STRICT"},
+    }
+    assert only(config, "PORT_QOS_MAP") == {
+        "Ethernet0": {"dscp_to_tc_map": "SLUICE", "tc_to_queue_map": "SLUICE"}
+    }
+
+    queues = only(config, "QUEUE")
+    assert set(queues) == {"Ethernet0|1", "Ethernet0|3", "Ethernet0|5"}
+    assert queues["Ethernet0|3"] == {"scheduler": "SLUICE_SCHED_3"}
+    wred = only(config, "WRED_PROFILE")
+    bulk_profile = wred[queues["Ethernet0|1"]["wred_profile"]]
+    voice_profile = wred[queues["Ethernet0|5"]["wred_profile"]]
+    assert queues["Ethernet0|1"]["scheduler"] == "SLUICE_SCHED_1"
+    assert queues["Ethernet0|5"]["scheduler"] == "SLUICE_SCHED_5"
+    assert thresholds(bulk_profile) == {"9375"}
+    assert thresholds(voice_profile) == {"12500"}
+    for profile in (bulk_profile, voice_profile):
+        assert profile["ecn"] == "ecn_all"
+        assert profile["wred_green_enable"] == "true"
+        assert profile["green_drop_probability"] == "100"
+    assert len(wred) == 2
+
+    # Buffer: N = 3 queues; lone-queue share = 1 - (3 - 1) x 12 500 / 1 000 000 = 0.975.
+    # alpha / (1 + alpha) <= 0.975 -> alpha <= 39 -> largest 2^n is 32 -> dynamic_th 5.
+    ((buffer_name, buffer_fields),) = only(config, "BUFFER_PROFILE").items()
+    assert buffer_fields == {"pool": "egress_lossy_pool", "size": "1500", "dynamic_th": "5"}
+    assert only(config, "BUFFER_QUEUE") == {
+        f"Ethernet0|{q}": {"profile": buffer_name} for q in (1, 3, 5)
+    }
+
+    agent = only(config, "SLUICE_AGENT")["global"]
+    version = agent.pop("version")
+    assert re.fullmatch(r"[0-9a-f]{12}", version)
+    assert agent == {
+        "algorithm": "static",
+        "interval_ms": "10",
+        "rtt_us": "10",
+        "lambda": "1",
+        "ewma_beta": "0.75",
+        "hysteresis_pct": "5",
+        "hdcq_k": "0.06",
+        "stale_after_ms": "1000",
+        "queues": "",
+    }
+    assert only(config, "SLUICE_AGENT_QUEUE") == {}
+    # 1 + 1 + 3 schedulers + 1 port map + 3 queues + 2 WRED + 1 buffer profile + 3 buffer
+    # queues + 1 agent = 16 entries.
+    assert len(config) == 16
+
+
+def test_mqecn_queue_gets_its_own_profile_and_agent_orders() -> None:
+    # storage: DWRR weight 1 of total 3 + 1 = 4 on a 10 Gb/s port, K = 12 500 B.
+    # floor = per-queue minimum 12 500 x 1 / 4 = 3 125 (above the 1 500 B MTU),
+    # ceiling = K = 12 500, static fallback = floor = 3 125.
+    intent = t.intent(t.VOICE, t.BULK, t.STORAGE_MQECN)
+    config = compile_switch(intent, intent.switches[0])
+
+    assert config[("QUEUE", "Ethernet0|3")] == {
+        "scheduler": "SLUICE_SCHED_3",
+        "wred_profile": "SLUICE_Q_Ethernet0_3",
+    }
+    profile = config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_3")]
+    assert thresholds(profile) == {"3125"}
+    assert profile["ecn"] == "ecn_all"
+    assert config[("SLUICE_AGENT_QUEUE", "Ethernet0|3")] == {
+        "wred_profile": "SLUICE_Q_Ethernet0_3",
+        "weight": "1",
+        "floor_bytes": "3125",
+        "ceiling_bytes": "12500",
+        "static_bytes": "3125",
+        "speed_gbps": "10",
+        "buffer_bytes": "1000000",
+    }
+    agent = config[("SLUICE_AGENT", "global")]
+    assert agent["algorithm"] == "mqecn"
+    assert agent["queues"] == "3"
+    assert len(only(config, "SLUICE_AGENT_QUEUE")) == 1
+
+
+def test_dynaq_strict_queue_drops_without_ecn_at_the_standard_threshold() -> None:
+    # A STRICT queue is served at line rate when backlogged: static fallback = K = 12 500 B,
+    # floor one MTU (1 500 B). DynaQ needs no ECN, so the profile drops: ecn_none.
+    dynaq = t.strict("voice", 5, EcnMode.DYNAQ, (46,))
+    intent = t.intent(dynaq, t.BULK)
+    config = compile_switch(intent, intent.switches[0])
+    profile = config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_5")]
+    assert profile["ecn"] == "ecn_none"
+    assert thresholds(profile) == {"12500"}
+    orders = config[("SLUICE_AGENT_QUEUE", "Ethernet0|5")]
+    assert (
+        orders["weight"],
+        orders["floor_bytes"],
+        orders["ceiling_bytes"],
+        orders["static_bytes"],
+    ) == (
+        "0",
+        "1500",
+        "12500",
+        "12500",
+    )
+    assert config[("SLUICE_AGENT", "global")]["algorithm"] == "dynaq"
+
+
+def test_pias_stage_maps_its_dscp_to_its_own_strict_queue() -> None:
+    intent = t.intent(t.RPC_PIAS, t.BULK)
+    config = compile_switch(intent, intent.switches[0])
+    dscp_map = config[("DSCP_TO_TC_MAP", "SLUICE")]
+    assert (dscp_map["34"], dscp_map["36"]) == ("6", "4")
+    assert config[("TC_TO_QUEUE_MAP", "SLUICE")]["4"] == "4"
+    assert config[("QUEUE", "Ethernet0|4")]["scheduler"] == "SLUICE_SCHED_4"
+    assert config[("SCHEDULER", "SLUICE_SCHED_4")] == {"type": "STRICT"}
+    # The stage keeps the class's ECN mode (standard): the same K = 12 500 B profile as queue 6.
+    assert (
+        config[("QUEUE", "Ethernet0|4")]["wred_profile"]
+        == config[("QUEUE", "Ethernet0|6")]["wred_profile"]
+    )
+
+
+def test_static_profiles_are_shared_across_ports_and_split_by_speed() -> None:
+    ports = (*((f"Ethernet{4 * i}", 10) for i in range(64)), ("Ethernet256", 40))
+    intent = t.intent(t.VOICE, t.BULK, t.WEB, switches=(t.switch(ports=ports),))
+    config = compile_switch(intent, intent.switches[0])
+    wred = only(config, "WRED_PROFILE")
+    # Two ECN queues x two speeds: 10G gives 12 500 and 9 375; 40G gives K = 5e9 x 10e-6 =
+    # 50 000 and 50 000 x 3 / 4 = 37 500. Four profiles for 65 ports, not 130.
+    assert sorted(min(thresholds(f)) for f in wred.values()) == ["12500", "37500", "50000", "9375"]
+    assert all(len(name) <= 32 and name.startswith("SLUICE_") for name in wred)
+    assert len(only(config, "QUEUE")) == 65 * 3
+
+
+def test_every_entry_satisfies_its_schema_and_every_reference_resolves() -> None:
+    intent = t.intent(
+        t.RPC_PIAS,
+        t.BULK,
+        t.STORAGE_MQECN,
+        switches=(t.switch(ports=(("Ethernet0", 25), ("Ethernet8", 100))),),
+    )
+    config = compile_switch(intent, intent.switches[0])
+    for (table, key), fields in config.items():
+        schema = SCHEMAS[table]
+        assert schema.key_problem(key) is None, (table, key)
+        assert schema.field_problems(fields) == [], (table, key)
+        for spec in schema.references():
+            if spec.name in fields and spec.ref in SCHEMAS:
+                assert (spec.ref, fields[spec.name]) in config, (table, key, spec.name)
+
+
+def test_version_follows_the_config() -> None:
+    one = t.intent(t.VOICE, t.BULK)
+    same = t.intent(t.VOICE, t.BULK)
+    slower = t.intent(t.VOICE, t.BULK, fabric=t.FABRIC.model_copy(update={"base_rtt_us": 20}))
+
+    def version(intent: object) -> str:
+        config = compile_fleet(intent)["leaf1"]  # type: ignore[arg-type]
+        return config[("SLUICE_AGENT", "global")]["version"]
+
+    assert version(one) == version(same)
+    assert version(one) != version(slower)
+
+
+def test_no_classes_compiles_to_nothing() -> None:
+    intent = t.intent()
+    assert compile_switch(intent, intent.switches[0]) == {}
+
+
+def test_fleet_compiles_every_switch_by_name() -> None:
+    switches = (t.switch("leaf1"), t.switch("leaf2", (("Ethernet0", 40),), gnmi_port=50052))
+    intent = t.intent(t.VOICE, switches=switches)
+    fleet = compile_fleet(intent)
+    assert set(fleet) == {"leaf1", "leaf2"}
+    assert fleet["leaf1"] == compile_switch(intent, switches[0])
+
+
+def test_dangling_reference_fails_loudly() -> None:
+    intent = t.intent(t.VOICE, t.BULK)
+    config = compile_switch(intent, intent.switches[0])
+    config[("QUEUE", "Ethernet0|5")] = {"scheduler": "SLUICE_SCHED_7"}
+    with pytest.raises(
+        CompiledConfigInvalid, match=r"QUEUE.scheduler names SCHEDULER\|SLUICE_SCHED_7"
+    ):
+        check_references(split_by_table(config))
