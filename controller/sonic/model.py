@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Literal
 
 EntryKey = tuple[str, str]
@@ -82,6 +83,9 @@ class Op:
         }
 
 
+_table_and_kind = attrgetter("table", "kind")
+
+
 @dataclass(frozen=True)
 class Plan:
     """The ordered ops that take one switch from its observed to its desired configuration."""
@@ -92,17 +96,16 @@ class Plan:
     counts_by_table: dict[str, dict[str, int]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Frozen dataclass: the summaries are computed once, at construction.
-        by_kind: Counter[str] = Counter(op.kind for op in self.ops)
-        by_table: dict[str, Counter[str]] = {}
-        for op in self.ops:
-            by_table.setdefault(op.table, Counter())[op.kind] += 1
-        object.__setattr__(
-            self, "counts", {kind: by_kind.get(kind, 0) for kind in ("add", "change", "delete")}
-        )
-        object.__setattr__(
-            self, "counts_by_table", {table: dict(c) for table, c in sorted(by_table.items())}
-        )
+        # Frozen dataclass: the summaries are computed once, at construction (Counter over
+        # (table, kind) pairs counts in C; a fleet plan has a million ops).
+        pairs = Counter(map(_table_and_kind, self.ops))
+        by_kind = dict.fromkeys(("add", "change", "delete"), 0)
+        by_table: dict[str, dict[str, int]] = {}
+        for (table, kind), count in sorted(pairs.items()):
+            by_kind[kind] += count
+            by_table.setdefault(table, {})[kind] = count
+        object.__setattr__(self, "counts", by_kind)
+        object.__setattr__(self, "counts_by_table", by_table)
 
     @property
     def is_empty(self) -> bool:
