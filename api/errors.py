@@ -26,6 +26,10 @@ from controller.errors import (
     PreconditionFailed,
     PreconditionRequired,
     SluiceError,
+    SouthboundError,
+    SouthboundProtocolError,
+    SouthboundRejected,
+    SouthboundUnreachable,
     Unauthenticated,
 )
 
@@ -46,6 +50,11 @@ STATUS_OF: dict[type[SluiceError], int] = {
     ApiUnreachable: 502,
     # The compiler refused its own output: a bug in sluice, nothing reached a switch.
     CompiledConfigInvalid: 500,
+    # A switch, the API's upstream, failed: bad gateway, or gateway timeout when silent.
+    SouthboundError: 502,
+    SouthboundRejected: 502,
+    SouthboundProtocolError: 502,
+    SouthboundUnreachable: 504,
     SluiceError: 400,
 }
 

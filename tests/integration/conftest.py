@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import copy
 import itertools
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
@@ -127,3 +131,25 @@ def put_intent(
         json={"intent": intent, "reason": "test"},
         headers=with_if_match(headers, version),
     )
+
+
+@pytest.fixture
+def live_api_url(db_url: str) -> Iterator[str]:
+    """The app served by uvicorn in a thread on 127.0.0.1 (a free port); stopped after."""
+    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:  # readiness polling, not a timing assumption
+        if not thread.is_alive():
+            raise RuntimeError("the API server exited during start-up")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()
