@@ -4,6 +4,7 @@ changes nothing, bad variables are refused, and a host whose sshd is down fails 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from controller.hosts import netns
 from tests.e2e.playbook import (
     PlaybookRun,
     htb_classes,
+    in_namespace,
     nft_ruleset,
     root_qdisc,
     run_site,
@@ -33,7 +35,11 @@ def level3_rate(index: int) -> int:
 
 def vars_for(index: int) -> dict[str, Any]:
     return {
-        "sluice_ecn": {"tcp_ecn": 1, "congestion_control": "reno" if index != 1 else "bbr"},
+        "sluice_ecn": {
+            "tcp_ecn": 1,
+            "congestion_control": "reno" if index != 1 else "bbr",
+            "route_rto_min": [{"prefix": netns.DEFAULT_SUBNET, "rto_min_ms": 5 + index}],
+        },
         "sluice_qjump": {
             "device": "eth0",
             "line_rate_bps": LINE_RATE,
@@ -137,6 +143,19 @@ def test_apply_sets_sysctls_as_the_variables_say(
         assert sysctl(fabric, host, "net.ipv4.tcp_ecn") == str(ecn["tcp_ecn"])
         assert sysctl(fabric, host, "net.ipv4.tcp_congestion_control") == ecn["congestion_control"]
         assert sysctl(fabric, host, "net.netfilter.nf_conntrack_acct") == "1"
+
+
+def test_apply_sets_route_rto_min_and_keeps_the_route(
+    runs: dict[str, Any], fabric: netns.Fabric
+) -> None:
+    _ok(runs["apply"])
+    for index, host in enumerate(HOSTS):
+        argv = ["ip", "-j", "route", "show", "exact", netns.DEFAULT_SUBNET]
+        (route,) = json.loads(in_namespace(fabric, host, argv))
+        assert route["metrics"] == [{"rto_min": 5 + index}]
+        # The connected route keeps what the kernel gave it.
+        assert (route["dev"], route["protocol"], route["scope"]) == ("eth0", "kernel", "link")
+        assert route["prefsrc"] == fabric.host(host).address
 
 
 def test_apply_builds_one_htb_class_per_level(runs: dict[str, Any], fabric: netns.Fabric) -> None:

@@ -4,6 +4,7 @@ No root needed; the e2e tests check the same variables against a live kernel."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +25,14 @@ def _load(name: str) -> ModuleType:
 
 qos = _load("sluice_hostqos")
 nft = _load("sluice_nftrules")
+_route_spec = importlib.util.spec_from_file_location(
+    "sluice_route",
+    Path(__file__).resolve().parents[2] / "playbooks" / "library" / "sluice_route.py",
+)
+assert _route_spec is not None
+assert _route_spec.loader is not None
+route_module = importlib.util.module_from_spec(_route_spec)
+_route_spec.loader.exec_module(route_module)
 
 
 def qjump(**overrides: object) -> dict[str, object]:
@@ -210,3 +219,32 @@ def test_only_sluice_tables_are_touched() -> None:
     for bad in ("filter", "sluice-dscp", "sluice_dscp; flush ruleset"):
         with pytest.raises(qos.SchemaError):
             nft.check_table(bad)
+
+
+def test_route_rto_min_is_validated_with_the_ecn_settings() -> None:
+    ecn = {"tcp_ecn": 1, "route_rto_min": [{"prefix": "10.0.0.0/8", "rto_min_ms": 5}]}
+    assert qos.route_rto_min(ecn) == {"10.0.0.0/8": 5}
+    bad = {"tcp_ecn": 1, "route_rto_min": [{"prefix": "10.0.0.1/8", "rto_min_ms": 5}]}
+    # ecn_sysctls checks the route part too, so the sysctl task refuses before changing anything
+    with pytest.raises(qos.SchemaError, match="host bits set"):
+        qos.ecn_sysctls(bad)
+    with pytest.raises(qos.SchemaError, match=r"rto_min_ms: must be 1\.\.60000"):
+        qos.route_rto_min({"tcp_ecn": 1, "route_rto_min": [{"prefix": "::/0", "rto_min_ms": 0}]})
+
+
+def test_route_change_carries_the_route_over() -> None:
+    route = {
+        "dst": "10.6.0.0/16",
+        "gateway": "10.5.0.2",
+        "dev": "eth0",
+        "protocol": "boot",
+        "scope": "global",
+        "metrics": [{"mtu": 1400, "rto_min": 200}],
+    }
+    assert route_module.route_command(route, 5) == [
+        "ip", "route", "change", "10.6.0.0/16", "via", "10.5.0.2", "dev", "eth0",
+        "proto", "boot", "scope", "global", "mtu", "1400", "rto_min", "5ms",
+    ]  # fmt: skip
+    route["metrics"] = [{"rtt": 3}]  # not a plain integer metric ip takes back: refused
+    with pytest.raises(qos.SchemaError, match="cannot be carried over"):
+        route_module.route_command(route, 5)
