@@ -22,14 +22,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from controller.errors import (
-    SouthboundProtocolError,
-    SouthboundRejected,
-    SouthboundUnreachable,
-)
+from controller.errors import SouthboundError, SouthboundRejected, SouthboundUnreachable
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
 
 log = logging.getLogger(__name__)
@@ -221,6 +217,8 @@ class _Run:
     ops_written: int = 0
     set_requests: int = 0
     batches_done: int = 0
+    phase: str = "write"
+    chunk: tuple[Op, ...] = ()
 
     def result(
         self,
@@ -241,44 +239,72 @@ class _Run:
         )
 
 
+def settle_shared_deletes(ops: Sequence[Op], current: SwitchConfig) -> tuple[Op, ...]:
+    """Shared-table deletes that would leave an entry with no field at all become deletes of
+    the entry. CONFIG_DB cannot hold an entry without fields the way Redis forgets an empty
+    hash: SONiC keeps it as a ``NULL`` placeholder that YANG then refuses when the table has
+    a mandatory field (``BUFFER_QUEUE.profile``). Removing every field and removing the entry
+    mean the same (Op semantics in ``controller/sonic/model.py``), and an entry that holds an
+    operator's field as well keeps getting field deletes."""
+    settled: list[Op] = []
+    for op in ops:
+        have = current.get(op.entry_key)
+        if op.kind == "delete" and not op.whole_entry and have and set(have) <= set(op.old_fields):
+            op = replace(op, whole_entry=True)
+        settled.append(op)
+    return tuple(settled)
+
+
+def _has_shared_deletes(ops: Iterable[Op]) -> bool:
+    return any(op.kind == "delete" and not op.whole_entry for op in ops)
+
+
+def _settle(session: ConfigSession, run: _Run, ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """Read the entries of shared-table deletes right before writing (the plan may be
+    minutes old) and settle them; a plan without such deletes costs no extra Get."""
+    if not _has_shared_deletes(ops):
+        return ops
+    run.phase = "reading entries to delete"
+    tables = {op.table for op in ops if op.kind == "delete" and not op.whole_entry}
+    return settle_shared_deletes(ops, session.get_tables(tables))
+
+
 def _write(
     session: ConfigSession, run: _Run, chunks: list[tuple[Op, ...]], progress: Progress
-) -> ApplyResult | None:
-    """Send the batches in order; the result if one of them fails, else None."""
+) -> None:
+    """Send the batches in order; a refusal stops at the refused batch (``run.chunk``)."""
+    run.phase = "write"
     for done, chunk in enumerate(chunks, start=1):
-        try:
-            run.set_requests += 1
-            session.set(chunk)
-        except SouthboundRejected as error:
-            reason = f"{error.code}: {error.message}"
-            return run.result("failed", reason, blame_op(chunk, error.message))
-        except SouthboundUnreachable as error:
-            return run.result("unreachable", error.detail)
-        except SouthboundProtocolError as error:
-            return run.result("failed", error.detail)
+        run.chunk = chunk
+        run.set_requests += 1
+        session.set(chunk)
         run.ops_written += len(chunk)
         run.batches_done = done
         progress(ProgressEvent(run.switch, "batch_written", done, len(chunks)))
-    return None
 
 
 def _verify(
     session: ConfigSession, run: _Run, ops: Sequence[Op], volatile: Volatile
 ) -> ApplyResult:
-    try:
-        readback = session.get_tables({op.table for op in ops})
-    except SouthboundUnreachable as error:
-        return run.result("unreachable", f"read-back: {error.detail}")
-    except SouthboundRejected as error:
-        return run.result("failed", f"read-back refused: {error.code}: {error.message}")
-    except SouthboundProtocolError as error:
-        return run.result("failed", f"read-back: {error.detail}")
+    run.phase = "read-back"
+    readback = session.get_tables({op.table for op in ops})
     differences = compare_readback(ops, readback, volatile)
     if differences:
         shown = "; ".join(str(d) for d in differences[:3])
         more = f" (and {len(differences) - 3} more)" if len(differences) > 3 else ""
         return run.result("mismatch", f"read-back differs: {shown}{more}", None, differences)
     return run.result("applied_verified")
+
+
+def _failure(run: _Run, error: SouthboundError) -> ApplyResult:
+    """The result for a southbound error in the phase ``run`` was in."""
+    context = "" if run.phase == "write" else f"{run.phase}: "
+    if isinstance(error, SouthboundUnreachable):
+        return run.result("unreachable", context + error.detail)
+    if isinstance(error, SouthboundRejected):
+        blamed = blame_op(run.chunk, error.message) if run.phase == "write" else None
+        return run.result("failed", f"{context}{error.code}: {error.message}", blamed)
+    return run.result("failed", context + error.detail)
 
 
 def apply_plan_to_switch(
@@ -291,14 +317,19 @@ def apply_plan_to_switch(
 ) -> ApplyResult:
     """Write ``plan`` in batches of ``batch_size`` ops (one SetRequest each, in plan order),
     then read back the tables written and compare. An empty plan sends nothing."""
-    chunks = batches(plan.ops, batch_size)
     run = _Run(plan.switch, len(plan.ops))
-    result = _write(session, run, chunks, progress)
-    if result is None and plan.ops:
-        progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
-        result = _verify(session, run, plan.ops, volatile)
-    elif result is None:
-        result = run.result("applied_verified")
+    chunks = batches(plan.ops, batch_size)
+    try:
+        ops = _settle(session, run, plan.ops)
+        chunks = batches(ops, batch_size)
+        _write(session, run, chunks, progress)
+        if ops:
+            progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
+            result = _verify(session, run, ops, volatile)
+        else:
+            result = run.result("applied_verified")
+    except SouthboundError as error:
+        result = _failure(run, error)
     progress(ProgressEvent(plan.switch, "finished", run.batches_done, len(chunks), result))
     return result
 

@@ -320,7 +320,10 @@ def _config_from_reply(reply: Any) -> SwitchConfig:
 @dataclass(frozen=True)
 class ChannelOptions:
     """Reconnect quickly after a switch restarts (gRPC's default first backoff is 1 s and
-    grows to 120 s), and keep idle channels alive across reconcile intervals."""
+    grows to 120 s), and keep idle channels alive across reconcile intervals. Each channel
+    keeps its own connections (a local subchannel pool): gRPC otherwise shares them process
+    wide by address, so a pool opened after a switch restarted could inherit a connection
+    still backing off from the old one."""
 
     initial_reconnect_backoff_ms: int = 100
     max_reconnect_backoff_ms: int = 2000
@@ -332,6 +335,7 @@ class ChannelOptions:
             ("grpc.min_reconnect_backoff_ms", self.initial_reconnect_backoff_ms),
             ("grpc.max_reconnect_backoff_ms", self.max_reconnect_backoff_ms),
             ("grpc.keepalive_time_ms", self.keepalive_time_ms),
+            ("grpc.use_local_subchannel_pool", 1),
         ]
 
 

@@ -16,6 +16,7 @@ from controller.reconcile.apply import (
     batches,
     blame_op,
     compare_readback,
+    settle_shared_deletes,
 )
 from controller.sonic.model import Op
 
@@ -147,3 +148,22 @@ def test_result_is_json_ready() -> None:
         {"table": "SCHEDULER", "key": "S", "field": "weight", "expected": "50", "actual": "5"}
     ]
     assert (data["ops_total"], data["ops_written"], data["set_requests"]) == (3, 1, 2)
+
+
+def test_shared_delete_of_every_field_becomes_an_entry_delete() -> None:
+    # BUFFER_QUEUE|Ethernet0|2 holds only sluice's profile: removing the field would leave an
+    # empty entry SONiC refuses (profile is mandatory), so the entry goes.
+    only_ours = Op("delete", "BUFFER_QUEUE", "Ethernet0|2", {}, {"profile": "SLUICE_BUF"}, False)
+    # PORT_QOS_MAP|Ethernet4 also has the operator's pfc_enable: field deletes stay.
+    shared = SHARED_GONE
+    current = {
+        ("BUFFER_QUEUE", "Ethernet0|2"): {"profile": "SLUICE_BUF"},
+        ("PORT_QOS_MAP", "Ethernet4"): {"dscp_to_tc_map": "SLUICE", "pfc_enable": "3,4"},
+    }
+    settled = settle_shared_deletes([SCHED, only_ours, shared], current)
+    assert settled[0] is SCHED
+    assert settled[1].whole_entry
+    assert (settled[1].kind, settled[1].entry_key) == ("delete", ("BUFFER_QUEUE", "Ethernet0|2"))
+    assert settled[2] is shared
+    # An entry already gone keeps its (harmless) field deletes.
+    assert settle_shared_deletes([only_ours], {}) == (only_ours,)

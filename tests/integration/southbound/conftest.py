@@ -1,0 +1,161 @@
+"""Virtual switches for the southbound tests: one real redis-server and one real gNMI server
+(vsonic, real gRPC) per switch of the example intent, on 127.0.0.1, stopped after.
+
+The Redis servers live for the session (starting one takes a moment); each test flushes and
+re-seeds them and starts fresh gNMI servers, so tests do not see each other's writes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from controller.policy.loader import load_intent_file
+from controller.policy.models import GnmiEndpoint, Intent
+from controller.policy.models import Switch as IntentSwitch
+from controller.sonic.compile import compile_switch
+from controller.sonic.model import SwitchConfig
+from controller.southbound.credentials import resolve_secret
+from controller.southbound.gnmi import GnmiTarget, target_for_switch
+from vsonic.db import RedisStore
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.redis_process import RedisProcess, free_port
+from vsonic.seed import PortSeed, SwitchSeed, seed_store
+from vsonic.switch import Switch, Targets
+
+EXAMPLE_INTENT = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+SWITCH_COUNT = 4  # leaf1, leaf2, spine1, spine2 in examples/intent.yaml
+USERNAME = "admin"
+
+
+class SetCounter:
+    """How many SetRequests a switch's gNMI server received (accepted or not)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+class CountingGnmiService(GnmiService):
+    """vsonic's real gNMI service, counting the Set RPCs it serves."""
+
+    def __init__(self, *args: Any, counter: SetCounter, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._counter = counter
+
+    def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._counter.add()
+        return super().Set(request, context)
+
+
+@dataclass
+class VirtualSwitch:
+    """One virtual switch: its Redis (CONFIG_DB readable directly) and its gNMI server."""
+
+    name: str
+    store: RedisStore
+    credentials: Credentials
+    sets: SetCounter = field(default_factory=SetCounter)
+    port: int = 0
+    server: RunningServer | None = None
+
+    def start(self) -> None:
+        """Serve on a free port the first time, on the same port after a stop."""
+        service = CountingGnmiService(
+            Targets([Switch(self.name, self.store)], fleet=False),
+            Clock(),
+            self.credentials,
+            counter=self.sets,
+        )
+        self.server = start_server(f"127.0.0.1:{self.port}", service)
+        self.port = self.server.port
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop(grace_s=0.2)
+            self.server = None
+
+    def config_db(self) -> dict[str, dict[str, str]]:
+        """CONFIG_DB straight from Redis (``TABLE|key`` -> fields), not through gNMI."""
+        client = self.store.client(4)
+        return {key: client.hgetall(key) for key in client.scan_iter("*")}
+
+
+@dataclass
+class Fabric:
+    """The example intent, re-pointed at the virtual switches, and everything to reach them."""
+
+    intent: Intent
+    switches: dict[str, VirtualSwitch]
+    password: str = field(repr=False)
+
+    def desired(self) -> dict[str, SwitchConfig]:
+        return {s.name: compile_switch(self.intent, s) for s in self.intent.switches}
+
+    def targets(self) -> dict[str, GnmiTarget]:
+        environ = {"SLUICE_GNMI_PASSWORD": self.password}
+
+        def resolve(ref: str) -> SecretStr:
+            return resolve_secret(ref, environ=environ)
+
+        return {
+            s.name: target_for_switch(s, resolve, username=USERNAME) for s in self.intent.switches
+        }
+
+
+@pytest.fixture(scope="session")
+def redis_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisProcess]]:
+    servers: list[RedisProcess] = []
+    try:
+        for i in range(SWITCH_COUNT):
+            directory = Path(tmp_path_factory.mktemp(f"southbound-redis{i}"))
+            server = RedisProcess(port=free_port(), directory=directory)
+            server.start()
+            servers.append(server)
+        yield servers
+    finally:
+        # Each stop takes a few seconds (redis-server's SHUTDOWN): stop them side by side.
+        with ThreadPoolExecutor(max_workers=SWITCH_COUNT) as pool:
+            list(pool.map(RedisProcess.stop, servers))
+
+
+def _seed(switch: IntentSwitch) -> SwitchSeed:
+    ports = tuple(PortSeed(p.name, p.speed_gbps) for p in switch.ports)
+    return SwitchSeed(hostname=switch.name, ports=ports)
+
+
+@pytest.fixture
+def fabric(redis_servers: list[RedisProcess]) -> Iterator[Fabric]:
+    """The four switches of examples/intent.yaml, freshly booted and serving gNMI."""
+    intent = load_intent_file(EXAMPLE_INTENT)
+    password = secrets.token_hex(12)
+    credentials = Credentials(username=USERNAME, password=password)
+    switches: dict[str, VirtualSwitch] = {}
+    repointed: list[IntentSwitch] = []
+    try:
+        for switch, redis_server in zip(intent.switches, redis_servers, strict=True):
+            store = RedisStore.connect(redis_server.host, redis_server.port)
+            store.client(0).flushall()
+            seed_store(store, _seed(switch))
+            vswitch = VirtualSwitch(switch.name, store, credentials)
+            switches[switch.name] = vswitch
+            vswitch.start()
+            endpoint = GnmiEndpoint(address="127.0.0.1", port=vswitch.port)
+            repointed.append(switch.model_copy(update={"gnmi": endpoint}))
+        yield Fabric(intent.model_copy(update={"switches": tuple(repointed)}), switches, password)
+    finally:
+        for vswitch in switches.values():
+            vswitch.stop()
+            vswitch.store.close()
