@@ -15,7 +15,8 @@ stands, so a plan does not fight the agent.
 
 Order: writes (add, change) in table write order, which the schemas' references determine
 (``controller/sonic/order.py``), then deletes in the reverse order, so nothing ever names an
-entry that does not exist. Within a table, ops are sorted by key.
+entry that does not exist. Within a table, writes keep the desired order and deletes are
+sorted by key.
 """
 
 from __future__ import annotations
@@ -125,10 +126,12 @@ def plan_switch(
 
 
 def _ordered(writes: dict[str, list[Op]], deletes: dict[str, list[Op]]) -> tuple[Op, ...]:
-    """Writes in table write order, then deletes in reverse; by key within a table."""
+    """Writes in table write order, then deletes in reverse. Within a table, writes keep the
+    desired state's order (the compiler's port order: Ethernet0, Ethernet4, ... Ethernet100)
+    and deletes, which come from whatever order the switch was read in, are sorted by key."""
     ops: list[Op] = []
     for table in _WRITE_SEQUENCE:
-        ops += sorted(writes.get(table, ()), key=_by_key)
+        ops += writes.get(table, ())
     for table in reversed(_WRITE_SEQUENCE):
         ops += sorted(deletes.get(table, ()), key=_by_key)
     return tuple(ops)
