@@ -27,7 +27,8 @@ def find_pg_bin() -> Path:
         if (Path(candidate) / "initdb").exists():
             return Path(candidate)
     raise LocalPostgresError(
-        "PostgreSQL server binaries not found; run scripts/bootstrap.sh (apt-get install postgresql)"
+        "PostgreSQL server binaries not found; run scripts/bootstrap.sh "
+        "(it installs Debian's postgresql)"
     )
 
 
@@ -80,8 +81,19 @@ class LocalPostgres:
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
         done = self._run(
-            [str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file),
-             "-o", options, "-w", "-t", "60", "start"]
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(self.log_file),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ]
         )
         if done.returncode != 0:
             raise LocalPostgresError(f"pg_ctl start failed: {done.stderr.strip()} {done.stdout}")
@@ -100,7 +112,9 @@ class LocalPostgres:
     def stop(self) -> None:
         bin_dir = find_pg_bin()
         if (self.data_dir / "postmaster.pid").exists():
-            self._run([str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"])
+            self._run(
+                [str(bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"]
+            )
 
 
 def _quote(arg: str) -> str:
