@@ -108,10 +108,14 @@ def fleet_qos(intent: Intent) -> FleetQos:
     dscp_to_tc = _dscp_to_tc(intent.service_classes)
     tc_to_queue = {str(q.queue): str(q.queue) for q in queues}
     algorithm = _dynamic_algorithm(intent.service_classes)
+    # Only what reaches the switch: QJUMP and PIAS host settings do not, so changing them
+    # must not bump the version; thresholds and buffers are in the port profiles' digests.
+    fabric = intent.fabric
     digest = _digest(
         [
-            intent.fabric.model_dump(mode="json"),
-            [[q.queue, q.class_name, q.scheduling, q.weight, q.ecn.value] for q in queues],
+            fabric.agent.model_dump(mode="json"),
+            [fabric.base_rtt_us, fabric.ecn_lambda],
+            [[q.queue, q.scheduling, q.weight, q.ecn.value] for q in queues],
             dscp_to_tc,
         ]
     )

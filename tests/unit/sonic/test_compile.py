@@ -7,7 +7,7 @@ import re
 import pytest
 
 from controller.errors import CompiledConfigInvalid
-from controller.policy.models import EcnMode
+from controller.policy.models import EcnMode, Qjump
 from controller.sonic.compile import check_references, compile_fleet, compile_switch, split_by_table
 from controller.sonic.model import SwitchConfig
 from controller.sonic.tables import SCHEMAS
@@ -197,7 +197,9 @@ def test_version_follows_the_config() -> None:
         config = compile_fleet(intent)["leaf1"]  # type: ignore[arg-type]
         return config[("SLUICE_AGENT", "global")]["version"]
 
-    assert version(one) == version(same)
+    # QJUMP is enforced on hosts; nothing on the switch changes, so neither does the version.
+    qjump = t.intent(t.VOICE, t.BULK, fabric=t.FABRIC.model_copy(update={"qjump": Qjump(hosts=8)}))
+    assert version(one) == version(same) == version(qjump)
     assert version(one) != version(slower)
 
 
