@@ -38,7 +38,18 @@ class PlaybookRun:
     returncode: int
     stdout: str
     stderr: str
-    recap: dict[str, Recap]
+    recap: dict[str, Recap]  # from the screen's PLAY RECAP
+    events: list[dict[str, Any]]  # from the sluice_events callback
+
+    def tasks(self, host: str, status: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.events
+            if e["event"] == "task" and e["host"] == host and e["status"] == status
+        ]
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return next(e["hosts"] for e in self.events if e["event"] == "stats")
 
 
 def parse_recap(stdout: str) -> dict[str, Recap]:
@@ -73,13 +84,25 @@ def run_site(
         argv.append("--check")
     if tags:
         argv += ["--tags", tags]
+    events = fabric.workdir / "events.jsonl"
+    events.unlink(missing_ok=True)
     env = dict(
-        os.environ, ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"), ANSIBLE_NOCOLOR="1"
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        SLUICE_EVENTS_FILE=str(events),
     )
     result = subprocess.run(
         fabric.control_exec(argv), capture_output=True, text=True, env=env, timeout=240, check=False
     )
-    return PlaybookRun(result.returncode, result.stdout, result.stderr, parse_recap(result.stdout))
+    lines = events.read_text().splitlines() if events.exists() else []
+    return PlaybookRun(
+        result.returncode,
+        result.stdout,
+        result.stderr,
+        parse_recap(result.stdout),
+        [json.loads(line) for line in lines],
+    )
 
 
 def in_namespace(fabric: Fabric, host: str, argv: list[str]) -> str:

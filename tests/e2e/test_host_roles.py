@@ -130,6 +130,13 @@ def test_check_mode_reports_would_be_changes_and_changes_nothing(runs: dict[str,
     # The diff shows what would be made: the level 3 class and the DSCP table.
     assert "+class 1:13 parent 1:1 rate 20Mbit" in check.stdout
     assert "+table inet sluice_dscp" in check.stdout
+    # The same would-be change, as the controller records it from the events callback.
+    (qjump,) = [e for e in check.tasks("h1", "changed") if e["role"] == "qjump"]
+    assert "class 1:13 parent 1:1 rate 20Mbit" in qjump["diff"]["after"]
+    assert "class 1:13" not in qjump["diff"]["before"]
+    assert {h: s["changed"] for h, s in check.stats().items()} == {
+        h: r.changed for h, r in check.recap.items()
+    }
     assert runs["after_check"] == runs["before"]
     assert all(s["qdisc"] != "htb" and s["nft"] == [] for s in runs["before"].values())
 
