@@ -27,6 +27,7 @@ from typing import Literal, Protocol
 
 from controller.errors import SouthboundError, SouthboundRejected, SouthboundUnreachable
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
+from controller.sonic.tables import SCHEMAS
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,14 @@ def _no_progress(event: ProgressEvent) -> None:
 
 def _nothing_volatile(entry: EntryKey) -> frozenset[str]:
     return frozenset()
+
+
+def agent_fields(entry: EntryKey) -> frozenset[str]:
+    """The ``Volatile`` of a fabric whose on-switch agents run: the fields the agent rewrites
+    (the thresholds of ``SLUICE_Q_*`` WRED profiles, per the table schemas). Pass it as
+    ``volatile`` so a threshold the agent moved between Set and Get is not a mismatch."""
+    schema = SCHEMAS.get(entry[0])
+    return schema.agent_owned(entry[1]) if schema is not None else frozenset()
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from controller.reconcile.apply import (
     PRESENT,
     ApplyResult,
     Difference,
+    agent_fields,
     batches,
     blame_op,
     compare_readback,
@@ -167,3 +168,14 @@ def test_shared_delete_of_every_field_becomes_an_entry_delete() -> None:
     assert settled[2] is shared
     # An entry already gone keeps its (harmless) field deletes.
     assert settle_shared_deletes([only_ours], {}) == (only_ours,)
+
+
+def test_agent_fields_follow_the_wred_schema() -> None:
+    # Per-queue profiles (SLUICE_Q_<port>_<q>) are the agent's to move; shared profiles and
+    # other tables are not.
+    moving = agent_fields(("WRED_PROFILE", "SLUICE_Q_Ethernet0_3"))
+    assert "green_max_threshold" in moving
+    assert "ecn" not in moving
+    assert agent_fields(("WRED_PROFILE", "SLUICE_WRED_25G_19c0aa7b")) == frozenset()
+    assert agent_fields(("SCHEDULER", "SLUICE_SCHED_3")) == frozenset()
+    assert agent_fields(("NOT_A_SLUICE_TABLE", "x")) == frozenset()
