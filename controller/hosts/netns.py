@@ -19,6 +19,7 @@ The layout is planned by the pure ``plan_layout``; everything else is I/O at thi
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ipaddress
 import json
@@ -32,6 +33,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 SSHD = "/usr/sbin/sshd"
 SSH_PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it
@@ -252,6 +256,19 @@ class Fabric:
                 raise NetnsError(f"sshd on {name} not reachable: {result.stderr.strip()}")
             time.sleep(0.1)
 
+    def write_inventory(
+        self, path: Path | None = None, host_vars: dict[str, dict[str, Any]] | None = None
+    ) -> Path:
+        """The inventory as YAML (``workdir/inventory.yml`` by default), with per-host vars."""
+        inventory = self.inventory()
+        hosts: dict[str, dict[str, Any]] = inventory["all"]["hosts"]  # type: ignore[index]
+        for name, values in (host_vars or {}).items():
+            self.host(name)  # refuse vars for a host the fabric does not have
+            hosts[name].update(values)
+        target = path or self.workdir / "inventory.yml"
+        target.write_text(yaml.safe_dump(inventory, sort_keys=False))
+        return target
+
     def down(self) -> None:
         down(self)
 
@@ -346,3 +363,35 @@ def down(fabric: Fabric) -> None:
             _kill_and_wait(_netns_pids(netns))
             _run(["ip", "netns", "del", netns])
     shutil.rmtree(fabric.workdir, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m controller.hosts.netns up 3 [--names a,b,c]`` prints the fabric as JSON
+    (its workdir and inventory path); ``... down WORKDIR`` tears it down. For the demo and
+    the bench, which bring hosts up in one process and down in another."""
+    parser = argparse.ArgumentParser(prog="python -m controller.hosts.netns")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up", help="bring up N namespaced hosts with sshd")
+    p_up.add_argument("n", type=int)
+    p_up.add_argument("--names", help="comma-separated host names (default h1..hN)")
+    p_up.add_argument("--subnet", default=DEFAULT_SUBNET)
+    p_up.add_argument("--workdir", type=Path)
+    p_down = sub.add_parser("down", help="tear down the fabric recorded in WORKDIR")
+    p_down.add_argument("workdir", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "down":
+        load(args.workdir).down()
+        return
+    names = args.names.split(",") if args.names else None
+    fabric = up(args.n, names=names, subnet=args.subnet, workdir=args.workdir)
+    report = {
+        "workdir": str(fabric.workdir),
+        "inventory": str(fabric.write_inventory()),
+        "control_netns": fabric.layout.control_netns,
+        "hosts": [asdict(h) for h in fabric.hosts],
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

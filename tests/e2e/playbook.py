@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from controller.hosts.netns import Fabric
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,12 +71,7 @@ def run_site(
     check: bool = False,
     tags: str | None = None,
 ) -> PlaybookRun:
-    inventory = fabric.inventory()
-    hosts = inventory["all"]["hosts"]  # type: ignore[index]
-    for name, values in host_vars.items():
-        hosts[name].update(values)
-    path = fabric.workdir / "inventory.yml"
-    path.write_text(yaml.safe_dump(inventory))
+    path = fabric.write_inventory(host_vars=host_vars)
     argv = [str(ANSIBLE_PLAYBOOK), "-i", str(path), str(SITE), "--diff"]
     if check:
         argv.append("--check")

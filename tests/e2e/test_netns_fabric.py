@@ -3,10 +3,13 @@ pinned host keys, a stopped sshd makes exactly that host unreachable, teardown l
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controller.hosts import netns
 
@@ -70,3 +73,25 @@ def test_down_removes_namespaces_processes_and_keys() -> None:
 def _running(pid: int) -> bool:
     status = Path(f"/proc/{pid}/status").read_text()
     return "zombie" not in status
+
+
+def test_command_line_brings_a_fabric_up_and_another_process_tears_it_down() -> None:
+    command = [sys.executable, "-m", "controller.hosts.netns"]
+    up = subprocess.run([*command, "up", "2", "--names", "web,db"], capture_output=True, text=True)
+    assert up.returncode == 0, up.stderr
+    report = json.loads(up.stdout)
+    workdir = Path(report["workdir"])
+    try:
+        inventory = yaml.safe_load(Path(report["inventory"]).read_text())
+        hosts = inventory["all"]["hosts"]
+        assert hosts == {
+            "web": {"ansible_host": "10.211.0.1"},
+            "db": {"ansible_host": "10.211.0.2"},
+        }
+        assert inventory["all"]["vars"]["ansible_python_interpreter"] == "/usr/bin/python3"
+        assert netns.load(workdir).ssh("db", "true").returncode == 0
+    finally:
+        down = subprocess.run([*command, "down", str(workdir)], capture_output=True, text=True)
+    assert down.returncode == 0, down.stderr
+    assert {h["netns"] for h in report["hosts"]}.isdisjoint(_namespaces())
+    assert not workdir.exists()
