@@ -277,15 +277,39 @@ def _table_items(ruleset: list[dict[str, Any]], table: str) -> list[dict[str, An
     return items
 
 
-def test_hand_edit_inside_sluice_table_is_put_back(
+def test_hand_edits_are_put_back_on_those_hosts_only(
     runs: dict[str, Any], fabric: netns.Fabric
 ) -> None:
     _ok(runs["again"])
-    before = _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp")
-    edit = fabric.ssh("h2", "nft add rule inet sluice_dscp output meta l4proto tcp ip dscp set 1")
-    assert edit.returncode == 0, edit.stderr
-    assert _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp") != before
-    run = run_site(fabric, ALL_VARS, tags="dscp")
+    table_before = _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp")
+    classes_before = {h: htb_classes(fabric, h) for h in ("h1", "h3")}
+    edits = {
+        # a rule slipped into sluice's table
+        "h2": "nft add rule inet sluice_dscp output meta l4proto tcp ip dscp set 1",
+        # a foreign class under sluice's HTB root
+        "h1": "tc class add dev eth0 parent 1:1 classid 1:99 htb rate 1mbit",
+        # another qdisc put at the root in place of sluice's tree
+        "h3": "tc qdisc replace dev eth0 root handle 2: tbf rate 1mbit burst 10k latency 10ms",
+    }
+    for host, command in edits.items():
+        edit = fabric.ssh(host, command)
+        assert edit.returncode == 0, edit.stderr
+    assert _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp") != table_before
+    run = run_site(fabric, ALL_VARS, tags="qjump,dscp")
     _ok(run)
-    assert (run.recap["h1"].changed, run.recap["h2"].changed, run.recap["h3"].changed) == (0, 1, 0)
-    assert _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp") == before
+    assert {h: r.changed for h, r in run.recap.items()} == {"h1": 1, "h2": 1, "h3": 1}
+    assert {e["role"] for e in run.tasks("h2", "changed")} == {"dscp"}
+    assert {e["role"] for e in run.tasks("h1", "changed")} == {"qjump"}
+    assert _table_items(nft_ruleset(fabric, "h2"), "sluice_dscp") == table_before
+    for host in ("h1", "h3"):
+        after = htb_classes(fabric, host)
+        assert set(after) == {"1:1", "1:10", "1:13", "1:17"}
+        assert _same_shape(after, classes_before[host])
+
+
+def _same_shape(after: dict[str, dict[str, str]], before: dict[str, dict[str, str]]) -> bool:
+    """Rebuilt classes have fresh counters; compare what sluice sets."""
+    keys = ("parent", "prio", "rate", "ceil", "burst")
+    return all(
+        {k: after[c].get(k) for k in keys} == {k: before[c].get(k) for k in keys} for c in after
+    )
