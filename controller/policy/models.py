@@ -158,6 +158,24 @@ class Agent(Frozen):
     stale_after_ms: int = Field(default=1000, ge=1, le=600_000)
 
 
+class ReconcileMode(StrEnum):
+    """What the reconciliation loop does about drift (docs/intent.md)."""
+
+    CORRECT = "correct"  # write the desired values back, then verify by read-back
+    ALERT = "alert"  # record the drift only; an operator decides
+
+
+class Reconcile(Frozen):
+    """The reconciliation loop's policy: how often it reads every switch and what it does
+    about what it finds. Jitter spreads the passes of many controllers and switches."""
+
+    mode: ReconcileMode = ReconcileMode.CORRECT
+    interval_s: float = Field(default=60.0, ge=1.0, le=86_400.0)
+    jitter_pct: float = Field(
+        default=10.0, ge=0.0, le=50.0, description="each wait is interval_s +/- this percent"
+    )
+
+
 class Fabric(Frozen):
     base_rtt_us: float = Field(gt=0, le=100_000)
     ecn_lambda: float = Field(default=1.0, gt=0, le=10)
@@ -173,6 +191,7 @@ class Fabric(Frozen):
     )
     qjump: Qjump | None = None
     agent: Agent = Field(default_factory=Agent)
+    reconcile: Reconcile = Field(default_factory=Reconcile)
 
 
 class Intent(Frozen):

@@ -161,3 +161,143 @@ class ApiToken(Base):
     def __repr__(self) -> str:
         # The hash is left out too: it is a credential verifier, not something to log.
         return f"ApiToken(id={self.id}, name={self.name!r}, role={self.role!r})"
+
+
+# --- rollouts and reconciliation (revision 0003) --------------------------------------------
+
+ROLLOUT_STATES = (
+    "pending",
+    "running",
+    "paused",
+    "halted",
+    "completed",
+    "rolling_back",
+    "rolled_back",
+)
+RESULT_STATUSES = ("pending", "applied_verified", "failed", "unreachable", "mismatch", "skipped")
+RESULT_PHASES = ("rollout", "rollback")
+DRIFT_ACTIONS = ("corrected", "alerted")
+RECONCILE_STATUSES = ("converged", "corrected", "alerted", "failed", "unreachable")
+UQ_ROLLOUT_RESULT = "uq_rollout_results_rollout_id_phase_switch_name"
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Rollout(Base):
+    """A staged rollout of one intent version: canary switches, then batches; its state is
+    the whole truth a runner needs to resume after a restart."""
+
+    __tablename__ = "rollouts"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", ROLLOUT_STATES), name="state_known"),
+        CheckConstraint("batch_size > 0", name="batch_size_positive"),
+        CheckConstraint("failure_budget >= 0", name="failure_budget_not_negative"),
+        Index("ix_rollouts_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    from_version: Mapped[int] = mapped_column(Integer)
+    to_version: Mapped[int] = mapped_column(
+        Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
+    )
+    canary: Mapped[list[str]] = mapped_column(JSONB)
+    batch_size: Mapped[int] = mapped_column(Integer)
+    failure_budget: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"Rollout(id={self.id}, to_version={self.to_version}, state={self.state!r})"
+
+
+class RolloutResult(Base):
+    """One switch of a rollout (phase ``rollout``) or of its rollback (phase ``rollback``)."""
+
+    __tablename__ = "rollout_results"
+    __table_args__ = (
+        UniqueConstraint("rollout_id", "phase", "switch_name", name=UQ_ROLLOUT_RESULT),
+        CheckConstraint(_one_of("status", RESULT_STATUSES), name="status_known"),
+        CheckConstraint(_one_of("phase", RESULT_PHASES), name="phase_known"),
+        Index("ix_rollout_results_switch_name_finished_at", "switch_name", "finished_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    rollout_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("rollouts.id", ondelete="CASCADE")
+    )
+    phase: Mapped[str] = mapped_column(String(16))
+    switch_name: Mapped[str] = mapped_column(String(63))
+    batch: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer)
+    detail: Mapped[Json | None] = mapped_column(JSONB)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"RolloutResult(rollout_id={self.rollout_id}, switch_name={self.switch_name!r}, "
+            f"phase={self.phase!r}, status={self.status!r})"
+        )
+
+
+class ReconcileRun(Base):
+    """One reconcile of one switch: when, against which version, what it found and did."""
+
+    __tablename__ = "reconcile_runs"
+    __table_args__ = (
+        CheckConstraint(_one_of("status", RECONCILE_STATUSES), name="status_known"),
+        Index("ix_reconcile_runs_switch_name_started_at", "switch_name", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    switch_name: Mapped[str] = mapped_column(String(63))
+    version: Mapped[int] = mapped_column(Integer)
+    mode: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    drift_count: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"ReconcileRun(switch_name={self.switch_name!r}, status={self.status!r})"
+
+
+class DriftEvent(Base):
+    """One value a switch held that the desired state did not ask for (or lacked one it did).
+    ``field`` None: the entry itself; ``expected``/``observed`` None: absent."""
+
+    __tablename__ = "drift_events"
+    __table_args__ = (
+        CheckConstraint(_one_of("action", DRIFT_ACTIONS), name="action_known"),
+        Index("ix_drift_events_switch_name_detected_at", "switch_name", "detected_at"),
+        Index("ix_drift_events_detected_at", "detected_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("reconcile_runs.id", ondelete="CASCADE")
+    )
+    switch_name: Mapped[str] = mapped_column(String(63))
+    table_name: Mapped[str] = mapped_column(String(64))
+    entry_key: Mapped[str] = mapped_column(String(256))
+    field: Mapped[str | None] = mapped_column(String(64))
+    expected: Mapped[str | None] = mapped_column(Text)
+    observed: Mapped[str | None] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(16))
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"DriftEvent(switch_name={self.switch_name!r}, "
+            f"entry={self.table_name}|{self.entry_key}, field={self.field!r})"
+        )

@@ -9,7 +9,14 @@ from sqlalchemy import create_engine, inspect, pool
 from controller.store.migrate import current_revision, downgrade, revisions, upgrade
 from controller.store.models import Base
 
-SCHEMA_TABLES = {"intent_versions", "desired_states", "running_states", "audit_log", "api_tokens"}
+TABLES_0001 = {"intent_versions", "desired_states", "running_states", "audit_log", "api_tokens"}
+SCHEMA_TABLES = TABLES_0001 | {
+    # 0003: rollouts and reconciliation
+    "rollouts",
+    "rollout_results",
+    "reconcile_runs",
+    "drift_events",
+}
 
 
 def _tables(url: str) -> set[str]:
@@ -36,7 +43,7 @@ def test_walk_up_and_down_every_revision(empty_db_url: str) -> None:
     assert _tables(empty_db_url) == set()
     upgrade(empty_db_url, "0001")
     assert current_revision(empty_db_url) == "0001"
-    assert _tables(empty_db_url) == SCHEMA_TABLES
+    assert _tables(empty_db_url) == TABLES_0001
     assert "ix_audit_log_at" not in _index_names(empty_db_url, "audit_log")
 
     upgrade(empty_db_url, "0002")
