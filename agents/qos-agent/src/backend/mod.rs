@@ -1,0 +1,137 @@
+//! The boundary between the control loop and the switch: where orders and counters come from
+//! and where thresholds and state go.
+//!
+//! The loop only sees the [`Backend`] trait, so the same loop runs against SONiC's Redis
+//! ([`redis::RedisBackend`]), against an in-process table store for unit tests
+//! ([`memory::FakeMemoryBackend`]), against the virtual ASIC in-process (a later backend), and,
+//! with the `sai` feature, with a vendor SAI library doing the counter reads and WRED writes.
+//!
+//! Backends are deliberately dumb: they move strings and numbers. Parsing orders and counters,
+//! choosing thresholds and ordering the WRED field writes all happen in the loop's pure core.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+
+use crate::state::StateReport;
+use crate::wred::{FieldSet, WredThresholds};
+
+pub mod memory;
+pub mod redis;
+#[cfg(feature = "sai")]
+pub mod sai;
+
+/// One managed queue: a port name (`Ethernet0`) and a queue index 0..7.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueId {
+    /// Port name as CONFIG_DB and COUNTERS_QUEUE_NAME_MAP spell it.
+    pub port: String,
+    /// Queue index 0..7.
+    pub queue: u8,
+}
+
+impl QueueId {
+    /// A queue id.
+    pub fn new(port: impl Into<String>, queue: u8) -> Self {
+        Self { port: port.into(), queue }
+    }
+}
+
+impl fmt::Display for QueueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}|{}", self.port, self.queue)
+    }
+}
+
+/// A hash as Redis returns it: field name to string value.
+pub type Fields = HashMap<String, String>;
+
+/// The orders exactly as stored: `SLUICE_AGENT|global` and every `SLUICE_AGENT_QUEUE` entry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawOrders {
+    /// `SLUICE_AGENT|global`, or `None` when the entry does not exist.
+    pub global: Option<Fields>,
+    /// `(<port>|<q>, fields)` for every `SLUICE_AGENT_QUEUE` entry, key without the table name.
+    pub queues: Vec<(String, Fields)>,
+}
+
+/// One queue's counters as read, or why there were none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CounterRead {
+    /// The `COUNTERS:<oid>` hash (SAI stat name to decimal string).
+    Fields(Fields),
+    /// The queue has no entry in `COUNTERS_QUEUE_NAME_MAP`, or its counter hash is empty.
+    Missing,
+}
+
+/// What became of a threshold write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Every field set was applied, in order.
+    Applied,
+    /// The WRED profile does not exist; nothing was written (the agent never creates a
+    /// profile: a half-made one would be taken by orchagent as a new, incomplete profile).
+    ProfileMissing,
+}
+
+/// A failure talking to the switch. Any of these ends the iteration; the loop treats the
+/// backend as lost, falls back and reconnects.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// No connection: refused, dropped, or not yet made.
+    #[error("backend unavailable: {0}")]
+    Unavailable(String),
+    /// The backend answered, but not as expected (a wrong-type key, a script error).
+    #[error("backend refused {what}: {reason}")]
+    Refused {
+        /// The operation.
+        what: String,
+        /// The backend's reason.
+        reason: String,
+    },
+}
+
+/// Everything the control loop needs from a switch. Methods take `&mut self` because a
+/// backend owns its connections; each returns a `Send` future so the loop can run on any
+/// tokio runtime.
+pub trait Backend: Send {
+    /// Opens (or reopens) the connections. Called once at start and after every loss.
+    fn connect(&mut self) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// The `version` field of `SLUICE_AGENT|global` (`None` when the entry or field is absent):
+    /// one cheap read per iteration tells whether the orders must be re-read.
+    fn read_orders_version(&mut self) -> impl Future<Output = Result<Option<String>, BackendError>> + Send;
+
+    /// Every orders entry, as stored.
+    fn read_orders(&mut self) -> impl Future<Output = Result<RawOrders, BackendError>> + Send;
+
+    /// The counters of `queues`, in the same order.
+    fn read_counters(
+        &mut self,
+        queues: &[QueueId],
+    ) -> impl Future<Output = Result<Vec<CounterRead>, BackendError>> + Send;
+
+    /// The threshold fields of WRED profile `profile` (`None` when the profile does not exist).
+    fn read_wred(
+        &mut self,
+        profile: &str,
+    ) -> impl Future<Output = Result<Option<WredThresholds>, BackendError>> + Send;
+
+    /// Applies `steps` to profile `profile` one field at a time, in the order given, and only
+    /// if the profile exists.
+    fn apply_wred(
+        &mut self,
+        profile: &str,
+        steps: &[FieldSet],
+    ) -> impl Future<Output = Result<WriteOutcome, BackendError>> + Send;
+
+    /// Writes `SLUICE_AGENT_STATE|global` and each listed `SLUICE_AGENT_STATE|<port>|<q>`.
+    fn report_state(&mut self, report: &StateReport)
+        -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Deletes the state entries of queues the agent no longer manages.
+    fn remove_queue_state(
+        &mut self,
+        queues: &[QueueId],
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+}

@@ -1,0 +1,294 @@
+//! [`RedisBackend`]: SONiC's databases in one Redis server (sonic-gnmi-facts §2.1).
+//!
+//! | DB | number | separator | what the agent does there |
+//! |---|---|---|---|
+//! | CONFIG_DB | 4 | `\|` | reads `SLUICE_AGENT\|global`, `SLUICE_AGENT_QUEUE\|<port>\|<q>`; rewrites `WRED_PROFILE\|<name>` thresholds |
+//! | COUNTERS_DB | 2 | `:` | reads `COUNTERS_QUEUE_NAME_MAP` (`Ethernet0:3` -> `oid:0x...`) and `COUNTERS:oid:0x...` |
+//! | STATE_DB | 6 | `\|` | writes `SLUICE_AGENT_STATE\|global` and `SLUICE_AGENT_STATE\|<port>\|<q>` |
+//!
+//! One multiplexed connection per database. Every request carries the configured timeout, so
+//! a hung server ends the iteration instead of the agent.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{
+    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError,
+};
+
+use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WriteOutcome};
+use crate::state::{queue_state_key, StateReport, STATE_TABLE};
+use crate::wred::{FieldSet, WredThresholds};
+
+/// CONFIG_DB's Redis database number.
+pub const CONFIG_DB: i64 = 4;
+/// COUNTERS_DB's Redis database number.
+pub const COUNTERS_DB: i64 = 2;
+/// STATE_DB's Redis database number.
+pub const STATE_DB: i64 = 6;
+
+/// The queue name to counter OID map in COUNTERS_DB.
+pub const QUEUE_NAME_MAP: &str = "COUNTERS_QUEUE_NAME_MAP";
+
+/// Sets the fields in ARGV, in order, one HSET each, only if the profile exists. One script
+/// so the existence check and the writes cannot be split by a delete in between.
+const APPLY_WRED_SCRIPT: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end \
+for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end \
+return 1";
+
+/// While some queue is missing from the name map, re-read the map at most once per this
+/// many counter reads (the map changes only when orchagent restarts).
+const NAME_MAP_RETRY_EVERY: u32 = 32;
+
+/// Where the Redis server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisAddress {
+    /// TCP host and port (SONiC: 127.0.0.1:6379).
+    Tcp {
+        /// Host name or address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// A unix socket (SONiC: /var/run/redis/redis.sock).
+    Unix(PathBuf),
+}
+
+struct Connections {
+    config: MultiplexedConnection,
+    counters: MultiplexedConnection,
+    state: MultiplexedConnection,
+}
+
+/// The SONiC Redis backend.
+pub struct RedisBackend {
+    address: RedisAddress,
+    timeout: Duration,
+    conns: Option<Connections>,
+    /// `Ethernet0:3` -> `oid:0x...`, from `COUNTERS_QUEUE_NAME_MAP`.
+    queue_oids: Option<HashMap<String, String>>,
+    reads_since_map: u32,
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("address", &self.address)
+            .field("connected", &self.conns.is_some())
+            .finish()
+    }
+}
+
+impl RedisBackend {
+    /// A backend for the server at `address`; `timeout` bounds every connect and request.
+    pub fn new(address: RedisAddress, timeout: Duration) -> Self {
+        Self { address, timeout, conns: None, queue_oids: None, reads_since_map: 0 }
+    }
+
+    async fn open(&self, db: i64) -> Result<MultiplexedConnection, BackendError> {
+        let addr = match &self.address {
+            RedisAddress::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
+            RedisAddress::Unix(path) => ConnectionAddr::Unix(path.clone()),
+        };
+        let info = addr
+            .into_connection_info()
+            .map_err(|e| lost("connect", &e))?
+            .set_redis_settings(RedisConnectionInfo::default().set_db(db).set_skip_set_lib_name());
+        let client = Client::open(info).map_err(|e| lost("connect", &e))?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| lost("connect", &e))
+    }
+
+    fn conns(&mut self) -> Result<&mut Connections, BackendError> {
+        self.conns.as_mut().ok_or_else(|| BackendError::Unavailable("not connected".to_string()))
+    }
+
+    /// Runs `f`'s request; a connection-level failure drops the connections so the loop
+    /// reconnects rather than reusing a dead one.
+    fn check<T>(&mut self, what: &str, r: Result<T, RedisError>) -> Result<T, BackendError> {
+        r.map_err(|e| {
+            let err = classify(what, &e);
+            if matches!(err, BackendError::Unavailable(_)) {
+                self.conns = None;
+            }
+            err
+        })
+    }
+
+    async fn load_name_map(&mut self) -> Result<(), BackendError> {
+        let c = self.conns()?;
+        let r = redis::cmd("HGETALL")
+            .arg(QUEUE_NAME_MAP)
+            .query_async::<HashMap<String, String>>(&mut c.counters)
+            .await;
+        self.queue_oids = Some(self.check("read COUNTERS_QUEUE_NAME_MAP", r)?);
+        self.reads_since_map = 0;
+        Ok(())
+    }
+
+    fn oid_of(&self, id: &QueueId) -> Option<&String> {
+        self.queue_oids.as_ref()?.get(&format!("{}:{}", id.port, id.queue))
+    }
+
+    async fn scan_keys(&mut self, pattern: &str) -> Result<Vec<String>, BackendError> {
+        let mut keys = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let c = self.conns()?;
+            let r = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async::<(u64, Vec<String>)>(&mut c.config)
+                .await;
+            let (next, batch) = self.check("scan CONFIG_DB", r)?;
+            keys.extend(batch);
+            if next == 0 {
+                keys.sort();
+                keys.dedup();
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// A connection-level failure (the server is gone or silent) or a refusal (it answered no).
+fn classify(what: &str, e: &RedisError) -> BackendError {
+    if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
+        lost(what, e)
+    } else {
+        BackendError::Refused { what: what.to_string(), reason: e.to_string() }
+    }
+}
+
+fn lost(what: &str, e: &RedisError) -> BackendError {
+    BackendError::Unavailable(format!("{what}: {e}"))
+}
+
+fn non_empty(fields: Fields) -> Option<Fields> {
+    (!fields.is_empty()).then_some(fields)
+}
+
+impl Backend for RedisBackend {
+    async fn connect(&mut self) -> Result<(), BackendError> {
+        self.conns = None;
+        self.queue_oids = None;
+        let conns = Connections {
+            config: self.open(CONFIG_DB).await?,
+            counters: self.open(COUNTERS_DB).await?,
+            state: self.open(STATE_DB).await?,
+        };
+        self.conns = Some(conns);
+        Ok(())
+    }
+
+    async fn read_orders_version(&mut self) -> Result<Option<String>, BackendError> {
+        let c = self.conns()?;
+        let r = redis::cmd("HGET").arg("SLUICE_AGENT|global").arg("version").query_async(&mut c.config).await;
+        self.check("read SLUICE_AGENT|global", r)
+    }
+
+    async fn read_orders(&mut self) -> Result<RawOrders, BackendError> {
+        let c = self.conns()?;
+        let r = redis::cmd("HGETALL").arg("SLUICE_AGENT|global").query_async::<Fields>(&mut c.config).await;
+        let global = non_empty(self.check("read SLUICE_AGENT|global", r)?);
+        let keys = self.scan_keys("SLUICE_AGENT_QUEUE|*").await?;
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.hgetall(key);
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<Vec<Fields>>(&mut c.config).await;
+        let hashes = self.check("read SLUICE_AGENT_QUEUE", r)?;
+        let queues = keys
+            .into_iter()
+            .zip(hashes)
+            .map(|(k, f)| (k.strip_prefix("SLUICE_AGENT_QUEUE|").unwrap_or(&k).to_string(), f))
+            .collect();
+        Ok(RawOrders { global, queues })
+    }
+
+    async fn read_counters(&mut self, queues: &[QueueId]) -> Result<Vec<CounterRead>, BackendError> {
+        self.reads_since_map = self.reads_since_map.saturating_add(1);
+        let some_unmapped = queues.iter().any(|id| self.oid_of(id).is_none());
+        if self.queue_oids.is_none() || (some_unmapped && self.reads_since_map >= NAME_MAP_RETRY_EVERY) {
+            self.load_name_map().await?;
+        }
+        let keys: Vec<Option<String>> =
+            queues.iter().map(|id| self.oid_of(id).map(|o| format!("COUNTERS:{o}"))).collect();
+        let mut pipe = redis::pipe();
+        for key in keys.iter().flatten() {
+            pipe.hgetall(key);
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<Vec<Fields>>(&mut c.counters).await;
+        let mut hashes = self.check("read COUNTERS", r)?.into_iter();
+        let mut out = Vec::with_capacity(queues.len());
+        for key in &keys {
+            let read = match key.as_ref().and_then(|_| hashes.next()).and_then(non_empty) {
+                Some(fields) => CounterRead::Fields(fields),
+                None => CounterRead::Missing,
+            };
+            out.push(read);
+        }
+        if out.contains(&CounterRead::Missing) && self.reads_since_map >= NAME_MAP_RETRY_EVERY {
+            // An OID that no longer has counters: orchagent may have restarted with new OIDs.
+            self.queue_oids = None;
+        }
+        Ok(out)
+    }
+
+    async fn read_wred(&mut self, profile: &str) -> Result<Option<WredThresholds>, BackendError> {
+        let c = self.conns()?;
+        let r = redis::cmd("HGETALL")
+            .arg(format!("WRED_PROFILE|{profile}"))
+            .query_async::<Fields>(&mut c.config)
+            .await;
+        let fields = non_empty(self.check("read WRED_PROFILE", r)?);
+        Ok(fields.map(|f| WredThresholds::from_lookup(|k| f.get(k).map(String::as_str))))
+    }
+
+    async fn apply_wred(&mut self, profile: &str, steps: &[FieldSet]) -> Result<WriteOutcome, BackendError> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(APPLY_WRED_SCRIPT).arg(1).arg(format!("WRED_PROFILE|{profile}"));
+        for step in steps {
+            cmd.arg(step.field).arg(step.value);
+        }
+        let c = self.conns()?;
+        let r = cmd.query_async::<i64>(&mut c.config).await;
+        match self.check("write WRED_PROFILE", r)? {
+            0 => Ok(WriteOutcome::ProfileMissing),
+            _ => Ok(WriteOutcome::Applied),
+        }
+    }
+
+    async fn report_state(&mut self, report: &StateReport) -> Result<(), BackendError> {
+        // One MULTI/EXEC: a reader sees the global entry and the queues of the same iteration.
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.hset_multiple(format!("{STATE_TABLE}|global"), &report.global.to_fields()).ignore();
+        for (id, q) in &report.queues {
+            pipe.hset_multiple(format!("{STATE_TABLE}|{}", queue_state_key(id)), &q.to_fields()).ignore();
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<()>(&mut c.state).await;
+        self.check("write SLUICE_AGENT_STATE", r)
+    }
+
+    async fn remove_queue_state(&mut self, queues: &[QueueId]) -> Result<(), BackendError> {
+        let mut pipe = redis::pipe();
+        for id in queues {
+            pipe.del(format!("{STATE_TABLE}|{}", queue_state_key(id))).ignore();
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<()>(&mut c.state).await;
+        self.check("delete SLUICE_AGENT_STATE", r)
+    }
+}

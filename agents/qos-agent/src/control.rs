@@ -1,0 +1,429 @@
+//! One iteration of the agent: refresh the orders if their version moved, read the counters,
+//! estimate rates and decide thresholds with qos-core, write only the thresholds that
+//! changed, report state.
+//!
+//! Everything except the backend calls is plain computation over the [`Agent`]'s own state,
+//! with the time passed in through a [`Clock`]. Fallback rules, on top of qos-core's per-port
+//! ones (`port::decide_port`):
+//! - a queue whose counters are missing or unreadable counts as stale, so its port falls back;
+//! - the feed as a whole is stale when no managed queue's counters changed for longer than
+//!   `stale_after_ms` (qos-core can only see a stall on a queue that holds bytes, and SONiC's
+//!   default QUEUE group does not poll occupancy, sonic-gnmi-facts §2.2). An idle switch
+//!   then runs on its static thresholds, which is harmless: nothing is queued;
+//! - the first iteration after the backend came back falls back on every queue: the counters
+//!   may have restarted and the profiles may have been reloaded, so nothing is known fresh.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use qos_core::counters::{QueueCounters, QueueRates, QueueSnapshot, RateEstimator, RateOutcome};
+use qos_core::hdcq::HdcqState;
+use qos_core::orders::{Algorithm, QueueOrders};
+use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
+use tracing::{info, warn};
+
+use crate::backend::{Backend, BackendError, CounterRead, QueueId, WriteOutcome};
+use crate::clock::Clock;
+use crate::orders::OrderSet;
+use crate::state::{basis_name, GlobalState, Mode, QueueState, StateReport};
+use crate::wred::plan_writes;
+
+/// What one iteration did, for the loop and for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Iteration {
+    /// The iteration's number (1 for the first).
+    pub number: u64,
+    /// The mode reported.
+    pub mode: Mode,
+    /// Thresholds written.
+    pub moved: usize,
+}
+
+/// Per managed queue: rate estimation, HDCQ state and what is in force.
+#[derive(Debug, Clone)]
+struct QueueRuntime {
+    estimator: RateEstimator,
+    hdcq: HdcqState,
+    /// The threshold the agent last wrote, bytes; 0 until it wrote one.
+    in_force: u64,
+    basis: Basis,
+    last_counters: Option<QueueCounters>,
+    last_rates: Option<QueueRates>,
+    /// The last problem with this queue's counters, so it is logged once, not every iteration.
+    counter_problem: Option<String>,
+}
+
+impl QueueRuntime {
+    fn new(orders: &QueueOrders, stale_after_ns: u64) -> Self {
+        Self {
+            estimator: RateEstimator::new(orders.line_rate_bps(), stale_after_ns),
+            hdcq: HdcqState::default(),
+            in_force: 0,
+            basis: Basis::Kept,
+            last_counters: None,
+            last_rates: None,
+            counter_problem: None,
+        }
+    }
+}
+
+/// This iteration's view of one queue.
+#[derive(Debug, Clone, Copy)]
+struct Observed {
+    rates: Option<QueueRates>,
+    stale: bool,
+}
+
+/// The agent's state between iterations.
+#[derive(Debug, Default)]
+pub struct Agent {
+    orders: Option<Arc<OrderSet>>,
+    ids: Arc<Vec<QueueId>>,
+    seen_version: Option<String>,
+    queues: BTreeMap<QueueId, QueueRuntime>,
+    /// Monotonic time any managed queue's counters last changed.
+    feed_changed_ns: Option<u64>,
+    /// Set at start and after a backend loss: re-read orders, fall back once.
+    recovering: bool,
+    iteration: u64,
+    mode: Option<Mode>,
+    missing_profiles: BTreeSet<String>,
+}
+
+impl Agent {
+    /// An agent with no orders yet.
+    pub fn new() -> Self {
+        Self { recovering: true, ..Self::default() }
+    }
+
+    /// The loop period the orders ask for, if there are orders.
+    pub fn interval(&self) -> Option<Duration> {
+        self.orders.as_ref().map(|o| Duration::from_millis(o.agent.interval_ms))
+    }
+
+    /// The orders in force.
+    pub fn orders(&self) -> Option<&OrderSet> {
+        self.orders.as_deref()
+    }
+
+    /// The threshold last written for a queue (0 if none).
+    pub fn in_force(&self, id: &QueueId) -> Option<u64> {
+        self.queues.get(id).map(|q| q.in_force)
+    }
+
+    /// The backend went away: forget what is known about the switch. Rates restart from a
+    /// fresh baseline and every profile is re-read before the next write.
+    pub fn backend_lost(&mut self) {
+        self.recovering = true;
+        self.feed_changed_ns = None;
+        self.missing_profiles.clear();
+        let stale_after_ns = self.orders.as_ref().map_or(0, |o| o.agent.stale_after_ns());
+        for (id, rt) in self.queues.iter_mut() {
+            if let Some(o) = self.orders.as_ref().and_then(|o| o.queue(id)) {
+                *rt = QueueRuntime { hdcq: rt.hdcq, ..QueueRuntime::new(o, stale_after_ns) };
+            }
+        }
+        self.note_mode(Mode::Fallback);
+    }
+
+    /// Runs one iteration against `backend`.
+    pub async fn iterate<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        clock: &dyn Clock,
+    ) -> Result<Iteration, BackendError> {
+        let started_ns = clock.now_ns();
+        self.refresh_orders(backend).await?;
+        let Some(orders) = self.orders.clone() else {
+            return self.report_without_orders(backend, clock, started_ns).await;
+        };
+        let ids = Arc::clone(&self.ids);
+        let reads = backend.read_counters(&ids).await?;
+        let observed = self.observe(&orders, &ids, reads, clock.now_ns());
+        let decisions = self.decide(&orders, &ids, &observed);
+        let moved = self.apply(backend, &orders, &ids, &decisions).await?;
+        let mode = if self.recovering || decisions.iter().any(|d| d.basis == Basis::StaleFallback) {
+            Mode::Fallback
+        } else {
+            Mode::Dynamic
+        };
+        self.iteration += 1;
+        let report = StateReport {
+            global: self.global_state(Some(&orders), mode, clock, started_ns),
+            queues: ids.iter().filter_map(|id| Some((id.clone(), self.queue_state(id)?))).collect(),
+        };
+        backend.report_state(&report).await?;
+        self.recovering = false;
+        self.note_mode(mode);
+        Ok(Iteration { number: self.iteration, mode, moved })
+    }
+
+    /// Writes `mode = stopped` (clean shutdown).
+    pub async fn report_stopped<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        clock: &dyn Clock,
+    ) -> Result<(), BackendError> {
+        let orders = self.orders.clone();
+        let global = self.global_state(orders.as_deref(), Mode::Stopped, clock, clock.now_ns());
+        backend.report_state(&StateReport { global, queues: Vec::new() }).await?;
+        self.note_mode(Mode::Stopped);
+        Ok(())
+    }
+
+    async fn report_without_orders<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        clock: &dyn Clock,
+        started_ns: u64,
+    ) -> Result<Iteration, BackendError> {
+        self.iteration += 1;
+        let global = self.global_state(None, Mode::Fallback, clock, started_ns);
+        backend.report_state(&StateReport { global, queues: Vec::new() }).await?;
+        self.recovering = false;
+        self.note_mode(Mode::Fallback);
+        Ok(Iteration { number: self.iteration, mode: Mode::Fallback, moved: 0 })
+    }
+
+    /// Re-reads the orders when their version moved (or after a (re)connect). Bad orders are
+    /// logged with the field and the last good ones stay.
+    async fn refresh_orders<B: Backend>(&mut self, backend: &mut B) -> Result<(), BackendError> {
+        let version = backend.read_orders_version().await?;
+        if !self.recovering && version == self.seen_version {
+            return Ok(());
+        }
+        self.seen_version = version;
+        let raw = backend.read_orders().await?;
+        match OrderSet::parse(&raw) {
+            Ok(set) => self.install(backend, set).await,
+            Err(error) => {
+                let keeping = self.orders.as_ref().map(|o| o.agent.version.clone());
+                warn!(%error, keeping = keeping.as_deref().unwrap_or("none"), "orders refused; keeping the last good orders");
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes `set` the orders in force. Queues that stay keep their HDCQ state and, when it
+    /// lies inside their new bounds, their threshold in force; rate estimation restarts
+    /// (the line rate or stale limit may have changed).
+    async fn install<B: Backend>(&mut self, backend: &mut B, set: OrderSet) -> Result<(), BackendError> {
+        let ids = set.queue_ids();
+        let removed: Vec<QueueId> = self.queues.keys().filter(|id| !ids.contains(id)).cloned().collect();
+        if !removed.is_empty() {
+            backend.remove_queue_state(&removed).await?;
+        }
+        let stale_after_ns = set.agent.stale_after_ns();
+        let mut queues = BTreeMap::new();
+        for id in &ids {
+            let Some(o) = set.queue(id) else { continue };
+            let mut rt = QueueRuntime::new(o, stale_after_ns);
+            if let Some(old) = self.queues.get(id) {
+                rt.hdcq = old.hdcq;
+                if (o.floor_bytes..=o.ceiling_bytes).contains(&old.in_force) {
+                    rt.in_force = old.in_force;
+                }
+            }
+            queues.insert(id.clone(), rt);
+        }
+        info!(
+            version = %set.agent.version,
+            algorithm = algorithm_name(set.agent.algorithm),
+            interval_ms = set.agent.interval_ms,
+            queues = ids.len(),
+            "orders applied"
+        );
+        self.queues = queues;
+        self.ids = Arc::new(ids);
+        self.feed_changed_ns = None;
+        self.orders = Some(Arc::new(set));
+        Ok(())
+    }
+
+    /// Feeds the counters to the estimators and decides what is stale.
+    fn observe(
+        &mut self,
+        orders: &OrderSet,
+        ids: &[QueueId],
+        reads: Vec<CounterRead>,
+        at_ns: u64,
+    ) -> Vec<Observed> {
+        let mut changed = false;
+        let mut out: Vec<Observed> = ids
+            .iter()
+            .zip(reads)
+            .map(|(id, read)| match self.queues.get_mut(id) {
+                Some(rt) => observe_queue(id, rt, read, at_ns, &mut changed),
+                None => Observed { rates: None, stale: true },
+            })
+            .collect();
+        if changed || self.feed_changed_ns.is_none() {
+            self.feed_changed_ns = Some(at_ns);
+        }
+        let quiet_ns = at_ns.saturating_sub(self.feed_changed_ns.unwrap_or(at_ns));
+        if self.recovering || quiet_ns > orders.agent.stale_after_ns() {
+            for o in &mut out {
+                o.stale = true;
+            }
+        }
+        out
+    }
+
+    /// qos-core's decision for every port; `ids` and `observed` follow the order of
+    /// `orders.ports`.
+    fn decide(&mut self, orders: &OrderSet, ids: &[QueueId], observed: &[Observed]) -> Vec<QueueDecision> {
+        let mut out = Vec::with_capacity(ids.len());
+        let mut at = 0;
+        for queues in orders.ports.values() {
+            let span = at..at + queues.len();
+            let (Some(port_ids), Some(port_obs)) = (ids.get(span.clone()), observed.get(span)) else { break };
+            let inputs: Vec<QueueInput<'_>> = queues
+                .iter()
+                .zip(port_obs)
+                .zip(port_ids)
+                .map(|((o, obs), id)| QueueInput {
+                    orders: o,
+                    rates: obs.rates,
+                    stale: obs.stale,
+                    current_bytes: self.queues.get(id).map_or(0, |rt| rt.in_force),
+                })
+                .collect();
+            let mut hdcq: Vec<HdcqState> =
+                port_ids.iter().map(|id| self.queues.get(id).map(|rt| rt.hdcq).unwrap_or_default()).collect();
+            out.extend(decide_port(&orders.agent, &inputs, &mut hdcq));
+            for (id, state) in port_ids.iter().zip(hdcq) {
+                if let Some(rt) = self.queues.get_mut(id) {
+                    rt.hdcq = state;
+                }
+            }
+            at += queues.len();
+        }
+        out
+    }
+
+    /// Writes the thresholds that changed; returns how many moved.
+    async fn apply<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        orders: &OrderSet,
+        ids: &[QueueId],
+        decisions: &[QueueDecision],
+    ) -> Result<usize, BackendError> {
+        let mut moved = 0;
+        for (id, d) in ids.iter().zip(decisions) {
+            let (Some(o), Some(rt)) = (orders.queue(id), self.queues.get_mut(id)) else { continue };
+            rt.basis = d.basis;
+            if d.threshold_bytes == rt.in_force {
+                continue;
+            }
+            let Some(current) = backend.read_wred(&o.wred_profile).await? else {
+                self.note_missing_profile(id, &o.wred_profile);
+                continue;
+            };
+            let steps = plan_writes(&current, d.threshold_bytes);
+            if steps.is_empty() {
+                // The profile already holds it (a restart, or the controller's start value).
+                rt.in_force = d.threshold_bytes;
+                continue;
+            }
+            if backend.apply_wred(&o.wred_profile, &steps).await? == WriteOutcome::ProfileMissing {
+                self.note_missing_profile(id, &o.wred_profile);
+                continue;
+            }
+            let old = current.colours[0].max;
+            info!(port = %id.port, queue = id.queue, old, new = d.threshold_bytes, basis = basis_name(d.basis), profile = %o.wred_profile, "threshold moved");
+            rt.in_force = d.threshold_bytes;
+            self.missing_profiles.remove(&o.wred_profile);
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    fn note_missing_profile(&mut self, id: &QueueId, profile: &str) {
+        if self.missing_profiles.insert(profile.to_string()) {
+            warn!(port = %id.port, queue = id.queue, profile, "WRED profile missing; not created, will retry");
+        }
+    }
+
+    fn note_mode(&mut self, mode: Mode) {
+        if self.mode != Some(mode) {
+            info!(from = self.mode.map_or("start", Mode::as_str), to = mode.as_str(), "mode changed");
+            self.mode = Some(mode);
+        }
+    }
+
+    fn global_state(
+        &self,
+        orders: Option<&OrderSet>,
+        mode: Mode,
+        clock: &dyn Clock,
+        started_ns: u64,
+    ) -> GlobalState {
+        GlobalState {
+            heartbeat_ms: clock.epoch_ms(),
+            loop_us: clock.now_ns().saturating_sub(started_ns) / 1_000,
+            iteration: self.iteration,
+            algorithm: orders.map_or("none", |o| algorithm_name(o.agent.algorithm)).to_string(),
+            version: orders.map(|o| o.agent.version.clone()).unwrap_or_default(),
+            mode,
+        }
+    }
+
+    fn queue_state(&self, id: &QueueId) -> Option<QueueState> {
+        let rt = self.queues.get(id)?;
+        Some(QueueState {
+            threshold_bytes: rt.in_force,
+            rate_bps: rt.last_rates.map_or(0, |r| r.tx_bps.round() as u64),
+            occupancy_bytes: rt.last_counters.map_or(0, |c| c.curr_occupancy_bytes),
+            basis: rt.basis,
+        })
+    }
+}
+
+/// One queue's read through its estimator. `changed` is set when its counters moved.
+fn observe_queue(
+    id: &QueueId,
+    rt: &mut QueueRuntime,
+    read: CounterRead,
+    at_ns: u64,
+    changed: &mut bool,
+) -> Observed {
+    let counters = match read {
+        CounterRead::Missing => {
+            Err("no counters (COUNTERS_QUEUE_NAME_MAP entry or COUNTERS hash missing)".to_string())
+        }
+        CounterRead::Fields(fields) => QueueCounters::from_fields(&fields).map_err(|e| e.to_string()),
+    };
+    let counters = match counters {
+        Ok(c) => c,
+        Err(problem) => {
+            if rt.counter_problem.as_deref() != Some(problem.as_str()) {
+                warn!(port = %id.port, queue = id.queue, %problem, "counters unusable; port falls back");
+                rt.counter_problem = Some(problem);
+            }
+            return Observed { rates: None, stale: true };
+        }
+    };
+    rt.counter_problem = None;
+    *changed |= rt.last_counters != Some(counters);
+    rt.last_counters = Some(counters);
+    match rt.estimator.observe(QueueSnapshot { at_ns, counters }) {
+        RateOutcome::Rates(r) => {
+            rt.last_rates = Some(r);
+            Observed { rates: Some(r), stale: false }
+        }
+        RateOutcome::Stale { .. } => Observed { rates: None, stale: true },
+        RateOutcome::Baseline(_) | RateOutcome::Late { .. } => Observed { rates: None, stale: false },
+    }
+}
+
+/// The CONFIG_DB / STATE_DB spelling of an algorithm.
+pub fn algorithm_name(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::Static => "static",
+        Algorithm::Mqecn => "mqecn",
+        Algorithm::Dynaq => "dynaq",
+        Algorithm::Hdcq => "hdcq",
+    }
+}

@@ -1,0 +1,277 @@
+//! The agent against a real redis-server in SONiC's layout (CONFIG_DB 4, COUNTERS_DB 2,
+//! STATE_DB 6). The test plays the controller (orders, WRED profiles) and the flex counter
+//! (COUNTERS_QUEUE_NAME_MAP and `COUNTERS:oid:...`). Waits are "eventually" conditions with
+//! generous deadlines; the one count that matters, intervals to adapt, is read from the
+//! agent's own `iteration` in STATE_DB.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::redis_server::RedisServer;
+use common::*;
+use qos_agent::backend::redis::{RedisAddress, RedisBackend};
+use qos_agent::clock::TokioClock;
+use qos_agent::daemon::{run, LoopSettings, RunError, RunSummary};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const INTERVAL_MS: u64 = 20;
+/// Long enough that a busy 2-core machine does not stall the test's own flex counter past it.
+const REDIS_STALE_AFTER_MS: u64 = 400;
+
+struct Db {
+    config: MultiplexedConnection,
+    counters: MultiplexedConnection,
+    state: MultiplexedConnection,
+}
+
+async fn open(port: u16, db: i64) -> MultiplexedConnection {
+    let info = ConnectionAddr::Tcp("127.0.0.1".into(), port)
+        .into_connection_info()
+        .unwrap()
+        .set_redis_settings(RedisConnectionInfo::default().set_db(db));
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(5)));
+    Client::open(info).unwrap().get_multiplexed_async_connection_with_config(&config).await.unwrap()
+}
+
+impl Db {
+    async fn connect(port: u16) -> Self {
+        Self { config: open(port, 4).await, counters: open(port, 2).await, state: open(port, 6).await }
+    }
+
+    async fn hset(con: &mut MultiplexedConnection, key: &str, fields: &[(String, String)]) {
+        redis::cmd("HSET").arg(key).arg(fields).query_async::<()>(con).await.unwrap();
+    }
+
+    /// What the controller writes: orders and each dynamic queue's WRED profile.
+    async fn seed_config(&mut self, version: &str, algorithm: &str) {
+        let global = global_orders_stale_after(version, algorithm, INTERVAL_MS, REDIS_STALE_AFTER_MS);
+        for q in [3, 4] {
+            Self::hset(
+                &mut self.config,
+                &format!("WRED_PROFILE|{}", profile(q)),
+                &wred_profile(STATIC_BYTES),
+            )
+            .await;
+            Self::hset(&mut self.config, &format!("SLUICE_AGENT_QUEUE|{PORT}|{q}"), &queue_orders(q)).await;
+        }
+        Self::hset(&mut self.config, "SLUICE_AGENT|global", &global).await;
+    }
+
+    /// What orchagent's flex counter setup writes: the name map, SAI-style oids.
+    async fn seed_counters(&mut self) {
+        for q in [3u8, 4] {
+            let map = [(format!("{PORT}:{q}"), oid(q))];
+            Self::hset(&mut self.counters, "COUNTERS_QUEUE_NAME_MAP", &map).await;
+            self.publish(q, &FlexQueue::default()).await;
+        }
+    }
+
+    async fn publish(&mut self, q: u8, flex: &FlexQueue) {
+        Self::hset(&mut self.counters, &format!("COUNTERS:{}", oid(q)), &flex.fields()).await;
+    }
+
+    async fn threshold(&mut self, q: u8) -> u64 {
+        let key = format!("WRED_PROFILE|{}", profile(q));
+        let fields: HashMap<String, String> =
+            redis::cmd("HGETALL").arg(key).query_async(&mut self.config).await.unwrap();
+        let values: Vec<&String> = ["green", "yellow", "red"]
+            .iter()
+            .flat_map(|c| [&fields[&format!("{c}_min_threshold")], &fields[&format!("{c}_max_threshold")]])
+            .collect();
+        assert!(values.iter().all(|v| *v == values[0]), "colours drifted apart: {fields:?}");
+        values[0].parse().unwrap()
+    }
+
+    async fn global(&mut self, field: &str) -> String {
+        let v: Option<String> = redis::cmd("HGET")
+            .arg("SLUICE_AGENT_STATE|global")
+            .arg(field)
+            .query_async(&mut self.state)
+            .await
+            .unwrap();
+        v.unwrap_or_default()
+    }
+
+    /// The agent's iteration and a queue's reported threshold, read in one MULTI/EXEC so both
+    /// come from the same report (the agent writes its report atomically too).
+    async fn iteration_and_threshold(&mut self, q: u8) -> (u64, u64) {
+        let (it, th): (Option<String>, Option<String>) = redis::pipe()
+            .atomic()
+            .hget("SLUICE_AGENT_STATE|global", "iteration")
+            .hget(format!("SLUICE_AGENT_STATE|{PORT}|{q}"), "threshold_bytes")
+            .query_async(&mut self.state)
+            .await
+            .unwrap();
+        (it.map_or(0, |s| s.parse().unwrap()), th.map_or(0, |s| s.parse().unwrap()))
+    }
+}
+
+fn oid(q: u8) -> String {
+    format!("oid:0x1500000000000{q}")
+}
+
+/// Re-evaluates `cond` (which may `.await`) until it holds; panics with `what` after a
+/// generous deadline.
+macro_rules! eventually {
+    ($what:expr, $cond:expr) => {{
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !$cond {
+            assert!(Instant::now() < deadline, "never happened: {}", $what);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }};
+}
+
+struct Agent {
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<RunSummary, RunError>>,
+}
+
+fn start_agent(port: u16) -> Agent {
+    let backend =
+        RedisBackend::new(RedisAddress::Tcp { host: "127.0.0.1".into(), port }, Duration::from_millis(500));
+    let settings = LoopSettings {
+        wait_interval: Duration::from_millis(INTERVAL_MS),
+        iteration_timeout: Duration::from_secs(5),
+        backoff_min: Duration::from_millis(20),
+        backoff_max: Duration::from_millis(200),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(run(backend, TokioClock::new(), settings, async move {
+        let _ = stopped.await;
+    }));
+    Agent { stop: Some(stop), task }
+}
+
+impl Agent {
+    async fn stop(mut self) -> RunSummary {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.await.unwrap().unwrap()
+    }
+}
+
+/// Plays a flex counter with queue 3 sending at line rate and holding 40 kB, publishing
+/// fresh counters until `done` holds.
+async fn busy_until(db: &mut Db, q3: &mut FlexQueue, what: &str, done: impl Fn(u64) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        q3.send(LINE_10MS_BYTES, LINE_10MS_PACKETS, 40_000);
+        db.publish(3, q3).await;
+        if done(db.threshold(3).await) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn reads_its_orders_and_follows_a_new_version() {
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    let agent = start_agent(server.port);
+    eventually!(
+        "state reports v1 / mqecn",
+        db.global("version").await == "v1" && db.global("algorithm").await == "mqecn"
+    );
+    let heartbeat: u64 = db.global("heartbeat").await.parse().unwrap();
+    assert!(heartbeat > 1_600_000_000_000, "heartbeat is ms since the epoch: {heartbeat}");
+    // New orders: static. Every managed queue goes to its static_bytes.
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "queue 3 at K", |t| t == K_ALONE).await;
+    db.seed_config("v2", "static").await;
+    eventually!("state reports v2", db.global("version").await == "v2");
+    assert_eq!((db.threshold(3).await, db.threshold(4).await), (STATIC_BYTES, STATIC_BYTES));
+    let summary = agent.stop().await;
+    assert!(summary.stop_reported);
+    assert_eq!(db.global("mode").await, "stopped");
+}
+
+#[tokio::test]
+async fn adapts_within_three_intervals_when_a_queue_becomes_active() {
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    let agent = start_agent(server.port);
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "queue 3 alone at K", |t| t == K_ALONE).await;
+    assert_eq!(db.threshold(4).await, K4_SHARED);
+    // Queue 4 becomes active. The iteration running now may have read the counters before
+    // this write; the next one reads them. So the move must be reported by i0 + 3 at most.
+    let (i0, _) = db.iteration_and_threshold(3).await;
+    let mut q4 = FlexQueue::default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let moved_at = loop {
+        q3.send(LINE_10MS_BYTES * 3 / 4, LINE_10MS_PACKETS * 3 / 4, 40_000);
+        q4.send(LINE_10MS_BYTES / 4, LINE_10MS_PACKETS / 4, 20_000);
+        db.publish(3, &q3).await;
+        db.publish(4, &q4).await;
+        let (i, threshold) = db.iteration_and_threshold(3).await;
+        if threshold == K3_SHARED {
+            break i;
+        }
+        assert!(Instant::now() < deadline, "queue 3 never moved to {K3_SHARED}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(moved_at <= i0 + 3, "moved at iteration {moved_at}, queue 4 started after {i0}");
+    assert_eq!((db.threshold(3).await, db.threshold(4).await), (K3_SHARED, K4_SHARED));
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn falls_back_when_counters_stall_and_recovers() {
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    let agent = start_agent(server.port);
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "queue 3 at K", |t| t == K_ALONE).await;
+    // The flex counter stops; queue 3 still holds 40 kB.
+    eventually!(
+        "fallback to static",
+        db.global("mode").await == "fallback" && db.threshold(3).await == STATIC_BYTES
+    );
+    busy_until(&mut db, &mut q3, "back to K", |t| t == K_ALONE).await;
+    eventually!("mode dynamic again", db.global("mode").await == "dynamic");
+    agent.stop().await;
+}
+
+#[tokio::test]
+async fn survives_a_redis_restart() {
+    let mut server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    let agent = start_agent(server.port);
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "queue 3 at K", |t| t == K_ALONE).await;
+
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart();
+    // A reloaded switch: the controller's config (profiles back at their start value) and a
+    // flex counter starting from zero.
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    // The profile now holds the static start value; only the agent can bring it to K.
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "the agent writes K again after the restart", |t| t == K_ALONE).await;
+    eventually!("mode dynamic after the restart", db.global("mode").await == "dynamic");
+    assert!(!agent.task.is_finished());
+    let summary = agent.stop().await;
+    assert!(summary.reconnects >= 1, "{summary:?}");
+}
