@@ -98,10 +98,52 @@ class Switch(Frozen):
         return value
 
 
+# A Linux interface name: 1..15 bytes, no '/', ':' or whitespace (IFNAMSIZ is 16 with the NUL).
+IFNAME_RE = r"^[A-Za-z0-9_.-]{1,15}$"
+# What Ansible needs to reach a host and run its modules there (docs/hosts.md).
+SSH_USER_RE = r"^[a-z_][a-z0-9_-]{0,31}$"
+ABSOLUTE_PATH_RE = r"^/[A-Za-z0-9_./+-]{0,4095}$"
+PortRange = Annotated[str, Field(pattern=r"^[0-9]{1,5}-[0-9]{1,5}$")]
+L4Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class HostSsh(Frozen):
+    """How Ansible logs in to a host. The modules write /proc/sys, tc and nftables, so the
+    login needs root: log in as root, or as another user with ``become``."""
+
+    user: str = Field(default="root", pattern=SSH_USER_RE)
+    port: int = Field(default=22, ge=1, le=65535)
+    key_ref: str | None = Field(
+        default=None,
+        max_length=4096,
+        description=(
+            "file:/path of the private key Ansible logs in with (a reference, never the key); "
+            "none: the SSH agent or the control node's default keys"
+        ),
+    )
+    become: bool = Field(default=False, description="escalate to root with sudo after login")
+
+    @field_validator("key_ref")
+    @classmethod
+    def _key_is_a_file_reference(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^file:/[^\s]+$", value):
+            raise ValueError("must be file:/absolute/path (ssh reads the key from a file)")
+        return value
+
+
 class Host(Frozen):
     name: Name
     address: str = Field(min_length=1, max_length=253)
     nic_gbps: int = Field(gt=0, le=800)
+    ssh: HostSsh = Field(default_factory=HostSsh)
+    device: str = Field(
+        default="eth0", pattern=IFNAME_RE, description="the NIC the QJUMP HTB tree is built on"
+    )
+    python: str = Field(
+        default="/usr/bin/python3",
+        pattern=ABSOLUTE_PATH_RE,
+        description="the host's Python 3.10+ (ansible_python_interpreter; never discovered)",
+    )
 
 
 class Scheduling(Frozen):
@@ -127,6 +169,38 @@ class Pias(Frozen):
     demotions: tuple[PiasStage, ...] = Field(min_length=1, max_length=7)
 
 
+class HostsMatch(Frozen):
+    """Which locally sent packets a host marks with this class (docs/intent.md): every key
+    optional and all must hold; an empty match selects every packet the host sends."""
+
+    protocol: Literal["tcp", "udp", "sctp", "dccp"] | None = None
+    dports: tuple[L4Port | PortRange, ...] | None = Field(default=None, min_length=1)
+    sports: tuple[L4Port | PortRange, ...] | None = Field(default=None, min_length=1)
+    uid: int | None = Field(default=None, ge=0, le=2**32 - 2, description="socket owner")
+    cgroup: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_./-]{1,200}$",
+        description="cgroup v2 path of the sending process, e.g. system.slice/voip.service",
+    )
+
+    @field_validator("dports", "sports")
+    @classmethod
+    def _ranges_increase(cls, value: tuple[int | str, ...] | None) -> tuple[int | str, ...] | None:
+        for item in value or ():
+            if isinstance(item, str):
+                low, high = (int(part) for part in item.split("-"))
+                if not 0 < low < high <= 65535:
+                    raise ValueError(f"port range {item!r} must be low-high with 1 <= low < high")
+        return value
+
+    @field_validator("cgroup")
+    @classmethod
+    def _cgroup_inside(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value.split("/"):
+            raise ValueError("a cgroup path may not climb out with '..'")
+        return value
+
+
 class ServiceClass(Frozen):
     name: Name
     dscp: tuple[Dscp, ...] = Field(min_length=1)
@@ -135,6 +209,10 @@ class ServiceClass(Frozen):
     ecn: EcnMode = EcnMode.STANDARD
     qjump_level: int | None = Field(default=None, ge=0, le=7, description="802.1p priority level")
     pias: Pias | None = None
+    hosts_match: HostsMatch | None = Field(
+        default=None,
+        description="how hosts recognise this class's packets; none: hosts do not mark it",
+    )
 
 
 class Qjump(Frozen):
@@ -176,6 +254,19 @@ class Reconcile(Frozen):
     )
 
 
+class HostTransport(Frozen):
+    """The hosts' TCP settings (sysctls). Unset ``tcp_ecn`` follows the classes: 1 (ask for
+    ECN) when a class is ECN-marked on the switches, else 2, the Linux default (answer ECN
+    but never ask). Unset ``congestion_control`` leaves each host's own choice alone."""
+
+    tcp_ecn: int | None = Field(default=None, ge=0, le=2, description="net.ipv4.tcp_ecn")
+    congestion_control: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9_]{1,15}$",
+        description="net.ipv4.tcp_congestion_control; the host kernel must offer it",
+    )
+
+
 class Fabric(Frozen):
     base_rtt_us: float = Field(gt=0, le=100_000)
     ecn_lambda: float = Field(default=1.0, gt=0, le=10)
@@ -190,6 +281,7 @@ class Fabric(Frozen):
         ),
     )
     qjump: Qjump | None = None
+    host_transport: HostTransport = Field(default_factory=HostTransport)
     agent: Agent = Field(default_factory=Agent)
     reconcile: Reconcile = Field(default_factory=Reconcile)
 

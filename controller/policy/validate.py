@@ -272,6 +272,58 @@ def ecn_modes(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+# ---------------------------------------------------------------------------------------------
+# hosts (configured through Ansible: docs/hosts.md)
+
+# /api/v1/hosts/runs lists host rollout runs, so a host of that name could not be read there.
+RESERVED_HOST_NAMES = frozenset({"runs"})
+
+
+def hosts_reachable_as_root(intent: Intent) -> list[FieldProblem]:
+    """The host modules write /proc/sys, tc and nftables: a login other than root needs
+    ``become``; and a host name must not collide with the host-run API paths."""
+    problems = []
+    for i, host in enumerate(intent.hosts):
+        if host.ssh.user != "root" and not host.ssh.become:
+            reason = (
+                f"user {host.ssh.user!r} cannot change sysctls, tc or nftables: log in as root "
+                "or set hosts[].ssh.become"
+            )
+            problems.append(FieldProblem(f"hosts[{i}].ssh.become", reason))
+        if host.name in RESERVED_HOST_NAMES:
+            reason = f"{host.name!r} is reserved (GET /api/v1/hosts/{host.name} lists host runs)"
+            problems.append(FieldProblem(f"hosts[{i}].name", reason))
+    return problems
+
+
+def hosts_match_distinct(intent: Intent) -> list[FieldProblem]:
+    """Hosts mark a packet with the first class whose match selects it, so a class with the
+    same match as an earlier one would never be marked."""
+    matches = [
+        (f"{path}.hosts_match", service_class.hosts_match)
+        for path, service_class in _classes(intent)
+        if service_class.hosts_match is not None
+    ]
+    return [
+        FieldProblem(path, f"the same match as {first}: the first class wins, this one never")
+        for path, _, first in _repeats(matches)
+    ]
+
+
+def hosts_match_ports_need_protocol(intent: Intent) -> list[FieldProblem]:
+    """A port only means something within a transport protocol (nftables ``th dport``)."""
+    problems = []
+    for path, service_class in _classes(intent):
+        match = service_class.hosts_match
+        if match is None or match.protocol is not None:
+            continue
+        for key in ("dports", "sports"):
+            if getattr(match, key) is not None:
+                reason = "ports need a protocol (tcp, udp, sctp or dccp)"
+                problems.append(FieldProblem(f"{path}.hosts_match.{key}", reason))
+    return problems
+
+
 RULES: tuple[Rule, ...] = (
     unique_names,
     addresses_well_formed,
@@ -282,5 +334,8 @@ RULES: tuple[Rule, ...] = (
     scheduling_weights,
     strict_where_required,
     ecn_modes,
+    hosts_reachable_as_root,
+    hosts_match_distinct,
+    hosts_match_ports_need_protocol,
     *CAPACITY_RULES,
 )

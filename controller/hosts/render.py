@@ -1,0 +1,201 @@
+"""Intent to an Ansible inventory with per-host variables in the schema of docs/hosts.md. Pure.
+
+Each host gets:
+
+- ``sluice_ecn``: ``net.ipv4.tcp_ecn`` (and the congestion control, if the fabric names one);
+- ``sluice_qjump``: one HTB class per QJUMP level at f_i x P bytes per network epoch
+  (seeds/qjump-nsdi15.txt §3, ``controller.qos.qjump.plan_levels``);
+- ``sluice_dscp``: per class with a ``hosts_match``, its first DSCP and, for a QJUMP class, the
+  socket priority that selects the level's HTB class;
+- ``sluice_pias``: per PIAS class with a ``hosts_match``, the demotion thresholds computed from
+  the workload's flow-size CDF and load (``controller.qos.pias.demotion_thresholds``) and the
+  DSCP of each stage.
+
+``sluice_dscp`` and ``sluice_pias`` are always rendered (an empty list removes sluice's table
+from the host), so a class dropped from the intent is also dropped from the hosts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, ServiceClass
+from controller.policy.validate import validate_intent
+from controller.qos.pias import demotion_thresholds, load_workload
+from controller.qos.qjump import epoch_seconds, plan_levels
+
+# HTB looks skb->priority up as a class id, and level L lives in class 1:(0x10 + L)
+# (docs/hosts.md), so priority 0x10010 + L puts a packet in level L's rate limiter.
+QJUMP_PRIORITY_BASE = 0x10010
+# Classes whose switch queue marks ECN; their senders must negotiate ECN to benefit.
+ECN_MARKING_MODES = frozenset(
+    {EcnMode.STANDARD, EcnMode.PER_QUEUE_MINIMUM, EcnMode.MQECN, EcnMode.HDCQ}
+)
+TCP_ECN_REQUEST = 1  # ask for ECN on outgoing connections
+TCP_ECN_LINUX_DEFAULT = 2  # answer ECN, never ask
+# tc's own default burst for an HTB class is one timer tick at the rate plus an MTU
+# (rate / HZ + mtu, HZ = 1000 here): used for the unmarked level, which QJUMP does not bound.
+KERNEL_HZ = 1000
+
+HostVars = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedHosts:
+    """The inventory (YAML-ready) and, per host, the ``sluice_*`` variables in it."""
+
+    inventory: dict[str, Any]
+    host_vars: dict[str, HostVars]
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(self.host_vars)
+
+    def yaml(self) -> str:
+        return yaml.safe_dump(self.inventory, sort_keys=False)
+
+
+def render_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None) -> RenderedHosts:
+    """The inventory for every host of ``intent`` (validated first: a bad intent raises
+    ``IntentInvalid`` and nothing is rendered). ``group_vars`` are the control node's
+    connection settings for all hosts (e.g. ``ansible_ssh_common_args``), never per intent."""
+    validate_intent(intent)
+    all_vars = dict(host_vars(intent, host) for host in intent.hosts)
+    hosts = {host.name: {**connection_vars(host), **all_vars[host.name]} for host in intent.hosts}
+    inventory = {"all": {"hosts": hosts, "vars": dict(group_vars or {})}}
+    return RenderedHosts(inventory=inventory, host_vars=all_vars)
+
+
+def host_vars(intent: Intent, host: Host) -> tuple[str, HostVars]:
+    """``(name, {sluice_ecn, sluice_qjump?, sluice_dscp, sluice_pias})`` for one host."""
+    values: HostVars = {"sluice_ecn": ecn_vars(intent)}
+    qjump = qjump_vars(intent, host)
+    if qjump is not None:
+        values["sluice_qjump"] = qjump
+    values["sluice_dscp"] = dscp_vars(intent)
+    values["sluice_pias"] = pias_vars(intent)
+    return host.name, values
+
+
+def connection_vars(host: Host) -> HostVars:
+    """How Ansible reaches the host; the interpreter is always named (never discovered)."""
+    values: HostVars = {
+        "ansible_host": host.address,
+        "ansible_port": host.ssh.port,
+        "ansible_user": host.ssh.user,
+        "ansible_python_interpreter": host.python,
+    }
+    if host.ssh.key_ref is not None:
+        values["ansible_ssh_private_key_file"] = host.ssh.key_ref.removeprefix("file:")
+    if host.ssh.become:
+        values["ansible_become"] = True
+    return values
+
+
+def ecn_vars(intent: Intent) -> HostVars:
+    transport = intent.fabric.host_transport
+    tcp_ecn = transport.tcp_ecn
+    if tcp_ecn is None:
+        marks = any(c.ecn in ECN_MARKING_MODES for c in intent.service_classes)
+        tcp_ecn = TCP_ECN_REQUEST if marks else TCP_ECN_LINUX_DEFAULT
+    values: HostVars = {"tcp_ecn": tcp_ecn}
+    if transport.congestion_control is not None:
+        values["congestion_control"] = transport.congestion_control
+    return values
+
+
+def qjump_vars(intent: Intent, host: Host) -> HostVars | None:
+    """The HTB levels for ``host``, or None when the fabric runs no QJUMP.
+
+    R in the epoch 2nP/R + eps is the slowest edge link of the fabric (seeds/qjump-nsdi15.txt
+    §3.1, Eq. 1-2; §4 "R, the rate of the slowest edge link"), the same R validation checks
+    the levels against: every host must use one epoch, or a fast host would send more per
+    epoch than the bound assumes. The host's own NIC rate is its HTB line rate.
+    """
+    qjump = intent.fabric.qjump
+    if qjump is None:
+        return None
+    fabric_rate_bps = min(h.nic_gbps for h in intent.hosts) * 1e9
+    line_rate_bps = host.nic_gbps * 10**9
+    epsilon_s = qjump.epsilon_us * 1e-6
+    planned = plan_levels(
+        qjump.hosts, qjump.packet_bytes, fabric_rate_bps, epsilon_s, qjump.factors
+    )
+    levels = [
+        # Rounded down: a host never gets more than f_i x P per epoch.
+        {"level": p.level, "rate_bps": math.floor(p.rate_bps), "burst_bytes": p.bytes_per_epoch}
+        for p in planned
+    ]
+    if 0 not in qjump.factors:
+        levels.insert(0, _unbounded_level(line_rate_bps, intent.fabric.mtu_bytes))
+    return {
+        "device": host.device,
+        "line_rate_bps": line_rate_bps,
+        "default_level": 0,
+        "levels": levels,
+    }
+
+
+def _unbounded_level(line_rate_bps: int, mtu_bytes: int) -> HostVars:
+    """Level 0 for unmarked traffic when the intent gives it no factor: the paper's
+    maximum-throughput level (f = n, "full network throughput", §3.2) at the line rate, so
+    traffic that asked for no level is not slowed by a bounded one."""
+    burst = math.ceil(line_rate_bps / 8 / KERNEL_HZ) + mtu_bytes
+    return {"level": 0, "rate_bps": line_rate_bps, "burst_bytes": burst}
+
+
+def epoch_us(qjump: Qjump, slowest_nic_gbps: int) -> float:
+    """The network epoch in microseconds (for reports): 2nP/R + eps."""
+    seconds = epoch_seconds(
+        qjump.hosts, qjump.packet_bytes, slowest_nic_gbps * 1e9, qjump.epsilon_us * 1e-6
+    )
+    return seconds * 1e6
+
+
+def match_vars(match: HostsMatch) -> HostVars:
+    """The ``match`` mapping of docs/hosts.md: only the keys the intent gives."""
+    data = match.model_dump(mode="json", exclude_none=True)
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
+
+
+def _marked(intent: Intent) -> list[tuple[ServiceClass, HostsMatch]]:
+    return [(c, c.hosts_match) for c in intent.service_classes if c.hosts_match is not None]
+
+
+def dscp_vars(intent: Intent) -> list[HostVars]:
+    """One entry per class the hosts mark, in intent order (the first match wins)."""
+    entries: list[HostVars] = []
+    for service_class, match in _marked(intent):
+        entry: HostVars = {"name": service_class.name, "dscp": service_class.dscp[0]}
+        if service_class.qjump_level is not None:
+            entry["priority"] = QJUMP_PRIORITY_BASE + service_class.qjump_level
+        entry["match"] = match_vars(match)
+        entries.append(entry)
+    return entries
+
+
+def pias_vars(intent: Intent) -> list[HostVars]:
+    """One entry per PIAS class the hosts mark: stage 0 is the class's first DSCP, stage k
+    the k-th demotion's; K = stages queues give K - 1 thresholds."""
+    entries: list[HostVars] = []
+    for service_class, match in _marked(intent):
+        pias = service_class.pias
+        if pias is None:
+            continue
+        n_queues = len(pias.demotions) + 1
+        thresholds = demotion_thresholds(load_workload(pias.workload.value), pias.load, n_queues)
+        stages = [service_class.dscp[0], *(stage.dscp for stage in pias.demotions)]
+        entries.append(
+            {
+                "name": service_class.name,
+                "thresholds_bytes": thresholds,
+                "dscp": stages,
+                "match": match_vars(match),
+            }
+        )
+    return entries
