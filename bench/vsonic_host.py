@@ -1,0 +1,220 @@
+"""Virtual switches for the southbound bench, in a process of their own.
+
+``python -m bench.vsonic_host`` (started by ``bench.southbound_bench``, not by hand). The
+switches run apart from the bench so that their work (decoding, validating, answering) does
+not compete with the controller side for one interpreter lock: on a fabric every switch has
+its own CPU, here they share one process and the controller has the other core.
+
+Protocol, one JSON line each way on stdin/stdout:
+
+- first line in: the spec ``{"layout": "standalone" | "fleet", "switches": N, "ports": P,
+  "converged": bool}``; the switches are those of ``bench.compile_bench.synthetic_intent(N,
+  P)``, booted with the intent's ports and speeds. ``converged``: CONFIG_DB already holds the
+  compiled desired state, written through vsonic's own validation (``Switch.apply``), as a
+  previous push would have left it. Answer: ``{"ports": {switch: tcp port}}``.
+- ``stats``: ``{"rpcs": {"Get": n, "Set": n}, "cpu_s": s}`` (RPCs received so far, and the
+  process's CPU seconds, every thread).
+- ``reset``: every switch back to its boot state; answer ``{"ok": true}``.
+- ``stop`` or end of input: stop every server and exit.
+
+The gNMI password comes from the environment (``BENCH_VSONIC_PASSWORD``), never argv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from bench.compile_bench import synthetic_intent
+from controller.policy.models import Intent
+from controller.sonic.compile import compile_fleet
+from controller.sonic.model import SwitchConfig
+from vsonic.db import SEPARATORS, MemoryStore, Store
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.paths import DbPath
+from vsonic.seed import PortSeed, SwitchSeed, seed_store
+from vsonic.setops import OpKind, SetOp
+from vsonic.switch import Switch, Targets
+
+PASSWORD_ENV = "BENCH_VSONIC_PASSWORD"
+USERNAME = "admin"
+LISTEN = "127.0.0.1:0"  # loopback only; the OS picks a free port
+
+
+class RpcTally:
+    """RPCs received, by method, across every server of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, method: str) -> None:
+        with self._lock:
+            self._counts[method] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {"Get": self._counts["Get"], "Set": self._counts["Set"]}
+
+
+class CountingGnmiService(GnmiService):
+    """vsonic's gNMI service, counting the Get and Set RPCs it serves."""
+
+    def __init__(self, *args: Any, tally: RpcTally, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tally = tally
+
+    def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._tally.add("Get")
+        return super().Get(request, context)
+
+    def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._tally.add("Set")
+        return super().Set(request, context)
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    layout: str
+    switches: int
+    ports: int
+    converged: bool = False
+
+    @classmethod
+    def from_json(cls, text: str) -> HostSpec:
+        raw = json.loads(text)
+        spec = cls(
+            layout=str(raw["layout"]),
+            switches=int(raw["switches"]),
+            ports=int(raw["ports"]),
+            converged=bool(raw.get("converged", False)),
+        )
+        if spec.layout not in ("standalone", "fleet"):
+            raise ValueError(f"layout must be standalone or fleet, not {spec.layout!r}")
+        return spec
+
+
+def boot_seeds(intent: Intent) -> dict[str, SwitchSeed]:
+    """Each switch's boot state: the intent's ports, at the intent's speeds."""
+    return {
+        s.name: SwitchSeed(s.name, tuple(PortSeed(p.name, p.speed_gbps) for p in s.ports))
+        for s in intent.switches
+    }
+
+
+def wipe(store: Store) -> None:
+    """Remove every hash of every database (MemoryStore keeps no other state)."""
+    for db in SEPARATORS:
+        store.write_atomically(db, dict.fromkeys(store.read_prefixed(db, ""), None))
+
+
+def write_validated(switch: Switch, config: SwitchConfig) -> None:
+    """Write ``config`` through vsonic's Set path minus gRPC: one update per table (a table
+    update replaces the table), validated as a SetRequest would be, all or nothing."""
+    tables: dict[str, dict[str, dict[str, str]]] = {}
+    for (table, key), fields in config.items():
+        tables.setdefault(table, {})[key] = dict(fields)
+    switch.apply([SetOp(OpKind.UPDATE, DbPath("CONFIG_DB", t), v) for t, v in tables.items()])
+
+
+@dataclass
+class Host:
+    spec: HostSpec
+    intent: Intent
+    switches: list[Switch]
+    servers: dict[str, RunningServer] = field(default_factory=dict)
+    tally: RpcTally = field(default_factory=RpcTally)
+
+    def ports(self) -> dict[str, int]:
+        return {name: server.port for name, server in self.servers.items()}
+
+    def stats(self) -> dict[str, Any]:
+        return {"rpcs": self.tally.snapshot(), "cpu_s": time.process_time()}
+
+    def reset(self) -> None:
+        seeds = boot_seeds(self.intent)
+        for switch in self.switches:
+            wipe(switch.store)
+            seed_store(switch.store, seeds[switch.name])
+
+    def stop(self) -> None:
+        # Stop all at once, then wait: each stop waits out its grace period.
+        events = []
+        for running in self.servers.values():
+            running.service.close()
+            events.append(running.server.stop(0.5))
+        for event in events:
+            event.wait()
+        self.servers.clear()
+
+
+def build_host(spec: HostSpec, password: str) -> Host:
+    intent = synthetic_intent(spec.switches, spec.ports)
+    switches = [Switch(s.name, MemoryStore()) for s in intent.switches]
+    host = Host(spec, intent, switches)
+    host.reset()
+    if spec.converged:
+        desired = compile_fleet(intent)
+        for switch in switches:
+            write_validated(switch, desired[switch.name])
+    credentials = Credentials(USERNAME, password)
+    try:
+        for name, targets in _target_sets(spec, switches):
+            service = CountingGnmiService(targets, Clock(), credentials, tally=host.tally)
+            host.servers[name] = start_server(LISTEN, service)
+    except BaseException:
+        host.stop()
+        raise
+    return host
+
+
+def _target_sets(spec: HostSpec, switches: list[Switch]) -> Iterable[tuple[str, Targets]]:
+    """Standalone: a server per switch (its own port); fleet: one server, keyed ``fleet``."""
+    if spec.layout == "fleet":
+        return [("fleet", Targets(switches, fleet=True))]
+    return [(s.name, Targets([s], fleet=False)) for s in switches]
+
+
+def _reply(out: TextIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def serve_commands(host: Host, lines: Iterable[str], out: TextIO) -> None:
+    for line in lines:
+        command = line.strip()
+        if command == "stop":
+            return
+        if command == "stats":
+            _reply(out, host.stats())
+        elif command == "reset":
+            host.reset()
+            _reply(out, {"ok": True})
+        else:
+            _reply(out, {"error": f"unknown command {command!r}"})
+
+
+def main() -> int:
+    password = os.environ.get(PASSWORD_ENV)
+    if not password:
+        print(f"{PASSWORD_ENV} is not set", file=sys.stderr)
+        return 2
+    spec = HostSpec.from_json(sys.stdin.readline())
+    host = build_host(spec, password)
+    try:
+        _reply(sys.stdout, {"ports": host.ports()})
+        serve_commands(host, sys.stdin, sys.stdout)
+    finally:
+        host.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

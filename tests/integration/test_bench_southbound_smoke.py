@@ -1,0 +1,130 @@
+"""Smoke test of the southbound benchmark (bench/southbound_bench.py) at tiny sizes.
+
+It runs, its output parses, the RPC counts the switches received are the ones the plans
+call for, a drifted target or a refused push stops it loudly, and the switches' process is
+gone afterwards. Real gRPC to real vsonic servers on 127.0.0.1; no timing assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.compile_bench import synthetic_intent
+from bench.southbound_bench import loopback_targets, run_push, run_reconcile, switch_host
+from controller.sonic.compile import compile_fleet
+from controller.sonic.diff import plan_switch
+from controller.sonic.model import SwitchConfig
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SWITCHES, TARGETS, PORTS, BATCH = 3, 10, 4, 40
+ROW = re.compile(
+    r"^  (?P<mode>baseline|sluice): .*?\s(?P<wall>\d+\.\d{3})s\s+(?P<sets>\d+)\s+(?P<gets>\d+)"
+    r"\s+(?P<rpcs_s>\d+\.\d)\s+(?P<ops_s>\d+\.\d)\s+(?P<targets_s>\d+\.\d)"
+    r"\s+(?P<cpu_bench>\d+\.\d{3})s\s+(?P<cpu_vsonic>\d+\.\d{3})s$"
+)
+
+
+def parse_rows(stdout: str) -> dict[str, dict[str, dict[str, str]]]:
+    """{section: {mode: columns}}; a section starts at a line ``push:`` or ``reconcile:``."""
+    sections: dict[str, dict[str, dict[str, str]]] = {}
+    current = None
+    for line in stdout.splitlines():
+        head = line.split(":", 1)[0]
+        if head in ("push", "reconcile"):
+            current = head
+            sections[current] = {}
+        elif (match := ROW.match(line)) and current is not None:
+            sections[current][match["mode"]] = match.groupdict()
+    return sections
+
+
+def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
+    flags = ["--switches", str(SWITCHES), "--targets", str(TARGETS), "--ports", str(PORTS)]
+    flags += ["--batch-size", str(BATCH), "--parallel", "2", "--max-in-flight", "4"]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.southbound_bench", *flags],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = parse_rows(done.stdout)
+    assert set(rows) == {"push", "reconcile"}
+    assert all(set(modes) == {"baseline", "sluice"} for modes in rows.values()), done.stdout
+
+    # A fresh switch holds none of sluice's tables, so each desired entry is one add op and
+    # a switch gets ceil(entries / BATCH) SetRequests, then one read-back Get.
+    desired = compile_fleet(synthetic_intent(SWITCHES, PORTS))
+    sets = sum(math.ceil(len(config) / BATCH) for config in desired.values())
+    for mode in ("baseline", "sluice"):
+        push, reconcile = rows["push"][mode], rows["reconcile"][mode]
+        assert (int(push["sets"]), int(push["gets"])) == (sets, SWITCHES)
+        # A no-drift pass is one Get per target and no Set at all.
+        assert (int(reconcile["sets"]), int(reconcile["gets"])) == (0, TARGETS)
+    assert "every plan empty: 10/10 baseline, 10/10 sluice" in done.stdout
+    assert "note:" not in done.stdout  # every attempt the bench sent arrived
+    reproduce = done.stdout.strip().splitlines()[-1]
+    assert reproduce.startswith("reproduce: uv run python -m bench.southbound_bench")
+    given = reproduce.split()[6:]
+    assert dict(zip(given[::2], given[1::2], strict=True)) == dict(
+        zip(flags[::2], flags[1::2], strict=True)
+    )
+
+
+def _another_weight(config: SwitchConfig) -> SwitchConfig:
+    """``config`` with the first DWRR scheduler's weight moved by one (1..100 stays valid)."""
+    key = next(k for k, fields in sorted(config.items()) if "weight" in fields)
+    weight = int(config[key]["weight"])
+    return {**config, key: {**config[key], "weight": str(weight % 100 + 1)}}
+
+
+def test_a_drifted_target_stops_the_reconcile_pass_and_the_switches_stop_after() -> None:
+    password = secrets.token_hex(8)
+    intent = synthetic_intent(3, PORTS)
+    desired = compile_fleet(intent)
+    spec = {"layout": "fleet", "switches": 3, "ports": PORTS, "converged": True}
+    args = argparse.Namespace(max_in_flight=4, parallel=2)
+    with switch_host(spec, password) as (host, ports):
+        targets = loopback_targets(intent, ports, password, fleet=True)
+        converged = run_reconcile(host, targets, desired, args, baseline=False)
+        assert (converged.sets, converged.gets, converged.targets) == (0, 3, 3)
+        drifted = {**desired, "sw0001": _another_weight(desired["sw0001"])}
+        with pytest.raises(SystemExit, match=r"1 of 3 plans not empty: sw0001 \(1 ops\)"):
+            run_reconcile(host, targets, drifted, args, baseline=True)
+        pid, port = host.pid, ports["fleet"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # exited and reaped
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def test_a_refused_push_stops_the_bench_naming_the_switch() -> None:
+    password = secrets.token_hex(8)
+    intent = synthetic_intent(2, PORTS)
+    desired = compile_fleet(intent)
+    # vsonic refuses a DWRR weight over 100 (SONiC's YANG range 1..100).
+    bad = dict(desired["sw0000"])
+    key = next(k for k in sorted(bad) if "weight" in bad[k])
+    bad[key] = {**bad[key], "weight": "101"}
+    plans = {
+        name: plan_switch(name, config, {}) for name, config in {**desired, "sw0000": bad}.items()
+    }
+    args = argparse.Namespace(max_in_flight=4, parallel=2, batch_size=BATCH)
+    spec = {"layout": "standalone", "switches": 2, "ports": PORTS}
+    with switch_host(spec, password) as (host, ports):
+        targets = loopback_targets(intent, ports, password, fleet=False)
+        with pytest.raises(SystemExit, match=r"1 of 2 switches not verified: sw0000: failed"):
+            run_push(host, targets, plans, args, baseline=False)
