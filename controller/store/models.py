@@ -301,3 +301,80 @@ class DriftEvent(Base):
             f"DriftEvent(switch_name={self.switch_name!r}, "
             f"entry={self.table_name}|{self.entry_key}, field={self.field!r})"
         )
+
+
+# --- host configuration runs through Ansible (revision 0004) ---------------------------------
+
+HOST_RUN_MODES = ("plan", "apply")
+HOST_RUN_STATES = ("running", "completed", "halted", "interrupted", "error")
+HOST_RESULT_STATUSES = ("ok", "changed", "failed", "unreachable", "not_run")
+UQ_HOST_RESULT = "uq_host_results_run_id_host_name"
+# At most one apply runs at a time: two would race each other on the same hosts.
+UQ_HOST_RUN_ONE_ACTIVE_APPLY = "uq_host_runs_one_active_apply"
+
+
+class HostRun(Base):
+    """One ansible-playbook rollout over the hosts of one intent version: a plan (check mode)
+    or an apply in batches with a failure budget. Progress is written after every batch."""
+
+    __tablename__ = "host_runs"
+    __table_args__ = (
+        CheckConstraint(_one_of("mode", HOST_RUN_MODES), name="mode_known"),
+        CheckConstraint(_one_of("state", HOST_RUN_STATES), name="state_known"),
+        CheckConstraint("batch_size > 0", name="batch_size_positive"),
+        CheckConstraint("failure_budget >= 0", name="failure_budget_not_negative"),
+        Index("ix_host_runs_started_at", "started_at"),
+        Index(
+            UQ_HOST_RUN_ONE_ACTIVE_APPLY,
+            "mode",
+            unique=True,
+            postgresql_where=text("state = 'running' AND mode = 'apply'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    mode: Mapped[str] = mapped_column(String(8))
+    state: Mapped[str] = mapped_column(String(16))
+    intent_version: Mapped[int] = mapped_column(
+        Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
+    )
+    hosts: Mapped[list[str]] = mapped_column(JSONB)
+    batch_size: Mapped[int] = mapped_column(Integer)
+    failure_budget: Mapped[int] = mapped_column(Integer)
+    batches_total: Mapped[int] = mapped_column(Integer)
+    batches_done: Mapped[int] = mapped_column(Integer)
+    failures: Mapped[int] = mapped_column(Integer)
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_id: Mapped[str] = mapped_column(String(64))
+    message: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"HostRun(id={self.id}, mode={self.mode!r}, state={self.state!r})"
+
+
+class HostRunResult(Base):
+    """One host of a host run: its status and the tasks that changed or failed (with diffs)."""
+
+    __tablename__ = "host_results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "host_name", name=UQ_HOST_RESULT),
+        CheckConstraint(_one_of("status", HOST_RESULT_STATUSES), name="status_known"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("host_runs.id", ondelete="CASCADE"))
+    host_name: Mapped[str] = mapped_column(String(63))
+    batch: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    changed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
+    failed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
+    message: Mapped[str | None] = mapped_column(Text)
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"HostRunResult(run_id={self.run_id}, host_name={self.host_name!r}, "
+            f"status={self.status!r})"
+        )

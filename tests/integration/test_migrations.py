@@ -16,6 +16,9 @@ SCHEMA_TABLES = TABLES_0001 | {
     "rollout_results",
     "reconcile_runs",
     "drift_events",
+    # 0004: host configuration runs
+    "host_runs",
+    "host_results",
 }
 
 
