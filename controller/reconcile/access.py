@@ -1,0 +1,72 @@
+"""How rollouts and the reconcile loop reach switches: read tables, apply a plan.
+
+``SwitchAccess`` is the seam: the rollout runner and the loop are written against it, and
+``GnmiAccess`` is the production implementation over the southbound's ``SessionPool`` and
+``apply_plan_to_switch`` (with the agent's volatile fields, so a threshold the on-switch
+agent moved is not a mismatch). Credentials come from each switch's ``credential_ref``
+through the resolver it is given, right before a session needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
+from controller.policy.models import Switch
+from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, apply_plan_to_switch
+from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.tables import SCHEMAS
+from controller.southbound.credentials import SecretResolver
+from controller.southbound.gnmi import DEFAULT_USERNAME, SessionPool, target_for_switch
+
+# Every table sluice can own: reading all of them lets a plan find an entry sluice wrote
+# under an older version even when the newer version no longer has that table at all.
+OWNED_TABLES = tuple(sorted(SCHEMAS))
+
+
+class SwitchAccess(Protocol):
+    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
+        """The entries of ``tables`` the switch holds now; raises ``SouthboundError`` or
+        ``NotFound`` (an unresolvable credential)."""
+        ...
+
+    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
+        """Write ``plan`` and verify it by read-back; never raises for a switch's failure."""
+        ...
+
+
+def unapplied(switch: str, status: ApplyStatus, reason: str) -> ApplyResult:
+    """The result of a switch that could not even be read (nothing was written)."""
+    return ApplyResult(switch, status, 0, 0, 0, reason)
+
+
+def read_failure(switch: str, error: SouthboundError | NotFound) -> ApplyResult:
+    """A failed pre-apply read as an apply result: unreachable stays unreachable."""
+    status: ApplyStatus = "unreachable" if isinstance(error, SouthboundUnreachable) else "failed"
+    return unapplied(switch, status, f"reading the switch: {error.detail}")
+
+
+@dataclass
+class GnmiAccess:
+    """``SwitchAccess`` over gNMI: sessions from ``pool``, passwords from ``resolve``."""
+
+    pool: SessionPool
+    resolve: SecretResolver
+    username: str = DEFAULT_USERNAME
+    batch_size: int = 100
+
+    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
+        target = target_for_switch(switch, self.resolve, username=self.username)
+        return self.pool.session(target).get_tables(tables)
+
+    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
+        try:
+            target = target_for_switch(switch, self.resolve, username=self.username)
+        except NotFound as error:
+            return unapplied(switch.name, "failed", error.detail)
+        session = self.pool.session(target)
+        return apply_plan_to_switch(
+            session, plan, batch_size=self.batch_size, volatile=agent_fields
+        )

@@ -1,0 +1,328 @@
+"""Staged rollouts: canary switches first, then batches; halt, pause, resume, roll back.
+
+Every step's state lives in the store (PostgreSQL in production), so a runner that starts
+after a controller restart picks up where the last one stopped. One ``step`` does one unit
+of work and then returns, which is where pause requests and the failure budget are checked:
+
+- ``pending`` -> ``running`` when a runner first picks the rollout up;
+- ``running``: if the failures so far (failed + unreachable + mismatch) exceed the budget,
+  -> ``halted``; if no switch is pending, -> ``completed``; otherwise the lowest batch with
+  pending switches is applied (in parallel within the batch);
+- ``rolling_back``: one switch at a time, in the reverse of the order the rollout reached
+  them, back to the previous version's desired state; none left -> ``rolled_back``.
+
+Each switch is planned from a fresh read of the tables sluice owns, so re-running a batch
+that a restart interrupted writes only what is still missing. Writes are verified by
+read-back (``controller/reconcile/apply.py``) and the state read afterwards is recorded as
+the switch's running state. Time, the switches and the store are all passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from controller.errors import NotFound, SouthboundError
+from controller.policy.models import Intent, Switch
+from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
+from controller.reconcile.apply import ApplyResult
+from controller.sonic.diff import plan_switch
+from controller.sonic.model import SwitchConfig
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+Phase = Literal["rollout", "rollback"]
+FAILURE_STATUSES = frozenset({"failed", "unreachable", "mismatch"})
+FORWARD: Phase = "rollout"
+BACKWARD: Phase = "rollback"
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchProgress:
+    phase: str
+    switch: str
+    batch: int
+    status: str
+    attempts: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutView:
+    """A rollout as the runner sees it: its state, policy and every per-switch result."""
+
+    id: int
+    state: str
+    from_version: int
+    to_version: int
+    batch_size: int
+    failure_budget: int
+    results: tuple[SwitchProgress, ...]
+
+    def of(self, phase: Phase) -> list[SwitchProgress]:
+        return [r for r in self.results if r.phase == phase]
+
+
+class RolloutStore(Protocol):
+    """What the runner needs from persistence (``controller.services.rollouts``)."""
+
+    def runnable(self) -> list[int]: ...
+
+    def load(self, rollout_id: int) -> RolloutView: ...
+
+    def intent(self, version: int) -> Intent | None: ...
+
+    def desired(self, version: int) -> dict[str, SwitchConfig]: ...
+
+    def transition(
+        self, rollout_id: int, state: str, expected: Sequence[str], reason: str | None = None
+    ) -> bool: ...
+
+    def record(
+        self,
+        rollout_id: int,
+        phase: Phase,
+        result: ApplyResult,
+        started: datetime,
+        finished: datetime,
+    ) -> None: ...
+
+    def record_running_state(self, switch: str, config: SwitchConfig) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+
+def assign_batches(
+    switches: Sequence[str], canary: Sequence[str], batch_size: int
+) -> list[tuple[str, int]]:
+    """``(switch, batch)`` in run order: the canary switches form batch 0, the others follow
+    in the given order in batches of ``batch_size`` (numbered on from 1, or from 0 when
+    there is no canary)."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    unknown = sorted(set(canary) - set(switches))
+    if unknown:
+        raise ValueError(f"canary switches not in the intent: {', '.join(unknown)}")
+    first = 1 if canary else 0
+    rest = [name for name in switches if name not in set(canary)]
+    assigned = [(name, 0) for name in dict.fromkeys(canary)]
+    assigned += [(name, first + i // batch_size) for i, name in enumerate(rest)]
+    return assigned
+
+
+def failure_count(results: Sequence[SwitchProgress]) -> int:
+    return sum(1 for r in results if r.status in FAILURE_STATUSES)
+
+
+def next_batch(results: Sequence[SwitchProgress]) -> list[SwitchProgress]:
+    """The pending switches of the lowest batch that has any (empty when none is pending)."""
+    pending = [r for r in results if r.status == "pending"]
+    if not pending:
+        return []
+    lowest = min(r.batch for r in pending)
+    return [r for r in pending if r.batch == lowest]
+
+
+def rollback_switches(results: Sequence[SwitchProgress]) -> list[str]:
+    """The switches a rollback must visit, last reached first: every switch the rollout
+    attempted (a failed or unreachable one may still have taken some batches)."""
+    attempted = [r for r in results if r.attempts > 0]
+    ordered = sorted(attempted, key=lambda r: (r.batch, r.switch), reverse=True)
+    return [r.switch for r in ordered]
+
+
+def describe_failures(results: Sequence[SwitchProgress]) -> str:
+    failed = [r for r in results if r.status in FAILURE_STATUSES]
+    return ", ".join(f"{r.switch} ({r.status})" for r in failed)
+
+
+# --------------------------------------------------------------------------------------------
+# one switch
+
+
+@dataclass(frozen=True, slots=True)
+class Converged:
+    result: ApplyResult
+    running: SwitchConfig | None  # read after a verified apply; None when not verified
+
+
+def converge_switch(
+    access: SwitchAccess, switch: Switch, desired: SwitchConfig, owned: SwitchConfig
+) -> Converged:
+    """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
+    and verify, then read what it runs now."""
+    try:
+        observed = access.read(switch, OWNED_TABLES)
+    except (SouthboundError, NotFound) as error:
+        return Converged(read_failure(switch.name, error), None)
+    plan = plan_switch(switch.name, desired, observed, owned)
+    result = access.apply(switch, plan)
+    if result.status != "applied_verified":
+        return Converged(result, None)
+    try:
+        return Converged(result, access.read(switch, OWNED_TABLES))
+    except (SouthboundError, NotFound) as error:
+        log.warning("%s: verified, but reading its running state failed: %s", switch.name, error)
+        return Converged(result, None)
+
+
+def _switch_of(intents: Sequence[Intent | None], name: str) -> Switch | None:
+    """The switch definition (endpoint, credential) from the first intent that has it."""
+    for intent in intents:
+        for switch in intent.switches if intent is not None else ():
+            if switch.name == name:
+                return switch
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the runner
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """One switch to bring to ``desired``, found in ``switch`` (None: not in either intent)."""
+
+    name: str
+    switch: Switch | None
+    desired: SwitchConfig
+    owned: SwitchConfig
+
+
+class RolloutRunner:
+    """Drives rollouts through the store; each ``step`` does one batch or one rollback
+    switch. Safe to discard at any moment and replace with a new runner."""
+
+    def __init__(
+        self,
+        store: RolloutStore,
+        access: SwitchAccess,
+        clock: Clock,
+        *,
+        max_parallel: int = 8,
+    ) -> None:
+        if max_parallel < 1:
+            raise ValueError("max_parallel must be at least 1")
+        self._store = store
+        self._access = access
+        self._clock = clock
+        self._max_parallel = max_parallel
+
+    def run_once(self) -> int:
+        """One step of every runnable rollout; how many steps did something."""
+        return sum(1 for rollout_id in self._store.runnable() if self.step(rollout_id))
+
+    def run_until_idle(self, max_steps: int = 100_000) -> int:
+        """Step until no rollout is runnable (done, halted or paused); steps taken."""
+        steps = 0
+        while steps < max_steps:
+            done = self.run_once()
+            if not done:
+                return steps
+            steps += done
+        return steps
+
+    def step(self, rollout_id: int) -> bool:
+        view = self._store.load(rollout_id)
+        if view.state == "pending":
+            return self._move(view, "running", ("pending",), None)
+        if view.state == "running":
+            return self._forward(view)
+        if view.state == "rolling_back":
+            return self._backward(view)
+        return False
+
+    def _move(
+        self, view: RolloutView, state: str, expected: Sequence[str], reason: str | None
+    ) -> bool:
+        moved = self._store.transition(view.id, state, expected, reason)
+        if moved:
+            log.info("rollout %d: %s%s", view.id, state, f" ({reason})" if reason else "")
+        return moved
+
+    def _forward(self, view: RolloutView) -> bool:
+        results = view.of(FORWARD)
+        failures = failure_count(results)
+        if failures > view.failure_budget:
+            reason = (
+                f"{failures} switch(es) failed, more than the failure budget of "
+                f"{view.failure_budget}: {describe_failures(results)}"
+            )
+            return self._move(view, "halted", ("running",), reason)
+        batch = next_batch(results)
+        if not batch:
+            unverified = f"not verified: {describe_failures(results)}" if failures else None
+            return self._move(view, "completed", ("running",), unverified)
+        to_desired = self._store.desired(view.to_version)
+        from_desired = self._store.desired(view.from_version)
+        intents = [self._store.intent(view.to_version)]
+        work = [
+            _Work(
+                r.switch,
+                _switch_of(intents, r.switch),
+                to_desired.get(r.switch, {}),
+                # What sluice wrote: the older version's values win where both have an entry,
+                # so a start value that changed between versions is written afresh.
+                {**to_desired.get(r.switch, {}), **from_desired.get(r.switch, {})},
+            )
+            for r in batch
+        ]
+        log.info("rollout %d: batch %d: %s", view.id, batch[0].batch, [w.name for w in work])
+        self._run(view.id, FORWARD, work)
+        return True
+
+    def _backward(self, view: RolloutView) -> bool:
+        pending = [r for r in view.of(BACKWARD) if r.status == "pending"]
+        if not pending:
+            failed = describe_failures(view.of(BACKWARD))
+            reason = f"not restored: {failed}" if failed else None
+            return self._move(view, "rolled_back", ("rolling_back",), reason)
+        target = min(pending, key=lambda r: r.batch)
+        to_desired = self._store.desired(view.to_version)
+        from_desired = self._store.desired(view.from_version)
+        intents = [self._store.intent(view.to_version), self._store.intent(view.from_version)]
+        work = _Work(
+            target.switch,
+            _switch_of(intents, target.switch),
+            from_desired.get(target.switch, {}),
+            # The newer version was written last: its values are what sluice recorded.
+            {**from_desired.get(target.switch, {}), **to_desired.get(target.switch, {})},
+        )
+        log.info("rollout %d: rolling back %s", view.id, target.switch)
+        self._run(view.id, BACKWARD, [work])
+        return True
+
+    def _run(self, rollout_id: int, phase: Phase, work: Sequence[_Work]) -> None:
+        def one(item: _Work) -> tuple[Converged, datetime, datetime]:
+            started = self._clock()
+            if item.switch is None:
+                missing = unapplied(item.name, "failed", "the switch is in neither intent version")
+                return Converged(missing, None), started, self._clock()
+            return (
+                converge_switch(self._access, item.switch, item.desired, item.owned),
+                started,
+                (self._clock()),
+            )
+
+        workers = max(1, min(self._max_parallel, len(work)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
+            outcomes = list(pool.map(one, work))
+        for converged, started, finished in outcomes:
+            result = converged.result
+            self._store.record(rollout_id, phase, result, started, finished)
+            if converged.running is not None:
+                self._store.record_running_state(result.switch, converged.running)
+            log.info(
+                "rollout %d: %s %s%s",
+                rollout_id,
+                result.switch,
+                result.status,
+                f": {result.reason}" if result.reason else "",
+            )

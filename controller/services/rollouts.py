@@ -1,0 +1,407 @@
+"""Rollouts in PostgreSQL: the operator's side (start, pause, resume, roll back, read) and
+the runner's side (``SqlRolloutStore``, the ``RolloutStore`` of
+``controller/reconcile/rollout.py``).
+
+The operator's calls only change rows; a runner (``python -m controller.worker``) does the
+switch work. Every action is audited (resource type ``rollout``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
+from controller.policy.models import Intent
+from controller.reconcile.apply import ApplyResult
+from controller.reconcile.rollout import (
+    BACKWARD,
+    FAILURE_STATUSES,
+    FORWARD,
+    Phase,
+    RolloutView,
+    SwitchProgress,
+    assign_batches,
+    rollback_switches,
+)
+from controller.services.common import Actor, Clock, Page
+from controller.services.snapshots import decode_fleet, encode_config
+from controller.sonic.model import SwitchConfig
+from controller.store.models import Rollout, RolloutResult
+from controller.store.repositories import audit, intents, rollouts, states
+from controller.store.repositories.rollouts import NewResult
+
+PAUSABLE = ("pending", "running")
+RESUMABLE = ("paused", "halted", "completed")
+ROLLBACKABLE = ("pending", "running", "paused", "halted", "completed")
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutPolicy:
+    to_version: int | None
+    canary: tuple[str, ...] = ()
+    batch_size: int = 1
+    failure_budget: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResultInfo:
+    phase: str
+    switch: str
+    batch: int
+    status: str
+    reason: str | None
+    attempts: int
+    detail: dict[str, Any] | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutInfo:
+    id: int
+    from_version: int
+    to_version: int
+    canary: list[str]
+    batch_size: int
+    failure_budget: int
+    state: str
+    reason: str | None
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    counts: dict[str, int]
+    results: list[ResultInfo]
+
+
+def _result_info(row: RolloutResult) -> ResultInfo:
+    return ResultInfo(
+        row.phase,
+        row.switch_name,
+        row.batch,
+        row.status,
+        row.reason,
+        row.attempts,
+        row.detail,
+        row.started_at,
+        row.finished_at,
+    )
+
+
+def _counts(results: Sequence[RolloutResult]) -> dict[str, int]:
+    """Switches per status of the rollout phase (rollback counts carry a ``rollback_``
+    prefix), so a progress line needs no second request."""
+    counts: dict[str, int] = {}
+    for row in results:
+        name = row.status if row.phase == FORWARD else f"rollback_{row.status}"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _info(row: Rollout, results: Sequence[RolloutResult]) -> RolloutInfo:
+    return RolloutInfo(
+        row.id,
+        row.from_version,
+        row.to_version,
+        list(row.canary),
+        row.batch_size,
+        row.failure_budget,
+        row.state,
+        row.reason,
+        row.created_by,
+        row.created_at,
+        row.started_at,
+        row.finished_at,
+        _counts(results),
+        [_result_info(r) for r in results],
+    )
+
+
+def _view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:
+    progress = tuple(
+        SwitchProgress(r.phase, r.switch_name, r.batch, r.status, r.attempts, r.reason)
+        for r in results
+    )
+    return RolloutView(
+        row.id,
+        row.state,
+        row.from_version,
+        row.to_version,
+        row.batch_size,
+        row.failure_budget,
+        progress,
+    )
+
+
+def _by_rollout(results: Sequence[RolloutResult]) -> dict[int, list[RolloutResult]]:
+    by_id: dict[int, list[RolloutResult]] = {}
+    for result in results:
+        by_id.setdefault(result.rollout_id, []).append(result)
+    return by_id
+
+
+def _load(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+    row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
+    if row is None:
+        raise NotFound(f"rollout {rollout_id} does not exist")
+    return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
+
+
+Also = Callable[[Session, Rollout], None]
+
+
+class RolloutService:
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def list(self, *, limit: int, offset: int) -> Page[RolloutInfo]:
+        with self._sessions() as session:
+            rows, total = rollouts.list_rollouts(session=session, limit=limit, offset=offset)
+            results = rollouts.results_of(session=session, rollout_ids=[r.id for r in rows])
+        by_id = _by_rollout(results)
+        items = [_info(row, by_id.get(row.id, [])) for row in rows]
+        return Page(items, total, limit, offset)
+
+    def get(self, rollout_id: int) -> RolloutInfo:
+        with self._sessions() as session:
+            return _info(*_load(session, rollout_id))
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def start(self, policy: RolloutPolicy, *, actor: Actor) -> RolloutInfo:
+        """A new pending rollout of ``to_version`` (default: the current version) from the
+        version the fabric was last brought to."""
+        with self._sessions.begin() as session:
+            rollouts.lock_rollout_starts(session=session)
+            active = rollouts.active_rollout(session=session)
+            if active is not None:
+                raise Conflict(
+                    f"rollout {active.id} is {active.state}; let it finish, resume it or "
+                    "roll it back before starting another"
+                )
+            head = intents.head_number(session=session)
+            to_version = head if policy.to_version is None else policy.to_version
+            if to_version < 1 or to_version > head:
+                raise NotFound(f"intent version {to_version} does not exist (the newest is {head})")
+            switches = sorted(intents.desired_states(session=session, version=to_version))
+            batches = _batches(switches, policy)
+            now = self._clock()
+            row = rollouts.insert_rollout(
+                session=session,
+                from_version=rollouts.last_finished_version(session=session),
+                to_version=to_version,
+                canary=list(dict.fromkeys(policy.canary)),
+                batch_size=policy.batch_size,
+                failure_budget=policy.failure_budget,
+                created_by=actor.name,
+                at=now,
+            )
+            rows = [NewResult(FORWARD, name, batch) for name, batch in batches]
+            rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
+            self._audit(session, actor, row, "start", None, now)
+            return _info(row, rollouts.results_of(session=session, rollout_ids=[row.id]))
+
+    def pause(self, rollout_id: int, *, actor: Actor) -> RolloutInfo:
+        return self._move(rollout_id, "paused", PAUSABLE, actor, "pause")
+
+    def resume(self, rollout_id: int, *, actor: Actor) -> RolloutInfo:
+        """Run again (from paused, halted, or completed with failures); switches that
+        failed, were unreachable or mismatched are retried, planned from a fresh read, so
+        only what is missing gets written."""
+
+        def retry_failures(session: Session, row: Rollout) -> None:
+            retried = rollouts.reset_results(
+                session=session,
+                rollout_id=row.id,
+                phase=FORWARD,
+                statuses=FAILURE_STATUSES,
+                to="pending",
+            )
+            if row.state == "completed":
+                _check_reopenable(session, row, retried)
+
+        return self._move(rollout_id, "running", RESUMABLE, actor, "resume", retry_failures)
+
+    def rollback(self, rollout_id: int, *, actor: Actor) -> RolloutInfo:
+        """Back to the previous version, switch by switch; switches not yet reached are
+        skipped."""
+
+        def plan_rollback(session: Session, row: Rollout) -> None:
+            results = rollouts.results_of(session=session, rollout_ids=[row.id], phase=FORWARD)
+            view = _view(row, results)
+            order = rollback_switches(view.of(FORWARD))
+            rows = [NewResult(BACKWARD, name, index) for index, name in enumerate(order)]
+            rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
+            rollouts.reset_results(
+                session=session,
+                rollout_id=row.id,
+                phase=FORWARD,
+                statuses=("pending",),
+                to="skipped",
+            )
+
+        return self._move(
+            rollout_id, "rolling_back", ROLLBACKABLE, actor, "rollback", plan_rollback
+        )
+
+    def _move(
+        self,
+        rollout_id: int,
+        state: str,
+        allowed: Sequence[str],
+        actor: Actor,
+        action: str,
+        also: Also | None = None,
+    ) -> RolloutInfo:
+        with self._sessions.begin() as session:
+            row = rollouts.get_rollout(session=session, rollout_id=rollout_id, for_update=True)
+            if row is None:
+                raise NotFound(f"rollout {rollout_id} does not exist")
+            if row.state not in allowed:
+                raise Conflict(
+                    f"rollout {rollout_id} is {row.state}; {action} needs it {' or '.join(allowed)}"
+                )
+            before = row.state
+            if also is not None:
+                also(session, row)
+            now = self._clock()
+            rollouts.set_state(
+                session=session, rollout_id=row.id, state=state, expected=allowed, at=now
+            )
+            session.refresh(row)
+            self._audit(session, actor, row, action, {"state": before}, now)
+            return _info(row, rollouts.results_of(session=session, rollout_ids=[row.id]))
+
+    @staticmethod
+    def _audit(
+        session: Session,
+        actor: Actor,
+        row: Rollout,
+        action: str,
+        before: dict[str, Any] | None,
+        at: datetime,
+    ) -> None:
+        audit.insert_audit(
+            session=session,
+            request_id=actor.request_id,
+            actor=actor.name,
+            action=action,
+            resource_type="rollout",
+            resource_id=str(row.id),
+            version=row.to_version,
+            before=before,
+            after={
+                "state": row.state,
+                "from_version": row.from_version,
+                "to_version": row.to_version,
+                "canary": list(row.canary),
+                "batch_size": row.batch_size,
+                "failure_budget": row.failure_budget,
+            },
+            at=at,
+        )
+
+
+def _check_reopenable(session: Session, row: Rollout, retried: int) -> None:
+    """A completed rollout may be resumed to retry its failed switches only while it is the
+    newest rollout and nothing else is running: never over a later version."""
+    if not retried:
+        raise Conflict(f"rollout {row.id} completed with every switch verified")
+    newest, _ = rollouts.list_rollouts(session=session, limit=1, offset=0)
+    active = rollouts.active_rollout(session=session)
+    if active is not None or (newest and newest[0].id != row.id):
+        raise Conflict(f"rollout {row.id} is not the newest; start a new rollout instead")
+
+
+def _batches(switches: Sequence[str], policy: RolloutPolicy) -> list[tuple[str, int]]:
+    if not switches:
+        raise Conflict("the intent version has no switches to roll out to")
+    try:
+        return assign_batches(switches, policy.canary, policy.batch_size)
+    except ValueError as error:
+        raise IntentInvalid([FieldProblem("canary", str(error))]) from None
+
+
+class SqlRolloutStore:
+    """The runner's ``RolloutStore`` over PostgreSQL; desired states and intents are
+    immutable per version, so they are cached."""
+
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._desired: dict[int, dict[str, SwitchConfig]] = {}
+        self._intents: dict[int, Intent | None] = {}
+
+    def runnable(self) -> list[int]:
+        with self._sessions() as session:
+            return rollouts.runnable_ids(session=session)
+
+    def load(self, rollout_id: int) -> RolloutView:
+        with self._sessions() as session:
+            return _view(*_load(session, rollout_id))
+
+    def intent(self, version: int) -> Intent | None:
+        if version not in self._intents:
+            with self._sessions() as session:
+                row = intents.get_version(session=session, number=version)
+            self._intents[version] = None if row is None else Intent.model_validate(row.intent)
+        return self._intents[version]
+
+    def desired(self, version: int) -> dict[str, SwitchConfig]:
+        if version not in self._desired:
+            with self._sessions() as session:
+                stored = intents.desired_states(session=session, version=version)
+            self._desired[version] = decode_fleet(stored)
+        return self._desired[version]
+
+    def transition(
+        self, rollout_id: int, state: str, expected: Sequence[str], reason: str | None = None
+    ) -> bool:
+        with self._sessions.begin() as session:
+            return rollouts.set_state(
+                session=session,
+                rollout_id=rollout_id,
+                state=state,
+                expected=expected,
+                at=self._clock(),
+                reason=reason,
+            )
+
+    def record(
+        self,
+        rollout_id: int,
+        phase: Phase,
+        result: ApplyResult,
+        started: datetime,
+        finished: datetime,
+    ) -> None:
+        with self._sessions.begin() as session:
+            rollouts.record_result(
+                session=session,
+                rollout_id=rollout_id,
+                phase=phase,
+                switch_name=result.switch,
+                status=result.status,
+                reason=result.reason,
+                detail=result.to_json(),
+                started_at=started,
+                finished_at=finished,
+            )
+
+    def record_running_state(self, switch: str, config: SwitchConfig) -> None:
+        with self._sessions.begin() as session:
+            states.record_running_state(
+                session=session,
+                switch_name=switch,
+                config=encode_config(config),
+                recorded_at=self._clock(),
+                source="rollout read-back",
+            )

@@ -1,0 +1,96 @@
+"""Reconcile runs per switch and the drift events each run found."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.orm import Session
+
+from controller.store.models import DriftEvent, ReconcileRun
+
+
+@dataclass(frozen=True, slots=True)
+class NewDrift:
+    table_name: str
+    entry_key: str
+    field: str | None
+    expected: str | None
+    observed: str | None
+
+
+def insert_run(
+    *,
+    session: Session,
+    switch_name: str,
+    version: int,
+    mode: str,
+    status: str,
+    drift_count: int,
+    error: str | None,
+    started_at: datetime,
+    finished_at: datetime,
+) -> ReconcileRun:
+    row = ReconcileRun(
+        switch_name=switch_name,
+        version=version,
+        mode=mode,
+        status=status,
+        drift_count=drift_count,
+        error=error,
+        started_at=started_at,
+        finished_at=finished_at,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def insert_drift(
+    *,
+    session: Session,
+    run: ReconcileRun,
+    drift: Iterable[NewDrift],
+    action: str,
+    detected_at: datetime,
+) -> None:
+    session.add_all(
+        DriftEvent(
+            run_id=run.id,
+            switch_name=run.switch_name,
+            table_name=d.table_name,
+            entry_key=d.entry_key,
+            field=d.field,
+            expected=d.expected,
+            observed=d.observed,
+            action=action,
+            detected_at=detected_at,
+        )
+        for d in drift
+    )
+    session.flush()
+
+
+def list_drift(
+    *, session: Session, limit: int, offset: int, switch: str | None = None
+) -> tuple[list[DriftEvent], int]:
+    """Newest first; optionally one switch only."""
+    query: Select[tuple[DriftEvent]] = select(DriftEvent)
+    if switch is not None:
+        query = query.where(DriftEvent.switch_name == switch)
+    total = int(session.scalar(select(func.count()).select_from(query.subquery())) or 0)
+    page = query.order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
+    return list(session.scalars(page.limit(limit).offset(offset))), total
+
+
+def last_runs(*, session: Session) -> list[ReconcileRun]:
+    """The newest run of every switch ever reconciled, by switch name."""
+    query = (
+        select(ReconcileRun)
+        .ext(distinct_on(ReconcileRun.switch_name))
+        .order_by(ReconcileRun.switch_name, ReconcileRun.started_at.desc(), ReconcileRun.id.desc())
+    )
+    return list(session.scalars(query))

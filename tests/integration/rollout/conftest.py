@@ -1,0 +1,113 @@
+"""Rollouts and reconciliation against real switches and a real database: the four vsonic
+switches of the southbound tests (real Redis, real gRPC on 127.0.0.1) and a fresh migrated
+PostgreSQL database per test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import NotFound
+from controller.policy.loader import dump_intent
+from controller.policy.models import Intent
+from controller.reconcile.access import GnmiAccess
+from controller.reconcile.rollout import RolloutRunner
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.services.rollouts import RolloutService, SqlRolloutStore
+from controller.southbound.gnmi import CallPolicy, SessionPool
+from controller.southbound.retry import RetryPolicy
+from controller.store.db import make_engine, make_sessions
+from tests.integration.conftest import StepClock
+from tests.integration.southbound import conftest as southbound
+from tests.integration.southbound.conftest import USERNAME, Fabric
+
+# The southbound tests' virtual switches, shared as fixtures of this folder too.
+fabric = southbound.fabric
+redis_servers = southbound.redis_servers
+
+OPERATOR = Actor(name="test-operator", request_id="test")
+# Short real sleeps between retries: some tests stop a switch on purpose.
+POLICY = CallPolicy(
+    deadline_s=5.0, retry=RetryPolicy(attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+)
+
+
+def resolver_for(fabric: Fabric) -> Any:
+    environ = {"SLUICE_GNMI_PASSWORD": fabric.password}
+
+    def resolve(ref: str) -> SecretStr:
+        name = ref.removeprefix("env:")
+        if name not in environ:
+            raise NotFound(f"credential {ref}: environment variable {name} is not set")
+        return SecretStr(environ[name])
+
+    return resolve
+
+
+@dataclass
+class Controller:
+    """The controller's parts over one database and the virtual fabric."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+    fabric: Fabric
+    clock: StepClock
+    pool: SessionPool
+
+    @property
+    def intents(self) -> IntentService:
+        return IntentService(self.sessions, clock=self.clock)
+
+    @property
+    def rollouts(self) -> RolloutService:
+        return RolloutService(self.sessions, clock=self.clock)
+
+    def access(self) -> GnmiAccess:
+        return GnmiAccess(self.pool, resolver_for(self.fabric), username=USERNAME, batch_size=20)
+
+    def runner(self) -> RolloutRunner:
+        """A new runner with a fresh store, as a restarted controller would build one."""
+        store = SqlRolloutStore(self.sessions, clock=self.clock)
+        return RolloutRunner(store, self.access(), self.clock, max_parallel=4)
+
+    def restart_southbound(self) -> None:
+        """New gNMI channels, as a restarted controller has (an old channel to a switch
+        that was down may still be waiting out its reconnect backoff)."""
+        self.pool.close()
+        self.pool = new_pool()
+
+    def store_intent(self, intent: Intent, reason: str = "test") -> int:
+        head = self.intents.head()
+        written = self.intents.replace(
+            dump_intent(intent), expected=head, actor=OPERATOR, reason=reason
+        )
+        return written.version.number
+
+
+def new_pool() -> SessionPool:
+    return SessionPool(policy=POLICY, max_in_flight=16, sleep=time.sleep)
+
+
+@pytest.fixture
+def controller(db_url: str, fabric: Fabric) -> Iterator[Controller]:
+    engine = make_engine(db_url, pool_size=8)
+    parts = Controller(engine, make_sessions(engine), fabric, StepClock(), new_pool())
+    try:
+        yield parts
+    finally:
+        parts.pool.close()
+        engine.dispose()
+
+
+def full_dump(fabric: Fabric) -> dict[str, dict[str, dict[str, str]]]:
+    """Every switch's whole CONFIG_DB, straight from Redis."""
+    return {name: switch.config_db() for name, switch in fabric.switches.items()}
