@@ -18,9 +18,11 @@ targets at a time under the in-flight limit.
 
 RPC counts are what the switches received (the helper process counts them); CPU seconds are
 given for the bench process and the switches' process, since the machine is shared.
+``--switch-latency-ms`` adds a modelled pause to every switch answer (time a real switch
+spends on its own CPU); by default there is none and the switches share one core.
 
 Reproduce: ``uv run python -m bench.southbound_bench`` (``--switches``, ``--targets``,
-``--ports``, ``--max-in-flight``, ``--parallel``, ``--batch-size``).
+``--ports``, ``--max-in-flight``, ``--parallel``, ``--batch-size``, ``--switch-latency-ms``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ DEFAULTS = {
     "parallel": 8,
     "batch_size": 100,
 }
+# Modelled switch-side time per Get/Set (bench/vsonic_host.py); 0: the switches answer as
+# fast as vsonic can on this machine's shared core.
+DEFAULT_LATENCY_MS = 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,7 +326,12 @@ def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figure
     # A freshly booted switch holds none of sluice's tables: every entry is an add.
     plans = {name: plan_switch(name, config, {}) for name, config in desired.items()}
     per_switch = sum(len(p.ops) for p in plans.values()) / max(len(plans), 1)
-    spec = {"layout": "standalone", "switches": args.switches, "ports": args.ports}
+    spec = {
+        "layout": "standalone",
+        "switches": args.switches,
+        "ports": args.ports,
+        "latency_ms": args.switch_latency_ms,
+    }
     print(
         f"push: {args.switches} switches, one gNMI server each (one process, in memory),"
         f" {args.ports} ports, {per_switch:.0f} ops per switch, batches of {args.batch_size}"
@@ -398,7 +408,13 @@ def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, F
     intent = synthetic_intent(args.targets, args.ports)
     desired = compile_fleet(intent)
     per_target = sum(len(c) for c in desired.values()) / max(len(desired), 1)
-    spec = {"layout": "fleet", "switches": args.targets, "ports": args.ports, "converged": True}
+    spec = {
+        "layout": "fleet",
+        "switches": args.targets,
+        "ports": args.ports,
+        "converged": True,
+        "latency_ms": args.switch_latency_ms,
+    }
     print(
         f"reconcile: {args.targets} targets, fleet mode (one gNMI server, in memory),"
         f" {args.ports} ports, {per_target:.0f} entries per target in {len(OWNED_TABLES)}"
@@ -434,23 +450,36 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     for name, default in DEFAULTS.items():
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+    parser.add_argument(
+        "--switch-latency-ms",
+        type=float,
+        default=DEFAULT_LATENCY_MS,
+        help="modelled time each switch spends per Get/Set before answering",
+    )
     return parser
 
 
 def _flags(args: argparse.Namespace) -> str:
-    return "".join(
+    flags = "".join(
         f" --{name.replace('_', '-')} {getattr(args, name)}"
         for name, default in DEFAULTS.items()
         if getattr(args, name) != default
     )
+    if args.switch_latency_ms != DEFAULT_LATENCY_MS:
+        flags += f" --switch-latency-ms {args.switch_latency_ms:g}"
+    return flags
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if min(getattr(args, name) for name in DEFAULTS) < 1:
         raise SystemExit("every size and limit must be at least 1")
+    if args.switch_latency_ms < 0:
+        raise SystemExit("--switch-latency-ms must not be negative")
     password = secrets.token_hex(16)
     print(f"southbound bench: {os.cpu_count()} cores, load average {_load()} at start")
+    if args.switch_latency_ms:
+        print(f"modelled switch time: {args.switch_latency_ms:g} ms before each Get/Set answer")
     print_section(*bench_push(args, password))
     base, fast = bench_reconcile(args, password)
     print_section(base, fast)

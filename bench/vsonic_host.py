@@ -8,10 +8,12 @@ its own CPU, here they share one process and the controller has the other core.
 Protocol, one JSON line each way on stdin/stdout:
 
 - first line in: the spec ``{"layout": "standalone" | "fleet", "switches": N, "ports": P,
-  "converged": bool}``; the switches are those of ``bench.compile_bench.synthetic_intent(N,
-  P)``, booted with the intent's ports and speeds. ``converged``: CONFIG_DB already holds the
-  compiled desired state, written through vsonic's own validation (``Switch.apply``), as a
-  previous push would have left it. Answer: ``{"ports": {switch: tcp port}}``.
+  "converged": bool, "latency_ms": float}``; the switches are those of
+  ``bench.compile_bench.synthetic_intent(N, P)``, booted with the intent's ports and speeds.
+  ``converged``: CONFIG_DB already holds the compiled desired state, written through vsonic's
+  own validation (``Switch.apply``), as a previous push would have left it. ``latency_ms``
+  (default 0): a modelled pause before each Get and Set answer (``CountingGnmiService``).
+  Answer: ``{"ports": {switch: tcp port}}``.
 - ``stats``: ``{"rpcs": {"Get": n, "Set": n}, "cpu_s": s}`` (RPCs received so far, and the
   process's CPU seconds, every thread).
 - ``reset``: every switch back to its boot state; answer ``{"ok": true}``.
@@ -28,7 +30,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -65,18 +67,35 @@ class RpcTally:
 
 
 class CountingGnmiService(GnmiService):
-    """vsonic's gNMI service, counting the Get and Set RPCs it serves."""
+    """vsonic's gNMI service, counting the Get and Set RPCs it serves. ``latency_s``: a
+    modelled pause before each Get and Set answer, for the time a real switch spends on its
+    own CPU (sonic-gnmi, GCU, YANG: seconds per patch, reference/user-needs.md item 15). It
+    sleeps without holding the interpreter lock, as switches work side by side on a fabric."""
 
-    def __init__(self, *args: Any, tally: RpcTally, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        tally: RpcTally,
+        latency_s: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._tally = tally
+        self._latency_s = latency_s
+        self._sleep = sleep
+
+    def _arrived(self, method: str) -> None:
+        self._tally.add(method)
+        if self._latency_s > 0:
+            self._sleep(self._latency_s)
 
     def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self._tally.add("Get")
+        self._arrived("Get")
         return super().Get(request, context)
 
     def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
-        self._tally.add("Set")
+        self._arrived("Set")
         return super().Set(request, context)
 
 
@@ -86,6 +105,7 @@ class HostSpec:
     switches: int
     ports: int
     converged: bool = False
+    latency_ms: float = 0.0
 
     @classmethod
     def from_json(cls, text: str) -> HostSpec:
@@ -95,6 +115,7 @@ class HostSpec:
             switches=int(raw["switches"]),
             ports=int(raw["ports"]),
             converged=bool(raw.get("converged", False)),
+            latency_ms=float(raw.get("latency_ms", 0.0)),
         )
         if spec.layout not in ("standalone", "fleet"):
             raise ValueError(f"layout must be standalone or fleet, not {spec.layout!r}")
@@ -167,7 +188,9 @@ def build_host(spec: HostSpec, password: str) -> Host:
     credentials = Credentials(USERNAME, password)
     try:
         for name, targets in _target_sets(spec, switches):
-            service = CountingGnmiService(targets, Clock(), credentials, tally=host.tally)
+            service = CountingGnmiService(
+                targets, Clock(), credentials, tally=host.tally, latency_s=spec.latency_ms / 1000
+            )
             host.servers[name] = start_server(LISTEN, service)
     except BaseException:
         host.stop()

@@ -53,6 +53,7 @@ def parse_rows(stdout: str) -> dict[str, dict[str, dict[str, str]]]:
 def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
     flags = ["--switches", str(SWITCHES), "--targets", str(TARGETS), "--ports", str(PORTS)]
     flags += ["--batch-size", str(BATCH), "--parallel", "2", "--max-in-flight", "4"]
+    flags += ["--switch-latency-ms", "1"]
     done = subprocess.run(
         [sys.executable, "-m", "bench.southbound_bench", *flags],
         cwd=REPO,
