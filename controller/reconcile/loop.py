@@ -1,0 +1,207 @@
+"""The reconciliation loop: keep every switch on the version last rolled out to it.
+
+Each pass, for every switch a rollout has verified: Get the tables sluice owns, plan from
+what it runs to the desired state of its version (owned = that same desired state, the last
+thing sluice applied), and turn the plan into drift events, one per field (what, where,
+expected and observed). Then, per the fabric's ``reconcile.mode``, write the plan and
+verify it (``correct``) or only record (``alert``). Thresholds the on-switch agent moves
+(``SLUICE_Q_*`` WRED profiles) are planned around by ``plan_switch`` and so are never
+drift. Every switch gets a run record, whatever happened.
+
+Passes are spaced ``interval_s`` apart, each wait drawn uniformly within ± ``jitter_pct``:
+many controllers (or one restarted many times) then do not read every switch in lockstep.
+The clock, the random source, the switches and the store are passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
+from controller.policy.models import Reconcile, ReconcileMode, Switch
+from controller.reconcile.access import OWNED_TABLES, SwitchAccess
+from controller.sonic.diff import apply_plan, plan_switch
+from controller.sonic.model import Plan, SwitchConfig
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One difference: ``field`` None for a whole entry; ``expected``/``observed`` None
+    when the value is (or should be) absent."""
+
+    table: str
+    key: str
+    field: str | None
+    expected: str | None
+    observed: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A switch to reconcile: its definition, the version it runs, that version's tables."""
+
+    switch: Switch
+    version: int
+    desired: SwitchConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchRun:
+    switch: str
+    version: int
+    mode: ReconcileMode
+    status: RunStatus
+    drift: tuple[Drift, ...]
+    started: datetime
+    finished: datetime
+    error: str | None = None
+    running: SwitchConfig | None = field(default=None, repr=False)
+
+
+class ReconcileStore(Protocol):
+    """What the loop needs from persistence (``controller.services.reconcile``)."""
+
+    def policy(self) -> Reconcile: ...
+
+    def targets(self) -> list[Target]: ...
+
+    def record(self, run: SwitchRun) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------
+# pure parts
+
+
+def drift_of(plan: Plan) -> list[Drift]:
+    """The field-level differences a plan would repair (Op semantics in
+    ``controller/sonic/model.py``): a value written differs from (or is missing in) what
+    the switch has, a value removed is one it should not have."""
+    found: list[Drift] = []
+    for op in plan.ops:
+        old = op.old_fields
+        for name, value in op.fields.items():
+            if old.get(name) != value:
+                found.append(Drift(op.table, op.key, name, value, old.get(name)))
+        for name in op.removed_fields:
+            if name not in op.fields:
+                found.append(Drift(op.table, op.key, name, None, old[name]))
+        if op.kind == "delete" and op.whole_entry and not old:
+            found.append(Drift(op.table, op.key, None, None, "present"))
+    return found
+
+
+def next_delay_s(policy: Reconcile, unit: float) -> float:
+    """Seconds to the next pass given ``unit`` drawn from [0, 1): ``interval_s`` scaled by
+    a factor uniform in [1 - j, 1 + j), j = ``jitter_pct`` / 100."""
+    spread = policy.jitter_pct / 100.0
+    return policy.interval_s * (1.0 + spread * (2.0 * unit - 1.0))
+
+
+# --------------------------------------------------------------------------------------------
+# one switch
+
+
+def reconcile_switch(
+    access: SwitchAccess, target: Target, mode: ReconcileMode, clock: Clock
+) -> SwitchRun:
+    """Read, diff, and correct or alert, for one switch; never raises for the switch's
+    own failures (they become the run's status and error)."""
+    name, version = target.switch.name, target.version
+    started = clock()
+
+    def run(
+        status: RunStatus,
+        drift: Sequence[Drift] = (),
+        error: str | None = None,
+        running: SwitchConfig | None = None,
+    ) -> SwitchRun:
+        finished = clock()
+        return SwitchRun(
+            name, version, mode, status, tuple(drift), started, finished, error, running
+        )
+
+    try:
+        observed = access.read(target.switch, OWNED_TABLES)
+    except SouthboundUnreachable as error:
+        return run("unreachable", error=error.detail)
+    except (SouthboundError, NotFound) as error:
+        return run("failed", error=error.detail)
+    plan = plan_switch(name, target.desired, observed, target.desired)
+    drift = drift_of(plan)
+    if not drift:
+        return run("converged", running=observed)
+    if mode is ReconcileMode.ALERT:
+        return run("alerted", drift)
+    result = access.apply(target.switch, plan)
+    if result.status != "applied_verified":
+        return run("failed", drift, error=f"{result.status}: {result.reason}")
+    # The apply verified every written entry by read-back: the switch now runs this.
+    return run("corrected", drift, running=apply_plan(observed, plan))
+
+
+# --------------------------------------------------------------------------------------------
+# the loop
+
+
+class ReconcileLoop:
+    """Passes over every target; ``tick`` runs one when it is due."""
+
+    def __init__(
+        self,
+        store: ReconcileStore,
+        access: SwitchAccess,
+        clock: Clock,
+        rand: Callable[[], float],
+        *,
+        max_parallel: int = 8,
+    ) -> None:
+        if max_parallel < 1:
+            raise ValueError("max_parallel must be at least 1")
+        self._store = store
+        self._access = access
+        self._clock = clock
+        self._rand = rand
+        self._max_parallel = max_parallel
+        self.next_at: float | None = None  # monotonic seconds; None: the first tick runs
+
+    def tick(self, now_s: float) -> list[SwitchRun] | None:
+        """Run a pass if one is due at monotonic time ``now_s`` and schedule the next;
+        None when none was due."""
+        if self.next_at is not None and now_s < self.next_at:
+            return None
+        runs = self.run_pass()
+        self.next_at = now_s + next_delay_s(self._store.policy(), self._rand())
+        return runs
+
+    def run_pass(self) -> list[SwitchRun]:
+        mode = self._store.policy().mode
+        targets = self._store.targets()
+        if not targets:
+            return []
+        workers = max(1, min(self._max_parallel, len(targets)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
+            runs = list(
+                pool.map(lambda t: reconcile_switch(self._access, t, mode, self._clock), targets)
+            )
+        for one in runs:
+            self._store.record(one)
+            if one.status != "converged":
+                log.info(
+                    "reconcile %s (version %d): %s, %d drift%s",
+                    one.switch,
+                    one.version,
+                    one.status,
+                    len(one.drift),
+                    f": {one.error}" if one.error else "",
+                )
+        return runs

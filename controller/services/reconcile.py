@@ -1,0 +1,186 @@
+"""Reconciliation in PostgreSQL: drift events and runs for the API, and the loop's store.
+
+The version a switch is reconciled against is the one a rollout (or a rollback) last
+verified on it; a switch sluice never verified is not reconciled (sluice owns nothing there
+yet). While a rollout is running or rolling back, the loop leaves the switches to it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.policy.models import Intent, Reconcile
+from controller.reconcile.access import SwitchAccess
+from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
+from controller.services.common import Clock, Page
+from controller.services.snapshots import decode_config, encode_config
+from controller.store.models import DriftEvent, ReconcileRun
+from controller.store.repositories import intents, reconcile, rollouts, states
+from controller.store.repositories.reconcile import NewDrift
+
+BUSY_STATES = ("running", "rolling_back")
+
+
+@dataclass(frozen=True, slots=True)
+class DriftInfo:
+    id: int
+    switch: str
+    table: str
+    key: str
+    field: str | None
+    expected: str | None
+    observed: str | None
+    action: str
+    detected_at: datetime
+    run_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    id: int
+    switch: str
+    version: int
+    mode: str
+    status: str
+    drift_count: int
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
+def _drift_info(row: DriftEvent) -> DriftInfo:
+    return DriftInfo(
+        row.id,
+        row.switch_name,
+        row.table_name,
+        row.entry_key,
+        row.field,
+        row.expected,
+        row.observed,
+        row.action,
+        row.detected_at,
+        row.run_id,
+    )
+
+
+def _run_info(row: ReconcileRun) -> RunInfo:
+    return RunInfo(
+        row.id,
+        row.switch_name,
+        row.version,
+        row.mode,
+        row.status,
+        row.drift_count,
+        row.error,
+        row.started_at,
+        row.finished_at,
+    )
+
+
+class SqlReconcileStore:
+    """The loop's ``ReconcileStore`` over PostgreSQL."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+        self._intents: dict[int, Intent] = {}
+
+    def _intent(self, session: Session, version: int) -> Intent | None:
+        if version not in self._intents:
+            row = intents.get_version(session=session, number=version)
+            if row is None:
+                return None
+            self._intents[version] = Intent.model_validate(row.intent)
+        return self._intents[version]
+
+    def policy(self) -> Reconcile:
+        """The head intent's ``fabric.reconcile`` (the defaults before any intent)."""
+        with self._sessions() as session:
+            head = intents.head_number(session=session)
+            intent = self._intent(session, head) if head else None
+        return intent.fabric.reconcile if intent is not None else Reconcile()
+
+    def targets(self) -> list[Target]:
+        with self._sessions() as session:
+            active = rollouts.active_rollout(session=session)
+            if active is not None and active.state in BUSY_STATES:
+                return []
+            found: list[Target] = []
+            for name, version in sorted(rollouts.verified_versions(session=session).items()):
+                intent = self._intent(session, version)
+                switch = (
+                    next((s for s in intent.switches if s.name == name), None) if intent else None
+                )
+                stored = intents.desired_states(session=session, version=version, switches=[name])
+                if switch is not None and name in stored:
+                    found.append(Target(switch, version, decode_config(stored[name])))
+            return found
+
+    def record(self, run: SwitchRun) -> None:
+        with self._sessions.begin() as session:
+            row = reconcile.insert_run(
+                session=session,
+                switch_name=run.switch,
+                version=run.version,
+                mode=run.mode.value,
+                status=run.status,
+                drift_count=len(run.drift),
+                error=run.error,
+                started_at=run.started,
+                finished_at=run.finished,
+            )
+            drift = [NewDrift(d.table, d.key, d.field, d.expected, d.observed) for d in run.drift]
+            action = "corrected" if run.status == "corrected" else "alerted"
+            reconcile.insert_drift(
+                session=session, run=row, drift=drift, action=action, detected_at=run.started
+            )
+            if run.running is not None:
+                states.record_running_state(
+                    session=session,
+                    switch_name=run.switch,
+                    config=encode_config(run.running),
+                    recorded_at=run.finished,
+                    source=f"reconcile {run.status}",
+                )
+
+
+AccessFactory = Callable[[], SwitchAccess]
+
+
+class ReconcileService:
+    """Drift and runs for the API; ``run_now`` does one pass through ``access``."""
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        clock: Clock,
+        rand: Callable[[], float] | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._rand = rand or random.Random().random
+
+    def drift(self, *, limit: int, offset: int, switch: str | None = None) -> Page[DriftInfo]:
+        with self._sessions() as session:
+            rows, total = reconcile.list_drift(
+                session=session, limit=limit, offset=offset, switch=switch
+            )
+            return Page([_drift_info(r) for r in rows], total, limit, offset)
+
+    def last_runs(self) -> list[RunInfo]:
+        with self._sessions() as session:
+            return [_run_info(r) for r in reconcile.last_runs(session=session)]
+
+    def loop(self, access: SwitchAccess, *, max_parallel: int = 8) -> ReconcileLoop:
+        store = SqlReconcileStore(self._sessions)
+        return ReconcileLoop(store, access, self._clock, self._rand, max_parallel=max_parallel)
+
+    def run_now(self, access: SwitchAccess) -> list[RunInfo]:
+        """One pass now; the newest run of every switch afterwards."""
+        self.loop(access).run_pass()
+        return self.last_runs()
