@@ -1,11 +1,15 @@
 """``vsonic up`` / ``vsonic down``: virtual SONiC switches on loopback ports.
 
     vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
+              [--no-dataplane] [--traffic FILE] [--flex-interval-ms N] [--fast-interval-ms N]
     vsonic down [--state-dir .vsonic]
 
 ``up`` returns once every switch answers gNMI, after writing ``<state-dir>/inventory.yaml``
-for the controller. The gNMI password is ``$VSONIC_PASSWORD``; when it is unset, ``up``
-generates one into ``<state-dir>/password`` (mode 0600) and says so, without printing it.
+for the controller. A standalone switch gets a data plane process next to its Redis (the
+virtual ASIC with the ``--traffic`` mix, docs/dataplane.md) unless ``--no-dataplane``; fleet
+mode has no Redis and so no data plane. The gNMI password is ``$VSONIC_PASSWORD``; when it
+is unset, ``up`` generates one into ``<state-dir>/password`` (mode 0600) and says so,
+without printing it.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import secrets
 import sys
 from pathlib import Path
 
+from vsonic.dataplane import DataplaneOptions, DataplaneUnavailable, find_binary
 from vsonic.gnmi_server import Credentials
 from vsonic.serve import PASSWORD_ENV, USERNAME_ENV
 from vsonic.supervisor import (
     Layout,
+    dataplanes_running,
     load_state,
     save_state,
     start,
@@ -43,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--ports", type=int, default=8, help="ports per switch")
     up.add_argument("--speed-gbps", type=int, default=100)
     up.add_argument("--wait-s", type=float, default=60.0, help="how long to wait for answers")
+    up.add_argument("--no-dataplane", action="store_true", help="no data plane per switch")
+    up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
+    up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
+    up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
     return parser
@@ -62,6 +72,16 @@ def _password(state_dir: Path) -> str:
     return path.read_text().strip()
 
 
+def _dataplane(args: argparse.Namespace) -> tuple[Path, DataplaneOptions] | None:
+    """The binary and options for the switches' data planes, None when there are none."""
+    if args.fleet or args.no_dataplane:
+        return None
+    if args.traffic is not None and not args.traffic.is_file():
+        raise DataplaneUnavailable(f"--traffic {args.traffic}: no such file")
+    options = DataplaneOptions(args.traffic, args.flex_interval_ms, args.fast_interval_ms)
+    return find_binary(), options
+
+
 def _up(args: argparse.Namespace) -> int:
     if not 1 <= args.switches <= 10_000:
         print("vsonic up: --switches must be between 1 and 10000", file=sys.stderr)
@@ -72,13 +92,19 @@ def _up(args: argparse.Namespace) -> int:
         print(f"vsonic up: {state_dir} already has running switches; `vsonic down` first",
               file=sys.stderr)  # fmt: skip
         return 1
+    try:
+        dataplane = _dataplane(args)
+    except DataplaneUnavailable as error:
+        print(f"vsonic up: {error}", file=sys.stderr)
+        return 1
     layout = Layout(args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps)
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
-    started = start(layout, state_dir, env)
+    started = start(layout, state_dir, env, dataplane)
     save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
     try:
         wait_until_answering(started, credentials, args.wait_s)
+        dataplanes_running(started)
     except RuntimeError as error:
         print(f"vsonic up: {error}; stopping what started", file=sys.stderr)
         stop(started, state_dir)
@@ -97,7 +123,8 @@ def _down(args: argparse.Namespace) -> int:
         return 0
     stop(started, args.state_dir)
     (args.state_dir / "state.json").unlink()
-    print(f"vsonic: stopped {len(started.gnmi)} gNMI server(s), {len(started.redis_ports)} Redis")
+    print(f"vsonic: stopped {len(started.gnmi)} gNMI server(s), {len(started.redis_ports)} Redis, "
+          f"{len(started.dataplanes)} data plane(s)")  # fmt: skip
     return 0
 
 

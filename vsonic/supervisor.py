@@ -21,6 +21,7 @@ import grpc  # type: ignore[import-untyped]
 import yaml
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from vsonic.dataplane import DataplaneOptions, command, spawn
 from vsonic.gnmi_server import Credentials
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import default_ports
@@ -33,11 +34,12 @@ HOST = "127.0.0.1"
 
 @dataclass
 class Started:
-    """What ``up`` started: gNMI server pids and ports, Redis servers by port."""
+    """What ``up`` started: gNMI server pids and ports, Redis servers by port, data planes."""
 
     fleet: bool
     gnmi: list[dict[str, Any]] = field(default_factory=list)  # {pid, port, names}
     redis_ports: list[int] = field(default_factory=list)
+    dataplanes: list[dict[str, Any]] = field(default_factory=list)  # {pid, name, redis_port}
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,14 @@ def _spawn(args: list[str], log: Path, env: dict[str, str]) -> int:
     return process.pid
 
 
-def start(layout: Layout, state_dir: Path, env: dict[str, str]) -> Started:
-    """Start Redis (standalone only) and the gNMI server processes; no waiting here."""
+def start(
+    layout: Layout,
+    state_dir: Path,
+    env: dict[str, str],
+    dataplane: tuple[Path, DataplaneOptions] | None = None,
+) -> Started:
+    """Start Redis (standalone only), the gNMI server processes and, given the binary and
+    options, one data plane per switch next to its Redis; no waiting here."""
     started = Started(fleet=layout.fleet)
     serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
     if layout.fleet:
@@ -105,6 +113,11 @@ def start(layout: Layout, state_dir: Path, env: dict[str, str]) -> Started:
             args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
             pid = _spawn(args + serve_args, state_dir / f"gnmi-{name}.log", env)
             started.gnmi.append({"pid": pid, "port": port, "names": [name]})
+            if dataplane is not None:
+                binary, options = dataplane
+                argv = command(binary, redis_port, options, seed=options.seed + i)
+                dp_pid = spawn(argv, state_dir / f"dataplane-{name}.log")
+                started.dataplanes.append({"pid": dp_pid, "name": name, "redis_port": redis_port})
     except (OSError, RuntimeError, subprocess.CalledProcessError):
         stop(started, state_dir)  # leave nothing half-started behind
         raise
@@ -163,7 +176,17 @@ def stop_pid(pid: int, grace_s: float = 5.0) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def dataplanes_running(started: Started) -> None:
+    """Raises if a data plane exited (a bad traffic file, or its Redis was unreachable)."""
+    for dp in started.dataplanes:
+        if not is_running(dp["pid"]):
+            raise RuntimeError(f"data plane of {dp['name']} exited; see dataplane-{dp['name']}.log")
+
+
 def stop(started: Started, state_dir: Path) -> None:
+    # Data planes first: stopped before their Redis, they end cleanly instead of reconnecting.
+    for dp in started.dataplanes:
+        stop_pid(dp["pid"])
     for server in started.gnmi:
         stop_pid(server["pid"])
     for port in started.redis_ports:
@@ -179,7 +202,12 @@ def load_state(state_dir: Path) -> Started | None:
         raw = json.loads((state_dir / STATE_FILE).read_text())
     except FileNotFoundError:
         return None
-    return Started(fleet=raw["fleet"], gnmi=raw["gnmi"], redis_ports=raw["redis_ports"])
+    return Started(
+        fleet=raw["fleet"],
+        gnmi=raw["gnmi"],
+        redis_ports=raw["redis_ports"],
+        dataplanes=raw.get("dataplanes", []),  # absent in a state file from before data planes
+    )
 
 
 def write_inventory(layout: Layout, state_dir: Path) -> Path:

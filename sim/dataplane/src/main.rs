@@ -1,0 +1,107 @@
+//! `vswitch-dataplane`: parses flags and the traffic file, sets up JSON logs and signals, runs
+//! the loop, maps the result to a named exit code. All logic is in the library.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use tokio::signal::unix::{signal, SignalKind};
+use tracing::{error, info};
+use vswitch_dataplane::cli::Flags;
+use vswitch_dataplane::clock::TokioClock;
+use vswitch_dataplane::daemon::{run, RunError};
+use vswitch_dataplane::exit_codes;
+use vswitch_dataplane::plane::Plane;
+use vswitch_dataplane::redis_io::RedisLink;
+use vswitch_dataplane::traffic::{self, ClassSpec};
+
+fn main() -> ExitCode {
+    let flags = match Flags::try_parse() {
+        Ok(flags) => flags,
+        Err(e) => {
+            // Help and version are not errors; anything else is a bad configuration.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit_codes::CONFIG } else { exit_codes::OK });
+        }
+    };
+    let classes = match flags.validate().and_then(|()| read_traffic(&flags)) {
+        Ok(classes) => classes,
+        Err(reason) => {
+            eprintln!("vswitch-dataplane: {reason}");
+            return ExitCode::from(exit_codes::CONFIG);
+        }
+    };
+    init_logs(&flags.log_level);
+    match start(flags, classes) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            error!(error = format!("{e:#}"), "internal error");
+            ExitCode::from(exit_codes::INTERNAL)
+        }
+    }
+}
+
+fn read_traffic(flags: &Flags) -> Result<Vec<ClassSpec>, String> {
+    let Some(path) = &flags.traffic else { return Ok(Vec::new()) };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    traffic::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn init_logs(level: &str) {
+    let level: tracing::Level = level.parse().unwrap_or(tracing::Level::INFO);
+    tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn start(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(serve(flags, classes))
+}
+
+async fn serve(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let shutdown = async move {
+        tokio::select! {
+            _ = sigterm.recv() => info!(signal = "SIGTERM", "shutting down"),
+            _ = sigint.recv() => info!(signal = "SIGINT", "shutting down"),
+        }
+    };
+    info!(
+        redis = format!("{}:{}", flags.redis_host, flags.redis_port),
+        classes = classes.len(),
+        seed = flags.seed,
+        version = env!("CARGO_PKG_VERSION"),
+        "vswitch-dataplane starting"
+    );
+    let link = RedisLink::new(flags.redis_host.clone(), flags.redis_port, flags.io_timeout());
+    let plane = Plane::new(classes, flags.seed);
+    // The loop runs as its own task so a panic in it is caught here and becomes INTERNAL.
+    let task = tokio::spawn(run(link, plane, flags.settings(), TokioClock::new(), shutdown));
+    match task.await.context("the data plane loop died")? {
+        Ok(summary) => {
+            info!(
+                steps = summary.steps,
+                reconnects = summary.reconnects,
+                sim_time_ns = summary.progress.sim_ns,
+                skipped_ns = summary.progress.skipped_ns,
+                "exiting"
+            );
+            Ok(exit_codes::OK)
+        }
+        Err(RunError::RedisUnavailableAtStart(e)) => {
+            error!(error = %e, "redis unavailable at start");
+            Ok(exit_codes::REDIS_UNAVAILABLE)
+        }
+        Err(RunError::Simulation(e)) => {
+            error!(error = %e, "simulation failed");
+            Ok(exit_codes::INTERNAL)
+        }
+    }
+}
