@@ -1,0 +1,146 @@
+"""The controller worker: ``python -m controller.worker``.
+
+It does the switch work the API only records: it drives rollouts (``RolloutRunner``) and
+runs the reconciliation loop (``ReconcileLoop``), one after the other on one thread, under
+the cross-process switch-work lock (``controller/store/locks.py``). Rollout steps go on
+back to back while there are any; when none is runnable the loop gets its turn and the
+worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in PostgreSQL,
+so a worker may be stopped at any time and another started.
+
+Settings from the environment (``WorkerSettings``): ``DATABASE_URL``, the poll interval,
+the gNMI user name and deadline. gNMI passwords come from each switch's ``credential_ref``
+(``env:NAME`` reads this process's environment). SIGINT or SIGTERM stops it after the
+step in progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+
+from pydantic import Field
+
+from controller.reconcile.access import GnmiAccess
+from controller.reconcile.loop import ReconcileLoop
+from controller.reconcile.rollout import RolloutRunner
+from controller.services.common import Clock, utc_now
+from controller.services.reconcile import ReconcileService
+from controller.services.rollouts import SqlRolloutStore
+from controller.settings import Settings
+from controller.southbound.credentials import environment_resolver
+from controller.southbound.gnmi import DEFAULT_USERNAME, CallPolicy, SessionPool
+from controller.store.db import make_engine, make_sessions
+from controller.store.locks import switch_work_lock
+
+log = logging.getLogger("controller.worker")
+
+
+class WorkerSettings(Settings):
+    """``Settings`` plus the worker's own (``SLUICE_WORKER_POLL_S`` and so on)."""
+
+    worker_poll_s: float = Field(default=1.0, gt=0, le=3600)
+    worker_max_parallel: int = Field(default=8, ge=1, le=1024)
+    gnmi_username: str = DEFAULT_USERNAME
+    gnmi_deadline_s: float = Field(default=10.0, gt=0, le=600)
+    gnmi_max_in_flight: int = Field(default=64, ge=1, le=10_000)
+
+
+class Worker:
+    """One worker's parts; ``tick`` does one round, ``run`` ticks until ``stop`` is set."""
+
+    def __init__(
+        self,
+        runner: RolloutRunner,
+        loop: ReconcileLoop,
+        lock: Callable[[], AbstractContextManager[None]],
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._runner = runner
+        self._loop = loop
+        self._lock = lock
+        self._monotonic = monotonic
+
+    def tick(self) -> int:
+        """Rollout steps if any are runnable (how many), else a reconcile pass if due (0)."""
+        with self._lock():
+            steps = self._runner.run_once()
+            if not steps:
+                self._loop.tick(self._monotonic())
+            return steps
+
+    def run(self, stop: threading.Event, poll_s: float) -> None:
+        while not stop.is_set():
+            try:
+                busy = self.tick() > 0
+            except Exception:  # the database or a bug: log it, wait, try again
+                log.exception("worker: round failed; retrying in %.1f s", poll_s)
+                busy = False
+            if not busy:
+                stop.wait(poll_s)
+
+
+def build_worker(
+    settings: WorkerSettings,
+    pool: SessionPool,
+    *,
+    environ: Mapping[str, str],
+    clock: Clock = utc_now,
+    rand: Callable[[], float] | None = None,
+) -> tuple[Worker, Callable[[], None]]:
+    """The worker over ``settings``' database and ``pool``; also the function that closes
+    what it opened (the database engine)."""
+    if settings.database_url is None:
+        raise ValueError("DATABASE_URL is not set: the worker needs the PostgreSQL database")
+    engine = make_engine(settings.database_url.get_secret_value())
+    sessions = make_sessions(engine)
+    access = GnmiAccess(pool, environment_resolver(environ), username=settings.gnmi_username)
+    store = SqlRolloutStore(sessions, clock=clock)
+    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker_max_parallel)
+    reconciler = ReconcileService(sessions, clock=clock, rand=rand)
+    loop = reconciler.loop(access, max_parallel=settings.worker_max_parallel)
+    return Worker(runner, loop, lambda: switch_work_lock(engine)), engine.dispose
+
+
+def main() -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = WorkerSettings()
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info(
+            "worker: %s received; stopping after the current step", signal.Signals(signum).name
+        )
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, request_stop)
+    policy = CallPolicy(deadline_s=settings.gnmi_deadline_s)
+    with SessionPool(policy=policy, max_in_flight=settings.gnmi_max_in_flight) as pool:
+        try:
+            worker, close = build_worker(
+                settings, pool, environ=os.environ, rand=random.Random().random
+            )
+        except ValueError as error:
+            log.error("worker: %s", error)
+            return 2
+        log.info("worker: started; polling every %.1f s", settings.worker_poll_s)
+        try:
+            worker.run(stop, settings.worker_poll_s)
+        finally:
+            close()
+    log.info("worker: stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
