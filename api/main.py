@@ -16,11 +16,13 @@ from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
 from api.errors import install_error_handlers
+from api.rollout_api import build_rollout_services, install_rollout_routers
 from api.routes import (
     audit,
     diff,
     fabric,
     health,
+    host_runs,
     hosts,
     intent,
     plans,
@@ -29,6 +31,7 @@ from api.routes import (
     tokens,
 )
 from api.services import build_services
+from controller.hosts.config import HostsConfig
 from controller.services.common import Clock, utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
@@ -54,7 +57,9 @@ async def _request_id(
     return response
 
 
-def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
+def create_app(
+    settings: Settings, *, clock: Clock = utc_now, hosts_config: HostsConfig | None = None
+) -> FastAPI:
     if settings.database_url is None:
         raise ValueError("DATABASE_URL is not set: the API needs a PostgreSQL database")
     url = settings.database_url.get_secret_value()
@@ -62,10 +67,13 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(url)
-        app.state.services = build_services(engine, clock=clock)
+        app.state.services = build_services(engine, clock=clock, hosts_config=hosts_config)
+        app.state.rollout_services = build_rollout_services(engine, clock=clock)
         try:
             yield
         finally:
+            app.state.rollout_services.close()
+            app.state.services.host_runs.wait()
             engine.dispose()
 
     app = FastAPI(
@@ -79,8 +87,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
     install_error_handlers(app)
     app.middleware("http")(_request_id)
     app.include_router(health.router)
-    for module in (intent, switches, hosts, service_classes, fabric, plans, diff, audit, tokens):
+    # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
+    routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
+    for module in (*routers, tokens):
         app.include_router(module.router, prefix=API_PREFIX)
+    install_rollout_routers(app, API_PREFIX)
     return app
 
 

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from controller.hosts.config import HostsConfig
 from controller.services.audit import AuditService
 from controller.services.common import Clock
 from controller.services.health import HealthService
+from controller.services.hosts_rollout import HostRolloutService
 from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.tokens import TokenService
@@ -22,9 +24,12 @@ class Services:
     audit: AuditService
     tokens: TokenService
     health: HealthService
+    host_runs: HostRolloutService
 
 
-def build_services(engine: Engine, *, clock: Clock) -> Services:
+def build_services(
+    engine: Engine, *, clock: Clock, hosts_config: HostsConfig | None = None
+) -> Services:
     sessions = make_sessions(engine)
     return Services(
         intents=IntentService(sessions, clock=clock),
@@ -32,4 +37,5 @@ def build_services(engine: Engine, *, clock: Clock) -> Services:
         audit=AuditService(sessions),
         tokens=TokenService(sessions, clock=clock),
         health=HealthService(sessions),
+        host_runs=HostRolloutService(sessions, clock=clock, config=hosts_config or HostsConfig()),
     )

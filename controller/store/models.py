@@ -346,6 +346,9 @@ class HostRun(Base):
     failures: Mapped[int] = mapped_column(Integer)
     requested_by: Mapped[str] = mapped_column(String(128))
     request_id: Mapped[str] = mapped_column(String(64))
+    # "<hostname>:<pid>" of the API process running it, so a restarted process can tell
+    # its own dead runs from another replica's live ones.
+    owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

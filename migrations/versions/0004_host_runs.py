@@ -47,6 +47,7 @@ def _create_host_runs() -> None:
         sa.Column("failures", sa.Integer(), nullable=False),
         sa.Column("requested_by", sa.String(128), nullable=False),
         sa.Column("request_id", sa.String(64), nullable=False),
+        sa.Column("owner", sa.String(128), nullable=False),
         sa.Column("message", sa.Text(), nullable=True),
         _time("started_at", nullable=False),
         _time("finished_at", nullable=True),

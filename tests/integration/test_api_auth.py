@@ -24,6 +24,10 @@ ENDPOINTS: list[tuple[str, str, AccessRole]] = [
     ("GET", "/api/v1/tokens", AccessRole.ADMIN),
     ("POST", "/api/v1/tokens", AccessRole.ADMIN),
     ("DELETE", "/api/v1/tokens/{token_id}", AccessRole.ADMIN),
+    ("POST", "/api/v1/hosts/plan", AccessRole.OPERATOR),
+    ("POST", "/api/v1/hosts/apply", AccessRole.OPERATOR),
+    ("GET", "/api/v1/hosts/runs", AccessRole.VIEWER),
+    ("GET", "/api/v1/hosts/runs/{run_id}", AccessRole.VIEWER),
 ]
 for _kind in ("switches", "hosts", "service-classes"):
     ENDPOINTS += [
@@ -33,6 +37,19 @@ for _kind in ("switches", "hosts", "service-classes"):
         ("PUT", f"/api/v1/{_kind}/{{name}}", AccessRole.OPERATOR),
         ("DELETE", f"/api/v1/{_kind}/{{name}}", AccessRole.OPERATOR),
     ]
+
+# Rollouts, drift and reconcile.
+ENDPOINTS += [
+    ("POST", "/api/v1/rollouts", AccessRole.OPERATOR),
+    ("GET", "/api/v1/rollouts", AccessRole.VIEWER),
+    ("GET", "/api/v1/rollouts/{rollout_id}", AccessRole.VIEWER),
+    ("POST", "/api/v1/rollouts/{rollout_id}/pause", AccessRole.OPERATOR),
+    ("POST", "/api/v1/rollouts/{rollout_id}/resume", AccessRole.OPERATOR),
+    ("POST", "/api/v1/rollouts/{rollout_id}/rollback", AccessRole.OPERATOR),
+    ("GET", "/api/v1/drift", AccessRole.VIEWER),
+    ("GET", "/api/v1/reconcile", AccessRole.VIEWER),
+    ("POST", "/api/v1/reconcile/run", AccessRole.OPERATOR),
+]
 
 DENIALS = [
     (method, path, role)
@@ -44,7 +61,12 @@ DENIALS = [
 
 def _concrete(path: str) -> str:
     # Ids that exist nowhere, so an allowed call changes nothing the other tests share.
-    return path.replace("{number}", "1").replace("{token_id}", "999").replace("{name}", "x1")
+    return (
+        path.replace("{number}", "1")
+        .replace("{token_id}", "999")
+        .replace("{run_id}", "999")
+        .replace("{name}", "x1")
+    )
 
 
 def _call(client: TestClient, method: str, path: str, headers: dict[str, str]) -> Any:

@@ -73,6 +73,19 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "list_tokens",
         "create_token",
         "revoke_token",
+        "start_rollout",
+        "list_rollouts",
+        "get_rollout",
+        "pause_rollout",
+        "resume_rollout",
+        "rollback_rollout",
+        "list_drift",
+        "list_reconcile_runs",
+        "run_reconcile",
+        "plan_hosts",
+        "apply_hosts",
+        "list_host_runs",
+        "get_host_run",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
