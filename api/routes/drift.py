@@ -1,0 +1,26 @@
+"""Drift events found by the reconcile loop: what differed, where, when, what was done."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.deps import PagingDep, Viewer
+from api.rollout_schemas import DriftOut
+from api.rollout_services import RolloutServicesDep
+from api.schemas import PageOut, page_out
+
+router = APIRouter(prefix="/drift", tags=["reconcile"])
+
+
+@router.get("", response_model=PageOut[DriftOut])
+def list_drift(
+    services: RolloutServicesDep,
+    paging: PagingDep,
+    _: Viewer,
+    switch: Annotated[str | None, Query(max_length=63, description="only this switch")] = None,
+) -> PageOut[DriftOut]:
+    """Newest first."""
+    page = services.reconcile.drift(limit=paging.limit, offset=paging.offset, switch=switch)
+    return page_out(page, [DriftOut.of(info) for info in page.items])
