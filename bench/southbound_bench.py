@@ -13,8 +13,9 @@ pool's in-flight limit. The switches are reset to their boot state between the t
 Reconcile: ``targets`` switches behind one fleet-mode vsonic server (one gNMI endpoint, one
 HTTP/2 channel), each already holding its desired state. A pass Gets every table sluice owns
 per target (one Get, all tables), plans against the desired state (``plan_switch``) and
-requires every plan to be empty. Baseline: one target after another; sluice: ``parallel``
-targets at a time under the in-flight limit.
+requires every plan to be empty. Baseline: one target after another, one RPC at a time.
+sluice: ``ReconcileLoop.run_pass`` (controller/reconcile/loop.py) in alert mode with
+``parallel`` workers under the pool's in-flight limit.
 
 RPC counts are what the switches received (the helper process counts them); CPU seconds are
 given for the bench process and the switches' process, since the machine is shared.
@@ -28,35 +29,42 @@ Reproduce: ``uv run python -m bench.southbound_bench`` (``--switches``, ``--targ
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import random
 import secrets
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
-
-from pydantic import SecretStr
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from bench.compile_bench import synthetic_intent
-from bench.vsonic_host import PASSWORD_ENV, USERNAME
-from controller.policy.models import GnmiEndpoint, Intent
-from controller.reconcile.apply import ApplyResult, apply_fleet, apply_plan_to_switch
+from bench.southbound_support import (
+    HEADER,
+    Figures,
+    SwitchHost,
+    check_counts,
+    loopback_switches,
+    loopback_targets,
+    measure,
+    password_resolver,
+    switch_host,
+    warm_up,
+)
+from bench.vsonic_host import USERNAME
+from controller.policy.models import Reconcile, ReconcileMode, Switch
+from controller.reconcile.access import OWNED_TABLES
+from controller.reconcile.apply import (
+    ApplyResult,
+    agent_fields,
+    apply_fleet,
+    apply_plan_to_switch,
+)
+from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Plan, SwitchConfig
-from controller.sonic.tables import SCHEMAS
-from controller.southbound.credentials import resolve_secret
+from controller.southbound.credentials import SecretResolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession, target_for_switch
 
-REPO = Path(__file__).resolve().parents[1]
-OWNED_TABLES = tuple(sorted(SCHEMAS))  # every table sluice writes: a pass reads them all
-HOST_START_TIMEOUT_S = 600.0
 DEFAULTS = {
     "switches": 100,
     "targets": 1000,
@@ -68,195 +76,6 @@ DEFAULTS = {
 # Modelled switch-side time per Get/Set (bench/vsonic_host.py); 0: the switches answer as
 # fast as vsonic can on this machine's shared core.
 DEFAULT_LATENCY_MS = 0.0
-
-
-# --------------------------------------------------------------------------------------------
-# the switches' process
-
-
-@dataclass(frozen=True)
-class HostStats:
-    gets: int
-    sets: int
-    cpu_s: float
-
-
-class SwitchHost:
-    """The bench/vsonic_host.py process: one JSON line per command and per answer."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self._process = process
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    def _pipes(self) -> tuple[IO[str], IO[str]]:
-        if self._process.stdin is None or self._process.stdout is None:
-            raise RuntimeError("switch host started without pipes")
-        return self._process.stdin, self._process.stdout
-
-    def request(self, line: str) -> dict[str, Any]:
-        stdin, stdout = self._pipes()
-        stdin.write(line + "\n")
-        stdin.flush()
-        answer = stdout.readline()
-        if not answer:
-            code = self._process.wait(timeout=10)
-            raise RuntimeError(f"switch host exited (code {code}); its stderr says why")
-        reply: dict[str, Any] = json.loads(answer)
-        if "error" in reply:
-            raise RuntimeError(f"switch host: {reply['error']}")
-        return reply
-
-    def stats(self) -> HostStats:
-        reply = self.request("stats")
-        return HostStats(reply["rpcs"]["Get"], reply["rpcs"]["Set"], float(reply["cpu_s"]))
-
-    def reset(self) -> None:
-        self.request("reset")
-
-    def stop(self) -> None:
-        stdin, _ = self._pipes()
-        try:
-            stdin.write("stop\n")
-            stdin.close()
-        except BrokenPipeError:
-            pass  # already gone
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
-
-
-@contextmanager
-def switch_host(spec: Mapping[str, object], password: str) -> Iterator[tuple[SwitchHost, Any]]:
-    """Start the switches' process, yield it and its ``{name: port}``, stop it after."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bench.vsonic_host"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, PASSWORD_ENV: password},  # never on the command line
-    )
-    host = SwitchHost(process)
-    try:
-        ports = host.request(json.dumps(dict(spec)))["ports"]
-        yield host, ports
-    finally:
-        host.stop()
-
-
-# --------------------------------------------------------------------------------------------
-# measuring
-
-
-@dataclass(frozen=True)
-class Figures:
-    label: str
-    wall_s: float
-    bench_cpu_s: float
-    switches_cpu_s: float
-    sets: int
-    gets: int
-    sent: dict[str, int]
-    ops: int = 0
-    targets: int = 0
-
-    def _rate(self, count: int) -> float:
-        return count / self.wall_s if self.wall_s > 0 else float("inf")
-
-    @property
-    def rpcs_per_s(self) -> float:
-        return self._rate(self.sets + self.gets)
-
-    def row(self) -> str:
-        return (
-            f"  {self.label:<44} {self.wall_s:8.3f}s {self.sets:6d} {self.gets:6d}"
-            f" {self.rpcs_per_s:9.1f} {self._rate(self.ops):10.1f} {self._rate(self.targets):9.1f}"
-            f" {self.bench_cpu_s:8.3f}s {self.switches_cpu_s:8.3f}s"
-        )
-
-
-HEADER = (
-    f"  {'mode':<44} {'wall':>9} {'Set':>6} {'Get':>6} {'RPCs/s':>9} {'ops/s':>10}"
-    f" {'targets/s':>9} {'cpu bench':>9} {'cpu vsonic':>9}"
-)
-
-
-def rpcs_sent(sessions: Mapping[str, SwitchSession]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for session in sessions.values():
-        for method, count in session.rpc_counts.items():
-            total[method] = total.get(method, 0) + count
-    return total
-
-
-def measure(
-    host: SwitchHost,
-    label: str,
-    sessions: Mapping[str, SwitchSession],
-    work: Callable[[], None],
-) -> Figures:
-    """Run ``work`` once; wall and CPU time, and the RPCs the switches received."""
-    before = host.stats()
-    cpu = time.process_time()
-    start = time.perf_counter()
-    work()
-    wall = time.perf_counter() - start
-    bench_cpu = time.process_time() - cpu
-    after = host.stats()
-    return Figures(
-        label,
-        wall,
-        bench_cpu,
-        after.cpu_s - before.cpu_s,
-        after.sets - before.sets,
-        after.gets - before.gets,
-        rpcs_sent(sessions),
-    )
-
-
-def check_counts(figures: Figures) -> None:
-    """Say so when the bench sent more attempts than the switches received (retries)."""
-    sent = (figures.sent.get("Set", 0), figures.sent.get("Get", 0))
-    if sent != (figures.sets, figures.gets):
-        print(
-            f"  note: {figures.label}: sent {sent[0]} Set / {sent[1]} Get attempts,"
-            f" switches received {figures.sets} / {figures.gets} (retries)"
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# targets
-
-
-def loopback_targets(
-    intent: Intent, ports: Mapping[str, int], password: str, *, fleet: bool
-) -> list[GnmiTarget]:
-    """The intent's switches re-pointed at the loopback servers, credentials resolved the
-    controller's way (``credential_ref`` env:SLUICE_GNMI_PASSWORD). Fleet: one endpoint,
-    the switch picked by the gNMI prefix target."""
-    environ = {"SLUICE_GNMI_PASSWORD": password}
-
-    def resolve(ref: str) -> SecretStr:
-        return resolve_secret(ref, environ=environ)
-
-    targets = []
-    for switch in intent.switches:
-        port = ports["fleet"] if fleet else ports[switch.name]
-        here = switch.model_copy(update={"gnmi": GnmiEndpoint(address="127.0.0.1", port=port)})
-        prefix = switch.name if fleet else None
-        targets.append(target_for_switch(here, resolve, username=USERNAME, prefix_target=prefix))
-    return targets
-
-
-def warm_up(targets: list[GnmiTarget]) -> None:
-    """One Get on a throwaway pool: import and first-call costs stay out of both timings."""
-    with SessionPool() as pool:
-        pool.session(targets[0]).get_tables(OWNED_TABLES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,12 +98,6 @@ def require_verified(label: str, results: Mapping[str, ApplyResult]) -> None:
         raise SystemExit(f"{label}: {len(bad)} of {len(results)} switches not verified: {shown}")
 
 
-@dataclass(frozen=True)
-class PushRun:
-    figures: Figures
-    results: dict[str, ApplyResult]
-
-
 def run_push(
     host: SwitchHost,
     targets: list[GnmiTarget],
@@ -292,32 +105,28 @@ def run_push(
     args: argparse.Namespace,
     *,
     baseline: bool,
-) -> PushRun:
+) -> Figures:
     slots = 1 if baseline else args.max_in_flight
-    results: dict[str, ApplyResult] = {}
     with SessionPool(max_in_flight=slots) as pool:
         sessions = pool.sessions(targets)
-
-        def work() -> None:
-            if baseline:
-                results.update(push_sequential(sessions, plans, args.batch_size))
-            else:
-                results.update(
-                    apply_fleet(
-                        plans, sessions, max_parallel=args.parallel, batch_size=args.batch_size
-                    )
-                )
-
-        label = (
-            "baseline: sequential, one RPC at a time"
-            if baseline
-            else f"sluice: apply_fleet {args.parallel} parallel, {slots} in flight"
-        )
-        figures = measure(host, label, sessions, work)
-    ops = sum(r.ops_written for r in results.values())
-    figures = Figures(**{**figures.__dict__, "ops": ops, "targets": len(results)})
+        if baseline:
+            label = "baseline: sequential, one RPC at a time"
+            figures, results = measure(
+                host, label, sessions, lambda: push_sequential(sessions, plans, args.batch_size)
+            )
+        else:
+            label = f"sluice: apply_fleet {args.parallel} parallel, {slots} in flight"
+            figures, results = measure(
+                host,
+                label,
+                sessions,
+                lambda: apply_fleet(
+                    plans, sessions, max_parallel=args.parallel, batch_size=args.batch_size
+                ),
+            )
     require_verified(label, results)
-    return PushRun(figures, results)
+    ops = sum(r.ops_written for r in results.values())
+    return Figures(**{**figures.__dict__, "ops": ops, "targets": len(results)})
 
 
 def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:
@@ -339,9 +148,9 @@ def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figure
     with switch_host(spec, password) as (host, ports):
         targets = loopback_targets(intent, ports, password, fleet=False)
         warm_up(targets)
-        base = run_push(host, targets, plans, args, baseline=True).figures
+        base = run_push(host, targets, plans, args, baseline=True)
         host.reset()
-        fast = run_push(host, targets, plans, args, baseline=False).figures
+        fast = run_push(host, targets, plans, args, baseline=False)
     return base, fast
 
 
@@ -349,59 +158,119 @@ def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figure
 # reconcile
 
 
-def reconcile_target(session: SwitchSession, desired: SwitchConfig) -> Plan:
-    """One target's share of a pass: read what sluice owns, plan against the desired state
-    (which is also what sluice wrote before, so it is the ``owned`` record)."""
-    observed = session.get_tables(OWNED_TABLES)
-    return plan_switch(session.name, desired, observed, desired)
+@dataclass
+class FleetGnmiAccess:
+    """``GnmiAccess`` (controller/reconcile/access.py) for fleet-mode targets: the same read
+    and apply, with the switch's name as the gNMI prefix target. ``GnmiAccess`` sends none,
+    and a fleet server needs it to tell its switches apart."""
+
+    pool: SessionPool
+    resolve: SecretResolver
+    batch_size: int = 100
+
+    def session(self, switch: Switch) -> SwitchSession:
+        target = target_for_switch(
+            switch, self.resolve, username=USERNAME, prefix_target=switch.name
+        )
+        return self.pool.session(target)
+
+    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
+        return self.session(switch).get_tables(tables)
+
+    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
+        return apply_plan_to_switch(
+            self.session(switch), plan, batch_size=self.batch_size, volatile=agent_fields
+        )
 
 
-def reconcile_pass(
-    sessions: Mapping[str, SwitchSession], desired: Mapping[str, SwitchConfig], parallel: int
+@dataclass
+class PassRecord:
+    """The loop's ``ReconcileStore`` for one pass: fixed targets, alert mode (the bench
+    never writes during a pass), every run kept."""
+
+    fleet: list[Target]
+    runs: list[SwitchRun] = field(default_factory=list)
+
+    def policy(self) -> Reconcile:
+        return Reconcile(mode=ReconcileMode.ALERT)
+
+    def targets(self) -> list[Target]:
+        return self.fleet
+
+    def record(self, run: SwitchRun) -> None:
+        self.runs.append(run)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def sequential_pass(
+    sessions: Mapping[str, SwitchSession], desired: Mapping[str, SwitchConfig]
 ) -> dict[str, Plan]:
-    """Plans for every target; ``parallel`` targets at a time (1: one after another)."""
-    if parallel == 1:
-        return {name: reconcile_target(sessions[name], desired[name]) for name in desired}
-    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="reconcile") as pool:
-        futures = {
-            name: pool.submit(reconcile_target, sessions[name], config)
-            for name, config in desired.items()
-        }
-        return {name: future.result() for name, future in futures.items()}
+    """The baseline: one target after another, Get what sluice owns, plan against desired
+    (also the ``owned`` record: it is what sluice wrote)."""
+    plans = {}
+    for name, config in desired.items():
+        observed = sessions[name].get_tables(OWNED_TABLES)
+        plans[name] = plan_switch(name, config, observed, config)
+    return plans
 
 
-def require_empty(label: str, plans: Mapping[str, Plan]) -> None:
-    drifted = {name: len(plan.ops) for name, plan in plans.items() if plan.ops}
-    if drifted:
-        shown = ", ".join(f"{name} ({n} ops)" for name, n in list(drifted.items())[:5])
-        raise SystemExit(f"{label}: {len(drifted)} of {len(plans)} plans not empty: {shown}")
+def plan_problems(plans: Mapping[str, Plan]) -> dict[str, str]:
+    return {name: f"{len(plan.ops)} ops" for name, plan in plans.items() if plan.ops}
+
+
+def run_problems(runs: Iterable[SwitchRun], desired: Mapping[str, SwitchConfig]) -> dict[str, str]:
+    """A run is fine when converged and the plan from what it read is empty (checked again
+    here, after the timing, so 'no drift' and 'empty plan' cannot part ways unseen)."""
+    problems = {}
+    for run in runs:
+        want = desired[run.switch]
+        if run.status != "converged" or run.running is None:
+            error = f": {run.error}" if run.error else ""
+            problems[run.switch] = f"{run.status}, {len(run.drift)} drift{error}"
+        elif plan_switch(run.switch, want, run.running, want).ops:
+            problems[run.switch] = "converged, yet its plan is not empty"
+    return problems
+
+
+def require_converged(label: str, problems: Mapping[str, str], total: int) -> None:
+    if problems:
+        shown = ", ".join(f"{name} ({what})" for name, what in sorted(problems.items())[:5])
+        raise SystemExit(f"{label}: {len(problems)} of {total} targets not converged: {shown}")
 
 
 def run_reconcile(
     host: SwitchHost,
-    targets: list[GnmiTarget],
+    switches: list[Switch],
     desired: Mapping[str, SwitchConfig],
+    password: str,
     args: argparse.Namespace,
     *,
     baseline: bool,
 ) -> Figures:
     slots, parallel = (1, 1) if baseline else (args.max_in_flight, args.parallel)
-    plans: dict[str, Plan] = {}
     with SessionPool(max_in_flight=slots) as pool:
-        sessions = pool.sessions(targets)
-        label = (
-            "baseline: sequential Get, one channel"
-            if baseline
-            else f"sluice: {parallel} parallel, {slots} in flight, one channel"
-        )
-        figures = measure(
-            host, label, sessions, lambda: plans.update(reconcile_pass(sessions, desired, parallel))
-        )
+        access = FleetGnmiAccess(pool, password_resolver(password), args.batch_size)
+        sessions = {s.name: access.session(s) for s in switches}  # the ones the pass uses
+        if baseline:
+            label = "baseline: sequential Get, one channel"
+            figures, plans = measure(
+                host, label, sessions, lambda: sequential_pass(sessions, desired)
+            )
+            problems = plan_problems(plans)
+        else:
+            label = f"sluice: ReconcileLoop {parallel} parallel, {slots} in flight"
+            record = PassRecord([Target(s, 1, desired[s.name]) for s in switches])
+            loop = ReconcileLoop(record, access, utc_now, random.random, max_parallel=parallel)
+            figures, _ = measure(host, label, sessions, loop.run_pass)
+            problems = run_problems(record.runs, desired)
         if pool.channel_count != 1:
             raise SystemExit(f"{label}: {pool.channel_count} channels, expected one")
-    require_empty(label, plans)
+    require_converged(label, problems, len(switches))
     entries = sum(len(config) for config in desired.values())
-    return Figures(**{**figures.__dict__, "ops": entries, "targets": len(plans)})
+    return Figures(**{**figures.__dict__, "ops": entries, "targets": len(switches)})
 
 
 def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:
@@ -421,10 +290,10 @@ def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, F
         " owned tables; ops/s = entries compared per second"
     )
     with switch_host(spec, password) as (host, ports):
-        targets = loopback_targets(intent, ports, password, fleet=True)
-        warm_up(targets)
-        base = run_reconcile(host, targets, desired, args, baseline=True)
-        fast = run_reconcile(host, targets, desired, args, baseline=False)
+        warm_up(loopback_targets(intent, ports, password, fleet=True))
+        switches = loopback_switches(intent, ports, fleet=True)
+        base = run_reconcile(host, switches, desired, password, args, baseline=True)
+        fast = run_reconcile(host, switches, desired, password, args, baseline=False)
     return base, fast
 
 
@@ -483,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     print_section(*bench_push(args, password))
     base, fast = bench_reconcile(args, password)
     print_section(base, fast)
-    # run_reconcile has already stopped the run if any plan was not empty.
+    # run_reconcile has already stopped the run if any target was not converged.
     every = f"{base.targets}/{args.targets} baseline, {fast.targets}/{args.targets} sluice"
     print(f"  every plan empty: {every}")
     print(f"load average {_load()} at end")

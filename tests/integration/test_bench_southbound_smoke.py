@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from bench.compile_bench import synthetic_intent
-from bench.southbound_bench import loopback_targets, run_push, run_reconcile, switch_host
+from bench.southbound_bench import run_push, run_reconcile
+from bench.southbound_support import loopback_switches, loopback_targets, switch_host
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
@@ -92,19 +93,26 @@ def _another_weight(config: SwitchConfig) -> SwitchConfig:
     return {**config, key: {**config[key], "weight": str(weight % 100 + 1)}}
 
 
-def test_a_drifted_target_stops_the_reconcile_pass_and_the_switches_stop_after() -> None:
+@pytest.mark.parametrize("baseline", [True, False], ids=["sequential", "reconcile-loop"])
+def test_a_drifted_target_stops_the_reconcile_pass_and_the_switches_stop_after(
+    baseline: bool,
+) -> None:
     password = secrets.token_hex(8)
     intent = synthetic_intent(3, PORTS)
     desired = compile_fleet(intent)
     spec = {"layout": "fleet", "switches": 3, "ports": PORTS, "converged": True}
-    args = argparse.Namespace(max_in_flight=4, parallel=2)
+    args = argparse.Namespace(max_in_flight=4, parallel=2, batch_size=BATCH)
     with switch_host(spec, password) as (host, ports):
-        targets = loopback_targets(intent, ports, password, fleet=True)
-        converged = run_reconcile(host, targets, desired, args, baseline=False)
+        switches = loopback_switches(intent, ports, fleet=True)
+        converged = run_reconcile(host, switches, desired, password, args, baseline=baseline)
         assert (converged.sets, converged.gets, converged.targets) == (0, 3, 3)
+        # The switch still holds the old weight: one field differs, so one change op, and
+        # the loop (alert mode) reports one drift and writes nothing.
         drifted = {**desired, "sw0001": _another_weight(desired["sw0001"])}
-        with pytest.raises(SystemExit, match=r"1 of 3 plans not empty: sw0001 \(1 ops\)"):
-            run_reconcile(host, targets, drifted, args, baseline=True)
+        shown = r"sw0001 \(1 ops\)" if baseline else r"sw0001 \(alerted, 1 drift\)"
+        with pytest.raises(SystemExit, match="1 of 3 targets not converged: " + shown):
+            run_reconcile(host, switches, drifted, password, args, baseline=baseline)
+        assert host.stats().sets == 0
         pid, port = host.pid, ports["fleet"]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # exited and reaped
