@@ -1,5 +1,14 @@
 """The ``sluice`` command line (entry point ``controller.cli:main``); see ``app.py``."""
 
 from controller.cli.app import CliDeps, app, main
+from controller.cli.hosts import hosts_app
+from controller.cli.rollout import register as register_rollout_commands
+
+# Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
+# controller.cli.app runs this package first, so every entry point has the group.
+app.add_typer(hosts_app)
+
+# rollout, drift, reconcile: they build on app.py's helpers, so they register here.
+register_rollout_commands(app)
 
 __all__ = ["CliDeps", "app", "main"]

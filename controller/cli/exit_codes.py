@@ -31,7 +31,10 @@ class ExitCode(IntEnum):
     AUTH = 5
     NOT_FOUND = 6
     UNREACHABLE = 7
+    HOSTS_FAILED = 8  # sluice hosts: a host failed or was unreachable, or the rollout stopped
     CHANGES = 10
+    ROLLOUT_NOT_CLEAN = 11  # sluice rollout watch: halted, switches unverified, or rolled back
+    ROLLOUT_PAUSED = 12  # sluice rollout watch: paused, waiting for `sluice rollout resume`
 
 
 # Most specific class first is not needed: the classes are siblings under SluiceError.

@@ -312,13 +312,14 @@ class HostRolloutService:
             )
 
 
-def _summary(outcome: RolloutOutcome) -> str:
+def _summary(outcome: RolloutOutcome) -> str | None:
+    """Why a run stopped early; a run that ran every batch needs no words (its counts say)."""
     if outcome.halted:
         return (
             f"{outcome.failures} host(s) failed, above the failure budget: stopped after "
             f"batch {outcome.batches_run}"
         )
-    return f"{outcome.failures} host(s) failed"
+    return None
 
 
 def _row(result: HostResult) -> HostResultRow:
