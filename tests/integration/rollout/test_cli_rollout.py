@@ -1,0 +1,111 @@
+"""``sluice rollout|drift|reconcile`` against the real API served on 127.0.0.1, with a
+rollout runner in a background thread standing in for the worker, and real switches."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from typer.testing import CliRunner
+
+from controller.cli import CliDeps, app
+from controller.cli.exit_codes import ExitCode
+from controller.services.tokens import AccessRole
+from tests.integration.conftest import issue_token
+
+from .conftest import Controller
+
+
+@pytest.fixture
+def sluice(
+    controller: Controller, live_api_url: str, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> CliRunnerFor:
+    monkeypatch.setenv("SLUICE_GNMI_PASSWORD", controller.fabric.password)
+    return CliRunnerFor(live_api_url, issue_token(db_url, AccessRole.OPERATOR, "cli-operator"))
+
+
+class CliRunnerFor:
+    def __init__(self, url: str, token: str) -> None:
+        self.env = {"SLUICE_API_URL": url, "SLUICE_API_TOKEN": token, "COLUMNS": "250"}
+
+    def __call__(self, *args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(
+            app, list(args), env=self.env, obj=CliDeps(), catch_exceptions=False
+        )
+        return result.exit_code, result.stdout + result.stderr
+
+
+class BackgroundRunner:
+    """Steps rollouts until stopped, as the worker would."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._runner = controller.runner()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self._runner.run_until_idle():
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> BackgroundRunner:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+
+def test_start_watch_drift_reconcile_rollback_from_the_command_line(
+    sluice: CliRunnerFor, controller: Controller
+) -> None:
+    controller.store_intent(controller.fabric.intent)
+    with BackgroundRunner(controller):
+        code, out = sluice(
+            "rollout", "start", "--canary", "leaf1", "--batch-size", "2", "--watch",
+            "--interval", "0.1",
+        )  # fmt: skip
+        assert code == ExitCode.OK, out
+        assert "Started rollout 1" in out
+        for name in ("leaf1", "leaf2", "spine1", "spine2"):
+            assert f"{name} (batch " in out
+            assert "applied_verified" in out
+        assert out.rstrip().endswith("completed; 4/4 verified")
+
+        code, out = sluice("rollout", "list")
+        assert code == 0
+        assert "0 -> 1" in out  # from version 0 (nothing rolled out before) to 1
+
+        redis = controller.fabric.switches["spine2"].store.client(4)
+        redis.hset("SCHEDULER|SLUICE_SCHED_2", "weight", "77")
+        code, out = sluice("reconcile", "run", "-o", "json")
+        assert code == 0
+        runs = {r["switch"]: r for r in json.loads(out)}
+        assert runs["spine2"]["status"] == "corrected"
+        code, out = sluice("drift", "--switch", "spine2", "-o", "json")
+        events = json.loads(out)
+        assert [(e["key"], e["field"], e["observed"]) for e in events] == [
+            ("SLUICE_SCHED_2", "weight", "77")
+        ]
+        code, out = sluice("reconcile", "status")
+        assert code == 0
+        assert "corrected" in out
+
+        code, out = sluice("rollout", "rollback", "1")
+        assert code == 0
+        assert "rolling_back" in out
+        code, out = sluice("rollout", "watch", "1", "--interval", "0.1")
+        assert code == ExitCode.ROLLOUT_NOT_CLEAN, out
+        assert "rolled_back" in out
+
+    # No runner now: a new rollout stays pending, so pausing it is certain to land.
+    code, out = sluice("rollout", "start")
+    assert code == 0
+    assert sluice("rollout", "pause", "2")[0] == 0
+    code, out = sluice("rollout", "watch", "2")
+    assert code == ExitCode.ROLLOUT_PAUSED
+    code, out = sluice("rollout", "pause", "2")
+    assert code == ExitCode.CONFLICT
+    assert "paused" in out
