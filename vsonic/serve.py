@@ -16,6 +16,7 @@ from pathlib import Path
 from vsonic.db import RedisStore
 from vsonic.fleet import fleet_targets, standalone_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, serve
+from vsonic.inventory import parse_port_list
 from vsonic.seed import default_ports
 from vsonic.switch import Targets
 
@@ -31,13 +32,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--redis-port", type=int, help="standalone: the switch's Redis port")
     parser.add_argument("--ports", type=int, default=8, help="front-panel ports per switch")
     parser.add_argument("--speed-gbps", type=int, default=100)
+    parser.add_argument(
+        "--port-list",
+        nargs="+",
+        metavar="NAME:GBPS",
+        help="the switch's ports by name and speed (instead of --ports/--speed-gbps)",
+    )
     parser.add_argument("--tls-cert", type=Path)
     parser.add_argument("--tls-key", type=Path)
     return parser
 
 
 def _targets(args: argparse.Namespace) -> Targets:
-    ports = default_ports(args.ports, args.speed_gbps)
+    ports = (
+        parse_port_list(args.port_list)
+        if args.port_list
+        else default_ports(args.ports, args.speed_gbps)
+    )
     if args.fleet:
         return fleet_targets(args.names, ports)
     if args.redis_port is None or len(args.names) != 1:
