@@ -1,6 +1,7 @@
 """``vsonic up`` / ``vsonic down``: virtual SONiC switches on loopback ports.
 
     vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
+    vsonic up --inventory examples/intent.yaml [--state-dir .vsonic]
               [--no-dataplane] [--traffic FILE] [--flex-interval-ms N] [--fast-interval-ms N]
     vsonic down [--state-dir .vsonic]
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from vsonic.dataplane import DataplaneOptions, DataplaneUnavailable, find_binary
 from vsonic.gnmi_server import Credentials
+from vsonic.inventory import InventoryError, load_inventory
 from vsonic.serve import PASSWORD_ENV, USERNAME_ENV
 from vsonic.supervisor import (
     Layout,
@@ -42,7 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vsonic", description="virtual SONiC switches")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start switches and write the inventory")
-    up.add_argument("--switches", type=int, required=True)
+    which = up.add_mutually_exclusive_group(required=True)
+    which.add_argument("--switches", type=int)
+    which.add_argument(
+        "--inventory", type=Path, help="start the switches a YAML 'switches:' list names"
+    )
     up.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT)
     up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
     up.add_argument("--fleet", action="store_true", help="one process serves all switches")
@@ -82,7 +88,23 @@ def _dataplane(args: argparse.Namespace) -> tuple[Path, DataplaneOptions] | None
     return find_binary(), options
 
 
+def _layout(args: argparse.Namespace) -> Layout:
+    """The switches to start: ``--switches N`` alike, or each as ``--inventory`` names it."""
+    if args.inventory is None:
+        return Layout(args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps)
+    if args.fleet:
+        raise InventoryError("--inventory starts standalone switches; drop --fleet")
+    specs = load_inventory(args.inventory)
+    return Layout(len(specs), args.base_port, False, specs=specs)
+
+
 def _up(args: argparse.Namespace) -> int:
+    try:
+        layout = _layout(args)
+    except InventoryError as error:
+        print(f"vsonic up: {error}", file=sys.stderr)
+        return 2
+    args.switches = layout.switches
     if not 1 <= args.switches <= 10_000:
         print("vsonic up: --switches must be between 1 and 10000", file=sys.stderr)
         return 2
@@ -97,7 +119,6 @@ def _up(args: argparse.Namespace) -> int:
     except DataplaneUnavailable as error:
         print(f"vsonic up: {error}", file=sys.stderr)
         return 1
-    layout = Layout(args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps)
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
     started = start(layout, state_dir, env, dataplane)

@@ -23,6 +23,7 @@ from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-unty
 
 from vsonic.dataplane import DataplaneOptions, command, spawn
 from vsonic.gnmi_server import Credentials
+from vsonic.inventory import SwitchSpec, inventory_document
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import default_ports
 from vsonic.serve import PASSWORD_ENV
@@ -50,14 +51,28 @@ class Layout:
     ports: int = 8
     speed_gbps: int = 100
     name_prefix: str = "vs"
+    # From `up --inventory`: each switch's own name, gNMI port and ports (standalone only).
+    specs: tuple[SwitchSpec, ...] = ()
 
     def names(self) -> list[str]:
+        if self.specs:
+            return [spec.name for spec in self.specs]
         return [f"{self.name_prefix}{i + 1}" for i in range(self.switches)]
+
+    def gnmi_port(self, index: int) -> int:
+        return self.specs[index].gnmi_port if self.specs else self.base_port + index
+
+    def serve_args(self, index: int) -> list[str]:
+        if self.specs:
+            return ["--port-list", *self.specs[index].port_list()]
+        return ["--ports", str(self.ports), "--speed-gbps", str(self.speed_gbps)]
 
 
 def inventory(layout: Layout) -> dict[str, Any]:
     """Switches in the shape of the controller's intent ``Switch`` model. In fleet mode all
     share one address and the gNMI prefix target selects the switch by its name."""
+    if layout.specs:
+        return inventory_document(layout.specs, HOST, f"env:{PASSWORD_ENV}")
     port_list = [{"name": p.name, "speed_gbps": p.speed_gbps}
                  for p in default_ports(layout.ports, layout.speed_gbps)]  # fmt: skip
     switches = []
@@ -109,9 +124,9 @@ def start(
             redis_port = free_port()
             started.redis_ports.append(redis_port)
             RedisProcess(redis_port, state_dir).start()
-            port = layout.base_port + i
+            port = layout.gnmi_port(i)
             args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
-            pid = _spawn(args + serve_args, state_dir / f"gnmi-{name}.log", env)
+            pid = _spawn(args + layout.serve_args(i), state_dir / f"gnmi-{name}.log", env)
             started.gnmi.append({"pid": pid, "port": port, "names": [name]})
             if dataplane is not None:
                 binary, options = dataplane
