@@ -1,0 +1,242 @@
+"""The demo's switch step: roll the example intent out to four virtual switches, then show
+the reconcile loop catching a change made behind sluice's back.
+
+``switches_step(env, intent_file, run_dir)`` expects the API to be serving (``env`` holds
+``DATABASE_URL``, ``SLUICE_API_URL`` and an operator ``SLUICE_API_TOKEN``, as
+``controller.demo.Environment.for_commands()`` gives). It
+
+1. starts the intent's four switches with ``vsonic up --inventory`` (on other free ports when
+   50051-50054 are taken, with the intent re-pointed to match),
+2. starts the worker (``python -m controller.worker``),
+3. applies the intent with a short reconcile interval and runs
+   ``sluice rollout start --canary leaf1 --batch-size 2 --watch``,
+4. shows the verified result (``sluice rollout show``, ``sluice plan``: nothing left),
+5. raises a static WRED threshold on leaf1 by writing its CONFIG_DB in Redis directly,
+6. waits for the loop to find it and shows ``sluice drift`` and ``sluice reconcile status``,
+   then reads the value back from Redis to show it was corrected,
+7. stops the worker and the switches (unless ``keep``).
+
+``python -m controller.demo_switches`` runs it after the rest of the demo's set-up
+(database, migration, token, API), for trying this step alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+import yaml
+
+BIN = Path(sys.executable).parent
+DEMO_SWITCH = "leaf1"
+RECONCILE_INTERVAL_S = 3.0
+WAIT_S = 120.0
+
+Run = Callable[[Sequence[str], dict[str, str]], str]
+Say = Callable[[str], None]
+
+
+class SwitchDemoError(RuntimeError):
+    """A step of the switch demo failed; the message says which and why."""
+
+
+def _say(step: str) -> None:
+    print(f"\n==> {step}", flush=True)
+
+
+def _run(args: Sequence[str], env: dict[str, str]) -> str:
+    """Run one command, echoed first; its output goes to the terminal."""
+    print(f"$ {' '.join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))}")
+    done = subprocess.run(list(args), env=env, check=False, timeout=600)
+    if done.returncode != 0:
+        raise SwitchDemoError(f"{Path(args[0]).name} {args[1]} exited with {done.returncode}")
+    return ""
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def demo_intent(source: Path, interval_s: float, port_free: Callable[[int], bool]) -> Any:
+    """The intent to roll out: ``source`` with a short reconcile interval (so the loop shows
+    up within seconds) and each switch on a free gNMI port on 127.0.0.1."""
+    document = yaml.safe_load(source.read_text(encoding="utf-8"))
+    fabric = document.setdefault("fabric", {})
+    fabric["reconcile"] = {"mode": "correct", "interval_s": interval_s, "jitter_pct": 10}
+    for switch in document.get("switches", []):
+        switch["gnmi"]["address"] = "127.0.0.1"
+        if not port_free(int(switch["gnmi"]["port"])):
+            switch["gnmi"]["port"] = _free_port()
+    return document
+
+
+@contextmanager
+def virtual_switches(
+    intent: Path, state_dir: Path, env: dict[str, str], run: Run, keep: bool
+) -> Iterator[None]:
+    run([str(BIN / "vsonic"), "up", "--inventory", str(intent), "--state-dir", str(state_dir),
+         "--no-dataplane"], env)  # fmt: skip
+    try:
+        yield
+    finally:
+        if not keep:
+            run([str(BIN / "vsonic"), "down", "--state-dir", str(state_dir)], env)
+
+
+@contextmanager
+def worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(BIN / "python"), "-m", "controller.worker"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    print(f"worker pid {process.pid}, log {log}", flush=True)
+    try:
+        yield
+    finally:
+        if not keep:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def switch_redis(state_dir: Path, name: str) -> redis.Redis[str]:
+    """CONFIG_DB of switch ``name`` straight from its Redis (the port ``vsonic up`` chose)."""
+    state = json_file(state_dir / "state.json")
+    for server, redis_port in zip(state["gnmi"], state["redis_ports"], strict=True):
+        if server["names"] == [name]:
+            return redis.Redis(host="127.0.0.1", port=redis_port, db=4, decode_responses=True)
+    raise SwitchDemoError(f"vsonic did not start a switch named {name}")
+
+
+def json_file(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def change_behind_sluices_back(db: redis.Redis[str], say: Say) -> tuple[str, str, str]:
+    """Double the green max threshold of a static WRED profile; ``(key, was, now)``."""
+    keys = sorted(str(k) for k in db.scan_iter("WRED_PROFILE|SLUICE_WRED_*"))
+    if not keys:
+        raise SwitchDemoError("no SLUICE_WRED_ profile on the switch: was the rollout applied?")
+    key = keys[0]
+    was = str(db.hget(key, "green_max_threshold"))
+    now = str(int(was) * 2)
+    db.hset(key, "green_max_threshold", now)
+    say(f"changed {key} green_max_threshold on {DEMO_SWITCH} behind sluice's back: {was} -> {now}")
+    return key, was, now
+
+
+def wait_for_drift(env: Mapping[str, str], switch: str) -> None:
+    """Poll the drift list until the loop has recorded something on ``switch``."""
+    headers = {"Authorization": f"Bearer {env['SLUICE_API_TOKEN']}"}
+    deadline = time.monotonic() + WAIT_S
+    with httpx.Client(base_url=env["SLUICE_API_URL"], headers=headers, timeout=10) as client:
+        while time.monotonic() < deadline:
+            page = client.get("/api/v1/drift", params={"switch": switch}).json()
+            if page.get("total", 0) > 0:
+                return
+            time.sleep(0.5)
+    raise SwitchDemoError(f"the reconcile loop recorded no drift on {switch} in {WAIT_S:.0f} s")
+
+
+def switches_step(
+    env: Mapping[str, str],
+    intent_file: Path,
+    run_dir: Path,
+    *,
+    keep: bool = False,
+    run: Run = _run,
+    say: Say = _say,
+) -> None:
+    """The whole switch demo (see the module docstring); raises ``SwitchDemoError``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    intent = run_dir / "intent-switches.yaml"
+    document = demo_intent(intent_file, RECONCILE_INTERVAL_S, _port_free)
+    intent.write_text(yaml.safe_dump(document, sort_keys=False))
+    password = env.get("SLUICE_GNMI_PASSWORD") or secrets.token_urlsafe(18)
+    full = {**env, "SLUICE_GNMI_PASSWORD": password, "VSONIC_PASSWORD": password}
+    full.update(SLUICE_WORKER_POLL_S="0.5")
+    sluice = str(BIN / "sluice")
+    state_dir = run_dir / "vsonic"
+    with ExitStack() as stack:
+        say("starting the intent's four virtual switches (vsonic up --inventory)")
+        stack.enter_context(virtual_switches(intent, state_dir, full, run, keep))
+        say("starting the controller worker (rollouts and the reconcile loop)")
+        stack.enter_context(worker(full, run_dir / "worker.log", keep))
+        say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
+        run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
+             "demo: roll out to the virtual switches"], full)  # fmt: skip
+        say("rolling it out: leaf1 first (canary), then two switches per batch")
+        run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
+             "--watch", "--interval", "0.5"], full)  # fmt: skip
+        say("verified by read-back on every switch; nothing is left to change")
+        run([sluice, "rollout", "list"], full)
+        run([sluice, "plan", "--summary"], full)
+        say("an operator edits a switch by hand")
+        db = switch_redis(state_dir, DEMO_SWITCH)
+        key, was, _ = change_behind_sluices_back(db, say)
+        say("the reconcile loop finds it and writes the desired value back")
+        wait_for_drift(full, DEMO_SWITCH)
+        run([sluice, "drift", "--switch", DEMO_SWITCH], full)
+        run([sluice, "reconcile", "status"], full)
+        restored = str(db.hget(key, "green_max_threshold"))
+        if restored != was:
+            raise SwitchDemoError(f"{key} green_max_threshold is {restored}, not {was}")
+        say(f"{DEMO_SWITCH} {key} green_max_threshold is {restored} again (read from Redis)")
+        db.close()
+
+
+def main() -> int:
+    """This step after the demo's own set-up (database, migration, token, API)."""
+    from controller import demo
+
+    try:
+        with ExitStack() as stack:
+            database_url = stack.enter_context(demo.local_database(False))
+            port = demo.pick_api_port()
+            base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
+            demo.run([str(BIN / "sluice-admin"), "migrate"], base)
+            token = demo.run(
+                [str(BIN / "sluice-admin"), "create-token", "--name", "demo", "--role", "admin"],
+                base,
+                capture=True,
+            ).strip()
+            env = demo.Environment(database_url, f"http://127.0.0.1:{port}", port, token)
+            stack.enter_context(demo.api_server(env.for_commands(), env.api_url, False))
+            switches_step(env.for_commands(), demo.REPO / "examples" / "intent.yaml", demo.RUN_DIR)
+    except (demo.DemoError, SwitchDemoError) as error:
+        print(f"\ndemo failed: {error}", file=sys.stderr)
+        return 1
+    _say("switch demo finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
