@@ -2,15 +2,16 @@
 
     vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
     vsonic up --inventory examples/intent.yaml [--state-dir .vsonic]
-              [--no-dataplane] [--traffic FILE] [--flex-interval-ms N] [--fast-interval-ms N]
+              [--no-dataplane] [--no-agent] [--traffic FILE] [--flex-interval-ms N]
+              [--fast-interval-ms N]
     vsonic down [--state-dir .vsonic]
 
 ``up`` returns once every switch answers gNMI, after writing ``<state-dir>/inventory.yaml``
 for the controller. A standalone switch gets a data plane process next to its Redis (the
-virtual ASIC with the ``--traffic`` mix, docs/dataplane.md) unless ``--no-dataplane``; fleet
-mode has no Redis and so no data plane. The gNMI password is ``$VSONIC_PASSWORD``; when it
-is unset, ``up`` generates one into ``<state-dir>/password`` (mode 0600) and says so,
-without printing it.
+virtual ASIC with the ``--traffic`` mix, docs/dataplane.md) and a qos-agent, unless
+``--no-dataplane`` (neither) or ``--no-agent``; fleet mode has no Redis and so neither.
+The gNMI password is ``$VSONIC_PASSWORD``; when it is unset, ``up`` generates one into
+``<state-dir>/password`` (mode 0600) and says so, without printing it.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import secrets
 import sys
 from pathlib import Path
 
-from vsonic.dataplane import DataplaneOptions, DataplaneUnavailable, find_binary
+from vsonic.dataplane import AGENT, DataplaneOptions, DataplaneUnavailable, find_binary
 from vsonic.gnmi_server import Credentials
 from vsonic.inventory import InventoryError, load_inventory
 from vsonic.serve import PASSWORD_ENV, USERNAME_ENV
 from vsonic.supervisor import (
     Layout,
+    SwitchProcesses,
     dataplanes_running,
     load_state,
     save_state,
@@ -55,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--ports", type=int, default=8, help="ports per switch")
     up.add_argument("--speed-gbps", type=int, default=100)
     up.add_argument("--wait-s", type=float, default=60.0, help="how long to wait for answers")
-    up.add_argument("--no-dataplane", action="store_true", help="no data plane per switch")
+    up.add_argument("--no-dataplane", action="store_true", help="no data plane nor agent")
+    up.add_argument("--no-agent", action="store_true", help="no qos-agent per switch")
     up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
     up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
     up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
@@ -78,14 +81,15 @@ def _password(state_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def _dataplane(args: argparse.Namespace) -> tuple[Path, DataplaneOptions] | None:
-    """The binary and options for the switches' data planes, None when there are none."""
+def _extras(args: argparse.Namespace) -> SwitchProcesses | None:
+    """The data plane (and agent) binaries and options, None when there are none."""
     if args.fleet or args.no_dataplane:
         return None
     if args.traffic is not None and not args.traffic.is_file():
         raise DataplaneUnavailable(f"--traffic {args.traffic}: no such file")
     options = DataplaneOptions(args.traffic, args.flex_interval_ms, args.fast_interval_ms)
-    return find_binary(), options
+    agent = None if args.no_agent else find_binary(binary=AGENT)
+    return SwitchProcesses(find_binary(), options, agent)
 
 
 def _layout(args: argparse.Namespace) -> Layout:
@@ -115,13 +119,13 @@ def _up(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 1
     try:
-        dataplane = _dataplane(args)
+        extras = _extras(args)
     except DataplaneUnavailable as error:
         print(f"vsonic up: {error}", file=sys.stderr)
         return 1
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
-    started = start(layout, state_dir, env, dataplane)
+    started = start(layout, state_dir, env, extras)
     save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
     try:
         wait_until_answering(started, credentials, args.wait_s)
@@ -145,7 +149,7 @@ def _down(args: argparse.Namespace) -> int:
     stop(started, args.state_dir)
     (args.state_dir / "state.json").unlink()
     print(f"vsonic: stopped {len(started.gnmi)} gNMI server(s), {len(started.redis_ports)} Redis, "
-          f"{len(started.dataplanes)} data plane(s)")  # fmt: skip
+          f"{len(started.dataplanes)} data plane(s), {len(started.agents)} agent(s)")  # fmt: skip
     return 0
 
 

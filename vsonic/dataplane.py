@@ -1,9 +1,11 @@
-"""The virtual switch's data plane: the Rust ``vswitch-dataplane`` process next to each
-switch's Redis (``sim/dataplane``, docs/dataplane.md).
+"""The processes next to each virtual switch's Redis: the data plane (the Rust
+``vswitch-dataplane``, ``sim/dataplane``, docs/dataplane.md) and the on-switch agent (the Rust
+``qos-agent``, ``agents/qos-agent``).
 
-It reads the switch's CONFIG_DB QoS tables, runs them on a virtual ASIC with synthetic
-traffic, and publishes COUNTERS_DB like SONiC's flex counters. This module finds (or builds)
-the binary and starts one process per switch; ``vsonic.supervisor`` records the pids and
+The data plane reads the switch's CONFIG_DB QoS tables, runs them on a virtual ASIC with
+synthetic traffic, and publishes COUNTERS_DB like SONiC's flex counters; the agent reads its
+orders and those counters and moves the WRED thresholds, as on a switch. This module finds
+(or builds) the binaries and starts the processes; ``vsonic.supervisor`` records the pids and
 stops them on ``vsonic down``.
 """
 
@@ -16,14 +18,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-BINARY_ENV = "SLUICE_DATAPLANE_BIN"
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_BINARY = ROOT / "target" / "release" / "vswitch-dataplane"
-BUILD_COMMAND = ("cargo", "build", "--release", "--quiet", "-p", "vswitch-dataplane")
+
+
+@dataclass(frozen=True)
+class RustBinary:
+    """A workspace binary: the variable that overrides its path, and how to build it."""
+
+    name: str
+    package: str
+    env: str
+
+    @property
+    def default_path(self) -> Path:
+        return ROOT / "target" / "release" / self.name
+
+    @property
+    def build_command(self) -> tuple[str, ...]:
+        return ("cargo", "build", "--release", "--quiet", "-p", self.package, "--bin", self.name)
+
+
+DATAPLANE = RustBinary("vswitch-dataplane", "vswitch-dataplane", "SLUICE_DATAPLANE_BIN")
+AGENT = RustBinary("qos-agent", "qos-agent", "SLUICE_QOS_AGENT_BIN")
+BINARY_ENV = DATAPLANE.env
+BUILD_COMMAND = DATAPLANE.build_command
 
 
 class DataplaneUnavailable(RuntimeError):
-    """The data plane binary is missing and cannot be built here."""
+    """A binary is missing and cannot be built here."""
 
 
 @dataclass(frozen=True)
@@ -36,25 +58,33 @@ class DataplaneOptions:
     seed: int = 1
 
 
-def find_binary(env: Mapping[str, str] = os.environ, build: bool = True) -> Path:
-    """``$SLUICE_DATAPLANE_BIN``, else the workspace's release build, built with cargo first
-    if it is missing and ``build`` allows it."""
-    override = env.get(BINARY_ENV)
+def find_binary(
+    env: Mapping[str, str] = os.environ, build: bool = True, binary: RustBinary = DATAPLANE
+) -> Path:
+    """``$<binary.env>``, else the workspace's release build, built with cargo first if it is
+    missing and ``build`` allows it."""
+    override = env.get(binary.env)
     if override:
         path = Path(override)
         if not path.is_file():
-            raise DataplaneUnavailable(f"{BINARY_ENV}={path} is not a file")
+            raise DataplaneUnavailable(f"{binary.env}={path} is not a file")
         return path
-    if DEFAULT_BINARY.is_file():
-        return DEFAULT_BINARY
+    if binary.default_path.is_file():
+        return binary.default_path
     if build and shutil.which("cargo") is not None and (ROOT / "Cargo.toml").is_file():
-        subprocess.run(BUILD_COMMAND, cwd=ROOT, check=True)
-        if DEFAULT_BINARY.is_file():
-            return DEFAULT_BINARY
+        subprocess.run(binary.build_command, cwd=ROOT, check=True)
+        if binary.default_path.is_file():
+            return binary.default_path
+    flag = "--no-dataplane" if binary == DATAPLANE else "--no-agent"
     raise DataplaneUnavailable(
-        f"no data plane binary at {DEFAULT_BINARY} (build it with `{' '.join(BUILD_COMMAND)}`, "
-        f"set {BINARY_ENV}, or start the switches with --no-dataplane)"
+        f"no {binary.name} binary at {binary.default_path} (build it with "
+        f"`{' '.join(binary.build_command)}`, set {binary.env}, or pass {flag})"
     )
+
+
+def agent_command(binary: Path, redis_port: int) -> list[str]:
+    """The agent's command line: it finds its orders in the switch's CONFIG_DB."""
+    return [str(binary), "--redis-host", "127.0.0.1", "--redis-port", str(redis_port)]
 
 
 def command(binary: Path, redis_port: int, options: DataplaneOptions, seed: int) -> list[str]:

@@ -21,7 +21,7 @@ import grpc  # type: ignore[import-untyped]
 import yaml
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
-from vsonic.dataplane import DataplaneOptions, command, spawn
+from vsonic.dataplane import DataplaneOptions, agent_command, command, spawn
 from vsonic.gnmi_server import Credentials
 from vsonic.inventory import SwitchSpec, inventory_document
 from vsonic.redis_process import RedisProcess, free_port
@@ -41,6 +41,17 @@ class Started:
     gnmi: list[dict[str, Any]] = field(default_factory=list)  # {pid, port, names}
     redis_ports: list[int] = field(default_factory=list)
     dataplanes: list[dict[str, Any]] = field(default_factory=list)  # {pid, name, redis_port}
+    agents: list[dict[str, Any]] = field(default_factory=list)  # {pid, name, redis_port}
+
+
+@dataclass(frozen=True)
+class SwitchProcesses:
+    """What runs next to each standalone switch's Redis: the data plane, and the agent when
+    its binary is given (the agent needs the data plane's counters, so never alone)."""
+
+    dataplane: Path
+    options: DataplaneOptions
+    agent: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -108,10 +119,10 @@ def start(
     layout: Layout,
     state_dir: Path,
     env: dict[str, str],
-    dataplane: tuple[Path, DataplaneOptions] | None = None,
+    extras: SwitchProcesses | None = None,
 ) -> Started:
-    """Start Redis (standalone only), the gNMI server processes and, given the binary and
-    options, one data plane per switch next to its Redis; no waiting here."""
+    """Start Redis (standalone only), the gNMI server processes and, when given, a data
+    plane (and an agent) per switch next to its Redis; no waiting here."""
     started = Started(fleet=layout.fleet)
     serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
     if layout.fleet:
@@ -128,15 +139,29 @@ def start(
             args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
             pid = _spawn(args + layout.serve_args(i), state_dir / f"gnmi-{name}.log", env)
             started.gnmi.append({"pid": pid, "port": port, "names": [name]})
-            if dataplane is not None:
-                binary, options = dataplane
-                argv = command(binary, redis_port, options, seed=options.seed + i)
-                dp_pid = spawn(argv, state_dir / f"dataplane-{name}.log")
-                started.dataplanes.append({"pid": dp_pid, "name": name, "redis_port": redis_port})
+            if extras is not None:
+                _start_extras(extras, started, state_dir, name, redis_port, seed_offset=i)
     except (OSError, RuntimeError, subprocess.CalledProcessError):
         stop(started, state_dir)  # leave nothing half-started behind
         raise
     return started
+
+
+def _start_extras(
+    extras: SwitchProcesses,
+    started: Started,
+    state_dir: Path,
+    name: str,
+    redis_port: int,
+    seed_offset: int,
+) -> None:
+    seed = extras.options.seed + seed_offset
+    argv = command(extras.dataplane, redis_port, extras.options, seed=seed)
+    pid = spawn(argv, state_dir / f"dataplane-{name}.log")
+    started.dataplanes.append({"pid": pid, "name": name, "redis_port": redis_port})
+    if extras.agent is not None:
+        pid = spawn(agent_command(extras.agent, redis_port), state_dir / f"agent-{name}.log")
+        started.agents.append({"pid": pid, "name": name, "redis_port": redis_port})
 
 
 def answers(port: int, credentials: Credentials | None, timeout_s: float) -> bool:
@@ -192,16 +217,19 @@ def stop_pid(pid: int, grace_s: float = 5.0) -> None:
 
 
 def dataplanes_running(started: Started) -> None:
-    """Raises if a data plane exited (a bad traffic file, or its Redis was unreachable)."""
-    for dp in started.dataplanes:
-        if not is_running(dp["pid"]):
-            raise RuntimeError(f"data plane of {dp['name']} exited; see dataplane-{dp['name']}.log")
+    """Raises if a data plane or agent exited (a bad traffic file, an unreachable Redis)."""
+    for kind, processes in (("dataplane", started.dataplanes), ("agent", started.agents)):
+        for p in processes:
+            if not is_running(p["pid"]):
+                what = "data plane" if kind == "dataplane" else "agent"
+                raise RuntimeError(f"{what} of {p['name']} exited; see {kind}-{p['name']}.log")
 
 
 def stop(started: Started, state_dir: Path) -> None:
-    # Data planes first: stopped before their Redis, they end cleanly instead of reconnecting.
-    for dp in started.dataplanes:
-        stop_pid(dp["pid"])
+    # Agents and data planes first: stopped before their Redis, they end cleanly (the agent
+    # reports mode=stopped) instead of reconnecting.
+    for p in [*started.agents, *started.dataplanes]:
+        stop_pid(p["pid"])
     for server in started.gnmi:
         stop_pid(server["pid"])
     for port in started.redis_ports:
@@ -221,7 +249,9 @@ def load_state(state_dir: Path) -> Started | None:
         fleet=raw["fleet"],
         gnmi=raw["gnmi"],
         redis_ports=raw["redis_ports"],
-        dataplanes=raw.get("dataplanes", []),  # absent in a state file from before data planes
+        # Absent in a state file written before data planes and agents existed.
+        dataplanes=raw.get("dataplanes", []),
+        agents=raw.get("agents", []),
     )
 
 

@@ -75,7 +75,15 @@ struct Timers {
     flex_queue: Every,
     flex_port: Every,
     state: Every,
+    /// Re-reads of the oid name maps while some port or queue has none.
+    name_maps: Every,
+    /// The names last found without an oid (logged when the set changes, not every time).
+    unmapped: Vec<String>,
 }
+
+/// While a port or queue has no oid, the name maps are re-read at most this often: vsonic's
+/// seed may write them after CONFIG_DB, and an orchagent restart renumbers them.
+const NAME_MAP_RETRY_NS: f64 = 1e9;
 
 /// Flex interval in force for a group: CONFIG_DB's POLL_INTERVAL, else the default, >= 100 ms.
 fn flex_ms(configured: Option<u64>, default_ms: u64) -> u64 {
@@ -100,6 +108,8 @@ pub async fn run<C: Clock>(
         flex_queue: Every::new(ms(flex)),
         flex_port: Every::new(ms(flex)),
         state: Every::new(ms(settings.state_interval)),
+        name_maps: Every::new(NAME_MAP_RETRY_NS),
+        unmapped: Vec::new(),
     };
     let mut backoff = Backoff::new(ms(settings.backoff.0), ms(settings.backoff.1));
     let mut summary = Summary::default();
@@ -208,8 +218,10 @@ async fn publish_due<C: Clock>(
         plane.qos().map_or((false, false), |q| (q.flex_queue.enabled, q.flex_port.enabled));
     if timers.fast.as_mut().is_some_and(|t| t.due(now)) {
         let samples = plane.samples(View::Fast, true)?;
-        let r = link.publish_counters(&settings.fast_prefix, &samples, &BTreeMap::new()).await;
-        report(link, r.map(|_| ()));
+        match link.publish_counters(&settings.fast_prefix, &samples, &BTreeMap::new()).await {
+            Ok(unmapped) => note_unmapped(link, timers, unmapped, now).await,
+            Err(e) => report(link, Err(e)),
+        }
     }
     let queues_due = timers.flex_queue.due(now) && queue_on;
     let ports_due = timers.flex_port.due(now) && port_on;
@@ -218,10 +230,8 @@ async fn publish_due<C: Clock>(
         let ports = if ports_due { port_fields(&samples) } else { BTreeMap::new() };
         let queues = if queues_due { samples.as_slice() } else { &[] };
         match link.publish_counters("COUNTERS", queues, &ports).await {
-            Ok(unmapped) if !unmapped.is_empty() => {
-                warn!(event = "counters_without_oid", names = ?unmapped, "not in the COUNTERS name maps")
-            }
-            r => report(link, r.map(|_| ())),
+            Ok(unmapped) => note_unmapped(link, timers, unmapped, now).await,
+            Err(e) => report(link, Err(e)),
         }
     }
     if timers.state.due(now) {
@@ -229,6 +239,19 @@ async fn publish_due<C: Clock>(
         report(link, r);
     }
     Ok(())
+}
+
+/// Logs a changed set of names without an oid, and re-reads the maps now and then meanwhile.
+async fn note_unmapped(link: &mut RedisLink, timers: &mut Timers, unmapped: Vec<String>, now: f64) {
+    if unmapped != timers.unmapped && !unmapped.is_empty() {
+        warn!(event = "counters_without_oid", names = ?unmapped, "not in the COUNTERS name maps");
+    }
+    let retry = !unmapped.is_empty() && timers.name_maps.due(now);
+    timers.unmapped = unmapped;
+    if retry {
+        let r = link.load_name_maps().await;
+        report(link, r);
+    }
 }
 
 async fn publish_state<C: Clock>(

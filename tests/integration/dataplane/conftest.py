@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from vsonic.dataplane import BUILD_COMMAND, ROOT, find_binary
+from vsonic.dataplane import AGENT, BUILD_COMMAND, ROOT, find_binary
 from vsonic.db import COUNTERS_DB, RedisStore
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
@@ -26,6 +26,12 @@ def dataplane_binary() -> Path:
     # Built once per session, so the tests run what the working tree holds.
     subprocess.run(BUILD_COMMAND, cwd=ROOT, check=True, timeout=900)
     return find_binary(build=False)
+
+
+@pytest.fixture(scope="session")
+def agent_binary() -> Path:
+    subprocess.run(AGENT.build_command, cwd=ROOT, check=True, timeout=900)
+    return find_binary(build=False, binary=AGENT)
 
 
 @dataclass
