@@ -19,6 +19,12 @@ if [ ${#apt_packages[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${apt_packages[@]}" >/dev/null
 fi
 
+# Rust comes with the machine (rustup's toolchain); Debian's cargo is too old for our crates.
+if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  echo "bootstrap: cargo not found: this project needs the machine's Rust toolchain (rustup)" >&2
+  exit 1
+fi
+
 if ! command -v uv >/dev/null; then
   echo "bootstrap: pip install uv"
   python3 -m pip install -q --disable-pip-version-check uv==0.13.8
