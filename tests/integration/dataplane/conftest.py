@@ -40,6 +40,17 @@ class SeededSwitch:
 
     port: int
     store: RedisStore
+    server: RedisProcess
+
+    def seed(self) -> None:
+        seed_store(self.store, SwitchSeed(hostname="vs1", ports=default_ports(2, speed_gbps=1)))
+
+    def restart_empty(self) -> None:
+        """Redis stops and comes back on the same port, empty (no persistence), as after a
+        crash; the caller seeds and configures it again."""
+        self.server.stop()
+        eventually(lambda: self.server.pid() is None or not _alive(self.server), "redis stopped")
+        self.server.start()
 
     def config(self) -> redis.Redis[str]:
         return self.store.client(4)
@@ -76,8 +87,9 @@ def switch(tmp_path: Path) -> Iterator[SeededSwitch]:
     server.start()
     store = RedisStore.connect(server.host, server.port)
     try:
-        seed_store(store, SwitchSeed(hostname="vs1", ports=default_ports(2, speed_gbps=1)))
-        yield SeededSwitch(server.port, store)
+        seeded = SeededSwitch(server.port, store, server)
+        seeded.seed()
+        yield seeded
     finally:
         store.close()
         server.stop()
@@ -133,6 +145,17 @@ def start_dataplane(
             if running.process.poll() is None:
                 running.process.kill()
                 running.process.wait(timeout=30)
+
+
+def _alive(server: RedisProcess) -> bool:
+    try:
+        client = redis.Redis(host=server.host, port=server.port, socket_connect_timeout=0.2)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except redis.ConnectionError:
+        return False
 
 
 def eventually(check: Callable[[], bool], what: str, deadline_s: float = 60.0) -> None:

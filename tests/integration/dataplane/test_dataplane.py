@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.integration.dataplane.conftest import Fields, Running, SeededSwitch, eventually
 from vsonic.redis_process import free_port
@@ -224,3 +225,29 @@ def test_exit_codes_for_bad_traffic_and_missing_redis(
         timeout=30,
     )
     assert run.returncode == 3, run.stderr
+
+
+def test_a_redis_restart_is_waited_out_and_counters_do_not_go_back(
+    switch: SeededSwitch, start_dataplane: Callable[..., Running]
+) -> None:
+    switch.write_config(qos_config())
+    dp = start_dataplane(TRAFFIC, "--step-ms", "5")
+
+    def packets() -> int:
+        try:
+            return total(switch.queue_counters("COUNTERS", PORT0_QUEUES), "SAI_QUEUE_STAT_PACKETS")
+        except (KeyError, redis.ConnectionError):
+            return -1  # name maps not seeded yet, or Redis down
+
+    eventually(lambda: packets() > 10_000, "traffic before the restart")
+    before = packets()
+    switch.restart_empty()
+    eventually(lambda: "redis_error" in dp.log_text(), "the data plane noticing")
+    switch.seed()  # zeros in every COUNTERS hash again, as a rebooted switch would have
+    switch.write_config(qos_config())
+    # Reconnected, it re-reads CONFIG_DB and the name maps and publishes its own counts again,
+    # which go on from where they were: they only ever grow.
+    eventually(lambda: packets() > before, "counters published again, past the old values")
+    assert dp.process.poll() is None
+    assert dp.stop() == 0, dp.log_text()
+    assert '"event":"redis_reconnected"' in dp.log_text()
