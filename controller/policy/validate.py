@@ -275,8 +275,14 @@ def ecn_modes(intent: Intent) -> list[FieldProblem]:
 # ---------------------------------------------------------------------------------------------
 # hosts (configured through Ansible: docs/hosts.md)
 
-# /api/v1/hosts/runs lists host rollout runs, so a host of that name could not be read there.
-RESERVED_HOST_NAMES = frozenset({"runs"})
+# Host names that mean something else: /api/v1/hosts/runs lists host runs (a host "runs"
+# could not be read there), and Ansible's implicit groups would make `--limit <batch>` select
+# every host instead of one.
+RESERVED_HOST_NAMES = {
+    "runs": "GET /api/v1/hosts/runs lists host runs",
+    "all": "Ansible's group of every host",
+    "ungrouped": "an Ansible implicit group",
+}
 
 
 def hosts_reachable_as_root(intent: Intent) -> list[FieldProblem]:
@@ -291,7 +297,7 @@ def hosts_reachable_as_root(intent: Intent) -> list[FieldProblem]:
             )
             problems.append(FieldProblem(f"hosts[{i}].ssh.become", reason))
         if host.name in RESERVED_HOST_NAMES:
-            reason = f"{host.name!r} is reserved (GET /api/v1/hosts/{host.name} lists host runs)"
+            reason = f"{host.name!r} is reserved ({RESERVED_HOST_NAMES[host.name]})"
             problems.append(FieldProblem(f"hosts[{i}].name", reason))
     return problems
 

@@ -170,6 +170,7 @@ def test_a_dscp_clash_is_refused_before_anything_is_rendered() -> None:
     [
         (lambda d: d["hosts"][0].update(ssh={"user": "deploy"}), "hosts[0].ssh.become", "root"),
         (lambda d: d["hosts"][0].update(name="runs"), "hosts[0].name", "reserved"),
+        (lambda d: d["hosts"][1].update(name="all"), "hosts[1].name", "every host"),
         (
             lambda d: d["service_classes"][2].update(hosts_match=CONTROL_MATCH),
             "service_classes[2].hosts_match",
