@@ -33,7 +33,7 @@ import os
 import random
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from bench.compile_bench import synthetic_intent
@@ -126,7 +126,7 @@ def run_push(
             )
     require_verified(label, results)
     ops = sum(r.ops_written for r in results.values())
-    return Figures(**{**figures.__dict__, "ops": ops, "targets": len(results)})
+    return replace(figures, ops=ops, targets=len(results))
 
 
 def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:
@@ -270,7 +270,7 @@ def run_reconcile(
             raise SystemExit(f"{label}: {pool.channel_count} channels, expected one")
     require_converged(label, problems, len(switches))
     entries = sum(len(config) for config in desired.values())
-    return Figures(**{**figures.__dict__, "ops": entries, "targets": len(switches)})
+    return replace(figures, ops=entries, targets=len(switches))
 
 
 def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:

@@ -88,7 +88,9 @@ class SwitchHost:
 
 
 @contextmanager
-def switch_host(spec: Mapping[str, object], password: str) -> Iterator[tuple[SwitchHost, Any]]:
+def switch_host(
+    spec: Mapping[str, object], password: str
+) -> Iterator[tuple[SwitchHost, dict[str, int]]]:
     """Start the switches' process, yield it and its ``{name: port}``, stop it after."""
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.vsonic_host"],
@@ -101,7 +103,7 @@ def switch_host(spec: Mapping[str, object], password: str) -> Iterator[tuple[Swi
     host = SwitchHost(process)
     try:
         ports = host.request(json.dumps(dict(spec)))["ports"]
-        yield host, ports
+        yield host, {str(name): int(port) for name, port in ports.items()}
     finally:
         host.stop()
 
