@@ -31,11 +31,12 @@ class RustBinary:
 
     @property
     def default_path(self) -> Path:
-        return ROOT / "target" / "release" / self.name
+        return ROOT / "target" / "debug" / self.name
 
     @property
     def build_command(self) -> tuple[str, ...]:
-        return ("cargo", "build", "--release", "--quiet", "-p", self.package, "--bin", self.name)
+        # The dev profile is optimised (Cargo.toml): the same build `cargo test` makes.
+        return ("cargo", "build", "--quiet", "-p", self.package, "--bin", self.name)
 
 
 DATAPLANE = RustBinary("vswitch-dataplane", "vswitch-dataplane", "SLUICE_DATAPLANE_BIN")
@@ -61,7 +62,7 @@ class DataplaneOptions:
 def find_binary(
     env: Mapping[str, str] = os.environ, build: bool = True, binary: RustBinary = DATAPLANE
 ) -> Path:
-    """``$<binary.env>``, else the workspace's release build, built with cargo first if it is
+    """``$<binary.env>``, else the workspace's (optimised) dev build, built with cargo first if it is
     missing and ``build`` allows it."""
     override = env.get(binary.env)
     if override:
