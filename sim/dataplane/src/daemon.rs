@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use tokio::sync::mpsc::UnboundedReceiver;
 use tracing::{info, warn};
 use vasic::switch::VasicError;
 
@@ -22,6 +23,7 @@ use crate::counters::{port_fields, View};
 use crate::plane::{Change, Plane, Progress};
 use crate::redis_io::{IoError, RedisLink};
 use crate::schedule::{Backoff, Every};
+use crate::traffic::ClassSpec;
 
 /// SONiC's lowest counter poll interval (`counterpoll queue interval`, facts §2.4).
 pub const MIN_FLEX_INTERVAL_MS: u64 = 100;
@@ -90,14 +92,16 @@ fn flex_ms(configured: Option<u64>, default_ms: u64) -> u64 {
     configured.unwrap_or(default_ms).max(MIN_FLEX_INTERVAL_MS)
 }
 
-/// Runs until `shutdown` completes. Fails only if Redis is unreachable at start or the
-/// simulation itself breaks.
+/// Runs until `shutdown` completes. Each class list received on `traffic` replaces the
+/// traffic in force, its times counted from then (the binary sends one per SIGHUP). Fails
+/// only if Redis is unreachable at start or the simulation itself breaks.
 pub async fn run<C: Clock>(
     mut link: RedisLink,
     mut plane: Plane,
     settings: Settings,
     clock: C,
     shutdown: impl Future<Output = ()>,
+    mut traffic: UnboundedReceiver<Vec<ClassSpec>>,
 ) -> Result<Summary, RunError> {
     link.connect().await.map_err(RunError::RedisUnavailableAtStart)?;
     let ms = |d: Duration| d.as_secs_f64() * 1e9;
@@ -119,6 +123,13 @@ pub async fn run<C: Clock>(
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            // A closed channel fails the pattern: the branch is off for this round only.
+            Some(specs) = traffic.recv() => {
+                let classes = specs.len();
+                plane.replace_traffic(specs);
+                info!(event = "traffic_reloaded", classes, "new traffic from now on");
+                continue;
+            }
             _ = ticker.tick() => {}
         }
         let now = clock.elapsed_ns();

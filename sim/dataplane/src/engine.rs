@@ -185,6 +185,23 @@ impl Engine {
         Ok(())
     }
 
+    /// New traffic takes over (the traffic file was re-read): every class in force stops now
+    /// and `specs` start, their start and stop times counted from now. The old senders are
+    /// stopped, not removed, so the ACKs of their packets still queued reach them and they
+    /// wind down as a stopped class does; flow numbers never get reused.
+    pub fn replace_classes(&mut self, specs: &[ClassSpec], qos: &SwitchQos) {
+        let now = self.now_ns;
+        for class in &mut self.classes {
+            class.spec.stop_ns = class.spec.stop_ns.min(now);
+        }
+        for spec in specs {
+            let mut spec = spec.clone();
+            spec.start_ns += now;
+            spec.stop_ns += now; // no stop (infinity) stays no stop
+            self.add_class(spec, qos);
+        }
+    }
+
     /// Re-resolves every class's port and queue (the DSCP maps or ports changed) and wakes
     /// the senders that were idle for want of a port.
     pub fn reclassify(&mut self, qos: &SwitchQos) {

@@ -1,12 +1,14 @@
 //! `vswitch-dataplane`: parses flags and the traffic file, sets up JSON logs and signals, runs
 //! the loop, maps the result to a named exit code. All logic is in the library.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use tokio::signal::unix::{signal, SignalKind};
-use tracing::{error, info};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tracing::{error, info, warn};
 use vswitch_dataplane::cli::Flags;
 use vswitch_dataplane::clock::TokioClock;
 use vswitch_dataplane::daemon::{run, RunError};
@@ -42,9 +44,39 @@ fn main() -> ExitCode {
 }
 
 fn read_traffic(flags: &Flags) -> Result<Vec<ClassSpec>, String> {
-    let Some(path) = &flags.traffic else { return Ok(Vec::new()) };
+    flags.traffic.as_deref().map_or(Ok(Vec::new()), read_traffic_file)
+}
+
+fn read_traffic_file(path: &Path) -> Result<Vec<ClassSpec>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     traffic::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// On every SIGHUP, re-reads the traffic file and hands its classes to the loop. A file that
+/// does not parse is logged and the traffic in force stays, as at start it would be refused.
+async fn reload_on_sighup(
+    mut sighup: Signal,
+    path: Option<PathBuf>,
+    loop_side: UnboundedSender<Vec<ClassSpec>>,
+) {
+    while sighup.recv().await.is_some() {
+        let Some(path) = &path else {
+            warn!(
+                event = "traffic_reload_refused",
+                error = "started without --traffic",
+                "nothing to re-read"
+            );
+            continue;
+        };
+        match read_traffic_file(path) {
+            Ok(classes) => {
+                if loop_side.send(classes).is_err() {
+                    break; // the loop has ended
+                }
+            }
+            Err(error) => warn!(event = "traffic_reload_refused", %error, "keeping the traffic in force"),
+        }
+    }
 }
 
 fn init_logs(level: &str) {
@@ -67,6 +99,9 @@ fn start(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
 async fn serve(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    // Installed here, before the loop runs: from then on a SIGHUP re-reads the traffic file
+    // and never ends the process (its default action).
+    let sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let shutdown = async move {
         tokio::select! {
             _ = sigterm.recv() => info!(signal = "SIGTERM", "shutting down"),
@@ -82,9 +117,13 @@ async fn serve(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
     );
     let link = RedisLink::new(flags.redis_host.clone(), flags.redis_port, flags.io_timeout());
     let plane = Plane::new(classes, flags.seed);
+    let (reload_side, loop_side) = unbounded_channel();
+    let reloads = tokio::spawn(reload_on_sighup(sighup, flags.traffic.clone(), reload_side));
     // The loop runs as its own task so a panic in it is caught here and becomes INTERNAL.
-    let task = tokio::spawn(run(link, plane, flags.settings(), TokioClock::new(), shutdown));
-    match task.await.context("the data plane loop died")? {
+    let task = tokio::spawn(run(link, plane, flags.settings(), TokioClock::new(), shutdown, loop_side));
+    let finished = task.await;
+    reloads.abort();
+    match finished.context("the data plane loop died")? {
         Ok(summary) => {
             info!(
                 steps = summary.steps,

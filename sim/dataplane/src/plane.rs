@@ -130,6 +130,16 @@ impl Plane {
         Ok(())
     }
 
+    /// New traffic (the traffic file re-read): it replaces the classes in force, its start and
+    /// stop times counted from now. Before the first config there is no engine and no clock
+    /// yet: the classes wait for the engine, as the file's first classes do.
+    pub fn replace_traffic(&mut self, specs: Vec<ClassSpec>) {
+        if let (Some(engine), Some(qos)) = (self.engine.as_mut(), self.qos.as_ref()) {
+            engine.replace_classes(&specs, qos);
+        }
+        self.specs = specs;
+    }
+
     /// Moves the simulation to `wall_ns` (ns since start), at most `max_chunk_ns` at a time.
     /// When it is more than `max_lag_ns` behind, the rest is given up: the simulated world
     /// pauses instead of running ever later (reported in [`Progress::skipped_ns`]).
