@@ -51,10 +51,9 @@ from bench.southbound_support import (
 )
 from bench.vsonic_host import USERNAME
 from controller.policy.models import Reconcile, ReconcileMode, Switch
-from controller.reconcile.access import OWNED_TABLES
+from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.reconcile.apply import (
     ApplyResult,
-    agent_fields,
     apply_fleet,
     apply_plan_to_switch,
 )
@@ -62,8 +61,7 @@ from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Plan, SwitchConfig
-from controller.southbound.credentials import SecretResolver
-from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession, target_for_switch
+from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession
 
 DEFAULTS = {
     "switches": 100,
@@ -159,31 +157,6 @@ def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figure
 
 
 @dataclass
-class FleetGnmiAccess:
-    """``GnmiAccess`` (controller/reconcile/access.py) for fleet-mode targets: the same read
-    and apply, with the switch's name as the gNMI prefix target. ``GnmiAccess`` sends none,
-    and a fleet server needs it to tell its switches apart."""
-
-    pool: SessionPool
-    resolve: SecretResolver
-    batch_size: int = 100
-
-    def session(self, switch: Switch) -> SwitchSession:
-        target = target_for_switch(
-            switch, self.resolve, username=USERNAME, prefix_target=switch.name
-        )
-        return self.pool.session(target)
-
-    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
-        return self.session(switch).get_tables(tables)
-
-    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
-        return apply_plan_to_switch(
-            self.session(switch), plan, batch_size=self.batch_size, volatile=agent_fields
-        )
-
-
-@dataclass
 class PassRecord:
     """The loop's ``ReconcileStore`` for one pass: fixed targets, alert mode (the bench
     never writes during a pass), every run kept."""
@@ -252,7 +225,9 @@ def run_reconcile(
 ) -> Figures:
     slots, parallel = (1, 1) if baseline else (args.max_in_flight, args.parallel)
     with SessionPool(max_in_flight=slots) as pool:
-        access = FleetGnmiAccess(pool, password_resolver(password), args.batch_size)
+        access = GnmiAccess(
+            pool, password_resolver(password), username=USERNAME, batch_size=args.batch_size
+        )
         sessions = {s.name: access.session(s) for s in switches}  # the ones the pass uses
         if baseline:
             label = "baseline: sequential Get, one channel"

@@ -209,9 +209,9 @@ def loopback_switches(intent: Intent, ports: Mapping[str, int], *, fleet: bool) 
     return [
         switch.model_copy(
             update={
-                "gnmi": GnmiEndpoint(
-                    address="127.0.0.1", port=ports["fleet"] if fleet else ports[switch.name]
-                )
+                "gnmi": GnmiEndpoint(address="127.0.0.1", port=ports["fleet"], target=switch.name)
+                if fleet
+                else GnmiEndpoint(address="127.0.0.1", port=ports[switch.name])
             }
         )
         for switch in intent.switches

@@ -62,8 +62,8 @@ class DataplaneOptions:
 def find_binary(
     env: Mapping[str, str] = os.environ, build: bool = True, binary: RustBinary = DATAPLANE
 ) -> Path:
-    """``$<binary.env>``, else the workspace's (optimised) dev build, built with cargo first if it is
-    missing and ``build`` allows it."""
+    """``$<binary.env>``, else the workspace's (optimised) dev build, built with cargo first
+    if it is missing and ``build`` allows it."""
     override = env.get(binary.env)
     if override:
         path = Path(override)

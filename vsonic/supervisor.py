@@ -88,11 +88,14 @@ def inventory(layout: Layout) -> dict[str, Any]:
                  for p in default_ports(layout.ports, layout.speed_gbps)]  # fmt: skip
     switches = []
     for i, name in enumerate(layout.names()):
-        port = layout.base_port if layout.fleet else layout.base_port + i
+        gnmi: dict[str, Any] = {"address": HOST, "port": layout.base_port + i}
+        if layout.fleet:
+            # One server for every switch: the gNMI prefix target picks the switch.
+            gnmi = {"address": HOST, "port": layout.base_port, "target": name}
         switches.append({
             "name": name,
             "role": "leaf",
-            "gnmi": {"address": HOST, "port": port},
+            "gnmi": gnmi,
             "credential_ref": f"env:{PASSWORD_ENV}",
             "ports": port_list,
         })  # fmt: skip

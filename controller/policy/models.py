@@ -67,6 +67,13 @@ class Workload(StrEnum):
 class GnmiEndpoint(Frozen):
     address: str = Field(min_length=1, max_length=253)
     port: int = Field(ge=1, le=65535)
+    target: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        description="gNMI prefix target, for a server that fronts several switches (e.g. vsonic "
+        "--fleet); leave unset for a SONiC switch's own gNMI server",
+    )
 
 
 class Port(Frozen):

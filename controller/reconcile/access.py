@@ -19,7 +19,12 @@ from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, a
 from controller.sonic.model import Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from controller.southbound.credentials import SecretResolver
-from controller.southbound.gnmi import DEFAULT_USERNAME, SessionPool, target_for_switch
+from controller.southbound.gnmi import (
+    DEFAULT_USERNAME,
+    SessionPool,
+    SwitchSession,
+    target_for_switch,
+)
 
 # Every table sluice can own: reading all of them lets a plan find an entry sluice wrote
 # under an older version even when the newer version no longer has that table at all.
@@ -57,16 +62,19 @@ class GnmiAccess:
     username: str = DEFAULT_USERNAME
     batch_size: int = 100
 
+    def session(self, switch: Switch) -> SwitchSession:
+        """The pool's session for ``switch`` (its prefix target, if the intent names one);
+        raises ``NotFound`` when its credential cannot be resolved."""
+        return self.pool.session(target_for_switch(switch, self.resolve, username=self.username))
+
     def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
-        target = target_for_switch(switch, self.resolve, username=self.username)
-        return self.pool.session(target).get_tables(tables)
+        return self.session(switch).get_tables(tables)
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         try:
-            target = target_for_switch(switch, self.resolve, username=self.username)
+            session = self.session(switch)
         except NotFound as error:
             return unapplied(switch.name, "failed", error.detail)
-        session = self.pool.session(target)
         return apply_plan_to_switch(
             session, plan, batch_size=self.batch_size, volatile=agent_fields
         )

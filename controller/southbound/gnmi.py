@@ -41,11 +41,17 @@ from controller.southbound.paths import (
     SetParts,
     config_from_value,
     decode_json,
+    entry_elems,
     set_parts,
     table_elems,
     text,
 )
 from controller.southbound.retry import RetryPolicy, run_with_retry
+
+# Every SONiC switch holds this entry (its hostname and platform), so a Get of it tells a
+# switch with none of sluice's tables from a request that reached no switch.
+PRESENCE_TABLE = "DEVICE_METADATA"
+PRESENCE_KEY = "localhost"
 
 T = TypeVar("T")
 
@@ -94,7 +100,9 @@ def target_for_switch(
     tls: TlsOptions | None = None,
     prefix_target: str | None = None,
 ) -> GnmiTarget:
-    """The target of an intent switch; its password is resolved from ``credential_ref``."""
+    """The target of an intent switch; its password is resolved from ``credential_ref``. The
+    prefix target is ``prefix_target`` if given, else the one the intent declares (``gnmi.target``,
+    for a server that fronts several switches), else none."""
     return GnmiTarget(
         name=switch.name,
         address=switch.gnmi.address,
@@ -102,7 +110,7 @@ def target_for_switch(
         username=username,
         password=resolve(switch.credential_ref),
         tls=tls,
-        prefix_target=prefix_target,
+        prefix_target=prefix_target if prefix_target is not None else switch.gnmi.target,
     )
 
 
@@ -259,13 +267,33 @@ class SwitchSession:
                 raise
         # One absent table fails the whole multi-path Get on some servers: read one by one.
         config: SwitchConfig = {}
+        absent: SouthboundRejected | None = None
         for name in names:
             try:
                 config.update(self._get([table_elems(name)]))
             except SouthboundRejected as error:
                 if error.code != "NOT_FOUND":
                     raise
+                absent = error
+        if absent is not None and not config:
+            self._require_switch_present(absent)
         return config
+
+    def _require_switch_present(self, absent: SouthboundRejected) -> None:
+        """Every table read as absent: that is a switch with none of them, or a request that
+        reached no switch at all (a wrong prefix target on a server fronting several). Only
+        the first is an empty config; tell them apart by the entry every SONiC switch has."""
+        try:
+            self._get([entry_elems(PRESENCE_TABLE, PRESENCE_KEY)])
+        except SouthboundRejected as error:
+            if error.code != "NOT_FOUND":
+                raise
+            raise SouthboundRejected(
+                self.name,
+                "NOT_FOUND",
+                f"no table and not even {PRESENCE_TABLE}|{PRESENCE_KEY} was found: the request "
+                f"reached no switch (check gnmi.target): {absent.message}",
+            ) from error
 
     def _get(self, paths: Sequence[Elems]) -> SwitchConfig:
         request = gnmi_pb2.GetRequest(

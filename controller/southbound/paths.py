@@ -125,19 +125,16 @@ def set_parts(ops: Iterable[Op]) -> SetParts:
     return SetParts(tuple(deletes), tuple(updates))
 
 
-def _as_fields(value: object, where: ConfigPath) -> Fields:
+def _as_fields(value: object, table: str, key: str) -> Fields:
+    # A reconcile pass reads every owned entry of every switch, so the common case (a JSON
+    # object of strings; JSON keys are always strings) is checked in one cheap pass.
+    if isinstance(value, dict) and all(type(item) is str for item in value.values()):
+        return dict(value)
     if not isinstance(value, dict):
-        raise PathError(f"{where.table}|{where.key}: entry value is not a JSON object")
-    fields: Fields = {}
-    for name, item in value.items():
-        if not isinstance(item, str):
-            # CONFIG_DB stores strings only; anything else means the reader misunderstood.
-            raise PathError(
-                f"{where.table}|{where.key} field '{name}': value is not a string "
-                f"({type(item).__name__})"
-            )
-        fields[str(name)] = item
-    return fields
+        raise PathError(f"{table}|{key}: entry value is not a JSON object")
+    name, item = next((n, i) for n, i in value.items() if not isinstance(i, str))
+    # CONFIG_DB stores strings only; anything else means the reader misunderstood.
+    raise PathError(f"{table}|{key} field '{name}': value is not a string ({type(item).__name__})")
 
 
 def config_from_value(elems: Iterable[str], value: object) -> SwitchConfig:
@@ -148,11 +145,11 @@ def config_from_value(elems: Iterable[str], value: object) -> SwitchConfig:
         if not isinstance(value, dict):
             raise PathError(f"table {where.table}: value is not a JSON object")
         return {
-            (where.table, str(key)): _as_fields(fields, ConfigPath(where.table, str(key)))
+            (where.table, str(key)): _as_fields(fields, where.table, str(key))
             for key, fields in value.items()
         }
     if where.field is None:
-        return {(where.table, where.key): _as_fields(value, where)}
+        return {(where.table, where.key): _as_fields(value, where.table, where.key)}
     if not isinstance(value, str):
         raise PathError(f"{where.table}|{where.key} field '{where.field}': not a string")
     return {(where.table, where.key): {where.field: value}}
