@@ -154,6 +154,13 @@ def test_table_answer_becomes_entries() -> None:
         (table_elems("QUEUE"), ["not", "a", "table"], "table QUEUE"),
         (entry_elems("SCHEDULER", "S1"), {"weight": 40}, "field 'weight'"),
         (field_elems("SCHEDULER", "S1", "weight"), 40, "field 'weight'"),
+        # Inside a table answer: the one bad field among good ones, and a non-object entry.
+        (
+            table_elems("QUEUE"),
+            {"Ethernet0|3": {"scheduler": "S3", "wred_profile": 7}},
+            r"QUEUE\|Ethernet0\|3 field 'wred_profile': value is not a string \(int\)",
+        ),
+        (table_elems("QUEUE"), {"Ethernet0|3": "S3"}, r"QUEUE\|Ethernet0\|3: entry value is not"),
     ],
 )
 def test_malformed_answers_name_where(elems: tuple[str, ...], value: object, named: str) -> None:
