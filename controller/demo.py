@@ -26,15 +26,12 @@ from pathlib import Path
 
 import httpx
 
+from controller.demo_common import DemoError, run, say
 from controller.store.localpg import LocalPostgres, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_DIR = REPO / ".run" / "demo"
 BIN = Path(sys.executable).parent
-
-
-class DemoError(RuntimeError):
-    """A demo step failed; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -53,27 +50,6 @@ class Environment:
             SLUICE_API_TOKEN=self.token,
         )
         return env
-
-
-def say(step: str) -> None:
-    print(f"\n==> {step}", flush=True)
-
-
-def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> str:
-    """Run one command; echo it first so the reader can type it themselves."""
-    shown = " ".join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))
-    print(f"$ {shown}", flush=True)
-    done = subprocess.run(
-        list(args),
-        env=env,
-        text=True,
-        check=False,
-        stdout=subprocess.PIPE if capture else None,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        raise DemoError(f"{shown} exited with {done.returncode}")
-    return done.stdout or ""
 
 
 @contextmanager

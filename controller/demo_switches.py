@@ -14,7 +14,15 @@ the reconcile loop catching a change made behind sluice's back.
 5. raises a static WRED threshold on leaf1 by writing its CONFIG_DB in Redis directly,
 6. waits for the loop to find it and shows ``sluice drift`` and ``sluice reconcile status``,
    then reads the value back from Redis to show it was corrected,
-7. stops the worker and the switches (unless ``keep``).
+7. runs the agent step (``controller.demo_agents.agents_step``): service classes start and
+   stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
+   on-switch qos-agent moves them (skipped with ``agents=False``),
+8. stops the worker and the switches (unless ``keep``).
+
+Every switch runs its data plane and qos-agent. The data planes start with an empty traffic
+file (so nothing is sent while the rollout configures the switches); the agent step fills it
+and has only leaf1's data plane re-read it. The intent's agent interval is set to the 100 ms
+the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
 ``python -m controller.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
@@ -30,7 +38,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -39,30 +47,18 @@ import httpx
 import redis
 import yaml
 
+from controller.demo_agents import COUNTER_POLL_MS, agents_step
+from controller.demo_agents_view import AgentDemo
+from controller.demo_common import DemoError, Run, Say, run, say
+
 BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
 RECONCILE_INTERVAL_S = 3.0
 WAIT_S = 120.0
 
-Run = Callable[[Sequence[str], dict[str, str]], str]
-Say = Callable[[str], None]
 
-
-class SwitchDemoError(RuntimeError):
+class SwitchDemoError(DemoError):
     """A step of the switch demo failed; the message says which and why."""
-
-
-def _say(step: str) -> None:
-    print(f"\n==> {step}", flush=True)
-
-
-def _run(args: Sequence[str], env: dict[str, str]) -> str:
-    """Run one command, echoed first; its output goes to the terminal."""
-    print(f"$ {' '.join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))}")
-    done = subprocess.run(list(args), env=env, check=False, timeout=600)
-    if done.returncode != 0:
-        raise SwitchDemoError(f"{Path(args[0]).name} {args[1]} exited with {done.returncode}")
-    return ""
 
 
 def _port_free(port: int) -> bool:
@@ -80,12 +76,19 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def demo_intent(source: Path, interval_s: float, port_free: Callable[[int], bool]) -> Any:
+def demo_intent(
+    source: Path,
+    interval_s: float,
+    port_free: Callable[[int], bool],
+    agent_interval_ms: int = COUNTER_POLL_MS,
+) -> Any:
     """The intent to roll out: ``source`` with a short reconcile interval (so the loop shows
-    up within seconds) and each switch on a free gNMI port on 127.0.0.1."""
+    up within seconds), the agent polling as often as the demo's counters refresh, and each
+    switch on a free gNMI port on 127.0.0.1."""
     document = yaml.safe_load(source.read_text(encoding="utf-8"))
     fabric = document.setdefault("fabric", {})
     fabric["reconcile"] = {"mode": "correct", "interval_s": interval_s, "jitter_pct": 10}
+    fabric.setdefault("agent", {})["interval_ms"] = agent_interval_ms
     for switch in document.get("switches", []):
         switch["gnmi"]["address"] = "127.0.0.1"
         if not port_free(int(switch["gnmi"]["port"])):
@@ -95,10 +98,13 @@ def demo_intent(source: Path, interval_s: float, port_free: Callable[[int], bool
 
 @contextmanager
 def virtual_switches(
-    intent: Path, state_dir: Path, env: dict[str, str], run: Run, keep: bool
+    intent: Path, state_dir: Path, traffic: Path, env: dict[str, str], run: Run, keep: bool
 ) -> Iterator[None]:
+    """The intent's switches, each with its data plane (on ``traffic``, which holds no class
+    yet) and qos-agent."""
+    traffic.write_text("# no traffic yet: the agent step writes it and signals the data plane\n")
     run([str(BIN / "vsonic"), "up", "--inventory", str(intent), "--state-dir", str(state_dir),
-         "--no-dataplane"], env)  # fmt: skip
+         "--traffic", str(traffic)], env)  # fmt: skip
     try:
         yield
     finally:
@@ -172,8 +178,9 @@ def switches_step(
     run_dir: Path,
     *,
     keep: bool = False,
-    run: Run = _run,
-    say: Say = _say,
+    agents: bool = True,
+    run: Run = run,
+    say: Say = say,
 ) -> None:
     """The whole switch demo (see the module docstring); raises ``SwitchDemoError``."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -185,9 +192,11 @@ def switches_step(
     full.update(SLUICE_WORKER_POLL_S="0.5")
     sluice = str(BIN / "sluice")
     state_dir = run_dir / "vsonic"
+    traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
-        say("starting the intent's four virtual switches (vsonic up --inventory)")
-        stack.enter_context(virtual_switches(intent, state_dir, full, run, keep))
+        say("starting the intent's four virtual switches, each with its data plane and "
+            "qos-agent (vsonic up --inventory)")  # fmt: skip
+        stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
         stack.enter_context(worker(full, run_dir / "worker.log", keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
@@ -211,6 +220,8 @@ def switches_step(
             raise SwitchDemoError(f"{key} green_max_threshold is {restored}, not {was}")
         say(f"{DEMO_SWITCH} {key} green_max_threshold is {restored} again (read from Redis)")
         db.close()
+        if agents:
+            agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
 
 
 def main() -> int:
@@ -222,8 +233,8 @@ def main() -> int:
             database_url = stack.enter_context(demo.local_database(False))
             port = demo.pick_api_port()
             base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
-            demo.run([str(BIN / "sluice-admin"), "migrate"], base)
-            token = demo.run(
+            run([str(BIN / "sluice-admin"), "migrate"], base)
+            token = run(
                 [str(BIN / "sluice-admin"), "create-token", "--name", "demo", "--role", "admin"],
                 base,
                 capture=True,
@@ -231,10 +242,10 @@ def main() -> int:
             env = demo.Environment(database_url, f"http://127.0.0.1:{port}", port, token)
             stack.enter_context(demo.api_server(env.for_commands(), env.api_url, False))
             switches_step(env.for_commands(), demo.REPO / "examples" / "intent.yaml", demo.RUN_DIR)
-    except (demo.DemoError, SwitchDemoError) as error:
+    except DemoError as error:
         print(f"\ndemo failed: {error}", file=sys.stderr)
         return 1
-    _say("switch demo finished")
+    say("switch demo finished")
     return 0
 
 

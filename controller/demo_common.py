@@ -1,0 +1,49 @@
+"""What every demo step shares: how a step is announced, how a command is run (echoed first,
+so the reader can type it themselves), and the error that ends the demo.
+
+``controller.demo`` (the orchestrator), ``controller.demo_switches`` and
+``controller.demo_agents`` all use these, so the demo reads the same from start to end.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+# Generous: ``vsonic up`` builds the Rust binaries on first use, and ``sluice rollout start
+# --watch`` lasts as long as the rollout.
+COMMAND_TIMEOUT_S = 600
+
+Run = Callable[[Sequence[str], dict[str, str]], str]
+Say = Callable[[str], None]
+
+
+class DemoError(RuntimeError):
+    """A demo step failed; the message says which and why."""
+
+
+def say(step: str) -> None:
+    print(f"\n==> {step}", flush=True)
+
+
+def shown(args: Sequence[str]) -> str:
+    """The command as a reader would type it: the program by its name, not its full path."""
+    return " ".join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))
+
+
+def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> str:
+    """Run one command; echo it first. Its output goes to the terminal, or is returned when
+    ``capture`` is set. A non-zero exit is a ``DemoError`` naming the command."""
+    print(f"$ {shown(args)}", flush=True)
+    done = subprocess.run(
+        list(args),
+        env=env,
+        text=True,
+        check=False,
+        stdout=subprocess.PIPE if capture else None,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise DemoError(f"{shown(args)} exited with {done.returncode}")
+    return done.stdout or ""
