@@ -26,7 +26,8 @@ from controller.demo_agents_view import (
     traffic_text,
 )
 from controller.demo_common import DemoError
-from controller.policy.loader import load_intent_file
+from controller.demo_switches import demo_intent
+from controller.policy.loader import load_intent_file, parse_intent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
 DEFAULT = AgentDemo()
@@ -169,3 +170,12 @@ def test_summary_columns_line_up() -> None:
     assert len(lines[0]) == len(lines[1])
     # 1e9 B/s = 8 Gb/s.
     assert lines[1].split()[-3:] == ["B", "8.00", "Gb/s"]
+
+
+def test_the_switch_step_intent_polls_as_often_as_the_counters_refresh() -> None:
+    intent = parse_intent(demo_intent(EXAMPLE, 3.0, lambda port: True))
+    example = load_intent_file(EXAMPLE)
+    # The demo lowers the counter poll to 100 ms, counterpoll's minimum (sonic-gnmi-facts §2.4).
+    assert intent.fabric.agent.interval_ms == 100
+    # Only the interval changes: the rest of the agent's orders are the example's.
+    assert intent.fabric.agent.model_copy(update={"interval_ms": 10}) == example.fabric.agent
