@@ -1,13 +1,21 @@
 """The demo (``scripts/demo.sh``): sluice end to end on one machine.
 
-Steps, each printed as it runs: start a local PostgreSQL unless ``DATABASE_URL`` is given,
-migrate it, mint an admin token with ``sluice-admin``, serve the REST API on 127.0.0.1,
-apply ``examples/intent.yaml`` with the ``sluice`` CLI (validation, plan, new version) and
-print the per-switch plan, the version history and the audit trail. Everything the demo
-started is stopped at the end unless ``--keep-running`` is given.
+Set-up: the example intent's hosts come up as network namespaces with sshd (when the machine
+allows it: root, ``ip netns``), a local PostgreSQL starts unless ``DATABASE_URL`` is given, it
+is migrated, ``sluice-admin`` mints an admin token, and the REST API serves on 127.0.0.1.
+Then the steps (``--steps``, all by default; docs/demo.md shows sample output):
 
-The demo drives the real commands an operator would type, as subprocesses, so it shows
-exactly what they print.
+- ``intent``: check, dry-run, apply ``examples/intent.yaml`` with the ``sluice`` CLI, print
+  the per-switch plan, the version history and the audit trail;
+- ``switches`` (``controller/demo_switches.py``): four virtual switches with their data plane
+  and qos-agent, a staged rollout verified by read-back, a WRED threshold changed behind
+  sluice's back found and corrected by the reconcile loop, then service classes starting and
+  stopping while each queue's threshold and throughput move (``controller/demo_agents.py``);
+- ``hosts`` (``controller/demo_hosts.py``): the hosts planned in check mode, applied in
+  batches through Ansible over SSH, read back inside a namespace, applied again with no change.
+
+Everything the demo started is stopped at the end unless ``--keep-running`` is given. It
+drives the real commands an operator would type, as subprocesses, so it shows what they print.
 """
 
 from __future__ import annotations
@@ -25,13 +33,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import yaml
 
 from controller.demo_common import DemoError, run, say
+from controller.demo_hosts import (
+    HostFabricEnv,
+    HostFabricUnavailable,
+    host_fabric,
+    hosts_step,
+    intent_host_names,
+)
+from controller.demo_switches import switches_step
 from controller.store.localpg import LocalPostgres, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_DIR = REPO / ".run" / "demo"
 BIN = Path(sys.executable).parent
+# The smallest switch of the example (two ports): its whole plan fits a screen or two.
+PLAN_SHOWN_IN_FULL = "spine1"
 
 
 @dataclass(frozen=True)
@@ -126,42 +145,84 @@ def show_intent(env: dict[str, str], intent_file: Path) -> None:
     sluice = str(BIN / "sluice")
     say("checking the example intent offline")
     run([sluice, "check", "-f", str(intent_file)], env)
-    say("dry run: what would change")
-    run([sluice, "apply", "-f", str(intent_file), "--dry-run"], env)
+    say("dry run: what would change, per switch and table")
+    run([sluice, "apply", "-f", str(intent_file), "--dry-run", "--summary"], env)
     say("applying the example intent (a new intent version)")
-    run([sluice, "apply", "-f", str(intent_file), "--reason", "demo: example fabric"], env)
+    run([sluice, "apply", "-f", str(intent_file), "--summary", "--reason", "demo: example fabric"],
+        env)  # fmt: skip
     say("the per-switch plan: desired CONFIG_DB vs what each switch is known to run")
-    run([sluice, "plan"], env)
+    run([sluice, "plan", "--summary"], env)
+    say(f"one switch's plan in full, in write order ({PLAN_SHOWN_IN_FULL})")
+    run([sluice, "plan", "--switch", PLAN_SHOWN_IN_FULL], env)
     say("history and audit")
     run([sluice, "get", "versions"], env)
     run([sluice, "audit", "--limit", "5"], env)
 
 
+STEPS = ("intent", "switches", "hosts")
+
+
+def parse_steps(text: str) -> tuple[str, ...]:
+    steps = tuple(step.strip() for step in text.split(",") if step.strip())
+    unknown = [step for step in steps if step not in STEPS]
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"steps are {', '.join(STEPS)}; got {text!r}")
+    return steps
+
+
+def namespaced_hosts(stack: ExitStack, intent_file: Path, keep: bool) -> HostFabricEnv | None:
+    """The intent's hosts as namespaces, or None (with the reason) where this machine cannot."""
+    document = yaml.safe_load(intent_file.read_text(encoding="utf-8"))
+    say("bringing up the intent's hosts as network namespaces with sshd")
+    try:
+        return stack.enter_context(host_fabric(RUN_DIR, intent_host_names(document), keep=keep))
+    except HostFabricUnavailable as why:
+        say(f"skipping the hosts step: {why}")
+        return None
+
+
+def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environment:
+    """Database, schema, admin token and the API (told where the hosts are)."""
+    database_url = stack.enter_context(local_database(keep))
+    port = pick_api_port()
+    base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
+    say("migrating the database")
+    run([str(BIN / "sluice-admin"), "migrate"], base)
+    say("creating an admin token")
+    token = run(
+        [str(BIN / "sluice-admin"), "create-token", "--name", "demo", "--role", "admin"],
+        base,
+        capture=True,
+    ).strip()
+    env = Environment(database_url, f"http://127.0.0.1:{port}", port, token)
+    say(f"serving the REST API on {env.api_url} (OpenAPI at {env.api_url}/docs)")
+    api_env = {**env.for_commands(), **(hosts.env if hosts else {})}
+    stack.enter_context(api_server(api_env, env.api_url, keep))
+    return env
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sluice-demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="sluice-demo", description="sluice end to end")
     parser.add_argument("--intent", type=Path, default=REPO / "examples" / "intent.yaml")
+    parser.add_argument("--steps", type=parse_steps, default=STEPS, help=",".join(STEPS))
     parser.add_argument(
-        "--keep-running", action="store_true", help="leave PostgreSQL and the API up"
+        "--keep-running", action="store_true", help="leave everything the demo started up"
     )
     args = parser.parse_args(argv)
+    keep: bool = args.keep_running
     try:
         with ExitStack() as stack:
-            database_url = stack.enter_context(local_database(args.keep_running))
-            port = pick_api_port()
-            base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
-            say("migrating the database")
-            run([str(BIN / "sluice-admin"), "migrate"], base)
-            say("creating an admin token")
-            token = run(
-                [str(BIN / "sluice-admin"), "create-token", "--name", "demo", "--role", "admin"],
-                base,
-                capture=True,
-            ).strip()
-            env = Environment(database_url, f"http://127.0.0.1:{port}", port, token)
-            say(f"serving the REST API on {env.api_url} (OpenAPI at {env.api_url}/docs)")
-            stack.enter_context(api_server(env.for_commands(), env.api_url, args.keep_running))
-            show_intent(env.for_commands(), args.intent)
-            if args.keep_running:
+            hosts = None
+            if "hosts" in args.steps:
+                hosts = namespaced_hosts(stack, args.intent, keep)
+            env = serve(stack, keep, hosts)
+            if "intent" in args.steps:
+                show_intent(env.for_commands(), args.intent)
+            if "switches" in args.steps:
+                switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep)
+            if hosts is not None:
+                hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent)
+            if keep:
                 say(f"left running: API {env.api_url}; export SLUICE_API_TOKEN=<the token above>")
     except DemoError as exc:
         print(f"\ndemo failed: {exc}", file=sys.stderr)

@@ -25,10 +25,9 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import httpx
 import yaml
 
+from controller.demo_common import DemoError, Run, Say, run, say
 from controller.hosts import netns
 
 BIN = Path(sys.executable).parent
@@ -46,11 +46,8 @@ APPLY_BATCH_SIZE = 2  # four hosts in two batches: the staged rollout shows in t
 REQUIRED_TOOLS = ("ip", "tc", "nft", "ssh", "ssh-keygen")
 SLUICE_TABLES = ("sluice_dscp", "sluice_pias")
 
-Run = Callable[[Sequence[str], dict[str, str]], str]
-Say = Callable[[str], None]
 
-
-class HostDemoError(RuntimeError):
+class HostDemoError(DemoError):
     """A step of the hosts demo failed; the message says which and why."""
 
 
@@ -66,19 +63,6 @@ class HostFabricEnv:
     fabric: netns.Fabric
     env: dict[str, str]  # SLUICE_HOSTS_* for the API process
     addresses: dict[str, str]  # intent host name -> its address inside its namespace
-
-
-def _say(step: str) -> None:
-    print(f"\n==> {step}", flush=True)
-
-
-def _run(args: Sequence[str], env: dict[str, str]) -> str:
-    """Run one command, echoed first; its output goes to the terminal."""
-    print(f"$ {' '.join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))}")
-    done = subprocess.run(list(args), env=env, check=False, timeout=600)
-    if done.returncode != 0:
-        raise HostDemoError(f"{' '.join(args[:3])} exited with {done.returncode}")
-    return ""
 
 
 # --- pure -------------------------------------------------------------------------------------
@@ -256,8 +240,8 @@ def hosts_step(
     hosts: HostFabricEnv,
     *,
     intent_file: Path = EXAMPLE_INTENT,
-    run: Run = _run,
-    say: Say = _say,
+    run: Run = run,
+    say: Say = say,
 ) -> None:
     """The whole hosts demo (see the module docstring); raises ``HostDemoError``. ``env``
     holds ``SLUICE_API_URL`` and an operator's ``SLUICE_API_TOKEN``; the API must have been
@@ -281,45 +265,3 @@ def hosts_step(
     if left:
         raise HostDemoError(f"the second host apply was not a no-change run: {', '.join(left)}")
     say("the second apply changed nothing on any host")
-
-
-def _admin(args: Sequence[str], env: dict[str, str]) -> str:
-    """``sluice-admin ...``, echoed; its output returned (the token must be read)."""
-    print(f"$ sluice-admin {' '.join(args)}", flush=True)
-    done = subprocess.run(
-        [str(BIN / "sluice-admin"), *args], env=env, text=True, capture_output=True, check=False
-    )
-    if done.returncode != 0:
-        raise HostDemoError(f"sluice-admin {args[0]} exited with {done.returncode}")
-    return done.stdout
-
-
-def main() -> int:
-    """This step alone, after the demo's own set-up (database, migration, token, API); the
-    hosts come up first, since the API must be started knowing where they are."""
-    from controller import demo
-
-    document = yaml.safe_load(EXAMPLE_INTENT.read_text(encoding="utf-8"))
-    try:
-        with ExitStack() as stack:
-            _say("bringing up the intent's hosts as network namespaces")
-            hosts = stack.enter_context(host_fabric(demo.RUN_DIR, intent_host_names(document)))
-            database_url = stack.enter_context(demo.local_database(False))
-            port = demo.pick_api_port()
-            base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
-            _admin(["migrate"], base)
-            token = _admin(["create-token", "--name", "demo", "--role", "admin"], base).strip()
-            env = demo.Environment(database_url, f"http://127.0.0.1:{port}", port, token)
-            api_env = {**env.for_commands(), **hosts.env}
-            stack.enter_context(demo.api_server(api_env, env.api_url, False))
-            hosts_step(env.for_commands(), demo.RUN_DIR, hosts)
-    # The set-up's own DemoError is a RuntimeError too (it moves between demo modules).
-    except RuntimeError as error:
-        print(f"\ndemo failed: {error}", file=sys.stderr)
-        return 1
-    _say("hosts demo finished")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,7 +31,6 @@ the agent step lowers the counter poll to: polling faster would re-read the same
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import socket
@@ -222,32 +221,3 @@ def switches_step(
         db.close()
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
-
-
-def main() -> int:
-    """This step after the demo's own set-up (database, migration, token, API)."""
-    from controller import demo
-
-    try:
-        with ExitStack() as stack:
-            database_url = stack.enter_context(demo.local_database(False))
-            port = demo.pick_api_port()
-            base = dict(os.environ, DATABASE_URL=database_url, SLUICE_API_PORT=str(port))
-            run([str(BIN / "sluice-admin"), "migrate"], base)
-            token = run(
-                [str(BIN / "sluice-admin"), "create-token", "--name", "demo", "--role", "admin"],
-                base,
-                capture=True,
-            ).strip()
-            env = demo.Environment(database_url, f"http://127.0.0.1:{port}", port, token)
-            stack.enter_context(demo.api_server(env.for_commands(), env.api_url, False))
-            switches_step(env.for_commands(), demo.REPO / "examples" / "intent.yaml", demo.RUN_DIR)
-    except DemoError as error:
-        print(f"\ndemo failed: {error}", file=sys.stderr)
-        return 1
-    say("switch demo finished")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
