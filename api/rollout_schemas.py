@@ -7,10 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas import Strict
+from api.schemas import Strict, ViewOut
 from controller.policy.models import NAME_RE
-from controller.services.reconcile import DriftInfo, RunInfo
-from controller.services.rollouts import ResultInfo, RolloutInfo
 
 
 class RolloutIn(Strict):
@@ -32,7 +30,7 @@ class RolloutIn(Strict):
     )
 
 
-class ResultOut(BaseModel):
+class ResultOut(ViewOut):
     phase: str = Field(description="rollout, or rollback")
     switch: str
     batch: int
@@ -47,12 +45,8 @@ class ResultOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
 
-    @classmethod
-    def of(cls, info: ResultInfo) -> ResultOut:
-        return cls.model_validate(info, from_attributes=True)
 
-
-class RolloutSummaryOut(BaseModel):
+class RolloutSummaryOut(ViewOut):
     id: int
     from_version: int
     to_version: int
@@ -69,28 +63,12 @@ class RolloutSummaryOut(BaseModel):
     finished_at: datetime | None
     counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
 
-    @classmethod
-    def of(cls, info: RolloutInfo) -> RolloutSummaryOut:
-        data = {k: v for k, v in vars_of(info).items() if k != "results"}
-        return cls.model_validate(data)
-
 
 class RolloutOut(RolloutSummaryOut):
     results: list[ResultOut]
 
-    @classmethod
-    def of(cls, info: RolloutInfo) -> RolloutOut:
-        data = vars_of(info)
-        data["results"] = [ResultOut.of(r) for r in info.results]
-        return cls.model_validate(data)
 
-
-def vars_of(info: Any) -> dict[str, Any]:
-    """The fields of a slotted dataclass as a dict (``vars`` needs a ``__dict__``)."""
-    return {name: getattr(info, name) for name in info.__slots__}
-
-
-class DriftOut(BaseModel):
+class DriftOut(ViewOut):
     id: int
     switch: str
     table: str
@@ -102,12 +80,8 @@ class DriftOut(BaseModel):
     detected_at: datetime
     run_id: int
 
-    @classmethod
-    def of(cls, info: DriftInfo) -> DriftOut:
-        return cls.model_validate(info, from_attributes=True)
 
-
-class ReconcileRunOut(BaseModel):
+class ReconcileRunOut(ViewOut):
     id: int
     switch: str
     version: int = Field(description="the intent version the switch was reconciled against")
@@ -117,10 +91,6 @@ class ReconcileRunOut(BaseModel):
     error: str | None
     started_at: datetime
     finished_at: datetime
-
-    @classmethod
-    def of(cls, info: RunInfo) -> ReconcileRunOut:
-        return cls.model_validate(info, from_attributes=True)
 
 
 class ReconcileRunsOut(BaseModel):

@@ -4,15 +4,13 @@ parser (``controller.policy.loader.parse_intent``) checks them and names every b
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from controller.policy.models import NAME_RE
-from controller.services.audit import AuditRecord
 from controller.services.common import Page
-from controller.services.intents import VersionInfo
-from controller.services.tokens import AccessRole, TokenInfo
+from controller.services.tokens import AccessRole
 from controller.sonic.model import Plan
 
 T = TypeVar("T")
@@ -35,22 +33,22 @@ def page_out(page: Page[Any], items: list[T]) -> PageOut[T]:
     return PageOut[T](items=items, total=page.total, limit=page.limit, offset=page.offset)
 
 
-class VersionOut(BaseModel):
+class ViewOut(BaseModel):
+    """An answer body filled from a service's view object: every field read from the
+    attribute of the same name (nested answer bodies likewise), so a field added to both
+    needs no copying code."""
+
+    @classmethod
+    def of(cls, view: object) -> Self:
+        return cls.model_validate(view, from_attributes=True)
+
+
+class VersionOut(ViewOut):
     number: int
     author: str
     reason: str
     created_at: datetime
     content_sha256: str
-
-    @classmethod
-    def of(cls, info: VersionInfo) -> VersionOut:
-        return cls(
-            number=info.number,
-            author=info.author,
-            reason=info.reason,
-            created_at=info.created_at,
-            content_sha256=info.content_sha256,
-        )
 
 
 class IntentOut(BaseModel):
@@ -114,7 +112,7 @@ class DiffOut(BaseModel):
     plans: list[PlanOut]
 
 
-class AuditOut(BaseModel):
+class AuditOut(ViewOut):
     id: int
     request_id: str
     actor: str
@@ -126,26 +124,18 @@ class AuditOut(BaseModel):
     after: JsonObject | None
     at: datetime
 
-    @classmethod
-    def of(cls, record: AuditRecord) -> AuditOut:
-        return cls.model_validate(record, from_attributes=True)
-
 
 class TokenIn(Strict):
     name: str = Field(pattern=NAME_RE, max_length=64)
     role: AccessRole
 
 
-class TokenOut(BaseModel):
+class TokenOut(ViewOut):
     id: int
     name: str
     role: AccessRole
     created_at: datetime
     revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, info: TokenInfo) -> TokenOut:
-        return cls.model_validate(info, from_attributes=True)
 
 
 class IssuedTokenOut(TokenOut):

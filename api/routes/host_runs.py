@@ -11,18 +11,17 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from api.deps import OperatorActor, PagingDep, ServicesDep, Viewer
-from api.schemas import PageOut, Strict, page_out
-from controller.services.hosts_rollout import HostResultView, HostRunView
+from api.schemas import PageOut, Strict, ViewOut, page_out
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
 
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the run's id")]
 
 
-class HostResultOut(BaseModel):
+class HostResultOut(ViewOut):
     host: str
     batch: int
     status: str = Field(description="ok, changed, failed, unreachable or not_run")
@@ -30,19 +29,8 @@ class HostResultOut(BaseModel):
     failed_tasks: list[dict[str, Any]]
     message: str | None
 
-    @classmethod
-    def of(cls, result: HostResultView) -> HostResultOut:
-        return cls(
-            host=result.host,
-            batch=result.batch,
-            status=result.status,
-            changed_tasks=result.changed_tasks,
-            failed_tasks=result.failed_tasks,
-            message=result.message,
-        )
 
-
-class HostRunOut(BaseModel):
+class HostRunOut(ViewOut):
     id: int
     mode: str = Field(description="plan (check mode) or apply")
     state: str = Field(description="running, completed, halted, interrupted or error")
@@ -59,27 +47,6 @@ class HostRunOut(BaseModel):
     started_at: datetime
     finished_at: datetime | None
     results: list[HostResultOut]
-
-    @classmethod
-    def of(cls, run: HostRunView) -> HostRunOut:
-        return cls(
-            id=run.id,
-            mode=run.mode,
-            state=run.state,
-            intent_version=run.intent_version,
-            hosts=run.hosts,
-            batch_size=run.batch_size,
-            failure_budget=run.failure_budget,
-            batches_total=run.batches_total,
-            batches_done=run.batches_done,
-            failures=run.failures,
-            counts=run.counts,
-            requested_by=run.requested_by,
-            message=run.message,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            results=[HostResultOut.of(result) for result in run.results],
-        )
 
 
 class ApplyRequest(Strict):
