@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from controller.store.models import AuditEntry, Json
+from controller.store.repositories.paging import page_of
 
 
 def insert_audit(
@@ -53,6 +54,5 @@ def list_audit(
         query = query.where(AuditEntry.resource_type == resource_type)
     if resource_id is not None:
         query = query.where(AuditEntry.resource_id == resource_id)
-    total = int(session.scalar(select(func.count()).select_from(query.subquery())) or 0)
-    page = query.order_by(AuditEntry.id.desc()).limit(limit).offset(offset)
-    return list(session.scalars(page)), total
+    order = (AuditEntry.id.desc(),)
+    return page_of(session=session, query=query, order=order, limit=limit, offset=offset)

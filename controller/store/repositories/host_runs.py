@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from controller.store.models import HostRun, HostRunResult, Json
+from controller.store.repositories.paging import page_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +118,8 @@ def results_of(*, session: Session, run_id: int) -> list[HostRunResult]:
 
 def list_runs(*, session: Session, limit: int, offset: int) -> tuple[list[HostRun], int]:
     """Newest first."""
-    total = int(session.scalar(select(func.count()).select_from(HostRun)) or 0)
-    page = select(HostRun).order_by(HostRun.id.desc()).limit(limit).offset(offset)
-    return list(session.scalars(page)), total
+    order = (HostRun.id.desc(),)
+    return page_of(session=session, query=select(HostRun), order=order, limit=limit, offset=offset)
 
 
 def running_runs(*, session: Session) -> list[HostRun]:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from controller.store.db import INTENT_WRITE_LOCK_KEY
 from controller.store.models import DesiredState, IntentVersion, Json
+from controller.store.repositories.paging import page_of
 
 
 def lock_intent_writes(*, session: Session) -> None:
@@ -38,9 +39,10 @@ def get_version(*, session: Session, number: int) -> IntentVersion | None:
 
 def list_versions(*, session: Session, limit: int, offset: int) -> tuple[list[IntentVersion], int]:
     """Newest first, with the total count for paging."""
-    total = int(session.scalar(select(func.count()).select_from(IntentVersion)) or 0)
-    query = select(IntentVersion).order_by(IntentVersion.number.desc()).limit(limit).offset(offset)
-    return list(session.scalars(query)), total
+    order = (IntentVersion.number.desc(),)
+    return page_of(
+        session=session, query=select(IntentVersion), order=order, limit=limit, offset=offset
+    )
 
 
 def insert_version(

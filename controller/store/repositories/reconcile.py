@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from controller.store.models import DriftEvent, ReconcileRun
+from controller.store.repositories.paging import page_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +82,8 @@ def list_drift(
     query: Select[tuple[DriftEvent]] = select(DriftEvent)
     if switch is not None:
         query = query.where(DriftEvent.switch_name == switch)
-    total = int(session.scalar(select(func.count()).select_from(query.subquery())) or 0)
-    page = query.order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
-    return list(session.scalars(page.limit(limit).offset(offset))), total
+    order = (DriftEvent.detected_at.desc(), DriftEvent.id.desc())
+    return page_of(session=session, query=query, order=order, limit=limit, offset=offset)
 
 
 def last_runs(*, session: Session) -> list[ReconcileRun]:

@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from controller.store.models import Json, Rollout, RolloutResult
+from controller.store.repositories.paging import page_of
 
 # A transaction-scoped advisory lock serialising rollout starts (ASCII of "rollout").
 ROLLOUT_START_LOCK_KEY = 0x726F6C6C6F7574
@@ -94,9 +95,8 @@ def runnable_ids(*, session: Session) -> list[int]:
 
 def list_rollouts(*, session: Session, limit: int, offset: int) -> tuple[list[Rollout], int]:
     """Newest first."""
-    total = int(session.scalar(select(func.count()).select_from(Rollout)) or 0)
-    query = select(Rollout).order_by(Rollout.id.desc()).limit(limit).offset(offset)
-    return list(session.scalars(query)), total
+    order = (Rollout.id.desc(),)
+    return page_of(session=session, query=select(Rollout), order=order, limit=limit, offset=offset)
 
 
 def results_of(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.store.models import ApiToken
+from controller.store.repositories.paging import page_of
 
 
 def insert_token(
@@ -31,9 +32,8 @@ def get_token(*, session: Session, token_id: int) -> ApiToken | None:
 
 
 def list_tokens(*, session: Session, limit: int, offset: int) -> tuple[list[ApiToken], int]:
-    total = int(session.scalar(select(func.count()).select_from(ApiToken)) or 0)
-    query = select(ApiToken).order_by(ApiToken.id).limit(limit).offset(offset)
-    return list(session.scalars(query)), total
+    order = (ApiToken.id,)
+    return page_of(session=session, query=select(ApiToken), order=order, limit=limit, offset=offset)
 
 
 def revoke_token(*, session: Session, token: ApiToken, at: datetime) -> None:
