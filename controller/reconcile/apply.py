@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from controller.errors import SouthboundError, SouthboundRejected, SouthboundUnreachable
+from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 
@@ -354,10 +354,10 @@ def apply_fleet(
 ) -> dict[str, ApplyResult]:
     """Apply every plan, at most ``max_parallel`` switches at a time. A switch that fails,
     is unreachable or has no session gets its result; it never stops the others."""
-    if max_parallel < 1:
-        raise ValueError("max_parallel must be at least 1")
+    checked_parallel(max_parallel)
 
-    def one(switch: str, plan: Plan) -> ApplyResult:
+    def one(switch: str) -> ApplyResult:
+        plan = plans[switch]
         session = sessions.get(switch)
         if session is None:
             return _Run(switch, len(plan.ops)).result("unreachable", "no gNMI session")
@@ -371,6 +371,6 @@ def apply_fleet(
                 "failed", f"internal error: {type(error).__name__}: {error}"
             )
 
-    with ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="apply") as pool:
-        futures = {name: pool.submit(one, name, plan) for name, plan in plans.items()}
-        return {name: future.result() for name, future in futures.items()}
+    names = list(plans)
+    results = map_parallel(one, names, max_parallel=max_parallel, name="apply")
+    return dict(zip(names, results, strict=True))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -25,6 +24,7 @@ from typing import Literal, Protocol
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
 from controller.policy.models import Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess
+from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import Plan, SwitchConfig
 
@@ -165,13 +165,11 @@ class ReconcileLoop:
         *,
         max_parallel: int = 8,
     ) -> None:
-        if max_parallel < 1:
-            raise ValueError("max_parallel must be at least 1")
+        self._max_parallel = checked_parallel(max_parallel)
         self._store = store
         self._access = access
         self._clock = clock
         self._rand = rand
-        self._max_parallel = max_parallel
         self.next_at: float | None = None  # monotonic seconds; None: the first tick runs
 
     def tick(self, now_s: float) -> list[SwitchRun] | None:
@@ -186,13 +184,12 @@ class ReconcileLoop:
     def run_pass(self) -> list[SwitchRun]:
         mode = self._store.policy().mode
         targets = self._store.targets()
-        if not targets:
-            return []
-        workers = max(1, min(self._max_parallel, len(targets)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
-            runs = list(
-                pool.map(lambda t: reconcile_switch(self._access, t, mode, self._clock), targets)
-            )
+        runs = map_parallel(
+            lambda target: reconcile_switch(self._access, target, mode, self._clock),
+            targets,
+            max_parallel=self._max_parallel,
+            name="reconcile",
+        )
         for one in runs:
             self._store.record(one)
             if one.status != "converged":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -30,6 +29,7 @@ from controller.errors import NotFound, SouthboundError
 from controller.policy.models import Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
 from controller.reconcile.apply import ApplyResult
+from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
 
@@ -208,12 +208,10 @@ class RolloutRunner:
         *,
         max_parallel: int = 8,
     ) -> None:
-        if max_parallel < 1:
-            raise ValueError("max_parallel must be at least 1")
+        self._max_parallel = checked_parallel(max_parallel)
         self._store = store
         self._access = access
         self._clock = clock
-        self._max_parallel = max_parallel
 
     def run_once(self) -> int:
         """One step of every runnable rollout; how many steps did something."""
@@ -311,9 +309,7 @@ class RolloutRunner:
                 (self._clock()),
             )
 
-        workers = max(1, min(self._max_parallel, len(work)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollout") as pool:
-            outcomes = list(pool.map(one, work))
+        outcomes = map_parallel(one, work, max_parallel=self._max_parallel, name="rollout")
         for converged, started, finished in outcomes:
             result = converged.result
             self._store.record(rollout_id, phase, result, started, finished)
