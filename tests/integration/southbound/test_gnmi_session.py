@@ -3,8 +3,6 @@ fleet mode through the prefix target, the in-flight limit, TLS."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import random
 import secrets
 import threading
@@ -26,8 +24,9 @@ from controller.southbound.gnmi import (
     TlsOptions,
 )
 from controller.southbound.retry import RetryPolicy
+from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
 from vsonic.db import MemoryStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
 from vsonic.redis_process import free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.switch import Switch, Targets
@@ -201,46 +200,8 @@ def test_fleet_targets_share_one_channel_and_stay_apart(fleet_server) -> None:
     assert probe.highest == 1
 
 
-def _self_signed(directory: Path) -> TlsFiles:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vsonic.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("vsonic.test"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "switch.crt", directory / "switch.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return TlsFiles(cert=cert_path, key=key_path)
-
-
 def test_tls_with_the_switch_certificate_works_and_plaintext_does_not(tmp_path: Path) -> None:
-    tls = _self_signed(tmp_path)
+    tls = self_signed_tls(tmp_path)
     password = secrets.token_hex(8)
     store = MemoryStore()
     seed_store(store, SwitchSeed(hostname="tls1", ports=default_ports(1)))
@@ -251,7 +212,7 @@ def test_tls_with_the_switch_certificate_works_and_plaintext_does_not(tmp_path: 
     secret = SecretStr(password)
     quick = CallPolicy(deadline_s=2.0, retry=RetryPolicy(attempts=1))
     try:
-        options = TlsOptions(root_cert=tls.cert, server_name="vsonic.test")
+        options = TlsOptions(root_cert=tls.cert, server_name=SERVER_NAME)
         with SessionPool(policy=quick) as pool:
             secure = GnmiTarget("tls1", "127.0.0.1", running.port, "admin", secret, tls=options)
             assert pool.session(secure).capabilities().supports_json_ietf

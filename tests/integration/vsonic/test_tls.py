@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc  # type: ignore[import-untyped]
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from tests.integration.tls_certs import self_signed_tls
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
@@ -23,39 +18,9 @@ CREDS = Credentials("admin", "tls-test-password")
 METADATA = [("username", CREDS.username), ("password", CREDS.password)]
 
 
-def _self_signed(directory: Path) -> TlsFiles:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vsonic-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    files = TlsFiles(cert=directory / "server.crt", key=directory / "server.key")
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return files
-
-
 @pytest.fixture
 def tls_server(tmp_path: Path) -> Iterator[tuple[int, TlsFiles]]:
-    files = _self_signed(tmp_path)
+    files = self_signed_tls(tmp_path)
     service = GnmiService(fleet_targets(["vs1"], default_ports(1)), Clock(), CREDS)
     running = start_server("127.0.0.1:0", service, tls=files)
     try:
