@@ -10,13 +10,14 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Query, Request
+from fastapi import Depends, Header, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.services import Services
 from controller.errors import PreconditionFailed, PreconditionRequired, Unauthenticated
 from controller.services.common import Actor
+from controller.services.intents import WriteResult
 from controller.services.tokens import AccessRole, Principal
 from controller.settings import Settings
 
@@ -127,3 +128,38 @@ ExpectedVersion = Annotated[int, Depends(expected_version)]
 
 def etag(version: int) -> str:
     return f'"{version}"'
+
+
+def mark_written(response: Response, result: WriteResult, location: str | None = None) -> None:
+    """``ETag``: the intent version the write made; 201 (and ``Location``, when given) when
+    the write created what it names."""
+    response.headers["ETag"] = etag(result.version.number)
+    if result.created:
+        response.status_code = 201
+        if location is not None:
+            response.headers["Location"] = location
+
+
+ReasonParam = Annotated[
+    str | None, Query(max_length=2000, description="why; kept in the version history")
+]
+
+
+@dataclass(frozen=True, slots=True)
+class IntentWrite:
+    """What a write to the intent needs besides its body: the operator making it, the
+    version they read (``If-Match``), and why."""
+
+    actor: Actor
+    expected: int
+    reason: str
+
+
+def intent_write(
+    request: Request, actor: OperatorActor, expected: ExpectedVersion, reason: ReasonParam = None
+) -> IntentWrite:
+    # Without a reason the history still says what was done: the method and the path.
+    return IntentWrite(actor, expected, reason or f"{request.method} {request.url.path}")
+
+
+IntentWriteDep = Annotated[IntentWrite, Depends(intent_write)]

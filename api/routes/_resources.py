@@ -7,28 +7,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Response
 
-from api.deps import ExpectedVersion, OperatorActor, PagingDep, ServicesDep, Viewer, etag
+from api.deps import IntentWriteDep, PagingDep, ServicesDep, Viewer, etag, mark_written
 from api.schemas import JsonObject, PageOut
 from controller.policy.models import NAME_RE
-from controller.services.intents import ResourceKind, WriteResult
+from controller.services.intents import ResourceKind
 
 NameParam = Annotated[str, Path(pattern=NAME_RE)]
-ReasonParam = Annotated[
-    str | None, Query(max_length=2000, description="why; kept in the version history")
-]
-
-
-def _reason(reason: str | None, request: Request) -> str:
-    return reason or f"{request.method} {request.url.path}"
-
-
-def _written(response: Response, result: WriteResult, prefix: str, name: str) -> None:
-    response.headers["ETag"] = etag(result.version.number)
-    if result.created:
-        response.status_code = 201
-        response.headers["Location"] = f"/api/v1{prefix}/{name}"
 
 
 def resource_router(kind: ResourceKind, prefix: str, singular: str) -> APIRouter:
@@ -58,48 +44,32 @@ def resource_router(kind: ResourceKind, prefix: str, singular: str) -> APIRouter
 
     @router.post("", response_model=JsonObject, status_code=201, name=f"create_{singular}")
     def create_entry(
-        body: JsonObject,
-        request: Request,
-        response: Response,
-        services: ServicesDep,
-        actor: OperatorActor,
-        expected: ExpectedVersion,
-        reason: ReasonParam = None,
+        body: JsonObject, response: Response, services: ServicesDep, write: IntentWriteDep
     ) -> JsonObject:
         result = services.intents.add_resource(
-            kind, body, expected=expected, actor=actor, reason=_reason(reason, request)
+            kind, body, expected=write.expected, actor=write.actor, reason=write.reason
         )
-        _written(response, result, prefix, str(body.get("name")))
+        mark_written(response, result, f"/api/v1{prefix}/{body.get('name')}")
         return result.resource or {}
 
     @router.put("/{name}", response_model=JsonObject, name=f"put_{singular}")
     def put_entry(
         name: NameParam,
         body: JsonObject,
-        request: Request,
         response: Response,
         services: ServicesDep,
-        actor: OperatorActor,
-        expected: ExpectedVersion,
-        reason: ReasonParam = None,
+        write: IntentWriteDep,
     ) -> JsonObject:
         result = services.intents.put_resource(
-            kind, name, body, expected=expected, actor=actor, reason=_reason(reason, request)
+            kind, name, body, expected=write.expected, actor=write.actor, reason=write.reason
         )
-        _written(response, result, prefix, name)
+        mark_written(response, result, f"/api/v1{prefix}/{name}")
         return result.resource or {}
 
     @router.delete("/{name}", status_code=204, name=f"delete_{singular}")
-    def delete_entry(
-        name: NameParam,
-        request: Request,
-        services: ServicesDep,
-        actor: OperatorActor,
-        expected: ExpectedVersion,
-        reason: ReasonParam = None,
-    ) -> Response:
+    def delete_entry(name: NameParam, services: ServicesDep, write: IntentWriteDep) -> Response:
         result = services.intents.delete_resource(
-            kind, name, expected=expected, actor=actor, reason=_reason(reason, request)
+            kind, name, expected=write.expected, actor=write.actor, reason=write.reason
         )
         return Response(status_code=204, headers={"ETag": etag(result.version.number)})
 

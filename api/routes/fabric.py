@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Query, Request, Response
-
-from api.deps import ExpectedVersion, OperatorActor, ServicesDep, Viewer, etag
+from api.deps import IntentWriteDep, ServicesDep, Viewer, etag, mark_written
 from api.schemas import JsonObject
 
 router = APIRouter(prefix="/fabric", tags=["fabric"])
@@ -21,19 +19,11 @@ def get_fabric(response: Response, services: ServicesDep, _: Viewer) -> JsonObje
 
 @router.put("", response_model=JsonObject)
 def put_fabric(
-    body: JsonObject,
-    request: Request,
-    response: Response,
-    services: ServicesDep,
-    actor: OperatorActor,
-    expected: ExpectedVersion,
-    reason: Annotated[str | None, Query(max_length=2000)] = None,
+    body: JsonObject, response: Response, services: ServicesDep, write: IntentWriteDep
 ) -> JsonObject:
     """Set the fabric; on an empty store (If-Match "0") this creates the first version."""
     result = services.intents.put_fabric(
-        body, expected=expected, actor=actor, reason=reason or f"PUT {request.url.path}"
+        body, expected=write.expected, actor=write.actor, reason=write.reason
     )
-    response.headers["ETag"] = etag(result.version.number)
-    if result.created:
-        response.status_code = 201
+    mark_written(response, result)
     return result.resource or {}

@@ -7,7 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 
-from api.deps import ExpectedVersion, OperatorActor, PagingDep, ServicesDep, Viewer, etag
+from api.deps import (
+    ExpectedVersion,
+    OperatorActor,
+    PagingDep,
+    ServicesDep,
+    Viewer,
+    etag,
+    mark_written,
+)
 from api.errors import problem
 from api.schemas import (
     IntentIn,
@@ -52,9 +60,7 @@ def replace_intent(
     result = services.intents.replace(
         body.intent, expected=expected, actor=actor, reason=body.reason
     )
-    response.headers["ETag"] = etag(result.version.number)
-    if result.created:
-        response.status_code = 201
+    mark_written(response, result)
     return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
 
 
