@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from controller.demo_common import DemoError, run, say
+from controller.demo_common import DemoError, run, say, stop_process
 from controller.demo_hosts import (
     HostFabricEnv,
     HostFabricUnavailable,
@@ -118,11 +118,7 @@ def api_server(env: dict[str, str], url: str, keep: bool) -> Iterator[None]:
         yield
     finally:
         if not keep:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, signal.SIGINT, timeout_s=15)
         log.close()
 
 

@@ -7,9 +7,11 @@ so the reader can type it themselves), and the error that ends the demo.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 # Generous: ``vsonic up`` builds the Rust binaries on first use, and ``sluice rollout start
 # --watch`` lasts as long as the rollout.
@@ -47,3 +49,14 @@ def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> s
     if done.returncode != 0:
         raise DemoError(f"{shown(args)} exited with {done.returncode}")
     return done.stdout or ""
+
+
+def stop_process(process: subprocess.Popen[Any], how: signal.Signals, timeout_s: float) -> None:
+    """Ask ``process`` to stop with the signal ``how`` (so it can close its sockets and
+    children); kill it, and reap it, when it has not exited within ``timeout_s``."""
+    process.send_signal(how)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -48,7 +48,7 @@ import yaml
 
 from controller.demo_agents import COUNTER_POLL_MS, agents_step
 from controller.demo_agents_view import AgentDemo
-from controller.demo_common import DemoError, Run, Say, run, say
+from controller.demo_common import DemoError, Run, Say, run, say, stop_process
 
 BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
@@ -125,11 +125,7 @@ def worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
         yield
     finally:
         if not keep:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop_process(process, signal.SIGTERM, timeout_s=60)
 
 
 def switch_redis(state_dir: Path, name: str) -> redis.Redis[str]:

@@ -24,6 +24,7 @@ import httpx
 import pytest
 import yaml
 
+from controller.demo_common import stop_process
 from controller.demo_hosts import (
     EXAMPLE_INTENT,
     FABRIC_RECORD,
@@ -118,12 +119,7 @@ def api_process(db_url: str, hosts_env: Mapping[str, str], log: Path) -> Iterato
             time.sleep(0.2)
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, signal.SIGINT, timeout_s=30)
 
 
 def _healthy(url: str) -> bool:
