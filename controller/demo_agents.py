@@ -265,7 +265,7 @@ def describe_orders(
     for q in queues:
         b = queue_bounds(link, demo.port, q.queue)
         where = "static, set by the controller"
-        if b:
+        if b.get("managed") == "true":  # unmanaged entries only count in the agent's shares
             low, high = int(b["floor_bytes"]), int(b["ceiling_bytes"])
             where = f"the agent moves it between {low:,} and {high:,} B"
         lines.append(

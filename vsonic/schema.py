@@ -112,6 +112,16 @@ def _pool_percentage(fields: Fields) -> list[str]:
     return []
 
 
+def _unmanaged_has_no_bounds(fields: Fields) -> list[str]:
+    # An unmanaged queue only counts in the agent's shares: a profile or bounds on it would
+    # look like orders the agent silently ignores (qos-core refuses them the same way).
+    if fields.get("managed") != "false":
+        return []
+    managed_only = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
+    reason = "only on a managed queue (managed true)"
+    return [f"field '{f}': {reason}" for f in managed_only if f in fields]
+
+
 def _map_spec(key_range: tuple[int, int], value: FieldType) -> TableSpec:
     return TableSpec(key=OBJECT_NAME, field_numbers=key_range, map_value=value)
 
@@ -238,6 +248,7 @@ TABLES: dict[str, TableSpec] = {
     "SLUICE_AGENT_QUEUE": TableSpec(
         key=port_queue_key(False, 7),
         fields={
+            "managed": BOOLEAN,  # absent means true (orders written before the field existed)
             "wred_profile": Ref("WRED_PROFILE"),
             "weight": Integer(0, 100),  # 0 marks a STRICT queue
             "floor_bytes": _STOI_BYTES,
@@ -246,7 +257,7 @@ TABLES: dict[str, TableSpec] = {
             "speed_gbps": Integer(1, 800),
             "buffer_bytes": Integer(1, UINT32_MAX),
         },
-        rules=(_min_max("threshold", "floor_bytes", "ceiling_bytes"),),
+        rules=(_min_max("threshold", "floor_bytes", "ceiling_bytes"), _unmanaged_has_no_bounds),
     ),
     # Carried so a switch has ports and metadata; sluice does not write them.
     "PORT": TableSpec(key=name_key(r"Ethernet[0-9]{1,4}", "EthernetN"), open_fields=True),

@@ -1,6 +1,7 @@
 """The demo's agent step for real: leaf1 of the example intent started by ``vsonic up`` with its
 data plane and qos-agent, the QoS configuration the rollout would write put into its CONFIG_DB,
-then ``agents_step`` with a short schedule (storage alone, analytics joins, storage stops).
+then ``agents_step`` with a short schedule (storage alone, analytics joins, best-effort joins,
+storage stops).
 The printed table must show each queue's threshold move the way MQ-ECN predicts, worked out
 by hand below; the only deadlines are the step's own generous waits."""
 
@@ -29,17 +30,30 @@ from vsonic.supervisor import load_state
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 EXAMPLE = ROOT / "examples" / "intent.yaml"
-SCHEDULE = (Burst("storage", 0.0, 8.0), Burst("analytics", 3.0, 11.0))
+SCHEDULE = (
+    Burst("storage", 0.0, 8.0),
+    Burst("analytics", 3.0, 11.0),
+    Burst("best-effort", 5.5, 11.0),
+)
 # K = C x RTT x lambda = 25 Gb/s / 8 x 40 us x 1 = 3,125,000,000 B/s x 0.00004 s = 125,000 B.
-# Only the two MQ-ECN queues are the agent's (best-effort is static): it shares C between
-# storage (weight 50) and analytics (weight 30) by weight, K_i = min(share_i, C) / C x K.
+# The agent reads every queue of Ethernet0 (best-effort DWRR 20 and the STRICT ones too, not
+# managed) and water-fills C among the backlogged ones by weight, K_i = min(share_i, C) / C x K.
+# The STRICT classes stay idle; an idle queue is not in the active set (qos-core rule 4).
+# Best-effort's own threshold is the controller's static per-queue minimum 20/100 x K.
 K = 125_000
+BEST_EFFORT_STATIC = K * 20 // 100  # 25,000
 STORAGE_ALONE = K  # share C
 ANALYTICS_IDLE_BESIDE_STORAGE = K * 30 // 80  # the share it would get if it joined: 46,875
 STORAGE_BESIDE_ANALYTICS = K * 50 // 80  # 78,125
 ANALYTICS_BESIDE_STORAGE = K * 30 // 80  # 46,875
-ANALYTICS_ALONE = K
-STORAGE_IDLE_BESIDE_ANALYTICS = K * 50 // 80  # 78,125
+# All three backlogged: 50:30:20 of C. Seeing only its two managed queues the agent would keep
+# 78,125 / 46,875 here; per-packet MQ-ECN gives these.
+STORAGE_BESIDE_BOTH = K * 50 // 100  # 62,500
+ANALYTICS_BESIDE_BOTH = K * 30 // 100  # 37,500
+# Storage stopped: analytics and best-effort share C 30:20; idle storage's join share is
+# 50/(50 + 30 + 20) of C.
+ANALYTICS_BESIDE_BEST_EFFORT = K * 30 // 50  # 75,000
+STORAGE_IDLE_BESIDE_BOTH = K * 50 // 100  # 62,500
 ROW = re.compile(r"^\s*(?P<t>\d+\.\d) \|(?P<cells>.*)$")
 
 
@@ -123,7 +137,8 @@ def test_thresholds_and_throughput_move_as_classes_start_and_stop(
     demo = AgentDemo(schedule=SCHEDULE)
     readings = agents_step(state_dir, intent_file, traffic, demo=demo)
     printed = _printed(capsys.readouterr().out)
-    # One line per reading after the baseline, in the order storage (w50), analytics (w30).
+    # One line per reading after the baseline, in the order storage (w50), analytics (w30),
+    # best-effort (w20).
     assert [t for t, _ in printed] == [round(r.at_s, 1) for r in readings[1:]]
     assert printed[-1][0] >= 11.0
 
@@ -131,13 +146,18 @@ def test_thresholds_and_throughput_move_as_classes_start_and_stop(
         # Past the phase's first second: the agent reacts within 3 intervals of 100 ms.
         return [queues for t, queues in printed if start + 1.0 <= t <= end]
 
-    alone, both, after = phase(0.0, 3.0), phase(3.0, 8.0), phase(8.0, 11.0)
-    assert all((alone, both, after)), "a reading in every phase"
+    alone, both, three = phase(0.0, 3.0), phase(3.0, 5.5), phase(5.5, 8.0)
+    after = phase(8.0, 11.0)
+    assert all((alone, both, three, after)), "a reading in every phase"
     # MQ-ECN's thresholds, each seen computed by the agent at least once in its phase.
-    assert ((STORAGE_ALONE, "C"), (ANALYTICS_IDLE_BESIDE_STORAGE, "C")) in _ks(alone)
-    assert ((STORAGE_BESIDE_ANALYTICS, "C"), (ANALYTICS_BESIDE_STORAGE, "C")) in _ks(both)
-    assert ((STORAGE_IDLE_BESIDE_ANALYTICS, "C"), (ANALYTICS_ALONE, "C")) in _ks(after)
-    # Throughput: storage alone, then 50:30 with analytics, then analytics alone.
+    static = (BEST_EFFORT_STATIC, "S")
+    assert ((STORAGE_ALONE, "C"), (ANALYTICS_IDLE_BESIDE_STORAGE, "C"), static) in _ks(alone)
+    assert ((STORAGE_BESIDE_ANALYTICS, "C"), (ANALYTICS_BESIDE_STORAGE, "C"), static) in _ks(both)
+    assert ((STORAGE_BESIDE_BOTH, "C"), (ANALYTICS_BESIDE_BOTH, "C"), static) in _ks(three)
+    assert ((STORAGE_IDLE_BESIDE_BOTH, "C"), (ANALYTICS_BESIDE_BEST_EFFORT, "C"), static) in _ks(
+        after
+    )
+    # Throughput: storage alone, then 50:30 with analytics, then storage drained.
     assert all(q[0][2] > 1.0 and q[1][2] < 0.1 for q in alone)
     storage, analytics = _mean(both, 0), _mean(both, 1)
     assert storage > analytics > 0.1, (storage, analytics)

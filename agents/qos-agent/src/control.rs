@@ -6,12 +6,15 @@
 //! with the time passed in through a [`Clock`]. Fallback rules, on top of qos-core's per-port
 //! ones (`port::decide_port`):
 //! - a queue whose counters are missing or unreadable counts as stale, so its port falls back;
-//! - the feed as a whole is stale when no managed queue's counters changed for longer than
+//! - the feed as a whole is stale when no queue's counters changed for longer than
 //!   `stale_after_ms` (qos-core can only see a stall on a queue that holds bytes, and SONiC's
 //!   default QUEUE group does not poll occupancy, sonic-gnmi-facts §2.2). An idle switch
 //!   then runs on its static thresholds, which is harmless: nothing is queued;
 //! - the first iteration after the backend came back falls back on every queue: the counters
 //!   may have restarted and the profiles may have been reloaded, so nothing is known fresh.
+//!
+//! The agent reads every queue of its orders, managed or not (unmanaged ones count in their
+//! port's fair shares); it writes WRED profiles and reports state for managed queues only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -40,7 +43,7 @@ pub struct Iteration {
     pub moved: usize,
 }
 
-/// Per managed queue: rate estimation, HDCQ state and what is in force.
+/// Per queue read (managed or not): rate estimation, HDCQ state and what is in force.
 #[derive(Debug, Clone)]
 struct QueueRuntime {
     estimator: RateEstimator,
@@ -82,7 +85,7 @@ pub struct Agent {
     ids: Arc<Vec<QueueId>>,
     seen_version: Option<String>,
     queues: BTreeMap<QueueId, QueueRuntime>,
-    /// Monotonic time any managed queue's counters last changed.
+    /// Monotonic time any queue's counters last changed.
     feed_changed_ns: Option<u64>,
     /// Set at start and after a backend loss: re-read orders, fall back once.
     recovering: bool,
@@ -143,7 +146,7 @@ impl Agent {
         let observed = self.observe(&orders, &ids, reads, clock.now_ns());
         let decisions = self.decide(&orders, &ids, &observed);
         let moved = self.apply(backend, &orders, &ids, &decisions).await?;
-        let mode = if self.recovering || decisions.iter().any(|d| d.basis == Basis::StaleFallback) {
+        let mode = if self.recovering || decisions.iter().flatten().any(|d| d.basis == Basis::StaleFallback) {
             Mode::Fallback
         } else {
             Mode::Dynamic
@@ -151,7 +154,11 @@ impl Agent {
         self.iteration += 1;
         let report = StateReport {
             global: self.global_state(Some(&orders), mode, clock, started_ns),
-            queues: ids.iter().filter_map(|id| Some((id.clone(), self.queue_state(id)?))).collect(),
+            queues: ids
+                .iter()
+                .filter(|id| orders.is_managed(id))
+                .filter_map(|id| Some((id.clone(), self.queue_state(id)?)))
+                .collect(),
         };
         backend.report_state(&report).await?;
         self.recovering = false;
@@ -207,10 +214,13 @@ impl Agent {
 
     /// Makes `set` the orders in force. Queues that stay keep their HDCQ state and, when it
     /// lies inside their new bounds, their threshold in force; rate estimation restarts
-    /// (the line rate or stale limit may have changed).
+    /// (the line rate or stale limit may have changed). A queue that stops being managed
+    /// loses its state entry.
     async fn install<B: Backend>(&mut self, backend: &mut B, set: OrderSet) -> Result<(), BackendError> {
         let ids = set.queue_ids();
-        let removed: Vec<QueueId> = self.queues.keys().filter(|id| !ids.contains(id)).cloned().collect();
+        let was_managed = |id: &QueueId| self.orders.as_ref().is_some_and(|o| o.is_managed(id));
+        let removed: Vec<QueueId> =
+            self.queues.keys().filter(|id| was_managed(id) && !set.is_managed(id)).cloned().collect();
         if !removed.is_empty() {
             backend.remove_queue_state(&removed).await?;
         }
@@ -219,7 +229,7 @@ impl Agent {
         for id in &ids {
             let Some(o) = set.queue(id) else { continue };
             let mut rt = QueueRuntime::new(o, stale_after_ns);
-            if let Some(old) = self.queues.get(id) {
+            if let Some(old) = self.queues.get(id).filter(|_| o.managed) {
                 rt.hdcq = old.hdcq;
                 if (o.floor_bytes..=o.ceiling_bytes).contains(&old.in_force) {
                     rt.in_force = old.in_force;
@@ -231,7 +241,7 @@ impl Agent {
             version = %set.agent.version,
             algorithm = algorithm_name(set.agent.algorithm),
             interval_ms = set.agent.interval_ms,
-            queues = ids.len(),
+            queues = ids.iter().filter(|id| set.is_managed(id)).count(),
             "orders applied"
         );
         self.queues = queues;
@@ -272,7 +282,12 @@ impl Agent {
 
     /// qos-core's decision for every port; `ids` and `observed` follow the order of
     /// `orders.ports`.
-    fn decide(&mut self, orders: &OrderSet, ids: &[QueueId], observed: &[Observed]) -> Vec<QueueDecision> {
+    fn decide(
+        &mut self,
+        orders: &OrderSet,
+        ids: &[QueueId],
+        observed: &[Observed],
+    ) -> Vec<Option<QueueDecision>> {
         let mut out = Vec::with_capacity(ids.len());
         let mut at = 0;
         for queues in orders.ports.values() {
@@ -308,11 +323,14 @@ impl Agent {
         backend: &mut B,
         orders: &OrderSet,
         ids: &[QueueId],
-        decisions: &[QueueDecision],
+        decisions: &[Option<QueueDecision>],
     ) -> Result<usize, BackendError> {
         let mut moved = 0;
         for (id, d) in ids.iter().zip(decisions) {
-            let (Some(o), Some(rt)) = (orders.queue(id), self.queues.get_mut(id)) else { continue };
+            // None: an unmanaged queue, whose profile is never the agent's to write.
+            let (Some(o), Some(rt), Some(d)) = (orders.queue(id), self.queues.get_mut(id), d) else {
+                continue;
+            };
             rt.basis = d.basis;
             if d.threshold_bytes == rt.in_force {
                 continue;

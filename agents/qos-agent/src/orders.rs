@@ -16,7 +16,8 @@ use crate::backend::{QueueId, RawOrders};
 pub struct OrderSet {
     /// `SLUICE_AGENT|global`.
     pub agent: AgentOrders,
-    /// Per port, its managed queues' orders sorted by queue index.
+    /// Per port with at least one managed queue, every queue the agent reads there (managed
+    /// and unmanaged) sorted by queue index.
     pub ports: BTreeMap<String, Vec<QueueOrders>>,
 }
 
@@ -37,9 +38,11 @@ pub enum OrderSetError {
 }
 
 impl OrderSet {
-    /// Validates the raw entries. Queue entries whose index is not in the global `queues`
-    /// list are not the agent's to manage and are left out (not an error: the controller
-    /// may stage them before listing them).
+    /// Validates the raw entries. A managed entry whose index is not in the global `queues`
+    /// list is not the agent's to manage and is left out (not an error: the controller may
+    /// stage it before listing it). Unmanaged entries (`managed = false`) are kept: their
+    /// rates count in their port's shares. A port left with no managed queue is dropped:
+    /// nothing there is the agent's to write.
     pub fn parse(raw: &RawOrders) -> Result<Self, OrderSetError> {
         let global = raw.global.as_ref().ok_or(OrderSetError::NoGlobal)?;
         let agent = AgentOrders::parse(global)
@@ -48,17 +51,18 @@ impl OrderSet {
         for (key, fields) in &raw.queues {
             let q = QueueOrders::parse(key, fields)
                 .map_err(|error| OrderSetError::Entry { key: format!("SLUICE_AGENT_QUEUE|{key}"), error })?;
-            if agent.queues.contains(&q.queue) {
+            if !q.managed || agent.queues.contains(&q.queue) {
                 ports.entry(q.port.clone()).or_default().push(q);
             }
         }
+        ports.retain(|_, queues| queues.iter().any(|q| q.managed));
         for queues in ports.values_mut() {
             queues.sort_by_key(|q| q.queue);
         }
         Ok(Self { agent, ports })
     }
 
-    /// Every managed queue, ports in name order, queues by index.
+    /// Every queue the agent reads (managed or not), ports in name order, queues by index.
     pub fn queue_ids(&self) -> Vec<QueueId> {
         self.ports
             .iter()
@@ -69,6 +73,11 @@ impl OrderSet {
     /// The orders of one queue.
     pub fn queue(&self, id: &QueueId) -> Option<&QueueOrders> {
         self.ports.get(&id.port)?.iter().find(|q| q.queue == id.queue)
+    }
+
+    /// The agent writes this queue's threshold (and reports its state).
+    pub fn is_managed(&self, id: &QueueId) -> bool {
+        self.queue(id).is_some_and(|q| q.managed)
     }
 }
 
@@ -123,6 +132,29 @@ mod tests {
         let ids: Vec<String> = set.queue_ids().iter().map(|q| q.to_string()).collect();
         assert_eq!(ids, ["Ethernet0|1", "Ethernet0|3", "Ethernet4|3"]);
         assert!(set.queue(&QueueId::new("Ethernet0", 5)).is_none());
+    }
+
+    fn unmanaged(weight: &str) -> Fields {
+        fields(&[("managed", "false"), ("weight", weight), ("speed_gbps", "10"), ("buffer_bytes", "1000000")])
+    }
+
+    #[test]
+    fn unmanaged_queues_are_read_on_ports_with_a_managed_queue_only() {
+        // Ethernet0: managed 3 plus unmanaged 1 (not listed in `queues`, still read);
+        // Ethernet4: unmanaged only, so nothing there is the agent's: dropped.
+        let raw = RawOrders {
+            global: Some(global("3")),
+            queues: vec![
+                ("Ethernet0|3".into(), queue("3")),
+                ("Ethernet0|1".into(), unmanaged("2")),
+                ("Ethernet4|1".into(), unmanaged("2")),
+            ],
+        };
+        let set = OrderSet::parse(&raw).unwrap();
+        let ids: Vec<String> = set.queue_ids().iter().map(|q| q.to_string()).collect();
+        assert_eq!(ids, ["Ethernet0|1", "Ethernet0|3"]);
+        assert!(!set.is_managed(&QueueId::new("Ethernet0", 1)));
+        assert!(set.is_managed(&QueueId::new("Ethernet0", 3)));
     }
 
     #[test]

@@ -333,3 +333,49 @@ async fn an_unreachable_backend_at_start_is_an_error() {
     let r = run(backend, TokioClock::new(), settings(), std::future::pending()).await;
     assert!(matches!(r, Err(RunError::BackendUnavailableAtStart(_))), "{r:?}");
 }
+
+/// Queue 1 of the same port, DWRR weight 4, not the agent's: weight, speed and buffer only.
+fn unmanaged_queue_1() -> Fields {
+    map(vec![
+        ("managed".to_string(), "false".to_string()),
+        ("weight".to_string(), "4".to_string()),
+        ("speed_gbps".to_string(), "10".to_string()),
+        ("buffer_bytes".to_string(), "1000000".to_string()),
+    ])
+}
+
+#[tokio::test]
+async fn a_busy_unmanaged_queue_takes_its_share_and_is_never_written() {
+    // Weights 3 (q3), 1 (q4) managed and 4 (q1) unmanaged, all backlogged at 10 Gb/s: shares
+    // 3/8, 1/8 and 4/8 of C, so K3 = 125_000 x 3/8 = 46_875 B and K4 = 125_000 x 1/8 =
+    // 15_625 B (both inside the 5_000..200_000 bounds). Without queue 1 they would be
+    // 93_750 / 31_250 B (common/mod.rs).
+    let mut s = Switch::new("mqecn");
+    let q1_profile = "SLUICE_Q_Ethernet0_1".to_string();
+    {
+        let mut t = s.backend.tables();
+        t.agent_queues.insert(format!("{PORT}|1"), unmanaged_queue_1());
+        // The controller's static profile of queue 1: the agent must leave it as it is.
+        t.wred_profiles.insert(q1_profile.clone(), map(wred_profile(25_000)));
+    }
+    let mut q1 = FlexQueue::default();
+    publish(&s.backend, 1, &q1);
+    let mut both_moved = false;
+    for _ in 0..6 {
+        s.q3.send(LINE_10MS_BYTES * 3 / 8, LINE_10MS_PACKETS * 3 / 8, 40_000);
+        s.q4.send(LINE_10MS_BYTES / 8, LINE_10MS_PACKETS / 8, 20_000);
+        q1.send(LINE_10MS_BYTES / 2, LINE_10MS_PACKETS / 2, 40_000);
+        publish(&s.backend, 1, &q1);
+        s.step().await;
+        if (threshold(&s.backend, 3), threshold(&s.backend, 4)) == (46_875, 15_625) {
+            both_moved = true;
+            break;
+        }
+    }
+    assert!(both_moved, "q3 {} q4 {}", threshold(&s.backend, 3), threshold(&s.backend, 4));
+    let t = s.backend.tables();
+    assert!(t.wred_writes.iter().all(|(profile, _, _)| *profile != q1_profile), "queue 1 written");
+    assert_eq!(t.wred_profiles[&q1_profile], map(wred_profile(25_000)));
+    assert!(!t.state_queues.contains_key(&format!("{PORT}|1")), "no state entry for queue 1");
+    assert!(t.state_queues.contains_key(&format!("{PORT}|3")));
+}

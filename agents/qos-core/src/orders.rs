@@ -1,7 +1,10 @@
 //! The agent's orders, parsed from the CONFIG_DB string fields the controller writes.
 //!
 //! `SLUICE_AGENT|global` holds the port-independent settings; one
-//! `SLUICE_AGENT_QUEUE|<port>|<q>` entry per managed queue holds that queue's bounds. Field
+//! `SLUICE_AGENT_QUEUE|<port>|<q>` entry per DWRR or STRICT queue of a port the agent works
+//! on: a managed queue (`managed = true`, the default) carries its WRED profile and bounds;
+//! an unmanaged one (`managed = false`) only its weight and the port's speed and buffer, so
+//! the fair-share computation sees every queue the scheduler serves. Field
 //! names are fixed by the contract in DESIGN.md. Every value is a string, as in any CONFIG_DB
 //! hash. Unknown fields are refused, as orchagent refuses them, and every error names the
 //! field it is about.
@@ -138,13 +141,19 @@ impl AgentOrders {
 }
 
 /// `SLUICE_AGENT_QUEUE|<port>|<q>`.
+///
+/// An unmanaged queue (`managed == false`) takes part in the port's computation (its rates
+/// count) but gets no threshold: its `wred_profile` is empty and its byte bounds are 0, and
+/// nothing reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueOrders {
     /// Port name, e.g. `Ethernet0`.
     pub port: String,
     /// Queue index 0..7.
     pub queue: u8,
-    /// The WRED_PROFILE the agent rewrites for this queue.
+    /// The agent moves this queue's threshold (`false`: it only counts in the shares).
+    pub managed: bool,
+    /// The WRED_PROFILE the agent rewrites for this queue (empty when unmanaged).
     pub wred_profile: String,
     /// SONiC scheduler weight 1..100, or 0 for STRICT.
     pub weight: u8,
@@ -160,8 +169,19 @@ pub struct QueueOrders {
     pub buffer_bytes: u64,
 }
 
-const QUEUE_FIELDS: [&str; 7] =
-    ["wred_profile", "weight", "floor_bytes", "ceiling_bytes", "static_bytes", "speed_gbps", "buffer_bytes"];
+const QUEUE_FIELDS: [&str; 8] = [
+    "managed",
+    "wred_profile",
+    "weight",
+    "floor_bytes",
+    "ceiling_bytes",
+    "static_bytes",
+    "speed_gbps",
+    "buffer_bytes",
+];
+
+/// The fields only a managed queue has.
+const MANAGED_ONLY: [&str; 4] = ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"];
 
 impl QueueOrders {
     /// Parses one `SLUICE_AGENT_QUEUE` entry; `key` is `<port>|<q>` (the part after the
@@ -170,9 +190,18 @@ impl QueueOrders {
         let (port, queue) = parse_queue_key(key)?;
         refuse_unknown(fields, &QUEUE_FIELDS)?;
         let f = Fields(fields);
+        // Absent means managed: orders written before the field existed listed only those.
+        let managed = match fields.get("managed") {
+            None => true,
+            Some(_) => f.parse_with("managed", "expected true or false", parse_bool)?,
+        };
+        if !managed {
+            return Self::parse_unmanaged(port, queue, &f);
+        }
         let orders = Self {
             port,
             queue,
+            managed,
             wred_profile: f.parse_with("wred_profile", "must be a SONiC profile name", parse_profile_name)?,
             weight: f.integer("weight", 0, 100)? as u8,
             floor_bytes: f.integer("floor_bytes", 0, u64::MAX)?,
@@ -183,6 +212,31 @@ impl QueueOrders {
         };
         check_order(&orders)?;
         Ok(orders)
+    }
+
+    /// An unmanaged entry: weight, speed and buffer; the managed-only fields are refused, so
+    /// a half-edited entry cannot leave a profile the agent would silently ignore.
+    fn parse_unmanaged(port: String, queue: u8, f: &Fields<'_>) -> Result<Self, OrdersError> {
+        if let Some(field) = MANAGED_ONLY.into_iter().find(|k| f.0.contains_key(*k)) {
+            let value = f.0.get(field).cloned().unwrap_or_default();
+            return Err(OrdersError::Invalid {
+                field,
+                value,
+                reason: "only on a managed queue (managed = true)",
+            });
+        }
+        Ok(Self {
+            port,
+            queue,
+            managed: false,
+            wred_profile: String::new(),
+            weight: f.integer("weight", 0, 100)? as u8,
+            floor_bytes: 0,
+            ceiling_bytes: 0,
+            static_bytes: 0,
+            speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
+            buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
+        })
     }
 
     /// The line rate in bit/s.
@@ -223,6 +277,14 @@ fn refuse_unknown(fields: &HashMap<String, String>, known: &[&str]) -> Result<()
     match unknown.first() {
         Some(field) => Err(OrdersError::Unknown { field: (*field).clone() }),
         None => Ok(()),
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
     }
 }
 
@@ -374,7 +436,40 @@ mod tests {
         let b = QueueOrders::parse("SLUICE_AGENT_QUEUE|Ethernet8|3", &queue_fields()).unwrap();
         assert_eq!(a, b);
         assert_eq!((a.port.as_str(), a.queue, a.weight), ("Ethernet8", 3, 0));
+        assert!(a.managed, "no managed field: managed");
         assert!((a.line_rate_bps() - 100e9).abs() < 1.0);
+        let mut f = queue_fields();
+        f.insert("managed".to_string(), "true".to_string());
+        assert_eq!(QueueOrders::parse("Ethernet8|3", &f).unwrap(), a);
+    }
+
+    fn unmanaged_fields() -> HashMap<String, String> {
+        map(&[("managed", "false"), ("weight", "20"), ("speed_gbps", "25"), ("buffer_bytes", "1000000")])
+    }
+
+    #[test]
+    fn unmanaged_queue_carries_weight_speed_and_buffer_only() {
+        let o = QueueOrders::parse("Ethernet0|1", &unmanaged_fields()).unwrap();
+        assert!(!o.managed);
+        assert_eq!((o.weight, o.speed_gbps, o.buffer_bytes), (20, 25, 1_000_000));
+        assert!(o.wred_profile.is_empty());
+        for field in ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"] {
+            let mut f = unmanaged_fields();
+            f.insert(field.to_string(), "SLUICE_Q".to_string());
+            match QueueOrders::parse("Ethernet0|1", &f) {
+                Err(OrdersError::Invalid { field: named, .. }) => assert_eq!(named, field),
+                other => panic!("{field} on an unmanaged queue: expected Invalid, got {other:?}"),
+            }
+        }
+        let mut f = unmanaged_fields();
+        f.remove("weight");
+        assert_eq!(QueueOrders::parse("Ethernet0|1", &f), Err(OrdersError::Missing { field: "weight" }));
+        let mut f = unmanaged_fields();
+        f.insert("managed".to_string(), "no".to_string());
+        assert!(matches!(
+            QueueOrders::parse("Ethernet0|1", &f),
+            Err(OrdersError::Invalid { field: "managed", .. })
+        ));
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! One agent step for one port: the orders and this interval's rates in, a threshold per
 //! managed queue out, each with the reason it was chosen.
 //!
+//! The inputs are every DWRR and STRICT queue of the port. An unmanaged queue (its threshold
+//! is the controller's, not the agent's) still counts: its measured rate takes part in the
+//! MQ-ECN water-filling and its occupancy in DynaQ's buffer, because the scheduler shares the
+//! link with it whether the agent manages it or not (seeds/mq-ecn-nsdi16.txt §3: `T_round`
+//! covers every backlogged queue). It gets no decision (`None`).
+//!
 //! Fallback rules (DESIGN.md: a switch keeps running on its last good config):
 //! - algorithm `static`: every queue gets its `static_bytes`;
 //! - any queue of the port `Stale`: the port's counter feed stopped, so every queue of the
@@ -50,15 +56,22 @@ pub struct QueueDecision {
     pub basis: Basis,
 }
 
-/// Decides every queue of one port. `hdcq` holds one state per queue (same order); it is
-/// only advanced for queues with rates when the algorithm is HDCQ.
+/// Decides every queue of one port: one entry per input, `None` for an unmanaged queue.
+/// `hdcq` holds one state per queue (same order); it is only advanced for managed queues with
+/// rates when the algorithm is HDCQ. Any queue `Stale`, managed or not, sends the port's
+/// managed queues to `static_bytes`: the shares would be computed from a feed that stopped.
 pub fn decide_port(
     orders: &AgentOrders,
     queues: &[QueueInput<'_>],
     hdcq: &mut [HdcqState],
-) -> Vec<QueueDecision> {
+) -> Vec<Option<QueueDecision>> {
     let fallback = |basis| {
-        queues.iter().map(|q| QueueDecision { threshold_bytes: q.orders.static_bytes, basis }).collect()
+        queues
+            .iter()
+            .map(|q| {
+                q.orders.managed.then_some(QueueDecision { threshold_bytes: q.orders.static_bytes, basis })
+            })
+            .collect()
     };
     if orders.algorithm == Algorithm::Static {
         return fallback(Basis::StaticOrdered);
@@ -74,9 +87,11 @@ pub fn decide_port(
     queues
         .iter()
         .zip(computed)
-        .map(|(q, bytes)| match q.rates {
-            Some(_) => QueueDecision { threshold_bytes: bytes, basis: Basis::Computed },
-            None => QueueDecision { threshold_bytes: kept(q), basis: Basis::Kept },
+        .map(|(q, bytes)| {
+            q.orders.managed.then(|| match q.rates {
+                Some(_) => QueueDecision { threshold_bytes: bytes, basis: Basis::Computed },
+                None => QueueDecision { threshold_bytes: kept(q), basis: Basis::Kept },
+            })
         })
         .collect()
 }
@@ -140,7 +155,7 @@ fn hdcq_step(orders: &AgentOrders, queues: &[QueueInput<'_>], states: &mut [Hdcq
         .iter()
         .enumerate()
         .map(|(i, q)| match (q.rates, states.get_mut(i)) {
-            (Some(r), Some(state)) => {
+            (Some(r), Some(state)) if q.orders.managed => {
                 state.update(r.marked_fraction(), orders.hdcq_k);
                 state.threshold(bounds(q.orders), q.current_bytes, orders.hysteresis_pct)
             }

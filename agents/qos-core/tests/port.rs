@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use qos_core::counters::QueueRates;
 use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, Basis, QueueInput};
+use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
 
 fn orders(algorithm: &str) -> AgentOrders {
     let f: HashMap<String, String> = [
@@ -45,6 +45,24 @@ fn queue(q: u8, weight: u8) -> QueueOrders {
     QueueOrders::parse(&format!("Ethernet0|{q}"), &f).unwrap()
 }
 
+/// A queue the agent does not manage: weight, speed and buffer only.
+fn unmanaged(q: u8, weight: u8) -> QueueOrders {
+    let f: HashMap<String, String> = [
+        ("managed", "false"),
+        ("weight", &weight.to_string()[..]),
+        ("speed_gbps", "10"),
+        ("buffer_bytes", "200000"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    QueueOrders::parse(&format!("Ethernet0|{q}"), &f).unwrap()
+}
+
+fn thresholds(d: &[Option<QueueDecision>]) -> Vec<Option<u64>> {
+    d.iter().map(|d| d.map(|d| d.threshold_bytes)).collect()
+}
+
 fn busy(gbps: f64, marked: u64) -> QueueRates {
     QueueRates {
         dt_ns: 10_000_000,
@@ -67,8 +85,8 @@ fn mqecn_port_step_splits_k_by_weight() {
         QueueInput { orders: &q1, rates: Some(busy(2.5, 0)), stale: false, current_bytes: 0 },
     ];
     let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
-    assert_eq!(d.iter().map(|d| d.threshold_bytes).collect::<Vec<_>>(), vec![75_000, 25_000]);
-    assert!(d.iter().all(|d| d.basis == Basis::Computed));
+    assert_eq!(thresholds(&d), vec![Some(75_000), Some(25_000)]);
+    assert!(d.iter().all(|d| d.is_some_and(|d| d.basis == Basis::Computed)));
 }
 
 #[test]
@@ -79,7 +97,9 @@ fn one_stale_queue_sends_the_whole_port_to_static() {
         QueueInput { orders: &q1, rates: None, stale: true, current_bytes: 60_000 },
     ];
     let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
-    assert!(d.iter().all(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaleFallback));
+    assert!(d
+        .iter()
+        .all(|d| d.is_some_and(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaleFallback)));
 }
 
 #[test]
@@ -92,9 +112,74 @@ fn queue_without_rates_keeps_its_threshold_and_static_orders_win() {
     let mut states = [HdcqState::default(); 2];
     let d = decide_port(&orders("hdcq"), &inputs, &mut states);
     // q0: F = 1000/1000 = 1 -> beta 0.53 -> 100_000 - 0.53 x 99_000 = 47_530.
-    assert_eq!(d[0].threshold_bytes, 47_530);
-    assert_eq!((d[1].threshold_bytes, d[1].basis), (42_000, Basis::Kept));
+    assert_eq!(thresholds(&d), vec![Some(47_530), Some(42_000)]);
+    assert_eq!(d[1].map(|d| d.basis), Some(Basis::Kept));
     assert!((states[1].beta() - 0.5).abs() < 1e-12, "no rates, no update");
     let d = decide_port(&orders("static"), &inputs, &mut states);
-    assert!(d.iter().all(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaticOrdered));
+    assert!(d
+        .iter()
+        .all(|d| d.is_some_and(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaticOrdered)));
+}
+
+#[test]
+fn busy_unmanaged_queue_takes_its_share_and_gets_no_decision() {
+    // K = 100_000 B at 10 Gb/s (above). Weights 50, 30 managed and 20 unmanaged, all three
+    // backlogged: shares 50/100, 30/100 and 20/100 of 10 G = 5, 3, 2 G, so the managed
+    // thresholds are 5/10 x K = 50_000 and 3/10 x K = 30_000 B. (Seeing only the two managed
+    // queues would split 50:30 and give 62_500 / 37_500 B.)
+    let (q3, q2, q1) = (queue(3, 50), queue(2, 30), unmanaged(1, 20));
+    let inputs = [
+        QueueInput { orders: &q1, rates: Some(busy(2.0, 10)), stale: false, current_bytes: 0 },
+        QueueInput { orders: &q2, rates: Some(busy(3.0, 10)), stale: false, current_bytes: 0 },
+        QueueInput { orders: &q3, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 0 },
+    ];
+    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 3]);
+    assert_eq!(thresholds(&d), vec![None, Some(30_000), Some(50_000)]);
+    // Idle unmanaged queue: it is not in the active set, so the managed two split 50:30.
+    // 50/80 x K = 62_500, 30/80 x K = 37_500.
+    let idle = [QueueInput { rates: Some(quiet()), ..inputs[0] }, inputs[1], inputs[2]];
+    let d = decide_port(&orders("mqecn"), &idle, &mut [HdcqState::default(); 3]);
+    assert_eq!(thresholds(&d), vec![None, Some(37_500), Some(62_500)]);
+}
+
+#[test]
+fn strict_unmanaged_load_comes_off_the_capacity_first() {
+    // A STRICT (weight 0) unmanaged queue sending 2 G, not backlogged: the DWRR queues share
+    // 10 - 2 = 8 G. Weights 50:30, both backlogged: 5 and 3 G of 8 -> 5/8 x 8 = 5 G and 3 G.
+    // Thresholds 5/10 x K = 50_000 and 3/10 x K = 30_000 B.
+    let (q0, q2, q3) = (unmanaged(0, 0), queue(2, 30), queue(3, 50));
+    let strict = QueueRates { occupancy_bytes: 0, marked_packets: 0, ..busy(2.0, 0) };
+    let inputs = [
+        QueueInput { orders: &q0, rates: Some(strict), stale: false, current_bytes: 0 },
+        QueueInput { orders: &q2, rates: Some(busy(3.0, 10)), stale: false, current_bytes: 0 },
+        QueueInput { orders: &q3, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 0 },
+    ];
+    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 3]);
+    assert_eq!(thresholds(&d), vec![None, Some(30_000), Some(50_000)]);
+}
+
+#[test]
+fn stale_unmanaged_queue_sends_the_managed_ones_to_static() {
+    let (q0, q1) = (unmanaged(0, 20), queue(1, 50));
+    let inputs = [
+        QueueInput { orders: &q0, rates: None, stale: true, current_bytes: 0 },
+        QueueInput { orders: &q1, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 60_000 },
+    ];
+    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    assert_eq!(d[0], None);
+    assert_eq!(d[1], Some(QueueDecision { threshold_bytes: 25_000, basis: Basis::StaleFallback }));
+    let d = decide_port(&orders("static"), &inputs, &mut [HdcqState::default(); 2]);
+    assert_eq!(d[0], None);
+}
+
+fn quiet() -> QueueRates {
+    QueueRates {
+        dt_ns: 10_000_000,
+        tx_bps: 0.0,
+        tx_packets: 0,
+        dropped_bps: 0.0,
+        dropped_packets: 0,
+        marked_packets: 0,
+        occupancy_bytes: 0,
+    }
 }

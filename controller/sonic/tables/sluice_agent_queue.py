@@ -1,10 +1,17 @@
-"""SLUICE_AGENT_QUEUE|<port>|<queue>: the agent's orders for one dynamic queue.
+"""SLUICE_AGENT_QUEUE|<port>|<queue>: the agent's orders for every queue of a port it works on.
 
-The agent moves the threshold of the queue's own WRED profile (``wred_profile``) between
-``floor_bytes`` and ``ceiling_bytes`` and falls back to ``static_bytes`` when its inputs go
-stale; ``weight`` (normalised DWRR weight, 0 for STRICT) lets it compute the queue's fair
-share of ``speed_gbps``; ``buffer_bytes`` is the port's egress buffer (DynaQ's budget).
-Bounds come from ``controller.qos.ecn.mqecn_bounds``.
+A dynamic queue (``managed = true``): the agent moves the threshold of the queue's own WRED
+profile (``wred_profile``) between ``floor_bytes`` and ``ceiling_bytes`` and falls back to
+``static_bytes`` when its inputs go stale. Bounds come from ``controller.qos.ecn.mqecn_bounds``.
+
+Every other DWRR or STRICT queue of that port (``managed = false``) carries only ``weight``,
+``speed_gbps`` and ``buffer_bytes``: the agent reads its counters, because MQ-ECN's threshold
+follows a queue's share among every backlogged queue the scheduler serves, not only the
+dynamic ones (seeds/mq-ecn-nsdi16.txt §3: ``T_round`` spans all of them), and never writes
+its profile (its threshold is the controller's static one, or it has none).
+
+``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress
+buffer (DynaQ's budget). A port with no dynamic queue gets no entries.
 """
 
 from __future__ import annotations
@@ -18,7 +25,23 @@ from controller.sonic.tables._common import PORT_QUEUE_KEY, Entries, Row, per_po
 TABLE = "SLUICE_AGENT_QUEUE"
 
 
+MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
+
+
+def _managed_fields(fields: Mapping[str, str]) -> str | None:
+    """A managed queue has its profile and bounds; an unmanaged one has none of them."""
+    present = [f for f in MANAGED_ONLY if f in fields]
+    if fields["managed"] == "true" and len(present) < len(MANAGED_ONLY):
+        missing = [f for f in MANAGED_ONLY if f not in fields]
+        return f"a managed queue needs {', '.join(missing)}"
+    if fields["managed"] == "false" and present:
+        return f"an unmanaged queue carries no {', '.join(present)}"
+    return None
+
+
 def _static_between_bounds(fields: Mapping[str, str]) -> str | None:
+    if not all(f in fields for f in MANAGED_ONLY[1:]):
+        return None  # unmanaged, or _managed_fields names what is missing
     floor, static, ceiling = (
         int(fields[f]) for f in ("floor_bytes", "static_bytes", "ceiling_bytes")
     )
@@ -31,31 +54,38 @@ SCHEMA = TableSchema(
     table=TABLE,
     key_pattern=PORT_QUEUE_KEY,
     fields=(
-        FieldSpec("wred_profile", "ref", ref="WRED_PROFILE", required=True),
+        FieldSpec("managed", "bool", required=True),
+        FieldSpec("wred_profile", "ref", ref="WRED_PROFILE"),
         FieldSpec("weight", "uint", 0, 100, required=True),
-        FieldSpec("floor_bytes", "uint", 0, INT32_MAX, required=True),
-        FieldSpec("ceiling_bytes", "uint", 0, INT32_MAX, required=True),
-        FieldSpec("static_bytes", "uint", 0, INT32_MAX, required=True),
+        FieldSpec("floor_bytes", "uint", 0, INT32_MAX),
+        FieldSpec("ceiling_bytes", "uint", 0, INT32_MAX),
+        FieldSpec("static_bytes", "uint", 0, INT32_MAX),
         FieldSpec("speed_gbps", "uint", 1, 800, required=True),
         FieldSpec("buffer_bytes", "uint", 1, 2**63 - 1, required=True),
     ),
-    rules=(_static_between_bounds,),
+    rules=(_managed_fields, _static_between_bounds),
 )
 
 
 def rows(profile: PortProfile) -> list[Row]:
-    """One row per dynamic queue; ``wred_profile`` is the queue's per-port profile."""
+    """One row per queue of a port with a dynamic queue (every sluice queue is DWRR or STRICT);
+    a dynamic queue's ``wred_profile`` is its per-port profile."""
+    if all(queue.bounds is None for queue in profile.queues):
+        return []
+    port_wide = {"speed_gbps": str(profile.speed_gbps), "buffer_bytes": str(profile.buffer_bytes)}
     out: list[Row] = []
     for queue in profile.queues:
         if queue.bounds is None:
+            fields = {"managed": "false", "weight": str(queue.weight), **port_wide}
+            out.append(Row(queue.queue, fields))
             continue
         fields = {
+            "managed": "true",
             "weight": str(queue.weight),
             "floor_bytes": str(queue.bounds.floor_bytes),
             "ceiling_bytes": str(queue.bounds.ceiling_bytes),
             "static_bytes": str(queue.bounds.static_bytes),
-            "speed_gbps": str(profile.speed_gbps),
-            "buffer_bytes": str(profile.buffer_bytes),
+            **port_wide,
         }
         out.append(Row(queue.queue, fields, port_named="wred_profile"))
     return out

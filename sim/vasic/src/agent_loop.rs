@@ -70,6 +70,8 @@ impl AgentLoop {
             .collect();
         let decisions = decide_port(&self.orders, &inputs, &mut self.hdcq);
         for ((q, d), current) in self.queues.iter().zip(decisions).zip(self.current.iter_mut()) {
+            // None: an unmanaged queue, whose profile is not the agent's to write.
+            let Some(d) = d else { continue };
             if d.threshold_bytes != *current {
                 *current = d.threshold_bytes;
                 sw.set_wred(self.port, usize::from(q.queue), Some(WredProfile::ecn_step(d.threshold_bytes)))?;

@@ -75,6 +75,7 @@ fn agent(weights: &[u8]) -> AgentLoop {
         .map(|(q, &w)| QueueOrders {
             port: "Ethernet0".to_string(),
             queue: q as u8,
+            managed: true,
             wred_profile: format!("SLUICE_Q{q}"),
             weight: w,
             floor_bytes: 3_000,

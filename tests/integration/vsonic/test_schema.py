@@ -111,6 +111,10 @@ def test_a_full_sluice_config_written_in_one_change_is_accepted() -> None:
         (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"floor_bytes": "5000", "ceiling_bytes": "4000"},
          "field 'ceiling_bytes': 4000 is below floor_bytes 5000"),
         (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"weight": "101"}, "101 is out of range 0..100"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"managed": "yes"},
+         "field 'managed': 'yes' is not one of true, false"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|1"), {"managed": "false", "floor_bytes": "5000"},
+         "field 'floor_bytes': only on a managed queue (managed true)"),
         (("ACL_RULE", "x|y"), {"PRIORITY": "1"}, "ACL_RULE|x|y: table ACL_RULE has no YANG model"),
     ],
 )  # fmt: skip
@@ -127,6 +131,13 @@ def test_dynamic_th_accepts_exactly_minus_8_to_7(value: int) -> None:
     profile = {"pool": "egress_lossy_pool", "size": "1518", "dynamic_th": str(value)}
     problems = _with({("BUFFER_PROFILE", "p"): profile})
     assert (problems == []) == (-8 <= value <= 7)
+
+
+def test_unmanaged_agent_queue_with_weight_speed_and_buffer_passes() -> None:
+    unmanaged = {"managed": "false", "weight": "0", "speed_gbps": "100", "buffer_bytes": "4000000"}
+    assert _with({("SLUICE_AGENT_QUEUE", "Ethernet0|5"): unmanaged}) == []
+    managed = {**SLUICE_CONFIG[("SLUICE_AGENT_QUEUE", "Ethernet0|3")], "managed": "true"}
+    assert _with({**SLUICE_CONFIG, ("SLUICE_AGENT_QUEUE", "Ethernet0|3"): managed}) == []
 
 
 def test_names_of_32_characters_and_largest_stoi_threshold_pass() -> None:

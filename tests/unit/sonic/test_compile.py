@@ -105,19 +105,39 @@ def test_mqecn_queue_gets_its_own_profile_and_agent_orders() -> None:
     profile = config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_3")]
     assert thresholds(profile) == {"3125"}
     assert profile["ecn"] == "ecn_all"
-    assert config[("SLUICE_AGENT_QUEUE", "Ethernet0|3")] == {
-        "wred_profile": "SLUICE_Q_Ethernet0_3",
-        "weight": "1",
-        "floor_bytes": "3125",
-        "ceiling_bytes": "12500",
-        "static_bytes": "3125",
-        "speed_gbps": "10",
-        "buffer_bytes": "1000000",
+    port_wide = {"speed_gbps": "10", "buffer_bytes": "1000000"}
+    # The agent sees every queue the port's scheduler serves: storage is its own (managed);
+    # voice (STRICT, weight 0) and bulk (DWRR 3) are not, but their rates count in the shares.
+    assert only(config, "SLUICE_AGENT_QUEUE") == {
+        "Ethernet0|3": {
+            "managed": "true",
+            "wred_profile": "SLUICE_Q_Ethernet0_3",
+            "weight": "1",
+            "floor_bytes": "3125",
+            "ceiling_bytes": "12500",
+            "static_bytes": "3125",
+            **port_wide,
+        },
+        "Ethernet0|5": {"managed": "false", "weight": "0", **port_wide},
+        "Ethernet0|1": {"managed": "false", "weight": "3", **port_wide},
     }
     agent = config[("SLUICE_AGENT", "global")]
     assert agent["algorithm"] == "mqecn"
     assert agent["queues"] == "3"
-    assert len(only(config, "SLUICE_AGENT_QUEUE")) == 1
+
+
+def test_agent_queue_schema_keeps_bounds_on_managed_entries_only() -> None:
+    schema = SCHEMAS["SLUICE_AGENT_QUEUE"]
+    base = {"weight": "3", "speed_gbps": "10", "buffer_bytes": "1000000"}
+    assert schema.field_problems({"managed": "false", **base}) == []
+    assert schema.field_problems({"managed": "false", "floor_bytes": "1", **base}) == [
+        "an unmanaged queue carries no floor_bytes"
+    ]
+    assert schema.field_problems({"managed": "true", "wred_profile": "SLUICE_Q", **base}) == [
+        "a managed queue needs floor_bytes, ceiling_bytes, static_bytes"
+    ]
+    assert schema.field_problems({"managed": "yes", **base}) != []
+    assert "missing required field 'managed'" in schema.field_problems(base)
 
 
 def test_dynaq_strict_queue_drops_without_ecn_at_the_standard_threshold() -> None:

@@ -125,6 +125,7 @@ def test_wred_schema_refuses(key: str, fields: dict[str, str], reason: str) -> N
             "SLUICE_AGENT_QUEUE",
             "Ethernet0|3",
             {
+                "managed": "true",
                 "wred_profile": "SLUICE_Q_Ethernet0_3",
                 "weight": "1",
                 "floor_bytes": "5000",

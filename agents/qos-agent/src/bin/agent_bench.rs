@@ -188,6 +188,7 @@ fn compute(ports: usize, iterations: u64) -> Result<Compute, String> {
                 })
                 .collect();
             for (q, d) in decide_port(&agent, &inputs, &mut hdcq).into_iter().enumerate() {
+                let Some(d) = d else { continue };
                 moves += u64::from(d.threshold_bytes != in_force[base + q]);
                 in_force[base + q] = d.threshold_bytes;
             }
