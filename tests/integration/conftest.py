@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import copy
 import itertools
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
@@ -21,6 +17,7 @@ from controller.services.common import Actor
 from controller.services.tokens import AccessRole, TokenService
 from controller.settings import Settings
 from controller.store.db import make_engine, make_sessions
+from tests.integration.served import served
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -137,19 +134,5 @@ def put_intent(
 def live_api_url(db_url: str) -> Iterator[str]:
     """The app served by uvicorn in a thread on 127.0.0.1 (a free port); stopped after."""
     app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:  # readiness polling, not a timing assumption
-        if not thread.is_alive():
-            raise RuntimeError("the API server exited during start-up")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
-        sock.close()
+    with served(app) as url:
+        yield url

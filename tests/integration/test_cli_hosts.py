@@ -4,20 +4,17 @@ running real ansible-playbook on the harmless local test play (see test_api_host
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from pydantic import SecretStr
 
 from api.main import create_app
 from controller.cli.exit_codes import ExitCode
 from controller.settings import Settings
 from tests.integration.cli.support import Cli, issue_tokens
+from tests.integration.served import served
 from tests.integration.test_api_host_runs import four_host_intent, local_config
 
 
@@ -26,26 +23,12 @@ def hosts_cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
     tokens = issue_tokens(db_url)
     config = local_config(tmp_path, fail_hosts=["host3"], change_hosts=["host1"])
     api = create_app(Settings(database_url=SecretStr(db_url)), hosts_config=config)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(api, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:  # readiness, not a timing assumption
-        if not thread.is_alive():
-            raise RuntimeError("the API server exited during start-up")
-        time.sleep(0.02)
-    cli = Cli(base_url=f"http://127.0.0.1:{port}", db_url=db_url, tokens=tokens)
-    intent = tmp_path / "intent.json"  # JSON is YAML: the CLI reads it as a YAML file
-    intent.write_text(json.dumps(four_host_intent()))
-    assert cli.run("apply", "-f", str(intent), token="operator").code == 0
-    try:
+    with served(api, stop_wait_s=120) as url:
+        cli = Cli(base_url=url, db_url=db_url, tokens=tokens)
+        intent = tmp_path / "intent.json"  # JSON is YAML: the CLI reads it as a YAML file
+        intent.write_text(json.dumps(four_host_intent()))
+        assert cli.run("apply", "-f", str(intent), token="operator").code == 0
         yield cli
-    finally:
-        server.should_exit = True
-        thread.join(timeout=120)
-        sock.close()
 
 
 def test_plan_shows_each_host_and_fails_with_the_failed_host(hosts_cli: Cli) -> None:
