@@ -10,26 +10,19 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.integration.dataplane.conftest import eventually
 from vsonic.dataplane import DATAPLANE, ROOT, find_binary
 from vsonic.db import COUNTERS_DB, RedisStore
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-
-def eventually(check: Callable[[], bool], what: str, deadline_s: float = 60.0) -> None:
-    end = time.monotonic() + deadline_s
-    while not check():
-        if time.monotonic() > end:
-            raise AssertionError(f"not within {deadline_s} s: {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
