@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import NotFound
 from controller.policy.loader import parse_intent
 from controller.services.common import Clock
-from controller.services.snapshots import decode_fleet, encode_config
+from controller.services.snapshots import decode_fleet, save_running_state
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.sonic.model import Plan, SwitchConfig
@@ -88,12 +88,8 @@ class PlanService:
     def record_running_state(self, *, switch: str, config: SwitchConfig, source: str) -> None:
         """Remember what ``switch`` was read back running (called after an apply)."""
         with self._sessions.begin() as session:
-            states.record_running_state(
-                session=session,
-                switch_name=switch,
-                config=encode_config(config),
-                recorded_at=self._clock(),
-                source=source,
+            save_running_state(
+                session, switch=switch, config=config, at=self._clock(), source=source
             )
 
     @staticmethod

@@ -18,9 +18,9 @@ from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.services.common import Clock, Page
-from controller.services.snapshots import decode_config, encode_config
+from controller.services.snapshots import decode_config, save_running_state
 from controller.store.models import DriftEvent, ReconcileRun
-from controller.store.repositories import intents, reconcile, rollouts, states
+from controller.store.repositories import intents, reconcile, rollouts
 from controller.store.repositories.reconcile import NewDrift
 
 BUSY_STATES = ("running", "rolling_back")
@@ -139,11 +139,11 @@ class SqlReconcileStore:
                 session=session, run=row, drift=drift, action=action, detected_at=run.started
             )
             if run.running is not None:
-                states.record_running_state(
-                    session=session,
-                    switch_name=run.switch,
-                    config=encode_config(run.running),
-                    recorded_at=run.finished,
+                save_running_state(
+                    session,
+                    switch=run.switch,
+                    config=run.running,
+                    at=run.finished,
                     source=f"reconcile {run.status}",
                 )
 

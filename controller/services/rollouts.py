@@ -29,10 +29,10 @@ from controller.reconcile.rollout import (
     rollback_switches,
 )
 from controller.services.common import Actor, Clock, Page
-from controller.services.snapshots import decode_fleet, encode_config
+from controller.services.snapshots import decode_fleet, save_running_state
 from controller.sonic.model import SwitchConfig
 from controller.store.models import Rollout, RolloutResult
-from controller.store.repositories import audit, intents, rollouts, states
+from controller.store.repositories import audit, intents, rollouts
 from controller.store.repositories.rollouts import NewResult
 
 PAUSABLE = ("pending", "running")
@@ -398,10 +398,6 @@ class SqlRolloutStore:
 
     def record_running_state(self, switch: str, config: SwitchConfig) -> None:
         with self._sessions.begin() as session:
-            states.record_running_state(
-                session=session,
-                switch_name=switch,
-                config=encode_config(config),
-                recorded_at=self._clock(),
-                source="rollout read-back",
+            save_running_state(
+                session, switch=switch, config=config, at=self._clock(), source="rollout read-back"
             )

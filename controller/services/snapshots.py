@@ -7,9 +7,13 @@ first ``|`` separates table from key, exactly as in the Redis key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from controller.sonic.model import SwitchConfig
+from controller.store.repositories import states
 
 
 def encode_config(config: SwitchConfig) -> dict[str, Any]:
@@ -26,3 +30,17 @@ def decode_config(stored: Mapping[str, Any]) -> SwitchConfig:
 
 def decode_fleet(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, SwitchConfig]:
     return {switch: decode_config(config) for switch, config in stored.items()}
+
+
+def save_running_state(
+    session: Session, *, switch: str, config: SwitchConfig, at: datetime, source: str
+) -> None:
+    """Record that ``switch`` ran ``config`` at ``at`` (``source``: what read it back), in
+    the caller's transaction."""
+    states.record_running_state(
+        session=session,
+        switch_name=switch,
+        config=encode_config(config),
+        recorded_at=at,
+        source=source,
+    )
