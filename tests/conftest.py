@@ -57,18 +57,17 @@ def migrated_template(pg_server: LocalPostgres) -> str:
 @pytest.fixture
 def empty_db_url(pg_server: LocalPostgres) -> Iterator[str]:
     """A fresh, empty (unmigrated) database for migration tests; dropped afterwards."""
-    name = f"sluice_test_{uuid.uuid4().hex[:12]}"
-    _admin_execute(pg_server, f"CREATE DATABASE {name}")
-    try:
-        yield pg_server.url(name)
-    finally:
-        _admin_execute(pg_server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with _database_from(pg_server, None) as url:
+        yield url
 
 
 @contextmanager
-def _database_from(server: LocalPostgres, template: str) -> Iterator[str]:
+def _database_from(server: LocalPostgres, template: str | None) -> Iterator[str]:
+    """A new database with a unique name (a copy of ``template``, or empty without one),
+    dropped when the block ends."""
     name = f"sluice_test_{uuid.uuid4().hex[:12]}"
-    _admin_execute(server, f"CREATE DATABASE {name} TEMPLATE {template}")
+    copy_of = f" TEMPLATE {template}" if template is not None else ""
+    _admin_execute(server, f"CREATE DATABASE {name}{copy_of}")
     try:
         yield server.url(name)
     finally:
