@@ -26,7 +26,7 @@ use qos_core::orders::{Algorithm, QueueOrders};
 use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
 use tracing::{info, warn};
 
-use crate::backend::{Backend, BackendError, CounterRead, QueueId, WriteOutcome};
+use crate::backend::{Backend, BackendError, CounterRead, QueueId, WredWrite, WriteOutcome};
 use crate::clock::Clock;
 use crate::orders::OrderSet;
 use crate::state::{basis_name, GlobalState, Mode, QueueState, StateReport};
@@ -69,6 +69,14 @@ impl QueueRuntime {
             counter_problem: None,
         }
     }
+}
+
+/// A managed queue whose threshold is to move this iteration.
+#[derive(Debug, Clone)]
+struct Move {
+    id: QueueId,
+    profile: String,
+    decision: QueueDecision,
 }
 
 /// This iteration's view of one queue.
@@ -317,7 +325,8 @@ impl Agent {
         out
     }
 
-    /// Writes the thresholds that changed; returns how many moved.
+    /// Writes the thresholds that changed; returns how many moved. Two round trips however
+    /// many queues move: one read of every profile involved, one batch of writes.
     async fn apply<B: Backend>(
         &mut self,
         backend: &mut B,
@@ -325,37 +334,69 @@ impl Agent {
         ids: &[QueueId],
         decisions: &[Option<QueueDecision>],
     ) -> Result<usize, BackendError> {
+        let moves = self.pending_moves(orders, ids, decisions);
+        if moves.is_empty() {
+            return Ok(0);
+        }
+        let profiles: Vec<String> = moves.iter().map(|m| m.profile.clone()).collect();
+        let currents = backend.read_wreds(&profiles).await?;
+        let mut planned: Vec<(Move, u64)> = Vec::new();
+        let mut writes: Vec<WredWrite> = Vec::new();
+        for (m, current) in moves.into_iter().zip(currents) {
+            let Some(current) = current else {
+                self.note_missing_profile(&m.id, &m.profile);
+                continue;
+            };
+            let steps = plan_writes(&current, m.decision.threshold_bytes);
+            if steps.is_empty() {
+                // The profile already holds it (a restart, or the controller's start value).
+                self.set_in_force(&m.id, m.decision.threshold_bytes);
+                continue;
+            }
+            writes.push(WredWrite { profile: m.profile.clone(), steps });
+            planned.push((m, current.colours[0].max));
+        }
+        let outcomes = backend.apply_wreds(&writes).await?;
         let mut moved = 0;
+        for ((m, old), outcome) in planned.into_iter().zip(outcomes) {
+            if outcome == WriteOutcome::ProfileMissing {
+                self.note_missing_profile(&m.id, &m.profile);
+                continue;
+            }
+            let (id, d) = (&m.id, m.decision);
+            info!(port = %id.port, queue = id.queue, old, new = d.threshold_bytes, basis = basis_name(d.basis), profile = %m.profile, "threshold moved");
+            self.set_in_force(id, d.threshold_bytes);
+            self.missing_profiles.remove(&m.profile);
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    /// Records each managed queue's basis and returns the queues whose decided threshold
+    /// differs from the one in force. Unmanaged queues (`None`) are never written.
+    fn pending_moves(
+        &mut self,
+        orders: &OrderSet,
+        ids: &[QueueId],
+        decisions: &[Option<QueueDecision>],
+    ) -> Vec<Move> {
+        let mut moves = Vec::new();
         for (id, d) in ids.iter().zip(decisions) {
-            // None: an unmanaged queue, whose profile is never the agent's to write.
             let (Some(o), Some(rt), Some(d)) = (orders.queue(id), self.queues.get_mut(id), d) else {
                 continue;
             };
             rt.basis = d.basis;
-            if d.threshold_bytes == rt.in_force {
-                continue;
+            if d.threshold_bytes != rt.in_force {
+                moves.push(Move { id: id.clone(), profile: o.wred_profile.clone(), decision: *d });
             }
-            let Some(current) = backend.read_wred(&o.wred_profile).await? else {
-                self.note_missing_profile(id, &o.wred_profile);
-                continue;
-            };
-            let steps = plan_writes(&current, d.threshold_bytes);
-            if steps.is_empty() {
-                // The profile already holds it (a restart, or the controller's start value).
-                rt.in_force = d.threshold_bytes;
-                continue;
-            }
-            if backend.apply_wred(&o.wred_profile, &steps).await? == WriteOutcome::ProfileMissing {
-                self.note_missing_profile(id, &o.wred_profile);
-                continue;
-            }
-            let old = current.colours[0].max;
-            info!(port = %id.port, queue = id.queue, old, new = d.threshold_bytes, basis = basis_name(d.basis), profile = %o.wred_profile, "threshold moved");
-            rt.in_force = d.threshold_bytes;
-            self.missing_profiles.remove(&o.wred_profile);
-            moved += 1;
         }
-        Ok(moved)
+        moves
+    }
+
+    fn set_in_force(&mut self, id: &QueueId, bytes: u64) {
+        if let Some(rt) = self.queues.get_mut(id) {
+            rt.in_force = bytes;
+        }
     }
 
     fn note_missing_profile(&mut self, id: &QueueId, profile: &str) {

@@ -277,3 +277,36 @@ async fn survives_a_redis_restart() {
     let summary = agent.stop().await;
     assert!(summary.reconnects >= 1, "{summary:?}");
 }
+
+#[tokio::test]
+async fn batched_wred_reads_and_writes_keep_order_and_skip_missing_profiles() {
+    use qos_agent::backend::{Backend, WredWrite, WriteOutcome};
+    use qos_agent::wred::{plan_writes, WredThresholds};
+
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await; // profiles of queues 3 and 4 at STATIC_BYTES
+    let address = RedisAddress::Tcp { host: "127.0.0.1".into(), port: server.port };
+    let mut backend = RedisBackend::new(address, Duration::from_secs(5));
+    backend.connect().await.unwrap();
+    let names = [profile(3), "SLUICE_Q_GONE".to_string(), profile(4)];
+    let read = backend.read_wreds(&names).await.unwrap();
+    let start = WredThresholds::uniform(STATIC_BYTES);
+    assert_eq!(read, vec![Some(start), None, Some(start)]);
+    // Queue 3 up to 90_000 (max first), queue 4 down to 30_000 (min first), and a profile that
+    // does not exist: written in one MULTI/EXEC, one outcome each, the missing one not created.
+    let writes = [
+        WredWrite { profile: profile(3), steps: plan_writes(&start, 90_000) },
+        WredWrite { profile: "SLUICE_Q_GONE".to_string(), steps: plan_writes(&start, 30_000) },
+        WredWrite { profile: profile(4), steps: plan_writes(&start, 30_000) },
+    ];
+    let outcomes = backend.apply_wreds(&writes).await.unwrap();
+    assert_eq!(outcomes, [WriteOutcome::Applied, WriteOutcome::ProfileMissing, WriteOutcome::Applied]);
+    let read = backend.read_wreds(&names).await.unwrap();
+    assert_eq!(
+        read,
+        vec![Some(WredThresholds::uniform(90_000)), None, Some(WredThresholds::uniform(30_000))]
+    );
+    assert!(backend.read_wreds(&[]).await.unwrap().is_empty());
+    assert!(backend.apply_wreds(&[]).await.unwrap().is_empty());
+}

@@ -64,6 +64,15 @@ pub enum CounterRead {
     Missing,
 }
 
+/// One profile's ordered field writes, for [`Backend::apply_wreds`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WredWrite {
+    /// The WRED_PROFILE name.
+    pub profile: String,
+    /// The field writes, in the order they must be applied (`max >= min` after each one).
+    pub steps: Vec<FieldSet>,
+}
+
 /// What became of a threshold write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
@@ -124,6 +133,38 @@ pub trait Backend: Send {
         profile: &str,
         steps: &[FieldSet],
     ) -> impl Future<Output = Result<WriteOutcome, BackendError>> + Send;
+
+    /// The threshold fields of every profile in `profiles`, in the same order. The default
+    /// reads them one by one; a backend with a round-trip cost batches them (Redis: one
+    /// pipeline), so an iteration that moves many thresholds costs one read, not one each.
+    fn read_wreds(
+        &mut self,
+        profiles: &[String],
+    ) -> impl Future<Output = Result<Vec<Option<WredThresholds>>, BackendError>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(profiles.len());
+            for profile in profiles {
+                out.push(self.read_wred(profile).await?);
+            }
+            Ok(out)
+        }
+    }
+
+    /// Applies every write as [`Backend::apply_wred`] would (each profile's fields in order,
+    /// only if it exists); one outcome per write, in the same order. The default applies them
+    /// one by one; Redis sends them all in one MULTI/EXEC.
+    fn apply_wreds(
+        &mut self,
+        writes: &[WredWrite],
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, BackendError>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(writes.len());
+            for write in writes {
+                out.push(self.apply_wred(&write.profile, &write.steps).await?);
+            }
+            Ok(out)
+        }
+    }
 
     /// Writes `SLUICE_AGENT_STATE|global` and each listed `SLUICE_AGENT_STATE|<port>|<q>`.
     fn report_state(&mut self, report: &StateReport)

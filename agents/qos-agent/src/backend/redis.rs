@@ -18,7 +18,7 @@ use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError,
 };
 
-use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WredWrite, WriteOutcome};
 use crate::state::{queue_state_key, StateReport, STATE_TABLE};
 use crate::wred::{FieldSet, WredThresholds};
 
@@ -172,6 +172,24 @@ fn lost(what: &str, e: &RedisError) -> BackendError {
     BackendError::Unavailable(format!("{what}: {e}"))
 }
 
+/// The script call that applies `steps` to `profile` if it exists (1) or does nothing (0).
+fn apply_wred_cmd(profile: &str, steps: &[FieldSet]) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(APPLY_WRED_SCRIPT).arg(1).arg(format!("WRED_PROFILE|{profile}"));
+    for step in steps {
+        cmd.arg(step.field).arg(step.value);
+    }
+    cmd
+}
+
+fn write_outcome(reply: i64) -> WriteOutcome {
+    if reply == 0 {
+        WriteOutcome::ProfileMissing
+    } else {
+        WriteOutcome::Applied
+    }
+}
+
 fn non_empty(fields: Fields) -> Option<Fields> {
     (!fields.is_empty()).then_some(fields)
 }
@@ -256,17 +274,42 @@ impl Backend for RedisBackend {
     }
 
     async fn apply_wred(&mut self, profile: &str, steps: &[FieldSet]) -> Result<WriteOutcome, BackendError> {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(APPLY_WRED_SCRIPT).arg(1).arg(format!("WRED_PROFILE|{profile}"));
-        for step in steps {
-            cmd.arg(step.field).arg(step.value);
+        let c = self.conns()?;
+        let r = apply_wred_cmd(profile, steps).query_async::<i64>(&mut c.config).await;
+        Ok(write_outcome(self.check("write WRED_PROFILE", r)?))
+    }
+
+    async fn read_wreds(&mut self, profiles: &[String]) -> Result<Vec<Option<WredThresholds>>, BackendError> {
+        if profiles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for profile in profiles {
+            pipe.hgetall(format!("WRED_PROFILE|{profile}"));
         }
         let c = self.conns()?;
-        let r = cmd.query_async::<i64>(&mut c.config).await;
-        match self.check("write WRED_PROFILE", r)? {
-            0 => Ok(WriteOutcome::ProfileMissing),
-            _ => Ok(WriteOutcome::Applied),
+        let r = pipe.query_async::<Vec<Fields>>(&mut c.config).await;
+        let hashes = self.check("read WRED_PROFILE", r)?;
+        Ok(hashes
+            .into_iter()
+            .map(|f| non_empty(f).map(|f| WredThresholds::from_lookup(|k| f.get(k).map(String::as_str))))
+            .collect())
+    }
+
+    async fn apply_wreds(&mut self, writes: &[WredWrite]) -> Result<Vec<WriteOutcome>, BackendError> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
         }
+        // One MULTI/EXEC: every script runs in order (each keeps its profile's max >= min
+        // field order) and a reader of CONFIG_DB sees all of the iteration's thresholds at once.
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for write in writes {
+            pipe.add_command(apply_wred_cmd(&write.profile, &write.steps));
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<Vec<i64>>(&mut c.config).await;
+        Ok(self.check("write WRED_PROFILE", r)?.into_iter().map(write_outcome).collect())
     }
 
     async fn report_state(&mut self, report: &StateReport) -> Result<(), BackendError> {
