@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from controller.hosts import netns
@@ -62,15 +60,6 @@ def bench_intent(fabric: netns.Fabric) -> dict[str, object]:
     }  # fmt: skip
 
 
-@contextmanager
-def fresh_fabric(n: int) -> Iterator[netns.Fabric]:
-    fabric = netns.up(n)
-    try:
-        yield fabric
-    finally:
-        fabric.down()
-
-
 def timed_rollout(
     fabric: netns.Fabric, batch_size: int, expect: HostStatus, workdir: Path
 ) -> tuple[float, RolloutOutcome]:
@@ -102,11 +91,11 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[tuple[str, int, float]] = []
     with tempfile.TemporaryDirectory(prefix="sluice-host-bench-") as tmp:
         workdir = Path(tmp)
-        with fresh_fabric(n) as fabric:
+        with netns.running(n) as fabric:
             full_serial, _ = timed_rollout(fabric, 1, HostStatus.CHANGED, workdir)
             same_serial, _ = timed_rollout(fabric, 1, HostStatus.OK, workdir)
             same_batched, _ = timed_rollout(fabric, n, HostStatus.OK, workdir)
-        with fresh_fabric(n) as fabric:
+        with netns.running(n) as fabric:
             full_batched, _ = timed_rollout(fabric, n, HostStatus.CHANGED, workdir)
     rows = [
         ("full apply, serial (baseline)", 1, full_serial),

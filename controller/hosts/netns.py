@@ -30,7 +30,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -343,6 +343,16 @@ def up(
         down(fabric)
         raise
     return fabric
+
+
+@contextlib.contextmanager
+def running(n: int, *, names: Sequence[str] | None = None) -> Iterator[Fabric]:
+    """``up(n, names=names)`` for the length of a ``with`` block, torn down however it ends."""
+    fabric = up(n, names=names)
+    try:
+        yield fabric
+    finally:
+        fabric.down()
 
 
 def load(workdir: Path) -> Fabric:

@@ -23,8 +23,5 @@ def _require_root() -> None:
 def small_fabric() -> Iterator[netns.Fabric]:
     """Three fresh hosts for one test."""
     _require_root()
-    fabric = netns.up(3)
-    try:
+    with netns.running(3) as fabric:
         yield fabric
-    finally:
-        fabric.down()

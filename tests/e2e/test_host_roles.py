@@ -94,11 +94,8 @@ def snapshot(fabric: netns.Fabric, host: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fabric() -> Iterator[netns.Fabric]:
-    made = netns.up(len(HOSTS), names=HOSTS)
-    try:
+    with netns.running(len(HOSTS), names=HOSTS) as made:
         yield made
-    finally:
-        made.down()
 
 
 @pytest.fixture(scope="module")

@@ -52,13 +52,10 @@ SENDER_VARS: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def fabric() -> Iterator[netns.Fabric]:
-    made = netns.up(2, names=["sender", "receiver"])
-    try:
+    with netns.running(2, names=["sender", "receiver"]) as made:
         run = run_site(made, {"sender": SENDER_VARS})
         assert run.returncode == 0, run.stdout[-3000:]
         yield made
-    finally:
-        made.down()
 
 
 def transfer(

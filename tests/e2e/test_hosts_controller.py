@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +28,7 @@ from controller.settings import Settings
 from controller.store.models import HostRunResult
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
 from tests.integration.conftest import StepClock, issue_token, put_intent
+from tests.integration.test_api_host_runs import finished
 
 pytestmark = pytest.mark.e2e
 
@@ -91,20 +91,10 @@ def tc_rate_bps(text: str) -> float:
     return float(match.group(1)) * TC_UNITS[match.group(2)]
 
 
-def finished(client: TestClient, headers: dict[str, str], run_id: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 600  # a hang guard, not a timing assertion
-    while True:
-        run: dict[str, Any] = client.get(f"/api/v1/hosts/runs/{run_id}", headers=headers).json()
-        if run["state"] != "running":
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.5)
-
-
 def apply(client: TestClient, auth: dict[str, dict[str, str]], **body: Any) -> dict[str, Any]:
     response = client.post("/api/v1/hosts/apply", json=body, headers=auth["operator"])
     assert response.status_code == 202, response.text
-    return finished(client, auth["viewer"], response.json()["id"])
+    return finished(client, auth["viewer"], response.json()["id"], hang_guard_s=600)
 
 
 def statuses(run: dict[str, Any]) -> dict[str, str]:
@@ -113,11 +103,8 @@ def statuses(run: dict[str, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def fabric() -> Iterator[netns.Fabric]:
-    made = netns.up(len(HOSTS), names=HOSTS)
-    try:
+    with netns.running(len(HOSTS), names=HOSTS) as made:
         yield made
-    finally:
-        made.down()
 
 
 @pytest.fixture(scope="module")

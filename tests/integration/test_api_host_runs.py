@@ -87,9 +87,11 @@ def hosts_app(db_url: str, tmp_path: Path, auth: Any) -> Iterator[Callable[..., 
         client.__exit__(None, None, None)
 
 
-def finished(client: TestClient, headers: dict[str, str], run_id: int) -> dict[str, Any]:
+def finished(
+    client: TestClient, headers: dict[str, str], run_id: int, hang_guard_s: float = 300
+) -> dict[str, Any]:
     """Poll the run until it leaves ``running`` (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + hang_guard_s
     while True:
         run: dict[str, Any] = client.get(f"/api/v1/hosts/runs/{run_id}", headers=headers).json()
         if run["state"] != "running":
