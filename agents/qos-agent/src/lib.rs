@@ -13,7 +13,7 @@
 //! - [`orders`]: the validated set of orders (last good wins).
 //! - [`wred`]: which WRED fields to write, in an order that keeps max >= min.
 //! - [`state`]: what is reported in STATE_DB.
-//! - [`clock`]: injected time.
+//! - [`clock`]: injected time (the `switch-daemon` crate's, shared with the data plane).
 //! - [`cli`], [`exit_codes`]: the binary's flags and named exit codes.
 //!
 //! Errors are `thiserror` enums here; `anyhow` appears only in `main.rs`. Operator notes are
@@ -22,7 +22,7 @@
 
 pub mod backend;
 pub mod cli;
-pub mod clock;
+pub use switch_daemon::clock;
 pub mod control;
 pub mod daemon;
 pub mod exit_codes;

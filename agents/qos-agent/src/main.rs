@@ -1,33 +1,28 @@
 //! `qos-agent`: parses flags, sets up JSON logs and signals, runs the loop, maps the result
-//! to a named exit code. All logic is in the library.
+//! to a named exit code. All logic is in the library; the process shell is `switch-daemon`'s.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
 use qos_agent::backend::redis::RedisBackend;
 use qos_agent::cli::Flags;
 use qos_agent::clock::TokioClock;
 use qos_agent::daemon::{run, RunError};
 use qos_agent::exit_codes;
-use tokio::signal::unix::{signal, SignalKind};
+use switch_daemon::{init_json_logs, parse_flags, run_current_thread, shutdown_signal};
 use tracing::{error, info};
 
 fn main() -> ExitCode {
-    let flags = match Flags::try_parse() {
+    let flags: Flags = match parse_flags(exit_codes::CONFIG, exit_codes::OK) {
         Ok(flags) => flags,
-        Err(e) => {
-            // Help and version are not errors; anything else is a bad configuration.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit_codes::CONFIG } else { exit_codes::OK });
-        }
+        Err(exit) => return ExitCode::from(exit.0),
     };
     if let Err(reason) = flags.validate() {
         eprintln!("qos-agent: {reason}");
         return ExitCode::from(exit_codes::CONFIG);
     }
-    init_logs(&flags.log_level);
-    match start(flags) {
+    init_json_logs(&flags.log_level);
+    match run_current_thread(serve(flags)).and_then(|served| served) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             error!(error = format!("{e:#}"), "internal error");
@@ -36,32 +31,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logs(level: &str) {
-    let level: tracing::Level = level.parse().unwrap_or(tracing::Level::INFO);
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_current_span(false)
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-fn start(flags: Flags) -> anyhow::Result<u8> {
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    runtime.block_on(serve(flags))
-}
-
 async fn serve(flags: Flags) -> anyhow::Result<u8> {
-    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let shutdown = async move {
-        tokio::select! {
-            _ = sigterm.recv() => info!(signal = "SIGTERM", "shutting down"),
-            _ = sigint.recv() => info!(signal = "SIGINT", "shutting down"),
-        }
-    };
+    let shutdown = shutdown_signal()?;
     info!(address = ?flags.redis_address(), version = env!("CARGO_PKG_VERSION"), "qos-agent starting");
     let backend = RedisBackend::new(flags.redis_address(), flags.io_timeout());
     // The loop runs as its own task so a panic in it is caught here and becomes INTERNAL.

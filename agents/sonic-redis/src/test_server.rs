@@ -1,11 +1,16 @@
-//! A real redis-server for a test: 127.0.0.1, a port the OS said was free, no persistence,
-//! killed when the guard drops.
+//! A real redis-server for a test (feature `test-server`): 127.0.0.1, a port the OS said was
+//! free, no persistence, killed when the guard drops. Shared by the tests of every crate that
+//! talks to SONiC's Redis, so each does not start its own way.
+
+// Test support: a failure to start the server is a failed test, so it panics with the reason.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A running redis-server; dropped, it is killed and its directory removed.
 pub struct RedisServer {
     pub port: u16,
     dir: PathBuf,
@@ -19,9 +24,10 @@ pub fn free_port() -> u16 {
 }
 
 impl RedisServer {
+    /// Starts a server on a free port and waits until it accepts connections.
     pub fn start() -> Self {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("qos-agent-redis-{}-{port}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sonic-redis-test-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut s = Self { port, dir, child: None };
         s.restart();

@@ -12,14 +12,16 @@
 //! - [`engine`]: senders + vasic on one simulated clock;
 //! - [`counters`]: counters carried across rebuilds, per-view watermarks, SAI field names;
 //! - [`plane`]: config changes classified and applied, simulation moved to the wall clock;
-//! - [`schedule`], [`clock`]: deadlines, backoff and the injected clock;
-//! - [`redis_io`]: the only Redis code; [`daemon`]: the loop; [`cli`], [`exit_codes`].
+//! - [`schedule`], [`clock`]: deadlines, backoff and the injected clock (`switch-daemon`'s,
+//!   shared with the qos-agent);
+//! - [`redis_io`]: the only Redis code (connections and errors from `sonic-redis`); [`daemon`]:
+//!   the loop; [`cli`], [`exit_codes`].
 //!
 //! Details and the published keys: `docs/dataplane.md`.
 #![deny(unsafe_code)]
 
 pub mod cli;
-pub mod clock;
+pub use switch_daemon::clock;
 pub mod counters;
 pub mod daemon;
 pub mod engine;

@@ -1,11 +1,12 @@
 //! `vswitch-dataplane`: parses flags and the traffic file, sets up JSON logs and signals, runs
-//! the loop, maps the result to a named exit code. All logic is in the library.
+//! the loop, maps the result to a named exit code. All logic is in the library; the process
+//! shell (flags, logs, runtime, SIGTERM/SIGINT) is `switch-daemon`'s.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use switch_daemon::{init_json_logs, parse_flags, run_current_thread, shutdown_signal};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tracing::{error, info, warn};
@@ -18,13 +19,9 @@ use vswitch_dataplane::redis_io::RedisLink;
 use vswitch_dataplane::traffic::{self, ClassSpec};
 
 fn main() -> ExitCode {
-    let flags = match Flags::try_parse() {
+    let flags: Flags = match parse_flags(exit_codes::CONFIG, exit_codes::OK) {
         Ok(flags) => flags,
-        Err(e) => {
-            // Help and version are not errors; anything else is a bad configuration.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit_codes::CONFIG } else { exit_codes::OK });
-        }
+        Err(exit) => return ExitCode::from(exit.0),
     };
     let classes = match flags.validate().and_then(|()| read_traffic(&flags)) {
         Ok(classes) => classes,
@@ -33,8 +30,8 @@ fn main() -> ExitCode {
             return ExitCode::from(exit_codes::CONFIG);
         }
     };
-    init_logs(&flags.log_level);
-    match start(flags, classes) {
+    init_json_logs(&flags.log_level);
+    match run_current_thread(serve(flags, classes)).and_then(|served| served) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             error!(error = format!("{e:#}"), "internal error");
@@ -79,35 +76,11 @@ async fn reload_on_sighup(
     }
 }
 
-fn init_logs(level: &str) {
-    let level: tracing::Level = level.parse().unwrap_or(tracing::Level::INFO);
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_current_span(false)
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .init();
-}
-
-fn start(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    runtime.block_on(serve(flags, classes))
-}
-
 async fn serve(flags: Flags, classes: Vec<ClassSpec>) -> anyhow::Result<u8> {
-    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let shutdown = shutdown_signal()?;
     // Installed here, before the loop runs: from then on a SIGHUP re-reads the traffic file
     // and never ends the process (its default action).
     let sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
-    let shutdown = async move {
-        tokio::select! {
-            _ = sigterm.recv() => info!(signal = "SIGTERM", "shutting down"),
-            _ = sigint.recv() => info!(signal = "SIGINT", "shutting down"),
-        }
-    };
     info!(
         redis = format!("{}:{}", flags.redis_host, flags.redis_port),
         classes = classes.len(),

@@ -6,28 +6,20 @@
 //! | COUNTERS_DB | 2 | `:` | reads `COUNTERS_QUEUE_NAME_MAP` (`Ethernet0:3` -> `oid:0x...`) and `COUNTERS:oid:0x...` |
 //! | STATE_DB | 6 | `\|` | writes `SLUICE_AGENT_STATE\|global` and `SLUICE_AGENT_STATE\|<port>\|<q>` |
 //!
-//! One multiplexed connection per database. Every request carries the configured timeout, so
-//! a hung server ends the iteration instead of the agent.
+//! The connections, timeouts and the lost-vs-refused split are `sonic-redis`'s, shared with the
+//! virtual switch's data plane: one multiplexed connection per database, every request bounded
+//! by the configured timeout, so a hung server ends the iteration instead of the agent.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, RedisError,
-};
+use redis::RedisError;
+use sonic_redis::{DbError, SonicRedis};
+pub use sonic_redis::{RedisAddress, CONFIG_DB, COUNTERS_DB, STATE_DB};
 
 use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WredWrite, WriteOutcome};
 use crate::state::{queue_state_key, StateReport, STATE_TABLE};
 use crate::wred::{FieldSet, WredThresholds};
-
-/// CONFIG_DB's Redis database number.
-pub const CONFIG_DB: i64 = 4;
-/// COUNTERS_DB's Redis database number.
-pub const COUNTERS_DB: i64 = 2;
-/// STATE_DB's Redis database number.
-pub const STATE_DB: i64 = 6;
 
 /// The queue name to counter OID map in COUNTERS_DB.
 pub const QUEUE_NAME_MAP: &str = "COUNTERS_QUEUE_NAME_MAP";
@@ -42,31 +34,9 @@ return 1";
 /// many counter reads (the map changes only when orchagent restarts).
 const NAME_MAP_RETRY_EVERY: u32 = 32;
 
-/// Where the Redis server listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RedisAddress {
-    /// TCP host and port (SONiC: 127.0.0.1:6379).
-    Tcp {
-        /// Host name or address.
-        host: String,
-        /// Port.
-        port: u16,
-    },
-    /// A unix socket (SONiC: /var/run/redis/redis.sock).
-    Unix(PathBuf),
-}
-
-struct Connections {
-    config: MultiplexedConnection,
-    counters: MultiplexedConnection,
-    state: MultiplexedConnection,
-}
-
 /// The SONiC Redis backend.
 pub struct RedisBackend {
-    address: RedisAddress,
-    timeout: Duration,
-    conns: Option<Connections>,
+    redis: SonicRedis,
     /// `Ethernet0:3` -> `oid:0x...`, from `COUNTERS_QUEUE_NAME_MAP`.
     queue_oids: Option<HashMap<String, String>>,
     reads_since_map: u32,
@@ -75,48 +45,34 @@ pub struct RedisBackend {
 impl std::fmt::Debug for RedisBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisBackend")
-            .field("address", &self.address)
-            .field("connected", &self.conns.is_some())
+            .field("address", self.redis.address())
+            .field("connected", &self.redis.is_connected())
             .finish()
+    }
+}
+
+impl From<DbError> for BackendError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Unavailable(reason) => Self::Unavailable(reason),
+            DbError::Refused { what, reason } => Self::Refused { what, reason },
+        }
     }
 }
 
 impl RedisBackend {
     /// A backend for the server at `address`; `timeout` bounds every connect and request.
     pub fn new(address: RedisAddress, timeout: Duration) -> Self {
-        Self { address, timeout, conns: None, queue_oids: None, reads_since_map: 0 }
+        Self { redis: SonicRedis::new(address, timeout), queue_oids: None, reads_since_map: 0 }
     }
 
-    async fn open(&self, db: i64) -> Result<MultiplexedConnection, BackendError> {
-        let addr = match &self.address {
-            RedisAddress::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
-            RedisAddress::Unix(path) => ConnectionAddr::Unix(path.clone()),
-        };
-        let info = addr
-            .into_connection_info()
-            .map_err(|e| lost("connect", &e))?
-            .set_redis_settings(RedisConnectionInfo::default().set_db(db).set_skip_set_lib_name());
-        let client = Client::open(info).map_err(|e| lost("connect", &e))?;
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| lost("connect", &e))
+    fn conns(&mut self) -> Result<&mut sonic_redis::Dbs, BackendError> {
+        Ok(self.redis.dbs()?)
     }
 
-    fn conns(&mut self) -> Result<&mut Connections, BackendError> {
-        self.conns.as_mut().ok_or_else(|| BackendError::Unavailable("not connected".to_string()))
-    }
-
-    /// Runs `f`'s request; a connection-level failure drops the connections so the loop
-    /// reconnects rather than reusing a dead one.
+    /// A request's result; a lost connection is dropped so the loop reconnects.
     fn check<T>(&mut self, what: &str, r: Result<T, RedisError>) -> Result<T, BackendError> {
-        r.map_err(|e| {
-            let err = classify(what, &e);
-            if matches!(err, BackendError::Unavailable(_)) {
-                self.conns = None;
-            }
-            err
-        })
+        Ok(self.redis.check(what, r)?)
     }
 
     async fn load_name_map(&mut self) -> Result<(), BackendError> {
@@ -133,43 +89,6 @@ impl RedisBackend {
     fn oid_of(&self, id: &QueueId) -> Option<&String> {
         self.queue_oids.as_ref()?.get(&format!("{}:{}", id.port, id.queue))
     }
-
-    async fn scan_keys(&mut self, pattern: &str) -> Result<Vec<String>, BackendError> {
-        let mut keys = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let c = self.conns()?;
-            let r = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async::<(u64, Vec<String>)>(&mut c.config)
-                .await;
-            let (next, batch) = self.check("scan CONFIG_DB", r)?;
-            keys.extend(batch);
-            if next == 0 {
-                keys.sort();
-                keys.dedup();
-                return Ok(keys);
-            }
-            cursor = next;
-        }
-    }
-}
-
-/// A connection-level failure (the server is gone or silent) or a refusal (it answered no).
-fn classify(what: &str, e: &RedisError) -> BackendError {
-    if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
-        lost(what, e)
-    } else {
-        BackendError::Refused { what: what.to_string(), reason: e.to_string() }
-    }
-}
-
-fn lost(what: &str, e: &RedisError) -> BackendError {
-    BackendError::Unavailable(format!("{what}: {e}"))
 }
 
 /// The script call that applies `steps` to `profile` if it exists (1) or does nothing (0).
@@ -196,15 +115,8 @@ fn non_empty(fields: Fields) -> Option<Fields> {
 
 impl Backend for RedisBackend {
     async fn connect(&mut self) -> Result<(), BackendError> {
-        self.conns = None;
         self.queue_oids = None;
-        let conns = Connections {
-            config: self.open(CONFIG_DB).await?,
-            counters: self.open(COUNTERS_DB).await?,
-            state: self.open(STATE_DB).await?,
-        };
-        self.conns = Some(conns);
-        Ok(())
+        Ok(self.redis.connect().await?)
     }
 
     async fn read_orders_version(&mut self) -> Result<Option<String>, BackendError> {
@@ -217,7 +129,7 @@ impl Backend for RedisBackend {
         let c = self.conns()?;
         let r = redis::cmd("HGETALL").arg("SLUICE_AGENT|global").query_async::<Fields>(&mut c.config).await;
         let global = non_empty(self.check("read SLUICE_AGENT|global", r)?);
-        let keys = self.scan_keys("SLUICE_AGENT_QUEUE|*").await?;
+        let keys = self.redis.scan_config(Some("SLUICE_AGENT_QUEUE|*")).await?;
         let mut pipe = redis::pipe();
         for key in &keys {
             pipe.hgetall(key);

@@ -10,7 +10,9 @@
 
 use qos_core::counters::QueueCounters;
 
-pub mod redis_server;
+// Not every test binary starts a server (loop_memory does not).
+#[allow(unused_imports)]
+pub use sonic_redis::test_server as redis_server;
 
 pub const PORT: &str = "Ethernet0";
 pub const STATIC_BYTES: u64 = 60_000;
