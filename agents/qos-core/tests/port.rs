@@ -29,34 +29,28 @@ fn orders(algorithm: &str) -> AgentOrders {
     AgentOrders::parse(&f).unwrap()
 }
 
+/// `SLUICE_AGENT_QUEUE|Ethernet0|<q>` with `weight`, speed 10 G, buffer 200 kB and `extra`.
+fn orders_of(q: u8, weight: u8, extra: &[(&str, &str)]) -> QueueOrders {
+    let weight = weight.to_string();
+    let base = [("weight", weight.as_str()), ("speed_gbps", "10"), ("buffer_bytes", "200000")];
+    let f: HashMap<String, String> =
+        base.iter().chain(extra).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    QueueOrders::parse(&format!("Ethernet0|{q}"), &f).unwrap()
+}
+
 fn queue(q: u8, weight: u8) -> QueueOrders {
-    let f: HashMap<String, String> = [
+    let bounds = [
         ("wred_profile", "SLUICE_Q"),
-        ("weight", &weight.to_string()[..]),
         ("floor_bytes", "1000"),
         ("ceiling_bytes", "100000"),
         ("static_bytes", "25000"),
-        ("speed_gbps", "10"),
-        ("buffer_bytes", "200000"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    QueueOrders::parse(&format!("Ethernet0|{q}"), &f).unwrap()
+    ];
+    orders_of(q, weight, &bounds)
 }
 
 /// A queue the agent does not manage: weight, speed and buffer only.
 fn unmanaged(q: u8, weight: u8) -> QueueOrders {
-    let f: HashMap<String, String> = [
-        ("managed", "false"),
-        ("weight", &weight.to_string()[..]),
-        ("speed_gbps", "10"),
-        ("buffer_bytes", "200000"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    QueueOrders::parse(&format!("Ethernet0|{q}"), &f).unwrap()
+    orders_of(q, weight, &[("managed", "false")])
 }
 
 fn thresholds(d: &[Option<QueueDecision>]) -> Vec<Option<u64>> {
