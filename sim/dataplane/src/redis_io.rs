@@ -82,6 +82,11 @@ impl RedisLink {
     pub async fn read_config(&mut self) -> Result<ConfigTables, IoError> {
         let mut keys = self.redis.scan_config(None).await?;
         keys.retain(|k| is_watched(k));
+        if keys.is_empty() {
+            // A switch still being seeded: an empty pipeline is an empty command to Redis,
+            // which refuses it, so there is nothing to ask.
+            return Ok(ConfigTables::new());
+        }
         let mut pipe = redis::pipe();
         for key in &keys {
             pipe.hgetall(key);

@@ -107,6 +107,22 @@ def test_up_runs_a_data_plane_and_an_agent_per_switch_and_down_stops_them(
     assert not any(is_running(p["pid"]) for p in [*started.dataplanes, *started.agents])
 
 
+def _write(client: redis.Redis[str], entries: dict[str, Fields]) -> None:
+    pipe = client.pipeline(transaction=True)
+    for key, fields in entries.items():
+        stored: dict[str | bytes, bytes | float | int | str] = {}
+        stored.update(fields)
+        pipe.hset(key, mapping=stored)
+    pipe.execute()
+
+
+def _dataplane_events(state_dir: Path, event: str) -> list[dict[str, object]]:
+    """The data plane's JSON log lines of one kind (its structured events)."""
+    lines = (state_dir / "dataplane-vs1.log").read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    return [e for e in events if e.get("event") == event]
+
+
 def test_the_agent_moves_thresholds_from_the_data_planes_counters(
     one_switch: tuple[Started, Path],
 ) -> None:
@@ -132,18 +148,24 @@ def test_the_agent_moves_thresholds_from_the_data_planes_counters(
             "ceiling_bytes": "50000", "static_bytes": static, "speed_gbps": "1",
             "buffer_bytes": "1000000",
         }  # fmt: skip
-    config["SLUICE_AGENT|global"] = {
+    orders = {
         "algorithm": "mqecn", "interval_ms": "200", "rtt_us": "500", "lambda": "0.8",
         "ewma_beta": "0.75", "hysteresis_pct": "5", "hdcq_k": "0.0625",
         "stale_after_ms": "2000", "queues": "0,1,2,3", "version": "v1",
     }  # fmt: skip
     cfg = _client(started, 4)
-    pipe = cfg.pipeline(transaction=True)
-    for key, fields in config.items():
-        stored: dict[str | bytes, bytes | float | int | str] = {}
-        stored.update(fields)
-        pipe.hset(key, mapping=stored)
-    pipe.execute()
+    _write(cfg, config)
+    # The agent's orders only once the data plane runs the static profiles: otherwise, on a
+    # slow machine, the data plane's first read could already hold the agent's thresholds
+    # and there would be no in-place update to see below.
+    # Our config sets the queue poll interval to 100 ms (default 1000) in the same transaction
+    # as the QoS tables, so the data plane reporting 100 means it applied all of them.
+    state = _client(started, 6)
+    eventually(
+        lambda: state.hget("SLUICE_DATAPLANE_STATE|global", "flex_queue_interval_ms") == "100",
+        "the data plane running the QoS config",
+    )
+    _write(cfg, {"SLUICE_AGENT|global": orders})
 
     # Only queue 0 carries traffic. MQ-ECN (docs/qos-core.md): the lone backlogged queue's
     # share is C, so K_0 = C / C x K = 50,000 (the ceiling); an idle queue gets the share it
@@ -154,16 +176,16 @@ def test_the_agent_moves_thresholds_from_the_data_planes_counters(
         )
 
     eventually(lambda: thresholds() == ("50000", "10000"), "the agent's MQ-ECN thresholds")
-    state = _client(started, 6).hgetall("SLUICE_AGENT_STATE|Ethernet0|0")
-    assert (state["basis"], state["threshold_bytes"]) == ("computed", "50000"), state
+    queue_state = state.hgetall("SLUICE_AGENT_STATE|Ethernet0|0")
+    assert (queue_state["basis"], queue_state["threshold_bytes"]) == ("computed", "50000"), (
+        queue_state
+    )
 
     # The data plane applied the agent's writes in place (no rebuild: senders untouched).
     def applied() -> bool:
-        lines = (state_dir / "dataplane-vs1.log").read_text().splitlines()
-        events = [json.loads(line) for line in lines if line.startswith("{")]
         return any(
-            (e.get("event"), e.get("port"), e.get("queue")) == ("queue_updated", "Ethernet0", 0)
-            for e in events
+            (e.get("port"), e.get("queue")) == ("Ethernet0", 0)
+            for e in _dataplane_events(state_dir, "queue_updated")
         )
 
     eventually(applied, "the data plane applying queue 0's new profile")
