@@ -2,11 +2,14 @@
 
 from controller.cli.app import CliDeps, app, main
 from controller.cli.hosts import hosts_app
+from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
 
 # Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
 # controller.cli.app runs this package first, so every entry point has the group.
 app.add_typer(hosts_app)
+
+app.command("import-switches")(import_switches)
 
 # rollout, drift, reconcile: they build on app.py's helpers, so they register here.
 register_rollout_commands(app)
