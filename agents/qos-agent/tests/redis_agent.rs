@@ -174,13 +174,20 @@ async fn busy_until(db: &mut Db, q3: &mut FlexQueue, what: &str, done: impl Fn(u
     }
 }
 
-#[tokio::test]
-async fn reads_its_orders_and_follows_a_new_version() {
+/// A fresh redis-server seeded with v1 mqecn orders and zeroed counters, and an agent on it.
+/// The server is returned so it lives (and can be restarted) as long as the test needs it.
+async fn agent_on_seeded_redis() -> (RedisServer, Db, Agent) {
     let server = RedisServer::start();
     let mut db = Db::connect(server.port).await;
     db.seed_config("v1", "mqecn").await;
     db.seed_counters().await;
     let agent = start_agent(server.port);
+    (server, db, agent)
+}
+
+#[tokio::test]
+async fn reads_its_orders_and_follows_a_new_version() {
+    let (_server, mut db, agent) = agent_on_seeded_redis().await;
     eventually!(
         "state reports v1 / mqecn",
         db.global("version").await == "v1" && db.global("algorithm").await == "mqecn"
@@ -200,11 +207,7 @@ async fn reads_its_orders_and_follows_a_new_version() {
 
 #[tokio::test]
 async fn adapts_within_three_intervals_when_a_queue_becomes_active() {
-    let server = RedisServer::start();
-    let mut db = Db::connect(server.port).await;
-    db.seed_config("v1", "mqecn").await;
-    db.seed_counters().await;
-    let agent = start_agent(server.port);
+    let (_server, mut db, agent) = agent_on_seeded_redis().await;
     let mut q3 = FlexQueue::default();
     busy_until(&mut db, &mut q3, "queue 3 alone at K", |t| t == K_ALONE).await;
     // The agent writes queue 3 and then queue 4 within one iteration, so a read right after
@@ -234,11 +237,7 @@ async fn adapts_within_three_intervals_when_a_queue_becomes_active() {
 
 #[tokio::test]
 async fn falls_back_when_counters_stall_and_recovers() {
-    let server = RedisServer::start();
-    let mut db = Db::connect(server.port).await;
-    db.seed_config("v1", "mqecn").await;
-    db.seed_counters().await;
-    let agent = start_agent(server.port);
+    let (_server, mut db, agent) = agent_on_seeded_redis().await;
     let mut q3 = FlexQueue::default();
     busy_until(&mut db, &mut q3, "queue 3 at K", |t| t == K_ALONE).await;
     // The flex counter stops; queue 3 still holds 40 kB.
@@ -253,11 +252,7 @@ async fn falls_back_when_counters_stall_and_recovers() {
 
 #[tokio::test]
 async fn survives_a_redis_restart() {
-    let mut server = RedisServer::start();
-    let mut db = Db::connect(server.port).await;
-    db.seed_config("v1", "mqecn").await;
-    db.seed_counters().await;
-    let agent = start_agent(server.port);
+    let (mut server, mut db, agent) = agent_on_seeded_redis().await;
     let mut q3 = FlexQueue::default();
     busy_until(&mut db, &mut q3, "queue 3 at K", |t| t == K_ALONE).await;
 
