@@ -12,6 +12,10 @@ command -v redis-server >/dev/null || apt_packages+=(redis-server)
 [ -x /usr/sbin/nft ] || apt_packages+=(nftables)
 command -v tc >/dev/null || apt_packages+=(iproute2)
 command -v tcpdump >/dev/null || apt_packages+=(tcpdump)
+# The YANG tests validate CONFIG_DB entries with libyang; its Python bindings (PyPI libyang,
+# pinned <2.8 for bookworm's libyang 2.1) build against the C headers.
+[ -f /usr/include/libyang/libyang.h ] || apt_packages+=(libyang2-dev)
+command -v gcc >/dev/null || apt_packages+=(gcc)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

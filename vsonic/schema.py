@@ -14,7 +14,7 @@ would-be config. For each deleted entry: nothing left still references it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vsonic.db import Config, EntryKey, Fields
@@ -264,6 +264,27 @@ TABLES: dict[str, TableSpec] = {
     "DEVICE_METADATA": TableSpec(key=fixed_key("localhost"), open_fields=True),
     "FLEX_COUNTER_TABLE": TableSpec(key=OBJECT_NAME, open_fields=True),
 }
+
+
+# sonic-utilities generic_config_updater/generic_updater.py (PatchApplier.apply): before
+# anything else GCU checks that every table the patch touches has a YANG model loaded from
+# /usr/local/yang-models, and refuses the whole patch with this message if one has none.
+GCU_NO_YANG_MESSAGE = (
+    "Given patch is not valid because it has changes to tables without YANG models"
+)
+# The tables whose model is sonic-sluice-agent.yang: on a switch without that file
+# installed, they have no YANG model and GCU refuses any patch that touches them.
+SLUICE_YANG_TABLES = frozenset({"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"})
+
+
+def patch_problems(touched_tables: Iterable[str], *, sluice_yang: bool) -> list[str]:
+    """GCU's first check of a patch: [] or the one message that refuses all of it.
+
+    ``sluice_yang``: whether the switch has sonic-sluice-agent.yang installed.
+    """
+    if not sluice_yang and SLUICE_YANG_TABLES.intersection(touched_tables):
+        return [GCU_NO_YANG_MESSAGE]
+    return []
 
 
 def _entry_problems(table: str, key: str, fields: Fields, after: Config) -> list[str]:

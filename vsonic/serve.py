@@ -38,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME:GBPS",
         help="the switch's ports by name and speed (instead of --ports/--speed-gbps)",
     )
+    parser.add_argument(
+        "--without-sluice-yang",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="this switch has no sonic-sluice-agent.yang: Sets touching SLUICE_* are refused",
+    )
     parser.add_argument("--tls-cert", type=Path)
     parser.add_argument("--tls-key", type=Path)
     return parser
@@ -50,11 +57,14 @@ def _targets(args: argparse.Namespace) -> Targets:
         else default_ports(args.ports, args.speed_gbps)
     )
     if args.fleet:
-        return fleet_targets(args.names, ports)
+        return fleet_targets(args.names, ports, args.without_sluice_yang)
     if args.redis_port is None or len(args.names) != 1:
         raise SystemExit("standalone mode needs exactly one --names and a --redis-port")
     return standalone_targets(
-        args.names[0], RedisStore.connect("127.0.0.1", args.redis_port), ports
+        args.names[0],
+        RedisStore.connect("127.0.0.1", args.redis_port),
+        ports,
+        sluice_yang=args.names[0] not in args.without_sluice_yang,
     )
 
 

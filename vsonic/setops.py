@@ -111,3 +111,8 @@ def changed_entries(before: Config, after: Config) -> dict[tuple[str, str], Fiel
     }
     changes.update(dict.fromkeys(before.keys() - after.keys()))
     return changes
+
+
+def touched_tables(ops: list[SetOp]) -> set[str]:
+    """The CONFIG_DB tables the operations name, whether or not they change anything."""
+    return {str(op.path.table) for op in ops if op.path.table is not None}

@@ -26,8 +26,8 @@ from vsonic.errors import (
     UnknownTargetError,
 )
 from vsonic.paths import DbPath
-from vsonic.schema import validate_change
-from vsonic.setops import SetOp, apply_ops, changed_entries
+from vsonic.schema import patch_problems, validate_change
+from vsonic.setops import SetOp, apply_ops, changed_entries, touched_tables
 
 
 @dataclass
@@ -36,6 +36,9 @@ class Switch:
     store: Store
     # sonic-gnmi handles one SetRequest at a time (HLD, facts §3.4); so does each switch here.
     set_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Whether sonic-sluice-agent.yang is installed: without it GCU refuses every Set that
+    # touches SLUICE_AGENT or SLUICE_AGENT_QUEUE, QoS tables in the same Set included.
+    sluice_yang: bool = True
 
     def read(self, path: DbPath) -> Any:
         """The JSON value at ``path``: a table, an entry, a field, or the whole CONFIG_DB."""
@@ -84,7 +87,8 @@ class Switch:
         with self.set_lock:
             before = read_config(self.store)
             after = apply_ops(before, ops)
-            problems = validate_change(before, after)
+            problems = patch_problems(touched_tables(ops), sluice_yang=self.sluice_yang)
+            problems = problems or validate_change(before, after)
             if problems:
                 raise SchemaViolationError(problems)
             changes = changed_entries(before, after)
