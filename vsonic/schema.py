@@ -17,20 +17,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from vsonic import sluice_yang
 from vsonic.db import Config, EntryKey, Fields
 from vsonic.schema_types import (
     BOOLEAN,
     STOI_MAX,
     UINT32_MAX,
     UINT64_MAX,
-    Decimal,
     FieldType,
     Integer,
     IntList,
     KeyRule,
     OneOf,
     Ref,
-    Text,
     fixed_key,
     key_port,
     name_key,
@@ -112,14 +111,33 @@ def _pool_percentage(fields: Fields) -> list[str]:
     return []
 
 
+_MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
+
+
+def _managed_has_bounds(fields: Fields) -> list[str]:
+    # The model's list-level must: a managed queue (managed absent means true) has them all.
+    if fields.get("managed", "true") != "true":
+        return []
+    missing = [f for f in _MANAGED_ONLY if f not in fields]
+    return [f"field '{f}': mandatory on a managed queue" for f in missing]
+
+
+def _static_between_bounds(fields: Fields) -> list[str]:
+    lo, mid, hi = (fields.get(f) for f in ("floor_bytes", "static_bytes", "ceiling_bytes"))
+    if lo is None or mid is None or hi is None or not (lo + mid + hi).isdigit():
+        return []
+    if int(lo) <= int(hi) and not int(lo) <= int(mid) <= int(hi):  # else _min_max says it
+        return [f"field 'static_bytes': {mid} is not between floor_bytes and ceiling_bytes"]
+    return []
+
+
 def _unmanaged_has_no_bounds(fields: Fields) -> list[str]:
     # An unmanaged queue only counts in the agent's shares: a profile or bounds on it would
     # look like orders the agent silently ignores (qos-core refuses them the same way).
     if fields.get("managed") != "false":
         return []
-    managed_only = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
     reason = "only on a managed queue (managed true)"
-    return [f"field '{f}': {reason}" for f in managed_only if f in fields]
+    return [f"field '{f}': {reason}" for f in _MANAGED_ONLY if f in fields]
 
 
 def _map_spec(key_range: tuple[int, int], value: FieldType) -> TableSpec:
@@ -227,37 +245,23 @@ TABLES: dict[str, TableSpec] = {
         fields={"profile": Ref("BUFFER_PROFILE")},
         mandatory=("profile",),
     ),
+    # Fields, ranges and mandatory fields from sonic-sluice-agent.yang (the generated
+    # vsonic/sluice_yang.py); the rules are the model's ``must`` statements.
     "SLUICE_AGENT": TableSpec(
-        key=fixed_key("global"),
-        # Ranges mirror the controller's intent model (controller/policy/models.py Agent),
-        # restated here because the switch checks what arrives on its own.
-        fields={
-            "algorithm": OneOf(("static", "mqecn", "dynaq", "hdcq")),
-            "interval_ms": Integer(1, 60_000),
-            "rtt_us": Decimal(0, 100_000, open_lo=True),
-            "lambda": Decimal(0, 10, open_lo=True),
-            "ewma_beta": Decimal(0, 1, open_lo=True, open_hi=True),
-            "hysteresis_pct": Decimal(0, 50),
-            "hdcq_k": Decimal(0, 1, open_lo=True, open_hi=True),
-            "stale_after_ms": Integer(1, 600_000),
-            "queues": IntList(0, 7),
-            "version": Text(r"[A-Za-z0-9._-]{1,64}", "a version tag of 1-64 of [A-Za-z0-9._-]"),
-        },
-        mandatory=("algorithm", "version"),
+        key=fixed_key(sluice_yang.AGENT_KEY),
+        fields=sluice_yang.AGENT_FIELDS,
+        mandatory=sluice_yang.AGENT_MANDATORY,
     ),
     "SLUICE_AGENT_QUEUE": TableSpec(
-        key=port_queue_key(False, 7),
-        fields={
-            "managed": BOOLEAN,  # absent means true (orders written before the field existed)
-            "wred_profile": Ref("WRED_PROFILE"),
-            "weight": Integer(0, 100),  # 0 marks a STRICT queue
-            "floor_bytes": _STOI_BYTES,
-            "ceiling_bytes": _STOI_BYTES,
-            "static_bytes": _STOI_BYTES,
-            "speed_gbps": Integer(1, 800),
-            "buffer_bytes": Integer(1, UINT32_MAX),
-        },
-        rules=(_min_max("threshold", "floor_bytes", "ceiling_bytes"), _unmanaged_has_no_bounds),
+        key=port_queue_key(False, sluice_yang.QUEUE_INDEX_MAX),
+        fields=sluice_yang.AGENT_QUEUE_FIELDS,
+        mandatory=sluice_yang.AGENT_QUEUE_MANDATORY,
+        rules=(
+            _min_max("threshold", "floor_bytes", "ceiling_bytes"),
+            _static_between_bounds,
+            _unmanaged_has_no_bounds,
+            _managed_has_bounds,
+        ),
     ),
     # Carried so a switch has ports and metadata; sluice does not write them.
     "PORT": TableSpec(key=name_key(r"Ethernet[0-9]{1,4}", "EthernetN"), open_fields=True),

@@ -56,14 +56,22 @@ class Integer(FieldType):
 
 @dataclass(frozen=True)
 class Decimal(FieldType):
-    """A positive or bounded decimal number; ``open_lo``/``open_hi`` exclude the bound."""
+    """A bounded decimal number; ``open_lo``/``open_hi`` exclude the bound. With
+    ``fraction_digits`` it is a YANG decimal64: plain notation, at most that many digits
+    after the point (libyang refuses "1e2" and "0.1234567" for fraction-digits 6)."""
 
     lo: float
     hi: float
     open_lo: bool = False
     open_hi: bool = False
+    fraction_digits: int | None = None
 
     def problem(self, value: str) -> str | None:
+        if self.fraction_digits is not None:
+            if not re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", value):
+                return f"'{value}' is not a decimal64 number"
+            if len(value.partition(".")[2]) > self.fraction_digits:
+                return f"'{value}' has more than {self.fraction_digits} fraction digits"
         if not re.fullmatch(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", value):
             return f"'{value}' is not a decimal number"
         number = float(value)

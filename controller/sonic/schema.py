@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from controller.errors import CompiledConfigInvalid
 
-ValueKind = Literal["uint", "int", "bool", "enum", "ref", "decimal", "uint_list", "hex"]
+ValueKind = Literal["uint", "int", "bool", "enum", "ref", "decimal", "uint_list", "hex", "string"]
 
 # SAI thresholds are parsed with stoi by qosorch (facts §5.2): they must fit a signed 32-bit int.
 INT32_MAX = 2**31 - 1
@@ -39,7 +40,10 @@ Rule = Callable[[Mapping[str, str]], str | None]
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
     """One field: its value kind, inclusive range for numbers, choices for enums, and for a
-    ``ref`` the table whose entry it names (plain name, SONiC 202111+, facts §1.7)."""
+    ``ref`` the table whose entry it names (plain name, SONiC 202111+, facts §1.7).
+
+    A YANG decimal64 (``decimal``) may carry its inclusive range as text and its
+    fraction-digits; a YANG string (``string``) its pattern, matched whole as YANG does."""
 
     name: str
     kind: ValueKind
@@ -48,6 +52,9 @@ class FieldSpec:
     choices: tuple[str, ...] = ()
     ref: str | None = None
     required: bool = False
+    decimal_range: tuple[str, str] | None = None
+    fraction_digits: int | None = None
+    pattern: str | None = None
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is not valid for this field, or None."""
@@ -69,7 +76,24 @@ def _check_number(spec: FieldSpec, value: str, pattern: re.Pattern[str]) -> str 
 def _check_decimal(spec: FieldSpec, value: str) -> str | None:
     if not _DECIMAL.fullmatch(value):
         return f"{value!r} is not a non-negative decimal"
+    digits = len(value.partition(".")[2])
+    if spec.fraction_digits is not None and digits > spec.fraction_digits:
+        return f"{value!r} has more than {spec.fraction_digits} fraction digits"
+    if spec.decimal_range is not None:
+        low, high = spec.decimal_range
+        try:
+            inside = Decimal(low) <= Decimal(value) <= Decimal(high)
+        except InvalidOperation:
+            inside = False
+        if not inside:
+            return f"{value} is outside {low}..{high}"
     return None
+
+
+def _check_string(spec: FieldSpec, value: str) -> str | None:
+    if spec.pattern is None or re.fullmatch(spec.pattern, value):
+        return None
+    return f"{value!r} does not match {spec.pattern}"
 
 
 def _check_enum(spec: FieldSpec, value: str) -> str | None:
@@ -94,6 +118,7 @@ _CHECKERS: dict[ValueKind, Callable[[FieldSpec, str], str | None]] = {
     "decimal": _check_decimal,
     "uint_list": _check_pattern(_UINT_LIST, "a comma list of integers"),
     "hex": _check_pattern(_HEX, "lower-case hex"),
+    "string": _check_string,
 }
 
 

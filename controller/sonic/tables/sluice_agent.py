@@ -11,34 +11,31 @@ from __future__ import annotations
 
 from controller.sonic.context import SwitchContext
 from controller.sonic.model import Fields
-from controller.sonic.schema import FieldSpec, TableSchema
+from controller.sonic.schema import TableSchema
+from controller.sonic.sluice_yang import AGENT_FIELDS, AGENT_KEY_PATTERN
 from controller.sonic.tables._common import Entries, checked_entries
 
 TABLE = "SLUICE_AGENT"
-ALGORITHMS = ("static", "mqecn", "dynaq", "hdcq")
 
+# Fields and ranges come from sonic-sluice-agent.yang (through the generated sluice_yang).
 SCHEMA = TableSchema(
     table=TABLE,
-    key_pattern="global",
-    fields=(
-        FieldSpec("algorithm", "enum", choices=ALGORITHMS, required=True),
-        FieldSpec("interval_ms", "uint", 1, 60_000, required=True),
-        FieldSpec("rtt_us", "decimal", required=True),
-        FieldSpec("lambda", "decimal", required=True),
-        FieldSpec("ewma_beta", "decimal", required=True),
-        FieldSpec("hysteresis_pct", "decimal", required=True),
-        FieldSpec("hdcq_k", "decimal", required=True),
-        FieldSpec("stale_after_ms", "uint", 1, 600_000, required=True),
-        FieldSpec("queues", "uint_list", required=True),
-        FieldSpec("version", "hex", required=True),
-    ),
+    key_pattern=AGENT_KEY_PATTERN,
+    fields=AGENT_FIELDS,
     after=("SLUICE_AGENT_QUEUE", "WRED_PROFILE"),
 )
+_FRACTION_DIGITS = {s.name: s.fraction_digits for s in AGENT_FIELDS if s.fraction_digits}
 
 
-def decimal(value: float) -> str:
-    """Shortest exact text for a float; integral values without a trailing ``.0``."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+def decimal(value: float, fraction_digits: int) -> str:
+    """A YANG decimal64's text: plain notation (no exponent), at most ``fraction_digits``
+    after the point, no trailing zeros; integral values without a trailing ``.0``."""
+    text = f"{float(value):.{fraction_digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _decimal(field: str, value: float) -> str:
+    return decimal(value, _FRACTION_DIGITS[field])
 
 
 def agent_fields(ctx: SwitchContext) -> Fields:
@@ -48,11 +45,11 @@ def agent_fields(ctx: SwitchContext) -> Fields:
     return {
         "algorithm": fleet.algorithm,
         "interval_ms": str(agent.interval_ms),
-        "rtt_us": decimal(fabric.base_rtt_us),
-        "lambda": decimal(fabric.ecn_lambda),
-        "ewma_beta": decimal(agent.ewma_beta),
-        "hysteresis_pct": decimal(agent.hysteresis_pct),
-        "hdcq_k": decimal(agent.hdcq_k),
+        "rtt_us": _decimal("rtt_us", fabric.base_rtt_us),
+        "lambda": _decimal("lambda", fabric.ecn_lambda),
+        "ewma_beta": _decimal("ewma_beta", agent.ewma_beta),
+        "hysteresis_pct": _decimal("hysteresis_pct", agent.hysteresis_pct),
+        "hdcq_k": _decimal("hdcq_k", agent.hdcq_k),
         "stale_after_ms": str(agent.stale_after_ms),
         "queues": ",".join(str(q) for q in fleet.dynamic_queues),
         "version": ctx.version,

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from controller.sonic.context import PortProfile, SwitchContext
-from controller.sonic.schema import INT32_MAX, FieldSpec, TableSchema
-from controller.sonic.tables._common import PORT_QUEUE_KEY, Entries, Row, per_port_queue_entries
+from controller.sonic.schema import TableSchema
+from controller.sonic.sluice_yang import AGENT_QUEUE_FIELDS, QUEUE_INDEX_MAX
+from controller.sonic.tables._common import PORT_KEY, Entries, Row, per_port_queue_entries
 
 TABLE = "SLUICE_AGENT_QUEUE"
 
@@ -31,10 +32,11 @@ MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
 def _managed_fields(fields: Mapping[str, str]) -> str | None:
     """A managed queue has its profile and bounds; an unmanaged one has none of them."""
     present = [f for f in MANAGED_ONLY if f in fields]
-    if fields["managed"] == "true" and len(present) < len(MANAGED_ONLY):
+    managed = fields.get("managed", "true")  # the model's default
+    if managed == "true" and len(present) < len(MANAGED_ONLY):
         missing = [f for f in MANAGED_ONLY if f not in fields]
         return f"a managed queue needs {', '.join(missing)}"
-    if fields["managed"] == "false" and present:
+    if managed == "false" and present:
         return f"an unmanaged queue carries no {', '.join(present)}"
     return None
 
@@ -50,19 +52,12 @@ def _static_between_bounds(fields: Mapping[str, str]) -> str | None:
     return None
 
 
+# Fields and ranges come from sonic-sluice-agent.yang (through the generated sluice_yang);
+# the two rules above are the model's ``must`` statements.
 SCHEMA = TableSchema(
     table=TABLE,
-    key_pattern=PORT_QUEUE_KEY,
-    fields=(
-        FieldSpec("managed", "bool", required=True),
-        FieldSpec("wred_profile", "ref", ref="WRED_PROFILE"),
-        FieldSpec("weight", "uint", 0, 100, required=True),
-        FieldSpec("floor_bytes", "uint", 0, INT32_MAX),
-        FieldSpec("ceiling_bytes", "uint", 0, INT32_MAX),
-        FieldSpec("static_bytes", "uint", 0, INT32_MAX),
-        FieldSpec("speed_gbps", "uint", 1, 800, required=True),
-        FieldSpec("buffer_bytes", "uint", 1, 2**63 - 1, required=True),
-    ),
+    key_pattern=PORT_KEY + rf"\|[0-{QUEUE_INDEX_MAX}]",
+    fields=AGENT_QUEUE_FIELDS,
     rules=(_managed_fields, _static_between_bounds),
 )
 

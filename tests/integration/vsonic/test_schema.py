@@ -43,6 +43,12 @@ SLUICE_CONFIG: Config = {
 }  # fmt: skip
 
 
+AGENT = SLUICE_CONFIG[("SLUICE_AGENT", "global")]
+MANAGED = SLUICE_CONFIG[("SLUICE_AGENT_QUEUE", "Ethernet0|3")]
+UNMANAGED = {"managed": "false", "weight": "20", "speed_gbps": "100", "buffer_bytes": "4000000"}
+PROFILE: Config = {("WRED_PROFILE", "SLUICE_gold"): SLUICE_CONFIG[("WRED_PROFILE", "SLUICE_gold")]}
+
+
 def _with(extra: Config, base: Config | None = None) -> list[str]:
     before = BASE if base is None else base
     return validate_change(before, {**before, **extra})
@@ -101,19 +107,28 @@ def test_a_full_sluice_config_written_in_one_change_is_accepted() -> None:
          "field 'percentage': only for a dynamic pool without 'size'"),
         (("BUFFER_QUEUE", "Ethernet0|3"), {"profile": "ghost"},
          "references BUFFER_PROFILE 'ghost'"),
-        (("SLUICE_AGENT", "global"), {"algorithm": "red", "version": "1"},
+        (("SLUICE_AGENT", "global"), {**AGENT, "algorithm": "red"},
          "SLUICE_AGENT|global: field 'algorithm': 'red' is not one of static, mqecn, dynaq, hdcq"),
-        (("SLUICE_AGENT", "global"), {"algorithm": "hdcq", "version": "1", "ewma_beta": "1"},
-         "field 'ewma_beta': 1 is out of range (0, 1)"),
-        (("SLUICE_AGENT", "local"), {"algorithm": "static", "version": "1"},
-         "key 'local' must be 'global'"),
-        (("SLUICE_AGENT_QUEUE", "Ethernet0|0-2"), {}, "is not one index with indexes 0..7"),
-        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"floor_bytes": "5000", "ceiling_bytes": "4000"},
+        (("SLUICE_AGENT", "global"), {**AGENT, "ewma_beta": "1"},
+         "field 'ewma_beta': 1 is out of range [1e-06, 0.999999]"),
+        (("SLUICE_AGENT", "global"), {**AGENT, "rtt_us": "1e2"},
+         "field 'rtt_us': '1e2' is not a decimal64 number"),
+        (("SLUICE_AGENT", "local"), AGENT, "key 'local' must be 'global'"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|0-2"), UNMANAGED,
+         "is not one index with indexes 0..7"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {**MANAGED, "floor_bytes": "5000",
+                                                 "ceiling_bytes": "4000", "static_bytes": "4500"},
          "field 'ceiling_bytes': 4000 is below floor_bytes 5000"),
-        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"weight": "101"}, "101 is out of range 0..100"),
-        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {"managed": "yes"},
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {**MANAGED, "static_bytes": "9999999"},
+         "field 'static_bytes': 9999999 is not between floor_bytes and ceiling_bytes"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {**UNMANAGED, "weight": "101"},
+         "101 is out of range 0..100"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {**UNMANAGED, "managed": "yes"},
          "field 'managed': 'yes' is not one of true, false"),
-        (("SLUICE_AGENT_QUEUE", "Ethernet0|1"), {"managed": "false", "floor_bytes": "5000"},
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|3"), {k: v for k, v in MANAGED.items()
+                                                 if k != "floor_bytes"},
+         "field 'floor_bytes': mandatory on a managed queue"),
+        (("SLUICE_AGENT_QUEUE", "Ethernet0|1"), {**UNMANAGED, "floor_bytes": "5000"},
          "field 'floor_bytes': only on a managed queue (managed true)"),
         (("ACL_RULE", "x|y"), {"PRIORITY": "1"}, "ACL_RULE|x|y: table ACL_RULE has no YANG model"),
     ],
@@ -121,7 +136,7 @@ def test_a_full_sluice_config_written_in_one_change_is_accepted() -> None:
 def test_each_rule_refuses_with_table_key_and_field(
     entry: tuple[str, str], fields: dict[str, str], expected: str
 ) -> None:
-    problems = _with({entry: fields})
+    problems = _with({entry: fields}, {**BASE, **PROFILE})
     assert len(problems) == 1, problems
     assert expected in problems[0]
 

@@ -137,7 +137,10 @@ def test_agent_queue_schema_keeps_bounds_on_managed_entries_only() -> None:
         "a managed queue needs floor_bytes, ceiling_bytes, static_bytes"
     ]
     assert schema.field_problems({"managed": "yes", **base}) != []
-    assert "missing required field 'managed'" in schema.field_problems(base)
+    # The model's default: an entry without ``managed`` is a managed queue (as the agent reads it).
+    assert schema.field_problems(base) == [
+        "a managed queue needs wred_profile, floor_bytes, ceiling_bytes, static_bytes"
+    ]
 
 
 def test_dynaq_strict_queue_drops_without_ecn_at_the_standard_threshold() -> None:

@@ -1,0 +1,101 @@
+"""Every entry sluice compiles validates with libyang against SONiC's models plus ours.
+
+This is the check a real switch's GCU makes on a gNMI Set (sonic-utilities
+generic_config_updater: the would-be CONFIG_DB is loaded into sonic-yang-mgmt and validated).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.policy.loader import load_intent_file, parse_intent
+from controller.policy.models import Intent
+from controller.sonic.compile import compile_fleet
+from tests.yang.configdb_yang import table_models, yang_problem
+from tests.yang.switches import seeded_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+SPEEDS = (10, 25, 40, 100, 400)
+
+
+def _every_switch_validates(intent: Intent) -> dict[str, int]:
+    """Entries per table over the fleet; fails on the first switch libyang refuses."""
+    counts: dict[str, int] = {}
+    for name, config in compile_fleet(intent).items():
+        switch = next(s for s in intent.switches if s.name == name)
+        problem = yang_problem({**seeded_config(switch), **config})
+        assert problem is None, f"{name}: {problem}"
+        for table, _ in config:
+            counts[table] = counts.get(table, 0) + 1
+    return counts
+
+
+def test_every_table_sluice_writes_has_a_model() -> None:
+    compiled = compile_fleet(load_intent_file(EXAMPLE))
+    tables = {table for config in compiled.values() for table, _ in config}
+    assert {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"} <= tables
+    assert tables - set(table_models()) == set()
+
+
+def test_the_example_intent_validates_on_every_switch() -> None:
+    counts = _every_switch_validates(load_intent_file(EXAMPLE))
+    # The demo fleet: 4 switches, the agent's orders on each (issue 13 counted 76 entries).
+    assert counts["SLUICE_AGENT"] == 4
+    assert counts["SLUICE_AGENT"] + counts["SLUICE_AGENT_QUEUE"] == 76
+
+
+def _port(index: int, speed_gbps: int) -> dict[str, Any]:
+    # A 400G port needs a buffer above K = 400 Gb/s x 40 us = 2 MB; some others get one too.
+    deep = speed_gbps >= 400 or index % 3 == 0
+    return {
+        "name": f"Ethernet{4 * index}",
+        "speed_gbps": speed_gbps,
+        **({"buffer_bytes": 8_000_000} if deep else {}),
+    }
+
+
+def _synthetic(algorithm: str, switches: int, ports: int) -> Intent:
+    """The example's classes over a bigger fleet: mixed speeds and buffers, and the
+    example's dynamic classes switched to ``algorithm``."""
+    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    template = raw["switches"][0]
+    raw["switches"] = [
+        {
+            **template,
+            "name": f"sw{i}",
+            "role": "leaf" if i % 4 else "spine",
+            "gnmi": {"address": "127.0.0.1", "port": 51000 + i},
+            "ports": [_port(p, SPEEDS[(i + p) % len(SPEEDS)]) for p in range(ports)],
+        }
+        for i in range(switches)
+    ]
+    for service_class in raw["service_classes"]:
+        if service_class.get("ecn") == "mqecn":
+            service_class["ecn"] = algorithm
+    return parse_intent(raw)
+
+
+@pytest.mark.parametrize("algorithm", ["mqecn", "dynaq", "hdcq"])
+def test_a_synthetic_fleet_validates_on_every_switch(algorithm: str) -> None:
+    intent = _synthetic(algorithm, switches=6, ports=32)
+    agents = [config[("SLUICE_AGENT", "global")] for config in compile_fleet(intent).values()]
+    assert {orders["algorithm"] for orders in agents} == {algorithm}
+    counts = _every_switch_validates(intent)
+    assert counts["SLUICE_AGENT"] == 6
+    assert counts["SLUICE_AGENT_QUEUE"] >= 6 * 32
+
+
+def test_the_check_refuses_a_compiled_entry_broken_by_one_field() -> None:
+    # The check can fail: the same compiled config with one agent field out of range.
+    intent = load_intent_file(EXAMPLE)
+    switch = intent.switches[0]
+    config = dict(compile_fleet(intent)[switch.name])
+    key = next(k for k in config if k[0] == "SLUICE_AGENT_QUEUE")
+    config[key] = {**config[key], "speed_gbps": "801"}
+    problem = yang_problem({**seeded_config(switch), **config})
+    assert problem is not None
+    assert "out of the allowed range" in problem

@@ -1,0 +1,41 @@
+"""The files generated from sonic-sluice-agent.yang are what the generator makes of it now.
+
+Edit the YANG model, run ``uv run python scripts/gen_sluice_yang.py``, commit both.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_sluice_yang.py"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_sluice_yang", GENERATOR)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+RENDERED: dict[Path, str] = _generator().render()
+
+
+@pytest.mark.parametrize("path", sorted(RENDERED), ids=lambda p: p.name)
+def test_generated_file_is_up_to_date(path: Path) -> None:
+    assert path.read_text() == RENDERED[path], f"{path}: run scripts/gen_sluice_yang.py"
+
+
+def test_the_generator_reads_every_leaf_of_the_model() -> None:
+    tables = {t.name: t for t in _generator().read_tables()}
+    assert sorted(tables) == ["SLUICE_AGENT", "SLUICE_AGENT_QUEUE"]
+    assert [k.name for k in tables["SLUICE_AGENT_QUEUE"].keys] == ["ifname", "qindex"]
+    assert len(tables["SLUICE_AGENT"].leaves) == 10
+    assert len(tables["SLUICE_AGENT_QUEUE"].leaves) == 8

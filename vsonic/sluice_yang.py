@@ -1,0 +1,52 @@
+"""Generated from agents/qos-agent/yang/sonic-sluice-agent.yang by scripts/gen_sluice_yang.py.
+
+What a switch with sonic-sluice-agent.yang installed accepts in SLUICE_AGENT and
+SLUICE_AGENT_QUEUE; ``vsonic/schema.py`` adds the model's ``must`` rules."""
+
+from __future__ import annotations
+
+from vsonic.schema_types import BOOLEAN, Decimal, FieldType, Integer, OneOf, Ref, Text
+
+AGENT_KEY = "global"
+QUEUE_INDEX_MAX = 7
+
+AGENT_FIELDS: dict[str, FieldType] = {
+    "algorithm": OneOf(("static", "mqecn", "dynaq", "hdcq")),
+    "interval_ms": Integer(1, 60000),
+    "rtt_us": Decimal(0.000001, 100000, fraction_digits=6),
+    "lambda": Decimal(0.000001, 10, fraction_digits=6),
+    "ewma_beta": Decimal(0.000001, 0.999999, fraction_digits=6),
+    "hysteresis_pct": Decimal(0, 50, fraction_digits=6),
+    "hdcq_k": Decimal(0.000001, 0.999999, fraction_digits=6),
+    "stale_after_ms": Integer(1, 600000),
+    "queues": Text(r"([0-7](,[0-7])*)?", "a string matching ([0-7](,[0-7])*)?"),
+    "version": Text(r"[0-9a-f]{1,64}", "a string matching [0-9a-f]{1,64}"),
+}
+AGENT_MANDATORY = (
+    "algorithm",
+    "interval_ms",
+    "rtt_us",
+    "lambda",
+    "ewma_beta",
+    "hysteresis_pct",
+    "hdcq_k",
+    "stale_after_ms",
+    "queues",
+    "version",
+)
+
+AGENT_QUEUE_FIELDS: dict[str, FieldType] = {
+    "managed": BOOLEAN,
+    "wred_profile": Ref("WRED_PROFILE"),
+    "weight": Integer(0, 100),
+    "floor_bytes": Integer(0, 2147483647),
+    "ceiling_bytes": Integer(0, 2147483647),
+    "static_bytes": Integer(0, 2147483647),
+    "speed_gbps": Integer(1, 800),
+    "buffer_bytes": Integer(1, 4294967295),
+}
+AGENT_QUEUE_MANDATORY = (
+    "weight",
+    "speed_gbps",
+    "buffer_bytes",
+)
