@@ -9,6 +9,8 @@ from vsonic.errors import SchemaViolationError
 from vsonic.fleet import fleet_targets
 from vsonic.paths import DbPath
 from vsonic.seed import default_ports
+from vsonic.serve import _parser as serve_parser
+from vsonic.serve import _targets as serve_targets
 from vsonic.setops import OpKind, SetOp
 from vsonic.switch import Switch
 
@@ -73,3 +75,11 @@ def test_with_the_model_the_same_set_is_accepted() -> None:
 
 def test_a_switch_has_the_model_unless_told_otherwise() -> None:
     assert Switch("leaf1", MemoryStore()).sluice_yang
+
+
+def test_the_serve_flag_marks_only_the_switches_it_names() -> None:
+    fleet = ["--address", "127.0.0.1:0", "--fleet", "--names", "leaf1", "leaf2"]
+    args = serve_parser().parse_args([*fleet, "--without-sluice-yang", "leaf1"])
+    targets = serve_targets(args)
+    assert not targets.resolve("leaf1").sluice_yang
+    assert targets.resolve("leaf2").sluice_yang
