@@ -142,16 +142,29 @@ def _list_entry(slist: libyang.SList, key: str, fields: Mapping[str, str]) -> di
     return entry
 
 
+@cache
+def modelled_elsewhere() -> frozenset[str]:
+    """Tables with a model among all of sonic-buildimage's modules, stored here or not
+    (``tables-with-yang.txt`` beside the models, generated from all of them)."""
+    lines = (SONIC_YANG_DIR / "tables-with-yang.txt").read_text().splitlines()
+    return frozenset(line.split()[0] for line in lines if line and not line.startswith("#"))
+
+
 class UnmodelledTable(ValueError):
     """The table has no model: GCU refuses the patch before validating anything."""
 
 
 def to_yang_json(config: ConfigDb) -> dict[str, Any]:
-    """The RFC 7951 JSON data tree of ``config`` (module-qualified top-level names)."""
+    """The RFC 7951 JSON data tree of ``config`` (module-qualified top-level names).
+
+    A table whose SONiC model is not stored here is left out (it cannot be checked here, and
+    a switch has its model); a table with no model anywhere raises ``UnmodelledTable``."""
     models = table_models()
     tree: dict[str, dict[str, Any]] = {}
     for (table, key), fields in sorted(config.items()):
         model = models.get(table)
+        if model is None and table in modelled_elsewhere():
+            continue
         if model is None:
             raise UnmodelledTable(table)
         top = tree.setdefault(f"{model.module}:{model.top}", {})
