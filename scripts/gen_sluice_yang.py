@@ -17,6 +17,7 @@ Run ``uv run python scripts/gen_sluice_yang.py`` after editing the YANG file;
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -338,7 +339,9 @@ def _formatted(path: Path, text: str) -> str:
     if path.suffix == ".py":
         command = [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(path), "-"]
     else:
-        command = ["rustfmt", "--edition", "2021", "--config-path", str(REPO / "rustfmt.toml")]
+        # rustup puts rustfmt in ~/.cargo/bin, which a plain shell may not have on PATH.
+        rustfmt = shutil.which("rustfmt") or str(Path.home() / ".cargo" / "bin" / "rustfmt")
+        command = [rustfmt, "--edition", "2021", "--config-path", str(REPO / "rustfmt.toml")]
     done = subprocess.run(command, input=text, capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
         raise RuntimeError(f"{command[0]} failed on {path}: {done.stderr}")
