@@ -56,7 +56,7 @@ def _static_between_bounds(fields: Mapping[str, str]) -> str | None:
 # the two rules above are the model's ``must`` statements.
 SCHEMA = TableSchema(
     table=TABLE,
-    key_pattern=PORT_KEY + rf"\|[0-{QUEUE_INDEX_MAX}]",
+    key_pattern=PORT_KEY + r"\|(" + "|".join(str(q) for q in range(QUEUE_INDEX_MAX + 1)) + ")",
     fields=AGENT_QUEUE_FIELDS,
     rules=(_managed_fields, _static_between_bounds),
 )
