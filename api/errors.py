@@ -25,6 +25,8 @@ from controller.errors import (
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
+    PrometheusError,
+    PrometheusUnreachable,
     SluiceError,
     SouthboundError,
     SouthboundProtocolError,
@@ -55,6 +57,9 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundRejected: 502,
     SouthboundProtocolError: 502,
     SouthboundUnreachable: 504,
+    # Prometheus, where telemetry history lives: down is unavailable, a wrong answer bad gateway.
+    PrometheusUnreachable: 503,
+    PrometheusError: 502,
     SluiceError: 400,
 }
 

@@ -12,6 +12,11 @@ command -v redis-server >/dev/null || apt_packages+=(redis-server)
 [ -x /usr/sbin/nft ] || apt_packages+=(nftables)
 command -v tc >/dev/null || apt_packages+=(iproute2)
 command -v tcpdump >/dev/null || apt_packages+=(tcpdump)
+# Telemetry history (lab/prometheus.py) and its rule checks (promtool comes with it).
+command -v prometheus >/dev/null || apt_packages+=(prometheus)
+# The dashboard's browser tests (selenium driving headless chromium).
+command -v chromium >/dev/null || apt_packages+=(chromium)
+command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive
