@@ -25,7 +25,9 @@ from controller.errors import (
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
+    PrometheusBadAnswer,
     PrometheusError,
+    PrometheusQueryInvalid,
     PrometheusUnreachable,
     SluiceError,
     SouthboundError,
@@ -59,6 +61,8 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundUnreachable: 504,
     # Prometheus, where telemetry history lives: down is unavailable, a wrong answer bad gateway.
     PrometheusUnreachable: 503,
+    PrometheusQueryInvalid: 502,
+    PrometheusBadAnswer: 502,
     PrometheusError: 502,
     SluiceError: 400,
 }
