@@ -56,6 +56,13 @@ function fill(tableId, rows, makeRow) {
   const body = $(tableId).querySelector("tbody");
   body.replaceChildren();
   for (const item of rows) body.appendChild(makeRow(item));
+  if (!rows.length) {
+    const row = document.createElement("tr");
+    const td = cell(row, "none");
+    td.colSpan = $(tableId).querySelectorAll("thead th").length;
+    td.className = "empty";
+    body.appendChild(row);
+  }
 }
 
 function showProblem(error) {
@@ -80,6 +87,20 @@ function progress(rollout) {
 }
 
 // --- overview -------------------------------------------------------------------------------
+
+// One entry per kind of problem, critical first: its first reason and how many more alike.
+function whyText(reasons) {
+  const groups = new Map();
+  for (const r of reasons) {
+    if (!groups.has(r.check)) groups.set(r.check, []);
+    groups.get(r.check).push(r);
+  }
+  const rank = (g) => (g.some((r) => r.state === "critical") ? 0 : 1);
+  return [...groups.values()]
+    .sort((a, b) => rank(a) - rank(b))
+    .map((g) => g[0].where + ": " + g[0].detail + (g.length > 1 ? " (+" + (g.length - 1) + " more)" : ""))
+    .join("; ");
+}
 
 async function renderOverview() {
   $("overview").hidden = false;
@@ -114,8 +135,7 @@ async function renderOverview() {
     cell(row, (sw.ports || []).length, "num");
     const verdict = bySwitch.get(sw.name);
     cell(row, "").appendChild(badge(verdict && verdict.state));
-    const reasons = ((verdict && verdict.reasons) || []).map((r) => r.where + ": " + r.detail);
-    cell(row, reasons.slice(0, 3).join("; ") + (reasons.length > 3 ? " (+" + (reasons.length - 3) + ")" : ""));
+    cell(row, whyText((verdict && verdict.reasons) || []));
     return row;
   });
   const items = rollouts.items || [];

@@ -64,7 +64,8 @@ function lineChart(title, series, formatValue) {
   }
   for (let i = 0; i <= 4; i++) {
     const t = t0 + ((t1 - t0) * i) / 4;
-    const label = svgEl("text", { x: x(t), y: H - 8, "text-anchor": "middle" });
+    const anchor = i === 0 ? "start" : i === 4 ? "end" : "middle";
+    const label = svgEl("text", { x: x(t), y: H - 8, "text-anchor": anchor });
     label.textContent = clock(t);
     svg.appendChild(label);
   }
