@@ -17,6 +17,8 @@ from tests.integration.telemetry.fabric_history import (
     telemetry_intent,
 )
 
+pytestmark = pytest.mark.integration
+
 
 def test_switch_telemetry_is_the_latest_sample_of_every_port_and_queue(
     telemetry_client: TestClient, viewer_headers: dict[str, str]

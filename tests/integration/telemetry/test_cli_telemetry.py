@@ -21,6 +21,8 @@ from tests.integration.conftest import put_intent
 from tests.integration.served import served
 from tests.integration.telemetry.fabric_history import last_point, telemetry_intent
 
+pytestmark = pytest.mark.integration
+
 
 def serve_cli(db_url: str, prometheus_url: str, tokens: dict[str, str]) -> Iterator[Cli]:
     app = create_app(

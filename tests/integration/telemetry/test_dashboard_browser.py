@@ -29,6 +29,8 @@ from tests.integration.conftest import issue_token, put_intent
 from tests.integration.served import served
 from tests.integration.telemetry.fabric_history import telemetry_intent
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[3]
 ARTEFACTS = Path(os.environ.get("SLUICE_TEST_ARTEFACTS", ROOT / ".run" / "artefacts")) / "dashboard"
 WAIT_S = 30

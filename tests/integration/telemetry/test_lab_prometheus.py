@@ -15,6 +15,8 @@ import pytest
 
 from lab.prometheus import LocalPrometheus, LocalPrometheusError
 
+pytestmark = pytest.mark.integration
+
 FAKE_COLLECTOR_METRICS = b"""\
 # TYPE sluice_switch_stream_up gauge
 sluice_switch_stream_up{switch="leaf1"} 1

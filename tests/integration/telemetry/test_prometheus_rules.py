@@ -10,6 +10,8 @@ import pytest
 
 from lab.prometheus import RULES_FILE, config_text
 
+pytestmark = pytest.mark.integration
+
 PROMETHEUS_DIR = RULES_FILE.parent
 
 

@@ -17,6 +17,8 @@ from controller.telemetry.promql import PromQL, make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.telemetry.fabric_history import STEP_S, last_point
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def promql(history_prometheus: LocalPrometheus) -> Iterator[PromQL]:
