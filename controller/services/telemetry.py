@@ -185,14 +185,15 @@ class TelemetryService:
             for p in s.ports
         ]
         smallest_buffer = min(buffers, default=intent.fabric.port_buffer_bytes)
+        # Exact literals (repr): a rounded threshold could let a value at the threshold slip.
         suspects = {
             "dropped_packets_per_s": (
-                f"sluice_queue_dropped_packets_per_second >= {limits.drops_per_s_warn:g}"
+                f"sluice_queue_dropped_packets_per_second >= {limits.drops_per_s_warn!r}"
             ),
-            "mark_fraction": f"sluice_queue_mark_fraction >= {limits.mark_fraction_warn:g}",
+            "mark_fraction": f"sluice_queue_mark_fraction >= {limits.mark_fraction_warn!r}",
             "occupancy_bytes": (
                 "sluice_queue_occupancy_bytes >= "
-                f"{smallest_buffer * limits.occupancy_pct_warn / 100:g}"
+                f"{smallest_buffer * limits.occupancy_pct_warn / 100!r}"
             ),
         }
         values: dict[tuple[str, str, str, str], dict[str, float | None]] = {}
