@@ -9,7 +9,8 @@ and let it scrape for a while instead of backfilling.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -38,6 +39,23 @@ def history_prometheus(
     history = write_history(root / "history.om", history_end)
     with running_prometheus(root / "server", history=history) as server:
         yield server
+
+
+@pytest.fixture
+def prometheus_scraping(tmp_path: Path) -> Iterator[Callable[[Sequence[str]], LocalPrometheus]]:
+    """Start a Prometheus scraping the given ``host:port`` targets (a collector) every second,
+    sluice's rules loaded; every one started is stopped after the test."""
+    started: list[LocalPrometheus] = []
+
+    def start(targets: Sequence[str]) -> LocalPrometheus:
+        server = LocalPrometheus(tmp_path / f"prometheus-{len(started)}", targets=targets)
+        server.start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 def wall_clock_app(db_url: str, prometheus_url: str) -> TestClient:

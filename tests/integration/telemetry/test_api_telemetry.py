@@ -3,10 +3,15 @@ real Prometheus holding a known history (fabric_history.py)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
 from controller.store.localpg import free_port
+from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import put_intent
 from tests.integration.telemetry.conftest import wall_clock_app
 from tests.integration.telemetry.fabric_history import (
@@ -16,6 +21,7 @@ from tests.integration.telemetry.fabric_history import (
     last_point,
     telemetry_intent,
 )
+from tests.integration.telemetry.fake_collector import fake_collector
 
 pytestmark = pytest.mark.integration
 
@@ -172,3 +178,63 @@ def test_prometheus_down_is_a_specific_503_not_a_500(
             assert body["type"] == "urn:sluice:problem:prometheus-unreachable"
             assert "no answer from Prometheus" in body["detail"]
         assert client.get("/healthz").status_code == 200  # liveness does not need Prometheus
+
+
+SCRAPED_FABRIC = """\
+# TYPE sluice_switch_stream_up gauge
+sluice_switch_stream_up{switch="leaf1"} 0
+sluice_switch_stream_up{switch="leaf2"} 1
+# TYPE sluice_switch_last_update_age_seconds gauge
+sluice_switch_last_update_age_seconds{switch="leaf1"} 45
+sluice_switch_last_update_age_seconds{switch="leaf2"} 0.5
+# TYPE sluice_agent_heartbeat_age_seconds gauge
+sluice_agent_heartbeat_age_seconds{switch="leaf2"} 0.1
+# TYPE sluice_agent_mode_info gauge
+sluice_agent_mode_info{switch="leaf2",mode="dynamic",algorithm="mqecn"} 1
+# TYPE sluice_queue_occupancy_bytes gauge
+sluice_queue_occupancy_bytes{switch="leaf2",port="Ethernet0",queue="3",class="storage"} 1900000
+sluice_queue_occupancy_bytes{switch="leaf2",port="Ethernet0",queue="1",class="bulk"} 1000
+# TYPE sluice_collector_lag_seconds gauge
+sluice_collector_lag_seconds{collector="0"} 0.2
+"""
+
+
+def test_health_of_a_fabric_prometheus_scrapes_live(
+    module_db_url: str,
+    telemetry_client: TestClient,
+    viewer_headers: dict[str, str],
+    prometheus_scraping: Callable[[Sequence[str]], LocalPrometheus],
+) -> None:
+    # leaf1's stream is down and its counters 45 s old; leaf2's storage queue holds 1.9 MB of
+    # its port's 2 MB (95 %: critical). Swap the fake for the collector to test the real chain.
+    with fake_collector(SCRAPED_FABRIC) as target:
+        server = prometheus_scraping([target])
+        with wall_clock_app(module_db_url, server.url) as client:
+            body = eventually_health(client, viewer_headers)
+    assert body["state"] == "critical"
+    assert body["reasons"] == []
+    leaf1, leaf2 = body["switches"]
+    assert [(r["check"], r["state"]) for r in leaf1["reasons"]] == [
+        ("stream_down", "critical"),
+        ("counters_stale", "warn"),
+    ]
+    assert leaf2["reasons"] == [
+        {
+            "check": "occupancy",
+            "state": "critical",
+            "where": "leaf2 Ethernet0 queue 3",
+            "detail": "occupancy % of the 2000000 B port buffer 95 >= 90",
+        }
+    ]
+
+
+def eventually_health(client: TestClient, headers: dict[str, str]) -> dict[str, Any]:
+    """GET /health once Prometheus has scraped the collector (until then no switch has
+    telemetry and the collector reports no lag)."""
+    deadline = time.monotonic() + 30
+    while True:
+        body: dict[str, Any] = client.get("/api/v1/health", headers=headers).json()
+        scraped = not any(r["check"] == "no_collector" for r in body.get("reasons", []))
+        if scraped or time.monotonic() > deadline:
+            return body
+        time.sleep(0.2)

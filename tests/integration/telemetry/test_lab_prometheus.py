@@ -1,23 +1,22 @@
 """lab.prometheus: a real Prometheus on loopback that scrapes its targets, loads sluice's rules
 and stops when done. The scraped target here is a fake collector (a few lines of the
-collector's exposition served by http.server); the real one is controller.telemetry.collector."""
+collector's exposition, fake_collector.py); the real one is controller.telemetry.collector."""
 
 from __future__ import annotations
 
-import http.server
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import httpx
 import pytest
 
 from lab.prometheus import LocalPrometheus, LocalPrometheusError
+from tests.integration.telemetry.fake_collector import fake_collector
 
 pytestmark = pytest.mark.integration
 
-FAKE_COLLECTOR_METRICS = b"""\
+FAKE_COLLECTOR_METRICS = """\
 # TYPE sluice_switch_stream_up gauge
 sluice_switch_stream_up{switch="leaf1"} 1
 # TYPE sluice_agent_heartbeat_age_seconds gauge
@@ -27,25 +26,10 @@ sluice_queue_dropped_packets_per_second{switch="leaf1",port="Ethernet0",queue="3
 """
 
 
-class FakeCollectorHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.end_headers()
-        self.wfile.write(FAKE_COLLECTOR_METRICS)
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
 @pytest.fixture
-def fake_collector() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeCollectorHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def collector() -> Iterator[str]:
+    with fake_collector(FAKE_COLLECTOR_METRICS) as target:
+        yield target
 
 
 def eventually_query(url: str, query: str, deadline_s: float = 30.0) -> list[dict[str, object]]:
@@ -58,19 +42,19 @@ def eventually_query(url: str, query: str, deadline_s: float = 30.0) -> list[dic
         time.sleep(0.2)
 
 
-def test_it_scrapes_its_targets_and_loads_the_rules(tmp_path: Path, fake_collector: str) -> None:
-    with LocalPrometheus(tmp_path, targets=[fake_collector]) as server:
-        (up,) = eventually_query(server.url, 'up{job="sluice-collector"} == 1')
-        assert up["metric"]["instance"] == fake_collector  # type: ignore[index]
-        (recorded,) = eventually_query(
-            server.url, "switch:sluice_queue_dropped_packets_per_second:sum"
-        )
-        assert recorded["value"][1] == "7"  # type: ignore[index]
-        groups = httpx.get(f"{server.url}/api/v1/rules").json()["data"]["groups"]
-        assert {g["name"] for g in groups} == {"sluice.recording", "sluice.alerts"}
-        url = server.url
+def test_it_scrapes_its_targets_and_loads_the_rules(
+    prometheus_scraping: Callable[[Sequence[str]], LocalPrometheus], collector: str
+) -> None:
+    server = prometheus_scraping([collector])
+    (up,) = eventually_query(server.url, 'up{job="sluice-collector"} == 1')
+    assert up["metric"]["instance"] == collector  # type: ignore[index]
+    (recorded,) = eventually_query(server.url, "switch:sluice_queue_dropped_packets_per_second:sum")
+    assert recorded["value"][1] == "7"  # type: ignore[index]
+    groups = httpx.get(f"{server.url}/api/v1/rules").json()["data"]["groups"]
+    assert {g["name"] for g in groups} == {"sluice.recording", "sluice.alerts"}
+    server.stop()  # the fixture's stop after the test is then a no-op
     with pytest.raises(httpx.TransportError):
-        httpx.get(f"{url}/-/ready", timeout=2)
+        httpx.get(f"{server.url}/-/ready", timeout=2)
 
 
 def test_a_server_that_cannot_start_says_so(tmp_path: Path) -> None:
