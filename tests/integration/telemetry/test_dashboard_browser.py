@@ -23,6 +23,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from api.main import create_app
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
+from controller.store.localpg import free_port
 from controller.telemetry.prometheus_settings import PrometheusSettings
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import issue_token, put_intent
@@ -165,3 +166,27 @@ def test_the_page_asks_for_a_token_and_uses_the_one_given(
     assert not form.is_displayed()
     screenshot(browser, "after-login")
     assert console_errors(browser) == []
+
+
+def test_prometheus_down_shows_a_banner_and_keeps_the_overview(
+    browser: WebDriver, module_db_url: str, dashboard_api: str, viewer_token: str
+) -> None:
+    # Same database (intent, rollout), but a Prometheus address where nothing listens.
+    app = create_app(
+        Settings(database_url=SecretStr(module_db_url)),
+        prometheus=PrometheusSettings(url=f"http://127.0.0.1:{free_port()}"),
+    )
+    with served(app) as url:
+        browser.get(f"{url}/dashboard#token={viewer_token}")
+        rendered(browser)
+        banner = browser.find_element(By.ID, "problem")
+        assert banner.is_displayed()
+        assert banner.text.startswith("Telemetry unavailable: no answer from Prometheus")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#switches tbody tr")
+        assert [r.find_element(By.CSS_SELECTOR, ".badge").text for r in rows] == ["unknown"] * 2
+        assert browser.find_element(By.ID, "fabric-state").text == "fabric ?"
+        screenshot(browser, "prometheus-down")
+        # The browser logs each failed fetch; nothing else may go wrong.
+        errors = console_errors(browser)
+        assert errors
+        assert all("/api/v1/health" in e and "503" in e for e in errors), errors
