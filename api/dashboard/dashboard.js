@@ -209,7 +209,8 @@ function portPanel(port, seriesDoc) {
   charts.className = "charts";
   charts.appendChild(lineChart("Threshold in force (solid) and occupancy (dashed), bytes",
     [...pick("threshold_bytes", false), ...pick("occupancy_bytes", true)].filter((s) => s.points.length), formatBytes));
-  charts.appendChild(lineChart("Throughput, bytes/s", pick("tx_bytes_per_s", false), formatBytes));
+  const perSecond = (v) => formatBytes(v) + "/s";
+  charts.appendChild(lineChart("Throughput", pick("tx_bytes_per_s", false), perSecond));
   charts.appendChild(lineChart("ECN-marked packets/s", pick("ecn_marked_packets_per_s", false), formatCount));
   panel.appendChild(charts);
   return panel;
