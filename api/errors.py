@@ -25,6 +25,10 @@ from controller.errors import (
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
+    PrometheusBadAnswer,
+    PrometheusError,
+    PrometheusQueryInvalid,
+    PrometheusUnreachable,
     SluiceError,
     SouthboundError,
     SouthboundProtocolError,
@@ -55,6 +59,11 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundRejected: 502,
     SouthboundProtocolError: 502,
     SouthboundUnreachable: 504,
+    # Prometheus, where telemetry history lives: down is unavailable, a wrong answer bad gateway.
+    PrometheusUnreachable: 503,
+    PrometheusQueryInvalid: 502,
+    PrometheusBadAnswer: 502,
+    PrometheusError: 502,
     SluiceError: 400,
 }
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
@@ -31,10 +32,12 @@ from api.routes import (
     tokens,
 )
 from api.services import build_services
+from api.telemetry_api import build_telemetry_service, install_telemetry_routers
 from controller.hosts.config import HostsConfig
 from controller.services.common import Clock, utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
+from controller.telemetry.prometheus_settings import PrometheusSettings
 
 API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -58,8 +61,14 @@ async def _request_id(
 
 
 def create_app(
-    settings: Settings, *, clock: Clock = utc_now, hosts_config: HostsConfig | None = None
+    settings: Settings,
+    *,
+    clock: Clock = utc_now,
+    hosts_config: HostsConfig | None = None,
+    prometheus: PrometheusSettings | None = None,
+    prometheus_transport: httpx.BaseTransport | None = None,
 ) -> FastAPI:
+    """``prometheus``: where telemetry history is read (``SLUICE_PROMETHEUS_*`` when None)."""
     if settings.database_url is None:
         raise ValueError("DATABASE_URL is not set: the API needs a PostgreSQL database")
     url = settings.database_url.get_secret_value()
@@ -69,9 +78,16 @@ def create_app(
         engine = make_engine(url)
         app.state.services = build_services(engine, clock=clock, hosts_config=hosts_config)
         app.state.rollout_services = build_rollout_services(engine, clock=clock)
+        app.state.telemetry = build_telemetry_service(
+            app.state.services,
+            prometheus or PrometheusSettings(),
+            clock=clock,
+            transport=prometheus_transport,
+        )
         try:
             yield
         finally:
+            app.state.telemetry.close()
             app.state.rollout_services.close()
             app.state.services.host_runs.wait()
             engine.dispose()
@@ -92,6 +108,7 @@ def create_app(
     for module in (*routers, tokens):
         app.include_router(module.router, prefix=API_PREFIX)
     install_rollout_routers(app, API_PREFIX)
+    install_telemetry_routers(app, API_PREFIX)
     return app
 
 

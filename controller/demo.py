@@ -45,6 +45,7 @@ from controller.demo_hosts import (
 )
 from controller.demo_switches import switches_step
 from controller.store.localpg import LocalPostgres, free_port
+from lab.prometheus import LocalPrometheus, LocalPrometheusError
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_DIR = REPO / ".run" / "demo"
@@ -91,6 +92,25 @@ def local_database(keep: bool) -> Iterator[str]:
     server.start()
     try:
         yield server.url()
+    finally:
+        if not keep:
+            server.stop()
+
+
+@contextmanager
+def local_prometheus(keep: bool) -> Iterator[str]:
+    """A local Prometheus scraping the telemetry collector (docs/health.md); yields its URL."""
+    target = f"127.0.0.1:{os.environ.get('SLUICE_TELEMETRY_METRICS_PORT', '9464')}"
+    root = RUN_DIR / "prometheus"
+    shutil.rmtree(root, ignore_errors=True)
+    server = LocalPrometheus(root, targets=[target])
+    say(f"starting a local Prometheus on {server.url}, scraping the collector at {target}")
+    try:
+        server.start()
+    except LocalPrometheusError as why:
+        raise DemoError(str(why)) from None
+    try:
+        yield server.url
     finally:
         if not keep:
             server.stop()
@@ -193,6 +213,7 @@ def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environm
     env = Environment(database_url, f"http://127.0.0.1:{port}", port, token)
     say(f"serving the REST API on {env.api_url} (OpenAPI at {env.api_url}/docs)")
     api_env = {**env.for_commands(), **(hosts.env if hosts else {})}
+    api_env["SLUICE_PROMETHEUS_URL"] = stack.enter_context(local_prometheus(keep))
     stack.enter_context(api_server(api_env, env.api_url, keep))
     return env
 
@@ -219,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if hosts is not None:
                 hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent)
             if keep:
-                say(f"left running: API {env.api_url}; export SLUICE_API_TOKEN=<the token above>")
+                say(f"left running: API {env.api_url}, dashboard {env.api_url}/dashboard; "
+                    "export SLUICE_API_TOKEN=<the token above>")  # fmt: skip
     except DemoError as exc:
         print(f"\ndemo failed: {exc}", file=sys.stderr)
         return 1

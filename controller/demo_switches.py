@@ -167,6 +167,19 @@ def wait_for_drift(env: Mapping[str, str], switch: str) -> None:
     raise SwitchDemoError(f"the reconcile loop recorded no drift on {switch} in {WAIT_S:.0f} s")
 
 
+TOP_EXCERPT_LINES = 12
+
+
+def show_telemetry(env: Mapping[str, str], say: Say) -> None:
+    """Where to watch it: the dashboard's address and the first lines of ``sluice top``."""
+    say(f"the dashboard: {env['SLUICE_API_URL']}/dashboard (sign in with the demo's token)")
+    say(f"sluice top {DEMO_SWITCH}: each queue now, from Prometheus through the API (excerpt)")
+    wide = {**env, "COLUMNS": "160"}  # captured output is not a terminal: say how wide
+    frame = run([str(BIN / "sluice"), "top", DEMO_SWITCH, "--once"], wide, capture=True)
+    for line in frame.splitlines()[:TOP_EXCERPT_LINES]:
+        print(line, flush=True)
+
+
 def switches_step(
     env: Mapping[str, str],
     intent_file: Path,
@@ -217,3 +230,4 @@ def switches_step(
         db.close()
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
+            show_telemetry(full, say)

@@ -115,3 +115,27 @@ class SouthboundProtocolError(SouthboundError):
     or value); a bug on one side or the other, never retried."""
 
     title = "malformed switch response"
+
+
+class PrometheusError(SluiceError):
+    """Reading telemetry history from Prometheus failed (controller/telemetry/promql.py)."""
+
+    title = "prometheus error"
+
+
+class PrometheusUnreachable(PrometheusError):
+    """No answer from Prometheus (refused, timed out, or it answered 503 while starting)."""
+
+    title = "prometheus unreachable"
+
+
+class PrometheusQueryInvalid(PrometheusError):
+    """Prometheus refused the query (``bad_data``): a bug in the query sluice built."""
+
+    title = "prometheus query invalid"
+
+
+class PrometheusBadAnswer(PrometheusError):
+    """Prometheus answered something its HTTP API does not allow (not JSON, wrong shape)."""
+
+    title = "prometheus bad answer"

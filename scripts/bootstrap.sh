@@ -16,6 +16,11 @@ command -v tcpdump >/dev/null || apt_packages+=(tcpdump)
 # pinned <2.8 for bookworm's libyang 2.1) build against the C headers.
 [ -f /usr/include/libyang/libyang.h ] || apt_packages+=(libyang2-dev)
 command -v gcc >/dev/null || apt_packages+=(gcc)
+# Telemetry history (lab/prometheus.py) and its rule checks (promtool comes with it).
+command -v prometheus >/dev/null || apt_packages+=(prometheus)
+# The dashboard's browser tests (selenium driving headless chromium).
+command -v chromium >/dev/null || apt_packages+=(chromium)
+command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -4,6 +4,7 @@ from controller.cli.app import CliDeps, app, main
 from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
+from controller.cli.telemetry import register as register_telemetry_commands
 
 # Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
 # controller.cli.app runs this package first, so every entry point has the group.
@@ -13,5 +14,8 @@ app.command("import-switches")(import_switches)
 
 # rollout, drift, reconcile: they build on app.py's helpers, so they register here.
 register_rollout_commands(app)
+
+# health, top: telemetry read through the API.
+register_telemetry_commands(app)
 
 __all__ = ["CliDeps", "app", "main"]

@@ -22,12 +22,15 @@ from controller.errors import (
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
+    PrometheusUnreachable,
     SluiceError,
     Unauthenticated,
 )
 
 API_PREFIX = "/api/v1"
 PAGE_SIZE = 200
+# The API's 503 when telemetry history cannot be read (api/errors.py).
+PROMETHEUS_UNREACHABLE = "urn:sluice:problem:prometheus-unreachable"
 
 JsonObject = dict[str, Any]
 
@@ -71,6 +74,8 @@ def error_from_response(response: httpx.Response) -> SluiceError:
     if status in (400, 422):
         problems = field_problems(body) or [FieldProblem(path="request", reason=detail)]
         return IntentInvalid(problems)
+    if body.get("type") == PROMETHEUS_UNREACHABLE:
+        return PrometheusUnreachable(detail)
     error_class = _ERROR_BY_STATUS.get(status)
     if error_class is not None:
         return error_class(detail)

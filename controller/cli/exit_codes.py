@@ -18,6 +18,7 @@ from controller.errors import (
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
+    PrometheusUnreachable,
     Unauthenticated,
 )
 
@@ -47,6 +48,7 @@ _CODE_BY_ERROR: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (Forbidden, ExitCode.AUTH),
     (NotFound, ExitCode.NOT_FOUND),
     (ApiUnreachable, ExitCode.UNREACHABLE),
+    (PrometheusUnreachable, ExitCode.UNREACHABLE),  # the API is up; its telemetry store is not
 )
 
 

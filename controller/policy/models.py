@@ -261,6 +261,28 @@ class Reconcile(Frozen):
     )
 
 
+class Health(Frozen):
+    """When telemetry makes a queue, switch or the fabric warn or critical
+    (controller/telemetry/health.py, docs/health.md). Each pair is warn, then critical."""
+
+    drops_per_s_warn: float = Field(default=1.0, ge=0.0, description="dropped packets/s")
+    drops_per_s_critical: float = Field(default=100.0, ge=0.0)
+    mark_fraction_warn: float = Field(default=0.5, ge=0.0, le=1.0, description="marked/sent")
+    mark_fraction_critical: float = Field(default=0.9, ge=0.0, le=1.0)
+    occupancy_pct_warn: float = Field(
+        default=70.0, ge=0.0, le=100.0, description="queue occupancy, % of the port's buffer"
+    )
+    occupancy_pct_critical: float = Field(default=90.0, ge=0.0, le=100.0)
+    agent_heartbeat_s_warn: float = Field(default=5.0, gt=0.0, le=86_400.0)
+    agent_heartbeat_s_critical: float = Field(default=30.0, gt=0.0, le=86_400.0)
+    counters_age_s_warn: float = Field(
+        default=30.0, gt=0.0, le=86_400.0, description="since the switch's last update"
+    )
+    counters_age_s_critical: float = Field(default=120.0, gt=0.0, le=86_400.0)
+    collector_lag_s_warn: float = Field(default=5.0, gt=0.0, le=86_400.0)
+    collector_lag_s_critical: float = Field(default=30.0, gt=0.0, le=86_400.0)
+
+
 class HostTransport(Frozen):
     """The hosts' TCP settings (sysctls). Unset ``tcp_ecn`` follows the classes: 1 (ask for
     ECN) when a class is ECN-marked on the switches, else 2, the Linux default (answer ECN
@@ -291,6 +313,7 @@ class Fabric(Frozen):
     host_transport: HostTransport = Field(default_factory=HostTransport)
     agent: Agent = Field(default_factory=Agent)
     reconcile: Reconcile = Field(default_factory=Reconcile)
+    health: Health = Field(default_factory=Health)
 
 
 class Intent(Frozen):

@@ -139,6 +139,28 @@ def agent_timing(intent: Intent) -> list[FieldProblem]:
     return [FieldProblem("fabric.agent.stale_after_ms", reason)]
 
 
+HEALTH_PAIRS = (
+    "drops_per_s",
+    "mark_fraction",
+    "occupancy_pct",
+    "agent_heartbeat_s",
+    "counters_age_s",
+    "collector_lag_s",
+)
+
+
+def health_thresholds_ordered(intent: Intent) -> list[FieldProblem]:
+    """A critical threshold below its warn threshold would skip warn and confuse alerts."""
+    health = intent.fabric.health
+    problems = []
+    for name in HEALTH_PAIRS:
+        warn, critical = getattr(health, f"{name}_warn"), getattr(health, f"{name}_critical")
+        if critical < warn:
+            reason = f"must be at least fabric.health.{name}_warn ({warn})"
+            problems.append(FieldProblem(f"fabric.health.{name}_critical", reason))
+    return problems
+
+
 def known_speeds(intent: Intent) -> list[FieldProblem]:
     """Port and NIC speeds SONiC and Linux actually run at."""
     known = ", ".join(str(s) for s in KNOWN_SPEEDS_GBPS)
@@ -335,6 +357,7 @@ RULES: tuple[Rule, ...] = (
     addresses_well_formed,
     known_speeds,
     agent_timing,
+    health_thresholds_ordered,
     dscp_used_once,
     queues_not_shared,
     scheduling_weights,

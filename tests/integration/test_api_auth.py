@@ -51,6 +51,13 @@ ENDPOINTS += [
     ("POST", "/api/v1/reconcile/run", AccessRole.OPERATOR),
 ]
 
+# Telemetry and health, read from Prometheus.
+ENDPOINTS += [
+    ("GET", "/api/v1/telemetry/switches/{name}", AccessRole.VIEWER),
+    ("GET", "/api/v1/telemetry/switches/{name}/ports/{port}/series", AccessRole.VIEWER),
+    ("GET", "/api/v1/health", AccessRole.VIEWER),
+]
+
 DENIALS = [
     (method, path, role)
     for method, path, needed in ENDPOINTS
@@ -66,6 +73,7 @@ def _concrete(path: str) -> str:
         .replace("{token_id}", "999")
         .replace("{run_id}", "999")
         .replace("{name}", "x1")
+        .replace("{port}", "Ethernet0")
     )
 
 

@@ -86,6 +86,9 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "apply_hosts",
         "list_host_runs",
         "get_host_run",
+        "get_switch_telemetry",
+        "get_port_series",
+        "get_health",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

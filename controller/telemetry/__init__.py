@@ -1,0 +1,1 @@
+"""Telemetry: the collector, rates, the health model and the PromQL client (docs/telemetry.md)."""
