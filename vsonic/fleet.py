@@ -13,21 +13,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vsonic.db import MemoryStore, Store
+from vsonic.gcu import GcuBehaviour
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 from vsonic.switch import Switch, Targets
 
 
-def standalone_targets(name: str, store: Store, ports: Sequence[PortSeed]) -> Targets:
+def standalone_targets(
+    name: str, store: Store, ports: Sequence[PortSeed], gcu: GcuBehaviour | None = None
+) -> Targets:
     seed_store(store, SwitchSeed(hostname=name, ports=tuple(ports)))
-    return Targets([Switch(name, store)], fleet=False)
+    return Targets([Switch(name, store, gcu=gcu or GcuBehaviour())], fleet=False)
 
 
-def fleet_targets(names: Sequence[str], ports: Sequence[PortSeed]) -> Targets:
+def fleet_targets(
+    names: Sequence[str], ports: Sequence[PortSeed], gcu: GcuBehaviour | None = None
+) -> Targets:
     if len(set(names)) != len(names):
         raise ValueError("fleet switch names must be unique")
     switches = []
     for name in names:
         store = MemoryStore()
         seed_store(store, SwitchSeed(hostname=name, ports=tuple(ports)))
-        switches.append(Switch(name, store))
+        switches.append(Switch(name, store, gcu=gcu or GcuBehaviour()))
     return Targets(switches, fleet=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vsonic.db import RedisStore
 from vsonic.fleet import fleet_targets, standalone_targets
+from vsonic.gcu import GcuBehaviour
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, serve
 from vsonic.inventory import parse_port_list
 from vsonic.seed import default_ports
@@ -40,7 +41,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--tls-cert", type=Path)
     parser.add_argument("--tls-key", type=Path)
+    parser.add_argument(
+        "--gcu-set-s", type=float, default=0.0, help="seconds per Set (checkpoint + save)"
+    )
+    parser.add_argument("--gcu-op-s", type=float, default=0.0, help="seconds per Set operation")
+    parser.add_argument(
+        "--without-sluice-yang",
+        action="store_true",
+        help="no YANG model for sluice's tables: refuse any patch touching them, as GCU does",
+    )
     return parser
+
+
+def _gcu(args: argparse.Namespace) -> GcuBehaviour:
+    return GcuBehaviour(args.gcu_set_s, args.gcu_op_s, not args.without_sluice_yang)
 
 
 def _targets(args: argparse.Namespace) -> Targets:
@@ -50,11 +64,11 @@ def _targets(args: argparse.Namespace) -> Targets:
         else default_ports(args.ports, args.speed_gbps)
     )
     if args.fleet:
-        return fleet_targets(args.names, ports)
+        return fleet_targets(args.names, ports, _gcu(args))
     if args.redis_port is None or len(args.names) != 1:
         raise SystemExit("standalone mode needs exactly one --names and a --redis-port")
     return standalone_targets(
-        args.names[0], RedisStore.connect("127.0.0.1", args.redis_port), ports
+        args.names[0], RedisStore.connect("127.0.0.1", args.redis_port), ports, _gcu(args)
     )
 
 

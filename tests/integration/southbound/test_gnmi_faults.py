@@ -14,7 +14,11 @@ import pytest
 from pydantic import SecretStr
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
-from controller.errors import SouthboundProtocolError, SouthboundUnreachable
+from controller.errors import (
+    SouthboundProtocolError,
+    SouthboundSetUnconfirmed,
+    SouthboundUnreachable,
+)
 from controller.reconcile.apply import apply_plan_to_switch
 from controller.sonic.model import Op, Plan
 from controller.southbound.gnmi import CallPolicy, GnmiTarget, SessionPool
@@ -76,7 +80,13 @@ def target(port: int) -> GnmiTarget:
         (gnmi_pb2.TypedValue(json_ietf_val=b"{not json"), "not JSON"),
         (gnmi_pb2.TypedValue(string_val="DWRR"), "string_val"),
         (gnmi_pb2.TypedValue(json_ietf_val=b'["a", "list"]'), "not a JSON object"),
-        (gnmi_pb2.TypedValue(json_ietf_val=b'{"S1": {"weight": 40}}'), "field 'weight'"),
+        (
+            # A fresh session reads the CONFIG_DB root: {table: {key: {field: value}}}.
+            gnmi_pb2.TypedValue(
+                json_ietf_val=b'{"DEVICE_METADATA": {}, "SCHEDULER": {"S1": {"weight": 40}}}'
+            ),
+            "field 'weight'",
+        ),
     ],
 )
 def test_a_malformed_get_answer_is_a_protocol_error(
@@ -104,18 +114,26 @@ def test_a_malformed_read_back_fails_the_apply_with_the_reason(
     assert "not JSON" in (result.reason or "")
 
 
-def test_a_hanging_switch_hits_the_deadline_on_every_try_and_is_unreachable() -> None:
+def test_a_hanging_switch_hits_the_set_deadline_once_and_the_set_is_unconfirmed() -> None:
     servicer = FakeStalledGnmiServicer()
     server, port = serve(servicer)
     sleeps: list[float] = []
-    policy = CallPolicy(deadline_s=0.2, retry=RetryPolicy(attempts=2, base_delay_s=0.01))
+    policy = CallPolicy(
+        deadline_s=0.2,
+        retry=RetryPolicy(attempts=2, base_delay_s=0.01),
+        set_deadline_s=0.3,
+        progress_every_s=0.1,
+    )
     try:
         with SessionPool(policy=policy, sleep=sleeps.append) as pool:
             session = pool.session(target(port))
-            with pytest.raises(SouthboundUnreachable, match="DEADLINE_EXCEEDED"):
+            with pytest.raises(SouthboundSetUnconfirmed, match="DEADLINE_EXCEEDED") as raised:
                 session.set([SCHED])
-            assert session.rpc_counts == {"Set": 2}
-            assert len(sleeps) == 1
+            # Never retried: the switch may still be applying it.
+            assert session.rpc_counts == {"Set": 1}
+            assert sleeps == []
+            assert raised.value.waited_s == 0.3
+            assert isinstance(raised.value, SouthboundUnreachable)
     finally:
         servicer.release.set()
         server.stop(0.2).wait()

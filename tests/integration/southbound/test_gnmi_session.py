@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from controller.errors import SouthboundRejected, SouthboundUnreachable
+from controller.errors import SouthboundRejected, SouthboundSetUnconfirmed, SouthboundUnreachable
 from controller.reconcile.apply import apply_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Op
@@ -76,8 +76,8 @@ def test_nobody_listening_is_unreachable_after_jittered_retries_without_the_pass
     ) as pool:
         session = pool.session(target)
         with pytest.raises(SouthboundUnreachable) as raised:
-            session.set([SCHED])
-    assert session.rpc_counts == {"Set": 4}
+            session.get_tables(["SCHEDULER"])
+    assert session.rpc_counts == {"Get": 4}
     draws = random.Random(42)
     # steps 0.2, 0.4, 0.8 (below the 1.0 cap); delay = step/2 + step/2 * u
     assert clock.sleeps == pytest.approx([s / 2 + s / 2 * draws.random() for s in (0.2, 0.4, 0.8)])
@@ -86,6 +86,19 @@ def test_nobody_listening_is_unreachable_after_jittered_retries_without_the_pass
     assert "UNAVAILABLE" in message
     assert password not in message
     assert password not in repr(session)
+
+
+def test_a_set_without_an_answer_is_sent_once_and_reported_unconfirmed() -> None:
+    # A switch may still be running a Set the client gave up on (GCU carries on): the
+    # session never resends it; the caller reads back first.
+    target = GnmiTarget("ghost", "127.0.0.1", free_port(), "admin", SecretStr("x"))
+    clock = FakeClock()
+    with SessionPool(sleep=clock.sleep) as pool:
+        session = pool.session(target)
+        with pytest.raises(SouthboundSetUnconfirmed, match="UNAVAILABLE"):
+            session.set([SCHED])
+    assert session.rpc_counts == {"Set": 1}
+    assert clock.sleeps == []
 
 
 def test_a_wrong_password_is_refused_once_not_retried(fabric: Fabric) -> None:
@@ -110,7 +123,7 @@ def test_a_rejected_set_carries_the_switch_message_naming_the_field(fabric: Fabr
         session = pool.session(fabric.targets()["leaf2"])
         with pytest.raises(SouthboundRejected) as raised:
             session.set([SCHED, bad])
-    assert raised.value.code == "INVALID_ARGUMENT"
+    assert raised.value.code == "UNKNOWN"  # what sonic-gnmi answers a refused Set with
     assert "SCHEDULER|SLUICE_BAD" in raised.value.message
     assert "weight" in raised.value.message
     # All or nothing: the good op of the same request was not written either.
