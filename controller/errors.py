@@ -101,13 +101,13 @@ class SouthboundUnreachable(SouthboundError):
 class SouthboundSetUnconfirmed(SouthboundUnreachable):
     """A Set got no answer (deadline passed, connection lost) and the switch may still be
     applying it: a CONFIG_DB Set is a GCU run that goes on after the client gave up. Never
-    resend it blindly; read back first (``waited_s``: how long the client waited)."""
+    resend it blindly; read back first, for up to ``outcome_wait_s`` seconds."""
 
     title = "switch did not confirm the write"
 
-    def __init__(self, switch: str, detail: str, waited_s: float) -> None:
+    def __init__(self, switch: str, detail: str, outcome_wait_s: float) -> None:
         super().__init__(switch, detail)
-        self.waited_s = waited_s
+        self.outcome_wait_s = outcome_wait_s
 
 
 class SouthboundRejected(SouthboundError):

@@ -13,9 +13,9 @@ Per switch the outcome is one of:
 
 A Set that got no answer (``SouthboundSetUnconfirmed``: the deadline passed or the connection
 dropped) may still be running on the switch, which applies it as one GCU run whatever the
-client does. It is never resent blindly: the tables it wrote are read back, for as long again
-as the client waited, until the switch shows the outcome; only the ops still missing then
-are sent, once.
+client does. It is never resent blindly: the tables it wrote are read back (for a few Set
+deadlines, ``CallPolicy.outcome_wait_factor``) until the switch shows the outcome; only the
+ops still missing then are sent, once.
 
 The tables sluice invents (``SLUICE_AGENT``, ``SLUICE_AGENT_QUEUE``) are checked on a switch
 only by sluice's YANG extension, and GCU refuses a whole patch that touches a table without
@@ -350,11 +350,11 @@ def _await_outcome(
     volatile: Volatile,
     sleep: Callable[[float], None],
 ) -> tuple[Op, ...]:
-    """The ops of an unanswered Set that the switch still lacks once it had as long again
-    as the client waited: read back until all of it shows (a GCU run applies all or none),
-    so a Set still running is never sent a second time."""
+    """The ops of an unanswered Set that the switch still lacks after ``outcome_wait_s``:
+    read back until all of it shows (a GCU run applies all or none), so a Set still running
+    is never sent a second time."""
     tables = {op.table for op in chunk}
-    interval = error.waited_s / OUTCOME_POLLS
+    interval = error.outcome_wait_s / OUTCOME_POLLS
     missing = chunk
     for poll in range(OUTCOME_POLLS + 1):
         missing = still_missing(chunk, session.get_tables(tables), volatile)

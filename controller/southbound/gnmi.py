@@ -148,12 +148,16 @@ DEFAULT_SET_DEADLINE_S = 60.0
 class CallPolicy:
     """``deadline_s`` bounds each read attempt; ``retry`` says how often and how long to wait
     between reads. ``set_deadline_s`` bounds a Set (one attempt, never retried here) unless
-    the target names its own; ``progress_every_s``: how often a running Set is logged."""
+    the target names its own; ``progress_every_s``: how often a running Set is logged.
+    ``outcome_wait_factor``: after a Set got no answer, how many Set deadlines more the
+    caller keeps reading back for its outcome before it resends what is missing (GCU runs
+    vary: a switch may need longer than the deadline the client gave it)."""
 
     deadline_s: float = 10.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     set_deadline_s: float = DEFAULT_SET_DEADLINE_S
     progress_every_s: float = 10.0
+    outcome_wait_factor: float = 2.0
 
 
 class InFlightLimit:
@@ -373,7 +377,7 @@ class SwitchSession:
                     self.name,
                     f"Set of {len(ops)} op(s) to {self.target.endpoint}: {code} "
                     f"(deadline {deadline:g} s); the switch may still be applying it",
-                    waited_s=deadline,
+                    outcome_wait_s=deadline * self._policy.outcome_wait_factor,
                 ) from None
             raise SouthboundRejected(self.name, code, _details(error)) from None
         self._present = (self._present or frozenset()) | {op.table for op in ops}

@@ -49,15 +49,22 @@ class SetCounter:
 
 
 class CountingGnmiService(GnmiService):
-    """vsonic's real gNMI service, counting the Set RPCs it serves."""
+    """vsonic's real gNMI service, counting the Set and Get RPCs it serves."""
 
-    def __init__(self, *args: Any, counter: SetCounter, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, counter: SetCounter, gets: SetCounter | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._counter = counter
+        self._gets = gets or SetCounter()
 
     def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._counter.add()
         return super().Set(request, context)
+
+    def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._gets.add()
+        return super().Get(request, context)
 
 
 @dataclass
@@ -68,16 +75,22 @@ class VirtualSwitch:
     store: RedisStore
     credentials: Credentials
     sets: SetCounter = field(default_factory=SetCounter)
+    gets: SetCounter = field(default_factory=SetCounter)
     port: int = 0
     server: RunningServer | None = None
+    # The vsonic switch model, kept across restarts: its GCU pacing and its applied-op count.
+    model: Switch | None = None
 
     def start(self) -> None:
         """Serve on a free port the first time, on the same port after a stop."""
+        if self.model is None:
+            self.model = Switch(self.name, self.store)
         service = CountingGnmiService(
-            Targets([Switch(self.name, self.store)], fleet=False),
+            Targets([self.model], fleet=False),
             Clock(),
             self.credentials,
             counter=self.sets,
+            gets=self.gets,
         )
         self.server = start_server(f"127.0.0.1:{self.port}", service)
         self.port = self.server.port
