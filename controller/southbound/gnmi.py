@@ -50,6 +50,7 @@ from controller.errors import (
     SouthboundUnreachable,
 )
 from controller.policy.models import Switch
+from controller.settings import Settings
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.paths import (
@@ -90,6 +91,38 @@ class TlsOptions:
     client_cert: Path | None = None
     client_key: Path | None = None
     server_name: str | None = None
+
+
+def session_tls(
+    *,
+    insecure: bool,
+    ca: Path | None = None,
+    cert: Path | None = None,
+    key: Path | None = None,
+    server_name: str | None = None,
+) -> TlsOptions | None:
+    """The TLS every switch session uses (from the settings). None (plaintext) only when
+    ``insecure`` says so explicitly, and then no certificate may be given. With no ``ca``
+    the system's trusted roots verify the switch; ``cert`` and ``key`` (both or neither)
+    turn on mutual TLS."""
+    if insecure:
+        if any(v is not None for v in (ca, cert, key, server_name)):
+            raise ValueError("gNMI is set insecure (plaintext) and also given TLS settings")
+        return None
+    if (cert is None) != (key is None):
+        raise ValueError("mutual TLS needs both a client certificate and its key")
+    return TlsOptions(root_cert=ca, client_cert=cert, client_key=key, server_name=server_name)
+
+
+def tls_from_settings(settings: Settings) -> TlsOptions | None:
+    """``session_tls`` over the settings (``SLUICE_GNMI_TLS_*``, ``SLUICE_GNMI_INSECURE``)."""
+    return session_tls(
+        insecure=settings.gnmi_insecure,
+        ca=settings.gnmi_tls_ca,
+        cert=settings.gnmi_tls_cert,
+        key=settings.gnmi_tls_key,
+        server_name=settings.gnmi_tls_server_name,
+    )
 
 
 @dataclass(frozen=True)

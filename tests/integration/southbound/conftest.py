@@ -1,5 +1,6 @@
 """Virtual switches for the southbound tests: one real redis-server and one real gNMI server
-(vsonic, real gRPC) per switch of the example intent, on 127.0.0.1, stopped after.
+(vsonic, real gRPC over TLS, as every switch session is) per switch of the example intent,
+on 127.0.0.1, stopped after.
 
 The Redis servers live for the session (starting one takes a moment); each test flushes and
 re-seeds them and starts fresh gNMI servers, so tests do not see each other's writes.
@@ -24,9 +25,17 @@ from controller.policy.models import Switch as IntentSwitch
 from controller.sonic.compile import compile_switch
 from controller.sonic.model import SwitchConfig
 from controller.southbound.credentials import resolve_secret
-from controller.southbound.gnmi import GnmiTarget, target_for_switch
+from controller.southbound.gnmi import GnmiTarget, TlsOptions, session_tls, target_for_switch
+from tests.integration.tls_certs import self_signed_tls
 from vsonic.db import RedisStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 from vsonic.switch import Switch, Targets
@@ -74,6 +83,7 @@ class VirtualSwitch:
     name: str
     store: RedisStore
     credentials: Credentials
+    tls: TlsFiles | None = None
     sets: SetCounter = field(default_factory=SetCounter)
     gets: SetCounter = field(default_factory=SetCounter)
     port: int = 0
@@ -92,7 +102,7 @@ class VirtualSwitch:
             counter=self.sets,
             gets=self.gets,
         )
-        self.server = start_server(f"127.0.0.1:{self.port}", service)
+        self.server = start_server(f"127.0.0.1:{self.port}", service, self.tls)
         self.port = self.server.port
 
     def stop(self) -> None:
@@ -113,6 +123,7 @@ class Fabric:
     intent: Intent
     switches: dict[str, VirtualSwitch]
     password: str = field(repr=False)
+    tls: TlsOptions | None = None  # how the controller reaches the switches
 
     def desired(self) -> dict[str, SwitchConfig]:
         return {s.name: compile_switch(self.intent, s) for s in self.intent.switches}
@@ -124,7 +135,8 @@ class Fabric:
             return resolve_secret(ref, environ=environ)
 
         return {
-            s.name: target_for_switch(s, resolve, username=USERNAME) for s in self.intent.switches
+            s.name: target_for_switch(s, resolve, username=USERNAME, tls=self.tls)
+            for s in self.intent.switches
         }
 
 
@@ -149,9 +161,15 @@ def _seed(switch: IntentSwitch) -> SwitchSeed:
     return SwitchSeed(hostname=switch.name, ports=ports)
 
 
+@pytest.fixture(scope="session")
+def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """The switches' certificate (its own CA, naming 127.0.0.1)."""
+    return self_signed_tls(Path(tmp_path_factory.mktemp("switch-tls")))
+
+
 @pytest.fixture
-def fabric(redis_servers: list[RedisProcess]) -> Iterator[Fabric]:
-    """The four switches of examples/intent.yaml, freshly booted and serving gNMI."""
+def fabric(redis_servers: list[RedisProcess], switch_tls: TlsFiles) -> Iterator[Fabric]:
+    """The four switches of examples/intent.yaml, freshly booted and serving gNMI over TLS."""
     intent = load_intent_file(EXAMPLE_INTENT)
     password = secrets.token_hex(12)
     credentials = Credentials(username=USERNAME, password=password)
@@ -162,12 +180,14 @@ def fabric(redis_servers: list[RedisProcess]) -> Iterator[Fabric]:
             store = RedisStore.connect(redis_server.host, redis_server.port)
             store.client(0).flushall()
             seed_store(store, _seed(switch))
-            vswitch = VirtualSwitch(switch.name, store, credentials)
+            vswitch = VirtualSwitch(switch.name, store, credentials, switch_tls)
             switches[switch.name] = vswitch
             vswitch.start()
             endpoint = GnmiEndpoint(address="127.0.0.1", port=vswitch.port)
             repointed.append(switch.model_copy(update={"gnmi": endpoint}))
-        yield Fabric(intent.model_copy(update={"switches": tuple(repointed)}), switches, password)
+        tls = session_tls(insecure=False, ca=switch_tls.cert)
+        repointed_intent = intent.model_copy(update={"switches": tuple(repointed)})
+        yield Fabric(repointed_intent, switches, password, tls)
     finally:
         for vswitch in switches.values():
             vswitch.stop()

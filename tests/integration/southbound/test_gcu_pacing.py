@@ -26,7 +26,7 @@ def access_to(fabric: Fabric, pool: SessionPool, batch_size: int = 100) -> GnmiA
     def resolve(ref: str) -> SecretStr:
         return SecretStr(fabric.password)
 
-    return GnmiAccess(pool, resolve, username=USERNAME, batch_size=batch_size)
+    return GnmiAccess(pool, resolve, username=USERNAME, batch_size=batch_size, tls=fabric.tls)
 
 
 def pool_with(set_deadline_s: float) -> SessionPool:

@@ -104,7 +104,9 @@ def test_a_set_without_an_answer_is_sent_once_and_reported_unconfirmed() -> None
 def test_a_wrong_password_is_refused_once_not_retried(fabric: Fabric) -> None:
     good = fabric.targets()["spine1"]
     wrong = secrets.token_hex(8)
-    target = GnmiTarget(good.name, good.address, good.port, good.username, SecretStr(wrong))
+    target = GnmiTarget(
+        good.name, good.address, good.port, good.username, SecretStr(wrong), tls=good.tls
+    )
     clock = FakeClock()
     with SessionPool(sleep=clock.sleep) as pool:
         session = pool.session(target)
