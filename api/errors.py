@@ -29,6 +29,7 @@ from controller.errors import (
     SouthboundError,
     SouthboundProtocolError,
     SouthboundRejected,
+    SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
 )
@@ -55,6 +56,7 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundRejected: 502,
     SouthboundProtocolError: 502,
     SouthboundUnreachable: 504,
+    SouthboundSetUnconfirmed: 504,
     SluiceError: 400,
 }
 
