@@ -63,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
     up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
     up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
+    up.add_argument("--gcu-set-s", type=float, default=0.0, help="seconds per Set, as GCU")
+    up.add_argument("--gcu-op-s", type=float, default=0.0, help="seconds per Set operation")
+    up.add_argument(
+        "--without-sluice-yang",
+        action="store_true",
+        help="refuse patches touching sluice's tables, as GCU without sluice's YANG extension",
+    )
     up.add_argument(
         "--insecure",
         action="store_true",
@@ -108,6 +115,12 @@ def _layout(args: argparse.Namespace) -> Layout:
     return Layout(len(specs), args.base_port, False, specs=specs)
 
 
+def _gcu_args(args: argparse.Namespace) -> list[str]:
+    """``vsonic.serve``'s GCU flags for what ``up`` was asked (none by default)."""
+    flags = ["--gcu-set-s", str(args.gcu_set_s), "--gcu-op-s", str(args.gcu_op_s)]
+    return flags + (["--without-sluice-yang"] if args.without_sluice_yang else [])
+
+
 def _up(args: argparse.Namespace) -> int:
     try:
         layout = _layout(args)
@@ -132,7 +145,7 @@ def _up(args: argparse.Namespace) -> int:
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
     tls = None if args.insecure else state_tls(state_dir)
-    started = start(layout, state_dir, env, extras, tls)
+    started = start(layout, state_dir, env, extras, tls, _gcu_args(args))
     save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
     try:
         wait_until_answering(started, credentials, args.wait_s, tls=tls)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,11 +124,14 @@ def start(
     env: dict[str, str],
     extras: SwitchProcesses | None = None,
     tls: TlsFiles | None = None,
+    gcu_args: Sequence[str] = (),
 ) -> Started:
-    """Start Redis (standalone only), the gNMI server processes (over TLS with ``tls``) and,
-    when given, a data plane (and an agent) per switch next to its Redis; no waiting here."""
+    """Start Redis (standalone only), the gNMI server processes (over TLS with ``tls``, with
+    ``vsonic.serve``'s GCU flags ``gcu_args``) and, when given, a data plane (and an agent)
+    per switch next to its Redis; no waiting here."""
     started = Started(fleet=layout.fleet)
     tls_args = [] if tls is None else ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+    tls_args += gcu_args
     serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
     serve_args += tls_args
     if layout.fleet:

@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
+from pygnmi.client import gNMIclient, gNMIException  # type: ignore[import-untyped]
 
 from controller.policy.models import Switch as IntentSwitch
 from tests.integration.vsonic.conftest import call_with_timeout
@@ -150,5 +151,25 @@ def test_insecure_serves_plaintext_when_asked_explicitly(tmp_path: Path) -> None
         assert "SLUICE_GNMI_INSECURE=true" in up.stdout
         assert _get(port, f"{CFG}/DEVICE_METADATA/localhost/hostname", None, "vs1") == "vs1"
         assert not tls_files(tmp_path).cert.exists()
+    finally:
+        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+
+
+def test_up_passes_gcu_behaviour_to_every_switch(tmp_path: Path) -> None:
+    port = free_port()
+    up = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+                 "--state-dir", str(tmp_path), "--without-sluice-yang",
+                 "--gcu-set-s", "0.1")  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        path = f"{CFG}/SLUICE_AGENT/global"
+        root = str(tls_files(tmp_path).cert)
+        client = gNMIclient(target=("127.0.0.1", port), username="admin", password=PASSWORD,
+                            gnmi_timeout=5, path_root=root)  # fmt: skip
+        with client, pytest.raises(gNMIException, match="tables without YANG models"):
+            call_with_timeout(
+                client.set, update=[(path, {"algorithm": "static"})], target="vs1",
+                encoding="json_ietf",
+            )  # fmt: skip
     finally:
         assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
