@@ -1,5 +1,5 @@
 """Faults no honest switch produces on demand: a malformed answer and a server that never
-answers. Both run over real gRPC; the servers are fakes (vsonic answers correctly)."""
+answers. Both run over real gRPC with TLS; the servers are fakes (vsonic answers correctly)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from controller.errors import (
 )
 from controller.reconcile.apply import apply_plan_to_switch
 from controller.sonic.model import Op, Plan
-from controller.southbound.gnmi import CallPolicy, GnmiTarget, SessionPool
+from controller.southbound.gnmi import CallPolicy, GnmiTarget, SessionPool, session_tls
 from controller.southbound.retry import RetryPolicy
+from vsonic.gnmi_server import TlsFiles
 
 SCHED = Op("add", "SCHEDULER", "SLUICE_SCHED_1", {"type": "STRICT"}, {})
 
@@ -52,26 +53,30 @@ class FakeStalledGnmiServicer(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         return gnmi_pb2.SetResponse()
 
 
-def serve(servicer: Any) -> tuple[Any, int]:
+def serve(servicer: Any, tls: TlsFiles) -> tuple[Any, int]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     gnmi_pb2_grpc.add_gNMIServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    credentials = grpc.ssl_server_credentials([(tls.key.read_bytes(), tls.cert.read_bytes())])
+    port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
     return server, port
 
 
 @pytest.fixture
-def malformed() -> Iterator[tuple[FakeMalformedGnmiServicer, int]]:
+def malformed(switch_tls: TlsFiles) -> Iterator[tuple[FakeMalformedGnmiServicer, int]]:
     servicer = FakeMalformedGnmiServicer(gnmi_pb2.TypedValue())
-    server, port = serve(servicer)
+    server, port = serve(servicer, switch_tls)
     try:
         yield servicer, port
     finally:
         server.stop(0.2).wait()
 
 
-def target(port: int) -> GnmiTarget:
-    return GnmiTarget("odd1", "127.0.0.1", port, "admin", SecretStr(secrets.token_hex(8)))
+def target(port: int, tls: TlsFiles) -> GnmiTarget:
+    """The fake switch over TLS, trusting its certificate (as every switch session is)."""
+    options = session_tls(insecure=False, ca=tls.cert)
+    secret = SecretStr(secrets.token_hex(8))
+    return GnmiTarget("odd1", "127.0.0.1", port, "admin", secret, tls=options)
 
 
 @pytest.mark.parametrize(
@@ -90,33 +95,39 @@ def target(port: int) -> GnmiTarget:
     ],
 )
 def test_a_malformed_get_answer_is_a_protocol_error(
-    malformed: tuple[FakeMalformedGnmiServicer, int], value: Any, named: str
+    malformed: tuple[FakeMalformedGnmiServicer, int],
+    value: Any,
+    named: str,
+    switch_tls: TlsFiles,
 ) -> None:
     servicer, port = malformed
     servicer.value = value
     with SessionPool() as pool:
-        session = pool.session(target(port))
+        session = pool.session(target(port, switch_tls))
         with pytest.raises(SouthboundProtocolError, match=named):
             session.get_tables(["SCHEDULER"])
         assert session.rpc_counts == {"Get": 1}  # never retried
 
 
 def test_a_malformed_read_back_fails_the_apply_with_the_reason(
-    malformed: tuple[FakeMalformedGnmiServicer, int],
+    malformed: tuple[FakeMalformedGnmiServicer, int], switch_tls: TlsFiles
 ) -> None:
     servicer, port = malformed
     servicer.value = gnmi_pb2.TypedValue(json_ietf_val=b"{not json")
     with SessionPool() as pool:
-        result = apply_plan_to_switch(pool.session(target(port)), Plan("odd1", (SCHED,)))
+        session = pool.session(target(port, switch_tls))
+        result = apply_plan_to_switch(session, Plan("odd1", (SCHED,)))
     assert result.status == "failed"
     assert result.ops_written == 1  # the Set was accepted; only the read-back went wrong
     assert "read-back" in (result.reason or "")
     assert "not JSON" in (result.reason or "")
 
 
-def test_a_hanging_switch_hits_the_set_deadline_once_and_the_set_is_unconfirmed() -> None:
+def test_a_hanging_switch_hits_the_set_deadline_once_and_the_set_is_unconfirmed(
+    switch_tls: TlsFiles,
+) -> None:
     servicer = FakeStalledGnmiServicer()
-    server, port = serve(servicer)
+    server, port = serve(servicer, switch_tls)
     sleeps: list[float] = []
     policy = CallPolicy(
         deadline_s=0.2,
@@ -126,7 +137,7 @@ def test_a_hanging_switch_hits_the_set_deadline_once_and_the_set_is_unconfirmed(
     )
     try:
         with SessionPool(policy=policy, sleep=sleeps.append) as pool:
-            session = pool.session(target(port))
+            session = pool.session(target(port, switch_tls))
             with pytest.raises(SouthboundSetUnconfirmed, match="DEADLINE_EXCEEDED") as raised:
                 session.set([SCHED])
             # Never retried: the switch may still be applying it.

@@ -22,11 +22,12 @@ from controller.southbound.gnmi import (
     GnmiTarget,
     SessionPool,
     TlsOptions,
+    session_tls,
 )
 from controller.southbound.retry import RetryPolicy
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
 from vsonic.db import MemoryStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.redis_process import free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.switch import Switch, Targets
@@ -166,8 +167,10 @@ class ProbedGnmiService(GnmiService):
 
 
 @pytest.fixture
-def fleet_server() -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyProbe, str]]:
-    """One vsonic process serving six switch targets from memory (fleet mode)."""
+def fleet_server(
+    switch_tls: TlsFiles,
+) -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyProbe, str]]:
+    """One vsonic process serving six switch targets from memory (fleet mode), over TLS."""
     password = secrets.token_hex(8)
     stores = {f"rack{i}": MemoryStore() for i in range(6)}
     for name, store in stores.items():
@@ -179,17 +182,19 @@ def fleet_server() -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyPro
         Credentials("admin", password),
         probe=probe,
     )
-    running = start_server("127.0.0.1:0", service)
+    running = start_server("127.0.0.1:0", service, switch_tls)
     try:
         yield running.port, stores, probe, password
     finally:
         running.stop(grace_s=0.2)
 
 
-def test_fleet_targets_share_one_channel_and_stay_apart(fleet_server) -> None:
+def test_fleet_targets_share_one_channel_and_stay_apart(fleet_server, switch_tls: TlsFiles) -> None:
     port, stores, probe, password = fleet_server
+    tls = session_tls(insecure=False, ca=switch_tls.cert)
+    secret = SecretStr(password)
     targets = [
-        GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(password), prefix_target=name)
+        GnmiTarget(name, "127.0.0.1", port, "admin", secret, tls=tls, prefix_target=name)
         for name in stores
     ]
     # Each target gets its own scheduler weight, so a write that reached the wrong target
