@@ -104,7 +104,9 @@ class Switch:
         """
         with self.set_lock:
             # GCU: checkpoint, patch, config save; the model check comes first and refuses all.
-            self.gcu.sleep(self.gcu.run_seconds(len(ops)))
+            seconds = self.gcu.run_seconds(len(ops))
+            if seconds > 0:
+                self.gcu.sleep(seconds)
             refuse_unmodelled(ops, self.gcu.unmodelled())
             before = read_config(self.store)
             after = apply_ops(before, ops)
