@@ -59,6 +59,7 @@ def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
     flags += ["--batch-size", str(BATCH), "--parallel", "2", "--max-in-flight", "4"]
     flags += ["--switch-latency-ms", "1"]
     flags += ["--gcu-set-s", "0.05", "--gcu-switches", str(GCU_SWITCHES), "--gcu-parallel", "2"]
+    flags += ["--gcu-batch-size", str(BATCH)]
     done = subprocess.run(
         [sys.executable, "-m", "bench.southbound_bench", *flags],
         cwd=REPO,
