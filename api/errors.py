@@ -33,6 +33,7 @@ from controller.errors import (
     SouthboundError,
     SouthboundProtocolError,
     SouthboundRejected,
+    SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
 )
@@ -64,6 +65,7 @@ STATUS_OF: dict[type[SluiceError], int] = {
     PrometheusQueryInvalid: 502,
     PrometheusBadAnswer: 502,
     PrometheusError: 502,
+    SouthboundSetUnconfirmed: 504,
     SluiceError: 400,
 }
 

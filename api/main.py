@@ -77,7 +77,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(url)
         app.state.services = build_services(engine, clock=clock, hosts_config=hosts_config)
-        app.state.rollout_services = build_rollout_services(engine, clock=clock)
+        app.state.rollout_services = build_rollout_services(engine, clock=clock, settings=settings)
         app.state.telemetry = build_telemetry_service(
             app.state.services,
             prometheus or PrometheusSettings(),

@@ -16,8 +16,9 @@ from controller.reconcile.access import GnmiAccess, SwitchAccess
 from controller.services.common import Clock
 from controller.services.reconcile import ReconcileService, RunInfo
 from controller.services.rollouts import RolloutService
+from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import SessionPool
+from controller.southbound.gnmi import SessionPool, tls_from_settings
 from controller.store.db import make_sessions
 from controller.store.locks import switch_work_lock
 
@@ -40,13 +41,21 @@ class RolloutServices:
 
 
 def build_rollout_services(
-    engine: Engine, *, clock: Clock, environ: Mapping[str, str] | None = None
+    engine: Engine,
+    *,
+    clock: Clock,
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
 ) -> RolloutServices:
     """``environ``: where ``env:`` credential references of switches are looked up (this
-    process's environment by default)."""
+    process's environment by default); ``settings``: the TLS of switch sessions."""
     sessions = make_sessions(engine)
     pool = SessionPool()
-    access = GnmiAccess(pool, environment_resolver(os.environ if environ is None else environ))
+    access = GnmiAccess(
+        pool,
+        environment_resolver(os.environ if environ is None else environ),
+        tls=tls_from_settings(settings),
+    )
     return RolloutServices(
         engine,
         RolloutService(sessions, clock=clock),

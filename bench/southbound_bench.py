@@ -22,8 +22,16 @@ given for the bench process and the switches' process, since the machine is shar
 ``--switch-latency-ms`` adds a modelled pause to every switch answer (time a real switch
 spends on its own CPU); by default there is none and the switches share one core.
 
+GCU-paced push (``--gcu-set-s``, default 2 s; 0 skips it): the push again to
+``--gcu-switches`` switches that each take that long per Set, as a SONiC switch does when
+every CONFIG_DB Set is a GCU run (checkpoint, patch, save: vsonic/gcu.py), with the same
+sequential baseline; sluice runs ``--gcu-parallel`` switches at a time, and each Set carries
+up to ``--gcu-batch-size`` ops (1000: two Sets per switch). Here the switches' time
+dominates, not the controller's; the baseline alone takes about 7 minutes.
+
 Reproduce: ``uv run python -m bench.southbound_bench`` (``--switches``, ``--targets``,
-``--ports``, ``--max-in-flight``, ``--parallel``, ``--batch-size``, ``--switch-latency-ms``).
+``--ports``, ``--max-in-flight``, ``--parallel``, ``--batch-size``, ``--switch-latency-ms``,
+``--gcu-set-s``, ``--gcu-switches``, ``--gcu-parallel``, ``--gcu-batch-size``).
 """
 
 from __future__ import annotations
@@ -74,6 +82,14 @@ DEFAULTS = {
 # Modelled switch-side time per Get/Set (bench/vsonic_host.py); 0: the switches answer as
 # fast as vsonic can on this machine's shared core.
 DEFAULT_LATENCY_MS = 0.0
+# GCU-paced push: 2 s per Set is at the fast end of what operators report for a real switch
+# (sonic-net/sonic-gnmi#784: 19.5 s on average for a 10-entry patch).
+DEFAULT_GCU_SET_S = 2.0
+DEFAULT_GCU_SWITCHES = 100
+DEFAULT_GCU_PARALLEL = 50
+# Ops per SetRequest in the paced push: a switch then gets two Sets (QoS tables, then the
+# agent's), so the sequential baseline takes 100 x 2 x 2 s, about 7 minutes, not half an hour.
+DEFAULT_GCU_BATCH_SIZE = 1000
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +143,9 @@ def run_push(
     return replace(figures, ops=ops, targets=len(results))
 
 
-def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:
+def bench_push(
+    args: argparse.Namespace, password: str, *, gcu_set_s: float = 0.0
+) -> tuple[Figures, Figures]:
     intent = synthetic_intent(args.switches, args.ports)
     desired = compile_fleet(intent)
     # A freshly booted switch holds none of sluice's tables: every entry is an add.
@@ -138,9 +156,11 @@ def bench_push(args: argparse.Namespace, password: str) -> tuple[Figures, Figure
         "switches": args.switches,
         "ports": args.ports,
         "latency_ms": args.switch_latency_ms,
+        "gcu_set_s": gcu_set_s,
     }
+    section = f"push-gcu ({gcu_set_s:g} s per Set)" if gcu_set_s else "push"
     print(
-        f"push: {args.switches} switches, one gNMI server each (one process, in memory),"
+        f"{section}: {args.switches} switches, one gNMI server each (one process, in memory),"
         f" {args.ports} ports, {per_switch:.0f} ops per switch, batches of {args.batch_size}"
     )
     with switch_host(spec, password) as (host, ports):
@@ -226,7 +246,11 @@ def run_reconcile(
     slots, parallel = (1, 1) if baseline else (args.max_in_flight, args.parallel)
     with SessionPool(max_in_flight=slots) as pool:
         access = GnmiAccess(
-            pool, password_resolver(password), username=USERNAME, batch_size=args.batch_size
+            pool,
+            password_resolver(password),
+            username=USERNAME,
+            batch_size=args.batch_size,
+            tls=None,  # a bench on loopback: plaintext, said explicitly
         )
         sessions = {s.name: access.session(s) for s in switches}  # the ones the pass uses
         if baseline:
@@ -300,6 +324,15 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_LATENCY_MS,
         help="modelled time each switch spends per Get/Set before answering",
     )
+    parser.add_argument(
+        "--gcu-set-s",
+        type=float,
+        default=DEFAULT_GCU_SET_S,
+        help="GCU-paced push: seconds each switch takes per Set (0 skips that run)",
+    )
+    parser.add_argument("--gcu-switches", type=int, default=DEFAULT_GCU_SWITCHES)
+    parser.add_argument("--gcu-parallel", type=int, default=DEFAULT_GCU_PARALLEL)
+    parser.add_argument("--gcu-batch-size", type=int, default=DEFAULT_GCU_BATCH_SIZE)
     return parser
 
 
@@ -311,15 +344,39 @@ def _flags(args: argparse.Namespace) -> str:
     )
     if args.switch_latency_ms != DEFAULT_LATENCY_MS:
         flags += f" --switch-latency-ms {args.switch_latency_ms:g}"
+    if args.gcu_set_s != DEFAULT_GCU_SET_S:
+        flags += f" --gcu-set-s {args.gcu_set_s:g}"
+    if args.gcu_switches != DEFAULT_GCU_SWITCHES:
+        flags += f" --gcu-switches {args.gcu_switches}"
+    if args.gcu_parallel != DEFAULT_GCU_PARALLEL:
+        flags += f" --gcu-parallel {args.gcu_parallel}"
+    if args.gcu_batch_size != DEFAULT_GCU_BATCH_SIZE:
+        flags += f" --gcu-batch-size {args.gcu_batch_size}"
     return flags
+
+
+def bench_gcu_push(args: argparse.Namespace, password: str) -> None:
+    """The push to switches that take ``gcu_set_s`` per Set, next to its baseline."""
+    gcu = argparse.Namespace(
+        **{
+            **vars(args),
+            "switches": args.gcu_switches,
+            "parallel": args.gcu_parallel,
+            "batch_size": args.gcu_batch_size,
+        }
+    )
+    gcu.max_in_flight = max(args.max_in_flight, args.gcu_parallel)
+    print_section(*bench_push(gcu, password, gcu_set_s=args.gcu_set_s))
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if min(getattr(args, name) for name in DEFAULTS) < 1:
         raise SystemExit("every size and limit must be at least 1")
-    if args.switch_latency_ms < 0:
-        raise SystemExit("--switch-latency-ms must not be negative")
+    if args.switch_latency_ms < 0 or args.gcu_set_s < 0:
+        raise SystemExit("--switch-latency-ms and --gcu-set-s must not be negative")
+    if min(args.gcu_switches, args.gcu_parallel, args.gcu_batch_size) < 1:
+        raise SystemExit("--gcu-switches, --gcu-parallel and --gcu-batch-size must be at least 1")
     password = secrets.token_hex(16)
     print(f"southbound bench: {os.cpu_count()} cores, load average {_load()} at start")
     if args.switch_latency_ms:
@@ -330,6 +387,8 @@ def main(argv: list[str] | None = None) -> None:
     # run_reconcile has already stopped the run if any target was not converged.
     every = f"{base.targets}/{args.targets} baseline, {fast.targets}/{args.targets} sluice"
     print(f"  every plan empty: {every}")
+    if args.gcu_set_s:
+        bench_gcu_push(args, password)
     print(f"load average {_load()} at end")
     print("reproduce: uv run python -m bench.southbound_bench" + _flags(args))
 

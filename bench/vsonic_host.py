@@ -8,11 +8,13 @@ its own CPU, here they share one process and the controller has the other core.
 Protocol, one JSON line each way on stdin/stdout:
 
 - first line in: the spec ``{"layout": "standalone" | "fleet", "switches": N, "ports": P,
-  "converged": bool, "latency_ms": float}``; the switches are those of
+  "converged": bool, "latency_ms": float, "gcu_set_s": float}``; the switches are those of
   ``bench.compile_bench.synthetic_intent(N, P)``, booted with the intent's ports and speeds.
   ``converged``: CONFIG_DB already holds the compiled desired state, written through vsonic's
   own validation (``Switch.apply``), as a previous push would have left it. ``latency_ms``
   (default 0): a modelled pause before each Get and Set answer (``CountingGnmiService``).
+  ``gcu_set_s`` (default 0): each switch applies a Set as one GCU run of that many seconds
+  (vsonic/gcu.py: checkpoint, patch, save; one Set at a time per switch).
   Answer: ``{"ports": {switch: tcp port}}``.
 - ``stats``: ``{"rpcs": {"Get": n, "Set": n}, "cpu_s": s}`` (RPCs received so far, and the
   process's CPU seconds, every thread).
@@ -39,6 +41,7 @@ from controller.policy.models import Intent
 from controller.sonic.compile import compile_fleet
 from controller.sonic.model import SwitchConfig
 from vsonic.db import SEPARATORS, MemoryStore, Store
+from vsonic.gcu import GcuBehaviour
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
 from vsonic.paths import DbPath
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
@@ -106,6 +109,7 @@ class HostSpec:
     ports: int
     converged: bool = False
     latency_ms: float = 0.0
+    gcu_set_s: float = 0.0
 
     @classmethod
     def from_json(cls, text: str) -> HostSpec:
@@ -116,6 +120,7 @@ class HostSpec:
             ports=int(raw["ports"]),
             converged=bool(raw.get("converged", False)),
             latency_ms=float(raw.get("latency_ms", 0.0)),
+            gcu_set_s=float(raw.get("gcu_set_s", 0.0)),
         )
         if spec.layout not in ("standalone", "fleet"):
             raise ValueError(f"layout must be standalone or fleet, not {spec.layout!r}")
@@ -178,7 +183,8 @@ class Host:
 
 def build_host(spec: HostSpec, password: str) -> Host:
     intent = synthetic_intent(spec.switches, spec.ports)
-    switches = [Switch(s.name, MemoryStore()) for s in intent.switches]
+    gcu = GcuBehaviour(per_set_s=spec.gcu_set_s)
+    switches = [Switch(s.name, MemoryStore(), gcu=gcu) for s in intent.switches]
     host = Host(spec, intent, switches)
     host.reset()
     if spec.converged:

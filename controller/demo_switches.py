@@ -49,6 +49,7 @@ import yaml
 from controller.demo_agents import COUNTER_POLL_MS, agents_step
 from controller.demo_agents_view import AgentDemo
 from controller.demo_common import DemoError, Run, Say, run, say, stop_process
+from vsonic.tls import tls_files
 
 BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
@@ -200,6 +201,8 @@ def switches_step(
     full.update(SLUICE_WORKER_POLL_S="0.5")
     sluice = str(BIN / "sluice")
     state_dir = run_dir / "vsonic"
+    # vsonic up serves TLS with a certificate it makes in its state dir; the worker trusts it.
+    full["SLUICE_GNMI_TLS_CA"] = str(tls_files(state_dir).cert)
     traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
         say("starting the intent's four virtual switches, each with its data plane and "

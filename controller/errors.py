@@ -98,6 +98,18 @@ class SouthboundUnreachable(SouthboundError):
     title = "switch unreachable"
 
 
+class SouthboundSetUnconfirmed(SouthboundUnreachable):
+    """A Set got no answer (deadline passed, connection lost) and the switch may still be
+    applying it: a CONFIG_DB Set is a GCU run that goes on after the client gave up. Never
+    resend it blindly; read back first, for up to ``outcome_wait_s`` seconds."""
+
+    title = "switch did not confirm the write"
+
+    def __init__(self, switch: str, detail: str, outcome_wait_s: float) -> None:
+        super().__init__(switch, detail)
+        self.outcome_wait_s = outcome_wait_s
+
+
 class SouthboundRejected(SouthboundError):
     """The switch answered and refused the request; ``message`` is the switch's own words
     (for a refused value it names the table, key and field)."""

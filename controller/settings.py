@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -23,3 +25,19 @@ class Settings(BaseSettings):
     api_url: str = "http://127.0.0.1:8000"
     api_token: SecretStr | None = None
     page_size_max: int = 500
+    # Switch sessions (gNMI Get, Set, Subscribe) use TLS unless gnmi_insecure says otherwise.
+    gnmi_tls_ca: Path | None = Field(
+        default=None,
+        description="CA bundle that signed the switches' certificates (PEM); "
+        "unset: the system's trusted roots",
+    )
+    gnmi_tls_cert: Path | None = Field(
+        default=None, description="client certificate for mutual TLS (PEM), with gnmi_tls_key"
+    )
+    gnmi_tls_key: Path | None = Field(default=None, description="client key for mutual TLS")
+    gnmi_tls_server_name: str | None = Field(
+        default=None, description="name to check in the switch certificate, if not its address"
+    )
+    gnmi_insecure: bool = Field(
+        default=False, description="lab only: plaintext gNMI to every switch (no TLS at all)"
+    )

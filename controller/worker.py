@@ -35,7 +35,13 @@ from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import SqlRolloutStore
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import DEFAULT_USERNAME, CallPolicy, SessionPool
+from controller.southbound.gnmi import (
+    DEFAULT_SET_DEADLINE_S,
+    DEFAULT_USERNAME,
+    CallPolicy,
+    SessionPool,
+    tls_from_settings,
+)
 from controller.store.db import make_engine, make_sessions
 from controller.store.locks import switch_work_lock
 
@@ -49,6 +55,8 @@ class WorkerSettings(Settings):
     worker_max_parallel: int = Field(default=8, ge=1, le=1024)
     gnmi_username: str = DEFAULT_USERNAME
     gnmi_deadline_s: float = Field(default=10.0, gt=0, le=600)
+    # A Set is a GCU run on the switch; a switch's intent may set its own (gnmi.set_deadline_s).
+    gnmi_set_deadline_s: float = Field(default=DEFAULT_SET_DEADLINE_S, gt=0, le=3600)
     gnmi_max_in_flight: int = Field(default=64, ge=1, le=10_000)
 
 
@@ -101,7 +109,12 @@ def build_worker(
         raise ValueError("DATABASE_URL is not set: the worker needs the PostgreSQL database")
     engine = make_engine(settings.database_url.get_secret_value())
     sessions = make_sessions(engine)
-    access = GnmiAccess(pool, environment_resolver(environ), username=settings.gnmi_username)
+    access = GnmiAccess(
+        pool,
+        environment_resolver(environ),
+        username=settings.gnmi_username,
+        tls=tls_from_settings(settings),
+    )
     store = SqlRolloutStore(sessions, clock=clock)
     runner = RolloutRunner(store, access, clock, max_parallel=settings.worker_max_parallel)
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
@@ -124,7 +137,9 @@ def main() -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
-    policy = CallPolicy(deadline_s=settings.gnmi_deadline_s)
+    policy = CallPolicy(
+        deadline_s=settings.gnmi_deadline_s, set_deadline_s=settings.gnmi_set_deadline_s
+    )
     with SessionPool(policy=policy, max_in_flight=settings.gnmi_max_in_flight) as pool:
         try:
             worker, close = build_worker(

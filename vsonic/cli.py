@@ -37,6 +37,7 @@ from vsonic.supervisor import (
     wait_until_answering,
     write_inventory,
 )
+from vsonic.tls import state_tls
 
 DEFAULT_STATE_DIR = Path(".vsonic")
 DEFAULT_BASE_PORT = 50051  # the telemetry container's conventional gNMI port (facts §3.1)
@@ -62,6 +63,18 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
     up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
     up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
+    up.add_argument("--gcu-set-s", type=float, default=0.0, help="seconds per Set, as GCU")
+    up.add_argument("--gcu-op-s", type=float, default=0.0, help="seconds per Set operation")
+    up.add_argument(
+        "--without-sluice-yang",
+        action="store_true",
+        help="refuse patches touching sluice's tables, as GCU without sluice's YANG extension",
+    )
+    up.add_argument(
+        "--insecure",
+        action="store_true",
+        help="lab only: serve gNMI in plaintext (default: TLS with a certificate in the state dir)",
+    )
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
     return parser
@@ -102,6 +115,12 @@ def _layout(args: argparse.Namespace) -> Layout:
     return Layout(len(specs), args.base_port, False, specs=specs)
 
 
+def _gcu_args(args: argparse.Namespace) -> list[str]:
+    """``vsonic.serve``'s GCU flags for what ``up`` was asked (none by default)."""
+    flags = ["--gcu-set-s", str(args.gcu_set_s), "--gcu-op-s", str(args.gcu_op_s)]
+    return flags + (["--without-sluice-yang"] if args.without_sluice_yang else [])
+
+
 def _up(args: argparse.Namespace) -> int:
     try:
         layout = _layout(args)
@@ -125,10 +144,11 @@ def _up(args: argparse.Namespace) -> int:
         return 1
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
-    started = start(layout, state_dir, env, extras)
+    tls = None if args.insecure else state_tls(state_dir)
+    started = start(layout, state_dir, env, extras, tls, _gcu_args(args))
     save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
     try:
-        wait_until_answering(started, credentials, args.wait_s)
+        wait_until_answering(started, credentials, args.wait_s, tls=tls)
         dataplanes_running(started)
     except RuntimeError as error:
         print(f"vsonic up: {error}; stopping what started", file=sys.stderr)
@@ -138,6 +158,10 @@ def _up(args: argparse.Namespace) -> int:
     inventory = write_inventory(layout, state_dir)
     mode = "fleet" if args.fleet else "standalone"
     print(f"vsonic: {args.switches} {mode} switch(es) answering; inventory {inventory}")
+    if tls is not None:
+        print(f"vsonic: gNMI over TLS; trust the switches with SLUICE_GNMI_TLS_CA={tls.cert}")
+    else:
+        print("vsonic: gNMI in plaintext (--insecure); set SLUICE_GNMI_INSECURE=true for sluice")
     return 0
 
 

@@ -1,9 +1,11 @@
 """The gNMI server of the virtual switch: grpcio with pygnmi's generated servicer.
 
 It answers origin ``sonic-db`` the way sonic-gnmi's MixedDbClient does
-(reference/sonic-gnmi-facts.md §3): Capabilities advertises JSON and JSON_IETF; Get reads a
-table, an entry or a field (or the whole CONFIG_DB); Set takes JSON_IETF values only and is
-all-or-nothing per request; Subscribe serves STREAM (SAMPLE at 1 s minimum, ON_CHANGE), ONCE
+(reference/sonic-gnmi-facts.md §3): Capabilities advertises JSON, JSON_IETF and PROTO; Get
+reads a table, an entry or a field (or the whole CONFIG_DB), with sonic-gnmi's missing-table
+rule (``Switch.read_for_get``); Set takes JSON_IETF values only, is all-or-nothing per
+request, runs as GCU would (``vsonic/gcu.py``) and is refused as UNKNOWN (``vsonic/answers.py``);
+Subscribe serves STREAM (SAMPLE at 1 s minimum, ON_CHANGE), ONCE
 and POLL and refuses TARGET_DEFINED. Username and password travel as gRPC metadata, checked
 on every call; TLS is optional.
 
@@ -25,16 +27,15 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from vsonic.answers import PROTO, check_get_encoding, get_value, set_errors_as_status
 from vsonic.errors import InvalidRequestError
 from vsonic.gnmi_codec import (
     JSON,
     JSON_IETF,
-    check_encoding,
     db_path,
     decode_ietf,
     errors_as_status,
     notification,
-    typed_json,
 )
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
@@ -109,19 +110,22 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             supported_models=[
                 gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")
             ],
-            supported_encodings=[JSON, JSON_IETF],
+            supported_encodings=[JSON, JSON_IETF, PROTO],
             gNMI_version=GNMI_VERSION,
         )
 
     def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._authenticate(context)
         with errors_as_status(context):
-            encoding = check_encoding(request.encoding)
+            encoding = check_get_encoding(request.encoding)
             switch = self._targets.resolve(request.prefix.target)
             notifications = []
             for path in request.path:
-                value = switch.read(db_path(request.prefix, path))
-                update = gnmi_pb2.Update(path=path, val=typed_json(value, encoding))
+                where = db_path(request.prefix, path)
+                found, value = switch.read_for_get(where)
+                if not found:
+                    continue
+                update = gnmi_pb2.Update(path=path, val=get_value(value, encoding, where.text()))
                 notifications.append(
                     notification(self._clock.wall_ns, request.prefix, [update], [])
                 )
@@ -129,7 +133,7 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
 
     def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._authenticate(context)
-        with errors_as_status(context):
+        with set_errors_as_status(context):
             switch = self._targets.resolve(request.prefix.target)
             ops, results = self._set_ops(request)
             switch.apply(ops)

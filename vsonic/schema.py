@@ -281,12 +281,12 @@ GCU_NO_YANG_MESSAGE = (
 SLUICE_YANG_TABLES = frozenset({"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"})
 
 
-def patch_problems(touched_tables: Iterable[str], *, sluice_yang: bool) -> list[str]:
+def patch_problems(touched_tables: Iterable[str], *, unmodelled: frozenset[str]) -> list[str]:
     """GCU's first check of a patch: [] or the one message that refuses all of it.
 
-    ``sluice_yang``: whether the switch has sonic-sluice-agent.yang installed.
+    ``unmodelled``: the tables this switch has no YANG model for (``GcuBehaviour``).
     """
-    if not sluice_yang and SLUICE_YANG_TABLES.intersection(touched_tables):
+    if unmodelled.intersection(touched_tables):
         return [GCU_NO_YANG_MESSAGE]
     return []
 

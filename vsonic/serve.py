@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vsonic.db import RedisStore
 from vsonic.fleet import fleet_targets, standalone_targets
+from vsonic.gcu import GcuBehaviour
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, serve
 from vsonic.inventory import parse_port_list
 from vsonic.seed import default_ports
@@ -41,13 +42,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--without-sluice-yang",
         action="append",
+        nargs="?",
+        const=ALL_SWITCHES,
         default=[],
         metavar="NAME",
-        help="this switch has no sonic-sluice-agent.yang: Sets touching SLUICE_* are refused",
+        help="this switch (every switch when no name is given) has no sonic-sluice-agent.yang:"
+        " patches touching SLUICE_* are refused whole, as GCU does",
     )
     parser.add_argument("--tls-cert", type=Path)
     parser.add_argument("--tls-key", type=Path)
+    parser.add_argument(
+        "--gcu-set-s", type=float, default=0.0, help="seconds per Set (checkpoint + save)"
+    )
+    parser.add_argument("--gcu-op-s", type=float, default=0.0, help="seconds per Set operation")
     return parser
+
+
+ALL_SWITCHES = "*"
+
+
+def _without_sluice_yang(args: argparse.Namespace) -> frozenset[str]:
+    named = frozenset(args.without_sluice_yang)
+    return frozenset(args.names) if ALL_SWITCHES in named else named
+
+
+def _gcu(args: argparse.Namespace, name: str | None = None) -> GcuBehaviour:
+    """GCU pacing for every switch; for ``name``, also whether it has sluice's YANG model."""
+    yang = name is None or name not in _without_sluice_yang(args)
+    return GcuBehaviour(args.gcu_set_s, args.gcu_op_s, yang)
 
 
 def _targets(args: argparse.Namespace) -> Targets:
@@ -57,14 +79,14 @@ def _targets(args: argparse.Namespace) -> Targets:
         else default_ports(args.ports, args.speed_gbps)
     )
     if args.fleet:
-        return fleet_targets(args.names, ports, args.without_sluice_yang)
+        return fleet_targets(args.names, ports, _gcu(args), _without_sluice_yang(args))
     if args.redis_port is None or len(args.names) != 1:
         raise SystemExit("standalone mode needs exactly one --names and a --redis-port")
     return standalone_targets(
         args.names[0],
         RedisStore.connect("127.0.0.1", args.redis_port),
         ports,
-        sluice_yang=args.names[0] not in args.without_sluice_yang,
+        _gcu(args, args.names[0]),
     )
 
 

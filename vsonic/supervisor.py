@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import yaml
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from vsonic.dataplane import DataplaneOptions, agent_command, command, spawn
-from vsonic.gnmi_server import Credentials
+from vsonic.gnmi_server import Credentials, TlsFiles
 from vsonic.inventory import SwitchSpec, inventory_document
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import default_ports
@@ -123,11 +123,17 @@ def start(
     state_dir: Path,
     env: dict[str, str],
     extras: SwitchProcesses | None = None,
+    tls: TlsFiles | None = None,
+    gcu_args: Sequence[str] = (),
 ) -> Started:
-    """Start Redis (standalone only), the gNMI server processes and, when given, a data
-    plane (and an agent) per switch next to its Redis; no waiting here."""
+    """Start Redis (standalone only), the gNMI server processes (over TLS with ``tls``, with
+    ``vsonic.serve``'s GCU flags ``gcu_args``) and, when given, a data plane (and an agent)
+    per switch next to its Redis; no waiting here."""
     started = Started(fleet=layout.fleet)
+    tls_args = [] if tls is None else ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+    tls_args += gcu_args
     serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
+    serve_args += tls_args
     if layout.fleet:
         args = ["--fleet", "--address", f"{HOST}:{layout.base_port}", "--names", *layout.names()]
         pid = _spawn(args + serve_args, state_dir / "gnmi-fleet.log", env)
@@ -140,7 +146,8 @@ def start(
             RedisProcess(redis_port, state_dir).start()
             port = layout.gnmi_port(i)
             args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
-            pid = _spawn(args + layout.serve_args(i), state_dir / f"gnmi-{name}.log", env)
+            own = layout.serve_args(i) + tls_args
+            pid = _spawn(args + own, state_dir / f"gnmi-{name}.log", env)
             started.gnmi.append({"pid": pid, "port": port, "names": [name]})
             if extras is not None:
                 _start_extras(extras, started, state_dir, name, redis_port, seed_offset=i)
@@ -167,12 +174,21 @@ def _start_extras(
         started.agents.append({"pid": pid, "name": name, "redis_port": redis_port})
 
 
-def answers(port: int, credentials: Credentials | None, timeout_s: float) -> bool:
-    """True once a gNMI Capabilities call on ``port`` succeeds."""
+def _channel(port: int, tls: TlsFiles | None) -> Any:
+    if tls is None:
+        return grpc.insecure_channel(f"{HOST}:{port}")
+    trust = grpc.ssl_channel_credentials(root_certificates=tls.cert.read_bytes())
+    return grpc.secure_channel(f"{HOST}:{port}", trust)
+
+
+def answers(
+    port: int, credentials: Credentials | None, timeout_s: float, tls: TlsFiles | None = None
+) -> bool:
+    """True once a gNMI Capabilities call on ``port`` succeeds (over TLS with ``tls``)."""
     metadata = [] if credentials is None else [
         ("username", credentials.username), ("password", credentials.password)
     ]  # fmt: skip
-    with grpc.insecure_channel(f"{HOST}:{port}") as channel:
+    with _channel(port, tls) as channel:
         try:
             gnmi_pb2_grpc.gNMIStub(channel).Capabilities(
                 gnmi_pb2.CapabilityRequest(), metadata=metadata, timeout=timeout_s
@@ -187,10 +203,11 @@ def wait_until_answering(
     credentials: Credentials | None,
     deadline_s: float,
     monotonic: Callable[[], float] = time.monotonic,
+    tls: TlsFiles | None = None,
 ) -> None:
     end = monotonic() + deadline_s
     for server in started.gnmi:
-        while not answers(server["port"], credentials, timeout_s=1.0):
+        while not answers(server["port"], credentials, timeout_s=1.0, tls=tls):
             if not is_running(server["pid"]):
                 raise RuntimeError(f"gNMI server for {server['names'][0]} exited; see its log")
             if monotonic() > end:

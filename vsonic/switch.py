@@ -8,6 +8,7 @@ server holds many and requires the prefix target to name one of them.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from vsonic.errors import (
     SchemaViolationError,
     UnknownTargetError,
 )
+from vsonic.gcu import GcuBehaviour
 from vsonic.paths import DbPath
 from vsonic.schema import patch_problems, validate_change
 from vsonic.setops import SetOp, apply_ops, changed_entries, touched_tables
@@ -36,9 +38,9 @@ class Switch:
     store: Store
     # sonic-gnmi handles one SetRequest at a time (HLD, facts §3.4); so does each switch here.
     set_lock: threading.Lock = field(default_factory=threading.Lock)
-    # Whether sonic-sluice-agent.yang is installed: without it GCU refuses every Set that
-    # touches SLUICE_AGENT or SLUICE_AGENT_QUEUE, QoS tables in the same Set included.
-    sluice_yang: bool = True
+    gcu: GcuBehaviour = field(default_factory=GcuBehaviour)
+    # Every Set operation applied, by path: shows a write that arrived twice.
+    applied: Counter[str] = field(default_factory=Counter)
 
     def read(self, path: DbPath) -> Any:
         """The JSON value at ``path``: a table, an entry, a field, or the whole CONFIG_DB."""
@@ -71,6 +73,22 @@ class Switch:
         keyless = self.store.read_hash(path.db, str(path.table))
         return keyless if keyless is not None else {}
 
+    def read_for_get(self, path: DbPath) -> tuple[bool, Any]:
+        """``(found, value)`` for a Get, with sonic-gnmi's missing-table rule: a table path
+        whose table has no key at all fails the whole Get ("Failed to find"), but when some
+        other key starts with the table's name (``SLUICE_AGENT`` beside
+        ``SLUICE_AGENT_QUEUE|...``) the path is left out of the answer instead, because
+        sonic-gnmi tests for keys matching ``TABLE*`` and then skips a table path that reads
+        no data (sonic-gnmi:sonic_data_client/mixed_db_client.go ``getDbtablePath``, ``Get``)."""
+        if path.table is None or path.key is not None:
+            return True, self.read(path)
+        value = self._read_table(path)
+        if value:
+            return True, value
+        if self.store.read_prefixed(path.db, str(path.table)):
+            return False, None
+        raise PathNotFoundError(f"Failed to find {path.db_name} {path.text()}")
+
     def _read_keyless_field(self, path: DbPath) -> Any:
         keyless = self.store.read_hash(path.db, str(path.table))
         if keyless is None or path.field is not None or path.key not in keyless:
@@ -85,9 +103,13 @@ class Switch:
         writes also bypass GCU.
         """
         with self.set_lock:
+            # GCU: checkpoint, patch, config save; the model check comes first and refuses all.
+            seconds = self.gcu.run_seconds(len(ops))
+            if seconds > 0:
+                self.gcu.sleep(seconds)
             before = read_config(self.store)
             after = apply_ops(before, ops)
-            problems = patch_problems(touched_tables(ops), sluice_yang=self.sluice_yang)
+            problems = patch_problems(touched_tables(ops), unmodelled=self.gcu.unmodelled())
             problems = problems or validate_change(before, after)
             if problems:
                 raise SchemaViolationError(problems)
@@ -95,6 +117,7 @@ class Switch:
             self.store.write_atomically(
                 CONFIG_DB, {redis_key(CONFIG_DB, t, k): f for (t, k), f in changes.items()}
             )
+            self.applied.update(op.path.text() for op in ops)
 
 
 class Targets:

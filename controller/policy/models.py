@@ -74,6 +74,14 @@ class GnmiEndpoint(Frozen):
         description="gNMI prefix target, for a server that fronts several switches (e.g. vsonic "
         "--fleet); leave unset for a SONiC switch's own gNMI server",
     )
+    set_deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="how long one Set may take on this switch's platform: every CONFIG_DB Set "
+        "is a GCU run (checkpoint, YANG-validated patch, config save), seconds to minutes; "
+        "unset takes the controller's default (60 s)",
+    )
 
 
 class Port(Frozen):

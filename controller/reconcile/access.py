@@ -10,7 +10,7 @@ through the resolver it is given, right before a session needs them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
@@ -23,6 +23,7 @@ from controller.southbound.gnmi import (
     DEFAULT_USERNAME,
     SessionPool,
     SwitchSession,
+    TlsOptions,
     target_for_switch,
 )
 
@@ -55,17 +56,21 @@ def read_failure(switch: str, error: SouthboundError | NotFound) -> ApplyResult:
 
 @dataclass
 class GnmiAccess:
-    """``SwitchAccess`` over gNMI: sessions from ``pool``, passwords from ``resolve``."""
+    """``SwitchAccess`` over gNMI: sessions from ``pool``, passwords from ``resolve``.
+    ``tls`` is required and None (plaintext) only when the settings say insecure
+    (``session_tls``)."""
 
     pool: SessionPool
     resolve: SecretResolver
     username: str = DEFAULT_USERNAME
     batch_size: int = 100
+    tls: TlsOptions | None = field(kw_only=True)
 
     def session(self, switch: Switch) -> SwitchSession:
         """The pool's session for ``switch`` (its prefix target, if the intent names one);
         raises ``NotFound`` when its credential cannot be resolved."""
-        return self.pool.session(target_for_switch(switch, self.resolve, username=self.username))
+        target = target_for_switch(switch, self.resolve, username=self.username, tls=self.tls)
+        return self.pool.session(target)
 
     def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
         return self.session(switch).get_tables(tables)

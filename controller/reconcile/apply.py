@@ -11,6 +11,18 @@ Per switch the outcome is one of:
 - ``unreachable``: no answer after the retries; earlier batches stay applied;
 - ``mismatch``: accepted, but the read-back differs (the differences are listed).
 
+A Set that got no answer (``SouthboundSetUnconfirmed``: the deadline passed or the connection
+dropped) may still be running on the switch, which applies it as one GCU run whatever the
+client does. It is never resent blindly: the tables it wrote are read back (for a few Set
+deadlines, ``CallPolicy.outcome_wait_factor``) until the switch shows the outcome; only the
+ops still missing then are sent, once.
+
+The tables sluice invents (``SLUICE_AGENT``, ``SLUICE_AGENT_QUEUE``) are checked on a switch
+only by sluice's YANG extension, and GCU refuses a whole patch that touches a table without
+a YANG model (sonic-net/sonic-utilities:generic_config_updater). Their writes therefore go
+in SetRequests of their own after every QoS table, so a switch without the extension still
+gets its QoS config, and the result says what is missing and how to install it.
+
 Running again is how a partial apply completes: plan from a fresh read (observed = what the
 switch holds) and only what is still missing is written. The comparison, the batching and
 the blame are pure functions; only ``apply_plan_to_switch`` and ``apply_fleet`` do I/O, and
@@ -20,14 +32,20 @@ only through the session they are given.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from controller.errors import SouthboundError, SouthboundRejected, SouthboundUnreachable
+from controller.errors import (
+    SouthboundError,
+    SouthboundRejected,
+    SouthboundSetUnconfirmed,
+    SouthboundUnreachable,
+)
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
-from controller.sonic.tables import SCHEMAS
+from controller.sonic.tables import SCHEMAS, sluice_agent, sluice_agent_queue
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +57,13 @@ them (the agent's live thresholds): verified present, not equal."""
 
 ABSENT = "absent"
 PRESENT = "present"
+
+# The CONFIG_DB tables sluice invents; a switch accepts them only with sluice's YANG
+# extension installed (docs/southbound.md, "What a switch needs").
+EXTENSION_TABLES = frozenset({sluice_agent.TABLE, sluice_agent_queue.TABLE})
+YANG_EXTENSION = "sonic-sluice-agent.yang"
+# How often the outcome of an unanswered Set is read while waiting for it.
+OUTCOME_POLLS = 8
 
 
 class ConfigSession(Protocol):
@@ -203,6 +228,43 @@ def compare_readback(
     return tuple(found)
 
 
+def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], tuple[Op, ...], tuple[Op, ...]]:
+    """``(extension deletes, QoS ops, extension writes)``, each in plan order. Extension
+    entries may name QoS entries (a queue's WRED profile), so their deletes go before the
+    QoS ops and their writes after: every group is valid on its own, as a batch is."""
+    first = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind == "delete")
+    last = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind != "delete")
+    middle = tuple(op for op in ops if op.table not in EXTENSION_TABLES)
+    return first, middle, last
+
+
+def grouped_batches(ops: Sequence[Op], batch_size: int) -> list[tuple[Op, ...]]:
+    """Batches that never mix extension-table writes with anything else (``write_groups``)."""
+    return [chunk for group in write_groups(ops) for chunk in batches(group, batch_size)]
+
+
+def still_missing(
+    ops: Sequence[Op], readback: SwitchConfig, volatile: Volatile = _nothing_volatile
+) -> tuple[Op, ...]:
+    """The ops whose entries do not yet read back as the ops leave them, in order."""
+    differing = {(d.table, d.key) for d in compare_readback(ops, readback, volatile)}
+    return tuple(op for op in ops if op.entry_key in differing)
+
+
+def extension_refusal(refused: Sequence[Op], error: SouthboundRejected) -> str:
+    """Why the switch lacks its agent tables and what the operator installs to fix it."""
+    tables = ", ".join(sorted({op.table for op in refused}))
+    said = f"{error.code}: {error.message}"
+    if "YANG" not in error.message:
+        return f"the QoS tables are applied; {len(refused)} entries of {tables} refused ({said})"
+    return (
+        f"the QoS tables are applied; {len(refused)} entries of {tables} are missing because "
+        f"the switch has no YANG model for them ({said}). Install sluice's YANG extension "
+        f"({YANG_EXTENSION}, shipped with the qos-agent) into the switch's sonic-yang-models "
+        "directory (/usr/local/yang-models) and run the rollout again (docs/southbound.md)"
+    )
+
+
 def blame_op(batch: Sequence[Op], message: str) -> Op | None:
     """The op of a refused batch that the switch's message names (``TABLE|key``, as SONiC's
     YANG errors and vsonic write them); None when it names none of them. The longest match
@@ -228,6 +290,9 @@ class _Run:
     batches_done: int = 0
     phase: str = "write"
     chunk: tuple[Op, ...] = ()
+    written: list[Op] = field(default_factory=list)
+    extension_refused: SouthboundRejected | None = None
+    refused_ops: tuple[Op, ...] = ()
 
     def result(
         self,
@@ -278,15 +343,73 @@ def _settle(session: ConfigSession, run: _Run, ops: tuple[Op, ...]) -> tuple[Op,
     return settle_shared_deletes(ops, session.get_tables(tables))
 
 
-def _write(
-    session: ConfigSession, run: _Run, chunks: list[tuple[Op, ...]], progress: Progress
+def _await_outcome(
+    session: ConfigSession,
+    chunk: tuple[Op, ...],
+    error: SouthboundSetUnconfirmed,
+    volatile: Volatile,
+    sleep: Callable[[float], None],
+) -> tuple[Op, ...]:
+    """The ops of an unanswered Set that the switch still lacks after ``outcome_wait_s``:
+    read back until all of it shows (a GCU run applies all or none), so a Set still running
+    is never sent a second time."""
+    tables = {op.table for op in chunk}
+    interval = error.outcome_wait_s / OUTCOME_POLLS
+    missing = chunk
+    for poll in range(OUTCOME_POLLS + 1):
+        missing = still_missing(chunk, session.get_tables(tables), volatile)
+        if not missing:
+            log.info("%s: the unanswered Set was applied; nothing to resend", session.name)
+            return ()
+        if poll < OUTCOME_POLLS:
+            sleep(interval)
+    return missing
+
+
+def _send(
+    session: ConfigSession,
+    run: _Run,
+    chunk: tuple[Op, ...],
+    volatile: Volatile,
+    sleep: Callable[[float], None],
 ) -> None:
-    """Send the batches in order; a refusal stops at the refused batch (``run.chunk``)."""
+    """One batch; after an unanswered Set, only what the switch still lacks, once more."""
+    run.set_requests += 1
+    try:
+        session.set(chunk)
+        return
+    except SouthboundSetUnconfirmed as error:
+        log.warning("%s: %s; reading back before anything is resent", session.name, error.detail)
+        missing = _await_outcome(session, chunk, error, volatile, sleep)
+    if missing:
+        log.warning("%s: resending the %d op(s) still missing", session.name, len(missing))
+        run.chunk = missing
+        run.set_requests += 1
+        session.set(missing)
+
+
+def _write(
+    session: ConfigSession,
+    run: _Run,
+    chunks: list[tuple[Op, ...]],
+    progress: Progress,
+    volatile: Volatile,
+    sleep: Callable[[float], None],
+) -> None:
+    """Send the batches in order; a refusal stops at the refused batch (``run.chunk``),
+    except for extension tables: those are last, and their refusal is recorded instead."""
     run.phase = "write"
     for done, chunk in enumerate(chunks, start=1):
         run.chunk = chunk
-        run.set_requests += 1
-        session.set(chunk)
+        try:
+            _send(session, run, chunk, volatile, sleep)
+        except SouthboundRejected as error:
+            if not all(op.table in EXTENSION_TABLES and op.kind != "delete" for op in chunk):
+                raise
+            run.extension_refused = error
+            run.refused_ops = tuple(op for c in chunks[done - 1 :] for op in c)
+            return
+        run.written += chunk
         run.ops_written += len(chunk)
         run.batches_done = done
         progress(ProgressEvent(run.switch, "batch_written", done, len(chunks)))
@@ -302,6 +425,10 @@ def _verify(
         shown = "; ".join(str(d) for d in differences[:3])
         more = f" (and {len(differences) - 3} more)" if len(differences) > 3 else ""
         return run.result("mismatch", f"read-back differs: {shown}{more}", None, differences)
+    if run.extension_refused is not None:
+        reason = extension_refusal(run.refused_ops, run.extension_refused)
+        blamed = blame_op(run.refused_ops, run.extension_refused.message) or run.refused_ops[0]
+        return run.result("failed", reason, blamed)
     return run.result("applied_verified")
 
 
@@ -323,18 +450,21 @@ def apply_plan_to_switch(
     batch_size: int = 100,
     progress: Progress = _no_progress,
     volatile: Volatile = _nothing_volatile,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> ApplyResult:
-    """Write ``plan`` in batches of ``batch_size`` ops (one SetRequest each, in plan order),
-    then read back the tables written and compare. An empty plan sends nothing."""
+    """Write ``plan`` in batches of ``batch_size`` ops (one SetRequest each, in plan order,
+    extension-table writes last: ``grouped_batches``), then read back the tables written and
+    compare. An empty plan sends nothing. ``sleep`` paces the read-back after an unanswered
+    Set."""
     run = _Run(plan.switch, len(plan.ops))
-    chunks = batches(plan.ops, batch_size)
+    chunks = grouped_batches(plan.ops, batch_size)
     try:
         ops = _settle(session, run, plan.ops)
-        chunks = batches(ops, batch_size)
-        _write(session, run, chunks, progress)
+        chunks = grouped_batches(ops, batch_size)
+        _write(session, run, chunks, progress, volatile, sleep)
         if ops:
             progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
-            result = _verify(session, run, ops, volatile)
+            result = _verify(session, run, run.written, volatile)
         else:
             result = run.result("applied_verified")
     except SouthboundError as error:

@@ -38,6 +38,11 @@ class PathError(ValueError):
     as a protocol error of the switch that sent it."""
 
 
+def database_elems() -> Elems:
+    """The CONFIG_DB root: a Get of it answers ``{table: {key: {field: value}}}``."""
+    return (DATABASE, INSTANCE)
+
+
 def table_elems(table: str) -> Elems:
     return (DATABASE, INSTANCE, table)
 
@@ -153,6 +158,23 @@ def config_from_value(elems: Iterable[str], value: object) -> SwitchConfig:
     if not isinstance(value, str):
         raise PathError(f"{where.table}|{where.key} field '{where.field}': not a string")
     return {(where.table, where.key): {where.field: value}}
+
+
+def config_from_database(
+    elems: Iterable[str], value: object, keep: frozenset[str]
+) -> tuple[frozenset[str], SwitchConfig]:
+    """The tables a Get answer for the CONFIG_DB root holds, and the entries of those in
+    ``keep``. Only kept tables are parsed: others may hold list fields (sonic-gnmi renders a
+    ``name@`` field as a JSON list), which sluice neither owns nor reads."""
+    parts = tuple(elems)
+    if parts != (DATABASE, INSTANCE):
+        raise PathError(f"not the {DATABASE}/{INSTANCE} root: {text(parts)}")
+    if not isinstance(value, dict):
+        raise PathError(f"{text(parts)}: value is not a JSON object")
+    config: SwitchConfig = {}
+    for table in keep & value.keys():
+        config.update(config_from_value(table_elems(table), value[table]))
+    return frozenset(value), config
 
 
 def decode_json(raw: bytes, elems: Iterable[str]) -> object:

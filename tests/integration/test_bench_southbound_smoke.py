@@ -30,6 +30,8 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 SWITCHES, TARGETS, PORTS, BATCH = 3, 10, 4, 40
+GCU_SWITCHES = 2
+AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}  # written in Sets of their own, last
 ROW = re.compile(
     r"^  (?P<mode>baseline|sluice): .*?\s(?P<wall>\d+\.\d{3})s\s+(?P<sets>\d+)\s+(?P<gets>\d+)"
     r"\s+(?P<rpcs_s>\d+\.\d)\s+(?P<ops_s>\d+\.\d)\s+(?P<targets_s>\d+\.\d)"
@@ -38,12 +40,13 @@ ROW = re.compile(
 
 
 def parse_rows(stdout: str) -> dict[str, dict[str, dict[str, str]]]:
-    """{section: {mode: columns}}; a section starts at a line ``push:`` or ``reconcile:``."""
+    """{section: {mode: columns}}; a section starts at a line ``push:``, ``reconcile:`` or
+    ``push-gcu (... s per Set):``."""
     sections: dict[str, dict[str, dict[str, str]]] = {}
     current = None
     for line in stdout.splitlines():
-        head = line.split(":", 1)[0]
-        if head in ("push", "reconcile"):
+        head = line.split(":", 1)[0].split(" ", 1)[0]
+        if head in ("push", "reconcile", "push-gcu"):
             current = head
             sections[current] = {}
         elif (match := ROW.match(line)) and current is not None:
@@ -55,6 +58,8 @@ def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
     flags = ["--switches", str(SWITCHES), "--targets", str(TARGETS), "--ports", str(PORTS)]
     flags += ["--batch-size", str(BATCH), "--parallel", "2", "--max-in-flight", "4"]
     flags += ["--switch-latency-ms", "1"]
+    flags += ["--gcu-set-s", "0.05", "--gcu-switches", str(GCU_SWITCHES), "--gcu-parallel", "2"]
+    flags += ["--gcu-batch-size", str(BATCH)]
     done = subprocess.run(
         [sys.executable, "-m", "bench.southbound_bench", *flags],
         cwd=REPO,
@@ -64,16 +69,25 @@ def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     rows = parse_rows(done.stdout)
-    assert set(rows) == {"push", "reconcile"}
+    assert set(rows) == {"push", "reconcile", "push-gcu"}
     assert all(set(modes) == {"baseline", "sluice"} for modes in rows.values()), done.stdout
 
     # A fresh switch holds none of sluice's tables, so each desired entry is one add op and
-    # a switch gets ceil(entries / BATCH) SetRequests, then one read-back Get.
+    # a switch gets ceil(entries / BATCH) SetRequests (the agent tables' in Sets of their
+    # own), then one read-back Get.
+    def set_count(config: SwitchConfig) -> int:
+        agent = sum(1 for table, _ in config if table in AGENT_TABLES)
+        return math.ceil((len(config) - agent) / BATCH) + math.ceil(agent / BATCH)
+
     desired = compile_fleet(synthetic_intent(SWITCHES, PORTS))
-    sets = sum(math.ceil(len(config) / BATCH) for config in desired.values())
+    sets = sum(set_count(config) for config in desired.values())
+    paced = compile_fleet(synthetic_intent(GCU_SWITCHES, PORTS))
+    paced_sets = sum(set_count(config) for config in paced.values())
     for mode in ("baseline", "sluice"):
         push, reconcile = rows["push"][mode], rows["reconcile"][mode]
         assert (int(push["sets"]), int(push["gets"])) == (sets, SWITCHES)
+        gcu = rows["push-gcu"][mode]
+        assert (int(gcu["sets"]), int(gcu["gets"])) == (paced_sets, GCU_SWITCHES)
         # A no-drift pass is one Get per target and no Set at all.
         assert (int(reconcile["sets"]), int(reconcile["gets"])) == (0, TARGETS)
     assert "every plan empty: 10/10 baseline, 10/10 sluice" in done.stdout

@@ -1,56 +1,7 @@
-"""A self-signed certificate for a gNMI server on 127.0.0.1, made with ``cryptography``.
-
-It names the server both ways a client may check it: the IP address 127.0.0.1 (a client
-dialling the address) and the DNS name ``vsonic.test`` (a client overriding the name it
-expects). It is its own CA, so a client can pass it as the root to trust.
-"""
+"""The switch certificate the integration tests serve TLS with (made by ``vsonic.tls``)."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
-from pathlib import Path
+from vsonic.tls import SERVER_NAME, self_signed_tls
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-from vsonic.gnmi_server import TlsFiles
-
-SERVER_NAME = "vsonic.test"
-
-
-def self_signed_tls(directory: Path) -> TlsFiles:
-    """A fresh key and a certificate valid from five minutes ago for a day, written as PEM
-    into ``directory``."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVER_NAME)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(SERVER_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    files = TlsFiles(cert=directory / "server.crt", key=directory / "server.key")
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return files
+__all__ = ["SERVER_NAME", "self_signed_tls"]

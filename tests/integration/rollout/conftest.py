@@ -33,6 +33,7 @@ from tests.integration.southbound.conftest import USERNAME, Fabric
 # The southbound tests' virtual switches, shared as fixtures of this folder too.
 fabric = southbound.fabric
 redis_servers = southbound.redis_servers
+switch_tls = southbound.switch_tls
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 # Short real sleeps between retries: some tests stop a switch on purpose.
@@ -72,7 +73,13 @@ class Controller:
         return RolloutService(self.sessions, clock=self.clock)
 
     def access(self) -> GnmiAccess:
-        return GnmiAccess(self.pool, resolver_for(self.fabric), username=USERNAME, batch_size=20)
+        return GnmiAccess(
+            self.pool,
+            resolver_for(self.fabric),
+            username=USERNAME,
+            batch_size=20,
+            tls=self.fabric.tls,
+        )
 
     def runner(self) -> RolloutRunner:
         """A new runner with a fresh store, as a restarted controller would build one."""

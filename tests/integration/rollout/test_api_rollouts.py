@@ -27,7 +27,11 @@ def api(
 ) -> Iterator[TestClient]:
     # The app resolves env: credential references from its process environment.
     monkeypatch.setenv("SLUICE_GNMI_PASSWORD", controller.fabric.password)
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    tls = controller.fabric.tls
+    assert tls is not None
+    # The switches serve TLS; the app trusts their CA, from its settings.
+    settings = Settings(database_url=SecretStr(db_url), gnmi_tls_ca=tls.root_cert)
+    app = create_app(settings, clock=StepClock())
     with TestClient(app) as client:
         yield client
 

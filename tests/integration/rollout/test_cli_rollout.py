@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 
 import pytest
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
+from api.main import create_app
 from controller.cli import CliDeps, app
 from controller.cli.exit_codes import ExitCode
 from controller.services.tokens import AccessRole
-from tests.integration.conftest import issue_token
+from controller.settings import Settings
+from tests.integration.conftest import StepClock, issue_token
+from tests.integration.served import served
 
 from .conftest import Controller
+
+
+@pytest.fixture
+def live_api_url(db_url: str, controller: Controller) -> Iterator[str]:
+    """The app served on 127.0.0.1, trusting the switches' CA: they serve TLS."""
+    tls = controller.fabric.tls
+    assert tls is not None
+    settings = Settings(database_url=SecretStr(db_url), gnmi_tls_ca=tls.root_cert)
+    with served(create_app(settings, clock=StepClock())) as url:
+        yield url
 
 
 @pytest.fixture

@@ -250,7 +250,9 @@ def test_a_restarted_runner_resumes_and_rewrites_nothing_already_applied(
     first.step(info.id)  # pending -> running
     first.step(info.id)  # canary leaf1
     real = controller.access()
-    crashing = FakeCrashingAccess(real.pool, real.resolve, real.username, real.batch_size)
+    crashing = FakeCrashingAccess(
+        real.pool, real.resolve, real.username, real.batch_size, tls=real.tls
+    )
     crashing.crash_after = "leaf2"
     store = SqlRolloutStore(controller.sessions, clock=controller.clock)
     dying = RolloutRunner(store, crashing, controller.clock)

@@ -30,11 +30,14 @@ def wait_for(what: str, condition: Callable[[], bool]) -> None:
 
 
 @contextmanager
-def worker_process(db_url: str, password: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def worker_process(
+    db_url: str, password: str, log: Path, ca: Path
+) -> Iterator[subprocess.Popen[bytes]]:
     env = {
         **os.environ,
         "DATABASE_URL": db_url,
         "SLUICE_GNMI_PASSWORD": password,
+        "SLUICE_GNMI_TLS_CA": str(ca),  # the switches serve TLS, as every switch session is
         "SLUICE_WORKER_POLL_S": "0.1",
         "SLUICE_GNMI_DEADLINE_S": "5",
     }
@@ -71,7 +74,11 @@ def test_a_new_worker_process_finishes_what_a_stopped_one_left(
     )
     log = tmp_path / "worker.log"
     password = controller.fabric.password
-    with worker_process(db_url, password, log) as first:
+    tls = controller.fabric.tls
+    assert tls is not None
+    assert tls.root_cert is not None
+    ca = tls.root_cert
+    with worker_process(db_url, password, log, ca) as first:
         wait_for("the halt", lambda: controller.rollouts.get(info.id).state == "halted")
         assert stop(first) == 0
     halted = controller.rollouts.get(info.id)
@@ -81,7 +88,7 @@ def test_a_new_worker_process_finishes_what_a_stopped_one_left(
 
     controller.fabric.switches["spine1"].start()
     controller.rollouts.resume(info.id, actor=OPERATOR)
-    with worker_process(db_url, password, log) as second:
+    with worker_process(db_url, password, log, ca) as second:
         wait_for("completion", lambda: controller.rollouts.get(info.id).state == "completed")
         assert stop(second) == 0
     assert verified(controller.rollouts.get(info.id)) == set(ALL)

@@ -1,5 +1,6 @@
 """Virtual switches for the southbound tests: one real redis-server and one real gNMI server
-(vsonic, real gRPC) per switch of the example intent, on 127.0.0.1, stopped after.
+(vsonic, real gRPC over TLS, as every switch session is) per switch of the example intent,
+on 127.0.0.1, stopped after.
 
 The Redis servers live for the session (starting one takes a moment); each test flushes and
 re-seeds them and starts fresh gNMI servers, so tests do not see each other's writes.
@@ -24,9 +25,17 @@ from controller.policy.models import Switch as IntentSwitch
 from controller.sonic.compile import compile_switch
 from controller.sonic.model import SwitchConfig
 from controller.southbound.credentials import resolve_secret
-from controller.southbound.gnmi import GnmiTarget, target_for_switch
+from controller.southbound.gnmi import GnmiTarget, TlsOptions, session_tls, target_for_switch
+from tests.integration.tls_certs import self_signed_tls
 from vsonic.db import RedisStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 from vsonic.switch import Switch, Targets
@@ -49,15 +58,22 @@ class SetCounter:
 
 
 class CountingGnmiService(GnmiService):
-    """vsonic's real gNMI service, counting the Set RPCs it serves."""
+    """vsonic's real gNMI service, counting the Set and Get RPCs it serves."""
 
-    def __init__(self, *args: Any, counter: SetCounter, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, counter: SetCounter, gets: SetCounter | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._counter = counter
+        self._gets = gets or SetCounter()
 
     def Set(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._counter.add()
         return super().Set(request, context)
+
+    def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
+        self._gets.add()
+        return super().Get(request, context)
 
 
 @dataclass
@@ -67,19 +83,26 @@ class VirtualSwitch:
     name: str
     store: RedisStore
     credentials: Credentials
+    tls: TlsFiles | None = None
     sets: SetCounter = field(default_factory=SetCounter)
+    gets: SetCounter = field(default_factory=SetCounter)
     port: int = 0
     server: RunningServer | None = None
+    # The vsonic switch model, kept across restarts: its GCU pacing and its applied-op count.
+    model: Switch | None = None
 
     def start(self) -> None:
         """Serve on a free port the first time, on the same port after a stop."""
+        if self.model is None:
+            self.model = Switch(self.name, self.store)
         service = CountingGnmiService(
-            Targets([Switch(self.name, self.store)], fleet=False),
+            Targets([self.model], fleet=False),
             Clock(),
             self.credentials,
             counter=self.sets,
+            gets=self.gets,
         )
-        self.server = start_server(f"127.0.0.1:{self.port}", service)
+        self.server = start_server(f"127.0.0.1:{self.port}", service, self.tls)
         self.port = self.server.port
 
     def stop(self) -> None:
@@ -100,6 +123,7 @@ class Fabric:
     intent: Intent
     switches: dict[str, VirtualSwitch]
     password: str = field(repr=False)
+    tls: TlsOptions | None = None  # how the controller reaches the switches
 
     def desired(self) -> dict[str, SwitchConfig]:
         return {s.name: compile_switch(self.intent, s) for s in self.intent.switches}
@@ -111,7 +135,8 @@ class Fabric:
             return resolve_secret(ref, environ=environ)
 
         return {
-            s.name: target_for_switch(s, resolve, username=USERNAME) for s in self.intent.switches
+            s.name: target_for_switch(s, resolve, username=USERNAME, tls=self.tls)
+            for s in self.intent.switches
         }
 
 
@@ -136,9 +161,15 @@ def _seed(switch: IntentSwitch) -> SwitchSeed:
     return SwitchSeed(hostname=switch.name, ports=ports)
 
 
+@pytest.fixture(scope="session")
+def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """The switches' certificate (its own CA, naming 127.0.0.1)."""
+    return self_signed_tls(Path(tmp_path_factory.mktemp("switch-tls")))
+
+
 @pytest.fixture
-def fabric(redis_servers: list[RedisProcess]) -> Iterator[Fabric]:
-    """The four switches of examples/intent.yaml, freshly booted and serving gNMI."""
+def fabric(redis_servers: list[RedisProcess], switch_tls: TlsFiles) -> Iterator[Fabric]:
+    """The four switches of examples/intent.yaml, freshly booted and serving gNMI over TLS."""
     intent = load_intent_file(EXAMPLE_INTENT)
     password = secrets.token_hex(12)
     credentials = Credentials(username=USERNAME, password=password)
@@ -149,12 +180,14 @@ def fabric(redis_servers: list[RedisProcess]) -> Iterator[Fabric]:
             store = RedisStore.connect(redis_server.host, redis_server.port)
             store.client(0).flushall()
             seed_store(store, _seed(switch))
-            vswitch = VirtualSwitch(switch.name, store, credentials)
+            vswitch = VirtualSwitch(switch.name, store, credentials, switch_tls)
             switches[switch.name] = vswitch
             vswitch.start()
             endpoint = GnmiEndpoint(address="127.0.0.1", port=vswitch.port)
             repointed.append(switch.model_copy(update={"gnmi": endpoint}))
-        yield Fabric(intent.model_copy(update={"switches": tuple(repointed)}), switches, password)
+        tls = session_tls(insecure=False, ca=switch_tls.cert)
+        repointed_intent = intent.model_copy(update={"switches": tuple(repointed)})
+        yield Fabric(repointed_intent, switches, password, tls)
     finally:
         for vswitch in switches.values():
             vswitch.stop()

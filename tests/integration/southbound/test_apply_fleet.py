@@ -33,6 +33,22 @@ POLICY = CallPolicy(
 )
 
 
+# Tables sluice invents: their writes go in SetRequests of their own after the QoS tables.
+AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}
+
+
+def set_count(tables: list[str]) -> int:
+    """SetRequests for ops on ``tables``: QoS ops in batches of BATCH, then the agent's."""
+    agent = sum(1 for t in tables if t in AGENT_TABLES)
+    return math.ceil((len(tables) - agent) / BATCH) + math.ceil(agent / BATCH)
+
+
+def qos_first(plan: Plan) -> list[tuple[str, str]]:
+    """The plan's entries in the order they are written (agent-table writes last)."""
+    keys = [op.entry_key for op in plan.ops]
+    return [k for k in keys if k[0] not in AGENT_TABLES] + [k for k in keys if k[0] in AGENT_TABLES]
+
+
 @pytest.fixture
 def pool() -> Iterator[SessionPool]:
     with SessionPool(policy=POLICY, max_in_flight=8, sleep=time.sleep) as sessions:
@@ -75,9 +91,9 @@ def test_push_to_four_switches_is_verified_by_read_back(fabric: Fabric, pool: Se
     for name, config in desired.items():
         assert_redis_holds(fabric, name, config)
         # A fresh switch holds none of these tables: every entry is an add, one per op,
-        # and the ops go out in ceil(n / BATCH) SetRequests (leaf: 83 -> 5, spine: 46 -> 3).
+        # and the ops go out in batches of BATCH SetRequests, the agent tables in their own.
         assert results[name].ops_total == results[name].ops_written == len(config)
-        assert fabric.switches[name].sets.count == math.ceil(len(config) / BATCH)
+        assert fabric.switches[name].sets.count == set_count([t for t, _ in config])
         # What the adapter reads back is exactly the desired state.
         session = pool.session(fabric.targets()[name])
         assert session.get_tables({t for t, _ in config}) == config
@@ -99,7 +115,7 @@ def test_a_refused_value_fails_that_switch_only_and_names_the_field(
     # SONiC's scheduler weight is 1..100 (sonic-scheduler.yang); 150 must be refused.
     desired["leaf2"][("SCHEDULER", "SLUICE_SCHED_3")]["weight"] = "150"
     plans = plans_from_switches(fabric, pool, desired)
-    position = [op.entry_key for op in plans["leaf2"].ops].index(("SCHEDULER", "SLUICE_SCHED_3"))
+    position = qos_first(plans["leaf2"]).index(("SCHEDULER", "SLUICE_SCHED_3"))
     results = apply_fleet(
         plans, pool.sessions(fabric.targets().values()), max_parallel=4, batch_size=BATCH
     )
@@ -149,16 +165,15 @@ def test_a_switch_stopped_mid_apply_is_unreachable_and_a_second_run_completes_it
     with SessionPool(policy=POLICY, sleep=time.sleep) as fresh:
         second = plans_from_switches(fabric, fresh, desired)
         # Only what the first run did not write is left: the ops after the first batch.
-        assert [op.entry_key for op in second["spine1"].ops] == [
-            op.entry_key for op in plans["spine1"].ops[BATCH:]
-        ]
+        assert qos_first(second["spine1"]) == qos_first(plans["spine1"])[BATCH:]
         assert all(second[name].is_empty for name in ("leaf1", "leaf2", "spine2"))
         results = apply_fleet(
             second, fresh.sessions(fabric.targets().values()), max_parallel=4, batch_size=BATCH
         )
     assert results["spine1"].status == "applied_verified"
-    # 46 ops on a spine, 20 written before the stop: 26 left -> ceil(26 / 20) = 2 Sets.
-    assert spine1.sets.count - sets_before == math.ceil((len(desired["spine1"]) - BATCH) / BATCH)
+    # Everything but the first batch is left, in batches, the agent tables in their own Sets.
+    left = [t for t, _ in qos_first(plans["spine1"])[BATCH:]]
+    assert spine1.sets.count - sets_before == set_count(left)
     assert_redis_holds(fabric, "spine1", desired["spine1"])
 
 
@@ -199,13 +214,12 @@ def test_progress_reports_every_batch_then_the_result(fabric: Fabric, pool: Sess
     desired = {"spine2": fabric.desired()["spine2"]}
     events: list[ProgressEvent] = []
     results = run(fabric, pool, desired, progress=events.append)
-    # spine2: 46 ops in batches of 20 -> 3 batches, then the read-back, then the result.
+    # spine2: one event per batch, then the read-back, then the result.
+    n = set_count([t for t, _ in desired["spine2"]])
     assert [(e.stage, e.batches_done, e.batches_total) for e in events] == [
-        ("batch_written", 1, 3),
-        ("batch_written", 2, 3),
-        ("batch_written", 3, 3),
-        ("verifying", 3, 3),
-        ("finished", 3, 3),
+        *(("batch_written", i, n) for i in range(1, n + 1)),
+        ("verifying", n, n),
+        ("finished", n, n),
     ]
     assert events[-1].result == results["spine2"]
 

@@ -15,9 +15,9 @@ from controller.policy.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
-from controller.southbound.gnmi import SessionPool
+from controller.southbound.gnmi import SessionPool, session_tls
 from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
@@ -26,9 +26,9 @@ NAMES = ("fleet-a", "fleet-b")
 
 
 @pytest.fixture
-def fleet_port() -> Iterator[int]:
+def fleet_port(switch_tls: TlsFiles) -> Iterator[int]:
     targets = fleet_targets(list(NAMES), default_ports(2, speed_gbps=100))
-    running = start_server("127.0.0.1:0", GnmiService(targets, Clock(), CREDS))
+    running = start_server("127.0.0.1:0", GnmiService(targets, Clock(), CREDS), switch_tls)
     try:
         yield running.port
     finally:
@@ -42,18 +42,21 @@ def _fleet_switch(intent: Intent, name: str, port: int, target: str | None) -> S
     return spine.model_copy(update={"name": name, "gnmi": gnmi})
 
 
-def _access(pool: SessionPool) -> GnmiAccess:
+def _access(pool: SessionPool, tls: TlsFiles) -> GnmiAccess:
     def resolve(ref: str) -> SecretStr:
         return SecretStr(CREDS.password)
 
-    return GnmiAccess(pool, resolve, username=CREDS.username)
+    options = session_tls(insecure=False, ca=tls.cert)
+    return GnmiAccess(pool, resolve, username=CREDS.username, tls=options)
 
 
-def test_each_fleet_switch_is_written_and_read_through_its_own_target(fleet_port: int) -> None:
+def test_each_fleet_switch_is_written_and_read_through_its_own_target(
+    fleet_port: int, switch_tls: TlsFiles
+) -> None:
     intent = load_intent_file(EXAMPLE)
     switches = [_fleet_switch(intent, name, fleet_port, target=name) for name in NAMES]
     with SessionPool() as pool:
-        access = _access(pool)
+        access = _access(pool, switch_tls)
         first = switches[0]
         desired = compile_switch(intent, first)
         result = access.apply(first, plan_switch(first.name, desired, {}))
@@ -65,9 +68,11 @@ def test_each_fleet_switch_is_written_and_read_through_its_own_target(fleet_port
     assert read_second == {}
 
 
-def test_a_fleet_switch_without_a_target_is_refused_by_the_server(fleet_port: int) -> None:
+def test_a_fleet_switch_without_a_target_is_refused_by_the_server(
+    fleet_port: int, switch_tls: TlsFiles
+) -> None:
     intent = load_intent_file(EXAMPLE)
     switch = _fleet_switch(intent, NAMES[0], fleet_port, target=None)
     with SessionPool() as pool, pytest.raises(SouthboundError) as refused:
-        _access(pool).read(switch, OWNED_TABLES)
+        _access(pool, switch_tls).read(switch, OWNED_TABLES)
     assert "target" in refused.value.detail.lower()

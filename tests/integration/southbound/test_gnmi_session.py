@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from controller.errors import SouthboundRejected, SouthboundUnreachable
+from controller.errors import SouthboundRejected, SouthboundSetUnconfirmed, SouthboundUnreachable
 from controller.reconcile.apply import apply_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Op
@@ -22,11 +22,12 @@ from controller.southbound.gnmi import (
     GnmiTarget,
     SessionPool,
     TlsOptions,
+    session_tls,
 )
 from controller.southbound.retry import RetryPolicy
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
 from vsonic.db import MemoryStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.redis_process import free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.switch import Switch, Targets
@@ -76,8 +77,8 @@ def test_nobody_listening_is_unreachable_after_jittered_retries_without_the_pass
     ) as pool:
         session = pool.session(target)
         with pytest.raises(SouthboundUnreachable) as raised:
-            session.set([SCHED])
-    assert session.rpc_counts == {"Set": 4}
+            session.get_tables(["SCHEDULER"])
+    assert session.rpc_counts == {"Get": 4}
     draws = random.Random(42)
     # steps 0.2, 0.4, 0.8 (below the 1.0 cap); delay = step/2 + step/2 * u
     assert clock.sleeps == pytest.approx([s / 2 + s / 2 * draws.random() for s in (0.2, 0.4, 0.8)])
@@ -88,10 +89,25 @@ def test_nobody_listening_is_unreachable_after_jittered_retries_without_the_pass
     assert password not in repr(session)
 
 
+def test_a_set_without_an_answer_is_sent_once_and_reported_unconfirmed() -> None:
+    # A switch may still be running a Set the client gave up on (GCU carries on): the
+    # session never resends it; the caller reads back first.
+    target = GnmiTarget("ghost", "127.0.0.1", free_port(), "admin", SecretStr("x"))
+    clock = FakeClock()
+    with SessionPool(sleep=clock.sleep) as pool:
+        session = pool.session(target)
+        with pytest.raises(SouthboundSetUnconfirmed, match="UNAVAILABLE"):
+            session.set([SCHED])
+    assert session.rpc_counts == {"Set": 1}
+    assert clock.sleeps == []
+
+
 def test_a_wrong_password_is_refused_once_not_retried(fabric: Fabric) -> None:
     good = fabric.targets()["spine1"]
     wrong = secrets.token_hex(8)
-    target = GnmiTarget(good.name, good.address, good.port, good.username, SecretStr(wrong))
+    target = GnmiTarget(
+        good.name, good.address, good.port, good.username, SecretStr(wrong), tls=good.tls
+    )
     clock = FakeClock()
     with SessionPool(sleep=clock.sleep) as pool:
         session = pool.session(target)
@@ -110,7 +126,7 @@ def test_a_rejected_set_carries_the_switch_message_naming_the_field(fabric: Fabr
         session = pool.session(fabric.targets()["leaf2"])
         with pytest.raises(SouthboundRejected) as raised:
             session.set([SCHED, bad])
-    assert raised.value.code == "INVALID_ARGUMENT"
+    assert raised.value.code == "UNKNOWN"  # what sonic-gnmi answers a refused Set with
     assert "SCHEDULER|SLUICE_BAD" in raised.value.message
     assert "weight" in raised.value.message
     # All or nothing: the good op of the same request was not written either.
@@ -151,8 +167,10 @@ class ProbedGnmiService(GnmiService):
 
 
 @pytest.fixture
-def fleet_server() -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyProbe, str]]:
-    """One vsonic process serving six switch targets from memory (fleet mode)."""
+def fleet_server(
+    switch_tls: TlsFiles,
+) -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyProbe, str]]:
+    """One vsonic process serving six switch targets from memory (fleet mode), over TLS."""
     password = secrets.token_hex(8)
     stores = {f"rack{i}": MemoryStore() for i in range(6)}
     for name, store in stores.items():
@@ -164,17 +182,19 @@ def fleet_server() -> Iterator[tuple[int, dict[str, MemoryStore], ConcurrencyPro
         Credentials("admin", password),
         probe=probe,
     )
-    running = start_server("127.0.0.1:0", service)
+    running = start_server("127.0.0.1:0", service, switch_tls)
     try:
         yield running.port, stores, probe, password
     finally:
         running.stop(grace_s=0.2)
 
 
-def test_fleet_targets_share_one_channel_and_stay_apart(fleet_server) -> None:
+def test_fleet_targets_share_one_channel_and_stay_apart(fleet_server, switch_tls: TlsFiles) -> None:
     port, stores, probe, password = fleet_server
+    tls = session_tls(insecure=False, ca=switch_tls.cert)
+    secret = SecretStr(password)
     targets = [
-        GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(password), prefix_target=name)
+        GnmiTarget(name, "127.0.0.1", port, "admin", secret, tls=tls, prefix_target=name)
         for name in stores
     ]
     # Each target gets its own scheduler weight, so a write that reached the wrong target

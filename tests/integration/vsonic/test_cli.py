@@ -7,14 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
+from pygnmi.client import gNMIclient, gNMIException  # type: ignore[import-untyped]
 
 from controller.policy.models import Switch as IntentSwitch
 from tests.integration.vsonic.conftest import call_with_timeout
 from vsonic.gnmi_server import Credentials
 from vsonic.redis_process import free_port
 from vsonic.supervisor import answers, is_running, load_state
+from vsonic.tls import tls_files
 
 CFG = "/sonic-db:CONFIG_DB/localhost"
 PASSWORD = "cli-test-password"
@@ -42,9 +44,14 @@ def _two_free_ports() -> int:
             return base
 
 
-def _get(port: int, path: str, target: str | None = None) -> object:
+def _get(port: int, path: str, state_dir: Path | None, target: str | None = None) -> object:
+    """Over TLS, trusting the certificate ``vsonic up`` made in ``state_dir``; plaintext when
+    ``state_dir`` is None (switches started ``--insecure``)."""
+    tls = {"insecure": True} if state_dir is None else {
+        "path_root": str(tls_files(state_dir).cert)
+    }  # fmt: skip
     with gNMIclient(target=("127.0.0.1", port), username="admin", password=PASSWORD,
-                    insecure=True, gnmi_timeout=5) as client:  # fmt: skip
+                    gnmi_timeout=5, **tls) as client:  # fmt: skip
         reply = call_with_timeout(client.get, path=[path], target=target, encoding="json_ietf")
     return reply["notification"][0]["update"][0]["val"]
 
@@ -65,8 +72,12 @@ def test_up_two_switches_then_down(tmp_path: Path) -> None:
         assert [p.name for p in switches[0].ports] == ["Ethernet0", "Ethernet4", "Ethernet8",
                                                        "Ethernet12"]  # fmt: skip
         # Each switch answers with its own databases.
-        assert _get(base, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs1"
-        assert _get(base + 1, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs2"
+        assert _get(base, f"{CFG}/DEVICE_METADATA/localhost/hostname", tmp_path) == "vs1"
+        assert _get(base + 1, f"{CFG}/DEVICE_METADATA/localhost/hostname", tmp_path) == "vs2"
+        # TLS by default: the certificate is printed for the controller, plaintext is refused.
+        assert f"SLUICE_GNMI_TLS_CA={tls_files(tmp_path).cert}" in up.stdout
+        assert not answers(base, Credentials("admin", PASSWORD), timeout_s=2)
+        assert tls_files(tmp_path).key.stat().st_mode & 0o777 == 0o600
     finally:
         down = _vsonic("down", "--state-dir", str(tmp_path))
     assert down.returncode == 0, down.stderr
@@ -89,7 +100,8 @@ def test_up_fleet_serves_every_switch_from_one_process(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr
         inventory = yaml.safe_load((tmp_path / "inventory.yaml").read_text())
         assert {s["gnmi"]["port"] for s in inventory["switches"]} == {port}
-        assert _get(port, f"{CFG}/DEVICE_METADATA/localhost/hostname", target="vs3") == "vs3"
+        hostname = f"{CFG}/DEVICE_METADATA/localhost/hostname"
+        assert _get(port, hostname, tmp_path, target="vs3") == "vs3"
     finally:
         down = _vsonic("down", "--state-dir", str(tmp_path))
     assert down.returncode == 0
@@ -123,7 +135,41 @@ def test_without_a_password_one_is_generated_privately(tmp_path: Path) -> None:
         assert secret_file.stat().st_mode & 0o777 == 0o600
         generated = secret_file.read_text().strip()
         assert generated not in up.stdout + up.stderr
-        assert answers(port, Credentials("admin", generated), timeout_s=5)
-        assert not answers(port, Credentials("admin", PASSWORD), timeout_s=5)
+        tls = tls_files(tmp_path)
+        assert answers(port, Credentials("admin", generated), timeout_s=5, tls=tls)
+        assert not answers(port, Credentials("admin", PASSWORD), timeout_s=5, tls=tls)
+    finally:
+        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+
+
+def test_insecure_serves_plaintext_when_asked_explicitly(tmp_path: Path) -> None:
+    port = free_port()
+    up = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+                 "--state-dir", str(tmp_path), "--insecure")  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "SLUICE_GNMI_INSECURE=true" in up.stdout
+        assert _get(port, f"{CFG}/DEVICE_METADATA/localhost/hostname", None, "vs1") == "vs1"
+        assert not tls_files(tmp_path).cert.exists()
+    finally:
+        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+
+
+def test_up_passes_gcu_behaviour_to_every_switch(tmp_path: Path) -> None:
+    port = free_port()
+    up = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+                 "--state-dir", str(tmp_path), "--without-sluice-yang",
+                 "--gcu-set-s", "0.1")  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        path = f"{CFG}/SLUICE_AGENT/global"
+        root = str(tls_files(tmp_path).cert)
+        client = gNMIclient(target=("127.0.0.1", port), username="admin", password=PASSWORD,
+                            gnmi_timeout=5, path_root=root)  # fmt: skip
+        with client, pytest.raises(gNMIException, match="tables without YANG models"):
+            call_with_timeout(
+                client.set, update=[(path, {"algorithm": "static"})], target="vs1",
+                encoding="json_ietf",
+            )  # fmt: skip
     finally:
         assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0

@@ -38,13 +38,13 @@ def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: P
     try:
         assert up.returncode == 0, up.stderr
         # CONFIG_DB PORT speed is in Mb/s: 25 Gb/s -> "25000", 100 -> "100000", 400 -> "400000".
-        leaf = _get(base, "/sonic-db:CONFIG_DB/localhost/PORT")
+        leaf = _get(base, "/sonic-db:CONFIG_DB/localhost/PORT", state)
         assert isinstance(leaf, dict)
         assert {name: fields["speed"] for name, fields in leaf.items()} == {
             "Ethernet0": "25000",
             "Ethernet48": "100000",
         }
-        spine = _get(base + 1, "/sonic-db:CONFIG_DB/localhost/DEVICE_METADATA/localhost")
+        spine = _get(base + 1, "/sonic-db:CONFIG_DB/localhost/DEVICE_METADATA/localhost", state)
         assert isinstance(spine, dict)
         assert spine["hostname"] == "spineA"
         written = yaml.safe_load((state / "inventory.yaml").read_text())

@@ -39,10 +39,11 @@ def _get_val(vswitch: RunningSwitch, path: str) -> object:
     return reply["notification"][0]["update"][0]["val"]
 
 
-def test_capabilities_advertise_json_and_json_ietf_for_sonic_db(vswitch: RunningSwitch) -> None:
+def test_capabilities_advertise_sonic_gnmis_encodings_for_sonic_db(vswitch: RunningSwitch) -> None:
+    # sonic-gnmi:gnmi_server/server.go supportedEncodings: JSON, JSON_IETF, PROTO.
     with vswitch.client() as client:
         caps = call_with_timeout(client.capabilities)
-    assert set(caps["supported_encodings"]) == {"json", "json_ietf"}
+    assert set(caps["supported_encodings"]) == {"json", "json_ietf", "proto"}
     assert [m["name"] for m in caps["supported_models"]] == ["sonic-db"]
 
 
@@ -72,7 +73,7 @@ def test_plain_json_value_is_refused_and_names_the_encoding(vswitch: RunningSwit
     # pygnmi's default (encoding="json") sends json_val, which SONiC's CONFIG_DB writer refuses.
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, encoding="json", update=[(f"{CFG}/WRED_PROFILE/w", WRED)])
-    assert status_code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "Value encoding is not IETF JSON (got json_val)" in str(caught.value)
     assert "/CONFIG_DB/localhost/WRED_PROFILE/w" in str(caught.value)
     assert _raw(vswitch).exists("WRED_PROFILE|w") == 0
@@ -81,7 +82,7 @@ def test_plain_json_value_is_refused_and_names_the_encoding(vswitch: RunningSwit
 def test_missing_reference_is_refused_naming_the_field(vswitch: RunningSwitch) -> None:
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, update=[(f"{CFG}/QUEUE/Ethernet0|3", {"wred_profile": "ABSENT"})])
-    assert status_code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "QUEUE|Ethernet0|3: field 'wred_profile': references WRED_PROFILE 'ABSENT'" in str(
         caught.value
     )
@@ -91,7 +92,7 @@ def test_missing_reference_is_refused_naming_the_field(vswitch: RunningSwitch) -
 def test_unknown_field_is_refused_naming_it(vswitch: RunningSwitch) -> None:
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, update=[(f"{CFG}/SCHEDULER/s1", {"type": "DWRR", "wieght": "5"})])
-    assert status_code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "SCHEDULER|s1: field 'wieght': unknown field in SCHEDULER" in str(caught.value)
 
 
@@ -122,7 +123,7 @@ def test_delete_of_a_referenced_profile_is_refused(vswitch: RunningSwitch) -> No
     )
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, delete=[f"{CFG}/WRED_PROFILE/p"])
-    assert status_code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "WRED_PROFILE|p: cannot delete, still referenced by QUEUE|Ethernet4|3" in str(
         caught.value
     )
@@ -148,10 +149,10 @@ def test_update_of_an_entry_overwrites_it_but_a_field_update_keeps_the_rest(
     assert _raw(vswitch).hgetall("WRED_PROFILE|p") == {"ecn": "ecn_none"}
 
 
-def test_set_on_counters_db_is_unimplemented(vswitch: RunningSwitch) -> None:
+def test_set_on_counters_db_is_refused_as_unknown(vswitch: RunningSwitch) -> None:
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, update=[("/sonic-db:COUNTERS_DB/localhost/COUNTERS/oid:0x1", {"a": "1"})])
-    assert status_code(caught.value) == grpc.StatusCode.UNIMPLEMENTED
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "Set RPC does not support COUNTERS_DB" in str(caught.value)
 
 
@@ -186,5 +187,5 @@ def test_wrong_password_is_unauthenticated_and_not_echoed(vswitch: RunningSwitch
 def test_a_boolean_leaf_value_is_refused_naming_the_field(vswitch: RunningSwitch) -> None:
     with pytest.raises(gNMIException) as caught:
         _set(vswitch, update=[(f"{CFG}/WRED_PROFILE/p", {**WRED, "wred_green_enable": True})])
-    assert status_code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert status_code(caught.value) == grpc.StatusCode.UNKNOWN
     assert "WRED_PROFILE/p field 'wred_green_enable': must be a JSON string" in str(caught.value)

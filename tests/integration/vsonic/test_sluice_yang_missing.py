@@ -39,7 +39,9 @@ AGENT_QUEUE = SetOp(
 
 
 def _switch(sluice_yang: bool) -> Switch:
-    targets = fleet_targets(["leaf1"], default_ports(2), () if sluice_yang else ["leaf1"])
+    targets = fleet_targets(
+        ["leaf1"], default_ports(2), without_sluice_yang=() if sluice_yang else ["leaf1"]
+    )
     return targets.resolve("leaf1")
 
 
@@ -74,12 +76,12 @@ def test_with_the_model_the_same_set_is_accepted() -> None:
 
 
 def test_a_switch_has_the_model_unless_told_otherwise() -> None:
-    assert Switch("leaf1", MemoryStore()).sluice_yang
+    assert Switch("leaf1", MemoryStore()).gcu.yang_extension
 
 
 def test_the_serve_flag_marks_only_the_switches_it_names() -> None:
     fleet = ["--address", "127.0.0.1:0", "--fleet", "--names", "leaf1", "leaf2"]
     args = serve_parser().parse_args([*fleet, "--without-sluice-yang", "leaf1"])
     targets = serve_targets(args)
-    assert not targets.resolve("leaf1").sluice_yang
-    assert targets.resolve("leaf2").sluice_yang
+    assert not targets.resolve("leaf1").gcu.yang_extension
+    assert targets.resolve("leaf2").gcu.yang_extension

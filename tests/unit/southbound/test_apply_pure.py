@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.errors import SouthboundSetUnconfirmed
 from controller.reconcile.apply import (
     ABSENT,
     PRESENT,
     ApplyResult,
     Difference,
     agent_fields,
+    apply_plan_to_switch,
     batches,
     blame_op,
     compare_readback,
     settle_shared_deletes,
+    write_groups,
 )
-from controller.sonic.model import Op
+from controller.sonic.model import Op, Plan
 
 SCHED = Op("add", "SCHEDULER", "SLUICE_SCHED_3", {"type": "DWRR", "weight": "50"}, {})
 QUEUE = Op("add", "QUEUE", "Ethernet0|3", {"scheduler": "SLUICE_SCHED_3"}, {}, whole_entry=False)
@@ -179,3 +183,47 @@ def test_agent_fields_follow_the_wred_schema() -> None:
     assert agent_fields(("WRED_PROFILE", "SLUICE_WRED_25G_19c0aa7b")) == frozenset()
     assert agent_fields(("SCHEDULER", "SLUICE_SCHED_3")) == frozenset()
     assert agent_fields(("NOT_A_SLUICE_TABLE", "x")) == frozenset()
+
+
+class FakeLostSetSession:
+    """A fake switch (a dict) whose first Set gets no answer and never takes effect; every
+    later Set applies at once. Records what each Set carried."""
+
+    name = "leaf1"
+
+    def __init__(self, config: dict[tuple[str, str], dict[str, str]]) -> None:
+        self.config = config
+        self.sent: list[tuple[Op, ...]] = []
+
+    def set(self, ops: Sequence[Op]) -> None:
+        self.sent.append(tuple(ops))
+        if len(self.sent) == 1:
+            raise SouthboundSetUnconfirmed(self.name, "DEADLINE_EXCEEDED", outcome_wait_s=4.0)
+        for op in ops:
+            if op.kind == "delete":
+                self.config.pop(op.entry_key, None)
+            else:
+                self.config.setdefault(op.entry_key, {}).update(op.fields)
+
+    def get_tables(self, tables: Iterable[str]) -> dict[tuple[str, str], dict[str, str]]:
+        wanted = set(tables)
+        return {k: dict(v) for k, v in self.config.items() if k[0] in wanted}
+
+
+def test_an_unanswered_set_that_never_took_is_resent_once_with_only_what_is_missing() -> None:
+    # QUEUE's entry is already as the plan leaves it (an operator wrote it meanwhile).
+    session = FakeLostSetSession({QUEUE.entry_key: {"scheduler": "SLUICE_SCHED_3"}})
+    slept: list[float] = []
+    result = apply_plan_to_switch(session, Plan("leaf1", (SCHED, QUEUE)), sleep=slept.append)
+    assert result.status == "applied_verified"
+    assert session.sent == [(SCHED, QUEUE), (SCHED,)]
+    assert result.set_requests == 2
+    # It read back for the whole wait (8 polls, 0.5 s apart) before resending anything.
+    assert slept == [0.5] * 8
+
+
+def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
+    agent = Op("add", "SLUICE_AGENT", "global", {"algorithm": "static"}, {})
+    agent_gone = Op("delete", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {}, {"mode": "x"})
+    first, middle, last = write_groups([agent, SCHED, agent_gone, QUEUE])
+    assert (first, middle, last) == ((agent_gone,), (SCHED, QUEUE), (agent,))
