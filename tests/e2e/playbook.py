@@ -81,7 +81,7 @@ def run_site(
     events.unlink(missing_ok=True)
     env = dict(
         os.environ,
-        ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"),
+        ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"),  # finds sluice.fabric at REPO
         ANSIBLE_NOCOLOR="1",
         SLUICE_EVENTS_FILE=str(events),
     )
