@@ -31,6 +31,6 @@ options:
     type: float
     default: 30
 notes:
-  - These modules talk to the sluice API over HTTP(S) from the node that runs them; run them
-    on the control node (C(hosts: localhost), C(connection: local)) or delegate them there.
+  - "These modules talk to the sluice API over HTTP(S) from the node that runs them; run them
+    on the control node (C(hosts: localhost), C(connection: local)) or delegate them there."
 """

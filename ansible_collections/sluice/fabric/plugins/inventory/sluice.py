@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 name: sluice
 short_description: sluice's switches and hosts as Ansible inventory
 version_added: 0.1.0
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 description:
   - Reads the current intent from the sluice API and adds every switch and host in it.
   - "Groups: C(sluice_switches) and C(sluice_hosts); C(sluice_role_<role>) per switch role

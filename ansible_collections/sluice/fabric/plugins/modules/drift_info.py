@@ -12,15 +12,17 @@ description:
   - Each event is one CONFIG_DB field (or entry) that differed from the desired state of the
     version last verified on the switch, with what was expected and observed and whether sluice
     corrected it or only alerted.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api
 attributes:
   check_mode:
     support: full
+    description: Reads only, in check mode too.
   diff_mode:
     support: none
+    description: Nothing to show as a diff.
 options:
   switch:
     description: Only this switch's events.

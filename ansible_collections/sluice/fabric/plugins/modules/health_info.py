@@ -14,15 +14,17 @@ description:
     every switch and the newest rollout.
   - C(healthy) is false when the database does not answer, a switch's last reconcile run
     did not converge, or the newest rollout halted or left switches not verified.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api
 attributes:
   check_mode:
     support: full
+    description: Reads only, in check mode too.
   diff_mode:
     support: none
+    description: Nothing to show as a diff.
 notes:
   - Needs a token with the C(viewer) role.
 """

@@ -19,7 +19,7 @@ description:
     a host failed or the run halted.
   - In check mode sluice runs the playbook in check mode and the task returns, per host, the
     tasks that would change with their diffs; nothing changes on the hosts.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api

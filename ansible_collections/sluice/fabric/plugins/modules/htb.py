@@ -21,15 +21,17 @@ description:
     C(SO_PRIORITY) is C(0x10010 + L) is limited to level L's rate without any filter.
   - Reads the live tree with C(tc), applies only the differences and reads it back again.
   - Used by the C(sluice.fabric.qjump) role; the variable schema is in sluice's docs/hosts.md.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 requirements:
   - iproute2 (C(tc)) on the managed host
 attributes:
   check_mode:
     support: full
+    description: Reports what would change; changes nothing.
   diff_mode:
     support: full
+    description: Shows the change before and after.
 options:
   qjump:
     description:

@@ -19,7 +19,7 @@ description:
     switch runs to the proposed intent, and with C(--diff) the intent before and after.
   - Writing an intent does not touch switches or hosts; roll it out with
     M(sluice.fabric.rollout) and M(sluice.fabric.hosts_apply).
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api

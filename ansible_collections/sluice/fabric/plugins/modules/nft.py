@@ -25,15 +25,17 @@ description:
     conntrack byte accounting on.
   - Used by the C(sluice.fabric.dscp) and C(sluice.fabric.pias) roles (schema in sluice's
     docs/hosts.md).
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 requirements:
   - nftables (C(nft)) and util-linux (C(unshare)) on the managed host
 attributes:
   check_mode:
     support: full
+    description: Reports what would change; changes nothing.
   diff_mode:
     support: full
+    description: Shows the change before and after.
 options:
   table:
     description: Table name in the inet family; must start with C(sluice).

@@ -22,7 +22,7 @@ description:
     halts or completes with such switches.
   - In check mode nothing starts; the task returns what it would do and, per switch, the
     CONFIG_DB operations from what the switch runs now to the version.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api

@@ -16,7 +16,7 @@ description:
     left as it is and the task reports C(changed=false).
   - With O(wait), a resume waits until the rollout finishes (failing, naming the switches not
     verified, when it does not verify) and a rollback waits until it is rolled back.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api
@@ -26,6 +26,7 @@ attributes:
     description: Reports what would be done; changes nothing.
   diff_mode:
     support: none
+    description: Nothing to show as a diff.
 options:
   id:
     description: The rollout; the newest one when not given.

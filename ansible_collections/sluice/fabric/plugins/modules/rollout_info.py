@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: rollout_info
 short_description: A sluice rollout (the newest by default) with its progress per batch
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 description:
   - Reads one rollout with every switch's result, and summarises it per batch.
@@ -17,8 +17,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    description: Reads only, in check mode too.
   diff_mode:
     support: none
+    description: Nothing to show as a diff.
 options:
   id:
     description: The rollout; the newest one when not given.

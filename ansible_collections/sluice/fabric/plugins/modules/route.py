@@ -18,15 +18,17 @@ description:
   - Each prefix of C(sluice_ecn.route_rto_min) must already be a route in the main table; only
     its C(rto_min) metric changes, every other attribute of the route is carried over.
   - A route with a metric that cannot be carried over is refused rather than altered.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 requirements:
   - iproute2 (C(ip)) on the managed host
 attributes:
   check_mode:
     support: full
+    description: Reports what would change; changes nothing.
   diff_mode:
     support: full
+    description: Shows the change before and after.
 options:
   ecn:
     description: The C(sluice_ecn) variable; its C(route_rto_min) list is applied.

@@ -11,15 +11,17 @@ short_description: The switches of sluice's current intent, with their last reco
 description:
   - Lists the switches of the current intent (name, role, gNMI endpoint, ports) or one of
     them, each with the last reconcile run sluice recorded for it, if any.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api
 attributes:
   check_mode:
     support: full
+    description: Reads only, in check mode too.
   diff_mode:
     support: none
+    description: Nothing to show as a diff.
 options:
   name:
     description: Only this switch.

@@ -18,13 +18,15 @@ description:
     configuration is sluice's intent, applied again by the playbook.
   - With O(ecn), the values are C(net.ipv4.tcp_ecn) and the congestion control, checked
     against what the kernel offers.
-author: sluice developers
+author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 attributes:
   check_mode:
     support: full
+    description: Reports what would change; changes nothing.
   diff_mode:
     support: full
+    description: Shows the change before and after.
 options:
   values:
     description: Mapping of sysctl name (dotted) to value.
