@@ -179,7 +179,7 @@ class SluiceApi:
             if exc.status == 404:
                 return 0, None
             raise
-        return int(answer.data["version"]), answer.data["intent"]
+        return version_number(answer.data["version"]), answer.data["intent"]
 
     def latest_rollout(self) -> dict[str, Any] | None:
         items = self.get("/rollouts", limit=1).data["items"]
@@ -187,6 +187,11 @@ class SluiceApi:
 
     def rollout(self, rollout_id: int) -> dict[str, Any]:
         return self.get(f"/rollouts/{int(rollout_id)}").data
+
+
+def version_number(version: Any) -> int:
+    """The number of a version object (``{number, author, reason, ...}``) or of a plain int."""
+    return int(version["number"] if isinstance(version, dict) else version)
 
 
 def _problem(method: str, path: str, exc: HTTPError) -> ApiError:

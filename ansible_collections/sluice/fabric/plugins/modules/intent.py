@@ -89,7 +89,7 @@ plans:
   type: list
   elements: dict
   sample: [{"switch": "leaf1", "counts": {"add": 0, "change": 2, "delete": 0},
-            "counts_by_table": {"SCHEDULER": 2}}]
+            "counts_by_table": {"SCHEDULER": {"change": 2}}}]
 ops:
   description: In check mode, every planned operation per switch (kind, table, key, fields).
   returned: in check mode, when something would change
@@ -104,6 +104,7 @@ from ansible_collections.sluice.fabric.plugins.module_utils.api import (
     ApiError,
     SluiceApi,
     api_argument_spec,
+    version_number,
 )
 
 try:
@@ -177,7 +178,7 @@ def apply(module: AnsibleModule, api: SluiceApi) -> dict:
         {"intent": proposed, "reason": module.params["reason"]},
         headers={"If-Match": f'"{version}"'},
     ).data
-    result["version"] = int(written["version"])
+    result["version"] = version_number(written["version"])
     result["changed"] = bool(written.get("changed", True))
     return result
 
