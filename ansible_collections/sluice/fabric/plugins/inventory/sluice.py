@@ -139,20 +139,20 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             self.inventory.add_host(name, group="sluice_switches")
             role_group = self.inventory.add_group(group_name("sluice_role", switch["role"]))
             self.inventory.add_child(role_group, name)
-            self._classes(name, every_class)
-            self._vars(name, switch_vars(switch, every_class), strict)
+            self._add_to_class_groups(name, every_class)
+            self._set_host_vars(name, switch_vars(switch, every_class), strict)
         for host in intent.get("hosts", []):
             name = host["name"]
             self.inventory.add_host(name, group="sluice_hosts")
-            self._classes(name, host_classes)
-            self._vars(name, host_vars(host, host_classes), strict)
+            self._add_to_class_groups(name, host_classes)
+            self._set_host_vars(name, host_vars(host, host_classes), strict)
 
-    def _classes(self, name: str, classes: list[str]) -> None:
+    def _add_to_class_groups(self, name: str, classes: list[str]) -> None:
         for cls in classes:
             group = self.inventory.add_group(group_name("sluice_class", cls))
             self.inventory.add_child(group, name)
 
-    def _vars(self, name: str, values: dict, strict: bool) -> None:
+    def _set_host_vars(self, name: str, values: dict, strict: bool) -> None:
         for key, value in values.items():
             self.inventory.set_variable(name, key, value)
         self._set_composite_vars(self.get_option("compose"), values, name, strict=strict)
