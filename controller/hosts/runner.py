@@ -4,7 +4,7 @@ The edge to Ansible. A rollout is a list of batches; each batch is one ``ansible
 --limit <batch>`` run (forks = the batch size) with ``--diff`` and, for a plan, ``--check``.
 After each batch the failed and unreachable hosts so far are counted; when they exceed the
 failure budget no further batch starts (the staged rollout of issue 5). Results come from the
-``sluice_events`` callback's JSON lines (docs/hosts.md), never from the screen.
+``sluice.fabric.events`` callback's JSON lines (docs/hosts.md), never from the screen.
 
 Pure parts (``batches``, ``parse_events``, ``roll_out``) take plain data and a batch-running
 function; ``AnsibleRunner`` is the one place that starts a process.
@@ -75,7 +75,7 @@ def batches(hosts: Sequence[str], batch_size: int) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the sluice_events JSON lines to per-host results
+# the sluice.fabric.events JSON lines to per-host results
 
 
 def _stats_status(stats: Mapping[str, int]) -> HostStatus:

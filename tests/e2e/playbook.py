@@ -37,7 +37,7 @@ class PlaybookRun:
     stdout: str
     stderr: str
     recap: dict[str, Recap]  # from the screen's PLAY RECAP
-    events: list[dict[str, Any]]  # from the sluice_events callback
+    events: list[dict[str, Any]]  # from the sluice.fabric.events callback
 
     def tasks(self, host: str, status: str) -> list[dict[str, Any]]:
         return [

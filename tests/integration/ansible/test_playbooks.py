@@ -128,3 +128,63 @@ def test_a_stopped_switch_fails_the_task_by_name_and_a_later_run_completes(
         assert again.task(ROLL_OUT)["status"] == "changed"  # resumed, not a new rollout
         assert rollouts(controller) == [(1, "completed")]
         assert all(drop_probability(controller, s) == {"100"} for s in controller.fabric.switches)
+
+
+def test_info_modules_report_the_fabric_and_rollout_control_rolls_back_once(
+    operator: Operator, controller: Controller
+) -> None:
+    read_and_roll_back = [
+        {
+            "name": "Read the fabric, then take the rollout back",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {"name": "Health", "sluice.fabric.health_info": {}, "register": "health"},
+                {"name": "Switches", "sluice.fabric.switch_info": {}, "register": "fabric"},
+                {"name": "Last rollout", "sluice.fabric.rollout_info": {}, "register": "last"},
+                {"name": "Drift", "sluice.fabric.drift_info": {}, "register": "drift"},
+                {
+                    "name": "What was read",
+                    "ansible.builtin.assert": {
+                        "that": [
+                            "health.healthy",
+                            "fabric.switches | map(attribute='name') | sort"
+                            " == ['leaf1', 'leaf2', 'spine1', 'spine2']",
+                            "last.rollout.state == 'completed'",
+                            "last.batches | map(attribute='switches') | list"
+                            " == [['leaf1'], ['leaf2', 'spine1'], ['spine2']]",
+                            "last.failed_switches == []",
+                            "drift.events == []",
+                        ]
+                    },
+                },
+                {
+                    "name": "Roll back",
+                    "sluice.fabric.rollout_control": {
+                        "state": "rolled_back",
+                        "wait": True,
+                        "poll_interval": 0.1,
+                        "wait_timeout": 120,
+                    },
+                },
+            ],
+        }
+    ]
+    with WorkerThread(controller):
+        rolled = operator.playbook(staged_rollout(intent_file(operator, controller)))
+        assert rolled.returncode == 0, rolled.output()
+        assert drop_probability(controller, "leaf1") == {"100"}
+
+        first = operator.playbook(read_and_roll_back)
+        assert first.returncode == 0, first.output()
+        assert first.task("What was read")["status"] == "ok"
+        assert first.task("Roll back")["status"] == "changed"
+        assert rollouts(controller) == [(1, "rolled_back")]
+        # Back to version 0: nothing of sluice's is left on the switches.
+        assert all(drop_probability(controller, s) == set() for s in controller.fabric.switches)
+
+        # Rolled back already: asking again changes nothing (only the rollback task runs: the
+        # reads above would now see a rolled-back rollout).
+        again = operator.playbook(read_and_roll_back, "--start-at-task", "Roll back")
+        assert again.returncode == 0, again.output()
+        assert again.task("Roll back")["status"] == "ok"
