@@ -11,7 +11,7 @@ short_description: The fabric's health as sluice sees it
 description:
   - Reads C(GET /api/v1/health) when the sluice API has it. With an older API it assembles
     the same picture from C(/healthz) (the API and its database), the last reconcile run of
-    every switch and the newest rollout.
+    every switch, the newest drift events and the newest rollout.
   - C(healthy) is false when the database does not answer, a switch's last reconcile run
     did not converge, or the newest rollout halted or left switches not verified.
 author: sluice developers (!UNKNOWN)
@@ -67,6 +67,7 @@ from ansible_collections.sluice.fabric.plugins.module_utils.api import (
 )
 
 GOOD_RECONCILE = frozenset({"converged", "corrected"})
+DRIFT_SHOWN = 10  # the newest drift events the health document carries
 
 
 def assembled(api: SluiceApi) -> tuple[dict, list[str]]:
@@ -80,6 +81,7 @@ def assembled(api: SluiceApi) -> tuple[dict, list[str]]:
     for run in runs:
         if run["status"] not in GOOD_RECONCILE:
             problems.append(f"switch {run['switch']}: last reconcile {run['status']}")
+    drift = api.get("/drift", limit=DRIFT_SHOWN).data
     latest = api.latest_rollout()
     if latest is not None:
         failures = not_verified(latest)
@@ -88,7 +90,9 @@ def assembled(api: SluiceApi) -> tuple[dict, list[str]]:
                 f"rollout {latest['id']} {latest['state']}: {describe_failures(failures)}"
             )
         latest = {k: v for k, v in latest.items() if k != "results"}
-    return {"service": service, "reconcile": runs, "last_rollout": latest}, problems
+    parts = {"service": service, "reconcile": runs, "last_rollout": latest}
+    parts["drift"] = {"total": drift["total"], "newest": drift["items"]}
+    return parts, problems
 
 
 def read(api: SluiceApi) -> dict:
