@@ -10,4 +10,5 @@ echo "== ruff"; uv run --frozen ruff check .
 echo "== ruff format"; uv run --frozen ruff format --check .
 echo "== mypy"; uv run --frozen mypy
 ./scripts/test-rust.sh
+echo "== ansible collection"; ./scripts/build-collection.sh target/collection
 echo "== pytest"; uv run --frozen pytest -q "$@"

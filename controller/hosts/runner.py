@@ -1,10 +1,10 @@
-"""Run ``playbooks/site.yml`` with ansible-playbook in batches and read per-host results.
+"""Run ``playbooks/site.yml`` (roles of the ``sluice.fabric`` collection) with ansible-playbook
 
 The edge to Ansible. A rollout is a list of batches; each batch is one ``ansible-playbook
 --limit <batch>`` run (forks = the batch size) with ``--diff`` and, for a plan, ``--check``.
 After each batch the failed and unreachable hosts so far are counted; when they exceed the
 failure budget no further batch starts (the staged rollout of issue 5). Results come from the
-``sluice_events`` callback's JSON lines (docs/hosts.md), never from the screen.
+``sluice.fabric.events`` callback's JSON lines (docs/hosts.md), never from the screen.
 
 Pure parts (``batches``, ``parse_events``, ``roll_out``) take plain data and a batch-running
 function; ``AnsibleRunner`` is the one place that starts a process.
@@ -25,6 +25,11 @@ from typing import Any
 
 # How much of ansible-playbook's stderr a failed batch keeps (the end says what went wrong).
 STDERR_TAIL_CHARS = 600
+# The folder holding ansible_collections/sluice/fabric (the host roles, their modules and the
+# sluice.fabric.events callback), searched first whatever playbook folder a run uses; then
+# Ansible's own default places, so collections installed there still resolve.
+COLLECTIONS_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_COLLECTIONS_PATH = "~/.ansible/collections:/usr/share/ansible/collections"
 
 
 class HostStatus(StrEnum):
@@ -70,7 +75,7 @@ def batches(hosts: Sequence[str], batch_size: int) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the sluice_events JSON lines to per-host results
+# the sluice.fabric.events JSON lines to per-host results
 
 
 def _stats_status(stats: Mapping[str, int]) -> HostStatus:
@@ -291,6 +296,7 @@ class AnsibleRunner:
             **self._base_env,
             **self._setup.extra_env,
             "ANSIBLE_CONFIG": str(self._setup.config),
+            "ANSIBLE_COLLECTIONS_PATH": collections_path(self._base_env),
             "ANSIBLE_NOCOLOR": "1",
             "SLUICE_EVENTS_FILE": str(events),
         }
@@ -301,6 +307,13 @@ class AnsibleRunner:
             stderr = f"timed out after {self._setup.batch_timeout_s:g} s; {stderr}"
         lines = events.read_text(encoding="utf-8").splitlines()
         return parse_events(lines, hosts, batch, exit_code=done.exit_code, stderr=stderr)
+
+
+def collections_path(env: Mapping[str, str]) -> str:
+    """``ANSIBLE_COLLECTIONS_PATH`` for a run: sluice's collection first, then what the
+    environment named (or Ansible's default)."""
+    rest = env.get("ANSIBLE_COLLECTIONS_PATH") or DEFAULT_COLLECTIONS_PATH
+    return f"{COLLECTIONS_ROOT}{os.pathsep}{rest}"
 
 
 def _write_private(path: Path, text: str) -> None:

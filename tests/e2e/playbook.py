@@ -37,7 +37,7 @@ class PlaybookRun:
     stdout: str
     stderr: str
     recap: dict[str, Recap]  # from the screen's PLAY RECAP
-    events: list[dict[str, Any]]  # from the sluice_events callback
+    events: list[dict[str, Any]]  # from the sluice.fabric.events callback
 
     def tasks(self, host: str, status: str) -> list[dict[str, Any]]:
         return [
@@ -81,7 +81,7 @@ def run_site(
     events.unlink(missing_ok=True)
     env = dict(
         os.environ,
-        ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"),
+        ANSIBLE_CONFIG=str(REPO / "playbooks" / "ansible.cfg"),  # finds sluice.fabric at REPO
         ANSIBLE_NOCOLOR="1",
         SLUICE_EVENTS_FILE=str(events),
     )

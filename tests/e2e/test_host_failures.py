@@ -41,7 +41,7 @@ def test_host_with_sshd_down_fails_while_the_others_succeed(small_fabric: netns.
     assert run.returncode != 0
     assert run.recap["h2"].unreachable == 1
     assert run.recap["h2"].ok == 0
-    # The controller's record of the run (sluice_events callback) says the same.
+    # The controller's record of the run (sluice.fabric.events callback) says the same.
     assert [e["status"] for e in run.tasks("h2", "unreachable")] == ["unreachable"]
     assert run.stats()["h2"]["unreachable"] == 1
     changed = {e["role"] for e in run.tasks("h1", "changed")}

@@ -1,38 +1,28 @@
-"""The pure half of the host modules (playbooks/module_utils): schema checks and rendering.
+"""The pure half of the host modules (the sluice.fabric collection's module_utils): schema
+checks and rendering.
 No root needed; the e2e tests check the same variables against a live kernel."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+COLLECTION = "ansible_collections.sluice.fabric.plugins"
+
 
 def _load(name: str) -> ModuleType:
-    # Ansible ships module_utils to hosts under ansible.module_utils; make ours importable
-    # the same way here.
-    package = importlib.import_module("ansible.module_utils")
-    here = str(Path(__file__).resolve().parents[2] / "playbooks" / "module_utils")
-    if here not in package.__path__:
-        package.__path__.append(here)
-    return importlib.import_module(f"ansible.module_utils.{name}")
+    # The collection's Python package path, as Ansible imports it (the repository root, which
+    # holds ansible_collections/, is on sys.path under pytest).
+    return importlib.import_module(f"{COLLECTION}.{name}")
 
 
-qos = _load("sluice_hostqos")
-nft = _load("sluice_nftrules")
-_route_spec = importlib.util.spec_from_file_location(
-    "sluice_route",
-    Path(__file__).resolve().parents[2] / "playbooks" / "library" / "sluice_route.py",
-)
-assert _route_spec is not None
-assert _route_spec.loader is not None
-route_module = importlib.util.module_from_spec(_route_spec)
-_route_spec.loader.exec_module(route_module)
+qos = _load("module_utils.hostqos")
+nft = _load("module_utils.nftrules")
+route_module = _load("modules.route")
 
 
 def qjump(**overrides: object) -> dict[str, object]:

@@ -48,7 +48,8 @@ def four_host_intent() -> dict[str, Any]:
 
 
 def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsConfig:
-    """The test play as site.yml, the sluice_events callback enabled, local connection."""
+    """The test play as site.yml, the sluice.fabric.events callback enabled (the runner puts
+    the collection on the path), local connection."""
     playbooks = tmp_path / "playbooks"
     playbooks.mkdir()
     shutil.copy(LOCAL_PLAY, playbooks / "site.yml")
@@ -56,8 +57,7 @@ def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsConfig:
         "[defaults]\n"
         "gathering = explicit\n"
         "retry_files_enabled = false\n"
-        f"callback_plugins = {REPO / 'playbooks' / 'callback_plugins'}\n"
-        "callbacks_enabled = sluice_events\n"
+        "callbacks_enabled = sluice.fabric.events\n"
     )
     return HostsConfig(
         playbook_dir=playbooks,

@@ -1,0 +1,112 @@
+"""``sluice.fabric.hosts_apply`` in an operator's playbook, end to end: ansible-playbook on the
+control node asks the live API to run sluice's host playbook over real SSH into two
+namespaced hosts. Check mode shows the would-be changes and changes nothing; a first run
+configures the hosts; a second changes nothing; a host whose sshd is down fails the task by
+name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from api.main import create_app
+from controller.hosts import netns
+from controller.hosts.config import HostsConfig
+from controller.services.tokens import AccessRole
+from controller.settings import Settings
+from tests.e2e.playbook import root_qdisc
+from tests.e2e.test_hosts_controller import e2e_intent
+from tests.integration.ansible.conftest import Operator, operator_env
+from tests.integration.conftest import StepClock, issue_token
+from tests.integration.served import served
+
+pytestmark = pytest.mark.e2e
+
+HOSTS = ["h1", "h2"]
+TASK = "Configure the hosts"
+
+
+def hosts_play(**options: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "Configure sluice's hosts",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": TASK,
+                    "sluice.fabric.hosts_apply": {"poll_interval": 0.2, **options},
+                }
+            ],
+        }
+    ]
+
+
+@pytest.fixture
+def fabric() -> Iterator[netns.Fabric]:
+    with netns.running(len(HOSTS), names=HOSTS) as made:
+        yield made
+
+
+@pytest.fixture
+def operator(fabric: netns.Fabric, db_url: str, tmp_path: Path) -> Iterator[Operator]:
+    config = HostsConfig(
+        command_prefix=tuple(fabric.control_exec([])),
+        ssh_common_args=" ".join(fabric.ssh_options()),
+        control_path_dir=fabric.workdir / "cp",
+        workdir=tmp_path / "host-runs",
+    )
+    app = create_app(
+        Settings(database_url=SecretStr(db_url)), clock=StepClock(), hosts_config=config
+    )
+    token = issue_token(db_url, AccessRole.OPERATOR, "ansible-hosts")
+    with served(app) as url:
+        answer = httpx.put(
+            f"{url}/api/v1/intent",
+            json={"intent": e2e_intent(fabric), "reason": "e2e"},
+            headers={"Authorization": f"Bearer {token}", "If-Match": '"0"'},
+        )
+        assert answer.status_code == 201, answer.text
+        workdir = tmp_path / "operator"
+        workdir.mkdir()
+        yield Operator(workdir, operator_env(url, token))
+
+
+def qdiscs(fabric: netns.Fabric) -> dict[str, str]:
+    return {host: str(root_qdisc(fabric, host)["kind"]) for host in HOSTS}
+
+
+def test_check_mode_then_apply_then_nothing_to_change_then_a_host_down_is_named(
+    operator: Operator, fabric: netns.Fabric
+) -> None:
+    before = qdiscs(fabric)
+    assert "htb" not in before.values()
+
+    check = operator.playbook(hosts_play(), "--check", "--diff")
+    assert check.returncode == 0, check.output()
+    planned = check.task(TASK)
+    assert planned["status"] == "changed"
+    assert "class 1:17" in planned["diff"]["prepared"]  # QJUMP level 7's HTB class
+    assert qdiscs(fabric) == before
+
+    first = operator.playbook(hosts_play(batch_size=1))
+    assert first.returncode == 0, first.output()
+    assert first.task(TASK)["status"] == "changed"
+    assert qdiscs(fabric) == dict.fromkeys(HOSTS, "htb")
+
+    again = operator.playbook(hosts_play())
+    assert again.returncode == 0, again.output()
+    assert again.task(TASK)["status"] == "ok"
+
+    fabric.stop_sshd("h2")
+    down = operator.playbook(hosts_play())
+    assert down.returncode != 0
+    failed = down.task(TASK)
+    assert failed["status"] == "failed"
+    assert "h2 (unreachable" in failed["msg"], failed["msg"]
+    assert "h1 (" not in failed["msg"]
