@@ -28,7 +28,7 @@ use std::path::Path;
 use libloading::Library;
 use qos_core::counters::QueueCounters;
 
-use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WriteOutcome};
 use crate::state::StateReport;
 use crate::wred::{FieldSet, MinMax, WredThresholds, MAX_FIELDS, MIN_FIELDS};
 
@@ -342,6 +342,11 @@ impl<B: Backend> Backend for SaiBackend<B> {
 
     async fn read_orders(&mut self) -> Result<RawOrders, BackendError> {
         self.inner.read_orders().await
+    }
+
+    async fn read_counter_polls(&mut self) -> Result<Option<FlexCounterTable>, BackendError> {
+        // Every read is a get_queue_stats call to the ASIC: no poll interval applies.
+        Ok(None)
     }
 
     async fn read_counters(&mut self, queues: &[QueueId]) -> Result<Vec<CounterRead>, BackendError> {
