@@ -60,7 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--no-dataplane", action="store_true", help="no data plane nor agent")
     up.add_argument("--no-agent", action="store_true", help="no qos-agent per switch")
     up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
-    up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
+    up.add_argument(
+        "--flex-interval-ms",
+        type=int,
+        default=0,
+        help="poll interval of counter groups without POLL_INTERVAL; 0: SONiC's defaults",
+    )
     up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use qos_core::counters::{QueueCounters, QueueRates, QueueSnapshot, RateEstimator, RateOutcome};
-use qos_core::flex::{check_counter_polls, CounterPollError};
+use qos_core::flex::{check_counter_polls, keep_fresh_stats, CounterGroup, CounterPollError};
 use qos_core::hdcq::HdcqState;
 use qos_core::orders::{Algorithm, QueueOrders};
 use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
@@ -113,6 +113,9 @@ pub struct Agent {
     orders_problem: Option<String>,
     /// The counter poll check's last verdict on the orders in force.
     counter_refusal: Option<CounterPollError>,
+    /// The queue counter groups refreshed at least once per interval (`None`: the backend
+    /// reads the ASIC directly, every stat is fresh).
+    fresh_groups: Option<Vec<CounterGroup>>,
     missing_profiles: BTreeSet<String>,
 }
 
@@ -169,7 +172,14 @@ impl Agent {
             // The counters cannot be trusted at this interval: not read, every port falls back.
             vec![Observed { rates: None, stale: true }; ids.len()]
         } else {
-            let reads = backend.read_counters(&ids).await?;
+            let mut reads = backend.read_counters(&ids).await?;
+            if let Some(fresh) = &self.fresh_groups {
+                for read in &mut reads {
+                    if let CounterRead::Fields(fields) = read {
+                        keep_fresh_stats(fields, fresh);
+                    }
+                }
+            }
             self.observe(&orders, &ids, reads, clock.now_ns())
         };
         let decisions = self.decide(&orders, &ids, &observed);
@@ -222,10 +232,18 @@ impl Agent {
         orders: &OrderSet,
     ) -> Result<(), BackendError> {
         let verdict = match backend.read_counter_polls().await? {
-            None => Ok(()),
-            Some(table) => check_counter_polls(&orders.agent, algorithm_name(orders.agent.algorithm), &table),
+            None => Ok(None),
+            Some(table) => {
+                check_counter_polls(&orders.agent, algorithm_name(orders.agent.algorithm), &table).map(Some)
+            }
         };
-        let refusal = verdict.err();
+        let refusal = match verdict {
+            Ok(fresh) => {
+                self.fresh_groups = fresh;
+                None
+            }
+            Err(e) => Some(e),
+        };
         if refusal != self.counter_refusal {
             match &refusal {
                 Some(error) => {

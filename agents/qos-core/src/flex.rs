@@ -11,6 +11,11 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::counters::{
+    SAI_QUEUE_STAT_BYTES, SAI_QUEUE_STAT_DROPPED_BYTES, SAI_QUEUE_STAT_DROPPED_PACKETS,
+    SAI_QUEUE_STAT_PACKETS, SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES,
+    SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS,
+};
 use crate::orders::{AgentOrders, Algorithm};
 
 /// A flex counter group sluice publishes or reads.
@@ -37,6 +42,24 @@ impl CounterGroup {
             Self::Port => "PORT",
             Self::QueueWatermark => "QUEUE_WATERMARK",
             Self::WredEcnQueue => "WRED_ECN_QUEUE",
+        }
+    }
+
+    /// The queue stats the group polls into `COUNTERS:<queue oid>` (sonic-swss
+    /// `orchagent/portsorch.cpp` stat id lists; none for PORT, whose stats are the port's).
+    pub fn queue_stats(self) -> &'static [&'static str] {
+        match self {
+            Self::Queue => &[
+                SAI_QUEUE_STAT_PACKETS,
+                SAI_QUEUE_STAT_BYTES,
+                SAI_QUEUE_STAT_DROPPED_PACKETS,
+                SAI_QUEUE_STAT_DROPPED_BYTES,
+            ],
+            Self::Port => &[],
+            Self::QueueWatermark => &[SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES],
+            Self::WredEcnQueue => {
+                &[SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS, SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES]
+            }
         }
     }
 
@@ -146,15 +169,31 @@ pub fn groups_read(algorithm: Algorithm) -> &'static [CounterGroup] {
 }
 
 /// Checks the orders against the switch's `FLEX_COUNTER_TABLE` (`entries` by group key):
-/// every group the algorithm reads must be enabled and polled at least as often as the loop
-/// runs.
+/// every group the algorithm needs must be enabled and polled at least as often as the loop
+/// runs. On success, the queue groups that are fresh at this interval: the agent uses the
+/// stats of those only (a watermark polled every 60 s would claim a backlog for a minute
+/// after every burst), so an algorithm may profit from a group it does not need (MQ-ECN
+/// from the marked counts, which tell a backlogged queue) without trusting a slow one.
 pub fn check_counter_polls(
     orders: &AgentOrders,
     algorithm_name: &'static str,
     entries: &HashMap<String, HashMap<String, String>>,
-) -> Result<(), CounterPollError> {
-    for &group in groups_read(orders.algorithm) {
-        let poll = GroupPoll::from_entry(group, entries.get(group.key()))?;
+) -> Result<Vec<CounterGroup>, CounterPollError> {
+    let mut fresh = Vec::new();
+    for group in CounterGroup::ALL {
+        let needed = groups_read(orders.algorithm).contains(&group);
+        let poll = match GroupPoll::from_entry(group, entries.get(group.key())) {
+            Ok(poll) => poll,
+            Err(e) if needed => return Err(e.into()),
+            Err(_) => continue,
+        };
+        if poll.enabled && orders.interval_ms >= poll.poll_ms {
+            fresh.push(group);
+            continue;
+        }
+        if !needed {
+            continue;
+        }
         if !poll.enabled {
             return Err(CounterPollError::GroupDisabled { group, algorithm: algorithm_name });
         }
@@ -166,7 +205,16 @@ pub fn check_counter_polls(
             });
         }
     }
-    Ok(())
+    Ok(fresh)
+}
+
+/// Drops from a COUNTERS hash the stats of queue groups that are not in `fresh`.
+pub fn keep_fresh_stats(fields: &mut HashMap<String, String>, fresh: &[CounterGroup]) {
+    for group in CounterGroup::ALL.iter().filter(|g| !fresh.contains(g)) {
+        for stat in group.queue_stats() {
+            fields.remove(*stat);
+        }
+    }
 }
 
 #[cfg(test)]
