@@ -188,25 +188,11 @@ impl CounterBook {
     }
 }
 
-/// The stats one flex counter group polls for a queue, as it writes them into
-/// `COUNTERS:<oid>` (none for PORT).
+/// The stats one flex counter group polls for a queue ([`CounterGroup::queue_stats`]), as it
+/// writes them into `COUNTERS:<oid>` (none for PORT).
 pub fn group_queue_fields(group: CounterGroup, c: &QueueCounters) -> Vec<(&'static str, String)> {
-    match group {
-        CounterGroup::Queue => vec![
-            (SAI_QUEUE_STAT_PACKETS, c.packets.to_string()),
-            (SAI_QUEUE_STAT_BYTES, c.bytes.to_string()),
-            (SAI_QUEUE_STAT_DROPPED_PACKETS, c.dropped_packets.to_string()),
-            (SAI_QUEUE_STAT_DROPPED_BYTES, c.dropped_bytes.to_string()),
-        ],
-        CounterGroup::WredEcnQueue => vec![
-            (SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS, c.wred_ecn_marked_packets.to_string()),
-            (SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES, c.wred_ecn_marked_bytes.to_string()),
-        ],
-        CounterGroup::QueueWatermark => {
-            vec![(SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, c.watermark_bytes.to_string())]
-        }
-        CounterGroup::Port => Vec::new(),
-    }
+    let all = queue_fields(c);
+    group.queue_stats().iter().filter_map(|stat| all.iter().find(|(name, _)| name == stat).cloned()).collect()
 }
 
 /// Every counter of a queue: the fresher feed's hash.
