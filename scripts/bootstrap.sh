@@ -12,6 +12,10 @@ command -v redis-server >/dev/null || apt_packages+=(redis-server)
 [ -x /usr/sbin/nft ] || apt_packages+=(nftables)
 command -v tc >/dev/null || apt_packages+=(iproute2)
 command -v tcpdump >/dev/null || apt_packages+=(tcpdump)
+# qos-agent's `sai` feature: bindgen generates the SAI bindings through libclang, and the
+# test's fake SAI library is compiled with the system C compiler.
+compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || apt_packages+=(libclang-dev)
+command -v cc >/dev/null || apt_packages+=(gcc)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive
