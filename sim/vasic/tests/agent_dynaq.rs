@@ -45,7 +45,8 @@ const MTU: u64 = 1_500;
 /// Where the agent's bounds come from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Bounds {
-    /// DynaQ's: floor one MTU, ceiling the port buffer, fallback the weighted buffer share.
+    /// DynaQ's (`controller.qos.buffers.dynaq_bounds`): floor and fallback the weighted share
+    /// of the port buffer, ceiling the whole buffer.
     Buffer,
     /// MQ-ECN's (`controller.qos.ecn.mqecn_bounds`): floor w_i / sum(w) x K, ceiling K, with
     /// K = C x RTT x lambda for the fabric's base RTT (100 us) and lambda 1.
@@ -107,7 +108,10 @@ fn orders(case: Case) -> (AgentOrders, Vec<QueueOrders>) {
         .enumerate()
         .map(|(q, &w)| {
             let (floor_bytes, ceiling_bytes, static_bytes) = match case.bounds {
-                Bounds::Buffer => (MTU, buffer_bytes, buffer_bytes * u64::from(w) / total),
+                Bounds::Buffer => {
+                    let share = (buffer_bytes * u64::from(w) / total).max(MTU);
+                    (share, buffer_bytes, share)
+                }
                 Bounds::StandardThreshold => {
                     let floor = (k * u64::from(w) / total).max(MTU);
                     (floor, k, floor)
