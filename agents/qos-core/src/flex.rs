@@ -239,4 +239,74 @@ mod tests {
         assert_eq!(p, GroupPoll { enabled: false, poll_ms: 500 });
         assert!(GroupPoll::from_entry(CounterGroup::Queue, Some(&entry(&[("POLL_INTERVAL", "1s")]))).is_err());
     }
+
+    fn orders(algorithm: Algorithm, interval_ms: u64) -> AgentOrders {
+        AgentOrders {
+            algorithm,
+            interval_ms,
+            rtt_us: 100.0,
+            lambda: 1.0,
+            ewma_beta: 0.75,
+            hysteresis_pct: 5.0,
+            hdcq_k: 0.06,
+            stale_after_ms: 1_000,
+            queues: vec![3],
+            version: "1".to_string(),
+        }
+    }
+
+    fn table(groups: &[(&str, &str)]) -> HashMap<String, HashMap<String, String>> {
+        groups
+            .iter()
+            .map(|(g, ms)| {
+                (g.to_string(), entry(&[("FLEX_COUNTER_STATUS", "enable"), ("POLL_INTERVAL", ms)]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn needed_groups_must_be_enabled_and_fast_enough_and_others_are_used_only_when_fresh() {
+        // MQ-ECN at 100 ms: QUEUE at 100 ms is fresh; the watermark at 60 s is not used.
+        let t = table(&[("QUEUE", "100"), ("QUEUE_WATERMARK", "60000"), ("WRED_ECN_QUEUE", "100")]);
+        let fresh = check_counter_polls(&orders(Algorithm::Mqecn, 100), "mqecn", &t).unwrap();
+        assert_eq!(fresh, [CounterGroup::Queue, CounterGroup::WredEcnQueue]);
+        // DynaQ needs the watermark: refused at 100 ms, accepted at 60 s.
+        let err = check_counter_polls(&orders(Algorithm::Dynaq, 100), "dynaq", &t).unwrap_err();
+        assert_eq!(
+            err,
+            CounterPollError::IntervalShorterThanCounters {
+                group: CounterGroup::QueueWatermark,
+                interval_ms: 100,
+                poll_ms: 60_000
+            }
+        );
+        assert!(check_counter_polls(&orders(Algorithm::Dynaq, 60_000), "dynaq", &t).is_ok());
+        // HDCQ without the WRED_ECN_QUEUE group: disabled.
+        let t = table(&[("QUEUE", "100")]);
+        let err = check_counter_polls(&orders(Algorithm::Hdcq, 100), "hdcq", &t).unwrap_err();
+        assert_eq!(err.code(), "counter_group_disabled");
+        // static reads nothing.
+        assert!(check_counter_polls(&orders(Algorithm::Static, 1), "static", &HashMap::new()).is_ok());
+    }
+
+    #[test]
+    fn stats_of_stale_groups_are_dropped() {
+        let mut fields = entry(&[
+            ("SAI_QUEUE_STAT_BYTES", "1"),
+            ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES", "9000"),
+            ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "4"),
+            ("SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES", "10"),
+        ]);
+        keep_fresh_stats(&mut fields, &[CounterGroup::Queue, CounterGroup::WredEcnQueue]);
+        let mut left: Vec<&str> = fields.keys().map(String::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(
+            left,
+            [
+                "SAI_QUEUE_STAT_BYTES",
+                "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
+                "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"
+            ]
+        );
+    }
 }
