@@ -335,3 +335,22 @@ async fn against_an_empty_redis_the_first_report_is_fallback_with_the_reason() {
     let summary = agent.stop().await;
     assert!(summary.stop_reported);
 }
+
+#[tokio::test]
+async fn orders_faster_than_the_switch_polls_its_queue_counters_are_refused_by_name() {
+    let (_server, mut db, agent) = agent_on_seeded_redis().await;
+    eventually!("v1 in force", db.global("version").await == "v1");
+    // What a switch with SONiC's defaults has: the QUEUE group enabled, no POLL_INTERVAL, so
+    // polled every 10 s, while the orders ask for 20 ms.
+    redis::cmd("HDEL")
+        .arg("FLEX_COUNTER_TABLE|QUEUE")
+        .arg("POLL_INTERVAL")
+        .query_async::<()>(&mut db.config)
+        .await
+        .unwrap();
+    let want = format!("interval_shorter_than_counters: interval_ms {INTERVAL_MS} < FLEX_COUNTER_TABLE|QUEUE POLL_INTERVAL 10000");
+    eventually!("the refusal reported", db.global("reason").await == want);
+    assert_eq!(db.global("mode").await, "fallback");
+    assert_eq!((db.threshold(3).await, db.threshold(4).await), (STATIC_BYTES, STATIC_BYTES));
+    agent.stop().await;
+}
