@@ -103,6 +103,16 @@ async fn wred_thresholds_are_set_one_attribute_at_a_time_and_read_back_in_one_ca
     assert_eq!(b.read_wred(profile).await.unwrap(), Some(WredThresholds::uniform(30_000)));
 }
 
+/// The agent process; killed if the test fails before stopping it.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn redis_cli(port: u16, db: u8, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-n", &db.to_string()])
@@ -140,16 +150,18 @@ fn the_binary_takes_orders_from_redis_and_counters_and_thresholds_from_sai() {
     }
     // stale_after far beyond the test: the fake's counters never move.
     hset(port, 4, "SLUICE_AGENT|global", &global_orders_stale_after("v1", "mqecn", 20, 600_000));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_qos-agent"))
-        .arg("--sai-lib")
-        .arg(&lib)
-        .arg("--sai-objects")
-        .arg(&map)
-        .args(["--redis-port", &port.to_string(), "--wait-interval-ms", "20"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Running(
+        Command::new(env!("CARGO_BIN_EXE_qos-agent"))
+            .arg("--sai-lib")
+            .arg(&lib)
+            .arg("--sai-objects")
+            .arg(&map)
+            .args(["--redis-port", &port.to_string(), "--wait-interval-ms", "20"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // Queue 3 holds 3_005 B by the fake's rule, so it is backlogged; queue 4's platform
     // refuses the occupancy stat (only the four basic ones are read), and its counters never
     // move, so it is idle. Queue 3 alone gets the link: K = 125_000 B, written through
@@ -171,8 +183,8 @@ fn the_binary_takes_orders_from_redis_and_counters_and_thresholds_from_sai() {
     assert_eq!(redis_cli(port, 6, &["HGET", "SLUICE_AGENT_STATE|global", "mode"]), "dynamic");
     // The orders' profile never existed in CONFIG_DB: the thresholds went to the ASIC only.
     assert_eq!(redis_cli(port, 4, &["EXISTS", &format!("WRED_PROFILE|{}", profile(3))]), "0");
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let status = child.wait().unwrap();
+    let _ = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status();
+    let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(i32::from(exit_codes::OK)));
     let _ = std::fs::remove_dir_all(lib.parent().unwrap());
 }
