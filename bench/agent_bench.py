@@ -9,10 +9,11 @@ redis-server this script starts on 127.0.0.1 (no persistence) and stops:
   over counter snapshots made up front; baseline: a loop over the same snapshots that only
   differences each queue's byte counter (reading the snapshots and nothing else).
 - through Redis: the agent's own iteration (``Agent::iterate`` with ``RedisBackend``: orders
-  version, counters of every queue, decisions, WRED writes for thresholds that moved, the
-  STATE_DB report); baseline: the round trips an iteration cannot do without, made straight
-  with the same Rust client on the same server: one HGET, one pipeline of 512 HGETALL, one
-  MULTI/EXEC of 513 HSET.
+  version, the FLEX_COUNTER_TABLE groups, counters of every queue, decisions, WRED writes for
+  thresholds that moved, the STATE_DB report); baseline: the round trips an iteration cannot
+  do without, made straight with the same Rust client on the same server: one HGET, one
+  pipeline of the 4 FLEX_COUNTER_TABLE groups, one pipeline of 512 HGETALL, one MULTI/EXEC
+  of 513 HSET.
 
 Half the queues are busy and the halves swap every 10 iterations, so most iterations move no
 threshold and a swap moves 7 of a port's 8 (queue 3's share is 1/5 of C either way).
@@ -93,7 +94,7 @@ def render(r: dict[str, Any]) -> str:
         _stats_row("agent: Agent::iterate + RedisBackend", agent[1:]),
         _stats_row("  iterations that move no threshold", steady),
         _stats_row("  iterations that move thresholds", moving),
-        _stats_row(f"baseline: HGET, {n} HGETALL, MULTI {n + 1} HSET", base[1:]),
+        _stats_row(f"baseline: HGET, 4+{n} HGETALL, MULTI {n + 1} HSET", base[1:]),
         f"  ratio agent / baseline (medians): "
         f"{statistics.median(agent[1:]) / statistics.median(base[1:]):.2f}x",
         f"  thresholds written: {sum(moved):,} in {sum(1 for m in moved if m)} iterations",

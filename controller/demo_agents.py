@@ -105,11 +105,14 @@ def switch_link(state_dir: Path, switch: str) -> SwitchLink:
 
 
 def poll_counters_every(link: SwitchLink, interval_ms: int) -> None:
-    """What ``counterpoll queue interval <ms>`` writes on SONiC."""
-    link.config.hset(
-        "FLEX_COUNTER_TABLE|QUEUE",
-        mapping={"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": str(interval_ms)},
-    )
+    """What ``counterpoll queue interval <ms>`` and ``counterpoll wredqueue`` write on SONiC:
+    the queue counters and the ECN-marked counts (the agent tells a backlogged queue by its
+    marks) every ``interval_ms``."""
+    for group in ("QUEUE", "WRED_ECN_QUEUE"):
+        link.config.hset(
+            f"FLEX_COUNTER_TABLE|{group}",
+            mapping={"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": str(interval_ms)},
+        )
 
 
 def wait_for_orders(

@@ -21,6 +21,9 @@ command -v prometheus >/dev/null || apt_packages+=(prometheus)
 # The dashboard's browser tests (selenium driving headless chromium).
 command -v chromium >/dev/null || apt_packages+=(chromium)
 command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
+# qos-agent's `sai` feature: bindgen generates the SAI bindings through libclang, and the
+# test's fake SAI library is compiled with the system C compiler (gcc, above).
+compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || apt_packages+=(libclang-dev)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -5,7 +5,10 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"; cargo test --workspace "$@"
-# The SAI backend is behind a feature (no SAI library is needed for the default build);
-# lint and test it too, against the fake SAI library its test compiles.
+# The SAI backend is behind a feature (no SAI headers or library are needed for the default
+# build); lint and test it too. Its bindings are generated from the SAI headers (SAI 1.18 in
+# shared/sai beside the repository, as CI checks it out; on a switch /usr/include/sai), and its
+# test builds a fake SAI library from the same headers.
+export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$PWD/../shared/sai/inc}"
 echo "== cargo clippy (sai)"; cargo clippy -p qos-agent --features sai --all-targets -- -D warnings
 echo "== cargo test (sai)"; cargo test -p qos-agent --features sai "$@"

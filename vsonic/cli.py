@@ -61,7 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--no-dataplane", action="store_true", help="no data plane nor agent")
     up.add_argument("--no-agent", action="store_true", help="no qos-agent per switch")
     up.add_argument("--traffic", type=Path, help="traffic mix file for every data plane")
-    up.add_argument("--flex-interval-ms", type=int, default=1000, help="COUNTERS publish period")
+    up.add_argument(
+        "--flex-interval-ms",
+        type=int,
+        default=0,
+        help="poll interval of counter groups without POLL_INTERVAL; 0: SONiC's defaults",
+    )
     up.add_argument("--fast-interval-ms", type=int, default=0, help="fresher feed period, 0 off")
     up.add_argument("--gcu-set-s", type=float, default=0.0, help="seconds per Set, as GCU")
     up.add_argument("--gcu-op-s", type=float, default=0.0, help="seconds per Set operation")

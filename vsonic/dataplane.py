@@ -54,7 +54,8 @@ class DataplaneOptions:
     """What every switch's data plane is started with (flags of ``vswitch-dataplane``)."""
 
     traffic: Path | None = None
-    flex_interval_ms: int = 1000
+    # 0: orchagent's default per counter group (queue 10 s, port 1 s, watermarks 60 s).
+    flex_interval_ms: int = 0
     fast_interval_ms: int = 0
     seed: int = 1
 
@@ -95,9 +96,10 @@ def command(binary: Path, redis_port: int, options: DataplaneOptions, seed: int)
         "--redis-host", "127.0.0.1",
         "--redis-port", str(redis_port),
         "--seed", str(seed),
-        "--flex-interval-ms", str(options.flex_interval_ms),
         "--fast-interval-ms", str(options.fast_interval_ms),
     ]  # fmt: skip
+    if options.flex_interval_ms > 0:
+        args += ["--flex-interval-ms", str(options.flex_interval_ms)]
     if options.traffic is not None:
         args += ["--traffic", str(options.traffic.resolve())]
     return args

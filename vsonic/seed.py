@@ -19,17 +19,15 @@ from vsonic.db import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Fields, Store, 
 PORT_OID_BASE = 0x1000000000000
 QUEUE_OID_BASE = 0x15000000000000
 
-# The queue statistics the controller contract names (DESIGN.md "Telemetry").
+# The queue statistics of the counter groups a booted switch polls (DESIGN.md "Telemetry"):
+# QUEUE's four and QUEUE_WATERMARK's shared watermark (sonic-swss orchagent/portsorch.cpp).
+# Occupancy and the WRED/ECN counts appear only when a group that polls them is enabled.
 QUEUE_STATS = (
     "SAI_QUEUE_STAT_PACKETS",
     "SAI_QUEUE_STAT_BYTES",
     "SAI_QUEUE_STAT_DROPPED_PACKETS",
     "SAI_QUEUE_STAT_DROPPED_BYTES",
-    "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES",
-    "SAI_QUEUE_STAT_WATERMARK_BYTES",
     "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES",
-    "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
-    "SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES",
 )
 PORT_STATS = (
     "SAI_PORT_STAT_IF_IN_OCTETS",
@@ -41,6 +39,10 @@ PORT_STATS = (
     "SAI_PORT_STAT_IF_OUT_QLEN",
 )
 EGRESS_POOL = "egress_lossy_pool"
+# The counter groups a booted SONiC switch polls: sonic-buildimage
+# files/build_templates/init_cfg.json.j2 enables these (among others the virtual switch has
+# nothing for), without POLL_INTERVAL, so each runs at orchagent's default.
+ENABLED_COUNTER_GROUPS = ("PORT", "QUEUE", "QUEUE_WATERMARK", "PG_WATERMARK")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ def _config_entries(seed: SwitchSeed) -> dict[str, Fields]:
             "size": str(seed.egress_pool_bytes),
         },
     }
+    for group in ENABLED_COUNTER_GROUPS:
+        entries[redis_key(CONFIG_DB, "FLEX_COUNTER_TABLE", group)] = {
+            "FLEX_COUNTER_STATUS": "enable"
+        }
     for i, port in enumerate(seed.ports):
         entries[redis_key(CONFIG_DB, "PORT", port.name)] = {
             "alias": f"etp{i + 1}",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from controller.qos.checks import invalid, require_int_at_least, require_positive
+from controller.qos.ecn import ThresholdBounds
 
 DYNAMIC_TH_MIN = -8  # SONiC YANG range of BUFFER_PROFILE.dynamic_th
 DYNAMIC_TH_MAX = 7
@@ -86,3 +87,36 @@ def steady_queue_bytes(pool_bytes: int, dynamic_th: int, n_congested: int) -> in
     """Bytes each of N equally congested queues holds in steady state, rounded down."""
     require_int_at_least("pool_bytes", pool_bytes, 1)
     return math.floor(pool_bytes * steady_share(alpha_of(dynamic_th), n_congested))
+
+
+def dynaq_bounds(
+    buffer_bytes: int, weight: int, total_weight: int, mtu_bytes: int
+) -> ThresholdBounds:
+    """Where the agent may move a DynaQ queue's drop threshold, and its fallback, from the
+    port's egress buffer (seeds/dynaq-slides.txt, "Key Idea of DynaQ"), not from K.
+
+    * ceiling = the port buffer: DynaQ's work conservation lets one queue take all free
+      buffer, and its flows may need far more than K = C x RTT x lambda when their own RTT
+      is deeper than the fabric's base RTT (K caps a queue at the fabric's BDP).
+    * floor = static fallback = the queue's weighted share of the buffer, w_i / sum(w) x B,
+      at least one MTU: DynaQ never limits an active queue below its satisfaction threshold
+      S_i = w_i / sum(active w) x B, which is at least this; as a fallback it is the static
+      per-queue split (the slides' PQL), which keeps weighted sharing without the agent at
+      the price of work conservation.
+    * STRICT (weight 0): outside DynaQ's weighted sharing and served first, it may use the
+      whole buffer; floor one MTU.
+
+    Rounded down (integer floor), so the static shares never sum above the buffer.
+    Example: B = 192 000 B, weights 4:3:2:1 -> queue 0 has 76 800 B .. 192 000 B.
+    """
+    require_int_at_least("buffer_bytes", buffer_bytes, 1)
+    require_int_at_least("weight", weight, 0)
+    require_int_at_least("total_weight", total_weight, 1)
+    require_int_at_least("mtu_bytes", mtu_bytes, 1)
+    if weight > total_weight:
+        raise invalid("weight", f"{weight} exceeds the port's total weight {total_weight}")
+    ceiling = max(buffer_bytes, mtu_bytes)
+    if weight == 0:
+        return ThresholdBounds(floor_bytes=mtu_bytes, ceiling_bytes=ceiling, static_bytes=ceiling)
+    share = max(buffer_bytes * weight // total_weight, mtu_bytes)
+    return ThresholdBounds(floor_bytes=share, ceiling_bytes=ceiling, static_bytes=share)

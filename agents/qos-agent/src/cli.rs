@@ -45,6 +45,16 @@ pub struct Flags {
     /// Log level.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
+    /// Read queue counters and write WRED thresholds through this vendor SAI library (orders
+    /// and state stay in Redis); see docs/qos-agent.md for when a switch would.
+    #[cfg(feature = "sai")]
+    #[arg(long, requires = "sai_objects")]
+    pub sai_lib: Option<PathBuf>,
+    /// The SAI object map for --sai-lib: `queue <port>|<q> oid:0x..` and
+    /// `wred <profile> oid:0x..` lines.
+    #[cfg(feature = "sai")]
+    #[arg(long, requires = "sai_lib")]
+    pub sai_objects: Option<PathBuf>,
 }
 
 impl Flags {

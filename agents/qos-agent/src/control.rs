@@ -11,7 +11,14 @@
 //!   default QUEUE group does not poll occupancy, sonic-gnmi-facts §2.2). An idle switch
 //!   then runs on its static thresholds, which is harmless: nothing is queued;
 //! - the first iteration after the backend came back falls back on every queue: the counters
-//!   may have restarted and the profiles may have been reloaded, so nothing is known fresh.
+//!   may have restarted and the profiles may have been reloaded, so nothing is known fresh;
+//! - no good orders (an empty CONFIG_DB, or orders refused before any were good): fallback
+//!   from the first iteration, reported with the reason;
+//! - the orders ask for a loop faster than the switch polls the counters they need
+//!   (`FLEX_COUNTER_TABLE`, [`qos_core::flex`]): every queue on its static threshold, with the
+//!   named error as the reason, until the orders or the poll intervals change.
+//!
+//! Every fallback is reported in STATE_DB with its reason, and logged once per change.
 //!
 //! The agent reads every queue of its orders, managed or not (unmanaged ones count in their
 //! port's fair shares); it writes WRED profiles and reports state for managed queues only.
@@ -21,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use qos_core::counters::{QueueCounters, QueueRates, QueueSnapshot, RateEstimator, RateOutcome};
+use qos_core::flex::{check_counter_polls, keep_fresh_stats, CounterGroup, CounterPollError};
 use qos_core::hdcq::HdcqState;
 use qos_core::orders::{Algorithm, QueueOrders};
 use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
@@ -28,7 +36,7 @@ use tracing::{info, warn};
 
 use crate::backend::{Backend, BackendError, CounterRead, QueueId, WredWrite, WriteOutcome};
 use crate::clock::Clock;
-use crate::orders::OrderSet;
+use crate::orders::{OrderSet, OrderSetError};
 use crate::state::{basis_name, GlobalState, Mode, QueueState, StateReport};
 use crate::wred::plan_writes;
 
@@ -99,6 +107,15 @@ pub struct Agent {
     recovering: bool,
     iteration: u64,
     mode: Option<Mode>,
+    /// Why the agent is falling back, as last reported (logged when it changes).
+    reason: String,
+    /// Why there are no orders in force (before any good ones).
+    orders_problem: Option<String>,
+    /// The counter poll check's last verdict on the orders in force.
+    counter_refusal: Option<CounterPollError>,
+    /// The queue counter groups refreshed at least once per interval (`None`: the backend
+    /// reads the ASIC directly, every stat is fresh).
+    fresh_groups: Option<Vec<CounterGroup>>,
     missing_profiles: BTreeSet<String>,
 }
 
@@ -150,28 +167,93 @@ impl Agent {
             return self.report_without_orders(backend, clock, started_ns).await;
         };
         let ids = Arc::clone(&self.ids);
-        let reads = backend.read_counters(&ids).await?;
-        let observed = self.observe(&orders, &ids, reads, clock.now_ns());
+        self.check_counters(backend, &orders).await?;
+        let observed = if self.counter_refusal.is_some() {
+            // The counters cannot be trusted at this interval: not read, every port falls back.
+            vec![Observed { rates: None, stale: true }; ids.len()]
+        } else {
+            let mut reads = backend.read_counters(&ids).await?;
+            if let Some(fresh) = &self.fresh_groups {
+                for read in &mut reads {
+                    if let CounterRead::Fields(fields) = read {
+                        keep_fresh_stats(fields, fresh);
+                    }
+                }
+            }
+            self.observe(&orders, &ids, reads, clock.now_ns())
+        };
         let decisions = self.decide(&orders, &ids, &observed);
         let moved = self.apply(backend, &orders, &ids, &decisions).await?;
-        let mode = if self.recovering || decisions.iter().flatten().any(|d| d.basis == Basis::StaleFallback) {
-            Mode::Fallback
-        } else {
-            Mode::Dynamic
-        };
+        let reason = self.fallback_reason(&ids, &decisions);
+        let mode = if reason.is_some() { Mode::Fallback } else { Mode::Dynamic };
         self.iteration += 1;
+        let mut global = self.global_state(Some(&orders), mode, clock, started_ns);
+        global.reason = reason.unwrap_or_default();
         let report = StateReport {
-            global: self.global_state(Some(&orders), mode, clock, started_ns),
+            global,
             queues: ids
                 .iter()
                 .filter(|id| orders.is_managed(id))
                 .filter_map(|id| Some((id.clone(), self.queue_state(id)?)))
                 .collect(),
         };
+        let reason = report.global.reason.clone();
         backend.report_state(&report).await?;
         self.recovering = false;
         self.note_mode(mode);
+        self.note_reason(reason);
         Ok(Iteration { number: self.iteration, mode, moved })
+    }
+
+    /// Why this iteration falls back, if it does: the first cause that applies.
+    fn fallback_reason(&self, ids: &[QueueId], decisions: &[Option<QueueDecision>]) -> Option<String> {
+        if let Some(refusal) = &self.counter_refusal {
+            return Some(refusal.to_string());
+        }
+        if self.recovering {
+            return Some("backend_reconnected: static thresholds until fresh counters arrive".to_string());
+        }
+        let mut stale: Vec<&str> = ids
+            .iter()
+            .zip(decisions)
+            .filter(|(_, d)| d.is_some_and(|d| d.basis == Basis::StaleFallback))
+            .map(|(id, _)| id.port.as_str())
+            .collect();
+        stale.dedup();
+        (!stale.is_empty())
+            .then(|| format!("stale_counters: counters missing or stopped on {}", stale.join(",")))
+    }
+
+    /// Reads the switch's counter poll settings and checks the orders against them; the
+    /// verdict is kept in `counter_refusal` and logged when it changes.
+    async fn check_counters<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        orders: &OrderSet,
+    ) -> Result<(), BackendError> {
+        let verdict = match backend.read_counter_polls().await? {
+            None => Ok(None),
+            Some(table) => {
+                check_counter_polls(&orders.agent, algorithm_name(orders.agent.algorithm), &table).map(Some)
+            }
+        };
+        let refusal = match verdict {
+            Ok(fresh) => {
+                self.fresh_groups = fresh;
+                None
+            }
+            Err(e) => Some(e),
+        };
+        if refusal != self.counter_refusal {
+            match &refusal {
+                Some(error) => {
+                    warn!(code = error.code(), %error, version = %orders.agent.version, "orders refused on these counters; static thresholds");
+                }
+                None => info!(version = %orders.agent.version, "counter poll intervals fit the orders"),
+            }
+            self.counter_refusal = refusal;
+        }
+        Ok(())
     }
 
     /// Writes `mode = stopped` (clean shutdown).
@@ -194,10 +276,13 @@ impl Agent {
         started_ns: u64,
     ) -> Result<Iteration, BackendError> {
         self.iteration += 1;
-        let global = self.global_state(None, Mode::Fallback, clock, started_ns);
+        let mut global = self.global_state(None, Mode::Fallback, clock, started_ns);
+        global.reason = self.orders_problem.clone().unwrap_or_else(|| NO_ORDERS.to_string());
+        let reason = global.reason.clone();
         backend.report_state(&StateReport { global, queues: Vec::new() }).await?;
         self.recovering = false;
         self.note_mode(Mode::Fallback);
+        self.note_reason(reason);
         Ok(Iteration { number: self.iteration, mode: Mode::Fallback, moved: 0 })
     }
 
@@ -211,8 +296,18 @@ impl Agent {
         self.seen_version = version;
         let raw = backend.read_orders().await?;
         match OrderSet::parse(&raw) {
-            Ok(set) => self.install(backend, set).await,
+            Ok(set) => {
+                self.orders_problem = None;
+                self.install(backend, set).await
+            }
+            Err(OrderSetError::NoGlobal) if self.orders.is_none() => {
+                self.orders_problem = Some(NO_ORDERS.to_string());
+                Ok(())
+            }
             Err(error) => {
+                if self.orders.is_none() {
+                    self.orders_problem = Some(format!("orders_refused: {error}"));
+                }
                 let keeping = self.orders.as_ref().map(|o| o.agent.version.clone());
                 warn!(%error, keeping = keeping.as_deref().unwrap_or("none"), "orders refused; keeping the last good orders");
                 Ok(())
@@ -405,6 +500,15 @@ impl Agent {
         }
     }
 
+    fn note_reason(&mut self, reason: String) {
+        if reason != self.reason {
+            if !reason.is_empty() {
+                warn!(%reason, "falling back");
+            }
+            self.reason = reason;
+        }
+    }
+
     fn note_mode(&mut self, mode: Mode) {
         if self.mode != Some(mode) {
             info!(from = self.mode.map_or("start", Mode::as_str), to = mode.as_str(), "mode changed");
@@ -426,6 +530,7 @@ impl Agent {
             algorithm: orders.map_or("none", |o| algorithm_name(o.agent.algorithm)).to_string(),
             version: orders.map(|o| o.agent.version.clone()).unwrap_or_default(),
             mode,
+            reason: String::new(),
         }
     }
 
@@ -476,6 +581,9 @@ fn observe_queue(
         RateOutcome::Baseline(_) | RateOutcome::Late { .. } => Observed { rates: None, stale: false },
     }
 }
+
+/// The reason reported while `SLUICE_AGENT|global` does not exist.
+const NO_ORDERS: &str = "no_orders: SLUICE_AGENT|global is missing; the switch runs on its static config";
 
 /// The CONFIG_DB / STATE_DB spelling of an algorithm.
 pub fn algorithm_name(a: Algorithm) -> &'static str {

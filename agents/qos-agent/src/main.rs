@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use qos_agent::backend::redis::RedisBackend;
+use qos_agent::backend::Backend;
 use qos_agent::cli::Flags;
 use qos_agent::clock::TokioClock;
 use qos_agent::daemon::{run, RunError};
@@ -32,9 +33,24 @@ fn main() -> ExitCode {
 }
 
 async fn serve(flags: Flags) -> anyhow::Result<u8> {
-    let shutdown = shutdown_signal()?;
     info!(address = ?flags.redis_address(), version = env!("CARGO_PKG_VERSION"), "qos-agent starting");
-    let backend = RedisBackend::new(flags.redis_address(), flags.io_timeout());
+    let redis = RedisBackend::new(flags.redis_address(), flags.io_timeout());
+    #[cfg(feature = "sai")]
+    if let (Some(lib), Some(objects)) = (&flags.sai_lib, &flags.sai_objects) {
+        return match sai::backend(lib, objects, redis) {
+            Ok(backend) => serve_with(backend, &flags).await,
+            Err(e) => {
+                error!(error = %e, "SAI backend unavailable");
+                Ok(e.exit_code())
+            }
+        };
+    }
+    serve_with(redis, &flags).await
+}
+
+/// Runs the loop on `backend` until a signal stops it.
+async fn serve_with<B: Backend + 'static>(backend: B, flags: &Flags) -> anyhow::Result<u8> {
+    let shutdown = shutdown_signal()?;
     // The loop runs as its own task so a panic in it is caught here and becomes INTERNAL.
     let task = tokio::spawn(run(backend, TokioClock::new(), flags.loop_settings(), shutdown));
     match task.await.context("the control loop died")? {
@@ -46,5 +62,53 @@ async fn serve(flags: Flags) -> anyhow::Result<u8> {
             error!(error = %e, "backend unavailable at start");
             Ok(exit_codes::BACKEND_UNAVAILABLE)
         }
+    }
+}
+
+/// Feature `sai`: the SAI backend the flags name, over the Redis one.
+#[cfg(feature = "sai")]
+mod sai {
+    use std::path::Path;
+
+    use qos_agent::backend::redis::RedisBackend;
+    use qos_agent::backend::sai::{ObjectMapError, SaiBackend, SaiError, SaiLibrary, SaiObjects};
+    use qos_agent::exit_codes;
+
+    /// Why the SAI backend could not be built.
+    #[derive(Debug, thiserror::Error)]
+    pub enum SetupError {
+        /// The object map cannot be read or parsed.
+        #[error("--sai-objects {path}: {reason}")]
+        Objects {
+            /// The file.
+            path: String,
+            /// What is wrong.
+            reason: String,
+        },
+        /// The library cannot be loaded or initialised.
+        #[error("--sai-lib: {0}")]
+        Library(#[from] SaiError),
+    }
+
+    impl SetupError {
+        /// A bad object map is a configuration error; a library that does not load is a
+        /// backend that is not there.
+        pub fn exit_code(&self) -> u8 {
+            match self {
+                Self::Objects { .. } => exit_codes::CONFIG,
+                Self::Library(_) => exit_codes::BACKEND_UNAVAILABLE,
+            }
+        }
+    }
+
+    pub fn backend(
+        lib: &Path,
+        objects: &Path,
+        redis: RedisBackend,
+    ) -> Result<SaiBackend<RedisBackend>, SetupError> {
+        let bad = |reason: String| SetupError::Objects { path: objects.display().to_string(), reason };
+        let text = std::fs::read_to_string(objects).map_err(|e| bad(e.to_string()))?;
+        let map = SaiObjects::parse(&text).map_err(|e: ObjectMapError| bad(e.to_string()))?;
+        Ok(SaiBackend::new(SaiLibrary::load(lib)?, map, redis))
     }
 }

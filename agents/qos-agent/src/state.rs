@@ -2,7 +2,8 @@
 //!
 //! `SLUICE_AGENT_STATE|global`: `heartbeat` (ms since the Unix epoch), `loop_us` (the last
 //! iteration's duration), `iteration` (iterations since start), `algorithm`, `version` (of the
-//! orders in force), `mode`. `SLUICE_AGENT_STATE|<port>|<q>`: `threshold_bytes` (in force),
+//! orders in force), `mode`, `reason` (why the agent is in fallback: a named cause first, e.g.
+//! `no_orders: ...`, `interval_shorter_than_counters: ...`; empty otherwise). `SLUICE_AGENT_STATE|<port>|<q>`: `threshold_bytes` (in force),
 //! `rate_bps` (transmitted), `occupancy_bytes`, `basis` (why that threshold).
 
 use std::fmt;
@@ -69,6 +70,8 @@ pub struct GlobalState {
     pub version: String,
     /// How the agent is running.
     pub mode: Mode,
+    /// Why it is in fallback (empty when it is not).
+    pub reason: String,
 }
 
 impl GlobalState {
@@ -81,6 +84,7 @@ impl GlobalState {
             ("algorithm", self.algorithm.clone()),
             ("version", self.version.clone()),
             ("mode", self.mode.as_str().to_string()),
+            ("reason", self.reason.clone()),
         ]
     }
 }

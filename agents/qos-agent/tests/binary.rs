@@ -79,6 +79,9 @@ fn sigterm_stops_cleanly_and_threshold_moves_are_logged() {
         hset(port, 2, "COUNTERS_QUEUE_NAME_MAP", &[(format!("{PORT}:{q}"), format!("oid:0x15{q}"))]);
         hset(port, 2, &format!("COUNTERS:oid:0x15{q}"), &FlexQueue::default().fields());
     }
+    for (key, fields) in flex_counter_entries(20) {
+        hset(port, 4, &key, &fields);
+    }
     // stale_after far beyond the test: the idle switch stays dynamic, so both idle queues
     // move to their join share, all of C: K = 125_000 B.
     hset(port, 4, "SLUICE_AGENT|global", &global_orders_stale_after("v1", "mqecn", 20, 600_000));

@@ -23,12 +23,21 @@ fn map(pairs: Vec<(String, String)>) -> Fields {
 }
 
 fn seed(backend: &FakeMemoryBackend, algorithm: &str) {
+    seed_flex(backend, 10);
     let mut t = backend.tables();
     t.agent_global = Some(map(global_orders("v1", algorithm, 10)));
     for q in [3, 4] {
         t.agent_queues.insert(format!("{PORT}|{q}"), map(queue_orders(q)));
         t.wred_profiles.insert(profile(q), map(wred_profile(STATIC_BYTES)));
         t.counters.insert(QueueId::new(PORT, q), map(FlexQueue::default().fields()));
+    }
+}
+
+/// Every counter group the algorithms read, polled every `poll_ms`.
+fn seed_flex(backend: &FakeMemoryBackend, poll_ms: u64) {
+    let mut t = backend.tables();
+    for (key, fields) in flex_counter_entries(poll_ms) {
+        t.flex_counters.insert(key.trim_start_matches("FLEX_COUNTER_TABLE|").to_string(), map(fields));
     }
 }
 
@@ -378,4 +387,94 @@ async fn a_busy_unmanaged_queue_takes_its_share_and_is_never_written() {
     assert_eq!(t.wred_profiles[&q1_profile], map(wred_profile(25_000)));
     assert!(!t.state_queues.contains_key(&format!("{PORT}|1")), "no state entry for queue 1");
     assert!(t.state_queues.contains_key(&format!("{PORT}|3")));
+}
+
+#[tokio::test]
+async fn orders_faster_than_the_queue_counters_are_refused_with_a_named_reason() {
+    let mut s = Switch::new("mqecn");
+    s.warm_up_with_queue_3_busy().await;
+    // The switch polls the QUEUE group every 100 ms (counterpoll's floor); the orders ask for
+    // 10 ms. Every queue goes back to its static threshold and the reason names the error.
+    s.backend.tables().flex_counters.insert(
+        "QUEUE".to_string(),
+        map(vec![
+            ("FLEX_COUNTER_STATUS".to_string(), "enable".to_string()),
+            ("POLL_INTERVAL".to_string(), "100".to_string()),
+        ]),
+    );
+    s.q3.send(LINE_10MS_BYTES, LINE_10MS_PACKETS, 40_000);
+    assert_eq!(s.step().await.mode, Mode::Fallback);
+    assert_eq!((threshold(&s.backend, 3), threshold(&s.backend, 4)), (STATIC_BYTES, STATIC_BYTES));
+    assert_eq!(
+        global_state(&s.backend, "reason"),
+        "interval_shorter_than_counters: interval_ms 10 < FLEX_COUNTER_TABLE|QUEUE POLL_INTERVAL 100"
+    );
+    assert_eq!(queue_state(&s.backend, 3)["basis"], "stale_fallback");
+    // A disabled group is its own error.
+    s.backend
+        .tables()
+        .flex_counters
+        .insert("QUEUE".to_string(), map(vec![("FLEX_COUNTER_STATUS".to_string(), "disable".to_string())]));
+    s.step().await;
+    assert!(
+        global_state(&s.backend, "reason").starts_with("counter_group_disabled: FLEX_COUNTER_TABLE|QUEUE")
+    );
+    // The switch polls every 10 ms again: dynamic, with no reason, once rates are fresh.
+    seed_flex(&s.backend, 10);
+    let mut modes = Vec::new();
+    for _ in 0..3 {
+        s.q3.send(LINE_10MS_BYTES, LINE_10MS_PACKETS, 40_000);
+        modes.push(s.step().await.mode);
+    }
+    assert_eq!(modes.last(), Some(&Mode::Dynamic), "{modes:?}");
+    assert_eq!(global_state(&s.backend, "reason"), "");
+    assert_eq!(threshold(&s.backend, 3), K_ALONE);
+}
+
+#[tokio::test]
+async fn dynaq_needs_the_watermark_group_and_reads_occupancy_from_the_watermark() {
+    let mut s = Switch::new("dynaq");
+    s.backend.tables().flex_counters.remove("QUEUE_WATERMARK");
+    assert_eq!(s.step().await.mode, Mode::Fallback);
+    assert!(
+        global_state(&s.backend, "reason")
+            .starts_with("counter_group_disabled: FLEX_COUNTER_TABLE|QUEUE_WATERMARK"),
+        "{}",
+        global_state(&s.backend, "reason")
+    );
+    seed_flex(&s.backend, 10);
+    // As SONiC publishes them: no CURR_OCCUPANCY, the shared watermark (peak since the last
+    // poll) instead. Queue 3 held up to 40 kB in the interval.
+    let mut sent = 0;
+    for _ in 0..3 {
+        sent += LINE_10MS_BYTES;
+        let fields = map(vec![
+            ("SAI_QUEUE_STAT_PACKETS".to_string(), (sent / 1_500).to_string()),
+            ("SAI_QUEUE_STAT_BYTES".to_string(), sent.to_string()),
+            ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES".to_string(), "40000".to_string()),
+        ]);
+        s.backend.tables().counters.insert(QueueId::new(PORT, 3), fields);
+        s.clock.advance_ms(10);
+        s.agent.iterate(&mut s.backend, &s.clock).await.unwrap();
+    }
+    assert_eq!(global_state(&s.backend, "mode"), "dynamic");
+    assert_eq!(queue_state(&s.backend, 3)["occupancy_bytes"], "40000");
+}
+
+#[tokio::test]
+async fn an_empty_switch_reports_fallback_with_the_reason_from_the_first_iteration() {
+    let mut backend = FakeMemoryBackend::new();
+    let clock = FakeClock::new(1_700_000_000_000);
+    let mut agent = Agent::new();
+    let it = agent.iterate(&mut backend, &clock).await.unwrap();
+    assert_eq!((it.number, it.mode), (1, Mode::Fallback));
+    assert_eq!(global_state(&backend, "mode"), "fallback");
+    assert!(global_state(&backend, "reason").starts_with("no_orders: SLUICE_AGENT|global is missing"));
+    // Orders that are refused before any were good: the reason says so, naming the field.
+    let mut bad = map(global_orders("v1", "mqecn", 10));
+    bad.insert("interval_ms".to_string(), "0".to_string());
+    backend.tables().agent_global = Some(bad);
+    agent.iterate(&mut backend, &clock).await.unwrap();
+    let reason = global_state(&backend, "reason");
+    assert!(reason.starts_with("orders_refused: SLUICE_AGENT|global: field interval_ms"), "{reason}");
 }

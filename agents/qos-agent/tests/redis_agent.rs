@@ -61,6 +61,9 @@ impl Db {
             .await;
             Self::hset(&mut self.config, &format!("SLUICE_AGENT_QUEUE|{PORT}|{q}"), &queue_orders(q)).await;
         }
+        for (key, fields) in flex_counter_entries(INTERVAL_MS) {
+            Self::hset(&mut self.config, &key, &fields).await;
+        }
         Self::hset(&mut self.config, "SLUICE_AGENT|global", &global).await;
     }
 
@@ -304,4 +307,50 @@ async fn batched_wred_reads_and_writes_keep_order_and_skip_missing_profiles() {
     );
     assert!(backend.read_wreds(&[]).await.unwrap().is_empty());
     assert!(backend.apply_wreds(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn against_an_empty_redis_the_first_report_is_fallback_with_the_reason() {
+    // Before the first rollout (or after a switch's Redis restarted empty): no orders, no
+    // counters, no name map. The agent's first iteration must already report why it falls back.
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    let agent = start_agent(server.port);
+    eventually!("a first report", !db.global("iteration").await.is_empty());
+    let (iteration, mode, reason): (String, String, String) = redis::pipe()
+        .atomic()
+        .hget("SLUICE_AGENT_STATE|global", "iteration")
+        .hget("SLUICE_AGENT_STATE|global", "mode")
+        .hget("SLUICE_AGENT_STATE|global", "reason")
+        .query_async(&mut db.state)
+        .await
+        .unwrap();
+    assert_eq!((iteration.as_str(), mode.as_str()), ("1", "fallback"));
+    assert!(reason.starts_with("no_orders: SLUICE_AGENT|global is missing"), "{reason}");
+    // The orders arrive: the agent picks them up and leaves the no-orders fallback.
+    db.seed_config("v1", "mqecn").await;
+    db.seed_counters().await;
+    eventually!("v1 in force", db.global("version").await == "v1");
+    eventually!("no longer no_orders", !db.global("reason").await.starts_with("no_orders"));
+    let summary = agent.stop().await;
+    assert!(summary.stop_reported);
+}
+
+#[tokio::test]
+async fn orders_faster_than_the_switch_polls_its_queue_counters_are_refused_by_name() {
+    let (_server, mut db, agent) = agent_on_seeded_redis().await;
+    eventually!("v1 in force", db.global("version").await == "v1");
+    // What a switch with SONiC's defaults has: the QUEUE group enabled, no POLL_INTERVAL, so
+    // polled every 10 s, while the orders ask for 20 ms.
+    redis::cmd("HDEL")
+        .arg("FLEX_COUNTER_TABLE|QUEUE")
+        .arg("POLL_INTERVAL")
+        .query_async::<()>(&mut db.config)
+        .await
+        .unwrap();
+    let want = format!("interval_shorter_than_counters: interval_ms {INTERVAL_MS} < FLEX_COUNTER_TABLE|QUEUE POLL_INTERVAL 10000");
+    eventually!("the refusal reported", db.global("reason").await == want);
+    assert_eq!(db.global("mode").await, "fallback");
+    assert_eq!((db.threshold(3).await, db.threshold(4).await), (STATIC_BYTES, STATIC_BYTES));
+    agent.stop().await;
 }

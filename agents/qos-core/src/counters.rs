@@ -23,6 +23,10 @@ pub const SAI_QUEUE_STAT_DROPPED_BYTES: &str = "SAI_QUEUE_STAT_DROPPED_BYTES";
 pub const SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES: &str = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES";
 /// `SAI_QUEUE_STAT_WATERMARK_BYTES`: the highest occupancy since the last clear (a gauge).
 pub const SAI_QUEUE_STAT_WATERMARK_BYTES: &str = "SAI_QUEUE_STAT_WATERMARK_BYTES";
+/// `SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES`: the highest shared-buffer occupancy since the
+/// last poll. The one queue watermark SONiC polls (group QUEUE_WATERMARK, read and cleared at
+/// every poll: sonic-swss `orchagent/watermarkorch.cpp`, `watermark_queue.lua`).
+pub const SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES: &str = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES";
 /// `SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS`: packets WRED marked CE instead of dropping.
 pub const SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS: &str = "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS";
 /// `SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES`: bytes of those packets.
@@ -62,6 +66,14 @@ pub struct CounterParseError {
 impl QueueCounters {
     /// Reads the counters from a COUNTERS_DB hash (field name -> decimal string). A stat the
     /// platform does not poll is absent and reads as 0, as `show queue counters` shows it.
+    ///
+    /// A SONiC switch does not poll the current occupancy (it is not in the QUEUE group); it
+    /// polls the shared watermark, read and cleared at every poll, so the value in COUNTERS is
+    /// the peak occupancy since the previous poll. When `SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES`
+    /// is absent, that peak stands in for it: an upper bound on what the queue held in the
+    /// interval, and exactly what DynaQ needs to tell a queue that holds buffer from one that
+    /// does not. `SAI_QUEUE_STAT_WATERMARK_BYTES` (not polled by SONiC) falls back to the
+    /// shared one the same way.
     pub fn from_fields(fields: &HashMap<String, String>) -> Result<Self, CounterParseError> {
         let read = |field: &'static str| -> Result<u64, CounterParseError> {
             match fields.get(field) {
@@ -71,13 +83,21 @@ impl QueueCounters {
                 }
             }
         };
+        let shared_watermark = read(SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES)?;
+        let or_watermark = |field: &'static str| -> Result<u64, CounterParseError> {
+            if fields.contains_key(field) {
+                read(field)
+            } else {
+                Ok(shared_watermark)
+            }
+        };
         Ok(Self {
             packets: read(SAI_QUEUE_STAT_PACKETS)?,
             bytes: read(SAI_QUEUE_STAT_BYTES)?,
             dropped_packets: read(SAI_QUEUE_STAT_DROPPED_PACKETS)?,
             dropped_bytes: read(SAI_QUEUE_STAT_DROPPED_BYTES)?,
-            curr_occupancy_bytes: read(SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES)?,
-            watermark_bytes: read(SAI_QUEUE_STAT_WATERMARK_BYTES)?,
+            curr_occupancy_bytes: or_watermark(SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES)?,
+            watermark_bytes: or_watermark(SAI_QUEUE_STAT_WATERMARK_BYTES)?,
             wred_ecn_marked_packets: read(SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS)?,
             wred_ecn_marked_bytes: read(SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES)?,
         })

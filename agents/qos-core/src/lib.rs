@@ -8,6 +8,8 @@
 //!   and late samples.
 //! - [`orders`]: the `SLUICE_AGENT|global` and `SLUICE_AGENT_QUEUE|<port>|<q>` entries the
 //!   controller writes, parsed and validated.
+//! - [`flex`]: SONiC's flex counter groups (`FLEX_COUNTER_TABLE`), their defaults, and the
+//!   check that the agent's interval is no shorter than the counters it reads.
 //! - [`threshold`]: bounds, hysteresis, EWMA, the standard threshold K = C x RTT x lambda.
 //! - [`mqecn`]: MQ-ECN thresholds from water-filled fair share rates.
 //! - [`dynaq`]: DynaQ-style per-queue buffer limits.
@@ -19,6 +21,7 @@
 
 pub mod counters;
 pub mod dynaq;
+pub mod flex;
 pub mod hdcq;
 pub mod mqecn;
 pub mod orders;

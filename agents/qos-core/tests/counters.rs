@@ -113,3 +113,23 @@ fn counters_round_trip_through_their_sai_names_and_refuse_garbage() {
     // A stat the platform does not poll reads as 0.
     assert_eq!(QueueCounters::from_fields(&HashMap::new()), Ok(QueueCounters::default()));
 }
+
+#[test]
+fn without_current_occupancy_the_shared_watermark_stands_in() {
+    // SONiC's COUNTERS hash: the QUEUE group's four and the QUEUE_WATERMARK group's one.
+    let fields: HashMap<String, String> = [
+        ("SAI_QUEUE_STAT_PACKETS", "10"),
+        ("SAI_QUEUE_STAT_BYTES", "15000"),
+        ("SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES", "42000"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let c = QueueCounters::from_fields(&fields).unwrap();
+    assert_eq!((c.curr_occupancy_bytes, c.watermark_bytes), (42_000, 42_000));
+    // Where the platform polls the occupancy, it is taken as is.
+    let mut with_occupancy = fields.clone();
+    with_occupancy.insert("SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES".to_string(), "3000".to_string());
+    let c = QueueCounters::from_fields(&with_occupancy).unwrap();
+    assert_eq!((c.curr_occupancy_bytes, c.watermark_bytes), (3_000, 42_000));
+}

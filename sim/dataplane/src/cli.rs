@@ -34,9 +34,10 @@ pub struct Flags {
     /// CONFIG_DB poll period, ms.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub config_poll_ms: u64,
-    /// Flex counter interval for COUNTERS:<oid> when FLEX_COUNTER_TABLE sets no POLL_INTERVAL, ms (>= 100).
-    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(MIN_FLEX_INTERVAL_MS..=3_600_000))]
-    pub flex_interval_ms: u64,
+    /// Flex counter interval of every enabled group whose FLEX_COUNTER_TABLE entry sets no
+    /// POLL_INTERVAL, ms (>= 100); unset: orchagent's defaults (queue 10 s, port 1 s, watermarks 60 s).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(MIN_FLEX_INTERVAL_MS..=3_600_000))]
+    pub flex_interval_ms: Option<u64>,
     /// Period of the fresher feed at <fast-prefix>:<oid>, ms; 0 turns it off.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub fast_interval_ms: u64,
@@ -101,7 +102,8 @@ mod tests {
     fn flex_interval_below_100_ms_is_refused() {
         assert!(Flags::try_parse_from(["x", "--flex-interval-ms", "99"]).is_err());
         let f = Flags::try_parse_from(["x", "--flex-interval-ms", "100"]).unwrap();
-        assert_eq!(f.settings().flex_default_ms, 100);
+        assert_eq!(f.settings().flex_default_ms, Some(100));
+        assert_eq!(Flags::try_parse_from(["x"]).unwrap().settings().flex_default_ms, None);
     }
 
     #[test]

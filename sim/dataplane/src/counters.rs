@@ -5,21 +5,36 @@
 //! SONiC (the QUEUE_WATERMARK group, sonic-gnmi-facts §2.2): each published view (the flex
 //! counter view and the fresher feed) shows the highest occupancy since that view's own last
 //! publication, so the two views never steal each other's peaks.
+//!
+//! Each flex counter group writes only its own stats into `COUNTERS:<oid>`
+//! ([`group_queue_fields`]), as orchagent registers them (sonic-swss `orchagent/portsorch.cpp`
+//! stat id lists): QUEUE the four packet/byte/drop counters, WRED_ECN_QUEUE the marked pair,
+//! QUEUE_WATERMARK the shared watermark, which sonic-swss `orchagent/watermark_queue.lua` also
+//! folds, as a running maximum, into `PERSISTENT_WATERMARKS:<oid>`, `PERIODIC_WATERMARKS:<oid>`
+//! (restarted every telemetry interval, 120 s by default) and `USER_WATERMARKS:<oid>`
+//! ([`WATERMARK_TABLES`]). SONiC polls no current occupancy per queue; the data plane's fresher
+//! feed (a sluice extension, not SONiC) carries every field.
 
 use std::collections::BTreeMap;
 
+pub use qos_core::counters::SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES;
 use qos_core::counters::{
     QueueCounters, SAI_QUEUE_STAT_BYTES, SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES, SAI_QUEUE_STAT_DROPPED_BYTES,
     SAI_QUEUE_STAT_DROPPED_PACKETS, SAI_QUEUE_STAT_PACKETS, SAI_QUEUE_STAT_WATERMARK_BYTES,
     SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES, SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS,
 };
+use qos_core::flex::CounterGroup;
 use vasic::switch::{Vasic, VasicError};
 
 use crate::qos::{SwitchQos, QUEUES_PER_PORT};
 
-/// The shared-buffer watermark SONiC actually polls for queues (facts §2.2); the vasic has no
-/// per-queue reserved part, so it equals the total watermark.
-pub const SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES: &str = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES";
+/// The tables `watermark_queue.lua` keeps the running maximum of the queue watermark in.
+pub const WATERMARK_TABLES: [&str; 3] = ["PERSISTENT_WATERMARKS", "PERIODIC_WATERMARKS", "USER_WATERMARKS"];
+/// The one of [`WATERMARK_TABLES`] that restarts every telemetry interval.
+const PERIODIC_TABLE: usize = 1;
+/// watermarkorch's default telemetry interval (sonic-swss `orchagent/watermarkorch.cpp`,
+/// `DEFAULT_TELEMETRY_INTERVAL`), ns.
+pub const WATERMARK_TELEMETRY_INTERVAL_NS: f64 = 120e9;
 /// Port counters (facts §2.3) the egress model can fill.
 pub const SAI_PORT_STAT_IF_OUT_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
 /// Packets sent by the port.
@@ -54,6 +69,21 @@ type QueueKey = (String, usize);
 pub struct CounterBook {
     base: BTreeMap<QueueKey, QueueCounters>,
     watermarks: BTreeMap<(View, QueueKey), u64>,
+    /// Running maxima per [`WATERMARK_TABLES`] index.
+    lua_watermarks: BTreeMap<(usize, QueueKey), u64>,
+}
+
+/// One hash to write for a queue: `<table>:<queue oid>` gets `fields`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueWrite {
+    /// `COUNTERS`, a watermark table, or the fresher feed's prefix.
+    pub table: String,
+    /// Port name.
+    pub port: String,
+    /// Queue index.
+    pub queue: usize,
+    /// The fields.
+    pub fields: Vec<(&'static str, String)>,
 }
 
 fn keys(qos: &SwitchQos) -> impl Iterator<Item = (usize, QueueKey)> + '_ {
@@ -132,7 +162,40 @@ impl CounterBook {
     }
 }
 
-/// A queue's COUNTERS hash: SAI stat names, decimal strings.
+impl CounterBook {
+    /// What `watermark_queue.lua` writes after a QUEUE_WATERMARK poll: each table's running
+    /// maximum of the polled watermark, per queue.
+    pub fn watermark_tables(&mut self, samples: &[QueueSample]) -> Vec<QueueWrite> {
+        let mut out = Vec::with_capacity(samples.len() * WATERMARK_TABLES.len());
+        for s in samples {
+            for (t, table) in WATERMARK_TABLES.iter().enumerate() {
+                let max = self.lua_watermarks.entry((t, (s.port.clone(), s.queue))).or_default();
+                *max = (*max).max(s.counters.watermark_bytes);
+                out.push(QueueWrite {
+                    table: (*table).to_string(),
+                    port: s.port.clone(),
+                    queue: s.queue,
+                    fields: vec![(SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, max.to_string())],
+                });
+            }
+        }
+        out
+    }
+
+    /// watermarkorch's periodic clear: `PERIODIC_WATERMARKS` restarts from 0.
+    pub fn clear_periodic_watermarks(&mut self) {
+        self.lua_watermarks.retain(|(t, _), _| *t != PERIODIC_TABLE);
+    }
+}
+
+/// The stats one flex counter group polls for a queue ([`CounterGroup::queue_stats`]), as it
+/// writes them into `COUNTERS:<oid>` (none for PORT).
+pub fn group_queue_fields(group: CounterGroup, c: &QueueCounters) -> Vec<(&'static str, String)> {
+    let all = queue_fields(c);
+    group.queue_stats().iter().filter_map(|stat| all.iter().find(|(name, _)| name == stat).cloned()).collect()
+}
+
+/// Every counter of a queue: the fresher feed's hash.
 pub fn queue_fields(c: &QueueCounters) -> Vec<(&'static str, String)> {
     vec![
         (SAI_QUEUE_STAT_PACKETS, c.packets.to_string()),
@@ -166,4 +229,56 @@ pub fn port_fields(samples: &[QueueSample]) -> BTreeMap<String, Vec<(&'static st
             (port.to_string(), fields)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(queue: usize, watermark_bytes: u64) -> QueueSample {
+        let counters =
+            QueueCounters { packets: 7, watermark_bytes, wred_ecn_marked_packets: 2, ..Default::default() };
+        QueueSample { port: "Ethernet0".to_string(), queue, counters }
+    }
+
+    #[test]
+    fn each_group_writes_only_its_own_stats() {
+        let c = sample(3, 9_000).counters;
+        let names = |g| group_queue_fields(g, &c).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(
+            names(CounterGroup::Queue),
+            [
+                "SAI_QUEUE_STAT_PACKETS",
+                "SAI_QUEUE_STAT_BYTES",
+                "SAI_QUEUE_STAT_DROPPED_PACKETS",
+                "SAI_QUEUE_STAT_DROPPED_BYTES"
+            ]
+        );
+        assert_eq!(names(CounterGroup::QueueWatermark), ["SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"]);
+        assert_eq!(
+            names(CounterGroup::WredEcnQueue),
+            ["SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES"]
+        );
+        assert!(names(CounterGroup::Port).is_empty());
+    }
+
+    #[test]
+    fn watermark_tables_keep_running_maxima_and_periodic_restarts() {
+        let mut book = CounterBook::new();
+        let value = |writes: &[QueueWrite], table: &str| {
+            writes.iter().find(|w| w.table == table).map(|w| w.fields[0].1.clone()).unwrap_or_default()
+        };
+        book.watermark_tables(&[sample(3, 9_000)]);
+        let w = book.watermark_tables(&[sample(3, 4_000)]);
+        assert_eq!(
+            (value(&w, "USER_WATERMARKS"), value(&w, "PERIODIC_WATERMARKS")),
+            ("9000".into(), "9000".into())
+        );
+        book.clear_periodic_watermarks();
+        let w = book.watermark_tables(&[sample(3, 4_000)]);
+        assert_eq!(
+            (value(&w, "PERSISTENT_WATERMARKS"), value(&w, "PERIODIC_WATERMARKS")),
+            ("9000".into(), "4000".into())
+        );
+    }
 }

@@ -19,7 +19,11 @@ use tracing::{info, warn};
 use vasic::switch::VasicError;
 
 use crate::clock::Clock;
-use crate::counters::{port_fields, View};
+use qos_core::flex::CounterGroup;
+
+use crate::counters::{
+    group_queue_fields, port_fields, queue_fields, QueueWrite, View, WATERMARK_TELEMETRY_INTERVAL_NS,
+};
 use crate::plane::{Change, Plane, Progress};
 use crate::redis_io::{IoError, RedisLink};
 use crate::schedule::{Backoff, Every};
@@ -35,8 +39,10 @@ pub struct Settings {
     pub step: Duration,
     /// CONFIG_DB poll period.
     pub config_poll: Duration,
-    /// Flex counter interval when `FLEX_COUNTER_TABLE` sets none, ms (>= 100).
-    pub flex_default_ms: u64,
+    /// Flex counter interval of every group whose `FLEX_COUNTER_TABLE` entry sets no
+    /// `POLL_INTERVAL`, ms (>= 100); `None`: orchagent's default for each group
+    /// (queue 10 s, port 1 s, watermarks 60 s).
+    pub flex_default_ms: Option<u64>,
     /// The fresher feed's period; None: off.
     pub fast_interval: Option<Duration>,
     /// Key prefix of the fresher feed in COUNTERS_DB.
@@ -74,8 +80,10 @@ pub struct Summary {
 struct Timers {
     config: Every,
     fast: Option<Every>,
-    flex_queue: Every,
-    flex_port: Every,
+    /// One poller per flex counter group, in [`CounterGroup::ALL`] order.
+    flex: Vec<(CounterGroup, Every)>,
+    /// watermarkorch's periodic clear of `PERIODIC_WATERMARKS`.
+    periodic_watermarks: Every,
     state: Every,
     /// Re-reads of the oid name maps while some port or queue has none.
     name_maps: Every,
@@ -87,9 +95,10 @@ struct Timers {
 /// seed may write them after CONFIG_DB, and an orchagent restart renumbers them.
 const NAME_MAP_RETRY_NS: f64 = 1e9;
 
-/// Flex interval in force for a group: CONFIG_DB's POLL_INTERVAL, else the default, >= 100 ms.
-fn flex_ms(configured: Option<u64>, default_ms: u64) -> u64 {
-    configured.unwrap_or(default_ms).max(MIN_FLEX_INTERVAL_MS)
+/// Flex interval in force for a group: CONFIG_DB's POLL_INTERVAL, else the data plane's
+/// default, else orchagent's; never below 100 ms.
+fn flex_ms(group: CounterGroup, configured: Option<u64>, settings: &Settings) -> u64 {
+    configured.or(settings.flex_default_ms).unwrap_or(group.default_poll_ms()).max(MIN_FLEX_INTERVAL_MS)
 }
 
 /// Runs until `shutdown` completes. Each class list received on `traffic` replaces the
@@ -105,12 +114,12 @@ pub async fn run<C: Clock>(
 ) -> Result<Summary, RunError> {
     link.connect().await.map_err(RunError::RedisUnavailableAtStart)?;
     let ms = |d: Duration| d.as_secs_f64() * 1e9;
-    let flex = Duration::from_millis(settings.flex_default_ms.max(MIN_FLEX_INTERVAL_MS));
+    let flex_ns = |g: CounterGroup| flex_ms(g, None, &settings) as f64 * 1e6;
     let mut timers = Timers {
         config: Every::new(ms(settings.config_poll)),
         fast: settings.fast_interval.map(|d| Every::new(ms(d))),
-        flex_queue: Every::new(ms(flex)),
-        flex_port: Every::new(ms(flex)),
+        flex: CounterGroup::ALL.iter().map(|&g| (g, Every::new(flex_ns(g)))).collect(),
+        periodic_watermarks: Every::new(WATERMARK_TELEMETRY_INTERVAL_NS),
         state: Every::new(ms(settings.state_interval)),
         name_maps: Every::new(NAME_MAP_RETRY_NS),
         unmapped: Vec::new(),
@@ -153,7 +162,9 @@ pub async fn run<C: Clock>(
         summary.steps += 1;
     }
     // A last flex view and a status that says the data plane stopped on purpose.
-    timers.flex_queue.force();
+    for (_, t) in &mut timers.flex {
+        t.force();
+    }
     timers.state.force();
     let now = sim_now(&clock);
     publish_due(&mut link, &mut plane, &mut timers, &settings, now, &clock, summary.progress).await?;
@@ -208,9 +219,9 @@ async fn poll_config(
         }
     }
     if let Some(qos) = plane.qos() {
-        let ns = |ms: u64| ms as f64 * 1e6;
-        timers.flex_queue.set_period(ns(flex_ms(qos.flex_queue.interval_ms, settings.flex_default_ms)));
-        timers.flex_port.set_period(ns(flex_ms(qos.flex_port.interval_ms, settings.flex_default_ms)));
+        for (group, t) in &mut timers.flex {
+            t.set_period(flex_ms(*group, qos.flex(*group).interval_ms, settings) as f64 * 1e6);
+        }
     }
     // Oids of ports that appeared since the maps were read.
     let r = link.load_name_maps().await;
@@ -230,22 +241,54 @@ async fn publish_due<C: Clock>(
     if !link.is_connected() {
         return Ok(());
     }
-    let (queue_on, port_on) =
-        plane.qos().map_or((false, false), |q| (q.flex_queue.enabled, q.flex_port.enabled));
     if timers.fast.as_mut().is_some_and(|t| t.due(now)) {
         let samples = plane.samples(View::Fast, true)?;
-        match link.publish_counters(&settings.fast_prefix, &samples, &BTreeMap::new()).await {
+        let writes: Vec<QueueWrite> = samples
+            .iter()
+            .map(|s| QueueWrite {
+                table: settings.fast_prefix.clone(),
+                port: s.port.clone(),
+                queue: s.queue,
+                fields: queue_fields(&s.counters),
+            })
+            .collect();
+        match link.publish_counters(&writes, &BTreeMap::new()).await {
             Ok(unmapped) => note_unmapped(link, timers, unmapped, now).await,
             Err(e) => report(link, Err(e)),
         }
     }
-    let queues_due = timers.flex_queue.due(now) && queue_on;
-    let ports_due = timers.flex_port.due(now) && port_on;
-    if queues_due || ports_due {
-        let samples = plane.samples(View::Flex, queues_due)?;
-        let ports = if ports_due { port_fields(&samples) } else { BTreeMap::new() };
-        let queues = if queues_due { samples.as_slice() } else { &[] };
-        match link.publish_counters("COUNTERS", queues, &ports).await {
+    // Every due timer is consumed; only enabled groups publish (as orchagent polls them).
+    let due: Vec<CounterGroup> = timers
+        .flex
+        .iter_mut()
+        .filter_map(|(g, t)| t.due(now).then_some(*g))
+        .filter(|g| plane.qos().is_some_and(|q| q.flex(*g).enabled))
+        .collect();
+    let periodic_clear = timers.periodic_watermarks.due(now);
+    if !due.is_empty() {
+        let watermark_due = due.contains(&CounterGroup::QueueWatermark);
+        if periodic_clear {
+            plane.book_mut().clear_periodic_watermarks();
+        }
+        let samples = plane.samples(View::Flex, watermark_due)?;
+        let ports = if due.contains(&CounterGroup::Port) { port_fields(&samples) } else { BTreeMap::new() };
+        let mut writes: Vec<QueueWrite> = samples
+            .iter()
+            .filter_map(|s| {
+                let fields: Vec<(&'static str, String)> =
+                    due.iter().flat_map(|g| group_queue_fields(*g, &s.counters)).collect();
+                (!fields.is_empty()).then(|| QueueWrite {
+                    table: "COUNTERS".to_string(),
+                    port: s.port.clone(),
+                    queue: s.queue,
+                    fields,
+                })
+            })
+            .collect();
+        if watermark_due {
+            writes.extend(plane.book_mut().watermark_tables(&samples));
+        }
+        match link.publish_counters(&writes, &ports).await {
             Ok(unmapped) => note_unmapped(link, timers, unmapped, now).await,
             Err(e) => report(link, Err(e)),
         }
@@ -278,13 +321,15 @@ async fn publish_state<C: Clock>(
     progress: Progress,
     mode: &str,
 ) -> Result<(), IoError> {
-    let (flex_queue, flex_port) =
-        plane.qos().map_or((settings.flex_default_ms, settings.flex_default_ms), |q| {
-            (
-                flex_ms(q.flex_queue.interval_ms, settings.flex_default_ms),
-                flex_ms(q.flex_port.interval_ms, settings.flex_default_ms),
-            )
-        });
+    // The interval in force per group, 0 when the group is not polled.
+    let interval = |g: CounterGroup| {
+        plane
+            .qos()
+            .map(|q| q.flex(g))
+            .filter(|f| f.enabled)
+            .map_or(0, |f| flex_ms(g, f.interval_ms, settings))
+            .to_string()
+    };
     let engine = plane.engine();
     let fields = [
         ("mode", mode.to_string()),
@@ -294,8 +339,10 @@ async fn publish_state<C: Clock>(
         ("rebuilds", plane.rebuilds().to_string()),
         ("active_classes", engine.map_or(0, |e| e.active_classes()).to_string()),
         ("offered_packets", engine.map_or(0, |e| e.offered_packets()).to_string()),
-        ("flex_queue_interval_ms", flex_queue.to_string()),
-        ("flex_port_interval_ms", flex_port.to_string()),
+        ("flex_queue_interval_ms", interval(CounterGroup::Queue)),
+        ("flex_port_interval_ms", interval(CounterGroup::Port)),
+        ("flex_queue_watermark_interval_ms", interval(CounterGroup::QueueWatermark)),
+        ("flex_wred_ecn_queue_interval_ms", interval(CounterGroup::WredEcnQueue)),
         ("fast_interval_ms", settings.fast_interval.map_or(0, |d| d.as_millis()).to_string()),
         ("fast_prefix", settings.fast_prefix.clone()),
     ];

@@ -166,6 +166,11 @@ impl Plane {
         Ok(Progress { sim_ns: engine.now_ns(), skipped_ns: self.skipped_ns })
     }
 
+    /// The counts carried across rebuilds and the published watermarks.
+    pub fn book_mut(&mut self) -> &mut CounterBook {
+        &mut self.book
+    }
+
     /// Every queue's counters for one view (empty before the first config); `clear` restarts
     /// the view's watermarks.
     pub fn samples(&mut self, view: View, clear: bool) -> Result<Vec<QueueSample>, VasicError> {

@@ -12,6 +12,7 @@
 //! - DSCP values a map does not list go to TC 0, and a port without TC_TO_QUEUE_MAP sends
 //!   TC n to queue n (0..7), as SAI does with no map bound.
 
+use qos_core::flex::CounterGroup;
 use vasic::buffer::BufferLimit;
 use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
@@ -35,11 +36,11 @@ pub struct Problem {
     pub reason: String,
 }
 
-/// One flex counter group's CONFIG_DB settings (`FLEX_COUNTER_TABLE|QUEUE` or `|PORT`).
+/// One flex counter group's CONFIG_DB settings (`FLEX_COUNTER_TABLE|<GROUP>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlexGroup {
-    /// `FLEX_COUNTER_STATUS` is not `disable`. A missing entry counts as enabled: vsonic's
-    /// boot config stands for SONiC's init_cfg.json, which enables both groups (facts §2.4).
+    /// `FLEX_COUNTER_STATUS` is `enable`. A group without an entry is not polled, as on
+    /// SONiC; a booted switch has the entries of its `init_cfg.json` (vsonic's seed writes them).
     pub enabled: bool,
     /// `POLL_INTERVAL`, ms, if set.
     pub interval_ms: Option<u64>,
@@ -69,6 +70,10 @@ pub struct SwitchQos {
     pub flex_queue: FlexGroup,
     /// Port counter group.
     pub flex_port: FlexGroup,
+    /// Queue watermark group (`QUEUE_WATERMARK`).
+    pub flex_queue_watermark: FlexGroup,
+    /// Queue WRED/ECN counter group (`WRED_ECN_QUEUE`).
+    pub flex_wred_ecn_queue: FlexGroup,
 }
 
 impl SwitchQos {
@@ -84,6 +89,16 @@ impl SwitchQos {
                 buffer_bytes: self.pool_bytes,
             })
             .collect()
+    }
+
+    /// One group's settings.
+    pub fn flex(&self, group: CounterGroup) -> FlexGroup {
+        match group {
+            CounterGroup::Queue => self.flex_queue,
+            CounterGroup::Port => self.flex_port,
+            CounterGroup::QueueWatermark => self.flex_queue_watermark,
+            CounterGroup::WredEcnQueue => self.flex_wred_ecn_queue,
+        }
     }
 
     /// Index of a port by name.
@@ -104,8 +119,10 @@ pub fn compile(t: &ConfigTables) -> (SwitchQos, Vec<Problem>) {
     let qos = SwitchQos {
         pool_bytes: pool_bytes(t, &mut problems),
         ports,
-        flex_queue: flex_group(t, "QUEUE", &mut problems),
-        flex_port: flex_group(t, "PORT", &mut problems),
+        flex_queue: flex_group(t, CounterGroup::Queue, &mut problems),
+        flex_port: flex_group(t, CounterGroup::Port, &mut problems),
+        flex_queue_watermark: flex_group(t, CounterGroup::QueueWatermark, &mut problems),
+        flex_wred_ecn_queue: flex_group(t, CounterGroup::WredEcnQueue, &mut problems),
     };
     (qos, problems)
 }
@@ -346,15 +363,15 @@ fn dscp_to_queue(t: &ConfigTables, port: &str, problems: &mut Vec<Problem>) -> [
     out
 }
 
-fn flex_group(t: &ConfigTables, group: &str, problems: &mut Vec<Problem>) -> FlexGroup {
-    let Some(f) = t.entry("FLEX_COUNTER_TABLE", group) else {
-        return FlexGroup { enabled: true, interval_ms: None };
+fn flex_group(t: &ConfigTables, group: CounterGroup, problems: &mut Vec<Problem>) -> FlexGroup {
+    let Some(f) = t.entry("FLEX_COUNTER_TABLE", group.key()) else {
+        return FlexGroup { enabled: false, interval_ms: None };
     };
-    let enabled = f.get("FLEX_COUNTER_STATUS").map(String::as_str) != Some("disable");
+    let enabled = f.get("FLEX_COUNTER_STATUS").map(String::as_str) == Some("enable");
     let interval_ms = match number::<u64>(f, "POLL_INTERVAL") {
         Ok(v) => v,
         Err(reason) => {
-            problem(problems, "FLEX_COUNTER_TABLE", group, reason);
+            problem(problems, "FLEX_COUNTER_TABLE", group.key(), reason);
             None
         }
     };

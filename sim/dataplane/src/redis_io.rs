@@ -4,7 +4,7 @@
 //! | DB | number | separator | what the data plane does there |
 //! |---|---|---|---|
 //! | CONFIG_DB | 4 | `\|` | reads the QoS tables ([`crate::tables::WATCHED_TABLES`]) |
-//! | COUNTERS_DB | 2 | `:` | reads `COUNTERS_PORT_NAME_MAP`/`COUNTERS_QUEUE_NAME_MAP`; writes `COUNTERS:<oid>` and the fast feed |
+//! | COUNTERS_DB | 2 | `:` | reads `COUNTERS_PORT_NAME_MAP`/`COUNTERS_QUEUE_NAME_MAP`; writes `COUNTERS:<oid>`, the watermark tables and the fast feed |
 //! | STATE_DB | 6 | `\|` | writes `SLUICE_DATAPLANE_STATE\|global` |
 //!
 //! Connections, timeouts and the lost-vs-refused split are `sonic-redis`'s (shared with the
@@ -19,7 +19,7 @@ use redis::RedisError;
 pub use sonic_redis::{DbError as IoError, CONFIG_DB, COUNTERS_DB, STATE_DB};
 use sonic_redis::{Dbs, RedisAddress, SonicRedis};
 
-use crate::counters::{queue_fields, QueueSample};
+use crate::counters::QueueWrite;
 use crate::tables::{is_watched, ConfigTables, Fields};
 
 /// The data plane's own status entry in STATE_DB.
@@ -102,31 +102,34 @@ impl RedisLink {
         Ok(tables)
     }
 
-    /// Writes each queue's counters and each port's at `<prefix>:<oid>`, all in one
-    /// MULTI/EXEC, so a reader sees every counter of one instant (a port's octets are then
-    /// exactly its queues' bytes). Returns the names that have no oid (not written).
+    /// Writes each queue hash at `<table>:<queue oid>` and each port's at `COUNTERS:<oid>`,
+    /// all in one MULTI/EXEC, so a reader sees every counter of one instant (a port's octets
+    /// are then exactly its queues' bytes). Returns the names that have no oid (not written).
     pub async fn publish_counters(
         &mut self,
-        prefix: &str,
-        queues: &[QueueSample],
+        queues: &[QueueWrite],
         ports: &BTreeMap<String, Vec<(&'static str, String)>>,
     ) -> Result<Vec<String>, IoError> {
+        if queues.is_empty() && ports.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut pipe = redis::pipe();
         pipe.atomic();
         let mut unmapped = Vec::new();
-        for s in queues {
-            let name = format!("{}:{}", s.port, s.queue);
+        for w in queues {
+            let name = format!("{}:{}", w.port, w.queue);
             match self.queue_oids.get(&name) {
                 Some(oid) => {
-                    pipe.hset_multiple(format!("{prefix}:{oid}"), &queue_fields(&s.counters)).ignore();
+                    pipe.hset_multiple(format!("{}:{oid}", w.table), &w.fields).ignore();
                 }
-                None => unmapped.push(name),
+                None if !unmapped.contains(&name) => unmapped.push(name),
+                None => {}
             }
         }
         for (name, fields) in ports {
             match self.port_oids.get(name) {
                 Some(oid) => {
-                    pipe.hset_multiple(format!("{prefix}:{oid}"), fields).ignore();
+                    pipe.hset_multiple(format!("COUNTERS:{oid}"), fields).ignore();
                 }
                 None => unmapped.push(name.clone()),
             }

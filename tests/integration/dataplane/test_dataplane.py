@@ -42,6 +42,15 @@ def qos_config() -> dict[str, Fields]:
         "BUFFER_QUEUE|Ethernet4|0": {"profile": "q_limit"},
         "FLEX_COUNTER_TABLE|QUEUE": {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "100"},
         "FLEX_COUNTER_TABLE|PORT": {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "100"},
+        # Not in SONiC's QUEUE group: the watermark and the marked counts have their own.
+        "FLEX_COUNTER_TABLE|QUEUE_WATERMARK": {
+            "FLEX_COUNTER_STATUS": "enable",
+            "POLL_INTERVAL": "100",
+        },
+        "FLEX_COUNTER_TABLE|WRED_ECN_QUEUE": {
+            "FLEX_COUNTER_STATUS": "enable",
+            "POLL_INTERVAL": "100",
+        },
     }
     for q, w in WEIGHTS.items():
         entries[f"SCHEDULER|w{w}"] = {"type": "DWRR", "weight": str(w)}
@@ -104,12 +113,14 @@ def test_counters_move_and_dwrr_shares_follow_the_weights(
         assert abs(share - want) <= 0.03 * want, (q, shares)
     # The queues cross K = 30,000 B and get marked, every one of them.
     assert all(int(r["SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"]) > 0 for r in second), second
-    assert all(int(r["SAI_QUEUE_STAT_WATERMARK_BYTES"]) >= 30_000 for r in second), second
+    assert all(int(r["SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"]) >= 30_000 for r in second), second
 
-    # The fresher feed carries the same SAI fields under its own prefix, and the status says
+    # The fresher feed carries the same SAI fields under its own prefix, plus the current
+    # occupancy and the whole watermark, which no SONiC counter group polls; the status says
     # which intervals are in force (POLL_INTERVAL 100 from FLEX_COUNTER_TABLE).
     fast = switch.queue_counters("SLUICE_FAST_COUNTERS", PORT0_QUEUES)
-    assert set(fast[0]) == set(second[0])
+    unpolled = {"SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES", "SAI_QUEUE_STAT_WATERMARK_BYTES"}
+    assert set(fast[0]) == set(second[0]) | unpolled
     assert total(fast, "SAI_QUEUE_STAT_PACKETS") > 0
     state = switch.state().hgetall("SLUICE_DATAPLANE_STATE|global")
     assert (state["mode"], state["flex_queue_interval_ms"], state["fast_interval_ms"]) == (
@@ -170,7 +181,7 @@ def test_lowering_a_wred_threshold_in_config_db_starts_marking(
     )
     before = read()
     assert before["SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"] == "0"
-    assert int(before["SAI_QUEUE_STAT_WATERMARK_BYTES"]) <= 200_000
+    assert int(before["SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"]) <= 200_000
 
     # What the agent does on a switch: lower min first, then max, so max >= min holds.
     switch.config().hset("WRED_PROFILE|ecn_high", "green_min_threshold", "20000")
@@ -251,3 +262,32 @@ def test_a_redis_restart_is_waited_out_and_counters_do_not_go_back(
     assert dp.process.poll() is None
     assert dp.stop() == 0, dp.log_text()
     assert '"event":"redis_reconnected"' in dp.log_text()
+
+
+def test_a_booted_switch_polls_at_sonics_defaults_and_only_enabled_groups(
+    switch: SeededSwitch, start_dataplane: Callable[..., Running]
+) -> None:
+    # The seed holds init_cfg.json's FLEX_COUNTER_TABLE: PORT, QUEUE and QUEUE_WATERMARK
+    # enabled with no POLL_INTERVAL, so orchagent's defaults apply (sonic-gnmi-facts §2.4);
+    # WRED_ECN_QUEUE has no entry, so it is not polled.
+    dp = start_dataplane(TRAFFIC, "--step-ms", "5", "--state-interval-ms", "100")
+
+    def intervals() -> tuple[str, ...]:
+        state = switch.state().hgetall("SLUICE_DATAPLANE_STATE|global")
+        groups = ("queue", "port", "queue_watermark", "wred_ecn_queue")
+        return tuple(state.get(f"flex_{g}_interval_ms", "") for g in groups)
+
+    eventually(lambda: intervals() == ("10000", "1000", "60000", "0"), "SONiC's default intervals")
+    # PORT (1 s) publishes within a few seconds; the queue hashes keep only the groups' stats.
+    port_oid = switch.counters().hget("COUNTERS_PORT_NAME_MAP", "Ethernet0")
+    eventually(
+        lambda: (
+            int(switch.counters().hget(f"COUNTERS:{port_oid}", "SAI_PORT_STAT_IF_OUT_OCTETS") or 0)
+            > 0
+        ),
+        "port counters at 1 s",
+    )
+    queue = switch.queue_counters("COUNTERS", ["Ethernet0:0"])[0]
+    assert "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS" not in queue
+    assert "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES" not in queue
+    assert dp.stop() == 0, dp.log_text()

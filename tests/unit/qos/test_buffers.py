@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from controller.errors import IntentInvalid
 from controller.qos.buffers import (
     alpha_of,
+    dynaq_bounds,
     select_dynamic_th,
     steady_queue_bytes,
     steady_share,
 )
+from controller.qos.ecn import ThresholdBounds
 
 
 @pytest.mark.parametrize(
@@ -89,3 +91,27 @@ def test_steady_queue_bytes():
     assert steady_queue_bytes(1_048_576, 0, 1) == 524_288
     # dynamic_th 1, 2 queues: 2 / (1 + 4) = 0.4 -> 419 430.4 -> 419 430.
     assert steady_queue_bytes(1_048_576, 1, 2) == 419_430
+
+
+# --- DynaQ bounds from the port buffer (seeds/dynaq-slides.txt) -----------------------------
+
+
+def test_dynaq_bounds_weighted_share_to_whole_buffer():
+    # The slides' 10 Gb/s port buffer, 192 KB, weights 4:3:2:1: 192 000 x 4 / 10 = 76 800 B.
+    assert dynaq_bounds(192_000, 4, 10, 1500) == ThresholdBounds(76_800, 192_000, 76_800)
+    # 192 000 x 1 / 10 = 19 200 B.
+    assert dynaq_bounds(192_000, 1, 10, 1500) == ThresholdBounds(19_200, 192_000, 19_200)
+
+
+def test_dynaq_bounds_do_not_depend_on_k_so_a_deep_bdp_fits():
+    # 1 ms flows at 10 Gb/s need a 1.25 MB BDP; with 2 MB of buffer a lone queue may take it
+    # all, where K for a 100 us fabric (125 000 B) would cap it.
+    assert dynaq_bounds(2_000_000, 1, 4, 1500).ceiling_bytes == 2_000_000
+
+
+def test_dynaq_bounds_floor_one_mtu_and_strict_queue():
+    # 10 000 x 1 / 100 = 100 B, raised to one MTU.
+    assert dynaq_bounds(10_000, 1, 100, 1500) == ThresholdBounds(1500, 10_000, 1500)
+    assert dynaq_bounds(10_000, 0, 10, 1500) == ThresholdBounds(1500, 10_000, 10_000)
+    with pytest.raises(IntentInvalid):
+        dynaq_bounds(10_000, 11, 10, 1500)

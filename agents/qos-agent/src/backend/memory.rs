@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WriteOutcome};
 use crate::state::{queue_state_key, StateReport};
 use crate::wred::{FieldSet, WredThresholds};
 
@@ -22,6 +22,8 @@ pub struct Tables {
     pub agent_queues: BTreeMap<String, Fields>,
     /// `WRED_PROFILE|<name>`.
     pub wred_profiles: BTreeMap<String, Fields>,
+    /// `FLEX_COUNTER_TABLE|<group>`, keyed by group.
+    pub flex_counters: FlexCounterTable,
     /// Counters per queue (what `COUNTERS_QUEUE_NAME_MAP` plus `COUNTERS:<oid>` give).
     pub counters: BTreeMap<QueueId, Fields>,
     /// `SLUICE_AGENT_STATE|global`.
@@ -87,6 +89,10 @@ impl Backend for FakeMemoryBackend {
             global: t.agent_global.clone(),
             queues: t.agent_queues.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         })
+    }
+
+    async fn read_counter_polls(&mut self) -> Result<Option<FlexCounterTable>, BackendError> {
+        Ok(Some(self.live()?.flex_counters.clone()))
     }
 
     async fn read_counters(&mut self, queues: &[QueueId]) -> Result<Vec<CounterRead>, BackendError> {

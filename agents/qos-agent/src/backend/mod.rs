@@ -55,6 +55,10 @@ pub struct RawOrders {
     pub queues: Vec<(String, Fields)>,
 }
 
+/// The switch's `FLEX_COUNTER_TABLE` entries, by group key (`QUEUE`, `QUEUE_WATERMARK`, ...);
+/// a group without an entry is absent.
+pub type FlexCounterTable = HashMap<String, Fields>;
+
 /// One queue's counters as read, or why there were none.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CounterRead {
@@ -113,6 +117,14 @@ pub trait Backend: Send {
 
     /// Every orders entry, as stored.
     fn read_orders(&mut self) -> impl Future<Output = Result<RawOrders, BackendError>> + Send;
+
+    /// How the counters that [`Backend::read_counters`] returns are refreshed: `Some` with the
+    /// switch's `FLEX_COUNTER_TABLE` when they are SONiC's flex counters (refreshed at each
+    /// group's poll interval), `None` when every read goes to the ASIC (SAI), so no poll
+    /// interval limits the loop.
+    fn read_counter_polls(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<FlexCounterTable>, BackendError>> + Send;
 
     /// The counters of `queues`, in the same order.
     fn read_counters(

@@ -2,7 +2,7 @@
 //!
 //! | DB | number | separator | what the agent does there |
 //! |---|---|---|---|
-//! | CONFIG_DB | 4 | `\|` | reads `SLUICE_AGENT\|global`, `SLUICE_AGENT_QUEUE\|<port>\|<q>`; rewrites `WRED_PROFILE\|<name>` thresholds |
+//! | CONFIG_DB | 4 | `\|` | reads `SLUICE_AGENT\|global`, `SLUICE_AGENT_QUEUE\|<port>\|<q>`, `FLEX_COUNTER_TABLE\|<group>`; rewrites `WRED_PROFILE\|<name>` thresholds |
 //! | COUNTERS_DB | 2 | `:` | reads `COUNTERS_QUEUE_NAME_MAP` (`Ethernet0:3` -> `oid:0x...`) and `COUNTERS:oid:0x...` |
 //! | STATE_DB | 6 | `\|` | writes `SLUICE_AGENT_STATE\|global` and `SLUICE_AGENT_STATE\|<port>\|<q>` |
 //!
@@ -13,11 +13,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use qos_core::flex::CounterGroup;
 use redis::RedisError;
 use sonic_redis::{DbError, SonicRedis};
 pub use sonic_redis::{RedisAddress, CONFIG_DB, COUNTERS_DB, STATE_DB};
 
-use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WredWrite, WriteOutcome};
+use super::{
+    Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WredWrite, WriteOutcome,
+};
 use crate::state::{queue_state_key, StateReport, STATE_TABLE};
 use crate::wred::{FieldSet, WredThresholds};
 
@@ -130,6 +133,11 @@ impl Backend for RedisBackend {
         let r = redis::cmd("HGETALL").arg("SLUICE_AGENT|global").query_async::<Fields>(&mut c.config).await;
         let global = non_empty(self.check("read SLUICE_AGENT|global", r)?);
         let keys = self.redis.scan_config(Some("SLUICE_AGENT_QUEUE|*")).await?;
+        if keys.is_empty() {
+            // No queue entries (an empty CONFIG_DB before the first rollout): nothing to
+            // pipeline, and an empty pipeline is not a request Redis can answer.
+            return Ok(RawOrders { global, queues: Vec::new() });
+        }
         let mut pipe = redis::pipe();
         for key in &keys {
             pipe.hgetall(key);
@@ -145,6 +153,23 @@ impl Backend for RedisBackend {
         Ok(RawOrders { global, queues })
     }
 
+    async fn read_counter_polls(&mut self) -> Result<Option<FlexCounterTable>, BackendError> {
+        let mut pipe = redis::pipe();
+        for group in CounterGroup::ALL {
+            pipe.hgetall(format!("FLEX_COUNTER_TABLE|{}", group.key()));
+        }
+        let c = self.conns()?;
+        let r = pipe.query_async::<Vec<Fields>>(&mut c.config).await;
+        let entries = self.check("read FLEX_COUNTER_TABLE", r)?;
+        Ok(Some(
+            CounterGroup::ALL
+                .iter()
+                .zip(entries)
+                .filter_map(|(g, f)| non_empty(f).map(|f| (g.key().to_string(), f)))
+                .collect(),
+        ))
+    }
+
     async fn read_counters(&mut self, queues: &[QueueId]) -> Result<Vec<CounterRead>, BackendError> {
         self.reads_since_map = self.reads_since_map.saturating_add(1);
         let some_unmapped = queues.iter().any(|id| self.oid_of(id).is_none());
@@ -157,9 +182,14 @@ impl Backend for RedisBackend {
         for key in keys.iter().flatten() {
             pipe.hgetall(key);
         }
-        let c = self.conns()?;
-        let r = pipe.query_async::<Vec<Fields>>(&mut c.counters).await;
-        let mut hashes = self.check("read COUNTERS", r)?.into_iter();
+        let hashes = if keys.iter().any(Option::is_some) {
+            let c = self.conns()?;
+            let r = pipe.query_async::<Vec<Fields>>(&mut c.counters).await;
+            self.check("read COUNTERS", r)?
+        } else {
+            Vec::new()
+        };
+        let mut hashes = hashes.into_iter();
         let mut out = Vec::with_capacity(queues.len());
         for key in &keys {
             let read = match key.as_ref().and_then(|_| hashes.next()).and_then(non_empty) {

@@ -1,22 +1,17 @@
 //! Feature `sai`: queue counters and WRED thresholds through a vendor SAI library loaded at run
-//! time, for platforms where the agent talks to the ASIC directly instead of through
-//! orchagent. Orders and state still go through another backend (the Redis one on SONiC).
+//! time, for platforms where the agent talks to the ASIC's SAI instead of going through
+//! CONFIG_DB and orchagent (`docs/qos-agent.md` says when). Orders and state still go through
+//! another backend (the Redis one).
 //!
-//! Only the SAI C types and calls the agent uses are declared, from the SAI headers' facts
-//! (opencomputeproject/SAI `inc/sai.h`, `saiqueue.h`, `saiwred.h`; sonic-gnmi-facts §5.1,
-//! §5.6):
-//! - `sai_api_initialize(uint64_t flags, const sai_service_method_table_t *services)`,
-//!   `sai_api_query(sai_api_t api, void **table)` with `SAI_API_WRED = 18`, `SAI_API_QUEUE = 20`;
-//! - `sai_queue_api_t`: create, remove, set attribute, get attribute, **get_queue_stats**
-//!   `(queue_id, number_of_counters, const sai_stat_id_t *ids, uint64_t *counters)`,
-//!   get_queue_stats_ext, clear_queue_stats;
-//! - `sai_wred_api_t`: create, remove, **set_wred_attribute** `(wred_id, const sai_attribute_t *)`,
-//!   **get_wred_attribute** `(wred_id, attr_count, sai_attribute_t *)`;
-//! - `SAI_WRED_ATTR_{GREEN,YELLOW,RED}_{MIN,MAX}_THRESHOLD` = 0x01/0x02, 0x05/0x06, 0x09/0x0a,
-//!   `sai_uint32_t` bytes, set one attribute per call (so the write order of [`crate::wred`]
-//!   is what keeps max >= min on the ASIC).
+//! The ABI is not declared here: `build.rs` generates it with bindgen from the SAI headers
+//! (`sai.h`, `saiqueue.h`, `saiwred.h`, `saistatus.h`; opencomputeproject/SAI `inc/`), so the
+//! method tables, `sai_attribute_t`, the stat and attribute ids and the status codes are the
+//! headers' own. The agent uses three calls: `get_queue_stats` (queue counters),
+//! `get_wred_attribute` and `set_wred_attribute` (the six green/yellow/red min/max
+//! thresholds, `sai_uint32_t` bytes, set one attribute per call, so the write order of
+//! [`crate::wred`] is what keeps max >= min on the ASIC).
 //!
-//! Nothing here is built without the feature, so the default build needs no SAI library.
+//! Nothing here is built without the feature, so the default build needs no SAI headers.
 
 // FFI needs unsafe; it is confined to this module and each block says what it relies on.
 #![allow(unsafe_code)]
@@ -25,126 +20,74 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 
-use libloading::Library;
 use qos_core::counters::QueueCounters;
 
-use super::{Backend, BackendError, CounterRead, Fields, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WriteOutcome};
 use crate::state::StateReport;
 use crate::wred::{FieldSet, MinMax, WredThresholds, MAX_FIELDS, MIN_FIELDS};
 
-type SaiStatus = i32;
-type SaiObjectId = u64;
-type SaiStatId = u32;
-type SaiAttrId = u32;
+/// The bindings bindgen generated from the SAI headers (`build.rs`).
+#[allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic
+)]
+mod ffi {
+    include!(concat!(env!("OUT_DIR"), "/sai_bindings.rs"));
+}
 
-const SAI_STATUS_SUCCESS: SaiStatus = 0;
-const SAI_API_WRED: c_int = 18;
-const SAI_API_QUEUE: c_int = 20;
+use ffi::{
+    sai_api_t, sai_attribute_t, sai_object_id_t, sai_queue_api_t, sai_service_method_table_t, sai_stat_id_t,
+    sai_status_t, sai_wred_api_t, SaiLibraryCalls,
+};
 
-/// `sai_queue_stat_t` ids of the counters the agent reads, in [`QueueCounters`] field order
-/// (saiqueue.h; sonic-gnmi-facts §5.6).
-const QUEUE_STATS: [SaiStatId; 8] = [
-    0x00, // SAI_QUEUE_STAT_PACKETS
-    0x01, // SAI_QUEUE_STAT_BYTES
-    0x02, // SAI_QUEUE_STAT_DROPPED_PACKETS
-    0x03, // SAI_QUEUE_STAT_DROPPED_BYTES
-    0x18, // SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES
-    0x19, // SAI_QUEUE_STAT_WATERMARK_BYTES
-    0x22, // SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS
-    0x23, // SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES
+/// The queue stats the agent reads, in [`QueueCounters`] field order.
+const QUEUE_STATS: [ffi::sai_queue_stat_t; 8] = [
+    ffi::SAI_QUEUE_STAT_PACKETS,
+    ffi::SAI_QUEUE_STAT_BYTES,
+    ffi::SAI_QUEUE_STAT_DROPPED_PACKETS,
+    ffi::SAI_QUEUE_STAT_DROPPED_BYTES,
+    ffi::SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES,
+    ffi::SAI_QUEUE_STAT_WATERMARK_BYTES,
+    ffi::SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS,
+    ffi::SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES,
 ];
-/// The four every platform polls (SONiC's default QUEUE group); used when the vendor refuses
-/// the full list.
+/// The four every platform supports (SONiC's QUEUE group); used when the vendor refuses the
+/// full list.
 const BASIC_STATS: usize = 4;
 
 /// `SAI_WRED_ATTR_<COLOUR>_MIN_THRESHOLD` per colour (green, yellow, red).
-const WRED_MIN_ATTRS: [SaiAttrId; 3] = [0x01, 0x05, 0x09];
+const WRED_MIN_ATTRS: [ffi::sai_wred_attr_t; 3] = [
+    ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD,
+    ffi::SAI_WRED_ATTR_YELLOW_MIN_THRESHOLD,
+    ffi::SAI_WRED_ATTR_RED_MIN_THRESHOLD,
+];
 /// `SAI_WRED_ATTR_<COLOUR>_MAX_THRESHOLD` per colour.
-const WRED_MAX_ATTRS: [SaiAttrId; 3] = [0x02, 0x06, 0x0a];
-
-/// `sai_attribute_t`: an id and a value union. Only `u32` is used here, but the real union is
-/// much larger (ACL data, lists) and its size depends on the SAI version; the padding makes
-/// this at least as large, so a library that copies a whole attribute stays in our memory.
-/// Because the sizes differ, attributes are always passed one at a time, never as an array.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SaiAttribute {
-    id: SaiAttrId,
-    value: SaiAttributeValue,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-union SaiAttributeValue {
-    u32: u32,
-    padding: [u64; 32],
-}
-
-impl SaiAttribute {
-    fn u32(id: SaiAttrId, value: u32) -> Self {
-        let mut attr = Self { id, value: SaiAttributeValue { padding: [0; 32] } };
-        attr.value.u32 = value;
-        attr
-    }
-}
-
-type ProfileGetValue = extern "C" fn(profile_id: u32, variable: *const c_char) -> *const c_char;
-type ProfileGetNextValue =
-    extern "C" fn(profile_id: u32, variable: *mut *const c_char, value: *mut *const c_char) -> c_int;
-
-/// `sai_service_method_table_t`: the host's profile key/value services.
-#[repr(C)]
-struct ServiceMethodTable {
-    profile_get_value: ProfileGetValue,
-    profile_get_next_value: ProfileGetNextValue,
-}
+const WRED_MAX_ATTRS: [ffi::sai_wred_attr_t; 3] = [
+    ffi::SAI_WRED_ATTR_GREEN_MAX_THRESHOLD,
+    ffi::SAI_WRED_ATTR_YELLOW_MAX_THRESHOLD,
+    ffi::SAI_WRED_ATTR_RED_MAX_THRESHOLD,
+];
 
 /// The agent passes no profile variables: the switch was initialised by its owner.
-extern "C" fn no_profile_value(_profile_id: u32, _variable: *const c_char) -> *const c_char {
+unsafe extern "C" fn no_profile_value(_profile_id: u32, _variable: *const c_char) -> *const c_char {
     std::ptr::null()
 }
 
 /// End of the (empty) list of profile variables.
-extern "C" fn no_next_profile_value(_: u32, _: *mut *const c_char, _: *mut *const c_char) -> c_int {
+unsafe extern "C" fn no_next_profile_value(_: u32, _: *mut *const c_char, _: *mut *const c_char) -> c_int {
     -1
 }
 
-static SERVICES: ServiceMethodTable =
-    ServiceMethodTable { profile_get_value: no_profile_value, profile_get_next_value: no_next_profile_value };
-
-type ApiInitializeFn = unsafe extern "C" fn(flags: u64, services: *const ServiceMethodTable) -> SaiStatus;
-type ApiQueryFn = unsafe extern "C" fn(api: c_int, table: *mut *mut c_void) -> SaiStatus;
-type GenericFn = Option<unsafe extern "C" fn()>;
-type GetQueueStatsFn = unsafe extern "C" fn(
-    queue: SaiObjectId,
-    count: u32,
-    ids: *const SaiStatId,
-    counters: *mut u64,
-) -> SaiStatus;
-type SetWredAttributeFn = unsafe extern "C" fn(wred: SaiObjectId, attr: *const SaiAttribute) -> SaiStatus;
-type GetWredAttributeFn =
-    unsafe extern "C" fn(wred: SaiObjectId, count: u32, attrs: *mut SaiAttribute) -> SaiStatus;
-
-/// `sai_queue_api_t`, in header order; only `get_queue_stats` is called.
-#[repr(C)]
-struct QueueApi {
-    create_queue: GenericFn,
-    remove_queue: GenericFn,
-    set_queue_attribute: GenericFn,
-    get_queue_attribute: GenericFn,
-    get_queue_stats: Option<GetQueueStatsFn>,
-    get_queue_stats_ext: GenericFn,
-    clear_queue_stats: GenericFn,
-}
-
-/// `sai_wred_api_t`, in header order.
-#[repr(C)]
-struct WredApi {
-    create_wred: GenericFn,
-    remove_wred: GenericFn,
-    set_wred_attribute: Option<SetWredAttributeFn>,
-    get_wred_attribute: Option<GetWredAttributeFn>,
-}
+static SERVICES: sai_service_method_table_t = sai_service_method_table_t {
+    profile_get_value: Some(no_profile_value),
+    profile_get_next_value: Some(no_next_profile_value),
+};
 
 /// A failure of the SAI library.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,13 +111,18 @@ pub enum SaiError {
     TooLarge(u64),
 }
 
+type GetQueueStats =
+    unsafe extern "C" fn(sai_object_id_t, u32, *const sai_stat_id_t, *mut u64) -> sai_status_t;
+type SetWredAttribute = unsafe extern "C" fn(sai_object_id_t, *const sai_attribute_t) -> sai_status_t;
+type GetWredAttribute = unsafe extern "C" fn(sai_object_id_t, u32, *mut sai_attribute_t) -> sai_status_t;
+
 /// A loaded SAI library and the three calls the agent uses. The function pointers are copied
-/// out of the method tables at load time; `_lib` keeps the code they point into mapped.
+/// out of the method tables at load time; `_calls` keeps the library they point into mapped.
 pub struct SaiLibrary {
-    get_queue_stats: GetQueueStatsFn,
-    set_wred_attribute: SetWredAttributeFn,
-    get_wred_attribute: GetWredAttributeFn,
-    _lib: Library,
+    get_queue_stats: GetQueueStats,
+    set_wred_attribute: SetWredAttribute,
+    get_wred_attribute: GetWredAttribute,
+    _calls: SaiLibraryCalls,
 }
 
 impl std::fmt::Debug for SaiLibrary {
@@ -183,8 +131,8 @@ impl std::fmt::Debug for SaiLibrary {
     }
 }
 
-fn check(call: &'static str, status: SaiStatus) -> Result<(), SaiError> {
-    if status == SAI_STATUS_SUCCESS {
+fn check(call: &'static str, status: sai_status_t) -> Result<(), SaiError> {
+    if i64::from(status) == i64::from(ffi::SAI_STATUS_SUCCESS) {
         Ok(())
     } else {
         Err(SaiError::Status { call, status })
@@ -196,30 +144,22 @@ impl SaiLibrary {
     /// WRED method tables.
     pub fn load(path: &Path) -> Result<Self, SaiError> {
         // SAFETY: loading runs the library's initialisers; a vendor SAI library is trusted
-        // code by definition (it is the switch's driver).
-        let lib = unsafe { Library::new(path) }.map_err(|e| SaiError::Load(e.to_string()))?;
-        // SAFETY: the symbol types are the SAI signatures declared above (sai.h).
-        let (initialize, query) = unsafe {
-            let init = lib
-                .get::<ApiInitializeFn>("sai_api_initialize")
-                .map_err(|e| SaiError::Load(e.to_string()))?;
-            let query = lib.get::<ApiQueryFn>("sai_api_query").map_err(|e| SaiError::Load(e.to_string()))?;
-            (*init, *query)
-        };
-        // SAFETY: SERVICES is a static with the sai_service_method_table_t layout.
-        check("sai_api_initialize", unsafe { initialize(0, &SERVICES) })?;
-        let queue = query_table::<QueueApi>(query, SAI_API_QUEUE)?;
-        let wred = query_table::<WredApi>(query, SAI_API_WRED)?;
+        // code by definition (it is the switch's driver). The symbol types are the headers'.
+        let calls = unsafe { SaiLibraryCalls::new(path) }.map_err(|e| SaiError::Load(e.to_string()))?;
+        // SAFETY: SERVICES is a static sai_service_method_table_t that outlives the library.
+        check("sai_api_initialize", unsafe { calls.sai_api_initialize(0, &SERVICES) })?;
+        let queue = query_table::<sai_queue_api_t>(&calls, ffi::SAI_API_QUEUE)?;
+        let wred = query_table::<sai_wred_api_t>(&calls, ffi::SAI_API_WRED)?;
         Ok(Self {
             get_queue_stats: queue.get_queue_stats.ok_or(SaiError::Missing("get_queue_stats"))?,
             set_wred_attribute: wred.set_wred_attribute.ok_or(SaiError::Missing("set_wred_attribute"))?,
             get_wred_attribute: wred.get_wred_attribute.ok_or(SaiError::Missing("get_wred_attribute"))?,
-            _lib: lib,
+            _calls: calls,
         })
     }
 
     /// The queue's counters; stats the vendor does not support read as 0.
-    pub fn queue_counters(&self, queue: SaiObjectId) -> Result<QueueCounters, SaiError> {
+    pub fn queue_counters(&self, queue: sai_object_id_t) -> Result<QueueCounters, SaiError> {
         let mut values = [0u64; QUEUE_STATS.len()];
         if self.stats(queue, &QUEUE_STATS, &mut values).is_err() {
             values = [0; QUEUE_STATS.len()];
@@ -239,7 +179,7 @@ impl SaiLibrary {
         })
     }
 
-    fn stats(&self, queue: SaiObjectId, ids: &[SaiStatId], out: &mut [u64]) -> Result<(), SaiError> {
+    fn stats(&self, queue: sai_object_id_t, ids: &[sai_stat_id_t], out: &mut [u64]) -> Result<(), SaiError> {
         let count = u32::try_from(ids.len().min(out.len())).unwrap_or(0);
         // SAFETY: `ids` and `out` each hold at least `count` elements.
         check("get_queue_stats", unsafe {
@@ -247,50 +187,61 @@ impl SaiLibrary {
         })
     }
 
-    /// The six threshold attributes of a WRED profile, one get call each: the size of the
-    /// real attribute union depends on the SAI version, so an array of our attributes could
-    /// have a different stride than the library's, while a single one is only ever read at
-    /// its `u32` (and is padded larger than any union the library could copy).
-    pub fn wred_thresholds(&self, wred: SaiObjectId) -> Result<WredThresholds, SaiError> {
+    /// The six threshold attributes of a WRED profile, in one get call.
+    pub fn wred_thresholds(&self, wred: sai_object_id_t) -> Result<WredThresholds, SaiError> {
+        let ids = [
+            WRED_MIN_ATTRS[0],
+            WRED_MAX_ATTRS[0],
+            WRED_MIN_ATTRS[1],
+            WRED_MAX_ATTRS[1],
+            WRED_MIN_ATTRS[2],
+            WRED_MAX_ATTRS[2],
+        ];
+        let mut attrs = ids.map(|id| attribute_u32(id, 0));
+        let count = u32::try_from(attrs.len()).unwrap_or(0);
+        // SAFETY: `attrs` holds `count` attributes, alive across the call, for the library to
+        // fill in.
+        check("get_wred_attribute", unsafe { (self.get_wred_attribute)(wred, count, attrs.as_mut_ptr()) })?;
+        // SAFETY: the threshold attributes are sai_uint32_t, so the library wrote `u32_`.
+        let value = |i: usize| u64::from(unsafe { attrs[i].value.u32_ });
         let mut colours = [MinMax::default(); 3];
-        for (i, c) in colours.iter_mut().enumerate() {
-            *c = MinMax {
-                min: self.wred_attr(wred, WRED_MIN_ATTRS[i])?,
-                max: self.wred_attr(wred, WRED_MAX_ATTRS[i])?,
-            };
+        for (c, colour) in colours.iter_mut().enumerate() {
+            *colour = MinMax { min: value(2 * c), max: value(2 * c + 1) };
         }
         Ok(WredThresholds { colours })
     }
 
-    fn wred_attr(&self, wred: SaiObjectId, id: SaiAttrId) -> Result<u64, SaiError> {
-        let mut attr = SaiAttribute::u32(id, 0);
-        // SAFETY: one attribute, alive across the call, for the library to fill in.
-        check("get_wred_attribute", unsafe { (self.get_wred_attribute)(wred, 1, &mut attr) })?;
-        // SAFETY: the threshold attributes are sai_uint32_t, so the library wrote `u32`.
-        Ok(u64::from(unsafe { attr.value.u32 }))
-    }
-
     /// Sets one threshold field (a [`crate::wred`] field name) of a WRED profile.
-    pub fn set_wred_field(&self, wred: SaiObjectId, step: &FieldSet) -> Result<(), SaiError> {
+    pub fn set_wred_field(&self, wred: sai_object_id_t, step: &FieldSet) -> Result<(), SaiError> {
         let Some(id) = wred_attr_of(step.field) else { return Err(SaiError::Missing(step.field)) };
         let value = u32::try_from(step.value).map_err(|_| SaiError::TooLarge(step.value))?;
-        let attr = SaiAttribute::u32(id, value);
+        let attr = attribute_u32(id, value);
         // SAFETY: `attr` lives across the call.
         check("set_wred_attribute", unsafe { (self.set_wred_attribute)(wred, &attr) })
     }
 }
 
-fn query_table<T>(query: ApiQueryFn, api: c_int) -> Result<&'static T, SaiError> {
+/// A `sai_attribute_t` holding a `sai_uint32_t`.
+fn attribute_u32(id: ffi::sai_wred_attr_t, value: u32) -> sai_attribute_t {
+    // SAFETY: sai_attribute_t is plain C data (ids, numbers, pointers, unions of them); all
+    // zero bytes is a valid value of it.
+    let mut attr: sai_attribute_t = unsafe { std::mem::zeroed() };
+    attr.id = id;
+    attr.value.u32_ = value;
+    attr
+}
+
+fn query_table<T>(calls: &SaiLibraryCalls, api: sai_api_t) -> Result<&'static T, SaiError> {
     let mut table: *mut c_void = std::ptr::null_mut();
     // SAFETY: sai_api_query writes one pointer to `table`.
-    check("sai_api_query", unsafe { query(api, &mut table) })?;
-    // SAFETY: for this api id the table has layout T and stays valid until
-    // sai_api_uninitialize, which the agent never calls.
+    check("sai_api_query", unsafe { calls.sai_api_query(api, &mut table) })?;
+    // SAFETY: for this api id the table has layout T (the header's method table) and stays
+    // valid until sai_api_uninitialize, which the agent never calls.
     unsafe { table.cast::<T>().as_ref() }.ok_or(SaiError::Missing("method table"))
 }
 
 /// The SAI attribute id of a threshold field name.
-fn wred_attr_of(field: &str) -> Option<SaiAttrId> {
+fn wred_attr_of(field: &str) -> Option<ffi::sai_wred_attr_t> {
     (0..3).find_map(|i| {
         if MIN_FIELDS[i] == field {
             Some(WRED_MIN_ATTRS[i])
@@ -310,6 +261,54 @@ pub struct SaiObjects {
     pub queues: HashMap<QueueId, u64>,
     /// WRED profile name -> `SAI_OBJECT_TYPE_WRED` id.
     pub wred_profiles: HashMap<String, u64>,
+}
+
+/// A line of the object map that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("object map line {line}: {reason}")]
+pub struct ObjectMapError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl SaiObjects {
+    /// Parses the object map the platform gives the agent, one object per line:
+    /// `queue <port>|<q> oid:0x<hex>` or `wred <WRED_PROFILE name> oid:0x<hex>`, in SONiC's
+    /// oid spelling (as `COUNTERS_QUEUE_NAME_MAP` and ASIC_DB write them). Blank lines and
+    /// `#` comments are skipped; a name given twice is an error.
+    pub fn parse(text: &str) -> Result<Self, ObjectMapError> {
+        let mut objects = Self::default();
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = |reason: String| ObjectMapError { line: n + 1, reason };
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            let [kind, name, oid] = parts[..] else {
+                return Err(bad("expected: queue|wred <name> oid:0x<hex>".to_string()));
+            };
+            let oid = oid
+                .strip_prefix("oid:0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| bad(format!("{oid:?} is not oid:0x<hex>")))?;
+            let fresh = match kind {
+                "queue" => {
+                    let (port, queue) =
+                        qos_core::orders::parse_queue_key(name).map_err(|e| bad(e.to_string()))?;
+                    objects.queues.insert(QueueId::new(port, queue), oid).is_none()
+                }
+                "wred" => objects.wred_profiles.insert(name.to_string(), oid).is_none(),
+                other => return Err(bad(format!("unknown object kind {other:?}"))),
+            };
+            if !fresh {
+                return Err(bad(format!("{kind} {name} is listed twice")));
+            }
+        }
+        Ok(objects)
+    }
 }
 
 /// Counters and WRED writes through SAI; orders and state through `inner`.
@@ -342,6 +341,11 @@ impl<B: Backend> Backend for SaiBackend<B> {
 
     async fn read_orders(&mut self) -> Result<RawOrders, BackendError> {
         self.inner.read_orders().await
+    }
+
+    async fn read_counter_polls(&mut self) -> Result<Option<FlexCounterTable>, BackendError> {
+        // Every read is a get_queue_stats call to the ASIC: no poll interval applies.
+        Ok(None)
     }
 
     async fn read_counters(&mut self, queues: &[QueueId]) -> Result<Vec<CounterRead>, BackendError> {
@@ -388,12 +392,38 @@ mod tests {
 
     #[test]
     fn every_threshold_field_has_its_attribute() {
-        let ids: Vec<Option<SaiAttrId>> =
+        let ids: Vec<Option<ffi::sai_wred_attr_t>> =
             ["green_min_threshold", "green_max_threshold", "red_max_threshold", "ecn"]
                 .iter()
                 .map(|f| wred_attr_of(f))
                 .collect();
-        assert_eq!(ids, [Some(0x01), Some(0x02), Some(0x0a), None]);
+        let want = [
+            Some(ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD),
+            Some(ffi::SAI_WRED_ATTR_GREEN_MAX_THRESHOLD),
+            Some(ffi::SAI_WRED_ATTR_RED_MAX_THRESHOLD),
+            None,
+        ];
+        assert_eq!(ids, want);
+    }
+
+    #[test]
+    fn the_object_map_reads_sonic_oids_and_names_bad_lines() {
+        let text = "# from COUNTERS_QUEUE_NAME_MAP and ASIC_DB\n\
+                    queue Ethernet0|3 oid:0x15000000000357\n\
+                    \n\
+                    wred SLUICE_Q_Ethernet0_3 oid:0x1300000000001a  # the queue's profile\n";
+        let o = SaiObjects::parse(text).unwrap();
+        assert_eq!(o.queues[&QueueId::new("Ethernet0", 3)], 0x15000000000357);
+        assert_eq!(o.wred_profiles["SLUICE_Q_Ethernet0_3"], 0x1300000000001a);
+        for (bad, line) in [
+            ("queue Ethernet0|3 0x15", 1),
+            ("queue Ethernet0|3 oid:0x1\nqueue Ethernet0|3 oid:0x2", 2),
+            ("port Ethernet0 oid:0x1", 1),
+            ("queue Ethernet0 oid:0x1", 1),
+            ("wred A", 1),
+        ] {
+            assert_eq!(SaiObjects::parse(bad).unwrap_err().line, line, "{bad}");
+        }
     }
 
     #[test]

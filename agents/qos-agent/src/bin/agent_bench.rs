@@ -11,7 +11,8 @@
 //!   orders, WRED profiles, name map and counters of every queue. Between iterations, untimed,
 //!   it writes the next counters. Baseline: the Redis round trips an iteration cannot do
 //!   without, made straight with the same client: HGET of the orders' version, one pipeline of
-//!   an HGETALL per queue, one MULTI/EXEC of an HSET per queue plus the global report.
+//!   the `FLEX_COUNTER_TABLE` groups (the agent must know its counters are fresh), one pipeline
+//!   of an HGETALL per queue, one MULTI/EXEC of an HSET per queue plus the global report.
 //!
 //! Load: on every port, queues 0..7 with DWRR weights 1..8 at 100 Gb/s; half of them busy
 //! (holding bytes, sending their weighted share), the other half idle, and which half flips
@@ -226,11 +227,23 @@ fn oid(n: usize) -> String {
     format!("oid:0x{:x}", 0x1500_0000_0000_0000_u64 + n as u64)
 }
 
-/// Every queue's orders and WRED profile (CONFIG_DB), its name map entry (COUNTERS_DB), then
-/// the global orders, last, as the controller writes them.
+/// The counter groups, what `counterpoll` would set for a 10 ms agent: QUEUE polled every
+/// interval.
+const FLEX_GROUPS: [&str; 4] = ["QUEUE", "PORT", "QUEUE_WATERMARK", "WRED_ECN_QUEUE"];
+
+/// Every queue's orders and WRED profile (CONFIG_DB), its name map entry (COUNTERS_DB), the
+/// QUEUE counter group at the agent's interval, then the global orders, last, as the
+/// controller writes them.
 async fn seed(config: &mut Conn, counters: &mut Conn, ports: usize) -> Result<(), String> {
     let e = |e: redis::RedisError| e.to_string();
     let (mut orders, mut names) = (redis::pipe(), redis::pipe());
+    let poll_ms = (INTERVAL_NS / 1_000_000).to_string();
+    orders
+        .hset_multiple(
+            "FLEX_COUNTER_TABLE|QUEUE",
+            &[("FLEX_COUNTER_STATUS", "enable"), ("POLL_INTERVAL", poll_ms.as_str())],
+        )
+        .ignore();
     for p in 0..ports {
         for q in 0..QUEUES {
             let key = format!("SLUICE_AGENT_QUEUE|{}|{q}", port_name(p));
@@ -273,6 +286,11 @@ async fn baseline_iteration(
         .query_async::<Option<String>>(config)
         .await
         .map_err(e)?;
+    let mut flex = redis::pipe();
+    for group in FLEX_GROUPS {
+        flex.hgetall(format!("FLEX_COUNTER_TABLE|{group}"));
+    }
+    black_box(flex.query_async::<Vec<Fields>>(config).await.map_err(e)?);
     let mut read = redis::pipe();
     for i in 0..n {
         read.hgetall(format!("COUNTERS:{}", oid(i)));

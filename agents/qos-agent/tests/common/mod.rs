@@ -66,6 +66,18 @@ pub fn queue_orders(queue: u8) -> Vec<(String, String)> {
     ])
 }
 
+/// `FLEX_COUNTER_TABLE|<group>` entries that poll every group an algorithm may read every
+/// `poll_ms` (what the controller compiles for the agent): `(key, fields)`.
+pub fn flex_counter_entries(poll_ms: u64) -> Vec<(String, Vec<(String, String)>)> {
+    ["QUEUE", "QUEUE_WATERMARK", "WRED_ECN_QUEUE"]
+        .iter()
+        .map(|group| {
+            let fields = owned(&[("FLEX_COUNTER_STATUS", "enable"), ("POLL_INTERVAL", &poll_ms.to_string())]);
+            (format!("FLEX_COUNTER_TABLE|{group}"), fields)
+        })
+        .collect()
+}
+
 /// The WRED profile as the controller compiles a dynamic queue's: step marking at the static
 /// start value on every colour.
 pub fn wred_profile(start_bytes: u64) -> Vec<(String, String)> {
