@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from controller.hosts import netns
 from controller.hosts.config import HostsConfig
 from controller.hosts.render import render_hosts
 from controller.hosts.runner import AnsibleRunner, HostStatus, RolloutOutcome, roll_out
 from controller.policy.loader import parse_intent
+from lab import netns
 
 
 def bench_intent(fabric: netns.Fabric) -> dict[str, object]:

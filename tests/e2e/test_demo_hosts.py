@@ -24,8 +24,10 @@ import httpx
 import pytest
 import yaml
 
-from controller.demo_common import stop_process
-from controller.demo_hosts import (
+from controller.services.tokens import AccessRole
+from lab import netns
+from lab.demo_common import stop_process
+from lab.demo_hosts import (
     EXAMPLE_INTENT,
     FABRIC_RECORD,
     HostDemoError,
@@ -36,9 +38,7 @@ from controller.demo_hosts import (
     intent_host_names,
     point_intent_at_namespaces,
 )
-from controller.hosts import netns
-from controller.services.tokens import AccessRole
-from controller.store.localpg import free_port
+from lab.localpg import free_port
 from tests.integration.conftest import issue_token
 
 pytestmark = pytest.mark.e2e

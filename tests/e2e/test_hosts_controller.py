@@ -21,11 +21,11 @@ from pydantic import SecretStr
 from sqlalchemy import create_engine, pool, select
 
 from api.main import create_app
-from controller.hosts import netns
 from controller.hosts.config import HostsConfig
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
 from controller.store.models import HostRunResult
+from lab import netns
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
 from tests.integration.conftest import StepClock, issue_token, put_intent
 from tests.integration.test_api_host_runs import finished

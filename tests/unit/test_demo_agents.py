@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.demo_agents_view import (
+from controller.policy.loader import load_intent_file, parse_intent
+from lab.demo_agents_view import (
     AgentDemo,
     Burst,
     QueueReading,
@@ -25,9 +26,8 @@ from controller.demo_agents_view import (
     summarize,
     traffic_text,
 )
-from controller.demo_common import DemoError
-from controller.demo_switches import demo_intent
-from controller.policy.loader import load_intent_file, parse_intent
+from lab.demo_common import DemoError
+from lab.demo_switches import demo_intent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
 DEFAULT = AgentDemo()

@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.demo_hosts import (
+from controller.hosts.config import HostsConfig
+from controller.hosts.render import render_hosts
+from controller.policy.loader import parse_intent
+from lab import netns
+from lab.demo_hosts import (
     EXAMPLE_INTENT,
     FABRIC_RECORD,
     REQUIRED_TOOLS,
@@ -24,10 +28,6 @@ from controller.demo_hosts import (
     intent_host_names,
     missing_prerequisites,
 )
-from controller.hosts import netns
-from controller.hosts.config import HostsConfig
-from controller.hosts.render import render_hosts
-from controller.policy.loader import parse_intent
 
 ADDRESSES = {"host1": "10.211.0.1", "host2": "10.211.0.2", "host3": "10.211.0.3",
              "host4": "10.211.0.4"}  # fmt: skip

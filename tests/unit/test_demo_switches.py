@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.demo_switches import demo_intent
 from controller.policy.loader import parse_intent
+from lab.demo_switches import demo_intent
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
 

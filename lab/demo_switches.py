@@ -3,7 +3,7 @@ the reconcile loop catching a change made behind sluice's back.
 
 ``switches_step(env, intent_file, run_dir)`` expects the API to be serving (``env`` holds
 ``DATABASE_URL``, ``SLUICE_API_URL`` and an operator ``SLUICE_API_TOKEN``, as
-``controller.demo.Environment.for_commands()`` gives). It
+``lab.demo.Environment.for_commands()`` gives). It
 
 1. starts the intent's four switches with ``vsonic up --inventory`` (on other free ports when
    50051-50054 are taken, with the intent re-pointed to match),
@@ -14,7 +14,7 @@ the reconcile loop catching a change made behind sluice's back.
 5. raises a static WRED threshold on leaf1 by writing its CONFIG_DB in Redis directly,
 6. waits for the loop to find it and shows ``sluice drift`` and ``sluice reconcile status``,
    then reads the value back from Redis to show it was corrected,
-7. runs the agent step (``controller.demo_agents.agents_step``): service classes start and
+7. runs the agent step (``lab.demo_agents.agents_step``): service classes start and
    stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
    on-switch qos-agent moves them (skipped with ``agents=False``),
 8. stops the worker and the switches (unless ``keep``).
@@ -24,7 +24,7 @@ file (so nothing is sent while the rollout configures the switches); the agent s
 and has only leaf1's data plane re-read it. The intent's agent interval is set to the 100 ms
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
-``python -m controller.demo_switches`` runs it after the rest of the demo's set-up
+``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
 """
 
@@ -46,9 +46,9 @@ import httpx
 import redis
 import yaml
 
-from controller.demo_agents import COUNTER_POLL_MS, agents_step
-from controller.demo_agents_view import AgentDemo
-from controller.demo_common import DemoError, Run, Say, run, say, stop_process
+from lab.demo_agents import COUNTER_POLL_MS, agents_step
+from lab.demo_agents_view import AgentDemo
+from lab.demo_common import DemoError, Run, Say, run, say, stop_process
 
 BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"

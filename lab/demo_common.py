@@ -1,8 +1,8 @@
 """What every demo step shares: how a step is announced, how a command is run (echoed first,
 so the reader can type it themselves), and the error that ends the demo.
 
-``controller.demo`` (the orchestrator), ``controller.demo_switches`` and
-``controller.demo_agents`` all use these, so the demo reads the same from start to end.
+``lab.demo`` (the orchestrator), ``lab.demo_switches`` and
+``lab.demo_agents`` all use these, so the demo reads the same from start to end.
 """
 
 from __future__ import annotations

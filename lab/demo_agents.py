@@ -35,7 +35,8 @@ from typing import Any
 
 import redis
 
-from controller.demo_agents_view import (
+from controller.policy.loader import load_intent_file
+from lab.demo_agents_view import (
     BASIS_FLAGS,
     STATIC_FLAG,
     AgentDemo,
@@ -52,8 +53,7 @@ from controller.demo_agents_view import (
     summarize,
     traffic_text,
 )
-from controller.demo_common import DemoError, Say, say
-from controller.policy.loader import load_intent_file
+from lab.demo_common import DemoError, Say, say
 
 COUNTER_POLL_MS = 100  # counterpoll's minimum (sonic-gnmi-facts §2.4)
 AGENT_WAIT_S = 60.0

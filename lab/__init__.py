@@ -1,0 +1,1 @@
+"""What exists to demonstrate or test sluice; never shipped in the product."""
