@@ -31,7 +31,6 @@ from api.routes import (
     tokens,
 )
 from api.services import build_services
-from controller.hosts.config import HostsConfig
 from controller.services.common import Clock, utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
@@ -57,18 +56,14 @@ async def _request_id(
     return response
 
 
-def create_app(
-    settings: Settings, *, clock: Clock = utc_now, hosts_config: HostsConfig | None = None
-) -> FastAPI:
-    if settings.database_url is None:
-        raise ValueError("DATABASE_URL is not set: the API needs a PostgreSQL database")
-    url = settings.database_url.get_secret_value()
+def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
+    url = settings.database.required_url("API")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(url)
-        app.state.services = build_services(engine, clock=clock, hosts_config=hosts_config)
-        app.state.rollout_services = build_rollout_services(engine, clock=clock)
+        app.state.services = build_services(engine, clock=clock, settings=settings)
+        app.state.rollout_services = build_rollout_services(engine, clock=clock, settings=settings)
         try:
             yield
         finally:

@@ -16,6 +16,7 @@ from controller.reconcile.access import GnmiAccess, SwitchAccess
 from controller.services.common import Clock
 from controller.services.reconcile import ReconcileService, RunInfo
 from controller.services.rollouts import RolloutService
+from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_sessions
@@ -40,13 +41,18 @@ class RolloutServices:
 
 
 def build_rollout_services(
-    engine: Engine, *, clock: Clock, environ: Mapping[str, str] | None = None
+    engine: Engine,
+    *,
+    clock: Clock,
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
 ) -> RolloutServices:
     """``environ``: where ``env:`` credential references of switches are looked up (this
     process's environment by default)."""
     sessions = make_sessions(engine)
-    pool = SessionPool()
-    access = GnmiAccess(pool, environment_resolver(os.environ if environ is None else environ))
+    pool = settings.gnmi.session_pool()
+    resolver = environment_resolver(os.environ if environ is None else environ)
+    access = GnmiAccess(pool, resolver, username=settings.gnmi.username)
     return RolloutServices(
         engine,
         RolloutService(sessions, clock=clock),

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from controller.hosts.config import HostsConfig
 from controller.services.audit import AuditService
 from controller.services.common import Clock
 from controller.services.health import HealthService
@@ -14,6 +13,7 @@ from controller.services.hosts_rollout import HostRolloutService
 from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.tokens import TokenService
+from controller.settings import Settings
 from controller.store.db import make_sessions
 
 
@@ -27,9 +27,7 @@ class Services:
     host_runs: HostRolloutService
 
 
-def build_services(
-    engine: Engine, *, clock: Clock, hosts_config: HostsConfig | None = None
-) -> Services:
+def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Services:
     sessions = make_sessions(engine)
     return Services(
         intents=IntentService(sessions, clock=clock),
@@ -37,5 +35,5 @@ def build_services(
         audit=AuditService(sessions),
         tokens=TokenService(sessions, clock=clock),
         health=HealthService(sessions),
-        host_runs=HostRolloutService(sessions, clock=clock, config=hosts_config or HostsConfig()),
+        host_runs=HostRolloutService(sessions, clock=clock, config=settings.hosts),
     )

@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from controller.hosts.config import HostsConfig
 from controller.hosts.render import render_hosts
 from controller.hosts.runner import AnsibleRunner, HostStatus, RolloutOutcome, roll_out
 from controller.policy.loader import parse_intent
+from controller.settings import HostsSettings
 from lab import netns
 
 
@@ -63,7 +63,7 @@ def bench_intent(fabric: netns.Fabric) -> dict[str, object]:
 def timed_rollout(
     fabric: netns.Fabric, batch_size: int, expect: HostStatus, workdir: Path
 ) -> tuple[float, RolloutOutcome]:
-    config = HostsConfig(
+    config = HostsSettings(
         command_prefix=tuple(fabric.control_exec([])),
         ssh_common_args=" ".join(fabric.ssh_options()),
         control_path_dir=fabric.workdir / "cp",

@@ -7,10 +7,10 @@ back to back while there are any; when none is runnable the loop gets its turn a
 worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in PostgreSQL,
 so a worker may be stopped at any time and another started.
 
-Settings from the environment (``WorkerSettings``): ``DATABASE_URL``, the poll interval,
-the gNMI user name and deadline. gNMI passwords come from each switch's ``credential_ref``
-(``env:NAME`` reads this process's environment). SIGINT or SIGTERM stops it after the
-step in progress.
+Settings from the environment (``controller/settings.py``: the ``database``, ``worker`` and
+``gnmi`` sections): ``DATABASE_URL``, the poll interval, the gNMI user name and deadline.
+gNMI passwords come from each switch's ``credential_ref`` (``env:NAME`` reads this process's
+environment). SIGINT or SIGTERM stops it after the step in progress.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from pydantic import Field
-
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
 from controller.reconcile.rollout import RolloutRunner
@@ -35,21 +33,11 @@ from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import SqlRolloutStore
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import DEFAULT_USERNAME, CallPolicy, SessionPool
+from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.locks import switch_work_lock
 
 log = logging.getLogger("controller.worker")
-
-
-class WorkerSettings(Settings):
-    """``Settings`` plus the worker's own (``SLUICE_WORKER_POLL_S`` and so on)."""
-
-    worker_poll_s: float = Field(default=1.0, gt=0, le=3600)
-    worker_max_parallel: int = Field(default=8, ge=1, le=1024)
-    gnmi_username: str = DEFAULT_USERNAME
-    gnmi_deadline_s: float = Field(default=10.0, gt=0, le=600)
-    gnmi_max_in_flight: int = Field(default=64, ge=1, le=10_000)
 
 
 class Worker:
@@ -88,7 +76,7 @@ class Worker:
 
 
 def build_worker(
-    settings: WorkerSettings,
+    settings: Settings,
     pool: SessionPool,
     *,
     environ: Mapping[str, str],
@@ -97,15 +85,13 @@ def build_worker(
 ) -> tuple[Worker, Callable[[], None]]:
     """The worker over ``settings``' database and ``pool``; also the function that closes
     what it opened (the database engine)."""
-    if settings.database_url is None:
-        raise ValueError("DATABASE_URL is not set: the worker needs the PostgreSQL database")
-    engine = make_engine(settings.database_url.get_secret_value())
+    engine = make_engine(settings.database.required_url("worker"))
     sessions = make_sessions(engine)
-    access = GnmiAccess(pool, environment_resolver(environ), username=settings.gnmi_username)
+    access = GnmiAccess(pool, environment_resolver(environ), username=settings.gnmi.username)
     store = SqlRolloutStore(sessions, clock=clock)
-    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker_max_parallel)
+    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker.max_parallel)
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
-    loop = reconciler.loop(access, max_parallel=settings.worker_max_parallel)
+    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
     return Worker(runner, loop, lambda: switch_work_lock(engine)), engine.dispose
 
 
@@ -113,7 +99,7 @@ def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    settings = WorkerSettings()
+    settings = Settings()
     stop = threading.Event()
 
     def request_stop(signum: int, _frame: object) -> None:
@@ -124,8 +110,7 @@ def main() -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
-    policy = CallPolicy(deadline_s=settings.gnmi_deadline_s)
-    with SessionPool(policy=policy, max_in_flight=settings.gnmi_max_in_flight) as pool:
+    with settings.gnmi.session_pool() as pool:
         try:
             worker, close = build_worker(
                 settings, pool, environ=os.environ, rand=random.Random().random
@@ -133,9 +118,9 @@ def main() -> int:
         except ValueError as error:
             log.error("worker: %s", error)
             return 2
-        log.info("worker: started; polling every %.1f s", settings.worker_poll_s)
+        log.info("worker: started; polling every %.1f s", settings.worker.poll_s)
         try:
-            worker.run(stop, settings.worker_poll_s)
+            worker.run(stop, settings.worker.poll_s)
         finally:
             close()
     log.info("worker: stopped")

@@ -30,7 +30,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
-from controller.hosts.config import HostsConfig
 from controller.hosts.render import render_hosts
 from controller.hosts.runner import (
     AnsibleRunner,
@@ -42,6 +41,7 @@ from controller.hosts.runner import (
 )
 from controller.policy.loader import parse_intent
 from controller.services.common import Actor, Clock, Page
+from controller.settings import HostsSettings
 from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import HostResultRow, NewHostRun
@@ -123,7 +123,7 @@ class HostRolloutService:
         sessions: sessionmaker[Session],
         *,
         clock: Clock,
-        config: HostsConfig,
+        config: HostsSettings,
         spawn: Spawn = _start_daemon,
     ) -> None:
         self._sessions = sessions

@@ -17,13 +17,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import create_engine, pool, select
 
 from api.main import create_app
-from controller.hosts.config import HostsConfig
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
+from controller.settings import HostsSettings, Settings
 from controller.store.models import HostRunResult
 from lab import netns
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
@@ -111,7 +109,7 @@ def fabric() -> Iterator[netns.Fabric]:
 def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    config = HostsConfig(
+    config = HostsSettings(
         command_prefix=tuple(fabric.control_exec([])),
         ssh_common_args=" ".join(fabric.ssh_options()),
         control_path_dir=fabric.workdir / "cp",
@@ -121,9 +119,7 @@ def story(
         role.value: {"Authorization": f"Bearer {issue_token(module_db_url, role)}"}
         for role in AccessRole
     }
-    app = create_app(
-        Settings(database_url=SecretStr(module_db_url)), clock=StepClock(), hosts_config=config
-    )
+    app = create_app(Settings.for_database(module_db_url, hosts=config), clock=StepClock())
     with TestClient(app) as client:
         assert put_intent(client, auth["operator"], e2e_intent(fabric), 0).status_code == 201
         before = {h: snapshot(fabric, h) for h in HOSTS}

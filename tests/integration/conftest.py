@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.services.common import Actor
@@ -82,7 +81,7 @@ def issue_token(db_url: str, role: AccessRole, name: str | None = None) -> str:
 
 
 def _client(db_url: str) -> TestClient:
-    return TestClient(create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock()))
+    return TestClient(create_app(Settings.for_database(db_url), clock=StepClock()))
 
 
 def _auth_headers(db_url: str) -> dict[str, dict[str, str]]:
@@ -133,6 +132,6 @@ def put_intent(
 @pytest.fixture
 def live_api_url(db_url: str) -> Iterator[str]:
     """The app served by uvicorn in a thread on 127.0.0.1 (a free port); stopped after."""
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with served(app) as url:
         yield url

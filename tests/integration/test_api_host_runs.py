@@ -20,14 +20,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.errors import Conflict
-from controller.hosts.config import HostsConfig
 from controller.services.common import Actor
 from controller.services.hosts_rollout import HostRolloutService
-from controller.settings import Settings
+from controller.settings import HostsSettings, Settings
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import host_runs
 from controller.store.repositories.host_runs import NewHostRun
@@ -47,7 +45,7 @@ def four_host_intent() -> dict[str, Any]:
     return intent
 
 
-def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsConfig:
+def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsSettings:
     """The test play as site.yml, the sluice_events callback enabled, local connection."""
     playbooks = tmp_path / "playbooks"
     playbooks.mkdir()
@@ -59,7 +57,7 @@ def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsConfig:
         f"callback_plugins = {REPO / 'playbooks' / 'callback_plugins'}\n"
         "callbacks_enabled = sluice_events\n"
     )
-    return HostsConfig(
+    return HostsSettings(
         playbook_dir=playbooks,
         workdir=tmp_path / "runs",
         inventory_vars={"ansible_connection": "local", "check_vars": True, **inventory_vars},
@@ -72,9 +70,8 @@ def hosts_app(db_url: str, tmp_path: Path, auth: Any) -> Iterator[Callable[..., 
 
     def make(**inventory_vars: Any) -> TestClient:
         app = create_app(
-            Settings(database_url=SecretStr(db_url)),
+            Settings.for_database(db_url, hosts=local_config(tmp_path, **inventory_vars)),
             clock=StepClock(),
-            hosts_config=local_config(tmp_path, **inventory_vars),
         )
         client = TestClient(app)
         client.__enter__()
@@ -204,9 +201,9 @@ def test_an_intent_with_a_dscp_clash_never_reaches_ansible(
 
 
 @pytest.fixture
-def service_parts(db_url: str, tmp_path: Path, auth: Any) -> Iterator[tuple[Any, HostsConfig]]:
+def service_parts(db_url: str, tmp_path: Path, auth: Any) -> Iterator[tuple[Any, HostsSettings]]:
     # ``auth`` stores an intent-free database's tokens; the intent comes through the API.
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with TestClient(app) as client:
         assert put_intent(client, auth["operator"], four_host_intent(), 0).status_code == 201
     engine = make_engine(db_url, pool_size=2)

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.cli.exit_codes import ExitCode
@@ -22,7 +21,7 @@ from tests.integration.test_api_host_runs import four_host_intent, local_config
 def hosts_cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
     tokens = issue_tokens(db_url)
     config = local_config(tmp_path, fail_hosts=["host3"], change_hosts=["host1"])
-    api = create_app(Settings(database_url=SecretStr(db_url)), hosts_config=config)
+    api = create_app(Settings.for_database(db_url, hosts=config))
     with served(api, stop_wait_s=120) as url:
         cli = Cli(base_url=url, db_url=db_url, tokens=tokens)
         intent = tmp_path / "intent.json"  # JSON is YAML: the CLI reads it as a YAML file

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.settings import Settings
+from controller.settings import env_names
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -71,13 +71,8 @@ def project_scripts() -> set[str]:
 
 
 def settings_env_names() -> set[str]:
-    """Environment variables ``controller.settings.Settings`` reads (prefix or alias)."""
-    prefix = str(Settings.model_config.get("env_prefix", ""))
-    names = set()
-    for name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        names.add(alias if isinstance(alias, str) else f"{prefix}{name}".upper())
-    return names
+    """Environment variables the ``controller.settings.Settings`` tree reads."""
+    return env_names()
 
 
 # --- Dockerfiles -------------------------------------------------------------------------------

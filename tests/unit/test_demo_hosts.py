@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.hosts.config import HostsConfig
 from controller.hosts.render import render_hosts
 from controller.policy.loader import parse_intent
+from controller.settings import HostsSettings
 from lab import netns
 from lab.demo_hosts import (
     EXAMPLE_INTENT,
@@ -96,7 +96,7 @@ def test_the_api_settings_send_ansible_through_the_control_namespace_with_the_fa
     for name, value in hosts_env(fabric, tmp_path / "runs").items():
         assert name.startswith("SLUICE_HOSTS_")
         monkeypatch.setenv(name, value)
-    config = HostsConfig()  # read from the environment, as the API process reads it
+    config = HostsSettings()  # read from the environment, as the API process reads it
     assert config.setup().prefix == ("ip", "netns", "exec", "sluice-ab12cd-ctl")
     assert config.workdir == tmp_path / "runs"
     shared = config.group_vars()

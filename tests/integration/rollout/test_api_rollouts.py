@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.policy.loader import dump_intent
@@ -27,7 +26,7 @@ def api(
 ) -> Iterator[TestClient]:
     # The app resolves env: credential references from its process environment.
     monkeypatch.setenv("SLUICE_GNMI_PASSWORD", controller.fabric.password)
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with TestClient(app) as client:
         yield client
 
