@@ -27,15 +27,15 @@ from contextlib import AbstractContextManager
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.rollout import RolloutRunner
+from controller.rollout.switches import RolloutRunner
 from controller.services.common import Clock, utc_now
 from controller.services.reconcile import ReconcileService
-from controller.services.rollouts import SqlRolloutStore
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.locks import switch_work_lock
+from controller.store.rollout_store import SqlRolloutStore
 
 log = logging.getLogger("controller.worker")
 
