@@ -16,16 +16,18 @@ from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
 from api.errors import install_error_handlers
-from api.rollout_api import build_rollout_services, install_rollout_routers
 from api.routes import (
     audit,
     diff,
+    drift,
     fabric,
     health,
     host_runs,
     hosts,
     intent,
     plans,
+    reconcile,
+    rollouts,
     service_classes,
     switches,
     tokens,
@@ -63,12 +65,9 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(url)
         app.state.services = build_services(engine, clock=clock, settings=settings)
-        app.state.rollout_services = build_rollout_services(engine, clock=clock, settings=settings)
         try:
             yield
         finally:
-            app.state.rollout_services.close()
-            app.state.services.host_runs.wait()
             engine.dispose()
 
     app = FastAPI(
@@ -84,9 +83,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> FastAPI:
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens):
+    for module in (*routers, tokens, rollouts, drift, reconcile):
         app.include_router(module.router, prefix=API_PREFIX)
-    install_rollout_routers(app, API_PREFIX)
     return app
 
 

@@ -63,6 +63,11 @@ class ApiSettings(BaseSettings):
     )
     url: str = Field(default=DEFAULT_API_URL, description="where the CLI finds the API")
     token: SecretStr | None = Field(default=None, description="the bearer token the CLI sends")
+    worker_wait_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="how long a host plan or reconcile pass waits for the worker to finish it",
+    )
 
 
 class GnmiSettings(BaseSettings):

@@ -1,11 +1,13 @@
 """The controller worker: ``python -m controller.worker``.
 
-It does the switch work the API only records: it drives rollouts (``RolloutRunner``) and
-runs the reconciliation loop (``ReconcileLoop``), one after the other on one thread, under
-the cross-process switch-work lock (``controller/store/locks.py``). Rollout steps go on
-back to back while there are any; when none is runnable the loop gets its turn and the
-worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in PostgreSQL,
-so a worker may be stopped at any time and another started.
+It is the only process that touches switches and hosts; it does what the API only records:
+switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans and applies),
+operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop``), one after
+the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
+Steps go on back to back while there are any; when none is runnable the loop gets its turn
+and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
+PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
+with the hosts whose results are not recorded yet.
 
 Settings from the environment (``controller/settings.py``: the ``database``, ``worker`` and
 ``gnmi`` sections): ``DATABASE_URL``, the poll interval, the gNMI user name and deadline.
@@ -25,8 +27,10 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
+from controller.hosts.batches import AnsibleBatches
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
+from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Clock, utc_now
 from controller.services.reconcile import ReconcileService
@@ -34,6 +38,7 @@ from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_engine, make_sessions
+from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.rollout_store import SqlRolloutStore
 
@@ -49,17 +54,24 @@ class Worker:
         loop: ReconcileLoop,
         lock: Callable[[], AbstractContextManager[None]],
         *,
+        host_runner: HostRunRunner,
+        answer_requests: Callable[[ReconcileLoop], int],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
+        self._host_runner = host_runner
+        self._answer_requests = answer_requests
         self._loop = loop
         self._lock = lock
         self._monotonic = monotonic
 
     def tick(self) -> int:
-        """Rollout steps if any are runnable (how many), else a reconcile pass if due (0)."""
+        """Rollout and host-run steps and reconcile-now passes if any are due (how many),
+        else a reconcile pass if due (0)."""
         with self._lock():
             steps = self._runner.run_once()
+            steps += self._host_runner.run_once()
+            steps += self._answer_requests(self._loop)
             if not steps:
                 self._loop.tick(self._monotonic())
             return steps
@@ -90,9 +102,18 @@ def build_worker(
     access = GnmiAccess(pool, environment_resolver(environ), username=settings.gnmi.username)
     store = SqlRolloutStore(sessions, clock=clock)
     runner = RolloutRunner(store, access, clock, max_parallel=settings.worker.max_parallel)
+    host_store = SqlHostRunStore(sessions, clock=clock)
+    host_runner = HostRunRunner(host_store, AnsibleBatches(settings.hosts, host_store.intent))
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
     loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
-    return Worker(runner, loop, lambda: switch_work_lock(engine)), engine.dispose
+    worker = Worker(
+        runner,
+        loop,
+        lambda: switch_work_lock(engine),
+        host_runner=host_runner,
+        answer_requests=reconciler.answer_requests,
+    )
+    return worker, engine.dispose
 
 
 def main() -> int:

@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "switches" in args.steps:
                 switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep)
             if hosts is not None:
-                hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent)
+                hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent, keep=keep)
             if keep:
                 say(f"left running: API {env.api_url}; export SLUICE_API_TOKEN=<the token above>")
     except DemoError as exc:

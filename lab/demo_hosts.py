@@ -36,7 +36,7 @@ import httpx
 import yaml
 
 from lab import netns
-from lab.demo_common import DemoError, Run, Say, run, say
+from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 
 BIN = Path(sys.executable).parent
 EXAMPLE_INTENT = Path(__file__).resolve().parent.parent / "examples" / "intent.yaml"
@@ -241,11 +241,27 @@ def hosts_step(
     intent_file: Path = EXAMPLE_INTENT,
     run: Run = run,
     say: Say = say,
+    keep: bool = False,
 ) -> None:
     """The whole hosts demo (see the module docstring); raises ``HostDemoError``. ``env``
-    holds ``SLUICE_API_URL`` and an operator's ``SLUICE_API_TOKEN``; the API must have been
-    started with ``hosts.env``."""
+    holds ``DATABASE_URL``, ``SLUICE_API_URL`` and an operator's ``SLUICE_API_TOKEN``; the
+    step starts the worker (which runs what the API records) with ``hosts.env``."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    say("starting the controller worker, told where the hosts are (it runs the host plans "
+        "and applies the API records)")  # fmt: skip
+    with controller_worker({**env, **hosts.env}, run_dir / "hosts-worker.log", keep):
+        _hosts_step(env, run_dir, hosts, intent_file=intent_file, run=run, say=say)
+
+
+def _hosts_step(
+    env: Mapping[str, str],
+    run_dir: Path,
+    hosts: HostFabricEnv,
+    *,
+    intent_file: Path,
+    run: Run,
+    say: Say,
+) -> None:
     full = dict(env)
     sluice = str(BIN / "sluice")
     first = next(iter(hosts.addresses))

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -48,7 +46,7 @@ import yaml
 
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
-from lab.demo_common import DemoError, Run, Say, run, say, stop_process
+from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 
 BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
@@ -109,23 +107,6 @@ def virtual_switches(
     finally:
         if not keep:
             run([str(BIN / "vsonic"), "down", "--state-dir", str(state_dir)], env)
-
-
-@contextmanager
-def worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(BIN / "python"), "-m", "controller.worker"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    print(f"worker pid {process.pid}, log {log}", flush=True)
-    try:
-        yield
-    finally:
-        if not keep:
-            stop_process(process, signal.SIGTERM, timeout_s=60)
 
 
 def switch_redis(state_dir: Path, name: str) -> redis.Redis[str]:
@@ -193,7 +174,7 @@ def switches_step(
             "qos-agent (vsonic up --inventory)")  # fmt: skip
         stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
-        stack.enter_context(worker(full, run_dir / "worker.log", keep))
+        stack.enter_context(controller_worker(full, run_dir / "worker.log", keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the virtual switches"], full)  # fmt: skip

@@ -303,19 +303,21 @@ class DriftEvent(Base):
         )
 
 
-# --- host configuration runs through Ansible (revision 0004) ---------------------------------
+# --- host configuration runs through Ansible (revisions 0004, 0005_house) ---------------------
 
 HOST_RUN_MODES = ("plan", "apply")
-HOST_RUN_STATES = ("running", "completed", "halted", "interrupted", "error")
-HOST_RESULT_STATUSES = ("ok", "changed", "failed", "unreachable", "not_run")
+# ``interrupted``: only runs from before revision 0005_house (the worker resumes runs now).
+HOST_RUN_STATES = ("pending", "running", "completed", "halted", "interrupted", "error")
+HOST_RESULT_STATUSES = ("pending", "ok", "changed", "failed", "unreachable", "not_run")
 UQ_HOST_RESULT = "uq_host_results_run_id_host_name"
-# At most one apply runs at a time: two would race each other on the same hosts.
+# At most one apply pending or running at a time: two would race each other on the same hosts.
 UQ_HOST_RUN_ONE_ACTIVE_APPLY = "uq_host_runs_one_active_apply"
 
 
 class HostRun(Base):
     """One ansible-playbook rollout over the hosts of one intent version: a plan (check mode)
-    or an apply in batches with a failure budget. Progress is written after every batch."""
+    or an apply in batches with a failure budget. Recorded by the API as ``pending`` with a
+    ``pending`` result per host; the worker runs it, writing progress after every batch."""
 
     __tablename__ = "host_runs"
     __table_args__ = (
@@ -328,7 +330,7 @@ class HostRun(Base):
             UQ_HOST_RUN_ONE_ACTIVE_APPLY,
             "mode",
             unique=True,
-            postgresql_where=text("state = 'running' AND mode = 'apply'"),
+            postgresql_where=text("state IN ('pending', 'running') AND mode = 'apply'"),
         ),
     )
 
@@ -346,9 +348,6 @@ class HostRun(Base):
     failures: Mapped[int] = mapped_column(Integer)
     requested_by: Mapped[str] = mapped_column(String(128))
     request_id: Mapped[str] = mapped_column(String(64))
-    # "<hostname>:<pid>" of the API process running it, so a restarted process can tell
-    # its own dead runs from another replica's live ones.
-    owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -381,3 +380,26 @@ class HostRunResult(Base):
             f"HostRunResult(run_id={self.run_id}, host_name={self.host_name!r}, "
             f"status={self.status!r})"
         )
+
+
+RECONCILE_REQUEST_STATES = ("pending", "done")
+
+
+class ReconcileRequest(Base):
+    """An operator's "reconcile every switch now", recorded by the API and answered by the
+    worker with one pass (revision 0005_house)."""
+
+    __tablename__ = "reconcile_requests"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", RECONCILE_REQUEST_STATES), name="state_known"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16))
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_id: Mapped[str] = mapped_column(String(64))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"ReconcileRequest(id={self.id}, state={self.state!r})"

@@ -189,6 +189,7 @@ def story(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         namespaces = [h.netns for h in hosts.fabric.hosts] + [hosts.fabric.layout.control_netns]
         with api_process(module_db_url, hosts.env, run_dir / "api.log") as url:
             env = {**os.environ, "SLUICE_API_URL": url, "SLUICE_API_TOKEN": token}
+            env["DATABASE_URL"] = module_db_url  # the step starts the worker over it
             # The demo applies the example intent (hosts at 10.0.x.y) before this step.
             transcript.run([str(BIN / "sluice"), "apply", "-f", str(EXAMPLE_INTENT),
                             "--reason", "test: the demo's first step"], env)  # fmt: skip

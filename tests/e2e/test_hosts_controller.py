@@ -26,7 +26,8 @@ from controller.store.models import HostRunResult
 from lab import netns
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
 from tests.integration.conftest import StepClock, issue_token, put_intent
-from tests.integration.test_api_host_runs import finished
+from tests.support.host_runs import finished
+from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.e2e
 
@@ -119,8 +120,9 @@ def story(
         role.value: {"Authorization": f"Bearer {issue_token(module_db_url, role)}"}
         for role in AccessRole
     }
-    app = create_app(Settings.for_database(module_db_url, hosts=config), clock=StepClock())
-    with TestClient(app) as client:
+    settings = Settings.for_database(module_db_url, hosts=config)
+    app = create_app(settings, clock=StepClock())
+    with running_worker(settings), TestClient(app) as client:
         assert put_intent(client, auth["operator"], e2e_intent(fabric), 0).status_code == 201
         before = {h: snapshot(fabric, h) for h in HOSTS}
         planned = client.post("/api/v1/hosts/plan", headers=auth["operator"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from controller.services.tokens import AccessRole, TokenService
 from controller.settings import Settings
 from controller.store.db import make_engine, make_sessions
 from tests.integration.served import served
+from tests.support.worker import running_worker
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -80,8 +82,12 @@ def issue_token(db_url: str, role: AccessRole, name: str | None = None) -> str:
         engine.dispose()
 
 
-def _client(db_url: str) -> TestClient:
-    return TestClient(create_app(Settings.for_database(db_url), clock=StepClock()))
+@contextmanager
+def _client(db_url: str) -> Iterator[TestClient]:
+    """The app and, beside it, the worker that does what the app records."""
+    settings = Settings.for_database(db_url)
+    with running_worker(settings), TestClient(create_app(settings, clock=StepClock())) as client:
+        yield client
 
 
 def _auth_headers(db_url: str) -> dict[str, dict[str, str]]:

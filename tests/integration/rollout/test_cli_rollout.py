@@ -1,5 +1,6 @@
 """``sluice rollout|drift|reconcile`` against the real API served on 127.0.0.1, with a
-rollout runner in a background thread standing in for the worker, and real switches."""
+rollout runner and reconcile-request answerer in a background thread standing in for the
+worker, and real switches."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from controller.cli import CliDeps, app
 from controller.cli.exit_codes import ExitCode
+from controller.services.reconcile import ReconcileService
 from controller.services.tokens import AccessRole
 from tests.integration.conftest import issue_token
 
@@ -37,16 +39,19 @@ class CliRunnerFor:
 
 
 class BackgroundRunner:
-    """Steps rollouts until stopped, as the worker would."""
+    """Steps rollouts and answers reconcile-now requests until stopped, as the worker would."""
 
     def __init__(self, controller: Controller) -> None:
         self._runner = controller.runner()
+        self._reconciler = ReconcileService(controller.sessions, clock=controller.clock)
+        self._loop = self._reconciler.loop(controller.access())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if not self._runner.run_until_idle():
+            steps = self._runner.run_until_idle() + self._reconciler.answer_requests(self._loop)
+            if not steps:
                 self._stop.wait(0.05)
 
     def __enter__(self) -> BackgroundRunner:
