@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Sequence
 
-from controller.hosts.render import render_hosts
+from controller.hosts.compile import compile_hosts
 from controller.hosts.runner import AnsibleRunner, HostResult
 from controller.policy.models import Intent
 from controller.rollout.hosts import HostRunState
@@ -27,7 +27,7 @@ class AnsibleBatches:
         intent = self._intent_of(run.intent_version)
         if intent is None:
             raise LookupError(f"intent version {run.intent_version} is gone")
-        inventory = render_hosts(intent, group_vars=self._settings.group_vars()).yaml()
+        inventory = compile_hosts(intent, group_vars=self._settings.group_vars()).yaml()
         rundir = self._settings.workdir / f"run-{run.id}-batch-{batch}"
         try:
             runner = AnsibleRunner(self._settings.setup(), rundir, inventory, check=run.check)

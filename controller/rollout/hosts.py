@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controller.hosts.runner import HostResult
-from controller.rollout.staging import Complete, Halt, failure_count, next_stage
+from controller.rollout.staging import (
+    Complete,
+    Halt,
+    assign_batches,
+    failure_count,
+    next_stage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,11 @@ class HostRunStore(Protocol):
 
 # Runs one batch of a run with Ansible: (the run, its hosts in this batch, batch number).
 RunBatch = Callable[[HostRunState, Sequence[str], int], list[HostResult]]
+
+
+def host_batches(hosts: Sequence[str], batch_size: int) -> list[tuple[str, int]]:
+    """``(host, batch)`` in run order, batches numbered from 1 (hosts have no canary)."""
+    return [(host, batch + 1) for host, batch in assign_batches(hosts, (), batch_size)]
 
 
 def halt_message(failures: int, results: Sequence[HostProgress]) -> str:

@@ -18,9 +18,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
-from controller.hosts.render import render_hosts
+from controller.hosts.compile import compile_hosts
 from controller.policy.loader import parse_intent
-from controller.rollout.staging import assign_batches
+from controller.rollout.hosts import host_batches
 from controller.services.common import Actor, Clock, Page, WorkerWait
 from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
@@ -65,11 +65,6 @@ class HostRunView:
             counts[result.status] = counts.get(result.status, 0) + 1
         counts["pending"] = len(self.hosts) - len(self.results)
         return counts
-
-
-def host_batches(hosts: list[str], batch_size: int) -> list[tuple[str, int]]:
-    """``(host, batch)`` in run order, batches numbered from 1 (no canary for hosts)."""
-    return [(host, batch + 1) for host, batch in assign_batches(hosts, (), batch_size)]
 
 
 class HostRunService:
@@ -132,7 +127,7 @@ class HostRunService:
             number, data = row.number, row.intent
         # Compiled here only to refuse a bad intent before anything is recorded; the worker
         # compiles the inventory again with its own control-node settings.
-        compiled = render_hosts(parse_intent(data))
+        compiled = compile_hosts(parse_intent(data))
         if not compiled.hosts:
             raise IntentInvalid([FieldProblem("hosts", "the intent declares no hosts")])
         return number, compiled.hosts

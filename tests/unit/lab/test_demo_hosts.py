@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.hosts.render import render_hosts
+from controller.hosts.compile import compile_hosts
 from controller.policy.loader import parse_intent
 from controller.settings import HostsSettings
 from lab import netns
@@ -57,7 +57,7 @@ def test_only_the_host_addresses_change_and_the_source_is_left_alone() -> None:
 
 def test_the_adjusted_example_is_still_a_valid_intent_whose_hosts_render_there() -> None:
     intent = parse_intent(demo_intent_for_hosts(example(), ADDRESSES))
-    rendered = render_hosts(intent)
+    rendered = compile_hosts(intent)
     hosts = rendered.inventory["all"]["hosts"]
     assert {name: hosts[name]["ansible_host"] for name in hosts} == ADDRESSES
     # The hosts_match added to the example: control (QJUMP level 7 -> priority 0x10017 =
@@ -109,7 +109,7 @@ def test_the_api_settings_send_ansible_through_the_control_namespace_with_the_fa
     assert shared["ansible_control_path_dir"] == str(tmp_path / "fabric" / "cp")
     # The example sets no key_ref, so no host variable overrides the fabric's key.
     intent = parse_intent(demo_intent_for_hosts(example(), ADDRESSES))
-    rendered = render_hosts(intent, group_vars=shared)
+    rendered = compile_hosts(intent, group_vars=shared)
     assert all(
         "ansible_ssh_private_key_file" not in hv
         for hv in rendered.inventory["all"]["hosts"].values()

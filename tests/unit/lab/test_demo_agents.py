@@ -29,7 +29,7 @@ from lab.demo_agents_view import (
 from lab.demo_common import DemoError
 from lab.demo_switches import demo_intent
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
 DEFAULT = AgentDemo()
 
 

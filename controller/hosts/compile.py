@@ -46,7 +46,7 @@ HostVars = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class RenderedHosts:
+class CompiledHosts:
     """The inventory (YAML-ready) and, per host, the ``sluice_*`` variables in it."""
 
     inventory: dict[str, Any]
@@ -60,7 +60,7 @@ class RenderedHosts:
         return yaml.safe_dump(self.inventory, sort_keys=False)
 
 
-def render_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None) -> RenderedHosts:
+def compile_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None) -> CompiledHosts:
     """The inventory for every host of ``intent`` (validated first: a bad intent raises
     ``IntentInvalid`` and nothing is rendered). ``group_vars`` are the control node's
     connection settings for all hosts (e.g. ``ansible_ssh_common_args``), never per intent."""
@@ -68,7 +68,7 @@ def render_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None)
     all_vars = dict(host_vars(intent, host) for host in intent.hosts)
     hosts = {host.name: {**connection_vars(host), **all_vars[host.name]} for host in intent.hosts}
     inventory = {"all": {"hosts": hosts, "vars": dict(group_vars or {})}}
-    return RenderedHosts(inventory=inventory, host_vars=all_vars)
+    return CompiledHosts(inventory=inventory, host_vars=all_vars)
 
 
 def host_vars(intent: Intent, host: Host) -> tuple[str, HostVars]:
