@@ -12,10 +12,9 @@ from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
 from controller.sonic.model import Plan
+from controller.types import JsonObject
 
 T = TypeVar("T")
-
-JsonObject = dict[str, Any]
 
 
 class Strict(BaseModel):

@@ -19,7 +19,7 @@ import httpx
 import typer
 from rich.console import Console
 
-from controller.cli.client import PAGE_SIZE, ApiClient, JsonObject
+from controller.cli.client import PAGE_SIZE, ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
 from controller.cli.render import (
     COUNT_HEADERS,
@@ -41,6 +41,7 @@ from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
 from controller.policy.loader import load_intent_file, parse_yaml
 from controller.settings import DEFAULT_API_URL, ApiSettings
+from controller.types import JsonObject
 
 HttpFactory = Callable[[str, float], httpx.Client]
 

@@ -25,11 +25,11 @@ from controller.errors import (
     SluiceError,
     Unauthenticated,
 )
+from controller.types import JsonObject
 
 API_PREFIX = "/api/v1"
 PAGE_SIZE = 200
 
-JsonObject = dict[str, Any]
 
 _ERROR_BY_STATUS: Mapping[int, type[SluiceError]] = {
     401: Unauthenticated,

@@ -24,9 +24,10 @@ from controller.cli.app import (
     run_with_api,
     say,
 )
-from controller.cli.client import ApiClient, JsonObject
+from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import NONE, Row
+from controller.types import JsonObject
 
 hosts_app = typer.Typer(
     name="hosts",

@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
+from controller.services.audit import record_change
 from controller.services.common import Actor, Clock, Page
 from controller.store.models import Rollout, RolloutResult
-from controller.store.repositories import audit, intents, rollouts
+from controller.store.repositories import intents, rollouts
 from controller.store.repositories.rollouts import NewResult
 from controller.store.rollout_store import load_rollout, rollout_view
 
@@ -253,11 +254,10 @@ class RolloutService:
         before: dict[str, Any] | None,
         at: datetime,
     ) -> None:
-        audit.insert_audit(
-            session=session,
-            request_id=actor.request_id,
-            actor=actor.name,
-            action=action,
+        record_change(
+            session,
+            actor,
+            action,
             resource_type="rollout",
             resource_id=str(row.id),
             version=row.to_version,

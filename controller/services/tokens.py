@@ -20,9 +20,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, Forbidden, NotFound, Unauthenticated
+from controller.services.audit import record_change
 from controller.services.common import Actor, Clock, Page
 from controller.store.models import UQ_TOKEN_ACTIVE_NAME, ApiToken
-from controller.store.repositories import audit, tokens
+from controller.store.repositories import tokens
 
 TOKEN_PREFIX = "slc_"
 
@@ -167,11 +168,10 @@ def _audit(
     after: dict[str, object] | None,
     at: datetime,
 ) -> None:
-    audit.insert_audit(
-        session=session,
-        request_id=actor.request_id,
-        actor=actor.name,
-        action=action,
+    record_change(
+        session,
+        actor,
+        action,
         resource_type="token",
         resource_id=str(info.id),
         version=None,

@@ -10,7 +10,6 @@ an ``IntegrityError`` can be mapped back to the rule it broke.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -28,6 +27,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from controller.types import JsonObject
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -42,12 +43,10 @@ UQ_DESIRED_VERSION_SWITCH = "uq_desired_states_version_switch_name"
 UQ_TOKEN_HASH = "uq_api_tokens_token_sha256"
 UQ_TOKEN_ACTIVE_NAME = "uq_api_tokens_active_name"
 
-Json = dict[str, Any]
-
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {Json: JSONB}  # noqa: RUF012 - SQLAlchemy reads this class attribute
+    type_annotation_map = {JsonObject: JSONB}  # noqa: RUF012 - SQLAlchemy reads this class attribute
 
 
 class IntentVersion(Base):
@@ -61,7 +60,7 @@ class IntentVersion(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     number: Mapped[int] = mapped_column(Integer)
-    intent: Mapped[Json]
+    intent: Mapped[JsonObject]
     content_sha256: Mapped[str] = mapped_column(String(64))
     author: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text)
@@ -86,7 +85,7 @@ class DesiredState(Base):
         Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
     )
     switch_name: Mapped[str] = mapped_column(String(63))
-    config: Mapped[Json]
+    config: Mapped[JsonObject]
 
     def __repr__(self) -> str:
         return f"DesiredState(version={self.version}, switch_name={self.switch_name!r})"
@@ -102,7 +101,7 @@ class RunningState(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     switch_name: Mapped[str] = mapped_column(String(63))
-    config: Mapped[Json]
+    config: Mapped[JsonObject]
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     source: Mapped[str] = mapped_column(String(64))
 
@@ -123,8 +122,8 @@ class AuditEntry(Base):
     resource_type: Mapped[str] = mapped_column(String(32))
     resource_id: Mapped[str] = mapped_column(String(128))
     version: Mapped[int | None] = mapped_column(Integer)
-    before: Mapped[Json | None]
-    after: Mapped[Json | None]
+    before: Mapped[JsonObject | None]
+    after: Mapped[JsonObject | None]
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
@@ -238,7 +237,7 @@ class RolloutResult(Base):
     status: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer)
-    detail: Mapped[Json | None] = mapped_column(JSONB)
+    detail: Mapped[JsonObject | None] = mapped_column(JSONB)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -370,8 +369,8 @@ class HostRunResult(Base):
     host_name: Mapped[str] = mapped_column(String(63))
     batch: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))
-    changed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
-    failed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
+    changed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    failed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
     message: Mapped[str | None] = mapped_column(Text)
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 

@@ -12,8 +12,9 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from controller.store.models import HostRun, HostRunResult, Json
+from controller.store.models import HostRun, HostRunResult
 from controller.store.repositories.paging import page_of
+from controller.types import JsonObject
 
 RUNNABLE_STATES = ("pending", "running")
 
@@ -37,8 +38,8 @@ class HostResultRow:
     host_name: str
     batch: int
     status: str
-    changed_tasks: list[Json]
-    failed_tasks: list[Json]
+    changed_tasks: list[JsonObject]
+    failed_tasks: list[JsonObject]
     message: str | None
 
 
