@@ -1,6 +1,6 @@
 """The demo's agent step: service classes start and stop on one 25 G host port of leaf1, and
 the demo prints, about once a second, every queue's threshold and throughput as the
-on-switch qos-agent moves them (MQ-ECN, seeds/mq-ecn-nsdi16.txt §3).
+on-switch qos-agent moves them (MQ-ECN, NSDI 2016 §3).
 
 It runs on switches ``vsonic up`` started WITH their data plane and agent (``switches_step``
 does that, and calls this step after its rollout and drift steps). ``agents_step`` then
@@ -55,7 +55,7 @@ from lab.demo_agents_view import (
 )
 from lab.demo_common import DemoError, Say, say
 
-COUNTER_POLL_MS = 100  # counterpoll's minimum (sonic-gnmi-facts §2.4)
+COUNTER_POLL_MS = 100  # counterpoll's minimum (sonic-utilities counterpoll)
 AGENT_WAIT_S = 60.0
 RELOAD_WAIT_S = 15.0
 CONFIG_DB, COUNTERS_DB, STATE_DB = 4, 2, 6

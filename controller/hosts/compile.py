@@ -4,7 +4,7 @@ Each host gets:
 
 - ``sluice_ecn``: ``net.ipv4.tcp_ecn`` (and the congestion control, if the fabric names one);
 - ``sluice_qjump``: one HTB class per QJUMP level at f_i x P bytes per network epoch
-  (seeds/qjump-nsdi15.txt §3, ``controller.qos.qjump.plan_levels``);
+  (QJUMP, NSDI 2015 §3, ``controller.qos.qjump.plan_levels``);
 - ``sluice_dscp``: per class with a ``hosts_match``, its first DSCP and, for a QJUMP class, the
   socket priority that selects the level's HTB class;
 - ``sluice_pias``: per PIAS class with a ``hosts_match``, the demotion thresholds computed from
@@ -111,7 +111,7 @@ def ecn_vars(intent: Intent) -> JsonObject:
 def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
     """The HTB levels for ``host``, or None when the fabric runs no QJUMP.
 
-    R in the epoch 2nP/R + eps is the slowest edge link of the fabric (seeds/qjump-nsdi15.txt
+    R in the epoch 2nP/R + eps is the slowest edge link of the fabric (QJUMP, NSDI 2015
     §3.1, Eq. 1-2; §4 "R, the rate of the slowest edge link"), the same R validation checks
     the levels against: every host must use one epoch, or a fast host would send more per
     epoch than the bound assumes. The host's own NIC rate is its HTB line rate.

@@ -48,7 +48,7 @@ BIN = Path(sys.executable).parent
 # RFC 2597 AF41 = 34.
 NFT_DSCP_NAMES = {"cs6": 48, "ef": 46, "af41": 34}
 TC_UNITS = {"bit": 1, "Kbit": 10**3, "Mbit": 10**6, "Gbit": 10**9}
-# The example intent's QJUMP level 7 (seeds/qjump-nsdi15.txt §3.1: epoch = 2nP/R + eps):
+# The example intent's QJUMP level 7 (QJUMP, NSDI 2015 §3.1: epoch = 2nP/R + eps):
 # n = 16, P = 256 B = 2048 bit, R = 25 Gb/s, eps = 4 us -> epoch = 2 x 16 x 2048 / 25e9 s
 # + 4 us = 2.62144 us + 4 us = 6.62144 us; f_7 = 1 -> 2048 bit / 6.62144 us = 309.298 Mbit/s.
 LEVEL7_BPS = 2048 / 6.62144e-6
