@@ -33,9 +33,10 @@ from api.routes import (
     tokens,
 )
 from api.services import build_services
-from controller.services.common import Clock, utc_now
+from controller.services.common import utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
+from controller.types import Clock
 
 API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-ID"

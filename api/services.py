@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from controller.services.audit import AuditService
-from controller.services.common import Clock, WorkerWait
+from controller.services.common import WorkerWait
 from controller.services.health import HealthService
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
@@ -22,6 +22,7 @@ from controller.services.rollouts import RolloutService
 from controller.services.tokens import TokenService
 from controller.settings import Settings
 from controller.store.db import make_sessions
+from controller.types import Clock
 
 
 @dataclass(frozen=True, slots=True)

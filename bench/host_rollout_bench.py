@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from controller.hosts.compile import compile_hosts
-from controller.hosts.runner import AnsibleRunner, HostResult, HostStatus
+from controller.hosts.runner import AnsibleRunner, HostResult, HostStatus, ansible_setup
 from controller.policy.loader import parse_intent
 from controller.rollout.hosts import HostRunRunner, HostRunState
 from controller.settings import HostsSettings
@@ -73,7 +73,7 @@ def timed_rollout(
     )
     rendered = compile_hosts(parse_intent(bench_intent(fabric)), group_vars=config.group_vars())
     rundir = Path(tempfile.mkdtemp(dir=workdir))
-    runner = AnsibleRunner(config.setup(), rundir, rendered.yaml(), check=False)
+    runner = AnsibleRunner(ansible_setup(config), rundir, rendered.yaml(), check=False)
     store = FakeHostRunStore(rendered.hosts, batch_size)
 
     def run_batch(_run: HostRunState, hosts: Sequence[str], batch: int) -> list[HostResult]:

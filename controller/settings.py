@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from controller.hosts.runner import AnsibleSetup
 from controller.southbound.gnmi import DEFAULT_USERNAME, CallPolicy, SessionPool
 
 REPO_PLAYBOOKS = Path(__file__).resolve().parents[1] / "playbooks"
@@ -127,15 +126,6 @@ class HostsSettings(BaseSettings):
         description="a folder per run (inventory, events) while it runs; removed after",
     )
     batch_timeout_s: float = Field(default=900.0, gt=0, description="per ansible-playbook batch")
-
-    def setup(self) -> AnsibleSetup:
-        return AnsibleSetup(
-            ansible_playbook=self.ansible_playbook,
-            playbook=self.playbook_dir / "site.yml",
-            config=self.playbook_dir / "ansible.cfg",
-            prefix=self.command_prefix,
-            batch_timeout_s=self.batch_timeout_s,
-        )
 
     def group_vars(self) -> dict[str, Any]:
         """Inventory ``all.vars``: connection settings shared by every host."""

@@ -27,12 +27,12 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from controller.hosts.batches import AnsibleBatches
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
+from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
-from controller.services.common import Clock, utc_now
+from controller.services.common import utc_now
 from controller.services.reconcile import ReconcileService
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
@@ -41,6 +41,7 @@ from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.rollout_store import SqlRolloutStore
+from controller.types import Clock
 
 log = logging.getLogger("controller.worker")
 

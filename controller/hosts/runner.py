@@ -22,6 +22,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from controller.settings import HostsSettings
+
 # How much of ansible-playbook's stderr a failed batch keeps (the end says what went wrong).
 STDERR_TAIL_CHARS = 600
 
@@ -142,6 +144,17 @@ class AnsibleSetup:
     prefix: tuple[str, ...] = ()
     batch_timeout_s: float = 900.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def ansible_setup(settings: HostsSettings) -> AnsibleSetup:
+    """How to start ansible-playbook, from the control node's settings."""
+    return AnsibleSetup(
+        ansible_playbook=settings.ansible_playbook,
+        playbook=settings.playbook_dir / "site.yml",
+        config=settings.playbook_dir / "ansible.cfg",
+        prefix=settings.command_prefix,
+        batch_timeout_s=settings.batch_timeout_s,
+    )
 
 
 def playbook_argv(

@@ -22,7 +22,7 @@ store are all passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -40,10 +40,10 @@ from controller.rollout.staging import (
 )
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
+from controller.types import Clock
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 Phase = Literal["rollout", "rollback"]
 FORWARD: Phase = "rollout"
 BACKWARD: Phase = "rollback"

@@ -13,8 +13,6 @@ from controller.errors import WorkerTimeout
 
 T = TypeVar("T")
 
-Clock = Callable[[], datetime]
-
 
 def utc_now() -> datetime:
     """The production clock; tests and services receive a clock as a parameter instead."""

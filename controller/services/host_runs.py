@@ -21,10 +21,11 @@ from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
 from controller.hosts.compile import compile_hosts
 from controller.policy.loader import parse_intent
 from controller.rollout.hosts import host_batches
-from controller.services.common import Actor, Clock, Page, WorkerWait
+from controller.services.common import Actor, Page, WorkerWait
 from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import NewHostRun
+from controller.types import Clock
 
 UNFINISHED = ("pending", "running")
 

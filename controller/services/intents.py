@@ -25,12 +25,12 @@ from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, P
 from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
 from controller.services.audit import record_change
-from controller.services.common import Actor, Clock, Page
-from controller.services.snapshots import encode_config
+from controller.services.common import Actor, Page
 from controller.sonic.compile import compile_fleet
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, IntentVersion
 from controller.store.repositories import intents
-from controller.types import JsonObject
+from controller.store.snapshots import encode_config
+from controller.types import Clock, JsonObject
 
 
 class ResourceKind(StrEnum):

@@ -20,11 +20,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
-from controller.services.common import Actor, Clock, Page, WorkerWait
-from controller.services.snapshots import decode_config, save_running_state
+from controller.services.common import Actor, Page, WorkerWait
 from controller.store.models import DriftEvent, ReconcileRun
 from controller.store.repositories import intents, reconcile, rollouts
 from controller.store.repositories.reconcile import NewDrift
+from controller.store.snapshots import decode_config, save_running_state
+from controller.types import Clock
 
 BUSY_STATES = ("running", "rolling_back")
 

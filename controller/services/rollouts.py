@@ -19,11 +19,12 @@ from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
 from controller.services.audit import record_change
-from controller.services.common import Actor, Clock, Page
+from controller.services.common import Actor, Page
 from controller.store.models import Rollout, RolloutResult
 from controller.store.repositories import intents, rollouts
 from controller.store.repositories.rollouts import NewResult
 from controller.store.rollout_store import load_rollout, rollout_view
+from controller.types import Clock
 
 ROLLBACKABLE = ("pending", "running", "paused", "halted", "completed")
 

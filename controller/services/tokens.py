@@ -21,9 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, Forbidden, NotFound, Unauthenticated
 from controller.services.audit import record_change
-from controller.services.common import Actor, Clock, Page
+from controller.services.common import Actor, Page
 from controller.store.models import UQ_TOKEN_ACTIVE_NAME, ApiToken
 from controller.store.repositories import tokens
+from controller.types import Clock
 
 TOKEN_PREFIX = "slc_"
 

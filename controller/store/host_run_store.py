@@ -10,9 +10,9 @@ from controller.errors import NotFound
 from controller.hosts.runner import HostResult
 from controller.policy.models import Intent
 from controller.rollout.hosts import HostProgress, HostRunState
-from controller.services.common import Clock
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import HostResultRow
+from controller.types import Clock
 
 FINAL_STATES = ("completed", "halted", "error")
 

@@ -11,11 +11,11 @@ from controller.errors import NotFound
 from controller.policy.models import Intent
 from controller.reconcile.apply import ApplyResult
 from controller.rollout.switches import Phase, RolloutView, SwitchProgress
-from controller.services.common import Clock
-from controller.services.snapshots import decode_fleet, save_running_state
 from controller.sonic.model import SwitchConfig
 from controller.store.models import Rollout, RolloutResult
 from controller.store.repositories import intents, rollouts
+from controller.store.snapshots import decode_fleet, save_running_state
+from controller.types import Clock
 
 
 def rollout_view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from controller.errors import Conflict
-from controller.hosts.batches import AnsibleBatches
 from controller.hosts.runner import HostResult
+from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.hosts import HostRunRunner, HostRunState
 from controller.services.common import Actor, WorkerWait
 from controller.services.host_runs import HostRunService

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from controller.hosts.compile import compile_hosts
+from controller.hosts.runner import ansible_setup
 from controller.policy.loader import parse_intent
 from controller.settings import HostsSettings
 from lab import netns
@@ -97,7 +98,7 @@ def test_the_api_settings_send_ansible_through_the_control_namespace_with_the_fa
         assert name.startswith("SLUICE_HOSTS_")
         monkeypatch.setenv(name, value)
     config = HostsSettings()  # read from the environment, as the API process reads it
-    assert config.setup().prefix == ("ip", "netns", "exec", "sluice-ab12cd-ctl")
+    assert ansible_setup(config).prefix == ("ip", "netns", "exec", "sluice-ab12cd-ctl")
     assert config.workdir == tmp_path / "runs"
     shared = config.group_vars()
     assert shared["ansible_ssh_private_key_file"] == str(tmp_path / "fabric" / "client_ed25519")

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable, Sequence
 
 from controller.hosts.compile import compile_hosts
-from controller.hosts.runner import AnsibleRunner, HostResult
+from controller.hosts.runner import AnsibleRunner, HostResult, ansible_setup
 from controller.policy.models import Intent
 from controller.rollout.hosts import HostRunState
 from controller.settings import HostsSettings
@@ -30,7 +30,9 @@ class AnsibleBatches:
         inventory = compile_hosts(intent, group_vars=self._settings.group_vars()).yaml()
         rundir = self._settings.workdir / f"run-{run.id}-batch-{batch}"
         try:
-            runner = AnsibleRunner(self._settings.setup(), rundir, inventory, check=run.check)
+            runner = AnsibleRunner(
+                ansible_setup(self._settings), rundir, inventory, check=run.check
+            )
             return runner.run_batch(hosts, batch)
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
