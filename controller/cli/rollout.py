@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from controller.cli.app import Output, OutputOption, emit_rows, run_with_api, say
-from controller.cli.client import ApiClient
+from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import Row, text
 from controller.errors import SluiceError
@@ -328,7 +328,7 @@ def drift(
 def _runs(ctx: typer.Context, output: Output, run_now: bool) -> None:
     def action(api: ApiClient, out: Console) -> ExitCode:
         if run_now:
-            answer: JsonObject = api.post_json("/reconcile/run", None)
+            answer: JsonObject = api.post_json("/reconcile/run", None, wait_s=WORKER_WAIT_S)
         else:
             answer = api.get_json("/reconcile")
         items = answer.get("items")
