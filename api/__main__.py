@@ -10,7 +10,7 @@ from controller.settings import Settings
 
 def main() -> None:
     settings = Settings()
-    uvicorn.run(create_app(settings), host=settings.api_host, port=settings.api_port)
+    uvicorn.run(create_app(settings), host=settings.api.host, port=settings.api.port)
 
 
 if __name__ == "__main__":

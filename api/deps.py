@@ -87,13 +87,13 @@ def paging(
     limit: Annotated[int, Query(ge=1, description="page size")] = 50,
     offset: Annotated[int, Query(ge=0, description="items to skip")] = 0,
 ) -> Paging:
-    if limit > settings.page_size_max:
+    if limit > settings.api.page_size_max:
         raise RequestValidationError(
             [
                 {
                     "type": "less_than_equal",
                     "loc": ("query", "limit"),
-                    "msg": f"Input should be less than or equal to {settings.page_size_max}",
+                    "msg": f"Input should be less than or equal to {settings.api.page_size_max}",
                     "input": limit,
                 }
             ]

@@ -36,6 +36,7 @@ from controller.errors import (
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
+    WorkerTimeout,
 )
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ STATUS_OF: dict[type[SluiceError], int] = {
     Forbidden: 403,
     # A client-side error; should one ever surface in the server it is an upstream failure.
     ApiUnreachable: 502,
+    WorkerTimeout: 504,
     # The compiler refused its own output: a bug in sluice, nothing reached a switch.
     CompiledConfigInvalid: 500,
     # A switch, the API's upstream, failed: bad gateway, or gateway timeout when silent.

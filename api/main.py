@@ -17,27 +17,29 @@ from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
 from api.errors import install_error_handlers
-from api.rollout_api import build_rollout_services, install_rollout_routers
 from api.routes import (
     audit,
     diff,
+    drift,
     fabric,
     health,
     host_runs,
     hosts,
     intent,
     plans,
+    reconcile,
+    rollouts,
     service_classes,
     switches,
     tokens,
 )
 from api.services import build_services
 from api.telemetry_api import build_telemetry_service, install_telemetry_routers
-from controller.hosts.config import HostsConfig
-from controller.services.common import Clock, utc_now
+from controller.services.common import utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
 from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.types import Clock
 
 API_PREFIX = "/api/v1"
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -64,20 +66,16 @@ def create_app(
     settings: Settings,
     *,
     clock: Clock = utc_now,
-    hosts_config: HostsConfig | None = None,
     prometheus: PrometheusSettings | None = None,
     prometheus_transport: httpx.BaseTransport | None = None,
 ) -> FastAPI:
     """``prometheus``: where telemetry history is read (``SLUICE_PROMETHEUS_*`` when None)."""
-    if settings.database_url is None:
-        raise ValueError("DATABASE_URL is not set: the API needs a PostgreSQL database")
-    url = settings.database_url.get_secret_value()
+    url = settings.database.required_url("API")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(url)
-        app.state.services = build_services(engine, clock=clock, hosts_config=hosts_config)
-        app.state.rollout_services = build_rollout_services(engine, clock=clock, settings=settings)
+        app.state.services = build_services(engine, clock=clock, settings=settings)
         app.state.telemetry = build_telemetry_service(
             app.state.services,
             prometheus or PrometheusSettings(),
@@ -88,8 +86,6 @@ def create_app(
             yield
         finally:
             app.state.telemetry.close()
-            app.state.rollout_services.close()
-            app.state.services.host_runs.wait()
             engine.dispose()
 
     app = FastAPI(
@@ -105,9 +101,8 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens):
+    for module in (*routers, tokens, rollouts, drift, reconcile):
         app.include_router(module.router, prefix=API_PREFIX)
-    install_rollout_routers(app, API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
     return app
 

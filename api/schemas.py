@@ -4,7 +4,7 @@ parser (``controller.policy.loader.parse_intent``) checks them and names every b
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Self, TypeVar
+from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,10 +12,9 @@ from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
 from controller.sonic.model import Plan
+from controller.types import JsonObject
 
 T = TypeVar("T")
-
-JsonObject = dict[str, Any]
 
 
 class Strict(BaseModel):
@@ -145,3 +144,132 @@ class IssuedTokenOut(TokenOut):
 class HealthOut(BaseModel):
     status: str
     database: str
+
+
+# --- rollouts, drift and reconcile -------------------------------------------------------
+
+
+class RolloutIn(Strict):
+    to_version: int | None = Field(
+        default=None, ge=1, description="the intent version to roll out; the current one if absent"
+    )
+    canary: list[Annotated[str, Field(pattern=NAME_RE)]] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="switches that go first, alone in batch 0",
+    )
+    batch_size: int = Field(
+        default=1, ge=1, le=10_000, description="switches per batch after the canary"
+    )
+    failure_budget: int = Field(
+        default=0,
+        ge=0,
+        description="halt once more switches than this failed, were unreachable or mismatched",
+    )
+
+
+class ResultOut(ViewOut):
+    phase: str = Field(description="rollout, or rollback")
+    switch: str
+    batch: int
+    status: str = Field(
+        description="pending, applied_verified, failed, unreachable, mismatch or skipped"
+    )
+    reason: str | None
+    attempts: int
+    detail: dict[str, Any] | None = Field(
+        description="the apply result: ops written, Set requests, failed op, read-back differences"
+    )
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class RolloutSummaryOut(ViewOut):
+    id: int
+    from_version: int
+    to_version: int
+    canary: list[str]
+    batch_size: int
+    failure_budget: int
+    state: str = Field(
+        description="pending, running, paused, halted, completed, rolling_back or rolled_back"
+    )
+    reason: str | None = Field(description="why it halted, or what is not verified")
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
+
+
+class RolloutOut(RolloutSummaryOut):
+    results: list[ResultOut]
+
+
+class DriftOut(ViewOut):
+    id: int
+    switch: str
+    table: str
+    key: str
+    field: str | None = Field(description="None: the entry itself")
+    expected: str | None = Field(description="the desired value; None: should be absent")
+    observed: str | None = Field(description="what the switch held; None: absent")
+    action: str = Field(description="corrected, or alerted")
+    detected_at: datetime
+    run_id: int
+
+
+class ReconcileRunOut(ViewOut):
+    id: int
+    switch: str
+    version: int = Field(description="the intent version the switch was reconciled against")
+    mode: str
+    status: str = Field(description="converged, corrected, alerted, failed or unreachable")
+    drift_count: int
+    error: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
+class ReconcileRunsOut(BaseModel):
+    items: list[ReconcileRunOut]
+
+
+# --- host runs ----------------------------------------------------------------------------
+
+
+class HostResultOut(ViewOut):
+    host: str
+    batch: int
+    status: str = Field(description="ok, changed, failed, unreachable or not_run")
+    changed_tasks: list[dict[str, Any]] = Field(description="{task, role, msg, diff} each")
+    failed_tasks: list[dict[str, Any]]
+    message: str | None
+
+
+class HostRunOut(ViewOut):
+    id: int
+    mode: str = Field(description="plan (check mode) or apply")
+    state: str = Field(description="running, completed, halted, interrupted or error")
+    intent_version: int
+    hosts: list[str]
+    batch_size: int
+    failure_budget: int
+    batches_total: int
+    batches_done: int
+    failures: int
+    counts: dict[str, int] = Field(description="hosts per status; pending: no result yet")
+    requested_by: str
+    message: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    results: list[HostResultOut]
+
+
+class ApplyRequest(Strict):
+    batch_size: int | None = Field(
+        default=None, ge=1, le=100_000, description="hosts per batch; default all at once"
+    )
+    failure_budget: int = Field(
+        default=0, ge=0, le=100_000, description="failed hosts tolerated before stopping"
+    )

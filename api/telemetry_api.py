@@ -9,10 +9,10 @@ from fastapi import FastAPI
 
 from api.routes import dashboard, telemetry
 from api.services import Services
-from controller.services.common import Clock
 from controller.services.telemetry import TelemetryService
 from controller.telemetry.prometheus_settings import PrometheusSettings
 from controller.telemetry.promql import make_promql
+from controller.types import Clock
 
 
 def build_telemetry_service(

@@ -1,8 +1,8 @@
 """Host rollout benchmark: real ansible-playbook over real SSH to N namespaced hosts (default 8).
 
-Four timed runs of the controller's rollout (``controller.hosts.runner.roll_out`` with
-``AnsibleRunner``, the same path the API takes), each over the inventory rendered from one
-intent:
+Four timed runs of the worker's host runner (``controller.rollout.hosts.HostRunRunner``
+driving ``AnsibleRunner``, the worker's path, over an in-memory store instead of PostgreSQL),
+each over the inventory rendered from one intent:
 
 - full apply on fresh hosts, serial (batch size 1: one ansible-playbook per host) -- the
   baseline -- and batched (one batch of all hosts, Ansible forks = N), each on its own fresh
@@ -21,13 +21,16 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from controller.hosts import netns
-from controller.hosts.config import HostsConfig
-from controller.hosts.render import render_hosts
-from controller.hosts.runner import AnsibleRunner, HostStatus, RolloutOutcome, roll_out
+from controller.hosts.compile import compile_hosts
+from controller.hosts.runner import AnsibleRunner, HostResult, HostStatus, ansible_setup
 from controller.policy.loader import parse_intent
+from controller.rollout.hosts import HostRunRunner, HostRunState
+from controller.settings import HostsSettings
+from lab import netns
+from lab.host_runs import FakeHostRunStore
 
 
 def bench_intent(fabric: netns.Fabric) -> dict[str, object]:
@@ -62,25 +65,30 @@ def bench_intent(fabric: netns.Fabric) -> dict[str, object]:
 
 def timed_rollout(
     fabric: netns.Fabric, batch_size: int, expect: HostStatus, workdir: Path
-) -> tuple[float, RolloutOutcome]:
-    config = HostsConfig(
+) -> tuple[float, list[HostResult]]:
+    config = HostsSettings(
         command_prefix=tuple(fabric.control_exec([])),
         ssh_common_args=" ".join(fabric.ssh_options()),
         control_path_dir=fabric.workdir / "cp",
     )
-    rendered = render_hosts(parse_intent(bench_intent(fabric)), group_vars=config.group_vars())
+    rendered = compile_hosts(parse_intent(bench_intent(fabric)), group_vars=config.group_vars())
     rundir = Path(tempfile.mkdtemp(dir=workdir))
-    runner = AnsibleRunner(config.setup(), rundir, rendered.yaml(), check=False)
+    runner = AnsibleRunner(ansible_setup(config), rundir, rendered.yaml(), check=False)
+    store = FakeHostRunStore(rendered.hosts, batch_size)
+
+    def run_batch(_run: HostRunState, hosts: Sequence[str], batch: int) -> list[HostResult]:
+        return runner.run_batch(hosts, batch)
+
+    host_runner = HostRunRunner(store, run_batch)
     start = time.perf_counter()
-    outcome = roll_out(
-        rendered.hosts, batch_size=batch_size, failure_budget=0, run_batch=runner.run_batch
-    )
+    while host_runner.run_once():
+        pass
     seconds = time.perf_counter() - start
-    wrong = {r.host: r.status.value for r in outcome.results if r.status is not expect}
-    if wrong:
-        details = {r.host: r.message for r in outcome.results if r.status is not expect}
+    wrong = {r.host: r.status.value for r in store.results if r.status != expect}
+    if wrong or store.state != "completed":
+        details = {r.host: r.message for r in store.results if r.status != expect}
         raise SystemExit(f"expected every host {expect.value}, got {wrong}: {details}")
-    return seconds, outcome
+    return seconds, store.results
 
 
 def main(argv: list[str] | None = None) -> None:

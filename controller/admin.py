@@ -36,7 +36,7 @@ EXIT_REFUSED = 4
 
 
 def _database_url() -> str:
-    url = Settings().database_url
+    url = Settings().database.url
     if url is None:
         typer.echo("DATABASE_URL is not set", err=True)
         raise typer.Exit(EXIT_NO_DATABASE)

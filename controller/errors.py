@@ -69,6 +69,12 @@ class Forbidden(SluiceError):
     title = "forbidden"
 
 
+class WorkerTimeout(SluiceError):
+    """The API recorded a request and waited, but no worker finished it in time."""
+
+    title = "worker did not answer"
+
+
 class ApiUnreachable(SluiceError):
     """A client got no answer from the REST API (refused, timed out, name not resolved)."""
 

@@ -1,43 +1,215 @@
-"""Settings, built once by the entry point and injected; never imported as a global."""
+"""Settings: one tree, built once by each entry point and injected; never imported as a global.
+
+``Settings`` has one section per part of the controller. Each section reads its own
+environment variables (the names in docs/operator-guide.md, "Settings"), so the API, the
+worker, the CLI and ``sluice-admin`` all read the same names through the same classes:
+
+- ``database``: ``DATABASE_URL``;
+- ``api``: ``SLUICE_API_HOST``, ``SLUICE_API_PORT``, ``SLUICE_PAGE_SIZE_MAX`` (the server) and
+  ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
+- ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
+- ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``;
+- ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``).
+"""
 
 from __future__ import annotations
 
+import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from controller.southbound.gnmi import (
+    DEFAULT_SET_DEADLINE_S,
+    DEFAULT_USERNAME,
+    CallPolicy,
+    SessionPool,
+    TlsOptions,
+    session_tls,
+)
 
-class Settings(BaseSettings):
-    """Process settings from ``SLUICE_*`` environment variables (``DATABASE_URL`` too)."""
+REPO_PLAYBOOKS = Path(__file__).resolve().parents[1] / "playbooks"
+DEFAULT_API_URL = "http://127.0.0.1:8000"
 
-    model_config = SettingsConfigDict(
-        env_prefix="SLUICE_", extra="ignore", frozen=True, populate_by_name=True
-    )
 
-    database_url: SecretStr | None = Field(
+def _section(prefix: str) -> SettingsConfigDict:
+    return SettingsConfigDict(env_prefix=prefix, extra="ignore", frozen=True, populate_by_name=True)
+
+
+class DatabaseSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    url: SecretStr | None = Field(
         default=None,
         validation_alias="DATABASE_URL",
-        description="SQLAlchemy URL (postgresql+psycopg://...); the demo starts its own if unset",
+        description="SQLAlchemy URL (postgresql+psycopg://...); required by every process",
     )
-    api_host: str = "127.0.0.1"
-    api_port: int = 8000
-    api_url: str = "http://127.0.0.1:8000"
-    api_token: SecretStr | None = None
-    page_size_max: int = 500
-    # Switch sessions (gNMI Get, Set, Subscribe) use TLS unless gnmi_insecure says otherwise.
-    gnmi_tls_ca: Path | None = Field(
+
+    def required_url(self, who: str) -> str:
+        """The URL, or ``ValueError`` naming ``who`` needs it."""
+        if self.url is None:
+            raise ValueError(f"DATABASE_URL is not set: the {who} needs the PostgreSQL database")
+        return self.url.get_secret_value()
+
+
+class ApiSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SLUICE_API_", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    host: str = Field(default="127.0.0.1", description="address the API listens on")
+    port: int = Field(default=8000, description="port the API listens on")
+    page_size_max: int = Field(
+        default=500,
+        validation_alias="SLUICE_PAGE_SIZE_MAX",
+        description="largest limit a list request may ask for",
+    )
+    url: str = Field(default=DEFAULT_API_URL, description="where the CLI finds the API")
+    token: SecretStr | None = Field(default=None, description="the bearer token the CLI sends")
+    worker_wait_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="how long a host plan or reconcile pass waits for the worker to finish it",
+    )
+
+
+class GnmiSettings(BaseSettings):
+    model_config = _section("SLUICE_GNMI_")
+
+    username: str = Field(default=DEFAULT_USERNAME, description="gNMI user name on every switch")
+    deadline_s: float = Field(default=10.0, gt=0, le=600, description="per gNMI read")
+    # A Set is a GCU run on the switch; a switch's intent may set its own (gnmi.set_deadline_s).
+    set_deadline_s: float = Field(
+        default=DEFAULT_SET_DEADLINE_S, gt=0, le=3600, description="per gNMI Set (one GCU run)"
+    )
+    max_in_flight: int = Field(default=64, ge=1, le=10_000, description="gNMI calls at once")
+    # Switch sessions (gNMI Get, Set, Subscribe) use TLS unless ``insecure`` says otherwise.
+    tls_ca: Path | None = Field(
         default=None,
         description="CA bundle that signed the switches' certificates (PEM); "
         "unset: the system's trusted roots",
     )
-    gnmi_tls_cert: Path | None = Field(
-        default=None, description="client certificate for mutual TLS (PEM), with gnmi_tls_key"
+    tls_cert: Path | None = Field(
+        default=None, description="client certificate for mutual TLS (PEM), with tls_key"
     )
-    gnmi_tls_key: Path | None = Field(default=None, description="client key for mutual TLS")
-    gnmi_tls_server_name: str | None = Field(
+    tls_key: Path | None = Field(default=None, description="client key for mutual TLS")
+    tls_server_name: str | None = Field(
         default=None, description="name to check in the switch certificate, if not its address"
     )
-    gnmi_insecure: bool = Field(
+    insecure: bool = Field(
         default=False, description="lab only: plaintext gNMI to every switch (no TLS at all)"
     )
+
+    def tls(self) -> TlsOptions | None:
+        """The TLS every switch session uses; None (plaintext) only when ``insecure``."""
+        return session_tls(
+            insecure=self.insecure,
+            ca=self.tls_ca,
+            cert=self.tls_cert,
+            key=self.tls_key,
+            server_name=self.tls_server_name,
+        )
+
+    def session_pool(self) -> SessionPool:
+        """The gNMI sessions of a process that talks to switches (the worker)."""
+        policy = CallPolicy(deadline_s=self.deadline_s, set_deadline_s=self.set_deadline_s)
+        return SessionPool(policy=policy, max_in_flight=self.max_in_flight)
+
+
+class WorkerSettings(BaseSettings):
+    model_config = _section("SLUICE_WORKER_")
+
+    poll_s: float = Field(default=1.0, gt=0, le=3600, description="wait when nothing is due")
+    max_parallel: int = Field(default=8, ge=1, le=1024, description="switches at once")
+
+
+class HostsSettings(BaseSettings):
+    """How this controller runs Ansible: the control node's side, never part of the intent.
+
+    The intent says which hosts exist and how to log in to each (user, port, key reference,
+    interpreter); this says where ansible-playbook and the playbook are, how to start it (a
+    command prefix, e.g. ``ip netns exec <ns>`` when the hosts are only reachable from a
+    network namespace), the SSH options every host shares (known_hosts), and where runs keep
+    their inventory while they run."""
+
+    model_config = _section("SLUICE_HOSTS_")
+
+    ansible_playbook: Path = Field(
+        default=Path(sys.executable).parent / "ansible-playbook",
+        description="the ansible-playbook installed with the controller",
+    )
+    playbook_dir: Path = Field(
+        default=REPO_PLAYBOOKS, description="holds site.yml and ansible.cfg (docs/hosts.md)"
+    )
+    command_prefix: tuple[str, ...] = Field(
+        default=(),
+        description='argv put before ansible-playbook, JSON: ["ip","netns","exec","ctl"]',
+    )
+    ssh_common_args: str = Field(
+        default="", description="ansible_ssh_common_args for every host (e.g. known_hosts options)"
+    )
+    control_path_dir: Path | None = Field(
+        default=None, description="ansible_control_path_dir: where SSH masters keep sockets"
+    )
+    inventory_vars: dict[str, Any] = Field(
+        default_factory=dict,
+        description="more inventory all.vars for every host, JSON (host variables win)",
+    )
+    workdir: Path = Field(
+        default=Path(tempfile.gettempdir()) / "sluice-host-runs",
+        description="a folder per run (inventory, events) while it runs; removed after",
+    )
+    batch_timeout_s: float = Field(default=900.0, gt=0, description="per ansible-playbook batch")
+
+    def group_vars(self) -> dict[str, Any]:
+        """Inventory ``all.vars``: connection settings shared by every host."""
+        values: dict[str, Any] = dict(self.inventory_vars)
+        if self.ssh_common_args:
+            values["ansible_ssh_common_args"] = self.ssh_common_args
+        if self.control_path_dir is not None:
+            values["ansible_control_path_dir"] = str(self.control_path_dir)
+        return values
+
+
+SECTIONS: dict[str, type[BaseSettings]] = {
+    "database": DatabaseSettings,
+    "api": ApiSettings,
+    "gnmi": GnmiSettings,
+    "worker": WorkerSettings,
+    "hosts": HostsSettings,
+}
+
+
+class Settings(BaseSettings):
+    """Every process's settings; each section reads its own environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="SLUICE_SETTINGS_", extra="ignore", frozen=True)
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    gnmi: GnmiSettings = Field(default_factory=GnmiSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    hosts: HostsSettings = Field(default_factory=HostsSettings)
+
+    @classmethod
+    def for_database(cls, url: str, **sections: Any) -> Settings:
+        """Settings whose database is ``url``, the other sections from the environment (or
+        ``sections``); what tests and the lab build."""
+        return cls(database=DatabaseSettings(url=SecretStr(url)), **sections)
+
+
+def env_names() -> set[str]:
+    """Every environment variable the settings tree reads."""
+    names: set[str] = set()
+    for section in SECTIONS.values():
+        prefix = str(section.model_config.get("env_prefix", ""))
+        for name, info in section.model_fields.items():
+            alias = info.validation_alias
+            if isinstance(alias, str):
+                names.add(alias)
+            else:
+                names.add(f"{prefix}{name}".upper())
+    return names

@@ -1,16 +1,18 @@
 """The controller worker: ``python -m controller.worker``.
 
-It does the switch work the API only records: it drives rollouts (``RolloutRunner``) and
-runs the reconciliation loop (``ReconcileLoop``), one after the other on one thread, under
-the cross-process switch-work lock (``controller/store/locks.py``). Rollout steps go on
-back to back while there are any; when none is runnable the loop gets its turn and the
-worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in PostgreSQL,
-so a worker may be stopped at any time and another started.
+It is the only process that touches switches and hosts; it does what the API only records:
+switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans and applies),
+operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop``), one after
+the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
+Steps go on back to back while there are any; when none is runnable the loop gets its turn
+and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
+PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
+with the hosts whose results are not recorded yet.
 
-Settings from the environment (``WorkerSettings``): ``DATABASE_URL``, the poll interval,
-the gNMI user name and deadline. gNMI passwords come from each switch's ``credential_ref``
-(``env:NAME`` reads this process's environment). SIGINT or SIGTERM stops it after the
-step in progress.
+Settings from the environment (``controller/settings.py``: the ``database``, ``worker`` and
+``gnmi`` sections): ``DATABASE_URL``, the poll interval, the gNMI user name and deadline.
+gNMI passwords come from each switch's ``credential_ref`` (``env:NAME`` reads this process's
+environment). SIGINT or SIGTERM stops it after the step in progress.
 """
 
 from __future__ import annotations
@@ -25,39 +27,23 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from pydantic import Field
-
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.rollout import RolloutRunner
-from controller.services.common import Clock, utc_now
+from controller.rollout.ansible import AnsibleBatches
+from controller.rollout.hosts import HostRunRunner
+from controller.rollout.switches import RolloutRunner
+from controller.services.common import utc_now
 from controller.services.reconcile import ReconcileService
-from controller.services.rollouts import SqlRolloutStore
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import (
-    DEFAULT_SET_DEADLINE_S,
-    DEFAULT_USERNAME,
-    CallPolicy,
-    SessionPool,
-    tls_from_settings,
-)
+from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_engine, make_sessions
+from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
+from controller.store.rollout_store import SqlRolloutStore
+from controller.types import Clock
 
 log = logging.getLogger("controller.worker")
-
-
-class WorkerSettings(Settings):
-    """``Settings`` plus the worker's own (``SLUICE_WORKER_POLL_S`` and so on)."""
-
-    worker_poll_s: float = Field(default=1.0, gt=0, le=3600)
-    worker_max_parallel: int = Field(default=8, ge=1, le=1024)
-    gnmi_username: str = DEFAULT_USERNAME
-    gnmi_deadline_s: float = Field(default=10.0, gt=0, le=600)
-    # A Set is a GCU run on the switch; a switch's intent may set its own (gnmi.set_deadline_s).
-    gnmi_set_deadline_s: float = Field(default=DEFAULT_SET_DEADLINE_S, gt=0, le=3600)
-    gnmi_max_in_flight: int = Field(default=64, ge=1, le=10_000)
 
 
 class Worker:
@@ -69,17 +55,24 @@ class Worker:
         loop: ReconcileLoop,
         lock: Callable[[], AbstractContextManager[None]],
         *,
+        host_runner: HostRunRunner,
+        answer_requests: Callable[[ReconcileLoop], int],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
+        self._host_runner = host_runner
+        self._answer_requests = answer_requests
         self._loop = loop
         self._lock = lock
         self._monotonic = monotonic
 
     def tick(self) -> int:
-        """Rollout steps if any are runnable (how many), else a reconcile pass if due (0)."""
+        """Rollout and host-run steps and reconcile-now passes if any are due (how many),
+        else a reconcile pass if due (0)."""
         with self._lock():
             steps = self._runner.run_once()
+            steps += self._host_runner.run_once()
+            steps += self._answer_requests(self._loop)
             if not steps:
                 self._loop.tick(self._monotonic())
             return steps
@@ -96,7 +89,7 @@ class Worker:
 
 
 def build_worker(
-    settings: WorkerSettings,
+    settings: Settings,
     pool: SessionPool,
     *,
     environ: Mapping[str, str],
@@ -105,28 +98,35 @@ def build_worker(
 ) -> tuple[Worker, Callable[[], None]]:
     """The worker over ``settings``' database and ``pool``; also the function that closes
     what it opened (the database engine)."""
-    if settings.database_url is None:
-        raise ValueError("DATABASE_URL is not set: the worker needs the PostgreSQL database")
-    engine = make_engine(settings.database_url.get_secret_value())
+    engine = make_engine(settings.database.required_url("worker"))
     sessions = make_sessions(engine)
     access = GnmiAccess(
         pool,
         environment_resolver(environ),
-        username=settings.gnmi_username,
-        tls=tls_from_settings(settings),
+        username=settings.gnmi.username,
+        tls=settings.gnmi.tls(),
     )
     store = SqlRolloutStore(sessions, clock=clock)
-    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker_max_parallel)
+    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker.max_parallel)
+    host_store = SqlHostRunStore(sessions, clock=clock)
+    host_runner = HostRunRunner(host_store, AnsibleBatches(settings.hosts, host_store.intent))
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
-    loop = reconciler.loop(access, max_parallel=settings.worker_max_parallel)
-    return Worker(runner, loop, lambda: switch_work_lock(engine)), engine.dispose
+    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
+    worker = Worker(
+        runner,
+        loop,
+        lambda: switch_work_lock(engine),
+        host_runner=host_runner,
+        answer_requests=reconciler.answer_requests,
+    )
+    return worker, engine.dispose
 
 
 def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    settings = WorkerSettings()
+    settings = Settings()
     stop = threading.Event()
 
     def request_stop(signum: int, _frame: object) -> None:
@@ -137,10 +137,7 @@ def main() -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
-    policy = CallPolicy(
-        deadline_s=settings.gnmi_deadline_s, set_deadline_s=settings.gnmi_set_deadline_s
-    )
-    with SessionPool(policy=policy, max_in_flight=settings.gnmi_max_in_flight) as pool:
+    with settings.gnmi.session_pool() as pool:
         try:
             worker, close = build_worker(
                 settings, pool, environ=os.environ, rand=random.Random().random
@@ -148,9 +145,9 @@ def main() -> int:
         except ValueError as error:
             log.error("worker: %s", error)
             return 2
-        log.info("worker: started; polling every %.1f s", settings.worker_poll_s)
+        log.info("worker: started; polling every %.1f s", settings.worker.poll_s)
         try:
-            worker.run(stop, settings.worker_poll_s)
+            worker.run(stop, settings.worker.poll_s)
         finally:
             close()
     log.info("worker: stopped")

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.store.localpg import free_port
+from lab.localpg import free_port
 
 RULES_FILE = Path(__file__).resolve().parent.parent / "docker" / "prometheus" / "sluice.rules.yml"
 COLLECTOR_JOB = "sluice-collector"

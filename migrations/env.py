@@ -21,7 +21,7 @@ def database_url() -> str:
     from_x = context.get_x_argument(as_dictionary=True).get("url")
     if from_x:
         return normalise_url(from_x)
-    configured = Settings().database_url
+    configured = Settings().database.url
     if configured is None:
         raise SystemExit("no database URL: pass -x url=... or set DATABASE_URL")
     return normalise_url(configured.get_secret_value())

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 apt_packages=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || apt_packages+=(postgresql)
 command -v redis-server >/dev/null || apt_packages+=(redis-server)
-# Namespaced test hosts (controller/hosts/netns.py) and the host roles in playbooks/.
+# Namespaced test hosts (lab/netns.py) and the host roles in playbooks/.
 [ -x /usr/sbin/sshd ] || apt_packages+=(openssh-server)
 [ -x /usr/sbin/nft ] || apt_packages+=(nftables)
 command -v tc >/dev/null || apt_packages+=(iproute2)

@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from controller.store.localpg import LocalPostgres
 from controller.store.migrate import upgrade
+from lab.localpg import LocalPostgres
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """SONiC's Redis database layout, and the stores that hold it.
 
 One switch keeps its databases on one Redis server, as SONiC does
-(sonic-swss-common:common/database_config.json, reference/sonic-gnmi-facts.md §2.1):
+(sonic-swss-common:common/database_config.json):
 APPL_DB 0, COUNTERS_DB 2, CONFIG_DB 4, STATE_DB 6. CONFIG_DB and STATE_DB join table and key
 with ``|`` (``QUEUE|Ethernet0|3``), the others with ``:`` (``COUNTERS:oid:0x...``). Every entry
 is a hash of string fields. A few COUNTERS_DB tables (``COUNTERS_QUEUE_NAME_MAP``) are one hash

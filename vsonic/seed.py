@@ -1,7 +1,7 @@
 """What a freshly booted virtual switch holds before anyone configures QoS.
 
 Pure: ``seed_entries`` returns the hashes per database; ``seed_store`` writes them. The layout
-follows reference/sonic-gnmi-facts.md §2.2-2.3: ``COUNTERS_PORT_NAME_MAP`` and
+follows sonic-swss portsorch.cpp: ``COUNTERS_PORT_NAME_MAP`` and
 ``COUNTERS_QUEUE_NAME_MAP`` map names to SAI object ids, ``COUNTERS_QUEUE_PORT_MAP``,
 ``_INDEX_MAP`` and ``_TYPE_MAP`` describe each queue oid, and ``COUNTERS:<oid>`` holds the
 SAI-named statistics as decimal strings, all zero at boot.

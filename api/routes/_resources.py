@@ -10,9 +10,10 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from api.deps import IntentWriteDep, PagingDep, ServicesDep, Viewer, etag, mark_written
-from api.schemas import JsonObject, PageOut
+from api.schemas import PageOut
 from controller.policy.models import NAME_RE
 from controller.services.intents import ResourceKind
+from controller.types import JsonObject
 
 NameParam = Annotated[str, Path(pattern=NAME_RE)]
 

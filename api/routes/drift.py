@@ -6,17 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import PagingDep, Viewer
-from api.rollout_schemas import DriftOut
-from api.rollout_services import RolloutServicesDep
-from api.schemas import PageOut, page_out
+from api.deps import PagingDep, ServicesDep, Viewer
+from api.schemas import DriftOut, PageOut, page_out
 
 router = APIRouter(prefix="/drift", tags=["reconcile"])
 
 
 @router.get("", response_model=PageOut[DriftOut])
 def list_drift(
-    services: RolloutServicesDep,
+    services: ServicesDep,
     paging: PagingDep,
     _: Viewer,
     switch: Annotated[str | None, Query(max_length=63, description="only this switch")] = None,

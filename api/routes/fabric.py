@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from api.deps import IntentWriteDep, ServicesDep, Viewer, etag, mark_written
-from api.schemas import JsonObject
+from controller.types import JsonObject
 
 router = APIRouter(prefix="/fabric", tags=["fabric"])
 

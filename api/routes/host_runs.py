@@ -7,55 +7,16 @@ named "runs" (validation reserves that name).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
-from pydantic import Field
 
 from api.deps import OperatorActor, PagingDep, ServicesDep, Viewer
-from api.schemas import PageOut, Strict, ViewOut, page_out
+from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
 
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the run's id")]
-
-
-class HostResultOut(ViewOut):
-    host: str
-    batch: int
-    status: str = Field(description="ok, changed, failed, unreachable or not_run")
-    changed_tasks: list[dict[str, Any]] = Field(description="{task, role, msg, diff} each")
-    failed_tasks: list[dict[str, Any]]
-    message: str | None
-
-
-class HostRunOut(ViewOut):
-    id: int
-    mode: str = Field(description="plan (check mode) or apply")
-    state: str = Field(description="running, completed, halted, interrupted or error")
-    intent_version: int
-    hosts: list[str]
-    batch_size: int
-    failure_budget: int
-    batches_total: int
-    batches_done: int
-    failures: int
-    counts: dict[str, int] = Field(description="hosts per status; pending: no result yet")
-    requested_by: str
-    message: str | None
-    started_at: datetime
-    finished_at: datetime | None
-    results: list[HostResultOut]
-
-
-class ApplyRequest(Strict):
-    batch_size: int | None = Field(
-        default=None, ge=1, le=100_000, description="hosts per batch; default all at once"
-    )
-    failure_budget: int = Field(
-        default=0, ge=0, le=100_000, description="failed hosts tolerated before stopping"
-    )
 
 
 @router.post("/plan", response_model=HostRunOut, name="plan_hosts")

@@ -20,7 +20,6 @@ from api.errors import problem
 from api.schemas import (
     IntentIn,
     IntentOut,
-    JsonObject,
     PageOut,
     ValidateOut,
     VersionOut,
@@ -29,6 +28,7 @@ from api.schemas import (
 )
 from controller.errors import NotFound
 from controller.policy.loader import dump_intent
+from controller.types import JsonObject
 
 router = APIRouter(prefix="/intent", tags=["intent"])
 

@@ -10,10 +10,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from api.deps import OperatorActor, PagingDep, Viewer
-from api.rollout_schemas import RolloutIn, RolloutOut, RolloutSummaryOut
-from api.rollout_services import RolloutServicesDep
-from api.schemas import PageOut, page_out
+from api.deps import OperatorActor, PagingDep, ServicesDep, Viewer
+from api.schemas import PageOut, RolloutIn, RolloutOut, RolloutSummaryOut, page_out
 from controller.services.rollouts import RolloutPolicy
 
 router = APIRouter(prefix="/rollouts", tags=["rollouts"])
@@ -21,9 +19,7 @@ RolloutId = Annotated[int, Path(ge=1, description="the rollout's id")]
 
 
 @router.post("", response_model=RolloutOut, status_code=201)
-def start_rollout(
-    body: RolloutIn, services: RolloutServicesDep, actor: OperatorActor
-) -> RolloutOut:
+def start_rollout(body: RolloutIn, services: ServicesDep, actor: OperatorActor) -> RolloutOut:
     """Roll an intent version out: canary switches first, then batches. 409 while another
     rollout is unfinished."""
     policy = RolloutPolicy(
@@ -37,7 +33,7 @@ def start_rollout(
 
 @router.get("", response_model=PageOut[RolloutSummaryOut])
 def list_rollouts(
-    services: RolloutServicesDep, paging: PagingDep, _: Viewer
+    services: ServicesDep, paging: PagingDep, _: Viewer
 ) -> PageOut[RolloutSummaryOut]:
     """Newest first, with switch counts per status."""
     page = services.rollouts.list(limit=paging.limit, offset=paging.offset)
@@ -45,22 +41,20 @@ def list_rollouts(
 
 
 @router.get("/{rollout_id}", response_model=RolloutOut)
-def get_rollout(rollout_id: RolloutId, services: RolloutServicesDep, _: Viewer) -> RolloutOut:
+def get_rollout(rollout_id: RolloutId, services: ServicesDep, _: Viewer) -> RolloutOut:
     """One rollout with every switch's progress."""
     return RolloutOut.of(services.rollouts.get(rollout_id))
 
 
 @router.post("/{rollout_id}/pause", response_model=RolloutOut)
-def pause_rollout(
-    rollout_id: RolloutId, services: RolloutServicesDep, actor: OperatorActor
-) -> RolloutOut:
+def pause_rollout(rollout_id: RolloutId, services: ServicesDep, actor: OperatorActor) -> RolloutOut:
     """Stop before the next batch (the batch in progress finishes)."""
     return RolloutOut.of(services.rollouts.pause(rollout_id, actor=actor))
 
 
 @router.post("/{rollout_id}/resume", response_model=RolloutOut)
 def resume_rollout(
-    rollout_id: RolloutId, services: RolloutServicesDep, actor: OperatorActor
+    rollout_id: RolloutId, services: ServicesDep, actor: OperatorActor
 ) -> RolloutOut:
     """Go on after a pause or a halt; switches that failed are retried."""
     return RolloutOut.of(services.rollouts.resume(rollout_id, actor=actor))
@@ -68,7 +62,7 @@ def resume_rollout(
 
 @router.post("/{rollout_id}/rollback", response_model=RolloutOut)
 def rollback_rollout(
-    rollout_id: RolloutId, services: RolloutServicesDep, actor: OperatorActor
+    rollout_id: RolloutId, services: ServicesDep, actor: OperatorActor
 ) -> RolloutOut:
     """Back to the previous version, switch by switch, each verified by read-back."""
     return RolloutOut.of(services.rollouts.rollback(rollout_id, actor=actor))

@@ -19,7 +19,7 @@ import httpx
 import typer
 from rich.console import Console
 
-from controller.cli.client import PAGE_SIZE, ApiClient, JsonObject
+from controller.cli.client import PAGE_SIZE, ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
 from controller.cli.render import (
     COUNT_HEADERS,
@@ -40,8 +40,8 @@ from controller.cli.render import (
 from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
 from controller.policy.loader import load_intent_file, parse_yaml
-
-DEFAULT_API_URL = "http://127.0.0.1:8000"
+from controller.settings import DEFAULT_API_URL, ApiSettings
+from controller.types import JsonObject
 
 HttpFactory = Callable[[str, float], httpx.Client]
 
@@ -110,13 +110,17 @@ SummaryOption = Annotated[
 def connect(
     ctx: typer.Context,
     api_url: Annotated[
-        str, typer.Option("--api-url", envvar="SLUICE_API_URL", help="base URL of the sluice API")
-    ] = DEFAULT_API_URL,
+        str | None,
+        typer.Option(
+            "--api-url",
+            show_default=False,
+            help=f"base URL of the sluice API [default: SLUICE_API_URL or {DEFAULT_API_URL}]",
+        ),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(
             "--token",
-            envvar="SLUICE_API_TOKEN",
             show_default=False,
             help="bearer token (prefer the SLUICE_API_TOKEN variable: arguments show in ps)",
         ),
@@ -125,6 +129,12 @@ def connect(
         float, typer.Option("--timeout", min=0.1, help="seconds per request")
     ] = 30.0,
 ) -> None:
+    # SLUICE_API_URL and SLUICE_API_TOKEN are read where every process reads its settings.
+    configured = ApiSettings()
+    if api_url is None:
+        api_url = configured.url
+    if token is None and configured.token is not None:
+        token = configured.token.get_secret_value()
     if not api_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with http:// or https://", param_hint="--api-url")
     deps = ctx.obj if isinstance(ctx.obj, CliDeps) else CliDeps()

@@ -26,13 +26,16 @@ from controller.errors import (
     SluiceError,
     Unauthenticated,
 )
+from controller.types import JsonObject
 
 API_PREFIX = "/api/v1"
 PAGE_SIZE = 200
 # The API's 503 when telemetry history cannot be read (api/errors.py).
 PROMETHEUS_UNREACHABLE = "urn:sluice:problem:prometheus-unreachable"
+# A host plan or a reconcile pass is answered when the worker has done it; the API gives up
+# after SLUICE_API_WORKER_WAIT_S (600 s by default) with a 504, so wait a little longer.
+WORKER_WAIT_S = 660.0
 
-JsonObject = dict[str, Any]
 
 _ERROR_BY_STATUS: Mapping[int, type[SluiceError]] = {
     401: Unauthenticated,
@@ -120,8 +123,12 @@ class ApiClient:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         accept: tuple[int, ...] = (),
+        wait_s: float | None = None,
     ) -> httpx.Response:
-        """One call under ``/api/v1``; a 2xx (or ``accept``-ed) response, else a domain error."""
+        """One call under ``/api/v1``; a 2xx (or ``accept``-ed) response, else a domain error.
+        ``wait_s``: how long this call may take, for calls the API answers only when the
+        worker has done the work (the client's per-request timeout otherwise)."""
+        timeout = httpx.USE_CLIENT_DEFAULT if wait_s is None else httpx.Timeout(wait_s)
         try:
             response = self._http.request(
                 method,
@@ -129,6 +136,7 @@ class ApiClient:
                 params={k: v for k, v in (params or {}).items() if v is not None},
                 json=json,
                 headers=self._headers(headers),
+                timeout=timeout,
             )
         except httpx.TransportError as error:
             # str(error) names the failure (connection refused, timeout) and never the token.
@@ -142,8 +150,8 @@ class ApiClient:
     def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.request("GET", path, params=params).json()
 
-    def post_json(self, path: str, body: Any) -> Any:
-        return self.request("POST", path, json=body).json()
+    def post_json(self, path: str, body: Any, *, wait_s: float | None = None) -> Any:
+        return self.request("POST", path, json=body, wait_s=wait_s).json()
 
     def iter_items(
         self, path: str, params: Mapping[str, Any] | None = None

@@ -24,9 +24,10 @@ from controller.cli.app import (
     run_with_api,
     say,
 )
-from controller.cli.client import ApiClient, JsonObject
+from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import NONE, Row
+from controller.types import JsonObject
 
 hosts_app = typer.Typer(
     name="hosts",
@@ -127,7 +128,7 @@ def plan_hosts(
     """Check mode over every host: what each would change (diffs in -o json/yaml)."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
-        run: JsonObject = api.post_json("/hosts/plan", {})
+        run: JsonObject = api.post_json("/hosts/plan", {}, wait_s=WORKER_WAIT_S)
         show_run(out, run, output)
         return run_exit_code(run, detailed=detailed)
 

@@ -27,10 +27,11 @@ from controller.cli.app import (
     say,
     show_plans,
 )
-from controller.cli.client import ApiClient, JsonObject
+from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code
 from controller.cli.render import plan_has_changes
 from controller.errors import FieldProblem, IntentInvalid
+from controller.types import JsonObject
 
 
 def inventory_switches(document: JsonObject) -> list[JsonObject]:

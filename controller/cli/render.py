@@ -17,10 +17,10 @@ import yaml
 from rich.table import Table
 
 from controller.errors import SluiceError
+from controller.types import JsonObject
 
 Row = tuple[str, ...]
-Doc = Mapping[str, Any]
-Column = tuple[str, Callable[[Doc], str]]
+Column = tuple[str, Callable[[JsonObject], str]]
 
 UNSET = "(unset)"
 NONE = "-"
@@ -50,7 +50,7 @@ def dump(data: Any, fmt: str) -> str:
 # --- plans and diffs -------------------------------------------------------------------------
 
 
-def field_changes(op: Doc) -> list[str]:
+def field_changes(op: JsonObject) -> list[str]:
     """What an op does to each field: ``f=new`` on add, ``f: old -> new`` on change."""
     new: Mapping[str, str] = op.get("fields") or {}
     old: Mapping[str, str] = op.get("old_fields") or {}
@@ -67,7 +67,7 @@ def field_changes(op: Doc) -> list[str]:
     ]
 
 
-def plan_rows(plans: Sequence[Doc]) -> list[Row]:
+def plan_rows(plans: Sequence[JsonObject]) -> list[Row]:
     """One row per op, switches in the order given, ops in the order they will be written."""
     return [
         (
@@ -82,7 +82,7 @@ def plan_rows(plans: Sequence[Doc]) -> list[Row]:
     ]
 
 
-def plan_summary(plans: Sequence[Doc]) -> list[str]:
+def plan_summary(plans: Sequence[JsonObject]) -> list[str]:
     """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch; one line if nothing changes."""
     if not plan_has_changes(plans):
         return [f"No changes ({len(plans)} switches checked)."]
@@ -96,11 +96,11 @@ def plan_summary(plans: Sequence[Doc]) -> list[str]:
     return lines
 
 
-def plan_has_changes(plans: Sequence[Doc]) -> bool:
+def plan_has_changes(plans: Sequence[JsonObject]) -> bool:
     return any(plan.get("ops") for plan in plans)
 
 
-def table_count_rows(plans: Sequence[Doc]) -> list[Row]:
+def table_count_rows(plans: Sequence[JsonObject]) -> list[Row]:
     """Per switch and table, how many entries are added, changed, deleted (tables in the
     order the plan first writes them); switches without changes are left out."""
     rows: list[Row] = []
@@ -132,29 +132,29 @@ def text(value: Any) -> str:
     return str(value)
 
 
-def field(name: str) -> Callable[[Doc], str]:
+def field(name: str) -> Callable[[JsonObject], str]:
     return lambda doc: text(doc.get(name))
 
 
-def port_speeds(switch: Doc) -> str:
+def port_speeds(switch: JsonObject) -> str:
     """Ports grouped by speed, fastest last: ``2x100G, 2x400G``."""
     speeds = Counter(int(port["speed_gbps"]) for port in switch.get("ports", []))
     return ", ".join(f"{count}x{speed}G" for speed, count in sorted(speeds.items())) or NONE
 
 
-def gnmi_target(switch: Doc) -> str:
+def gnmi_target(switch: JsonObject) -> str:
     gnmi = switch.get("gnmi") or {}
     return f"{gnmi.get('address', '?')}:{gnmi.get('port', '?')}"
 
 
-def scheduling(service_class: Doc) -> str:
+def scheduling(service_class: JsonObject) -> str:
     """``STRICT`` or ``DWRR 40`` (the weight as declared, before normalisation to 1..100)."""
     sched = service_class.get("scheduling") or {}
     weight = sched.get("weight")
     return f"{sched.get('type', '?')}" + (f" {weight}" if weight is not None else "")
 
 
-def pias(service_class: Doc) -> str:
+def pias(service_class: JsonObject) -> str:
     """``websearch load 0.5, 2 demotions`` (``1 demotion``) or ``-``."""
     spec = service_class.get("pias")
     if not spec:
@@ -163,23 +163,23 @@ def pias(service_class: Doc) -> str:
     return f"{spec['workload']} load {spec['load']}, {stages} demotion{'' if stages == 1 else 's'}"
 
 
-def row_of(doc: Doc, columns: Sequence[Column]) -> Row:
+def row_of(doc: JsonObject, columns: Sequence[Column]) -> Row:
     return tuple(render(doc) for _, render in columns)
 
 
-def key_value_rows(doc: Doc, prefix: str = "") -> list[Row]:
+def key_value_rows(doc: JsonObject, prefix: str = "") -> list[Row]:
     """A nested document flattened to ``(dotted.key, value)`` rows, lists kept on one line."""
     rows: list[Row] = []
     for name, value in doc.items():
         path = f"{prefix}{name}"
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, dict) and value:
             rows.extend(key_value_rows(value, prefix=f"{path}."))
         else:
             rows.append((path, text(value) if not isinstance(value, Mapping) else NONE))
     return rows
 
 
-def intent_summary_rows(intent: Doc, version: int | None) -> list[Row]:
+def intent_summary_rows(intent: JsonObject, version: int | None) -> list[Row]:
     """What the current intent holds, counted, with the fabric parameters spelled out."""
     rows: list[Row] = [
         ("version", text(version)),

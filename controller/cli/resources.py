@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from controller.cli.render import (
     Column,
-    Doc,
     field,
     gnmi_target,
     pias,
     port_speeds,
     scheduling,
 )
+from controller.types import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class Resource:
     item_key: str = "name"
 
 
-def _audit_resource(entry: Doc) -> str:
+def _audit_resource(entry: JsonObject) -> str:
     return f"{entry.get('resource_type', '?')}/{entry.get('resource_id', '?')}"
 
 

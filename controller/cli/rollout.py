@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from controller.cli.app import Output, OutputOption, emit_rows, run_with_api, say
-from controller.cli.client import ApiClient
+from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import Row, text
 from controller.errors import SluiceError
-
-Doc = dict[str, Any]
+from controller.types import JsonObject
 
 ENDED = {"completed", "halted", "rolled_back"}
 
@@ -48,7 +47,7 @@ IntervalOption = Annotated[
 # pure renderers
 
 
-def outcome(rollout: Doc) -> ExitCode | None:
+def outcome(rollout: JsonObject) -> ExitCode | None:
     """The exit code a watch ends with, or None while the rollout is still moving."""
     state = rollout.get("state")
     if state == "paused":
@@ -59,7 +58,7 @@ def outcome(rollout: Doc) -> ExitCode | None:
     return ExitCode.OK if clean else ExitCode.ROLLOUT_NOT_CLEAN
 
 
-def progress_line(rollout: Doc) -> str:
+def progress_line(rollout: JsonObject) -> str:
     """``rollout 3 (version 1 -> 2): running; 2/4 verified, 1 failed, 1 pending``."""
     counts: dict[str, int] = rollout.get("counts") or {}
     total = sum(v for k, v in counts.items() if not k.startswith("rollback_"))
@@ -77,7 +76,7 @@ def progress_line(rollout: Doc) -> str:
     return f"{line} ({reason})" if reason else line
 
 
-def _finished(rollout: Doc) -> dict[tuple[str, str], Doc]:
+def _finished(rollout: JsonObject) -> dict[tuple[str, str], JsonObject]:
     return {
         (r["phase"], r["switch"]): r
         for r in rollout.get("results") or []
@@ -85,7 +84,7 @@ def _finished(rollout: Doc) -> dict[tuple[str, str], Doc]:
     }
 
 
-def new_result_lines(before: Doc | None, after: Doc) -> list[str]:
+def new_result_lines(before: JsonObject | None, after: JsonObject) -> list[str]:
     """One line per switch that finished (again) between two reads, in run order."""
     seen = _finished(before) if before else {}
     lines = []
@@ -117,7 +116,7 @@ DRIFT_HEADERS = ("DETECTED", "SWITCH", "ENTRY", "FIELD", "EXPECTED", "OBSERVED",
 RUN_HEADERS = ("SWITCH", "VERSION", "MODE", "STATUS", "DRIFT", "FINISHED", "ERROR")
 
 
-def result_rows(rollout: Doc) -> list[Row]:
+def result_rows(rollout: JsonObject) -> list[Row]:
     return [
         (
             r["phase"],
@@ -131,7 +130,7 @@ def result_rows(rollout: Doc) -> list[Row]:
     ]
 
 
-def rollout_rows(rollouts: Sequence[Doc]) -> list[Row]:
+def rollout_rows(rollouts: Sequence[JsonObject]) -> list[Row]:
     rows: list[Row] = []
     for r in rollouts:
         counts = r.get("counts") or {}
@@ -152,7 +151,7 @@ def rollout_rows(rollouts: Sequence[Doc]) -> list[Row]:
     return rows
 
 
-def drift_rows(events: Sequence[Doc]) -> list[Row]:
+def drift_rows(events: Sequence[JsonObject]) -> list[Row]:
     return [
         (
             text(e["detected_at"]),
@@ -167,7 +166,7 @@ def drift_rows(events: Sequence[Doc]) -> list[Row]:
     ]
 
 
-def run_rows(runs: Sequence[Doc]) -> list[Row]:
+def run_rows(runs: Sequence[JsonObject]) -> list[Row]:
     return [
         (
             r["switch"],
@@ -194,10 +193,10 @@ def watch_rollout(
     sleep: Callable[[float], None] = time.sleep,
 ) -> ExitCode:
     """Print progress until the rollout ends or pauses; its exit code."""
-    before: Doc | None = None
+    before: JsonObject | None = None
     last_line = ""
     while True:
-        rollout: Doc = api.get_json(f"/rollouts/{rollout_id}")
+        rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
         for line in new_result_lines(before, rollout):
             say(out, line)
         line = progress_line(rollout)
@@ -237,7 +236,7 @@ def start(
     }
 
     def action(api: ApiClient, out: Console) -> ExitCode:
-        started: Doc = api.post_json("/rollouts", body)
+        started: JsonObject = api.post_json("/rollouts", body)
         say(out, f"Started rollout {started['id']}: " + progress_line(started))
         if not watch:
             return ExitCode.OK
@@ -258,7 +257,7 @@ def watch(ctx: typer.Context, rollout_id: RolloutId, interval: IntervalOption = 
 
 def _act(ctx: typer.Context, rollout_id: int, verb: str) -> None:
     def action(api: ApiClient, out: Console) -> ExitCode:
-        rollout: Doc = api.post_json(f"/rollouts/{rollout_id}/{verb}", None)
+        rollout: JsonObject = api.post_json(f"/rollouts/{rollout_id}/{verb}", None)
         say(out, progress_line(rollout))
         return ExitCode.OK
 
@@ -300,7 +299,7 @@ def show(ctx: typer.Context, rollout_id: RolloutId, output: OutputOption = Outpu
     """One rollout with every switch's result."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
-        rollout: Doc = api.get_json(f"/rollouts/{rollout_id}")
+        rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
         emit_rows(out, rollout, output, RESULT_HEADERS, result_rows(rollout))
         if output is Output.TABLE:
             say(out, progress_line(rollout))
@@ -318,7 +317,7 @@ def drift(
     """Drift the reconcile loop found: where, when, expected and observed, what it did."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
-        page: Doc = api.get_json("/drift", {"switch": switch, "limit": limit})
+        page: JsonObject = api.get_json("/drift", {"switch": switch, "limit": limit})
         items = list(page.get("items") or [])
         emit_rows(out, items, output, DRIFT_HEADERS, drift_rows(items))
         return ExitCode.OK
@@ -329,7 +328,7 @@ def drift(
 def _runs(ctx: typer.Context, output: Output, run_now: bool) -> None:
     def action(api: ApiClient, out: Console) -> ExitCode:
         if run_now:
-            answer: Doc = api.post_json("/reconcile/run", None)
+            answer: JsonObject = api.post_json("/reconcile/run", None, wait_s=WORKER_WAIT_S)
         else:
             answer = api.get_json("/reconcile")
         items = answer.get("items")

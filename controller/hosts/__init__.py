@@ -1,1 +1,1 @@
-"""Hosts: the namespaced test fabric (``netns``) and, later, the Ansible inventory and runner."""
+"""Hosts: the intent compiled to Ansible variables, the inventory and the playbook runner."""

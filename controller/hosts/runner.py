@@ -1,13 +1,13 @@
-"""Run ``playbooks/site.yml`` (roles of the ``sluice.fabric`` collection) with ansible-playbook
+"""Run one batch of ``playbooks/site.yml`` (the ``sluice.fabric`` collection's roles) with
+ansible-playbook and read per-host results.
 
-The edge to Ansible. A rollout is a list of batches; each batch is one ``ansible-playbook
---limit <batch>`` run (forks = the batch size) with ``--diff`` and, for a plan, ``--check``.
-After each batch the failed and unreachable hosts so far are counted; when they exceed the
-failure budget no further batch starts (the staged rollout of issue 5). Results come from the
-``sluice.fabric.events`` callback's JSON lines (docs/hosts.md), never from the screen.
+The edge to Ansible. Each batch is one ``ansible-playbook --limit <batch>`` run (forks = the
+batch size) with ``--diff`` and, for a plan, ``--check``. Which hosts form a batch and when a
+rollout stops (the failure budget) is the staging of ``controller/rollout/``, shared with
+switch rollouts. Results come from the ``sluice.fabric.events`` callback's JSON lines
+(docs/hosts.md), never from the screen.
 
-Pure parts (``batches``, ``parse_events``, ``roll_out``) take plain data and a batch-running
-function; ``AnsibleRunner`` is the one place that starts a process.
+``parse_events`` is pure; ``AnsibleRunner`` is the one place that starts a process.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from controller.settings import HostsSettings
 
 # How much of ansible-playbook's stderr a failed batch keeps (the end says what went wrong).
 STDERR_TAIL_CHARS = 600
@@ -65,13 +67,6 @@ class HostResult:
     changed_tasks: tuple[TaskOutcome, ...] = ()
     failed_tasks: tuple[TaskOutcome, ...] = ()
     message: str | None = None
-
-
-def batches(hosts: Sequence[str], batch_size: int) -> list[list[str]]:
-    """``hosts`` in order, cut into batches of ``batch_size`` (the last may be smaller)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    return [list(hosts[i : i + batch_size]) for i in range(0, len(hosts), batch_size)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,65 +136,6 @@ def parse_events(
 
 
 # ---------------------------------------------------------------------------------------------
-# batches and the failure budget
-
-
-@dataclass(frozen=True, slots=True)
-class BatchReport:
-    """Progress after one batch: its results and the failures counted so far."""
-
-    batch: int
-    batches: int
-    results: list[HostResult]
-    failures: int
-
-
-@dataclass(frozen=True, slots=True)
-class RolloutOutcome:
-    """Every host's result, in rollout order; ``halted`` when failures exceeded the budget."""
-
-    results: list[HostResult]
-    failures: int
-    halted: bool
-    batches_run: int
-
-
-BatchRun = Callable[[Sequence[str], int], list[HostResult]]
-Progress = Callable[[BatchReport], None]
-
-
-def roll_out(
-    hosts: Sequence[str],
-    *,
-    batch_size: int,
-    failure_budget: int,
-    run_batch: BatchRun,
-    on_batch: Progress | None = None,
-) -> RolloutOutcome:
-    """Run ``run_batch`` batch by batch; after a batch whose failures bring the total above
-    ``failure_budget``, the remaining hosts are ``not_run``."""
-    if failure_budget < 0:
-        raise ValueError(f"failure_budget must be at least 0, got {failure_budget}")
-    planned = batches(hosts, batch_size)
-    results: list[HostResult] = []
-    failures = 0
-    for index, batch in enumerate(planned, start=1):
-        batch_results = run_batch(batch, index)
-        failures += sum(1 for r in batch_results if r.status.is_failure)
-        results += batch_results
-        if on_batch is not None:
-            on_batch(BatchReport(index, len(planned), batch_results, failures))
-        if failures > failure_budget:
-            skipped = [
-                HostResult(host, later, HostStatus.NOT_RUN, message="failure budget exceeded")
-                for later, rest in enumerate(planned[index:], start=index + 1)
-                for host in rest
-            ]
-            return RolloutOutcome(results + skipped, failures, True, index)
-    return RolloutOutcome(results, failures, False, len(planned))
-
-
-# ---------------------------------------------------------------------------------------------
 # the process
 
 
@@ -214,6 +150,17 @@ class AnsibleSetup:
     prefix: tuple[str, ...] = ()
     batch_timeout_s: float = 900.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def ansible_setup(settings: HostsSettings) -> AnsibleSetup:
+    """How to start ansible-playbook, from the control node's settings."""
+    return AnsibleSetup(
+        ansible_playbook=settings.ansible_playbook,
+        playbook=settings.playbook_dir / "site.yml",
+        config=settings.playbook_dir / "ansible.cfg",
+        prefix=settings.command_prefix,
+        batch_timeout_s=settings.batch_timeout_s,
+    )
 
 
 def playbook_argv(

@@ -50,7 +50,7 @@ def qjump_levels_declared(intent: Intent) -> list[FieldProblem]:
 
 def qjump_fabric(intent: Intent) -> list[FieldProblem]:
     """The epoch 2nP/R + eps holds only if n covers every host that may send and P is a packet
-    the fabric carries (seeds/qjump-nsdi15.txt §3)."""
+    the fabric carries (QJUMP, NSDI 2015 §3)."""
     qjump = intent.fabric.qjump
     if qjump is None:
         return []
@@ -72,7 +72,7 @@ def qjump_fabric(intent: Intent) -> list[FieldProblem]:
 
 def qjump_rates_fit_line_rate(intent: Intent) -> list[FieldProblem]:
     """Each level's rate f_i x P / epoch must not exceed the slowest host NIC R, the rate the
-    epoch 2nP/R + eps is computed for (seeds/qjump-nsdi15.txt §3.1-3.2)."""
+    epoch 2nP/R + eps is computed for (QJUMP, NSDI 2015 §3.1-3.2)."""
     qjump = intent.fabric.qjump
     if qjump is None or not intent.hosts:
         return []
@@ -93,7 +93,7 @@ def qjump_rates_fit_line_rate(intent: Intent) -> list[FieldProblem]:
 
 def qjump_factors_shrink_with_priority(intent: Intent) -> list[FieldProblem]:
     """A higher level must have a smaller (or equal) throughput factor than every lower one:
-    the latency bound of a level holds only because its hosts send little (seeds/qjump-nsdi15.txt
+    the latency bound of a level holds only because its hosts send little (QJUMP, NSDI 2015
     §3.2, "higher priorities receiving smaller values"); a larger factor makes priority free."""
     qjump = intent.fabric.qjump
     if qjump is None:
@@ -143,7 +143,7 @@ def weights_representable(intent: Intent) -> list[FieldProblem]:
 
 
 def thresholds_fit_buffer(intent: Intent) -> list[FieldProblem]:
-    """The standard threshold K = C x RTT x lambda (seeds/mq-ecn-nsdi16.txt §2, Eq. 1) must be
+    """The standard threshold K = C x RTT x lambda (MQ-ECN, NSDI 2016 §2, Eq. 1) must be
     below the port's buffer (else the queue drops before it marks) and at least one MTU (else
     every packet is marked). Ports on the fabric default buffer are reported once per speed."""
     if all(c.ecn is EcnMode.OFF for c in intent.service_classes):

@@ -39,7 +39,7 @@ class EcnMode(StrEnum):
     """How a class's queue is marked or dropped (see docs/algorithms.md)."""
 
     OFF = "off"  # no WRED/ECN profile on the queue
-    STANDARD = "standard"  # K = C x RTT x lambda on every queue (seeds/mq-ecn-nsdi16.txt §2)
+    STANDARD = "standard"  # K = C x RTT x lambda on every queue (MQ-ECN, NSDI 2016 §2)
     PER_QUEUE_MINIMUM = "per-queue-minimum"  # K_i = w_i / sum(w) x K, static
     MQECN = "mqecn"  # agent moves K_i with the fair-share rate
     DYNAQ = "dynaq"  # agent moves per-queue drop thresholds, no ECN
@@ -176,7 +176,7 @@ class PiasStage(Frozen):
 
 
 class Pias(Frozen):
-    """PIAS tagging for this class (seeds/pias-seminar-slides.txt): stage 0 is the class's own
+    """PIAS tagging for this class (PIAS, NSDI 2015): stage 0 is the class's own
     first DSCP and queue; each demotion stage has its own DSCP and queue."""
 
     workload: Workload
@@ -231,7 +231,7 @@ class ServiceClass(Frozen):
 
 
 class Qjump(Frozen):
-    """QJUMP fabric parameters (seeds/qjump-nsdi15.txt §3): epoch = 2nP/R + eps."""
+    """QJUMP fabric parameters (QJUMP, NSDI 2015 §3): epoch = 2nP/R + eps."""
 
     hosts: int = Field(gt=0, le=1_000_000, description="n: hosts that may fan in")
     packet_bytes: int = Field(default=256, ge=64, le=9216, description="P")

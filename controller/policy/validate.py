@@ -244,8 +244,8 @@ def scheduling_weights(intent: Intent) -> list[FieldProblem]:
 
 
 def strict_where_required(intent: Intent) -> list[FieldProblem]:
-    """PIAS is a multi-level feedback queue over strict priority (seeds/pias-seminar-slides.txt);
-    QJUMP levels jump the queue on strict-priority queues (seeds/qjump-nsdi15.txt)."""
+    """PIAS is a multi-level feedback queue over strict priority (PIAS, NSDI 2015);
+    QJUMP levels jump the queue on strict-priority queues (QJUMP, NSDI 2015)."""
     problems = []
     for path, service_class in _classes(intent):
         if service_class.scheduling.type is SchedulingType.STRICT:

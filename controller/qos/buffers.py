@@ -2,7 +2,7 @@
 
 SAI's ``SHARED_DYNAMIC_TH`` n makes a queue's shared-buffer limit 2^n times the pool's free
 buffer, so alpha = 2^dynamic_th, and SONiC's YANG allows dynamic_th in -8..7
-(reference/sonic-gnmi-facts.md §1.6 and §5.5). That is Choudhury and Hahne's Dynamic
+(sonic-buffer-profile.yang and SAI saibuffer.h). That is Choudhury and Hahne's Dynamic
 Threshold rule: a queue may grow while its length is below alpha x (B - Q(t)), with B the
 shared pool and Q(t) the pool's total occupancy.
 
@@ -21,7 +21,7 @@ from controller.qos.ecn import ThresholdBounds
 DYNAMIC_TH_MIN = -8  # SONiC YANG range of BUFFER_PROFILE.dynamic_th
 DYNAMIC_TH_MAX = 7
 # The NVIDIA/Mellanox SAI maps -8 to alpha 0 and 7 to "infinite" instead of 2^n
-# (reference/algorithms-anchors.md §7), so selection stays inside -7..6 by default, where
+# (its SAI implementation), so selection stays inside -7..6 by default, where
 # every implementation read here agrees that alpha = 2^n.
 PORTABLE_TH_MIN = -7
 PORTABLE_TH_MAX = 6

@@ -1,4 +1,4 @@
-"""ECN marking thresholds for multi-queue ports (seeds/mq-ecn-nsdi16.txt).
+"""ECN marking thresholds for multi-queue ports (MQ-ECN, NSDI 2016).
 
 Three ways to set a queue's marking threshold, all in bytes:
 
@@ -28,12 +28,12 @@ from controller.qos.checks import (
 from controller.qos.units import gbps_to_bytes_per_s, us_to_s
 
 # MQ-ECN's EWMA gain for the round time: estimate_round_alpha_ = 0.75 in the reference ns-2
-# code and "beta in (0, 1)" in §3.3 Eq. 6 (reference/algorithms-anchors.md §1).
+# code and "beta in (0, 1)" in §3.3 Eq. 6 (MQ-ECN-NS2 queue/dwrr.cc).
 DEFAULT_BETA = 0.75
 
 
 def standard_threshold_bytes(speed_gbps: float, rtt_us: float, ecn_lambda: float) -> int:
-    """K = C x RTT x lambda in bytes, C in bytes/s (seeds/mq-ecn-nsdi16.txt §2, Eq. 1).
+    """K = C x RTT x lambda in bytes, C in bytes/s (MQ-ECN, NSDI 2016 §2, Eq. 1).
 
     Rounded UP to a whole byte: Eq. 1 is the threshold needed "to fully utilize the link
     bandwidth", a lower bound, so rounding down could cost throughput while rounding up costs
@@ -49,7 +49,7 @@ def standard_threshold_bytes(speed_gbps: float, rtt_us: float, ecn_lambda: float
 def per_queue_minimum_bytes(
     k_bytes: int, weight: int, total_weight: int, *, floor_bytes: int = 0
 ) -> int:
-    """K_i = w_i / sum(w) x K (seeds/mq-ecn-nsdi16.txt §2, Eq. 2), never below ``floor_bytes``.
+    """K_i = w_i / sum(w) x K (MQ-ECN, NSDI 2016 §2, Eq. 2), never below ``floor_bytes``.
 
     Rounded DOWN: Eq. 2's point is that sum(K_i) = K, so the port's total marking point
     stays at the standard threshold however many queues are busy; rounding down keeps the sum
@@ -82,7 +82,7 @@ class ThresholdBounds:
 def mqecn_bounds(k_bytes: int, weight: int, total_weight: int, mtu_bytes: int) -> ThresholdBounds:
     """The floor and ceiling an MQ-ECN threshold lives between, and the static fallback.
 
-    Why these values (seeds/mq-ecn-nsdi16.txt §3.2):
+    Why these values (MQ-ECN, NSDI 2016 §3.2):
 
     * ceiling = K. Eq. 5 caps the fair-share rate at C, so min(quantum_i / T_round, C) / C is
       at most 1 and K_i never exceeds K: a queue alone on the port may use the standard
@@ -106,7 +106,7 @@ def mqecn_bounds(k_bytes: int, weight: int, total_weight: int, mtu_bytes: int) -
 def mqecn_threshold_bytes(
     quantum_bytes: float, t_round_s: float, capacity_bytes_per_s: float, k_bytes: int
 ) -> int:
-    """K_i = min(quantum_i / T_round, C) / C x K (seeds/mq-ecn-nsdi16.txt §3.2, Eq. 5).
+    """K_i = min(quantum_i / T_round, C) / C x K (MQ-ECN, NSDI 2016 §3.2, Eq. 5).
 
     quantum_i / T_round is queue i's output rate over the last round: its weighted fair share
     when it is backlogged, a safe cap on its rate otherwise. With no round-time estimate yet
@@ -126,7 +126,7 @@ def mqecn_threshold_bytes(
 
 
 def ewma_round_time(previous_s: float, sample_s: float, beta: float = DEFAULT_BETA) -> float:
-    """T_round <- beta x T_round + (1 - beta) x T_sample (seeds/mq-ecn-nsdi16.txt §3.3, Eq. 6)."""
+    """T_round <- beta x T_round + (1 - beta) x T_sample (MQ-ECN, NSDI 2016 §3.3, Eq. 6)."""
     require_non_negative("previous_s", previous_s)
     require_non_negative("sample_s", sample_s)
     require_fraction("beta", beta)
@@ -136,7 +136,7 @@ def ewma_round_time(previous_s: float, sample_s: float, beta: float = DEFAULT_BE
 def idle_decay(
     t_round_s: float, idle_s: float, t_idle_s: float, beta: float = DEFAULT_BETA
 ) -> float:
-    """Decay T_round while the port idles (seeds/mq-ecn-nsdi16.txt §3.3).
+    """Decay T_round while the port idles (MQ-ECN, NSDI 2016 §3.3).
 
     The paper sets T_round <- beta x T_round, "as if we get a T_sample of 0", once the port
     has been idle for T_idle. Like the reference code, every whole T_idle slot of the idle
@@ -156,7 +156,7 @@ def idle_slot_seconds(idle_bytes: int, capacity_bytes_per_s: float) -> float:
     """T_idle as the time to send ``idle_bytes`` at line rate.
 
     The reference code uses one MTU: 1500 B -> 1.2 us at 10 Gb/s (ns-2) and 12 us at 1 Gb/s
-    (the Linux qdisc's idle_interval_ns = 12000) (reference/algorithms-anchors.md §1).
+    (the Linux qdisc's idle_interval_ns = 12000) (MQ-ECN-NS2 queue/dwrr.cc).
     """
     require_int_at_least("idle_bytes", idle_bytes, 1)
     require_positive("capacity_bytes_per_s", capacity_bytes_per_s)

@@ -1,13 +1,13 @@
 """PIAS demotion thresholds from a flow-size distribution and a load.
 
-PIAS (seeds/pias-seminar-slides.txt, "Design") tags each packet by how many bytes its flow
+PIAS (NSDI 2015, "Design") tags each packet by how many bytes its flow
 has sent: a flow starts in the highest-priority queue and is demoted one queue each time it
 passes a threshold alpha_1 < ... < alpha_{K-1}, so short flows finish before long ones start
 to compete, approximating shortest-job-first without knowing flow sizes. The thresholds come
 from the whole fabric's traffic, "by solving the FCT minimization problem" over the
 flow-size CDF and the load (slides, "Design Challenge").
 
-The model: the M/M/1 chain of reference/algorithms-anchors.md §4, with units made consistent.
+The model: the M/M/1 chain of PIAS, ToN 2017, with units made consistent.
 
 * The link serves strict-priority queues 1..K at C bytes/s under byte load rho.
 * theta_l = F(alpha_l) - F(alpha_{l-1}) is the fraction of flows that finish in queue l; a

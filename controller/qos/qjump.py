@@ -1,4 +1,4 @@
-"""QJUMP network epoch and per-level rate limits (seeds/qjump-nsdi15.txt).
+"""QJUMP network epoch and per-level rate limits (QJUMP, NSDI 2015).
 
 A packet of P bytes from each of n hosts can meet at one output port; serialising them takes
 n x P / R, plus the switches' processing delay eps (§3.1, Eq. 1). Hosts are only
@@ -55,7 +55,7 @@ def epoch_seconds(
 def level_rate_bps(factor: float, packet_bytes: int, epoch_s: float) -> float:
     """Rate limit of a level with throughput factor f: f x P bytes per epoch, in bit/s.
 
-    Example (ns-2 runs, reference/algorithms-anchors.md §5): f = 6, P = 1500 B, epoch
+    Example (ns-2 runs, camsas/qjump-ns2): f = 6, P = 1500 B, epoch
     1.05 ms -> 72 000 bit per epoch -> 68.57 Mb/s.
     """
     require_positive("factor", factor)

@@ -1,7 +1,7 @@
 """DWRR weights for SONiC's SCHEDULER table.
 
 SONiC's ``SCHEDULER`` ``weight`` is a uint8 in 1..100 (sonic-scheduler.yang,
-reference/sonic-gnmi-facts.md §1.2); intent may state weights on any positive scale
+sonic-scheduler.yang); intent may state weights on any positive scale
 (e.g. bytes of quantum, or 1 : 1000 ratios). ``normalise_weights`` maps them into 1..100.
 """
 

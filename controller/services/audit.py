@@ -1,4 +1,5 @@
-"""Reading the audit log (rows are written by the services that make the changes)."""
+"""The audit log: ``record_change``, the one way a service writes a row (in the transaction
+of the change it records), and reading the log."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.services.common import Page
+from controller.services.common import Actor, Page
 from controller.store.models import AuditEntry
 from controller.store.repositories import audit
+from controller.types import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,33 @@ class AuditRecord:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     at: datetime
+
+
+def record_change(
+    session: Session,
+    actor: Actor,
+    action: str,
+    *,
+    resource_type: str,
+    resource_id: str,
+    version: int | None,
+    before: JsonObject | None,
+    after: JsonObject | None,
+    at: datetime,
+) -> None:
+    """One audit row for a change ``actor`` made in ``session``'s transaction."""
+    audit.insert_audit(
+        session=session,
+        request_id=actor.request_id,
+        actor=actor.name,
+        action=action,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        version=version,
+        before=before,
+        after=after,
+        at=at,
+    )
 
 
 class AuditService:

@@ -1,15 +1,17 @@
-"""Small values every service shares: who is acting, the clock, a page of results."""
+"""Small values every service shares: who is acting, the clock, a page of results, and how
+long the API waits for the worker to answer what it recorded."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-T = TypeVar("T")
+from controller.errors import WorkerTimeout
 
-Clock = Callable[[], datetime]
+T = TypeVar("T")
 
 
 def utc_now() -> datetime:
@@ -31,3 +33,24 @@ class Page(Generic[T]):
     total: int
     limit: int
     offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerWait:
+    """How the API waits for the worker to finish something it recorded (a host plan, a
+    reconcile pass): poll every ``poll_s`` for at most ``timeout_s``."""
+
+    timeout_s: float = 600.0
+    poll_s: float = 0.2
+    monotonic: Callable[[], float] = field(default=time.monotonic)
+    sleep: Callable[[float], None] = field(default=time.sleep)
+
+    def until(self, done: Callable[[], bool], what: str) -> None:
+        deadline = self.monotonic() + self.timeout_s
+        while not done():
+            if self.monotonic() >= deadline:
+                raise WorkerTimeout(
+                    f"{what} is recorded, but no worker finished it within {self.timeout_s:g} s "
+                    "(is python -m controller.worker running?); it runs when one does"
+                )
+            self.sleep(self.poll_s)

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,13 +24,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
 from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
-from controller.services.common import Actor, Clock, Page
-from controller.services.snapshots import encode_config
+from controller.services.audit import record_change
+from controller.services.common import Actor, Page
 from controller.sonic.compile import compile_fleet
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, IntentVersion
-from controller.store.repositories import audit, intents
-
-Json = dict[str, Any]
+from controller.store.repositories import intents
+from controller.store.snapshots import encode_config
+from controller.types import Clock, JsonObject
 
 
 class ResourceKind(StrEnum):
@@ -63,7 +62,7 @@ class IntentRecord:
 
     info: VersionInfo
     intent: Intent
-    data: Json
+    data: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +73,7 @@ class WriteResult:
     version: VersionInfo
     changed: bool
     created: bool
-    resource: Json | None
+    resource: JsonObject | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +84,14 @@ class _Draft:
     action: str
     resource_type: str
     resource_id: str
-    before: Json | None
+    before: JsonObject | None
     created: bool = False
 
 
-Change = Callable[[Json | None], _Draft]
+Change = Callable[[JsonObject | None], _Draft]
 
 
-def content_sha256(data: Json) -> str:
+def content_sha256(data: JsonObject) -> str:
     """A digest of the canonical JSON: equal intents have equal digests."""
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -129,7 +128,7 @@ class IntentService:
             rows, total = intents.list_versions(session=session, limit=limit, offset=offset)
             return Page([_info(row) for row in rows], total, limit, offset)
 
-    def resources(self, kind: ResourceKind) -> tuple[int, list[Json]]:
+    def resources(self, kind: ResourceKind) -> tuple[int, list[JsonObject]]:
         """The current version number and that version's entries of ``kind`` (none at 0)."""
         with self._sessions() as session:
             row = intents.latest_version(session=session)
@@ -138,14 +137,14 @@ class IntentService:
             record = _record(row)
         return record.info.number, list(record.data[kind.value])
 
-    def resource(self, kind: ResourceKind, name: str) -> tuple[int, Json]:
+    def resource(self, kind: ResourceKind, name: str) -> tuple[int, JsonObject]:
         number, entries = self.resources(kind)
         found = _find(entries, name)
         if found is None:
             raise NotFound(f"{kind.audit_type} {name!r} is not in the current intent")
         return number, entries[found]
 
-    def fabric(self) -> tuple[int, Json]:
+    def fabric(self) -> tuple[int, JsonObject]:
         record = self.current()
         return record.info.number, dict(record.data["fabric"])
 
@@ -157,7 +156,7 @@ class IntentService:
     # -- writes --------------------------------------------------------------------------------
 
     def replace(self, data: object, *, expected: int, actor: Actor, reason: str) -> WriteResult:
-        def change(current: Json | None) -> _Draft:
+        def change(current: JsonObject | None) -> _Draft:
             action = "create" if current is None else "replace"
             return _Draft(data, action, "intent", "intent", current, created=current is None)
 
@@ -174,7 +173,7 @@ class IntentService:
     ) -> WriteResult:
         name = str(data.get("name", ""))
 
-        def change(current: Json | None) -> _Draft:
+        def change(current: JsonObject | None) -> _Draft:
             entries = _entries_of(current, kind)
             if _find(entries, name) is not None:
                 raise Conflict(f"{kind.audit_type} {name!r} exists; replace it with PUT")
@@ -195,7 +194,7 @@ class IntentService:
     ) -> WriteResult:
         body = _named(data, name)
 
-        def change(current: Json | None) -> _Draft:
+        def change(current: JsonObject | None) -> _Draft:
             entries = _entries_of(current, kind)
             index = _find(entries, name)
             if index is None:
@@ -211,7 +210,7 @@ class IntentService:
     def delete_resource(
         self, kind: ResourceKind, name: str, *, expected: int, actor: Actor, reason: str
     ) -> WriteResult:
-        def change(current: Json | None) -> _Draft:
+        def change(current: JsonObject | None) -> _Draft:
             entries = _entries_of(current, kind)
             index = _find(entries, name)
             if index is None:
@@ -227,7 +226,7 @@ class IntentService:
     ) -> WriteResult:
         """Set the fabric parameters; on an empty store this creates the first version."""
 
-        def change(current: Json | None) -> _Draft:
+        def change(current: JsonObject | None) -> _Draft:
             if current is None:
                 return _Draft({"fabric": dict(data)}, "create", "fabric", "fabric", None, True)
             new = {**current, "fabric": dict(data)}
@@ -273,11 +272,10 @@ class IntentService:
         )
         desired = {name: encode_config(cfg) for name, cfg in compile_fleet(intent).items()}
         intents.insert_desired_states(session=session, version=row.number, configs=desired)
-        audit.insert_audit(
-            session=session,
-            request_id=actor.request_id,
-            actor=actor.name,
-            action=draft.action,
+        record_change(
+            session,
+            actor,
+            draft.action,
             resource_type=draft.resource_type,
             resource_id=draft.resource_id,
             version=row.number,
@@ -298,24 +296,24 @@ def _record(row: IntentVersion) -> IntentRecord:
     return IntentRecord(_info(row), intent, dump_intent(intent))
 
 
-def _find(entries: list[Json], name: str) -> int | None:
+def _find(entries: list[JsonObject], name: str) -> int | None:
     for index, entry in enumerate(entries):
         if entry.get("name") == name:
             return index
     return None
 
 
-def _require(current: Json | None) -> Json:
+def _require(current: JsonObject | None) -> JsonObject:
     if current is None:
         raise Conflict("no intent is stored yet: set the fabric or the whole intent first")
     return current
 
 
-def _entries_of(current: Json | None, kind: ResourceKind) -> list[Json]:
+def _entries_of(current: JsonObject | None, kind: ResourceKind) -> list[JsonObject]:
     return [dict(entry) for entry in _require(current).get(kind.value, [])]
 
 
-def _named(data: Mapping[str, object], name: str) -> Json:
+def _named(data: Mapping[str, object], name: str) -> JsonObject:
     """The body of a PUT to ``.../{name}``; a name in the body must agree with the path."""
     body = dict(data)
     if body.setdefault("name", name) != name:
@@ -323,7 +321,7 @@ def _named(data: Mapping[str, object], name: str) -> Json:
     return body
 
 
-def _after(content: Json, draft: _Draft) -> Json | None:
+def _after(content: JsonObject, draft: _Draft) -> JsonObject | None:
     """The audited resource as stored (defaults filled in), or None once deleted."""
     if draft.resource_type == "intent":
         return content

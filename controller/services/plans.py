@@ -19,12 +19,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
 from controller.policy.loader import parse_intent
-from controller.services.common import Clock
-from controller.services.snapshots import decode_fleet, save_running_state
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.sonic.model import Plan, SwitchConfig
 from controller.store.repositories import intents, states
+from controller.store.snapshots import decode_fleet, save_running_state
+from controller.types import Clock
 
 
 @dataclass(frozen=True, slots=True)

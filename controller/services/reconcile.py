@@ -3,6 +3,9 @@
 The version a switch is reconciled against is the one a rollout (or a rollback) last
 verified on it; a switch sluice never verified is not reconciled (sluice owns nothing there
 yet). While a rollout is running or rolling back, the loop leaves the switches to it.
+
+An operator's "reconcile now" is recorded by the API (``request_pass``) and answered by the
+worker (``answer_requests``), the only process that talks to switches.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
-from controller.services.common import Clock, Page
-from controller.services.snapshots import decode_config, save_running_state
+from controller.services.common import Actor, Page, WorkerWait
 from controller.store.models import DriftEvent, ReconcileRun
 from controller.store.repositories import intents, reconcile, rollouts
 from controller.store.repositories.reconcile import NewDrift
+from controller.store.snapshots import decode_config, save_running_state
+from controller.types import Clock
 
 BUSY_STATES = ("running", "rolling_back")
 
@@ -160,10 +164,12 @@ class ReconcileService:
         *,
         clock: Clock,
         rand: Callable[[], float] | None = None,
+        wait: WorkerWait | None = None,
     ) -> None:
         self._sessions = sessions
         self._clock = clock
         self._rand = rand or random.Random().random
+        self._wait = wait or WorkerWait()
 
     def drift(self, *, limit: int, offset: int, switch: str | None = None) -> Page[DriftInfo]:
         with self._sessions() as session:
@@ -180,7 +186,33 @@ class ReconcileService:
         store = SqlReconcileStore(self._sessions)
         return ReconcileLoop(store, access, self._clock, self._rand, max_parallel=max_parallel)
 
-    def run_now(self, access: SwitchAccess) -> list[RunInfo]:
-        """One pass now; the newest run of every switch afterwards."""
-        self.loop(access).run_pass()
+    def request_pass(self, *, actor: Actor) -> list[RunInfo]:
+        """Record a request for one pass over every switch now, wait for the worker to
+        answer it, and give the newest run of every switch afterwards."""
+        with self._sessions.begin() as session:
+            row = reconcile.insert_request(
+                session=session,
+                requested_by=actor.name,
+                request_id=actor.request_id,
+                at=self._clock(),
+            )
+            request_id = row.id
+
+        def answered() -> bool:
+            with self._sessions() as session:
+                return reconcile.request_state(session=session, request_id=request_id) == "done"
+
+        self._wait.until(answered, f"reconcile request {request_id}")
         return self.last_runs()
+
+    def answer_requests(self, loop: ReconcileLoop) -> int:
+        """The worker's side: one pass answers every request recorded before it started;
+        how many it answered."""
+        with self._sessions() as session:
+            pending = reconcile.pending_request_ids(session=session)
+        if not pending:
+            return 0
+        loop.run_pass()
+        with self._sessions.begin() as session:
+            reconcile.finish_requests(session=session, ids=pending, at=self._clock())
+        return len(pending)

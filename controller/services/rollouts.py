@@ -1,6 +1,6 @@
-"""Rollouts in PostgreSQL: the operator's side (start, pause, resume, roll back, read) and
-the runner's side (``SqlRolloutStore``, the ``RolloutStore`` of
-``controller/reconcile/rollout.py``).
+"""Switch rollouts, the operator's side: start, pause, resume, roll back, read. The runner's
+side is ``controller/store/rollout_store.py`` (the ``RolloutStore`` of
+``controller/rollout/switches.py``).
 
 The operator's calls only change rows; a runner (``python -m controller.worker``) does the
 switch work. Every action is audited (resource type ``rollout``).
@@ -16,27 +16,16 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
-from controller.policy.models import Intent
-from controller.reconcile.apply import ApplyResult
-from controller.reconcile.rollout import (
-    BACKWARD,
-    FAILURE_STATUSES,
-    FORWARD,
-    Phase,
-    RolloutView,
-    SwitchProgress,
-    assign_batches,
-    rollback_switches,
-)
-from controller.services.common import Actor, Clock, Page
-from controller.services.snapshots import decode_fleet, save_running_state
-from controller.sonic.model import SwitchConfig
+from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
+from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
+from controller.services.audit import record_change
+from controller.services.common import Actor, Page
 from controller.store.models import Rollout, RolloutResult
-from controller.store.repositories import audit, intents, rollouts
+from controller.store.repositories import intents, rollouts
 from controller.store.repositories.rollouts import NewResult
+from controller.store.rollout_store import load_rollout, rollout_view
+from controller.types import Clock
 
-PAUSABLE = ("pending", "running")
-RESUMABLE = ("paused", "halted", "completed")
 ROLLBACKABLE = ("pending", "running", "paused", "halted", "completed")
 
 
@@ -122,34 +111,11 @@ def _info(row: Rollout, results: Sequence[RolloutResult]) -> RolloutInfo:
     )
 
 
-def _view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:
-    progress = tuple(
-        SwitchProgress(r.phase, r.switch_name, r.batch, r.status, r.attempts, r.reason)
-        for r in results
-    )
-    return RolloutView(
-        row.id,
-        row.state,
-        row.from_version,
-        row.to_version,
-        row.batch_size,
-        row.failure_budget,
-        progress,
-    )
-
-
 def _by_rollout(results: Sequence[RolloutResult]) -> dict[int, list[RolloutResult]]:
     by_id: dict[int, list[RolloutResult]] = {}
     for result in results:
         by_id.setdefault(result.rollout_id, []).append(result)
     return by_id
-
-
-def _load(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
-    row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
-    if row is None:
-        raise NotFound(f"rollout {rollout_id} does not exist")
-    return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
 
 
 Also = Callable[[Session, Rollout], None]
@@ -172,7 +138,7 @@ class RolloutService:
 
     def get(self, rollout_id: int) -> RolloutInfo:
         with self._sessions() as session:
-            return _info(*_load(session, rollout_id))
+            return _info(*load_rollout(session, rollout_id))
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -236,7 +202,7 @@ class RolloutService:
 
         def plan_rollback(session: Session, row: Rollout) -> None:
             results = rollouts.results_of(session=session, rollout_ids=[row.id], phase=FORWARD)
-            view = _view(row, results)
+            view = rollout_view(row, results)
             order = rollback_switches(view.of(FORWARD))
             rows = [NewResult(BACKWARD, name, index) for index, name in enumerate(order)]
             rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
@@ -289,11 +255,10 @@ class RolloutService:
         before: dict[str, Any] | None,
         at: datetime,
     ) -> None:
-        audit.insert_audit(
-            session=session,
-            request_id=actor.request_id,
-            actor=actor.name,
-            action=action,
+        record_change(
+            session,
+            actor,
+            action,
             resource_type="rollout",
             resource_id=str(row.id),
             version=row.to_version,
@@ -328,76 +293,3 @@ def _batches(switches: Sequence[str], policy: RolloutPolicy) -> list[tuple[str, 
         return assign_batches(switches, policy.canary, policy.batch_size)
     except ValueError as error:
         raise IntentInvalid([FieldProblem("canary", str(error))]) from None
-
-
-class SqlRolloutStore:
-    """The runner's ``RolloutStore`` over PostgreSQL; desired states and intents are
-    immutable per version, so they are cached."""
-
-    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
-        self._sessions = sessions
-        self._clock = clock
-        self._desired: dict[int, dict[str, SwitchConfig]] = {}
-        self._intents: dict[int, Intent | None] = {}
-
-    def runnable(self) -> list[int]:
-        with self._sessions() as session:
-            return rollouts.runnable_ids(session=session)
-
-    def load(self, rollout_id: int) -> RolloutView:
-        with self._sessions() as session:
-            return _view(*_load(session, rollout_id))
-
-    def intent(self, version: int) -> Intent | None:
-        if version not in self._intents:
-            with self._sessions() as session:
-                row = intents.get_version(session=session, number=version)
-            self._intents[version] = None if row is None else Intent.model_validate(row.intent)
-        return self._intents[version]
-
-    def desired(self, version: int) -> dict[str, SwitchConfig]:
-        if version not in self._desired:
-            with self._sessions() as session:
-                stored = intents.desired_states(session=session, version=version)
-            self._desired[version] = decode_fleet(stored)
-        return self._desired[version]
-
-    def transition(
-        self, rollout_id: int, state: str, expected: Sequence[str], reason: str | None = None
-    ) -> bool:
-        with self._sessions.begin() as session:
-            return rollouts.set_state(
-                session=session,
-                rollout_id=rollout_id,
-                state=state,
-                expected=expected,
-                at=self._clock(),
-                reason=reason,
-            )
-
-    def record(
-        self,
-        rollout_id: int,
-        phase: Phase,
-        result: ApplyResult,
-        started: datetime,
-        finished: datetime,
-    ) -> None:
-        with self._sessions.begin() as session:
-            rollouts.record_result(
-                session=session,
-                rollout_id=rollout_id,
-                phase=phase,
-                switch_name=result.switch,
-                status=result.status,
-                reason=result.reason,
-                detail=result.to_json(),
-                started_at=started,
-                finished_at=finished,
-            )
-
-    def record_running_state(self, switch: str, config: SwitchConfig) -> None:
-        with self._sessions.begin() as session:
-            save_running_state(
-                session, switch=switch, config=config, at=self._clock(), source="rollout read-back"
-            )

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 
 from controller.errors import NotFound
 from controller.policy.models import Intent, Switch
-from controller.services.common import Clock
 from controller.telemetry.health import (
     FabricHealth,
     FabricSamples,
@@ -25,6 +24,7 @@ from controller.telemetry.health import (
     fabric_health,
 )
 from controller.telemetry.promql import PromQL, Sample, finite
+from controller.types import Clock
 
 CurrentIntent = Callable[[], Intent]
 

@@ -20,9 +20,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, Forbidden, NotFound, Unauthenticated
-from controller.services.common import Actor, Clock, Page
+from controller.services.audit import record_change
+from controller.services.common import Actor, Page
 from controller.store.models import UQ_TOKEN_ACTIVE_NAME, ApiToken
-from controller.store.repositories import audit, tokens
+from controller.store.repositories import tokens
+from controller.types import Clock
 
 TOKEN_PREFIX = "slc_"
 
@@ -167,11 +169,10 @@ def _audit(
     after: dict[str, object] | None,
     at: datetime,
 ) -> None:
-    audit.insert_audit(
-        session=session,
-        request_id=actor.request_id,
-        actor=actor.name,
-        action=action,
+    record_change(
+        session,
+        actor,
+        action,
         resource_type="token",
         resource_id=str(info.id),
         version=None,

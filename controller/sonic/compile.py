@@ -57,7 +57,7 @@ def _digest(value: object) -> str:
 def _queue_classes(classes: Iterable[ServiceClass]) -> list[tuple[int, str, ServiceClass]]:
     """(queue, owner name, class) for every class and PIAS demotion stage. A demotion stage
     runs its own queue with the class's scheduling and ECN mode: PIAS is a multi-level
-    feedback queue over strict priority (seeds/pias-seminar-slides.txt)."""
+    feedback queue over strict priority (PIAS, NSDI 2015)."""
     out: list[tuple[int, str, ServiceClass]] = []
     for service_class in classes:
         out.append((service_class.queue, service_class.name, service_class))
@@ -136,7 +136,7 @@ def _bounds(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> Bou
     """Where the agent may move a dynamic queue's threshold.
 
     DWRR: ``mqecn_bounds`` (floor = the per-queue minimum w_i/sum(w) x K, ceiling = K,
-    seeds/mq-ecn-nsdi16.txt §3.2). STRICT (allowed for DynaQ and HDCQ): a strict queue is
+    MQ-ECN, NSDI 2016 §3.2). STRICT (allowed for DynaQ and HDCQ): a strict queue is
     served at line rate whenever it is backlogged, so its fair share is C and its static
     threshold the standard K; the agent may lower it to one MTU, never to nothing.
     """
@@ -149,7 +149,7 @@ def _bounds(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> Bou
 
 def _static_threshold(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> int:
     """standard: K on every queue; per-queue-minimum: w_i / sum(w) x K, at least one MTU
-    (seeds/mq-ecn-nsdi16.txt §2, Eq. 1 and 2)."""
+    (MQ-ECN, NSDI 2016 §2, Eq. 1 and 2)."""
     if queue.ecn is EcnMode.PER_QUEUE_MINIMUM:
         return per_queue_minimum_bytes(k_bytes, queue.weight, total_weight, floor_bytes=mtu)
     return k_bytes

@@ -5,7 +5,7 @@ the single source for three things: validating what the compiler produced (a com
 fails here, loudly, instead of reaching a switch), the write order of a plan (derived from the
 ``ref`` declarations in ``controller/sonic/order.py``) and which fields the diff compares in
 tables sluice shares with operators. Ranges follow the SONiC YANG models summarised in
-``reference/sonic-gnmi-facts.md`` §1.
+sonic-buildimage ``src/sonic-yang-models/yang-models``.
 """
 
 from __future__ import annotations

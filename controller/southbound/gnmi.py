@@ -50,7 +50,6 @@ from controller.errors import (
     SouthboundUnreachable,
 )
 from controller.policy.models import Switch
-from controller.settings import Settings
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.paths import (
@@ -112,17 +111,6 @@ def session_tls(
     if (cert is None) != (key is None):
         raise ValueError("mutual TLS needs both a client certificate and its key")
     return TlsOptions(root_cert=ca, client_cert=cert, client_key=key, server_name=server_name)
-
-
-def tls_from_settings(settings: Settings) -> TlsOptions | None:
-    """``session_tls`` over the settings (``SLUICE_GNMI_TLS_*``, ``SLUICE_GNMI_INSECURE``)."""
-    return session_tls(
-        insecure=settings.gnmi_insecure,
-        ca=settings.gnmi_tls_ca,
-        cert=settings.gnmi_tls_cert,
-        key=settings.gnmi_tls_key,
-        server_name=settings.gnmi_tls_server_name,
-    )
 
 
 @dataclass(frozen=True)

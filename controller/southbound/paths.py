@@ -1,7 +1,7 @@
 """Plan ops to gNMI paths and JSON_IETF values, and Get answers back to CONFIG_DB. Pure.
 
 Paths use origin ``sonic-db``: ``/CONFIG_DB/localhost/<TABLE>/<key>[/<field>]``
-(reference/sonic-gnmi-facts.md §3.2). The key is one element and keeps its ``|``
+(sonic-gnmi server.go). The key is one element and keeps its ``|``
 (``Ethernet0|3``). Elements here are plain tuples of names; ``gnmi.py`` turns them into
 protobuf paths, so everything in this module can be tested without gRPC.
 

@@ -10,7 +10,6 @@ an ``IntegrityError`` can be mapped back to the rule it broke.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -28,6 +27,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from controller.types import JsonObject
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -42,12 +43,10 @@ UQ_DESIRED_VERSION_SWITCH = "uq_desired_states_version_switch_name"
 UQ_TOKEN_HASH = "uq_api_tokens_token_sha256"
 UQ_TOKEN_ACTIVE_NAME = "uq_api_tokens_active_name"
 
-Json = dict[str, Any]
-
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {Json: JSONB}  # noqa: RUF012 - SQLAlchemy reads this class attribute
+    type_annotation_map = {JsonObject: JSONB}  # noqa: RUF012 - SQLAlchemy reads this class attribute
 
 
 class IntentVersion(Base):
@@ -61,7 +60,7 @@ class IntentVersion(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     number: Mapped[int] = mapped_column(Integer)
-    intent: Mapped[Json]
+    intent: Mapped[JsonObject]
     content_sha256: Mapped[str] = mapped_column(String(64))
     author: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text)
@@ -86,7 +85,7 @@ class DesiredState(Base):
         Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
     )
     switch_name: Mapped[str] = mapped_column(String(63))
-    config: Mapped[Json]
+    config: Mapped[JsonObject]
 
     def __repr__(self) -> str:
         return f"DesiredState(version={self.version}, switch_name={self.switch_name!r})"
@@ -102,7 +101,7 @@ class RunningState(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     switch_name: Mapped[str] = mapped_column(String(63))
-    config: Mapped[Json]
+    config: Mapped[JsonObject]
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     source: Mapped[str] = mapped_column(String(64))
 
@@ -123,8 +122,8 @@ class AuditEntry(Base):
     resource_type: Mapped[str] = mapped_column(String(32))
     resource_id: Mapped[str] = mapped_column(String(128))
     version: Mapped[int | None] = mapped_column(Integer)
-    before: Mapped[Json | None]
-    after: Mapped[Json | None]
+    before: Mapped[JsonObject | None]
+    after: Mapped[JsonObject | None]
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
@@ -238,7 +237,7 @@ class RolloutResult(Base):
     status: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer)
-    detail: Mapped[Json | None] = mapped_column(JSONB)
+    detail: Mapped[JsonObject | None] = mapped_column(JSONB)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -303,19 +302,21 @@ class DriftEvent(Base):
         )
 
 
-# --- host configuration runs through Ansible (revision 0004) ---------------------------------
+# --- host configuration runs through Ansible (revisions 0004, 0005_house) ---------------------
 
 HOST_RUN_MODES = ("plan", "apply")
-HOST_RUN_STATES = ("running", "completed", "halted", "interrupted", "error")
-HOST_RESULT_STATUSES = ("ok", "changed", "failed", "unreachable", "not_run")
+# ``interrupted``: only runs from before revision 0005_house (the worker resumes runs now).
+HOST_RUN_STATES = ("pending", "running", "completed", "halted", "interrupted", "error")
+HOST_RESULT_STATUSES = ("pending", "ok", "changed", "failed", "unreachable", "not_run")
 UQ_HOST_RESULT = "uq_host_results_run_id_host_name"
-# At most one apply runs at a time: two would race each other on the same hosts.
+# At most one apply pending or running at a time: two would race each other on the same hosts.
 UQ_HOST_RUN_ONE_ACTIVE_APPLY = "uq_host_runs_one_active_apply"
 
 
 class HostRun(Base):
     """One ansible-playbook rollout over the hosts of one intent version: a plan (check mode)
-    or an apply in batches with a failure budget. Progress is written after every batch."""
+    or an apply in batches with a failure budget. Recorded by the API as ``pending`` with a
+    ``pending`` result per host; the worker runs it, writing progress after every batch."""
 
     __tablename__ = "host_runs"
     __table_args__ = (
@@ -328,7 +329,7 @@ class HostRun(Base):
             UQ_HOST_RUN_ONE_ACTIVE_APPLY,
             "mode",
             unique=True,
-            postgresql_where=text("state = 'running' AND mode = 'apply'"),
+            postgresql_where=text("state IN ('pending', 'running') AND mode = 'apply'"),
         ),
     )
 
@@ -346,9 +347,6 @@ class HostRun(Base):
     failures: Mapped[int] = mapped_column(Integer)
     requested_by: Mapped[str] = mapped_column(String(128))
     request_id: Mapped[str] = mapped_column(String(64))
-    # "<hostname>:<pid>" of the API process running it, so a restarted process can tell
-    # its own dead runs from another replica's live ones.
-    owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -371,8 +369,8 @@ class HostRunResult(Base):
     host_name: Mapped[str] = mapped_column(String(63))
     batch: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))
-    changed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
-    failed_tasks: Mapped[list[Json]] = mapped_column(JSONB)
+    changed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    failed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
     message: Mapped[str | None] = mapped_column(Text)
     recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
@@ -381,3 +379,26 @@ class HostRunResult(Base):
             f"HostRunResult(run_id={self.run_id}, host_name={self.host_name!r}, "
             f"status={self.status!r})"
         )
+
+
+RECONCILE_REQUEST_STATES = ("pending", "done")
+
+
+class ReconcileRequest(Base):
+    """An operator's "reconcile every switch now", recorded by the API and answered by the
+    worker with one pass (revision 0005_house)."""
+
+    __tablename__ = "reconcile_requests"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", RECONCILE_REQUEST_STATES), name="state_known"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16))
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_id: Mapped[str] = mapped_column(String(64))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"ReconcileRequest(id={self.id}, state={self.state!r})"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.hosts import netns
+from lab import netns
 
 
 def _require_root() -> None:

@@ -12,18 +12,17 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
 from api.main import create_app
-from controller.hosts import netns
-from controller.hosts.config import HostsConfig
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
+from controller.settings import HostsSettings, Settings
+from lab import netns
 from tests.e2e.playbook import root_qdisc
-from tests.e2e.test_hosts_controller import e2e_intent
 from tests.integration.ansible.conftest import Operator, operator_env
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
+from tests.support.namespaced_hosts import e2e_intent
+from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.e2e
 
@@ -55,17 +54,17 @@ def fabric() -> Iterator[netns.Fabric]:
 
 @pytest.fixture
 def operator(fabric: netns.Fabric, db_url: str, tmp_path: Path) -> Iterator[Operator]:
-    config = HostsConfig(
+    config = HostsSettings(
         command_prefix=tuple(fabric.control_exec([])),
         ssh_common_args=" ".join(fabric.ssh_options()),
         control_path_dir=fabric.workdir / "cp",
         workdir=tmp_path / "host-runs",
     )
-    app = create_app(
-        Settings(database_url=SecretStr(db_url)), clock=StepClock(), hosts_config=config
-    )
+    # The API records host runs; the worker runs them (over SSH into the namespaces).
+    settings = Settings.for_database(db_url, hosts=config)
+    app = create_app(settings, clock=StepClock())
     token = issue_token(db_url, AccessRole.OPERATOR, "ansible-hosts")
-    with served(app) as url:
+    with running_worker(settings), served(app) as url:
         answer = httpx.put(
             f"{url}/api/v1/intent",
             json={"intent": e2e_intent(fabric), "reason": "e2e"},

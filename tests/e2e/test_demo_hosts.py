@@ -24,8 +24,10 @@ import httpx
 import pytest
 import yaml
 
-from controller.demo_common import stop_process
-from controller.demo_hosts import (
+from controller.services.tokens import AccessRole
+from lab import netns
+from lab.demo_common import stop_process
+from lab.demo_hosts import (
     EXAMPLE_INTENT,
     FABRIC_RECORD,
     HostDemoError,
@@ -36,9 +38,7 @@ from controller.demo_hosts import (
     intent_host_names,
     point_intent_at_namespaces,
 )
-from controller.hosts import netns
-from controller.services.tokens import AccessRole
-from controller.store.localpg import free_port
+from lab.localpg import free_port
 from tests.integration.conftest import issue_token
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +48,7 @@ BIN = Path(sys.executable).parent
 # RFC 2597 AF41 = 34.
 NFT_DSCP_NAMES = {"cs6": 48, "ef": 46, "af41": 34}
 TC_UNITS = {"bit": 1, "Kbit": 10**3, "Mbit": 10**6, "Gbit": 10**9}
-# The example intent's QJUMP level 7 (seeds/qjump-nsdi15.txt §3.1: epoch = 2nP/R + eps):
+# The example intent's QJUMP level 7 (QJUMP, NSDI 2015 §3.1: epoch = 2nP/R + eps):
 # n = 16, P = 256 B = 2048 bit, R = 25 Gb/s, eps = 4 us -> epoch = 2 x 16 x 2048 / 25e9 s
 # + 4 us = 2.62144 us + 4 us = 6.62144 us; f_7 = 1 -> 2048 bit / 6.62144 us = 309.298 Mbit/s.
 LEVEL7_BPS = 2048 / 6.62144e-6
@@ -189,6 +189,7 @@ def story(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         namespaces = [h.netns for h in hosts.fabric.hosts] + [hosts.fabric.layout.control_netns]
         with api_process(module_db_url, hosts.env, run_dir / "api.log") as url:
             env = {**os.environ, "SLUICE_API_URL": url, "SLUICE_API_TOKEN": token}
+            env["DATABASE_URL"] = module_db_url  # the step starts the worker over it
             # The demo applies the example intent (hosts at 10.0.x.y) before this step.
             transcript.run([str(BIN / "sluice"), "apply", "-f", str(EXAMPLE_INTENT),
                             "--reason", "test: the demo's first step"], env)  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.hosts import netns
+from lab import netns
 from tests.e2e.playbook import htb_classes, nft_ruleset, root_qdisc, run_site, sysctl
 
 pytestmark = pytest.mark.e2e

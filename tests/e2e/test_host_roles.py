@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.hosts import netns
+from lab import netns
 from tests.e2e.playbook import (
     PlaybookRun,
     htb_classes,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.hosts import netns
+from lab import netns
 from tests.e2e.playbook import htb_classes, run_site
 
 pytestmark = pytest.mark.e2e

@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import create_engine, pool, select
 
 from api.main import create_app
-from controller.hosts import netns
-from controller.hosts.config import HostsConfig
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
+from controller.settings import HostsSettings, Settings
 from controller.store.models import HostRunResult
+from lab import netns
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
 from tests.integration.conftest import StepClock, issue_token, put_intent
-from tests.integration.test_api_host_runs import finished
+from tests.support.host_runs import finished
+from tests.support.namespaced_hosts import e2e_intent
+from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.e2e
 
@@ -37,42 +37,6 @@ HOSTS = ["h1", "h2", "h3"]
 # RFC 2597 AF41 = 34).
 NFT_DSCP_NAMES = {"cs6": 48, "ef": 46, "af41": 34, "cs1": 8}
 TC_UNITS = {"bit": 1, "Kbit": 10**3, "Mbit": 10**6, "Gbit": 10**9}
-
-
-def e2e_intent(fabric: netns.Fabric) -> dict[str, Any]:
-    """Hosts are the fabric's namespaces (1 Gb/s veths); QJUMP numbers chosen to be round:
-    n = 8, P = 250 B, R = 1 Gb/s, eps = 8 us -> epoch = 2 x 8 x 2000 bit / 1e9 + 8 us
-    = 32 us + 8 us = 40 us; level 7 (f = 1): 2000 bit / 40 us = 50 Mbit/s, burst 250 B;
-    level 4 (f = 2): 100 Mbit/s, burst 500 B; level 0 (no factor): the 1 Gbit/s line rate."""
-    key = f"file:{fabric.client_key}"
-    return {
-        "fabric": {
-            "base_rtt_us": 40,
-            "port_buffer_bytes": 2_000_000,
-            "qjump": {"hosts": 8, "packet_bytes": 250, "epsilon_us": 8, "factors": {7: 1, 4: 2}},
-            # reno: inside a network namespace only tcp_allowed_congestion_control is accepted
-            # (reno and bbr here), and a fresh namespace starts on bbr, so this is a change
-            "host_transport": {"congestion_control": "reno"},
-        },
-        "hosts": [
-            {"name": h.name, "address": h.address, "nic_gbps": 1, "ssh": {"key_ref": key}}
-            for h in fabric.hosts
-        ],
-        "service_classes": [
-            {"name": "control", "dscp": [48], "queue": 7, "scheduling": {"type": "STRICT"},
-             "ecn": "off", "qjump_level": 7,
-             "hosts_match": {"protocol": "udp", "dports": [5405]}},
-            {"name": "rpc", "dscp": [46], "queue": 6, "scheduling": {"type": "STRICT"},
-             "pias": {"workload": "websearch", "load": 0.6,
-                      "demotions": [{"dscp": 34, "queue": 5}]},
-             "hosts_match": {"protocol": "tcp", "dports": [8080]}},
-            {"name": "storage", "dscp": [10], "queue": 3,
-             "scheduling": {"type": "DWRR", "weight": 50}},
-            {"name": "bulk", "dscp": [8], "queue": 1,
-             "scheduling": {"type": "STRICT"}, "ecn": "off", "qjump_level": 4,
-             "hosts_match": {"uid": 4242}},
-        ],
-    }  # fmt: skip
 
 
 def snapshot(fabric: netns.Fabric, host: str) -> dict[str, Any]:
@@ -111,7 +75,7 @@ def fabric() -> Iterator[netns.Fabric]:
 def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    config = HostsConfig(
+    config = HostsSettings(
         command_prefix=tuple(fabric.control_exec([])),
         ssh_common_args=" ".join(fabric.ssh_options()),
         control_path_dir=fabric.workdir / "cp",
@@ -121,10 +85,9 @@ def story(
         role.value: {"Authorization": f"Bearer {issue_token(module_db_url, role)}"}
         for role in AccessRole
     }
-    app = create_app(
-        Settings(database_url=SecretStr(module_db_url)), clock=StepClock(), hosts_config=config
-    )
-    with TestClient(app) as client:
+    settings = Settings.for_database(module_db_url, hosts=config)
+    app = create_app(settings, clock=StepClock())
+    with running_worker(settings), TestClient(app) as client:
         assert put_intent(client, auth["operator"], e2e_intent(fabric), 0).status_code == 201
         before = {h: snapshot(fabric, h) for h in HOSTS}
         planned = client.post("/api/v1/hosts/plan", headers=auth["operator"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.hosts import netns
+from lab import netns
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,7 @@ def _running(pid: int) -> bool:
 
 
 def test_command_line_brings_a_fabric_up_and_another_process_tears_it_down() -> None:
-    command = [sys.executable, "-m", "controller.hosts.netns"]
+    command = [sys.executable, "-m", "lab.netns"]
     up = subprocess.run([*command, "up", "2", "--names", "web,db"], capture_output=True, text=True)
     assert up.returncode == 0, up.stderr
     report = json.loads(up.stdout)

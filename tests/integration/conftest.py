@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.services.common import Actor
@@ -18,6 +18,7 @@ from controller.services.tokens import AccessRole, TokenService
 from controller.settings import Settings
 from controller.store.db import make_engine, make_sessions
 from tests.integration.served import served
+from tests.support.worker import running_worker
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -81,8 +82,12 @@ def issue_token(db_url: str, role: AccessRole, name: str | None = None) -> str:
         engine.dispose()
 
 
-def _client(db_url: str) -> TestClient:
-    return TestClient(create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock()))
+@contextmanager
+def _client(db_url: str) -> Iterator[TestClient]:
+    """The app and, beside it, the worker that does what the app records."""
+    settings = Settings.for_database(db_url)
+    with running_worker(settings), TestClient(create_app(settings, clock=StepClock())) as client:
+        yield client
 
 
 def _auth_headers(db_url: str) -> dict[str, dict[str, str]]:
@@ -133,6 +138,6 @@ def put_intent(
 @pytest.fixture
 def live_api_url(db_url: str) -> Iterator[str]:
     """The app served by uvicorn in a thread on 127.0.0.1 (a free port); stopped after."""
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with served(app) as url:
         yield url

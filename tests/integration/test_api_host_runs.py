@@ -9,95 +9,43 @@ hosts is tests/e2e/test_hosts_controller.py.
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.errors import Conflict
-from controller.hosts.config import HostsConfig
-from controller.services.common import Actor
-from controller.services.hosts_rollout import HostRolloutService
-from controller.settings import Settings
+from controller.hosts.runner import HostResult
+from controller.rollout.ansible import AnsibleBatches
+from controller.rollout.hosts import HostRunRunner, HostRunState
+from controller.services.common import Actor, WorkerWait
+from controller.services.host_runs import HostRunService
+from controller.settings import HostsSettings, Settings
 from controller.store.db import make_engine, make_sessions
-from controller.store.repositories import host_runs
-from controller.store.repositories.host_runs import NewHostRun
-from tests.integration.conftest import T0, StepClock, put_intent, small_intent
-
-REPO = Path(__file__).resolve().parents[2]
-LOCAL_PLAY = REPO / "tests" / "unit" / "hosts" / "playbooks" / "local_batch.yml"
-HOSTS = ["host1", "host2", "host3", "host4"]
-
-
-def four_host_intent() -> dict[str, Any]:
-    intent = small_intent()
-    intent["hosts"] = [
-        {"name": name, "address": f"10.0.1.{11 + i}", "nic_gbps": 25}
-        for i, name in enumerate(HOSTS)
-    ]
-    return intent
-
-
-def local_config(tmp_path: Path, **inventory_vars: Any) -> HostsConfig:
-    """The test play as site.yml, the sluice.fabric.events callback enabled (the runner puts
-    the collection on the path), local connection."""
-    playbooks = tmp_path / "playbooks"
-    playbooks.mkdir()
-    shutil.copy(LOCAL_PLAY, playbooks / "site.yml")
-    (playbooks / "ansible.cfg").write_text(
-        "[defaults]\n"
-        "gathering = explicit\n"
-        "retry_files_enabled = false\n"
-        "callbacks_enabled = sluice.fabric.events\n"
-    )
-    return HostsConfig(
-        playbook_dir=playbooks,
-        workdir=tmp_path / "runs",
-        inventory_vars={"ansible_connection": "local", "check_vars": True, **inventory_vars},
-    )
+from controller.store.host_run_store import SqlHostRunStore
+from tests.integration.conftest import StepClock, put_intent
+from tests.support.host_runs import HOSTS, finished, four_host_intent, local_config
+from tests.support.worker import running_worker
 
 
 @pytest.fixture
 def hosts_app(db_url: str, tmp_path: Path, auth: Any) -> Iterator[Callable[..., TestClient]]:
-    clients: list[TestClient] = []
 
-    def make(**inventory_vars: Any) -> TestClient:
-        app = create_app(
-            Settings(database_url=SecretStr(db_url)),
-            clock=StepClock(),
-            hosts_config=local_config(tmp_path, **inventory_vars),
-        )
-        client = TestClient(app)
-        client.__enter__()
-        clients.append(client)
-        assert put_intent(client, auth["operator"], four_host_intent(), 0).status_code == 201
-        return client
+    with ExitStack() as stack:
 
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+        def make(**inventory_vars: Any) -> TestClient:
+            hosts = local_config(tmp_path, **inventory_vars)
+            settings = Settings.for_database(db_url, hosts=hosts)
+            stack.enter_context(running_worker(settings))
+            client = stack.enter_context(TestClient(create_app(settings, clock=StepClock())))
+            assert put_intent(client, auth["operator"], four_host_intent(), 0).status_code == 201
+            return client
 
-
-def finished(
-    client: TestClient, headers: dict[str, str], run_id: int, hang_guard_s: float = 300
-) -> dict[str, Any]:
-    """Poll the run until it leaves ``running`` (a hang guard, not a timing assertion)."""
-    deadline = time.monotonic() + hang_guard_s
-    while True:
-        run: dict[str, Any] = client.get(f"/api/v1/hosts/runs/{run_id}", headers=headers).json()
-        if run["state"] != "running":
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.2)
+        yield make
 
 
 def statuses(run: dict[str, Any]) -> dict[str, tuple[int, str]]:
@@ -200,13 +148,13 @@ def test_an_intent_with_a_dscp_clash_never_reaches_ansible(
     assert client.get("/api/v1/hosts/runs", headers=auth["viewer"]).json()["total"] == 0
 
 
-# --- the service itself: one apply at a time, stale runs ------------------------------------
+# --- the service and the worker's runner, without the API -----------------------------------
 
 
 @pytest.fixture
-def service_parts(db_url: str, tmp_path: Path, auth: Any) -> Iterator[tuple[Any, HostsConfig]]:
+def service_parts(db_url: str, tmp_path: Path, auth: Any) -> Iterator[tuple[Any, HostsSettings]]:
     # ``auth`` stores an intent-free database's tokens; the intent comes through the API.
-    app = create_app(Settings(database_url=SecretStr(db_url)), clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with TestClient(app) as client:
         assert put_intent(client, auth["operator"], four_host_intent(), 0).status_code == 201
     engine = make_engine(db_url, pool_size=2)
@@ -216,64 +164,53 @@ def service_parts(db_url: str, tmp_path: Path, auth: Any) -> Iterator[tuple[Any,
         engine.dispose()
 
 
-def test_a_second_apply_while_one_runs_is_a_conflict(service_parts: Any) -> None:
+def runner_over(sessions: Any, config: HostsSettings, ran: list[str]) -> HostRunRunner:
+    """A fresh worker-side runner (as a restarted worker builds one); ``ran`` collects the
+    hosts of every batch Ansible was started for."""
+    store = SqlHostRunStore(sessions, clock=StepClock())
+    ansible = AnsibleBatches(config, store.intent)
+
+    def run_batch(run: HostRunState, hosts: Sequence[str], batch: int) -> list[HostResult]:
+        ran.extend(hosts)
+        return ansible(run, hosts, batch)
+
+    return HostRunRunner(store, run_batch)
+
+
+def test_a_second_apply_while_one_is_pending_is_a_conflict(service_parts: Any) -> None:
     sessions, config = service_parts
-    held: list[threading.Thread] = []
-
-    def hold(work: Callable[[], None]) -> threading.Thread:
-        # The first run's thread is made but not started yet, so the run stays ``running``.
-        thread = threading.Thread(target=work)
-        held.append(thread)
-        return thread
-
-    service = HostRolloutService(sessions, clock=StepClock(), config=config, spawn=hold)
+    service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
     actor = Actor(name="op", request_id="r1")
     first = service.start_apply(actor=actor)
-    assert first.state == "running"
-    # Owned by this very pid, but this service runs it: not taken for a dead run.
-    assert service.interrupt_stale() == []
+    assert first.state == "pending"
+    assert first.counts == {"pending": 4}
     with pytest.raises(Conflict):
         service.start_apply(actor=actor)
-    held[0].start()
-    held[0].join(300)
+    ran: list[str] = []
+    while runner_over(sessions, config, ran).run_once():
+        pass
     assert service.run(first.id).state == "completed"
-    # Once it has finished, the next apply may start.
-    second = service.start_apply(actor=actor)
-    held[1].start()
-    held[1].join(300)
-    assert service.run(second.id).state == "completed"
+    # Once it has finished, the next apply may be recorded.
+    assert service.start_apply(actor=actor).state == "pending"
 
 
-def test_runs_of_a_dead_process_are_interrupted_before_an_apply(service_parts: Any) -> None:
+def test_a_run_resumes_with_the_hosts_not_yet_done_each_host_once(service_parts: Any) -> None:
     sessions, config = service_parts
-    me = f"{socket.gethostname()}:{os.getpid()}"
-    runs = {
-        # this pid, not run by this service: a previous life of the process (container pid 1);
-        # an apply, so without the clean-up every later apply would be a conflict
-        "mine": ("apply", me),
-        "dead": ("plan", f"{socket.gethostname()}:{2**22 + 7}"),  # above pid_max: never alive
-        "replica": ("plan", "another-machine:1"),
-    }
-    ids = {}
-    with sessions.begin() as session:
-        for label, (mode, owner) in runs.items():
-            new = NewHostRun(
-                mode=mode,
-                intent_version=1,
-                hosts=HOSTS,
-                batch_size=4,
-                failure_budget=0,
-                batches_total=1,
-                requested_by="op",
-                request_id=label,
-                owner=owner,
-                started_at=T0,
-            )
-            ids[label] = host_runs.create_run(session=session, run=new).id
-    service = HostRolloutService(sessions, clock=StepClock(), config=config)
-    started = service.start_apply(actor=Actor(name="op", request_id="r2"))
-    service.wait(300)
-    assert service.run(started.id).state == "completed"
-    assert service.run(ids["mine"]).state == "interrupted"
-    assert service.run(ids["dead"]).state == "interrupted"
-    assert service.run(ids["replica"]).state == "running"
+    service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
+    run = service.start_apply(actor=Actor(name="op", request_id="r1"), batch_size=1)
+    ran: list[str] = []
+    first = runner_over(sessions, config, ran)
+    assert first.step(run.id)  # pending -> running
+    assert first.step(run.id)  # batch 1: host1
+    assert first.step(run.id)  # batch 2: host2
+    # The worker stops here; a new one (a new runner, a new store) takes over.
+    assert service.run(run.id).counts == {"ok": 2, "pending": 2}
+    second = runner_over(sessions, config, ran)
+    while second.run_once():
+        pass
+    done = service.run(run.id)
+    assert done.state == "completed"
+    assert ran == HOSTS  # every host exactly once, in order
+    assert [(r.host, r.batch, r.status) for r in done.results] == [
+        (host, n, "ok") for n, host in enumerate(HOSTS, start=1)
+    ]

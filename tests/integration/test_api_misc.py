@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 import controller.errors as errors_module
 from api.errors import STATUS_OF, field_of, status_of
 from api.main import create_app
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
-from controller.settings import Settings
+from controller.settings import DatabaseSettings, Settings
 
 
 def test_healthz_needs_no_token_and_reports_the_database(module_client: TestClient) -> None:
@@ -27,7 +26,7 @@ def test_healthz_is_503_when_the_database_is_gone() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/nothing"
-    with TestClient(create_app(Settings(database_url=SecretStr(url)))) as client:
+    with TestClient(create_app(Settings.for_database(url))) as client:
         response = client.get("/healthz")
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
@@ -36,7 +35,7 @@ def test_healthz_is_503_when_the_database_is_gone() -> None:
 
 def test_the_app_refuses_to_start_without_a_database_url() -> None:
     with pytest.raises(ValueError, match="DATABASE_URL"):
-        create_app(Settings(database_url=None))
+        create_app(Settings(database=DatabaseSettings(url=None)))
 
 
 def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) -> None:

@@ -10,12 +10,12 @@ from fastapi.testclient import TestClient
 
 from controller.policy.loader import parse_intent
 from controller.services.plans import PlanService
-from controller.services.snapshots import decode_config, decode_fleet
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import apply_plan
 from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import intents
+from controller.store.snapshots import decode_config, decode_fleet
 from tests.integration.conftest import StepClock, put_intent, small_intent
 
 

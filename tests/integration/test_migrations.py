@@ -19,6 +19,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     # 0004: host configuration runs
     "host_runs",
     "host_results",
+    # 0005_house: an operator's reconcile-now, answered by the worker
+    "reconcile_requests",
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.settings import Settings
+from controller.settings import env_names
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -70,14 +70,16 @@ def project_scripts() -> set[str]:
     return set(pyproject["project"]["scripts"])
 
 
+def example_credential_variables() -> set[str]:
+    """The environment variables examples/intent.yaml's ``env:`` credential references name."""
+    intent = yaml.safe_load((ROOT / "examples" / "intent.yaml").read_text())
+    refs = [switch.get("credential_ref", "") for switch in intent.get("switches", [])]
+    return {ref.removeprefix("env:") for ref in refs if ref.startswith("env:")}
+
+
 def settings_env_names() -> set[str]:
-    """Environment variables ``controller.settings.Settings`` reads (prefix or alias)."""
-    prefix = str(Settings.model_config.get("env_prefix", ""))
-    names = set()
-    for name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        names.add(alias if isinstance(alias, str) else f"{prefix}{name}".upper())
-    return names
+    """Environment variables the ``controller.settings.Settings`` tree reads."""
+    return env_names()
 
 
 # --- Dockerfiles -------------------------------------------------------------------------------
@@ -160,9 +162,15 @@ def test_dockerfiles_install_from_the_lock_without_dev_tools_and_run_as_non_root
 
 def check_runnable(words: list[str], *, subcommand: bool) -> None:
     """``words`` start a program the image has: a pyproject script (whose subcommand, when
-    ``subcommand``, answers ``--help``) or ``python -m <package with __main__.py>``."""
+    ``subcommand``, answers ``--help``) or ``python -m <package with __main__.py, or module
+    with a __main__ block>``."""
     if words[:2] == ["python", "-m"]:
-        main_module = ROOT / words[2].replace(".", "/") / "__main__.py"
+        base = ROOT / words[2].replace(".", "/")
+        module = base.with_suffix(".py")
+        if module.is_file():
+            assert 'if __name__ == "__main__":' in module.read_text(), f"{module}: no __main__"
+            return
+        main_module = base / "__main__.py"
         assert main_module.is_file(), f"python -m {words[2]}: no {main_module}"
         return
     assert words[0] in project_scripts(), f"{words[0]} is not a [project.scripts] entry"
@@ -333,7 +341,9 @@ def test_database_url_points_at_the_postgres_service_with_its_credentials(servic
 
 
 def test_sluice_variables_are_settings_the_app_reads(services):
-    known = settings_env_names()
+    # Besides the settings: the gNMI password the example intent's credential_ref names
+    # (env:SLUICE_GNMI_PASSWORD), which the worker resolves from its environment.
+    known = settings_env_names() | example_credential_variables()
     assert "DATABASE_URL" in known
     for name, service in services.items():
         for key in service.get("environment", {}):

@@ -6,7 +6,7 @@ values shares one profile: a 64-port switch gets a handful, not 512. Dynamic que
 HDCQ, DynaQ) get their own ``SLUICE_Q_<port>_<queue>`` profile whose thresholds the on-switch
 agent rewrites at run time; the compiler writes the static fallback as the start value.
 
-Marking is DCTCP-style step marking (seeds/mq-ecn-nsdi16.txt §2: mark when the instantaneous
+Marking is DCTCP-style step marking (MQ-ECN, NSDI 2016 §2: mark when the instantaneous
 queue exceeds K): min = max = K, so the marking probability jumps from 0 to the configured
 maximum at K instead of ramping. qosorch sets SAI_WRED_ATTR_WEIGHT = 0 (facts §5.2), so the
 switch compares the instantaneous queue, not an average, as DCTCP wants. All three colours get

@@ -7,8 +7,9 @@ from datetime import datetime
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from controller.store.models import AuditEntry, Json
+from controller.store.models import AuditEntry
 from controller.store.repositories.paging import page_of
+from controller.types import JsonObject
 
 
 def insert_audit(
@@ -20,8 +21,8 @@ def insert_audit(
     resource_type: str,
     resource_id: str,
     version: int | None,
-    before: Json | None,
-    after: Json | None,
+    before: JsonObject | None,
+    after: JsonObject | None,
     at: datetime,
 ) -> AuditEntry:
     row = AuditEntry(

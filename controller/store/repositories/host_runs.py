@@ -1,16 +1,22 @@
-"""Host runs (Ansible plan/apply over the hosts) and their per-host results."""
+"""Host runs (Ansible plan/apply over the hosts) and their per-host results.
+
+A run is recorded ``pending`` with one ``pending`` result per host, in its batch; the worker
+moves it to ``running``, fills the results batch by batch and finishes it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from controller.store.models import HostRun, HostRunResult, Json
+from controller.store.models import HostRun, HostRunResult
 from controller.store.repositories.paging import page_of
+from controller.types import JsonObject
+
+RUNNABLE_STATES = ("pending", "running")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +24,12 @@ class NewHostRun:
     mode: str
     intent_version: int
     hosts: list[str]
+    batches: list[tuple[str, int]]  # (host, batch) in run order
     batch_size: int
     failure_budget: int
     batches_total: int
     requested_by: str
     request_id: str
-    owner: str
     started_at: datetime
 
 
@@ -32,16 +38,17 @@ class HostResultRow:
     host_name: str
     batch: int
     status: str
-    changed_tasks: list[Json]
-    failed_tasks: list[Json]
+    changed_tasks: list[JsonObject]
+    failed_tasks: list[JsonObject]
     message: str | None
 
 
 def create_run(*, session: Session, run: NewHostRun) -> HostRun:
-    """A run in state ``running``; a second running apply breaks the partial unique index."""
+    """A run in state ``pending`` with a pending result per host; a second apply pending or
+    running breaks the partial unique index."""
     row = HostRun(
         mode=run.mode,
-        state="running",
+        state="pending",
         intent_version=run.intent_version,
         hosts=list(run.hosts),
         batch_size=run.batch_size,
@@ -51,12 +58,25 @@ def create_run(*, session: Session, run: NewHostRun) -> HostRun:
         failures=0,
         requested_by=run.requested_by,
         request_id=run.request_id,
-        owner=run.owner,
         message=None,
         started_at=run.started_at,
         finished_at=None,
     )
     session.add(row)
+    session.flush()
+    session.add_all(
+        HostRunResult(
+            run_id=row.id,
+            host_name=host,
+            batch=batch,
+            status="pending",
+            changed_tasks=[],
+            failed_tasks=[],
+            message=None,
+            recorded_at=run.started_at,
+        )
+        for host, batch in run.batches
+    )
     session.flush()
     return row
 
@@ -71,19 +91,18 @@ def record_batch(
     recorded_at: datetime,
 ) -> None:
     """One batch's host results and the run's progress, in the caller's transaction."""
-    session.add_all(
-        HostRunResult(
-            run_id=run_id,
-            host_name=r.host_name,
-            batch=r.batch,
-            status=r.status,
-            changed_tasks=r.changed_tasks,
-            failed_tasks=r.failed_tasks,
-            message=r.message,
-            recorded_at=recorded_at,
+    for r in results:
+        session.execute(
+            update(HostRunResult)
+            .where(HostRunResult.run_id == run_id, HostRunResult.host_name == r.host_name)
+            .values(
+                status=r.status,
+                changed_tasks=r.changed_tasks,
+                failed_tasks=r.failed_tasks,
+                message=r.message,
+                recorded_at=recorded_at,
+            )
         )
-        for r in results
-    )
     session.execute(
         update(HostRun)
         .where(HostRun.id == run_id)
@@ -92,13 +111,30 @@ def record_batch(
     session.flush()
 
 
-def finish_run(
-    *, session: Session, run_id: int, state: str, message: str | None, finished_at: datetime
-) -> None:
-    session.execute(
+def set_state(
+    *,
+    session: Session,
+    run_id: int,
+    state: str,
+    expected: Collection[str],
+    message: str | None = None,
+    finished_at: datetime | None = None,
+) -> bool:
+    """Compare-and-set: move to ``state`` only from one of ``expected``."""
+    statement = (
         update(HostRun)
-        .where(HostRun.id == run_id)
+        .where(HostRun.id == run_id, HostRun.state.in_(list(expected)))
         .values(state=state, message=message, finished_at=finished_at)
+    )
+    return bool(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+
+def skip_pending(*, session: Session, run_id: int, message: str, at: datetime) -> None:
+    """The hosts a halted run did not reach: ``not_run``."""
+    session.execute(
+        update(HostRunResult)
+        .where(HostRunResult.run_id == run_id, HostRunResult.status == "pending")
+        .values(status="not_run", message=message, recorded_at=at)
     )
 
 
@@ -122,5 +158,7 @@ def list_runs(*, session: Session, limit: int, offset: int) -> tuple[list[HostRu
     return page_of(session=session, query=select(HostRun), order=order, limit=limit, offset=offset)
 
 
-def running_runs(*, session: Session) -> list[HostRun]:
-    return list(session.scalars(select(HostRun).where(HostRun.state == "running")))
+def runnable_ids(*, session: Session) -> list[int]:
+    """Runs the worker has yet to finish, oldest first."""
+    query = select(HostRun.id).where(HostRun.state.in_(RUNNABLE_STATES)).order_by(HostRun.id)
+    return list(session.scalars(query))

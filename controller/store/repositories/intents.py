@@ -9,8 +9,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from controller.store.db import INTENT_WRITE_LOCK_KEY
-from controller.store.models import DesiredState, IntentVersion, Json
+from controller.store.models import DesiredState, IntentVersion
 from controller.store.repositories.paging import page_of
+from controller.types import JsonObject
 
 
 def lock_intent_writes(*, session: Session) -> None:
@@ -49,7 +50,7 @@ def insert_version(
     *,
     session: Session,
     number: int,
-    intent: Json,
+    intent: JsonObject,
     content_sha256: str,
     author: str,
     reason: str,
@@ -68,7 +69,9 @@ def insert_version(
     return row
 
 
-def insert_desired_states(*, session: Session, version: int, configs: Mapping[str, Json]) -> None:
+def insert_desired_states(
+    *, session: Session, version: int, configs: Mapping[str, JsonObject]
+) -> None:
     session.add_all(
         DesiredState(version=version, switch_name=name, config=config)
         for name, config in configs.items()
@@ -78,7 +81,7 @@ def insert_desired_states(*, session: Session, version: int, configs: Mapping[st
 
 def desired_states(
     *, session: Session, version: int, switches: Collection[str] | None = None
-) -> dict[str, Json]:
+) -> dict[str, JsonObject]:
     """Switch name -> ``{"TABLE|key": fields}`` at ``version`` (only ``switches`` if given)."""
     query = select(DesiredState.switch_name, DesiredState.config).where(
         DesiredState.version == version

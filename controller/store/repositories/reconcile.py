@@ -6,11 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from controller.store.models import DriftEvent, ReconcileRun
+from controller.store.models import DriftEvent, ReconcileRequest, ReconcileRun
 from controller.store.repositories.paging import page_of
 
 
@@ -94,3 +94,32 @@ def last_runs(*, session: Session) -> list[ReconcileRun]:
         .order_by(ReconcileRun.switch_name, ReconcileRun.started_at.desc(), ReconcileRun.id.desc())
     )
     return list(session.scalars(query))
+
+
+def insert_request(
+    *, session: Session, requested_by: str, request_id: str, at: datetime
+) -> ReconcileRequest:
+    row = ReconcileRequest(
+        state="pending", requested_by=requested_by, request_id=request_id, requested_at=at
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def pending_request_ids(*, session: Session) -> list[int]:
+    query = select(ReconcileRequest.id).where(ReconcileRequest.state == "pending")
+    return list(session.scalars(query.order_by(ReconcileRequest.id)))
+
+
+def finish_requests(*, session: Session, ids: Iterable[int], at: datetime) -> None:
+    session.execute(
+        update(ReconcileRequest)
+        .where(ReconcileRequest.id.in_(list(ids)))
+        .values(state="done", finished_at=at)
+    )
+
+
+def request_state(*, session: Session, request_id: int) -> str | None:
+    row = session.get(ReconcileRequest, request_id)
+    return None if row is None else row.state

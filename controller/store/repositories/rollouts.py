@@ -10,8 +10,9 @@ from sqlalchemy import case, func, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from controller.store.models import Json, Rollout, RolloutResult
+from controller.store.models import Rollout, RolloutResult
 from controller.store.repositories.paging import page_of
+from controller.types import JsonObject
 
 # A transaction-scoped advisory lock serialising rollout starts (ASCII of "rollout").
 ROLLOUT_START_LOCK_KEY = 0x726F6C6C6F7574
@@ -144,7 +145,7 @@ def record_result(
     switch_name: str,
     status: str,
     reason: str | None,
-    detail: Json | None,
+    detail: JsonObject | None,
     started_at: datetime,
     finished_at: datetime,
 ) -> None:

@@ -9,11 +9,12 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from controller.store.models import Json, RunningState
+from controller.store.models import RunningState
+from controller.types import JsonObject
 
 
 def record_running_state(
-    *, session: Session, switch_name: str, config: Json, recorded_at: datetime, source: str
+    *, session: Session, switch_name: str, config: JsonObject, recorded_at: datetime, source: str
 ) -> RunningState:
     row = RunningState(
         switch_name=switch_name, config=config, recorded_at=recorded_at, source=source
@@ -25,7 +26,7 @@ def record_running_state(
 
 def latest_running_states(
     *, session: Session, switches: Collection[str] | None = None
-) -> dict[str, Json]:
+) -> dict[str, JsonObject]:
     """Switch name -> the newest recorded config; switches never recorded are absent."""
     query = (
         select(RunningState.switch_name, RunningState.config)

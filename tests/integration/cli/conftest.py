@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.settings import Settings
@@ -17,6 +16,6 @@ from tests.integration.served import served
 @pytest.fixture
 def cli(db_url: str) -> Iterator[Cli]:
     tokens = issue_tokens(db_url)
-    api = create_app(Settings(database_url=SecretStr(db_url)))
+    api = create_app(Settings.for_database(db_url))
     with served(api) as url:
         yield Cli(base_url=url, db_url=db_url, tokens=tokens)

@@ -19,13 +19,14 @@ from controller.errors import NotFound
 from controller.policy.loader import dump_intent
 from controller.policy.models import Intent
 from controller.reconcile.access import GnmiAccess
-from controller.reconcile.rollout import RolloutRunner
+from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
-from controller.services.rollouts import RolloutService, SqlRolloutStore
+from controller.services.rollouts import RolloutService
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from controller.store.db import make_engine, make_sessions
+from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
 from tests.integration.southbound import conftest as southbound
 from tests.integration.southbound.conftest import USERNAME, Fabric

@@ -3,15 +3,17 @@ in-process (standing in for the worker) and real virtual switches behind both.""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.policy.loader import dump_intent
+from controller.services.reconcile import ReconcileService
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
 from tests.integration.conftest import StepClock, issue_token, put_intent
@@ -27,13 +29,31 @@ def api(
 ) -> Iterator[TestClient]:
     # The app resolves env: credential references from its process environment.
     monkeypatch.setenv("SLUICE_GNMI_PASSWORD", controller.fabric.password)
-    tls = controller.fabric.tls
-    assert tls is not None
-    # The switches serve TLS; the app trusts their CA, from its settings.
-    settings = Settings(database_url=SecretStr(db_url), gnmi_tls_ca=tls.root_cert)
-    app = create_app(settings, clock=StepClock())
+    app = create_app(Settings.for_database(db_url), clock=StepClock())
     with TestClient(app) as client:
         yield client
+
+
+@contextmanager
+def answering_reconcile_requests(controller: Controller) -> Iterator[None]:
+    """The worker's part of reconcile-now (``ReconcileService.answer_requests``) on a thread,
+    over the test's switches; the test drives rollouts itself, so not the whole worker."""
+    reconciler = ReconcileService(controller.sessions, clock=controller.clock)
+    loop = reconciler.loop(controller.access())
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            if not reconciler.answer_requests(loop):
+                stop.wait(0.05)
+
+    thread = threading.Thread(target=answer, name="test-reconcile-requests", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(300)
 
 
 def bearer(db_url: str, role: AccessRole) -> dict[str, str]:
@@ -74,7 +94,8 @@ def test_start_watch_reconcile_and_roll_back_through_the_api(
 
     redis = controller.fabric.switches["leaf1"].store.client(4)
     redis.hset("SCHEDULER|SLUICE_SCHED_3", "weight", "99")
-    ran = api.post("/api/v1/reconcile/run", headers=operator)
+    with answering_reconcile_requests(controller):
+        ran = api.post("/api/v1/reconcile/run", headers=operator)
     assert ran.status_code == 200, ran.text
     runs = {r["switch"]: r for r in ran.json()["items"]}
     assert set(runs) == set(ALL)

@@ -1,5 +1,6 @@
 """``sluice rollout|drift|reconcile`` against the real API served on 127.0.0.1, with a
-rollout runner in a background thread standing in for the worker, and real switches."""
+rollout runner and reconcile-request answerer in a background thread standing in for the
+worker, and real switches."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from api.main import create_app
 from controller.cli import CliDeps, app
 from controller.cli.exit_codes import ExitCode
+from controller.services.reconcile import ReconcileService
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
 from tests.integration.conftest import StepClock, issue_token
@@ -24,10 +25,8 @@ from .conftest import Controller
 
 @pytest.fixture
 def live_api_url(db_url: str, controller: Controller) -> Iterator[str]:
-    """The app served on 127.0.0.1, trusting the switches' CA: they serve TLS."""
-    tls = controller.fabric.tls
-    assert tls is not None
-    settings = Settings(database_url=SecretStr(db_url), gnmi_tls_ca=tls.root_cert)
+    """The app served on 127.0.0.1 (it records; the test's runner reaches the switches)."""
+    settings = Settings.for_database(db_url)
     with served(create_app(settings, clock=StepClock())) as url:
         yield url
 
@@ -52,16 +51,19 @@ class CliRunnerFor:
 
 
 class BackgroundRunner:
-    """Steps rollouts until stopped, as the worker would."""
+    """Steps rollouts and answers reconcile-now requests until stopped, as the worker would."""
 
     def __init__(self, controller: Controller) -> None:
         self._runner = controller.runner()
+        self._reconciler = ReconcileService(controller.sessions, clock=controller.clock)
+        self._loop = self._reconciler.loop(controller.access())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if not self._runner.run_until_idle():
+            steps = self._runner.run_until_idle() + self._reconciler.answer_requests(self._loop)
+            if not steps:
                 self._stop.wait(0.05)
 
     def __enter__(self) -> BackgroundRunner:

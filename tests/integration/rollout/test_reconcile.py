@@ -12,7 +12,7 @@ from typing import Any
 from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.loop import Drift
-from controller.services.reconcile import ReconcileService
+from controller.services.reconcile import ReconcileService, RunInfo
 from controller.services.rollouts import RolloutPolicy
 
 from .conftest import OPERATOR, Controller
@@ -46,6 +46,14 @@ def with_reconcile(intent: Intent, **policy: Any) -> Intent:
     data: dict[str, Any] = dump_intent(intent)
     data["fabric"]["reconcile"] = policy
     return parse_intent(data)
+
+
+def pass_now(controller: Controller) -> list[RunInfo]:
+    """One pass over every switch, then the newest run of each (what the worker does for an
+    operator's reconcile-now request)."""
+    reconciler = service(controller)
+    reconciler.loop(controller.access()).run_pass()
+    return reconciler.last_runs()
 
 
 def test_injected_drift_is_detected_within_one_interval_and_corrected(
@@ -97,7 +105,7 @@ def test_alert_mode_records_the_drift_and_leaves_the_switch_alone(controller: Co
     redis.hset(f"WRED_PROFILE|{key}", "green_min_threshold", "1234")
     sets = controller.fabric.switches["leaf2"].sets.count
 
-    runs = {r.switch: r for r in service(controller).run_now(controller.access())}
+    runs = {r.switch: r for r in pass_now(controller)}
     assert runs["leaf2"].status == "alerted"
     assert runs["leaf2"].drift_count == 1
     assert redis.hget(f"WRED_PROFILE|{key}", "green_min_threshold") == "1234"
@@ -112,7 +120,7 @@ def test_thresholds_the_agent_moves_are_not_drift(controller: Controller) -> Non
     for name in ("green_min_threshold", "green_max_threshold"):
         redis.hset("WRED_PROFILE|SLUICE_Q_Ethernet0_3", name, "40000")
 
-    runs = {r.switch: r for r in service(controller).run_now(controller.access())}
+    runs = {r.switch: r for r in pass_now(controller)}
     assert runs["leaf1"].status == "converged"
     assert redis.hget("WRED_PROFILE|SLUICE_Q_Ethernet0_3", "green_min_threshold") == "40000"
 
@@ -147,7 +155,7 @@ def test_a_missing_entry_and_a_stray_sluice_entry_are_drift_and_corrected(
 def test_an_unreachable_switch_gets_a_run_saying_so(controller: Controller) -> None:
     roll_out(controller, controller.fabric.intent)
     controller.fabric.switches["spine2"].stop()
-    runs = {r.switch: r for r in service(controller).run_now(controller.access())}
+    runs = {r.switch: r for r in pass_now(controller)}
     assert runs["spine2"].status == "unreachable"
     assert runs["spine2"].error
     assert {runs[n].status for n in ("leaf1", "leaf2", "spine1")} == {"converged"}

@@ -16,11 +16,12 @@ from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.apply import ApplyResult
-from controller.reconcile.rollout import RolloutRunner
-from controller.services.rollouts import RolloutInfo, RolloutPolicy, SqlRolloutStore
-from controller.services.snapshots import decode_fleet
+from controller.rollout.switches import RolloutRunner
+from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.sonic.model import Plan
 from controller.store.repositories import states
+from controller.store.rollout_store import SqlRolloutStore
+from controller.store.snapshots import decode_fleet
 
 from .conftest import OPERATOR, Controller, full_dump
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
-from controller.reconcile.rollout import converge_switch
+from controller.rollout.switches import converge_switch
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour

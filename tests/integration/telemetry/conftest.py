@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
@@ -61,7 +60,7 @@ def prometheus_scraping(tmp_path: Path) -> Iterator[Callable[[Sequence[str]], Lo
 def wall_clock_app(db_url: str, prometheus_url: str) -> TestClient:
     """The app on ``db_url`` reading ``prometheus_url``, on the wall clock: the history
     Prometheus holds ends now."""
-    settings = Settings(database_url=SecretStr(db_url))
+    settings = Settings.for_database(db_url)
     return TestClient(create_app(settings, prometheus=PrometheusSettings(url=prometheus_url)))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from controller.store.localpg import free_port
+from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import put_intent
 from tests.integration.telemetry.conftest import wall_clock_app

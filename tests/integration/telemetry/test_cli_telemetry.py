@@ -7,14 +7,13 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.cli import CliDeps
 from controller.cli.exit_codes import ExitCode
 from controller.settings import Settings
-from controller.store.localpg import free_port
 from controller.telemetry.prometheus_settings import PrometheusSettings
+from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.cli.support import Cli, issue_tokens
 from tests.integration.conftest import put_intent
@@ -26,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 def serve_cli(db_url: str, prometheus_url: str, tokens: dict[str, str]) -> Iterator[Cli]:
     app = create_app(
-        Settings(database_url=SecretStr(db_url)),
+        Settings.for_database(db_url),
         prometheus=PrometheusSettings(url=prometheus_url),
     )
     with served(app) as url:

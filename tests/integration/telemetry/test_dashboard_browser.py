@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pydantic import SecretStr
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -23,8 +22,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from api.main import create_app
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
-from controller.store.localpg import free_port
 from controller.telemetry.prometheus_settings import PrometheusSettings
+from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import issue_token, put_intent
 from tests.integration.served import served
@@ -41,7 +40,7 @@ WAIT_S = 30
 def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> Iterator[str]:
     """The API on 127.0.0.1 with the telemetry intent and one rollout waiting for a worker."""
     app = create_app(
-        Settings(database_url=SecretStr(module_db_url)),
+        Settings.for_database(module_db_url),
         prometheus=PrometheusSettings(url=history_prometheus.url),
     )
     admin = {"Authorization": f"Bearer {issue_token(module_db_url, AccessRole.ADMIN)}"}
@@ -173,7 +172,7 @@ def test_prometheus_down_shows_a_banner_and_keeps_the_overview(
 ) -> None:
     # Same database (intent, rollout), but a Prometheus address where nothing listens.
     app = create_app(
-        Settings(database_url=SecretStr(module_db_url)),
+        Settings.for_database(module_db_url),
         prometheus=PrometheusSettings(url=f"http://127.0.0.1:{free_port()}"),
     )
     with served(app) as url:

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from controller.errors import PrometheusBadAnswer, PrometheusQueryInvalid, PrometheusUnreachable
-from controller.store.localpg import free_port
 from controller.telemetry.promql import PromQL, make_promql
+from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.telemetry.fabric_history import STEP_S, last_point
 

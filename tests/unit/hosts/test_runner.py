@@ -1,4 +1,5 @@
-"""The runner: batches, the failure budget, the callback's JSON lines, real ansible-playbook."""
+"""The Ansible edge and the worker's host runner over it: batches, the failure budget, the
+callback's JSON lines, real ansible-playbook."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import yaml
 from controller.hosts.runner import (
     AnsibleRunner,
     AnsibleSetup,
-    BatchReport,
+    HostResult,
     HostStatus,
-    batches,
     parse_events,
     playbook_argv,
-    roll_out,
 )
+from controller.rollout.hosts import HostRunRunner, HostRunState, host_batches
+from lab.host_runs import FakeHostRunStore
 
 REPO = Path(__file__).resolve().parents[3]
 LOCAL_PLAY = Path(__file__).with_name("playbooks") / "local_batch.yml"
@@ -30,11 +31,13 @@ def line(**event: Any) -> str:
     return json.dumps(event)
 
 
-def test_batches_keep_order_and_cut_the_last_short() -> None:
-    assert batches(["a", "b", "c", "d", "e"], 2) == [["a", "b"], ["c", "d"], ["e"]]
-    assert batches(["a", "b"], 5) == [["a", "b"]]
+def test_host_batches_keep_order_number_from_one_and_cut_the_last_short() -> None:
+    assert host_batches(["a", "b", "c", "d", "e"], 2) == [
+        ("a", 1), ("b", 1), ("c", 2), ("d", 2), ("e", 3),
+    ]  # fmt: skip
+    assert host_batches(["a", "b"], 5) == [("a", 1), ("b", 1)]
     with pytest.raises(ValueError, match="batch_size"):
-        batches(["a"], 0)
+        host_batches(["a"], 0)
 
 
 def test_events_become_per_host_results() -> None:
@@ -117,27 +120,36 @@ def local_setup() -> AnsibleSetup:
 NAMES = ["a1", "a2", "a3", "a4"]
 
 
+def run_to_the_end(store: FakeHostRunStore, runner: AnsibleRunner) -> FakeHostRunStore:
+    """The worker's host runner over ``store`` until the run is finished."""
+
+    def run_batch(_run: HostRunState, hosts: Sequence[str], batch: int) -> list[HostResult]:
+        return runner.run_batch(hosts, batch)
+
+    host_runner = HostRunRunner(store, run_batch)
+    while host_runner.run_once():
+        pass
+    return store
+
+
 def test_a_failure_over_budget_stops_before_the_next_batch(tmp_path: Path) -> None:
     runner = AnsibleRunner(
         local_setup(), tmp_path, local_inventory(["a2"], ["a1"], NAMES), check=False
     )
-    reports: list[BatchReport] = []
-    outcome = roll_out(
-        NAMES, batch_size=2, failure_budget=0, run_batch=runner.run_batch, on_batch=reports.append
-    )
-    statuses = {r.host: r.status for r in outcome.results}
+    store = run_to_the_end(FakeHostRunStore(NAMES, 2, failure_budget=0), runner)
+    statuses = {r.host: r.status for r in store.results}
     assert statuses == {
         "a1": HostStatus.CHANGED,
         "a2": HostStatus.FAILED,
         "a3": HostStatus.NOT_RUN,
         "a4": HostStatus.NOT_RUN,
     }
-    assert (outcome.halted, outcome.failures, outcome.batches_run) == (True, 1, 1)
-    assert [(r.batch, r.batches, r.failures) for r in reports] == [(1, 2, 1)]
-    a2 = next(r for r in outcome.results if r.host == "a2")
+    assert store.state == "halted"
+    assert store.message == "1 host(s) failed, above the failure budget: stopped after batch 1"
+    a2 = next(r for r in store.results if r.host == "a2")
     assert a2.failed_tasks[0].task == "Fail where told"
     assert a2.message == "told to fail on a2"
-    a1 = next(r for r in outcome.results if r.host == "a1")
+    a1 = next(r for r in store.results if r.host == "a1")
     assert [t.task for t in a1.changed_tasks] == ["Report a change where told"]
     # Batch 2 never started: no events file for it.
     assert not (tmp_path / "events-2.jsonl").exists()
@@ -148,13 +160,13 @@ def test_failures_within_budget_let_every_batch_run(tmp_path: Path) -> None:
     runner = AnsibleRunner(
         local_setup(), tmp_path, local_inventory(["a2", "a4"], [], NAMES), check=True
     )
-    outcome = roll_out(NAMES, batch_size=2, failure_budget=2, run_batch=runner.run_batch)
-    assert [r.status for r in outcome.results] == [
+    store = run_to_the_end(FakeHostRunStore(NAMES, 2, failure_budget=2), runner)
+    assert [r.status for r in store.results] == [
         HostStatus.OK,
         HostStatus.FAILED,
         HostStatus.OK,
         HostStatus.FAILED,
     ]
-    assert [r.batch for r in outcome.results] == [1, 1, 2, 2]
+    assert [r.batch for r in store.results] == [1, 1, 2, 2]
     # 2 failures do not exceed a budget of 2: the rollout ran to the end.
-    assert (outcome.halted, outcome.failures, outcome.batches_run) == (False, 2, 2)
+    assert (store.state, store.message) == ("completed", None)

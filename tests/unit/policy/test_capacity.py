@@ -159,7 +159,7 @@ def test_weight_ratio_beyond_100() -> None:
 
 def test_qjump_higher_level_with_larger_factor_is_refused() -> None:
     # Level 7 is served first; giving it f = 8 while level 5 has f = 4 would let the most
-    # latency-sensitive level send more than a lower one (seeds/qjump-nsdi15.txt §3.2).
+    # latency-sensitive level send more than a lower one (QJUMP, NSDI 2015 §3.2).
     data = intent_data()
     data["fabric"]["qjump"]["factors"] = {5: 4.0, 7: 8.0}
     assert_only_problem(problems_of(data), "fabric.qjump.factors.7", "exceeds 4 at lower level 5")

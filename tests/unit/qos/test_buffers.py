@@ -1,4 +1,4 @@
-"""Buffer alpha (dynamic_th), per reference/sonic-gnmi-facts.md §1.6 and §5.5."""
+"""Buffer alpha (dynamic_th), per sonic-buffer-profile.yang and SAI saibuffer.h."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ECN thresholds, checked against numbers worked by hand from seeds/mq-ecn-nsdi16.txt."""
+"""ECN thresholds, checked against numbers worked by hand from MQ-ECN, NSDI 2016."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ PUBLISHED = Path(__file__).with_name("pias_thresholds_published.csv")
 
 
 def published_rows() -> list[tuple[str, float, list[int]]]:
-    """The PIAS ns-2 thresholds (packets of 1460 B) from the PIAS-NS2 scripts, copied from the
-    project's shared data (reference/algorithms-anchors.md §4) next to this test."""
+    """The PIAS ns-2 thresholds (packets of 1460 B) from the PIAS-NS2 scripts
+    (HKUST-SING/PIAS-NS2), kept next to this test."""
     with PUBLISHED.open(newline="") as handle:
         return [
             (row["workload"], float(row["load"]), [int(row[f"a{i}"]) * PKT for i in range(1, 8)])

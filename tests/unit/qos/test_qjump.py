@@ -1,5 +1,5 @@
-"""QJUMP epoch and levels, checked against numbers in seeds/qjump-nsdi15.txt and
-reference/algorithms-anchors.md §5."""
+"""QJUMP epoch and levels, checked against numbers in QJUMP, NSDI 2015 and
+camsas/qjump-ns2."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from controller.settings import Settings
-from controller.southbound.gnmi import TlsOptions, session_tls, tls_from_settings
+from controller.southbound.gnmi import TlsOptions, session_tls
 
 
 def test_no_settings_at_all_is_tls_with_the_system_roots() -> None:
@@ -37,10 +37,10 @@ def test_mutual_tls_needs_both_certificate_and_key() -> None:
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLUICE_GNMI_TLS_CA", "/etc/sluice/ca.pem")
     monkeypatch.setenv("SLUICE_GNMI_TLS_SERVER_NAME", "leaf1.fabric")
-    assert tls_from_settings(Settings()) == TlsOptions(
+    assert Settings().gnmi.tls() == TlsOptions(
         root_cert=Path("/etc/sluice/ca.pem"), server_name="leaf1.fabric"
     )
     monkeypatch.delenv("SLUICE_GNMI_TLS_CA")
     monkeypatch.delenv("SLUICE_GNMI_TLS_SERVER_NAME")
     monkeypatch.setenv("SLUICE_GNMI_INSECURE", "true")
-    assert tls_from_settings(Settings()) is None
+    assert Settings().gnmi.tls() is None

@@ -376,10 +376,10 @@ def down(fabric: Fabric) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m controller.hosts.netns up 3 [--names a,b,c]`` prints the fabric as JSON
+    """``python -m lab.netns up 3 [--names a,b,c]`` prints the fabric as JSON
     (its workdir and inventory path); ``... down WORKDIR`` tears it down. For the demo and
     the bench, which bring hosts up in one process and down in another."""
-    parser = argparse.ArgumentParser(prog="python -m controller.hosts.netns")
+    parser = argparse.ArgumentParser(prog="python -m lab.netns")
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="bring up N namespaced hosts with sshd")
     p_up.add_argument("n", type=int)

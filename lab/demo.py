@@ -7,11 +7,11 @@ Then the steps (``--steps``, all by default; docs/demo.md shows sample output):
 
 - ``intent``: check, dry-run, apply ``examples/intent.yaml`` with the ``sluice`` CLI, print
   the per-switch plan, the version history and the audit trail;
-- ``switches`` (``controller/demo_switches.py``): four virtual switches with their data plane
+- ``switches`` (``lab/demo_switches.py``): four virtual switches with their data plane
   and qos-agent, a staged rollout verified by read-back, a WRED threshold changed behind
   sluice's back found and corrected by the reconcile loop, then service classes starting and
-  stopping while each queue's threshold and throughput move (``controller/demo_agents.py``);
-- ``hosts`` (``controller/demo_hosts.py``): the hosts planned in check mode, applied in
+  stopping while each queue's threshold and throughput move (``lab/demo_agents.py``);
+- ``hosts`` (``lab/demo_hosts.py``): the hosts planned in check mode, applied in
   batches through Ansible over SSH, read back inside a namespace, applied again with no change.
 
 Everything the demo started is stopped at the end unless ``--keep-running`` is given. It
@@ -35,16 +35,16 @@ from pathlib import Path
 import httpx
 import yaml
 
-from controller.demo_common import DemoError, run, say, stop_process
-from controller.demo_hosts import (
+from lab.demo_common import DemoError, run, say, stop_process
+from lab.demo_hosts import (
     HostFabricEnv,
     HostFabricUnavailable,
     host_fabric,
     hosts_step,
     intent_host_names,
 )
-from controller.demo_switches import switches_step
-from controller.store.localpg import LocalPostgres, free_port
+from lab.demo_switches import switches_step
+from lab.localpg import LocalPostgres, free_port
 from lab.prometheus import LocalPrometheus, LocalPrometheusError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "switches" in args.steps:
                 switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep)
             if hosts is not None:
-                hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent)
+                hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent, keep=keep)
             if keep:
                 say(f"left running: API {env.api_url}, dashboard {env.api_url}/dashboard; "
                     "export SLUICE_API_TOKEN=<the token above>")  # fmt: skip

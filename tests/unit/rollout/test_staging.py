@@ -7,13 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.reconcile.rollout import (
-    SwitchProgress,
-    assign_batches,
-    failure_count,
-    next_batch,
-    rollback_switches,
-)
+from controller.rollout.staging import assign_batches, failure_count, next_batch
+from controller.rollout.switches import SwitchProgress, rollback_switches
 
 NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True), unique=True, max_size=30)
 

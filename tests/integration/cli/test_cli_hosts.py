@@ -1,5 +1,6 @@
 """``sluice hosts plan|apply|status`` against a real API (uvicorn on 127.0.0.1, PostgreSQL)
-running real ansible-playbook on the harmless local test play (see test_api_host_runs.py)."""
+and the worker running real ansible-playbook on the harmless local test play
+(tests/support/host_runs.py)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from api.main import create_app
 from controller.cli.exit_codes import ExitCode
 from controller.settings import Settings
 from tests.integration.cli.support import Cli, issue_tokens
 from tests.integration.served import served
-from tests.integration.test_api_host_runs import four_host_intent, local_config
+from tests.support.host_runs import four_host_intent, local_config
+from tests.support.worker import running_worker
 
 
 @pytest.fixture
 def hosts_cli(db_url: str, tmp_path: Path) -> Iterator[Cli]:
     tokens = issue_tokens(db_url)
     config = local_config(tmp_path, fail_hosts=["host3"], change_hosts=["host1"])
-    api = create_app(Settings(database_url=SecretStr(db_url)), hosts_config=config)
-    with served(api, stop_wait_s=120) as url:
+    settings = Settings.for_database(db_url, hosts=config)
+    with running_worker(settings), served(create_app(settings), stop_wait_s=120) as url:
         cli = Cli(base_url=url, db_url=db_url, tokens=tokens)
         intent = tmp_path / "intent.json"  # JSON is YAML: the CLI reads it as a YAML file
         intent.write_text(json.dumps(four_host_intent()))

@@ -4,7 +4,7 @@ the controller with Ansible (issue 5, docs/hosts.md).
 Two parts, because the API process must learn where the hosts are before it starts:
 
 1. ``host_fabric(run_dir, names, keep=...)`` brings up one namespaced host per intent host
-   (``controller.hosts.netns``: veths into a bridge in a control namespace, an sshd per host)
+   (``lab.netns``: veths into a bridge in a control namespace, an sshd per host)
    and yields a ``HostFabricEnv``: the ``SLUICE_HOSTS_*`` variables that make the API run
    ``ansible-playbook`` inside the control namespace with the fabric's SSH key and pinned host
    keys, and each host's namespace address. The fabric is torn down at the end unless ``keep``.
@@ -15,7 +15,7 @@ Two parts, because the API process must learn where the hosts are before it star
    reads the result back inside one namespace (tc, nftables, sysctl) and applies again to
    show that nothing is left to change.
 
-``python -m controller.demo_hosts`` runs it after the rest of the demo's set-up (database,
+``python -m lab.demo_hosts`` runs it after the rest of the demo's set-up (database,
 migration, token, API), for trying this step alone.
 """
 
@@ -35,8 +35,8 @@ from typing import Any
 import httpx
 import yaml
 
-from controller.demo_common import DemoError, Run, Say, run, say
-from controller.hosts import netns
+from lab import netns
+from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 
 BIN = Path(sys.executable).parent
 EXAMPLE_INTENT = Path(__file__).resolve().parent.parent / "examples" / "intent.yaml"
@@ -171,8 +171,7 @@ def host_fabric(
     finally:
         if keep:
             print(
-                f"hosts left up; tear down with: python -m controller.hosts.netns down "
-                f"{fabric.workdir}",
+                f"hosts left up; tear down with: python -m lab.netns down {fabric.workdir}",
                 flush=True,
             )
         else:
@@ -242,11 +241,27 @@ def hosts_step(
     intent_file: Path = EXAMPLE_INTENT,
     run: Run = run,
     say: Say = say,
+    keep: bool = False,
 ) -> None:
     """The whole hosts demo (see the module docstring); raises ``HostDemoError``. ``env``
-    holds ``SLUICE_API_URL`` and an operator's ``SLUICE_API_TOKEN``; the API must have been
-    started with ``hosts.env``."""
+    holds ``DATABASE_URL``, ``SLUICE_API_URL`` and an operator's ``SLUICE_API_TOKEN``; the
+    step starts the worker (which runs what the API records) with ``hosts.env``."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    say("starting the controller worker, told where the hosts are (it runs the host plans "
+        "and applies the API records)")  # fmt: skip
+    with controller_worker({**env, **hosts.env}, run_dir / "hosts-worker.log", keep):
+        _hosts_step(env, run_dir, hosts, intent_file=intent_file, run=run, say=say)
+
+
+def _hosts_step(
+    env: Mapping[str, str],
+    run_dir: Path,
+    hosts: HostFabricEnv,
+    *,
+    intent_file: Path,
+    run: Run,
+    say: Say,
+) -> None:
     full = dict(env)
     sluice = str(BIN / "sluice")
     first = next(iter(hosts.addresses))

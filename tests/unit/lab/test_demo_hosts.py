@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.demo_hosts import (
+from controller.hosts.compile import compile_hosts
+from controller.hosts.runner import ansible_setup
+from controller.policy.loader import parse_intent
+from controller.settings import HostsSettings
+from lab import netns
+from lab.demo_hosts import (
     EXAMPLE_INTENT,
     FABRIC_RECORD,
     REQUIRED_TOOLS,
@@ -24,10 +29,6 @@ from controller.demo_hosts import (
     intent_host_names,
     missing_prerequisites,
 )
-from controller.hosts import netns
-from controller.hosts.config import HostsConfig
-from controller.hosts.render import render_hosts
-from controller.policy.loader import parse_intent
 
 ADDRESSES = {"host1": "10.211.0.1", "host2": "10.211.0.2", "host3": "10.211.0.3",
              "host4": "10.211.0.4"}  # fmt: skip
@@ -57,7 +58,7 @@ def test_only_the_host_addresses_change_and_the_source_is_left_alone() -> None:
 
 def test_the_adjusted_example_is_still_a_valid_intent_whose_hosts_render_there() -> None:
     intent = parse_intent(demo_intent_for_hosts(example(), ADDRESSES))
-    rendered = render_hosts(intent)
+    rendered = compile_hosts(intent)
     hosts = rendered.inventory["all"]["hosts"]
     assert {name: hosts[name]["ansible_host"] for name in hosts} == ADDRESSES
     # The hosts_match added to the example: control (QJUMP level 7 -> priority 0x10017 =
@@ -96,8 +97,8 @@ def test_the_api_settings_send_ansible_through_the_control_namespace_with_the_fa
     for name, value in hosts_env(fabric, tmp_path / "runs").items():
         assert name.startswith("SLUICE_HOSTS_")
         monkeypatch.setenv(name, value)
-    config = HostsConfig()  # read from the environment, as the API process reads it
-    assert config.setup().prefix == ("ip", "netns", "exec", "sluice-ab12cd-ctl")
+    config = HostsSettings()  # read from the environment, as the API process reads it
+    assert ansible_setup(config).prefix == ("ip", "netns", "exec", "sluice-ab12cd-ctl")
     assert config.workdir == tmp_path / "runs"
     shared = config.group_vars()
     assert shared["ansible_ssh_private_key_file"] == str(tmp_path / "fabric" / "client_ed25519")
@@ -109,7 +110,7 @@ def test_the_api_settings_send_ansible_through_the_control_namespace_with_the_fa
     assert shared["ansible_control_path_dir"] == str(tmp_path / "fabric" / "cp")
     # The example sets no key_ref, so no host variable overrides the fabric's key.
     intent = parse_intent(demo_intent_for_hosts(example(), ADDRESSES))
-    rendered = render_hosts(intent, group_vars=shared)
+    rendered = compile_hosts(intent, group_vars=shared)
     assert all(
         "ansible_ssh_private_key_file" not in hv
         for hv in rendered.inventory["all"]["hosts"].values()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.demo_agents_view import (
+from controller.policy.loader import load_intent_file, parse_intent
+from lab.demo_agents_view import (
     AgentDemo,
     Burst,
     QueueReading,
@@ -25,11 +26,10 @@ from controller.demo_agents_view import (
     summarize,
     traffic_text,
 )
-from controller.demo_common import DemoError
-from controller.demo_switches import demo_intent
-from controller.policy.loader import load_intent_file, parse_intent
+from lab.demo_common import DemoError
+from lab.demo_switches import demo_intent
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
 DEFAULT = AgentDemo()
 
 
@@ -175,7 +175,7 @@ def test_summary_columns_line_up() -> None:
 def test_the_switch_step_intent_polls_as_often_as_the_counters_refresh() -> None:
     intent = parse_intent(demo_intent(EXAMPLE, 3.0, lambda port: True))
     example = load_intent_file(EXAMPLE)
-    # The demo lowers the counter poll to 100 ms, counterpoll's minimum (sonic-gnmi-facts §2.4).
+    # The demo lowers the counter poll to 100 ms, counterpoll's minimum (sonic-utilities).
     assert intent.fabric.agent.interval_ms == 100
     # Only the interval changes: the rest of the agent's orders are the example's.
     assert intent.fabric.agent.model_copy(update={"interval_ms": 10}) == example.fabric.agent

@@ -1,6 +1,6 @@
 """The demo's agent step: service classes start and stop on one 25 G host port of leaf1, and
 the demo prints, about once a second, every queue's threshold and throughput as the
-on-switch qos-agent moves them (MQ-ECN, seeds/mq-ecn-nsdi16.txt §3).
+on-switch qos-agent moves them (MQ-ECN, NSDI 2016 §3).
 
 It runs on switches ``vsonic up`` started WITH their data plane and agent (``switches_step``
 does that, and calls this step after its rollout and drift steps). ``agents_step`` then
@@ -35,7 +35,8 @@ from typing import Any
 
 import redis
 
-from controller.demo_agents_view import (
+from controller.policy.loader import load_intent_file
+from lab.demo_agents_view import (
     BASIS_FLAGS,
     STATIC_FLAG,
     AgentDemo,
@@ -52,10 +53,9 @@ from controller.demo_agents_view import (
     summarize,
     traffic_text,
 )
-from controller.demo_common import DemoError, Say, say
-from controller.policy.loader import load_intent_file
+from lab.demo_common import DemoError, Say, say
 
-COUNTER_POLL_MS = 100  # counterpoll's minimum (sonic-gnmi-facts §2.4)
+COUNTER_POLL_MS = 100  # counterpoll's minimum (sonic-utilities counterpoll)
 AGENT_WAIT_S = 60.0
 RELOAD_WAIT_S = 15.0
 CONFIG_DB, COUNTERS_DB, STATE_DB = 4, 2, 6

@@ -2,7 +2,7 @@
 
 import psycopg
 
-from controller.store.localpg import LocalPostgres
+from lab.localpg import LocalPostgres
 
 
 def test_pg_server_answers_sql(pg_server: LocalPostgres) -> None:

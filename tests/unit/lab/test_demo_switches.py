@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.demo_switches import demo_intent
 from controller.policy.loader import parse_intent
+from lab.demo_switches import demo_intent
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
 
 
 def test_taken_ports_are_replaced_and_the_loop_runs_often() -> None:

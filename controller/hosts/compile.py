@@ -4,7 +4,7 @@ Each host gets:
 
 - ``sluice_ecn``: ``net.ipv4.tcp_ecn`` (and the congestion control, if the fabric names one);
 - ``sluice_qjump``: one HTB class per QJUMP level at f_i x P bytes per network epoch
-  (seeds/qjump-nsdi15.txt §3, ``controller.qos.qjump.plan_levels``);
+  (QJUMP, NSDI 2015 §3, ``controller.qos.qjump.plan_levels``);
 - ``sluice_dscp``: per class with a ``hosts_match``, its first DSCP and, for a QJUMP class, the
   socket priority that selects the level's HTB class;
 - ``sluice_pias``: per PIAS class with a ``hosts_match``, the demotion thresholds computed from
@@ -28,6 +28,7 @@ from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, S
 from controller.policy.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.qos.qjump import epoch_seconds, plan_levels
+from controller.types import JsonObject
 
 # HTB looks skb->priority up as a class id, and level L lives in class 1:(0x10 + L)
 # (docs/hosts.md), so priority 0x10010 + L puts a packet in level L's rate limiter.
@@ -42,15 +43,13 @@ TCP_ECN_LINUX_DEFAULT = 2  # answer ECN, never ask
 # (rate / HZ + mtu, HZ = 1000 here): used for the unmarked level, which QJUMP does not bound.
 KERNEL_HZ = 1000
 
-HostVars = dict[str, Any]
-
 
 @dataclass(frozen=True, slots=True)
-class RenderedHosts:
+class CompiledHosts:
     """The inventory (YAML-ready) and, per host, the ``sluice_*`` variables in it."""
 
     inventory: dict[str, Any]
-    host_vars: dict[str, HostVars]
+    host_vars: dict[str, JsonObject]
 
     @property
     def hosts(self) -> list[str]:
@@ -60,7 +59,7 @@ class RenderedHosts:
         return yaml.safe_dump(self.inventory, sort_keys=False)
 
 
-def render_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None) -> RenderedHosts:
+def compile_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None) -> CompiledHosts:
     """The inventory for every host of ``intent`` (validated first: a bad intent raises
     ``IntentInvalid`` and nothing is rendered). ``group_vars`` are the control node's
     connection settings for all hosts (e.g. ``ansible_ssh_common_args``), never per intent."""
@@ -68,12 +67,12 @@ def render_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None)
     all_vars = dict(host_vars(intent, host) for host in intent.hosts)
     hosts = {host.name: {**connection_vars(host), **all_vars[host.name]} for host in intent.hosts}
     inventory = {"all": {"hosts": hosts, "vars": dict(group_vars or {})}}
-    return RenderedHosts(inventory=inventory, host_vars=all_vars)
+    return CompiledHosts(inventory=inventory, host_vars=all_vars)
 
 
-def host_vars(intent: Intent, host: Host) -> tuple[str, HostVars]:
+def host_vars(intent: Intent, host: Host) -> tuple[str, JsonObject]:
     """``(name, {sluice_ecn, sluice_qjump?, sluice_dscp, sluice_pias})`` for one host."""
-    values: HostVars = {"sluice_ecn": ecn_vars(intent)}
+    values: JsonObject = {"sluice_ecn": ecn_vars(intent)}
     qjump = qjump_vars(intent, host)
     if qjump is not None:
         values["sluice_qjump"] = qjump
@@ -82,9 +81,9 @@ def host_vars(intent: Intent, host: Host) -> tuple[str, HostVars]:
     return host.name, values
 
 
-def connection_vars(host: Host) -> HostVars:
+def connection_vars(host: Host) -> JsonObject:
     """How Ansible reaches the host; the interpreter is always named (never discovered)."""
-    values: HostVars = {
+    values: JsonObject = {
         "ansible_host": host.address,
         "ansible_port": host.ssh.port,
         "ansible_user": host.ssh.user,
@@ -97,22 +96,22 @@ def connection_vars(host: Host) -> HostVars:
     return values
 
 
-def ecn_vars(intent: Intent) -> HostVars:
+def ecn_vars(intent: Intent) -> JsonObject:
     transport = intent.fabric.host_transport
     tcp_ecn = transport.tcp_ecn
     if tcp_ecn is None:
         marks = any(c.ecn in ECN_MARKING_MODES for c in intent.service_classes)
         tcp_ecn = TCP_ECN_REQUEST if marks else TCP_ECN_LINUX_DEFAULT
-    values: HostVars = {"tcp_ecn": tcp_ecn}
+    values: JsonObject = {"tcp_ecn": tcp_ecn}
     if transport.congestion_control is not None:
         values["congestion_control"] = transport.congestion_control
     return values
 
 
-def qjump_vars(intent: Intent, host: Host) -> HostVars | None:
+def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
     """The HTB levels for ``host``, or None when the fabric runs no QJUMP.
 
-    R in the epoch 2nP/R + eps is the slowest edge link of the fabric (seeds/qjump-nsdi15.txt
+    R in the epoch 2nP/R + eps is the slowest edge link of the fabric (QJUMP, NSDI 2015
     §3.1, Eq. 1-2; §4 "R, the rate of the slowest edge link"), the same R validation checks
     the levels against: every host must use one epoch, or a fast host would send more per
     epoch than the bound assumes. The host's own NIC rate is its HTB line rate.
@@ -141,7 +140,7 @@ def qjump_vars(intent: Intent, host: Host) -> HostVars | None:
     }
 
 
-def _unbounded_level(line_rate_bps: int, mtu_bytes: int) -> HostVars:
+def _unbounded_level(line_rate_bps: int, mtu_bytes: int) -> JsonObject:
     """Level 0 for unmarked traffic when the intent gives it no factor: the paper's
     maximum-throughput level (f = n, "full network throughput", §3.2) at the line rate, so
     traffic that asked for no level is not slowed by a bounded one."""
@@ -157,7 +156,7 @@ def epoch_us(qjump: Qjump, slowest_nic_gbps: int) -> float:
     return seconds * 1e6
 
 
-def match_vars(match: HostsMatch) -> HostVars:
+def match_vars(match: HostsMatch) -> JsonObject:
     """The ``match`` mapping of docs/hosts.md: only the keys the intent gives."""
     data = match.model_dump(mode="json", exclude_none=True)
     return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
@@ -167,11 +166,11 @@ def _marked(intent: Intent) -> list[tuple[ServiceClass, HostsMatch]]:
     return [(c, c.hosts_match) for c in intent.service_classes if c.hosts_match is not None]
 
 
-def dscp_vars(intent: Intent) -> list[HostVars]:
+def dscp_vars(intent: Intent) -> list[JsonObject]:
     """One entry per class the hosts mark, in intent order (the first match wins)."""
-    entries: list[HostVars] = []
+    entries: list[JsonObject] = []
     for service_class, match in _marked(intent):
-        entry: HostVars = {"name": service_class.name, "dscp": service_class.dscp[0]}
+        entry: JsonObject = {"name": service_class.name, "dscp": service_class.dscp[0]}
         if service_class.qjump_level is not None:
             entry["priority"] = QJUMP_PRIORITY_BASE + service_class.qjump_level
         entry["match"] = match_vars(match)
@@ -179,10 +178,10 @@ def dscp_vars(intent: Intent) -> list[HostVars]:
     return entries
 
 
-def pias_vars(intent: Intent) -> list[HostVars]:
+def pias_vars(intent: Intent) -> list[JsonObject]:
     """One entry per PIAS class the hosts mark: stage 0 is the class's first DSCP, stage k
     the k-th demotion's; K = stages queues give K - 1 thresholds."""
-    entries: list[HostVars] = []
+    entries: list[JsonObject] = []
     for service_class, match in _marked(intent):
         pias = service_class.pias
         if pias is None:

@@ -1,15 +1,17 @@
 """What every demo step shares: how a step is announced, how a command is run (echoed first,
 so the reader can type it themselves), and the error that ends the demo.
 
-``controller.demo`` (the orchestrator), ``controller.demo_switches`` and
-``controller.demo_agents`` all use these, so the demo reads the same from start to end.
+``lab.demo`` (the orchestrator), ``lab.demo_switches`` and
+``lab.demo_agents`` all use these, so the demo reads the same from start to end.
 """
 
 from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,25 @@ def stop_process(process: subprocess.Popen[Any], how: signal.Signals, timeout_s:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+BIN = Path(sys.executable).parent
+
+
+@contextmanager
+def controller_worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
+    """``python -m controller.worker`` with ``env``, its output in ``log``; stopped (after
+    its step in progress) on exit unless ``keep``."""
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(BIN / "python"), "-m", "controller.worker"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    print(f"worker pid {process.pid}, log {log}", flush=True)
+    try:
+        yield
+    finally:
+        if not keep:
+            stop_process(process, signal.SIGTERM, timeout_s=60)

@@ -1,4 +1,4 @@
-"""Staged rollouts: canary switches first, then batches; halt, pause, resume, roll back.
+"""Switch rollouts: canary switches first, then batches; halt, pause, resume, roll back.
 
 Every step's state lives in the store (PostgreSQL in production), so a runner that starts
 after a controller restart picks up where the last one stopped. One ``step`` does one unit
@@ -14,13 +14,15 @@ of work and then returns, which is where pause requests and the failure budget a
 Each switch is planned from a fresh read of the tables sluice owns, so re-running a batch
 that a restart interrupted writes only what is still missing. Writes are verified by
 read-back (``controller/reconcile/apply.py``) and the state read afterwards is recorded as
-the switch's running state. Time, the switches and the store are all passed in.
+the switch's running state. The staging (canary, batches, failure budget) is
+``controller/rollout/staging.py``, shared with host rollouts. Time, the switches and the
+store are all passed in.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -30,14 +32,19 @@ from controller.policy.models import Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.fanout import checked_parallel, map_parallel
+from controller.rollout.staging import (
+    FAILURE_STATUSES,
+    Complete,
+    Halt,
+    next_stage,
+)
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
+from controller.types import Clock
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 Phase = Literal["rollout", "rollback"]
-FAILURE_STATUSES = frozenset({"failed", "unreachable", "mismatch"})
 FORWARD: Phase = "rollout"
 BACKWARD: Phase = "rollback"
 
@@ -69,7 +76,7 @@ class RolloutView:
 
 
 class RolloutStore(Protocol):
-    """What the runner needs from persistence (``controller.services.rollouts``)."""
+    """What the runner needs from persistence (``controller/store/rollout_store.py``)."""
 
     def runnable(self) -> list[int]: ...
 
@@ -97,37 +104,6 @@ class RolloutStore(Protocol):
 
 # --------------------------------------------------------------------------------------------
 # pure parts
-
-
-def assign_batches(
-    switches: Sequence[str], canary: Sequence[str], batch_size: int
-) -> list[tuple[str, int]]:
-    """``(switch, batch)`` in run order: the canary switches form batch 0, the others follow
-    in the given order in batches of ``batch_size`` (numbered on from 1, or from 0 when
-    there is no canary)."""
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    unknown = sorted(set(canary) - set(switches))
-    if unknown:
-        raise ValueError(f"canary switches not in the intent: {', '.join(unknown)}")
-    first = 1 if canary else 0
-    rest = [name for name in switches if name not in set(canary)]
-    assigned = [(name, 0) for name in dict.fromkeys(canary)]
-    assigned += [(name, first + i // batch_size) for i, name in enumerate(rest)]
-    return assigned
-
-
-def failure_count(results: Sequence[SwitchProgress]) -> int:
-    return sum(1 for r in results if r.status in FAILURE_STATUSES)
-
-
-def next_batch(results: Sequence[SwitchProgress]) -> list[SwitchProgress]:
-    """The pending switches of the lowest batch that has any (empty when none is pending)."""
-    pending = [r for r in results if r.status == "pending"]
-    if not pending:
-        return []
-    lowest = min(r.batch for r in pending)
-    return [r for r in pending if r.batch == lowest]
 
 
 def rollback_switches(results: Sequence[SwitchProgress]) -> list[str]:
@@ -247,17 +223,22 @@ class RolloutRunner:
 
     def _forward(self, view: RolloutView) -> bool:
         results = view.of(FORWARD)
-        failures = failure_count(results)
-        if failures > view.failure_budget:
+        stage = next_stage(results, view.failure_budget)
+        if isinstance(stage, Halt):
             reason = (
-                f"{failures} switch(es) failed, more than the failure budget of "
+                f"{stage.failures} switch(es) failed, more than the failure budget of "
                 f"{view.failure_budget}: {describe_failures(results)}"
             )
             return self._move(view, "halted", ("running",), reason)
-        batch = next_batch(results)
-        if not batch:
-            unverified = f"not verified: {describe_failures(results)}" if failures else None
-            return self._move(view, "completed", ("running",), unverified)
+        if isinstance(stage, Complete):
+            failed = describe_failures(results)
+            return self._move(
+                view,
+                "completed",
+                ("running",),
+                f"not verified: {failed}" if stage.failures else None,
+            )
+        batch = stage.batch
         to_desired = self._store.desired(view.to_version)
         from_desired = self._store.desired(view.from_version)
         intents = [self._store.intent(view.to_version)]

@@ -3,7 +3,7 @@ the reconcile loop catching a change made behind sluice's back.
 
 ``switches_step(env, intent_file, run_dir)`` expects the API to be serving (``env`` holds
 ``DATABASE_URL``, ``SLUICE_API_URL`` and an operator ``SLUICE_API_TOKEN``, as
-``controller.demo.Environment.for_commands()`` gives). It
+``lab.demo.Environment.for_commands()`` gives). It
 
 1. starts the intent's four switches with ``vsonic up --inventory`` (on other free ports when
    50051-50054 are taken, with the intent re-pointed to match),
@@ -14,7 +14,7 @@ the reconcile loop catching a change made behind sluice's back.
 5. raises a static WRED threshold on leaf1 by writing its CONFIG_DB in Redis directly,
 6. waits for the loop to find it and shows ``sluice drift`` and ``sluice reconcile status``,
    then reads the value back from Redis to show it was corrected,
-7. runs the agent step (``controller.demo_agents.agents_step``): service classes start and
+7. runs the agent step (``lab.demo_agents.agents_step``): service classes start and
    stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
    on-switch qos-agent moves them (skipped with ``agents=False``),
 8. stops the worker and the switches (unless ``keep``).
@@ -24,7 +24,7 @@ file (so nothing is sent while the rollout configures the switches); the agent s
 and has only leaf1's data plane re-read it. The intent's agent interval is set to the 100 ms
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
-``python -m controller.demo_switches`` runs it after the rest of the demo's set-up
+``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
 """
 
@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,9 +44,9 @@ import httpx
 import redis
 import yaml
 
-from controller.demo_agents import COUNTER_POLL_MS, agents_step
-from controller.demo_agents_view import AgentDemo
-from controller.demo_common import DemoError, Run, Say, run, say, stop_process
+from lab.demo_agents import COUNTER_POLL_MS, agents_step
+from lab.demo_agents_view import AgentDemo
+from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 from vsonic.tls import tls_files
 
 BIN = Path(sys.executable).parent
@@ -110,23 +108,6 @@ def virtual_switches(
     finally:
         if not keep:
             run([str(BIN / "vsonic"), "down", "--state-dir", str(state_dir)], env)
-
-
-@contextmanager
-def worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(BIN / "python"), "-m", "controller.worker"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    print(f"worker pid {process.pid}, log {log}", flush=True)
-    try:
-        yield
-    finally:
-        if not keep:
-            stop_process(process, signal.SIGTERM, timeout_s=60)
 
 
 def switch_redis(state_dir: Path, name: str) -> redis.Redis[str]:
@@ -209,7 +190,7 @@ def switches_step(
             "qos-agent (vsonic up --inventory)")  # fmt: skip
         stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
-        stack.enter_context(worker(full, run_dir / "worker.log", keep))
+        stack.enter_context(controller_worker(full, run_dir / "worker.log", keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the virtual switches"], full)  # fmt: skip

@@ -18,11 +18,11 @@ import pytest
 import redis
 import yaml
 
-from controller.demo_agents import agents_step
-from controller.demo_agents_view import AgentDemo, Burst
-from controller.demo_switches import demo_intent
 from controller.policy.loader import parse_intent
 from controller.sonic.compile import compile_switch
+from lab.demo_agents import agents_step
+from lab.demo_agents_view import AgentDemo, Burst
+from lab.demo_switches import demo_intent
 from vsonic.dataplane import AGENT, DATAPLANE, ROOT, find_binary
 from vsonic.redis_process import free_port
 from vsonic.supervisor import load_state

@@ -1,6 +1,6 @@
 """The agent demo's pure part: the traffic schedule and its data plane traffic file, the
 queues shown, throughput and marking rates from counter deltas, and the printed table and
-phase summary. ``controller.demo_agents`` does the I/O around it.
+phase summary. ``lab.demo_agents`` does the I/O around it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from controller.demo_common import DemoError
 from controller.policy.models import Intent, ServiceClass
+from lab.demo_common import DemoError
 
 DEMO_SWITCH = "leaf1"
 DEMO_PORT = "Ethernet0"  # a 25 G host port: its line rate fits the data plane's real time

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from controller.errors import IntentInvalid
-from controller.hosts.render import render_hosts
+from controller.hosts.compile import compile_hosts
 from controller.policy.loader import parse_intent
 from controller.policy.models import Intent
 from controller.qos.pias import load_workload
@@ -28,7 +28,7 @@ def marked_data() -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    hosts: dict[str, dict[str, Any]] = render_hosts(parse_intent(data)).inventory["all"]["hosts"]
+    hosts: dict[str, dict[str, Any]] = compile_hosts(parse_intent(data)).inventory["all"]["hosts"]
     return hosts
 
 
@@ -56,7 +56,7 @@ def test_every_host_names_its_interpreter_and_how_to_log_in() -> None:
 
 
 def test_group_vars_are_the_control_nodes_and_the_yaml_round_trips() -> None:
-    rendered = render_hosts(
+    rendered = compile_hosts(
         parse_intent(marked_data()), group_vars={"ansible_ssh_common_args": "-o X=1"}
     )
     assert rendered.inventory["all"]["vars"] == {"ansible_ssh_common_args": "-o X=1"}
@@ -151,7 +151,7 @@ def test_a_level_above_line_rate_is_refused_before_anything_is_rendered() -> Non
     # f = 200 at n = 8: 200 x 2048 bit / 5.31072 us = 77 Gb/s, above the 25 Gb/s NICs.
     data["fabric"]["qjump"]["factors"] = {7: 200.0}
     with pytest.raises(IntentInvalid) as caught:
-        render_hosts(_unvalidated(data))
+        compile_hosts(_unvalidated(data))
     assert_has_problem(
         caught.value.problems, "fabric.qjump.factors.7", "above the slowest host NIC"
     )
@@ -161,7 +161,7 @@ def test_a_dscp_clash_is_refused_before_anything_is_rendered() -> None:
     data = marked_data()
     data["service_classes"][2]["dscp"] = [46]  # rpc already uses 46
     with pytest.raises(IntentInvalid) as caught:
-        render_hosts(_unvalidated(data))
+        compile_hosts(_unvalidated(data))
     assert_has_problem(caught.value.problems, "service_classes[2].dscp[0]", "already used")
 
 

@@ -1,0 +1,126 @@
+"""Host runs, the worker's side: plan (check mode) or apply the intent's host variables with
+Ansible, batch by batch, under the failure budget of ``controller/rollout/staging.py``.
+
+The API records a run (``pending``, with a ``pending`` result per host in its batch); the
+worker steps it here. One ``step`` does one thing and returns: start the run, run the
+lowest batch that still has pending hosts and record their results, or finish the run
+(``completed``; ``halted`` once the failures exceed the budget, the unreached hosts
+``not_run``). Every decision is read from the recorded results, so a worker that restarts
+picks up with the hosts not yet done; a batch whose results were recorded is never run again.
+A batch cut short by a hard kill of the worker (its results not recorded) runs again: the
+host roles are idempotent, and ``SIGTERM`` lets the batch in progress finish first.
+Time, Ansible and the store are passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.hosts.runner import HostResult
+from controller.rollout.staging import (
+    Complete,
+    Halt,
+    assign_batches,
+    failure_count,
+    next_stage,
+)
+
+log = logging.getLogger(__name__)
+
+NOT_REACHED = "failure budget exceeded"
+
+
+@dataclass(frozen=True, slots=True)
+class HostProgress:
+    host: str
+    batch: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostRunState:
+    """A host run as the runner sees it: its mode, state, budget and every host's status."""
+
+    id: int
+    mode: str
+    state: str
+    intent_version: int
+    failure_budget: int
+    results: tuple[HostProgress, ...]
+
+    @property
+    def check(self) -> bool:
+        return self.mode == "plan"
+
+
+class HostRunStore(Protocol):
+    """What the runner needs from persistence (``controller/store/host_run_store.py``)."""
+
+    def runnable(self) -> list[int]: ...
+
+    def load(self, run_id: int) -> HostRunState: ...
+
+    def transition(
+        self, run_id: int, state: str, expected: Sequence[str], message: str | None = None
+    ) -> bool: ...
+
+    def record(self, run_id: int, results: Sequence[HostResult], failures: int) -> None: ...
+
+    def skip_pending(self, run_id: int, message: str) -> None: ...
+
+
+# Runs one batch of a run with Ansible: (the run, its hosts in this batch, batch number).
+RunBatch = Callable[[HostRunState, Sequence[str], int], list[HostResult]]
+
+
+def host_batches(hosts: Sequence[str], batch_size: int) -> list[tuple[str, int]]:
+    """``(host, batch)`` in run order, batches numbered from 1 (hosts have no canary)."""
+    return [(host, batch + 1) for host, batch in assign_batches(hosts, (), batch_size)]
+
+
+def halt_message(failures: int, results: Sequence[HostProgress]) -> str:
+    last = max((r.batch for r in results if r.status not in ("pending", "not_run")), default=0)
+    return f"{failures} host(s) failed, above the failure budget: stopped after batch {last}"
+
+
+class HostRunRunner:
+    """Drives host runs through the store, one batch per ``step``. Safe to discard at any
+    moment and replace with a new runner."""
+
+    def __init__(self, store: HostRunStore, run_batch: RunBatch) -> None:
+        self._store = store
+        self._run_batch = run_batch
+
+    def run_once(self) -> int:
+        """One step of every runnable host run; how many steps did something."""
+        return sum(1 for run_id in self._store.runnable() if self.step(run_id))
+
+    def step(self, run_id: int) -> bool:
+        run = self._store.load(run_id)
+        if run.state == "pending":
+            return self._store.transition(run.id, "running", ("pending",))
+        if run.state != "running":
+            return False
+        stage = next_stage(run.results, run.failure_budget)
+        if isinstance(stage, Halt):
+            self._store.skip_pending(run.id, NOT_REACHED)
+            message = halt_message(stage.failures, run.results)
+            log.info("host run %d: halted (%s)", run.id, message)
+            return self._store.transition(run.id, "halted", ("running",), message)
+        if isinstance(stage, Complete):
+            log.info("host run %d: completed", run.id)
+            return self._store.transition(run.id, "completed", ("running",))
+        hosts = [r.host for r in stage.batch]
+        number = stage.batch[0].batch
+        log.info("host run %d: batch %d: %s", run.id, number, hosts)
+        try:
+            results = self._run_batch(run, hosts, number)
+        except Exception as error:  # the run must end in a state, whatever went wrong
+            log.exception("host run %d: batch %d failed to run", run.id, number)
+            message = f"{type(error).__name__}: {error}"[:2000]
+            return self._store.transition(run.id, "error", ("running",), message)
+        self._store.record(run.id, results, failure_count(run.results) + failure_count(results))
+        return True

@@ -1,0 +1,189 @@
+"""Host runs, the API's side: record a plan (check mode) or an apply (batches, failure budget)
+of the current intent's host variables, and read the recorded runs with every host's result.
+
+The API only records: a run is written ``pending`` with a ``pending`` result per host, and the
+worker (``controller/rollout/hosts.py``) runs it from PostgreSQL, so a run survives a restart
+of either process. An apply answers at once (the caller polls ``GET /hosts/runs/{id}``); a plan
+changes nothing and waits for the worker to finish it, so its answer is the finished run.
+At most one apply is pending or running at a time (a partial unique index).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
+from controller.hosts.compile import compile_hosts
+from controller.policy.loader import parse_intent
+from controller.rollout.hosts import host_batches
+from controller.services.common import Actor, Page, WorkerWait
+from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
+from controller.store.repositories import host_runs, intents
+from controller.store.repositories.host_runs import NewHostRun
+from controller.types import Clock
+
+UNFINISHED = ("pending", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class HostResultView:
+    host: str
+    batch: int
+    status: str
+    changed_tasks: list[dict[str, Any]]
+    failed_tasks: list[dict[str, Any]]
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostRunView:
+    id: int
+    mode: str
+    state: str
+    intent_version: int
+    hosts: list[str]
+    batch_size: int
+    failure_budget: int
+    batches_total: int
+    batches_done: int
+    failures: int
+    requested_by: str
+    message: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    results: list[HostResultView]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Hosts per status; hosts without a result yet count as ``pending``."""
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.status] = counts.get(result.status, 0) + 1
+        counts["pending"] = len(self.hosts) - len(self.results)
+        return counts
+
+
+class HostRunService:
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock, wait: WorkerWait) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._wait = wait
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def run(self, run_id: int) -> HostRunView:
+        with self._sessions() as session:
+            row = host_runs.get_run(session=session, run_id=run_id)
+            if row is None:
+                raise NotFound(f"host run {run_id} does not exist")
+            return _view(row, host_runs.results_of(session=session, run_id=run_id))
+
+    def runs(self, *, limit: int, offset: int) -> Page[HostRunView]:
+        """Newest first, each with its per-host results."""
+        with self._sessions() as session:
+            rows, total = host_runs.list_runs(session=session, limit=limit, offset=offset)
+            views = [
+                _view(row, host_runs.results_of(session=session, run_id=row.id)) for row in rows
+            ]
+            return Page(views, total, limit, offset)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def plan(self, *, actor: Actor) -> HostRunView:
+        """Check mode over every host of the current intent, in one batch; nothing changes
+        on the hosts. Recorded like an apply, and answered when the worker has finished it."""
+        version, hosts = self._current_hosts()
+        run_id = self._create(actor, "plan", version, hosts, len(hosts), len(hosts))
+        self._wait.until(lambda: self.run(run_id).state not in UNFINISHED, f"host plan {run_id}")
+        return self.run(run_id)
+
+    def start_apply(
+        self, *, actor: Actor, batch_size: int | None = None, failure_budget: int = 0
+    ) -> HostRunView:
+        """Record an apply of the current intent's host variables in batches of
+        ``batch_size`` (default: all hosts at once); after a batch that brings failed and
+        unreachable hosts above ``failure_budget``, the worker stops. Answers at once with
+        the run in state ``pending``."""
+        if batch_size is not None and batch_size < 1:
+            raise IntentInvalid([FieldProblem("batch_size", "must be at least 1")])
+        if failure_budget < 0:
+            raise IntentInvalid([FieldProblem("failure_budget", "must be at least 0")])
+        version, hosts = self._current_hosts()
+        size = min(batch_size or len(hosts), len(hosts))
+        run_id = self._create(actor, "apply", version, hosts, size, failure_budget)
+        return self.run(run_id)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _current_hosts(self) -> tuple[int, list[str]]:
+        with self._sessions() as session:
+            row = intents.latest_version(session=session)
+            if row is None:
+                raise NotFound("no intent has been stored yet")
+            number, data = row.number, row.intent
+        # Compiled here only to refuse a bad intent before anything is recorded; the worker
+        # compiles the inventory again with its own control-node settings.
+        compiled = compile_hosts(parse_intent(data))
+        if not compiled.hosts:
+            raise IntentInvalid([FieldProblem("hosts", "the intent declares no hosts")])
+        return number, compiled.hosts
+
+    def _create(
+        self, actor: Actor, mode: str, version: int, hosts: list[str], size: int, budget: int
+    ) -> int:
+        planned = host_batches(hosts, size)
+        new = NewHostRun(
+            mode=mode,
+            intent_version=version,
+            hosts=hosts,
+            batches=planned,
+            batch_size=size,
+            failure_budget=budget,
+            batches_total=max(batch for _, batch in planned),
+            requested_by=actor.name,
+            request_id=actor.request_id,
+            started_at=self._clock(),
+        )
+        try:
+            with self._sessions.begin() as session:
+                return host_runs.create_run(session=session, run=new).id
+        except IntegrityError as error:
+            if UQ_HOST_RUN_ONE_ACTIVE_APPLY in str(error.orig):
+                raise Conflict("another host apply is still running; wait for it") from None
+            raise
+
+
+def _view(row: HostRun, results: list[HostRunResult]) -> HostRunView:
+    return HostRunView(
+        id=row.id,
+        mode=row.mode,
+        state=row.state,
+        intent_version=row.intent_version,
+        hosts=list(row.hosts),
+        batch_size=row.batch_size,
+        failure_budget=row.failure_budget,
+        batches_total=row.batches_total,
+        batches_done=row.batches_done,
+        failures=row.failures,
+        requested_by=row.requested_by,
+        message=row.message,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        results=[
+            HostResultView(
+                host=r.host_name,
+                batch=r.batch,
+                status=r.status,
+                changed_tasks=list(r.changed_tasks),
+                failed_tasks=list(r.failed_tasks),
+                message=r.message,
+            )
+            for r in results
+            if r.status != "pending"
+        ],
+    )

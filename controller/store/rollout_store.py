@@ -1,0 +1,114 @@
+"""The switch runner's ``RolloutStore`` (``controller/rollout/switches.py``) over PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import NotFound
+from controller.policy.models import Intent
+from controller.reconcile.apply import ApplyResult
+from controller.rollout.switches import Phase, RolloutView, SwitchProgress
+from controller.sonic.model import SwitchConfig
+from controller.store.models import Rollout, RolloutResult
+from controller.store.repositories import intents, rollouts
+from controller.store.snapshots import decode_fleet, save_running_state
+from controller.types import Clock
+
+
+def rollout_view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:
+    progress = tuple(
+        SwitchProgress(r.phase, r.switch_name, r.batch, r.status, r.attempts, r.reason)
+        for r in results
+    )
+    return RolloutView(
+        row.id,
+        row.state,
+        row.from_version,
+        row.to_version,
+        row.batch_size,
+        row.failure_budget,
+        progress,
+    )
+
+
+def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+    row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
+    if row is None:
+        raise NotFound(f"rollout {rollout_id} does not exist")
+    return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
+
+
+class SqlRolloutStore:
+    """The runner's ``RolloutStore`` over PostgreSQL; desired states and intents are
+    immutable per version, so they are cached."""
+
+    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._desired: dict[int, dict[str, SwitchConfig]] = {}
+        self._intents: dict[int, Intent | None] = {}
+
+    def runnable(self) -> list[int]:
+        with self._sessions() as session:
+            return rollouts.runnable_ids(session=session)
+
+    def load(self, rollout_id: int) -> RolloutView:
+        with self._sessions() as session:
+            return rollout_view(*load_rollout(session, rollout_id))
+
+    def intent(self, version: int) -> Intent | None:
+        if version not in self._intents:
+            with self._sessions() as session:
+                row = intents.get_version(session=session, number=version)
+            self._intents[version] = None if row is None else Intent.model_validate(row.intent)
+        return self._intents[version]
+
+    def desired(self, version: int) -> dict[str, SwitchConfig]:
+        if version not in self._desired:
+            with self._sessions() as session:
+                stored = intents.desired_states(session=session, version=version)
+            self._desired[version] = decode_fleet(stored)
+        return self._desired[version]
+
+    def transition(
+        self, rollout_id: int, state: str, expected: Sequence[str], reason: str | None = None
+    ) -> bool:
+        with self._sessions.begin() as session:
+            return rollouts.set_state(
+                session=session,
+                rollout_id=rollout_id,
+                state=state,
+                expected=expected,
+                at=self._clock(),
+                reason=reason,
+            )
+
+    def record(
+        self,
+        rollout_id: int,
+        phase: Phase,
+        result: ApplyResult,
+        started: datetime,
+        finished: datetime,
+    ) -> None:
+        with self._sessions.begin() as session:
+            rollouts.record_result(
+                session=session,
+                rollout_id=rollout_id,
+                phase=phase,
+                switch_name=result.switch,
+                status=result.status,
+                reason=result.reason,
+                detail=result.to_json(),
+                started_at=started,
+                finished_at=finished,
+            )
+
+    def record_running_state(self, switch: str, config: SwitchConfig) -> None:
+        with self._sessions.begin() as session:
+            save_running_state(
+                session, switch=switch, config=config, at=self._clock(), source="rollout read-back"
+            )

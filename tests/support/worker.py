@@ -1,0 +1,32 @@
+"""The real controller worker (``controller.worker.build_worker``) on a thread, for tests whose
+API requests are done by the worker: host plans and applies, reconcile-now."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from controller.settings import Settings
+from controller.worker import build_worker
+
+POLL_S = 0.05
+
+
+@contextmanager
+def running_worker(settings: Settings) -> Iterator[None]:
+    """A worker over ``settings``' database, stopped (after its step in progress) on exit."""
+    with settings.gnmi.session_pool() as pool:
+        worker, close = build_worker(settings, pool, environ=os.environ)
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=worker.run, args=(stop, POLL_S), name="test-worker", daemon=True
+        )
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(900)
+            close()
