@@ -94,7 +94,7 @@ enum Ev {
     Start(usize),
     Arrive { node: Node, packet: Packet },
     Wake(usize),
-    Rto { flow: usize, generation: u64 },
+    Rto(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,6 +117,11 @@ struct Flow {
     sender: Sender,
     receiver: Receiver,
     done_ns: Option<f64>,
+    /// The RTO timer armed last: when it expires and its generation.
+    rto_deadline: Option<(f64, u64)>,
+    /// When the flow's one pending timer event is due (the timer is checked lazily: an ACK
+    /// moving the deadline does not push another event, the event re-arms itself).
+    rto_event_at: Option<f64>,
 }
 
 /// Packets in flight: what vasic carries is a handle (`Packet::seq`) into this table.
@@ -206,6 +211,8 @@ impl Fabric {
                 sender: Sender::new(tcp, segments),
                 receiver: Receiver::default(),
                 done_ns: None,
+                rto_deadline: None,
+                rto_event_at: None,
             });
             events.push(spec.start_ns, Ev::Start(i));
         }
@@ -319,12 +326,20 @@ impl Fabric {
         let t = &self.topo;
         let segments = spec.bytes.div_ceil(MSS_BYTES).max(1);
         let wire = spec.bytes + segments * HEADER_BYTES;
-        let links = t.path_links(spec.src, spec.dst) as f64;
-        let bit_ns = 1e9 / t.host_link_bps.min(t.fabric_link_bps);
-        let packet = wire.min(MSS_BYTES + HEADER_BYTES) as f64 * 8.0;
+        let packet_bits = wire.min(MSS_BYTES + HEADER_BYTES) as f64 * 8.0;
+        let ack_bits = HEADER_BYTES as f64 * 8.0;
+        // Links after the first: the fabric links (if the flow crosses a spine), then the
+        // receiver's host link.
+        let mut further = vec![t.host_link_bps];
+        if t.path_links(spec.src, spec.dst) == 4 {
+            further.extend([t.fabric_link_bps, t.fabric_link_bps]);
+        }
+        let store_and_forward: f64 = further.iter().map(|bps| packet_bits * 1e9 / bps).sum();
+        let ack_way_back: f64 =
+            further.iter().chain(std::iter::once(&t.host_link_bps)).map(|bps| ack_bits * 1e9 / bps).sum();
         wire as f64 * 8.0 * 1e9 / t.host_link_bps
-            + (links - 1.0) * packet * bit_ns
-            + links * HEADER_BYTES as f64 * 8.0 * bit_ns
+            + store_and_forward
+            + ack_way_back
             + 2.0 * t.path_delay_ns(spec.src, spec.dst)
     }
 
@@ -334,12 +349,7 @@ impl Fabric {
             Ev::Wake(device) => self.wake(device),
             Ev::Arrive { node: Node::Switch(sw), packet } => self.arrive_at_switch(sw, packet),
             Ev::Arrive { node: Node::Host(host), packet } => self.arrive_at_host(host, packet),
-            Ev::Rto { flow, generation } => {
-                if self.flows[flow].sender.on_timeout(generation) {
-                    self.send_more(flow)?;
-                }
-                Ok(())
-            }
+            Ev::Rto(flow) => self.rto_check(flow),
         }
     }
 
@@ -428,10 +438,36 @@ impl Fabric {
         while let Some(seg) = self.flows[f].sender.next_segment() {
             self.send_segment(f, seg)?;
         }
-        let sender = &mut self.flows[f].sender;
-        if sender.arm_timer_if_idle() {
-            let (at, generation) = (self.now_ns + sender.rto_ns(), sender.timer_generation());
-            self.events.push(at, Ev::Rto { flow: f, generation });
+        let flow = &mut self.flows[f];
+        if flow.sender.arm_timer_if_idle() {
+            let at = self.now_ns + flow.sender.rto_ns();
+            flow.rto_deadline = Some((at, flow.sender.timer_generation()));
+            if flow.rto_event_at.map_or(true, |pending| at < pending) {
+                flow.rto_event_at = Some(at);
+                self.events.push(at, Ev::Rto(f));
+            }
+        }
+        Ok(())
+    }
+
+    fn rto_check(&mut self, f: usize) -> Result<(), SimError> {
+        let now = self.now_ns;
+        let flow = &mut self.flows[f];
+        if flow.rto_event_at == Some(now) {
+            flow.rto_event_at = None;
+        }
+        let Some((at, generation)) = flow.rto_deadline else { return Ok(()) };
+        if at > now {
+            // The timer was re-armed since this event was pushed: check again then.
+            if flow.rto_event_at.map_or(true, |pending| at < pending) {
+                flow.rto_event_at = Some(at);
+                self.events.push(at, Ev::Rto(f));
+            }
+            return Ok(());
+        }
+        flow.rto_deadline = None;
+        if flow.sender.on_timeout(generation) {
+            self.send_more(f)?;
         }
         Ok(())
     }

@@ -22,6 +22,19 @@ pub struct LeafSpine {
     pub host_link_delay_ns: f64,
     /// Propagation delay of a leaf-spine link, ns.
     pub fabric_link_delay_ns: f64,
+    /// How a leaf picks the spine for a packet going to another leaf.
+    pub ecmp: Ecmp,
+}
+
+/// A leaf's choice of spine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ecmp {
+    /// By a hash of the flow (each direction hashed on its own), as switches hash 5-tuples.
+    #[default]
+    Flow,
+    /// Spine `destination host % spines`: static routes, as the ns-3 comparison is built.
+    Destination,
 }
 
 impl Default for LeafSpine {
@@ -35,6 +48,7 @@ impl Default for LeafSpine {
             fabric_link_bps: 10e9,
             host_link_delay_ns: 1_000.0,
             fabric_link_delay_ns: 1_000.0,
+            ecmp: Ecmp::Flow,
         }
     }
 }
@@ -82,8 +96,13 @@ impl LeafSpine {
         }
     }
 
-    /// The egress port of switch `sw` towards host `dst`; `ecmp` is the flow's hash.
-    pub fn egress_port(&self, sw: usize, dst: usize, ecmp: u64) -> usize {
+    /// The egress port of switch `sw` towards host `dst`; `flow_hash` is the flow's hash
+    /// ([`ecmp_hash`]), used when ECMP is by flow.
+    pub fn egress_port(&self, sw: usize, dst: usize, flow_hash: u64) -> usize {
+        let ecmp = match self.ecmp {
+            Ecmp::Flow => flow_hash,
+            Ecmp::Destination => dst as u64,
+        };
         let dst_leaf = self.leaf_of(dst);
         if !self.is_leaf(sw) {
             return dst_leaf;
