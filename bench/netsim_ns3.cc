@@ -14,7 +14,7 @@
 // - routing is static: a leaf reaches a remote host through spine (host % spines), the
 //   ECMP-by-destination rule netsim runs with for this comparison;
 // - TcpDctcp, 1460 B segments, initial window 10, an ACK per packet, no SACK, RTO floor as
-//   given; one BulkSend per flow, one PacketSink per flow; FCT = last byte received minus
+//   given, classic (NewReno) recovery; one BulkSend per flow, one PacketSink per flow; FCT = last byte received minus
 //   the flow's start (the connection handshake included: ns-3 has one, netsim does not).
 // Prints "events <n>" and "simulated_s <t>" on stdout; writes "flow,fct_ns" rows.
 
@@ -101,6 +101,8 @@ int main(int argc, char **argv) {
   Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 24));
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 24));
   Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
+  // NewReno's fast recovery (RFC 6582), as netsim runs it, not ns-3's default PRR.
+  Config::SetDefault("ns3::TcpL4Protocol::RecoveryType", TypeIdValue(TcpClassicRecovery::GetTypeId()));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(min_rto_ms)));
   // A lost SYN is retried after ConnTimeout (3 s by default): the same floor as the RTO.
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(MilliSeconds(min_rto_ms)));

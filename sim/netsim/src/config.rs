@@ -107,6 +107,46 @@ pub struct RunConfig {
     /// Stop here even if flows are unfinished, ns.
     #[serde(default = "default_end")]
     pub end_ns: f64,
+    /// A switch port to sample while the run goes.
+    #[serde(default)]
+    pub watch: Option<Watch>,
+}
+
+/// A switch port sampled every `every_ns` from `from_ns` on: per-queue throughput and
+/// occupancy, what the MQ-ECN and DynaQ reproductions read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Watch {
+    /// Switch index (leaves first, then spines).
+    pub switch: usize,
+    /// Port on it.
+    pub port: usize,
+    /// Sampling interval, ns.
+    pub every_ns: f64,
+    /// Measure from here (a warm-up before), ns.
+    #[serde(default)]
+    pub from_ns: f64,
+}
+
+/// One queue of a watched port, over the measured span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WatchedQueue {
+    /// Queue index.
+    pub queue: usize,
+    /// Throughput, bit/s.
+    pub throughput_bps: f64,
+    /// Mean occupancy at the samples, bytes.
+    pub mean_bytes: f64,
+}
+
+/// What the watched port did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Watched {
+    /// Its queues.
+    pub queues: Vec<WatchedQueue>,
+    /// Mean bytes held by the whole port.
+    pub mean_port_bytes: f64,
+    /// 99th percentile of the bytes held by the whole port at the samples.
+    pub p99_port_bytes: f64,
 }
 
 fn default_end() -> f64 {
@@ -132,6 +172,8 @@ pub struct RunOutput {
     /// Every flow.
     #[serde(skip)]
     pub flows: Vec<FlowResult>,
+    /// The watched port, if one was asked for.
+    pub watched: Option<Watched>,
 }
 
 impl RunConfig {
@@ -159,9 +201,66 @@ impl RunConfig {
     /// Runs it.
     pub fn run(&self, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput, RunError> {
         let flows = self.flows()?;
-        let mut fabric = Fabric::new(self.topology, self.qos.fabric_qos(), self.tcp, &flows, self.seed)?;
-        fabric.run(self.end_ns, progress)?;
+        let qos = self.qos.fabric_qos();
+        let queues = qos.queues.len();
+        let mut fabric = Fabric::new(self.topology, qos, self.tcp, &flows, self.seed)?;
+        let watched = match self.watch {
+            Some(w) => Some(watch(&mut fabric, w, queues, self.end_ns, progress)?),
+            None => {
+                fabric.run(self.end_ns, progress)?;
+                None
+            }
+        };
         let results = fabric.results();
-        Ok(RunOutput { summary: summarise(&results, fabric.tally(), fabric.now_ns()), flows: results })
+        Ok(RunOutput {
+            summary: summarise(&results, fabric.tally(), fabric.now_ns()),
+            flows: results,
+            watched,
+        })
     }
+}
+
+/// Runs `fabric` to `end_ns` in steps of `w.every_ns`, sampling the watched port.
+fn watch(
+    fabric: &mut Fabric,
+    w: Watch,
+    queues: usize,
+    end_ns: f64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Watched, SimError> {
+    let every = w.every_ns.max(1.0);
+    fabric.run(w.from_ns, progress)?;
+    let tx_bytes = |f: &Fabric| -> Result<Vec<u64>, SimError> {
+        (0..queues).map(|q| Ok(f.switch_counters(w.switch, w.port, q)?.bytes)).collect()
+    };
+    let start = tx_bytes(fabric)?;
+    let mut sums = vec![0.0; queues];
+    let mut port_samples = Vec::new();
+    let mut t = w.from_ns;
+    while t + every <= end_ns {
+        t += every;
+        fabric.run(t, progress)?;
+        let mut held = 0;
+        for (q, sum) in sums.iter_mut().enumerate() {
+            let occupancy = fabric.switch_counters(w.switch, w.port, q)?.curr_occupancy_bytes;
+            *sum += occupancy as f64;
+            held += occupancy;
+        }
+        port_samples.push(held as f64);
+    }
+    let end = tx_bytes(fabric)?;
+    let span_s = (t - w.from_ns).max(1.0) * 1e-9;
+    let n = port_samples.len().max(1) as f64;
+    port_samples.sort_by(f64::total_cmp);
+    Ok(Watched {
+        queues: (0..queues)
+            .map(|q| WatchedQueue {
+                queue: q,
+                throughput_bps: (end[q] - start[q]) as f64 * 8.0 / span_s,
+                mean_bytes: sums[q] / n,
+            })
+            .collect(),
+        mean_port_bytes: port_samples.iter().sum::<f64>() / n,
+        p99_port_bytes: crate::report::percentile(&port_samples, 99.0),
+    })
 }

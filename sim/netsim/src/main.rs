@@ -58,6 +58,9 @@ fn main() -> anyhow::Result<()> {
     let wall_s = started.elapsed().as_secs_f64();
     let mut summary = serde_json::to_value(&out.summary)?;
     if let Some(obj) = summary.as_object_mut() {
+        if let Some(watched) = &out.watched {
+            obj.insert("watched".into(), serde_json::to_value(watched)?);
+        }
         obj.insert("wall_s".into(), wall_s.into());
         obj.insert("events_per_s".into(), (out.summary.tally.events as f64 / wall_s.max(1e-9)).into());
     }
