@@ -7,11 +7,14 @@
 - ``mqecn``: MQ-ECN against per-queue standard and per-queue minimum thresholds (NSDI'16
   §2.2, §5): one bottleneck port with 8 DWRR queues; 1, 2, 4 or 8 of them active; throughput
   and the port's queue, and a 4:3:2:1 weighted case.
+- ``qjump``: QJUMP's level 7 under incast: one-packet messages from every host to one, in a
+  strict top queue, against the same messages sharing the incast's queue; their delay
+  against the fan-in bound 2nP/R (NSDI'15 §3).
 - ``dynaq``: DynaQ against a shared buffer with a dynamic threshold, a transport without
   ECN: 4 DWRR queues weighted 4:3:2:1, 8 flows in some, 32 in others.
 
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
-3000), ``... mqecn``, ``... dynaq``. Results are recorded in docs/reproductions.md.
+3000), ``... mqecn``, ``... dynaq``, ``... qjump``. Results are recorded in docs/reproductions.md.
 """
 
 from __future__ import annotations
@@ -314,6 +317,105 @@ def dynaq() -> None:
     print("\n".join(rows))
 
 
+QJUMP_P_BYTES = 256
+QJUMP_HOSTS = 16
+
+
+def qjump_config(isolated: bool) -> dict[str, Any]:
+    # 16 hosts (2 leaves x 8, one spine, 10 Gb/s, 1 us links). Every epoch each of the 15
+    # other hosts sends host 0 one 256 B message at once: QJUMP's worst-case fan-in
+    # (NSDI'15 §3). Every 500 us the same 15 hosts send host 0 200 KB each over DCTCP: the
+    # incast that interferes. Isolated: the messages ride strict queue 7 (QJUMP level 7),
+    # the incast queue 0; otherwise everything shares queue 0, as without QJUMP.
+    epoch_ns = 100_000.0
+    flows: list[dict[str, Any]] = []
+    level7 = 7 if isolated else 0
+    for k in range(100):
+        for h in range(1, QJUMP_HOSTS):
+            payload = QJUMP_P_BYTES - 40
+            flows.append(
+                {"src": h, "dst": 0, "bytes": payload, "start_ns": k * epoch_ns, "class": level7}
+            )
+    for k in range(20):
+        for h in range(1, QJUMP_HOSTS):
+            flows.append(
+                {"src": h, "dst": 0, "bytes": 200_000, "start_ns": k * 500e3 + 30e3, "class": 0}
+            )
+    queues = [{"sched": "strict", "ecn_k_bytes": 65 * PACKET} for _ in range(8)]
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 2,
+            "spines": 1,
+            "hosts_per_leaf": QJUMP_HOSTS // 2,
+            "host_link_bps": TEN_G,
+            "fabric_link_bps": TEN_G,
+            "host_link_delay_ns": 1_000.0,
+            "fabric_link_delay_ns": 1_000.0,
+        },
+        "tcp": {"cc": "dctcp", "init_cwnd": 10.0, "min_rto_ns": 5e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": "per_queue",
+            "port_buffer_bytes": 200 * PACKET,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+    }
+
+
+def qjump() -> None:
+    # The bound on a level-7 message's queueing with n hosts fanning in over a multi-hop
+    # network: 2 n P / R (QJUMP NSDI'15 §3), here 6.6 us, plus one low-priority packet in
+    # transmission at each of the 3 switch hops it crosses (strict priority does not preempt).
+    n, bound_us = QJUMP_HOSTS, 2 * QJUMP_HOSTS * QJUMP_P_BYTES * 8 / TEN_G * 1e6
+    hol_us = 3 * PACKET * 8 / TEN_G * 1e6
+    rows = [
+        f"QJUMP level 7 under incast: {n} hosts, P = {QJUMP_P_BYTES} B, 10 Gb/s; "
+        f"bound 2nP/R = {bound_us:.1f} us (+ {hol_us:.1f} us of non-preemption)",
+        "message delay: its FCT minus its FCT in an idle fabric",
+        f"{'':<28}{'median us':>10}{'p99 us':>10}{'max us':>10}",
+    ]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for isolated, name in ((False, "one queue (no QJUMP)"), (True, "level 7 strict (QJUMP)")):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = qjump_config(isolated)
+            path = Path(tmp) / "run.json"
+            csv_path = Path(tmp) / "flows.csv"
+            path.write_text(json.dumps(config))
+            subprocess.run(
+                [
+                    str(NETSIM),
+                    "run",
+                    "--quiet",
+                    "--config",
+                    str(path),
+                    "--json",
+                    "/dev/null",
+                    "--csv",
+                    str(csv_path),
+                ],
+                check=True,
+            )
+            lines = csv_path.read_text().splitlines()[1:]
+        extra = sorted(
+            (float(c[5]) - float(c[6])) / 1e3
+            for c in (line.split(",") for line in lines)
+            if int(c[2]) < 1_000 and c[5]
+        )
+        med, p99, top = extra[len(extra) // 2], extra[int(0.99 * (len(extra) - 1))], extra[-1]
+        rows.append(f"{name:<28}{med:>10.1f}{p99:>10.1f}{top:>10.1f}")
+        ax.plot(extra, [i / len(extra) for i in range(len(extra))], label=name)
+    ax.axvline(bound_us + hol_us, color="k", linestyle="--", label="2nP/R + non-preemption")
+    ax.set_xscale("log")
+    ax.set_xlabel("level-7 message delay over unloaded (us)")
+    ax.set_ylabel("CDF")
+    ax.legend()
+    save(fig, "netsim_qjump.png")
+    print("\n".join(rows))
+
+
 def save(fig: Any, name: str) -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -323,7 +425,7 @@ def save(fig: Any, name: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("which", choices=["pias", "mqecn", "dynaq"])
+    parser.add_argument("which", choices=["pias", "mqecn", "dynaq", "qjump"])
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
     args = parser.parse_args(argv)
@@ -332,8 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         pias(args.flows, args.loads)
     elif args.which == "mqecn":
         mqecn()
-    else:
+    elif args.which == "dynaq":
         dynaq()
+    else:
+        qjump()
     return 0
 
 
