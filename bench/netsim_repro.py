@@ -121,14 +121,14 @@ def small(summary: dict[str, Any]) -> dict[str, Any]:
     return next(b for b in summary["buckets"] if b["name"] == "small")
 
 
-def pias(flows: int, loads: list[float]) -> None:
+def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
     rows = [
         f"PIAS vs DCTCP, small flows (<= 100 KB), {flows} flows per run, 144 hosts",
         f"{'workload':<11}{'load':>5}{'DCTCP mean':>12}{'PIAS mean':>11}{'cut':>7}"
         f"{'DCTCP p99':>11}{'PIAS p99':>10}{'cut':>7}   paper cut (mean, p99)",
     ]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, workload in zip(axes, ("websearch", "datamining"), strict=True):
+    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
+    for ax, workload in zip(axes[0], workloads, strict=True):
         series: dict[str, list[float]] = {
             "DCTCP mean": [],
             "PIAS mean": [],
@@ -159,7 +159,7 @@ def pias(flows: int, loads: list[float]) -> None:
         ax.set_ylabel("FCT (us)")
         ax.set_yscale("log")
         ax.legend()
-    save(fig, "netsim_pias.png")
+    save(fig, f"netsim_pias_{'_'.join(workloads)}.png")
     print("\n".join(rows))
 
 
@@ -275,6 +275,9 @@ def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
             "queues": queues,
             "aqm": aqm,
             "port_buffer_bytes": 200 * PACKET,
+            # One port's buffer is the switch's whole pool: the congested port's queues
+            # compete for it, as in DynaQ's setting (a shared buffer per port).
+            "pool_bytes": 200 * PACKET,
             "quantum_unit_bytes": PACKET,
             "tagging": "by_class",
         },
@@ -428,10 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("which", choices=["pias", "mqecn", "dynaq", "qjump"])
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
+    parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
     args = parser.parse_args(argv)
     build()
     if args.which == "pias":
-        pias(args.flows, args.loads)
+        pias(args.flows, args.loads, args.workloads)
     elif args.which == "mqecn":
         mqecn()
     elif args.which == "dynaq":

@@ -81,6 +81,11 @@ pub struct FabricQos {
     pub aqm: Aqm,
     /// Buffer per port, bytes (the switch's shared pool is this times its ports).
     pub port_buffer_bytes: u64,
+    /// A switch's shared pool, bytes (default: `port_buffer_bytes` times its ports). A pool
+    /// the size of one port's buffer makes every port of a switch draw on it, as a small
+    /// shared-buffer switch with one congested port behaves.
+    #[serde(default)]
+    pub pool_bytes: Option<u64>,
     /// DWRR quantum per unit of weight, bytes.
     #[serde(default = "default_quantum")]
     pub quantum_unit_bytes: u64,
@@ -103,6 +108,7 @@ impl FabricQos {
             queues: vec![queue],
             aqm: Aqm::PerQueue,
             port_buffer_bytes,
+            pool_bytes: None,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Single { queue: 0 },
             ack_queue: None,
@@ -116,6 +122,7 @@ impl FabricQos {
             queues: vec![queue; 8],
             aqm: Aqm::PortEcn { k_bytes },
             port_buffer_bytes,
+            pool_bytes: None,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Pias { thresholds_bytes },
             ack_queue: None,

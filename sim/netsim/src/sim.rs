@@ -191,7 +191,7 @@ impl Fabric {
         }
         for sw in 0..topo.switches() {
             let ports: Vec<_> = topo.port_speeds(sw).into_iter().map(|s| qos.switch_port(s)).collect();
-            let pool = qos.port_buffer_bytes.saturating_mul(ports.len() as u64);
+            let pool = qos.pool_bytes.unwrap_or(qos.port_buffer_bytes.saturating_mul(ports.len() as u64));
             devices.push(Vasic::new(pool, seed.rotate_left(17) ^ (hosts + sw) as u64, ports)?);
         }
         let mut events = EventQueue::new();
