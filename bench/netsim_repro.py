@@ -236,15 +236,70 @@ def mqecn() -> None:
         rows.append(
             f"{name:<26} {shares}  (fair: 4.00 3.00 2.00 1.00), mean queue {mean_kb:.1f} KB"
         )
+    rows.extend(mqecn_testbed())
     ax_tput.set_title("bottleneck throughput")
     ax_tput.set_xlabel("active queues")
     ax_tput.set_ylabel("Gb/s")
+    ax_tput.set_ylim(0, 11)
     ax_queue.set_title("mean bottleneck queue")
     ax_queue.set_xlabel("active queues")
     ax_queue.set_ylabel("KB")
     ax_tput.legend()
     save(fig, "netsim_mqecn.png")
     print("\n".join(rows))
+
+
+def mqecn_testbed_config(aqm: Any, k_each: int | None) -> dict[str, Any]:
+    # MQ-ECN's static-flow testbed experiment (NSDI'16 §5.1.1): 1 Gb/s, base RTT ~250 us
+    # (62.5 us on each of the 4 host-link crossings of a round trip), 96 KB of buffer shared
+    # by the port's queues, standard threshold 32 KB; service 1 (queue 0) has 1 flow from one
+    # sender, service 2 (queue 1) 4 flows from another, equal quanta.
+    queues = [{"sched": {"dwrr": 1}, "ecn_k_bytes": k_each} for _ in range(2)]
+    flows = [{"src": 0, "dst": 2, "bytes": 1 << 40, "start_ns": 0.0, "class": 0}]
+    flows += [{"src": 1, "dst": 2, "bytes": 1 << 40, "start_ns": 0.0, "class": 1} for _ in range(4)]
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 1,
+            "spines": 1,
+            "hosts_per_leaf": 3,
+            "host_link_bps": 1e9,
+            "fabric_link_bps": 1e9,
+            "host_link_delay_ns": 62_500.0,
+            "fabric_link_delay_ns": 1_000.0,
+        },
+        "tcp": {"cc": "dctcp", "init_cwnd": 10.0, "min_rto_ns": 10e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": aqm,
+            "port_buffer_bytes": 96_000,
+            "quantum_unit_bytes": PACKET,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+        "end_ns": 1e9,
+        "watch": {"switch": 0, "port": 2, "every_ns": 50_000.0, "from_ns": 200e6},
+    }
+
+
+def mqecn_testbed() -> list[str]:
+    rows = [
+        "MQ-ECN static flows (NSDI'16 §5.1.1): 1 Gb/s, services of 1 and 4 flows, K = 32 KB;",
+        "paper: goodputs about equal, sum ~936 Mb/s; RTT 651 -> 441 us mean (standard -> MQ-ECN)",
+        f"{'scheme':<26}{'service 1 Mb/s':>15}{'service 2 Mb/s':>15}{'mean RTT us':>13}",
+    ]
+    for name, (aqm, k_each) in {
+        "per-queue standard (K)": ("per_queue", 32_000),
+        "MQ-ECN": ({"mqecn": {"k_std_bytes": 32_000.0}}, None),
+    }.items():
+        w = run(mqecn_testbed_config(aqm, k_each))["watched"]
+        s1, s2 = (q["throughput_bps"] / 1e6 for q in w["queues"])
+        # RTT as ping would see it through service 2's queue: the base RTT plus the port's
+        # backlog drained at 1 Gb/s (DWRR serves the other queue in between).
+        rtt = 250.0 + w["mean_port_bytes"] * 8 / 1e9 * 1e6
+        rows.append(f"{name:<26}{s1:>15.0f}{s2:>15.0f}{rtt:>13.0f}")
+    return rows
 
 
 def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
@@ -275,9 +330,8 @@ def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
             "queues": queues,
             "aqm": aqm,
             "port_buffer_bytes": 200 * PACKET,
-            # One port's buffer is the switch's whole pool: the congested port's queues
-            # compete for it, as in DynaQ's setting (a shared buffer per port).
-            "pool_bytes": 200 * PACKET,
+            # The port's 300 KB are shared by its queues (netsim's default per-port buffer),
+            # as in DynaQ's setting.
             "quantum_unit_bytes": PACKET,
             "tagging": "by_class",
         },

@@ -72,6 +72,19 @@ pub enum Tagging {
     ByClass,
 }
 
+/// How a switch's buffer is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferModel {
+    /// Each port has `port_buffer_bytes` shared by its queues (the ns-2 and ns-3 models the
+    /// PIAS and MQ-ECN simulations and the ns-3 comparison use).
+    #[default]
+    PerPort,
+    /// One pool of `port_buffer_bytes` times the ports, shared by every queue of the switch
+    /// under each queue's limit (a shared-buffer ASIC, as SONiC configures one).
+    SwitchPool,
+}
+
 /// A fabric's QoS: the same on every switch port.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FabricQos {
@@ -81,11 +94,9 @@ pub struct FabricQos {
     pub aqm: Aqm,
     /// Buffer per port, bytes (the switch's shared pool is this times its ports).
     pub port_buffer_bytes: u64,
-    /// A switch's shared pool, bytes (default: `port_buffer_bytes` times its ports). A pool
-    /// the size of one port's buffer makes every port of a switch draw on it, as a small
-    /// shared-buffer switch with one congested port behaves.
+    /// Where a switch's buffer is shared.
     #[serde(default)]
-    pub pool_bytes: Option<u64>,
+    pub buffer: BufferModel,
     /// DWRR quantum per unit of weight, bytes.
     #[serde(default = "default_quantum")]
     pub quantum_unit_bytes: u64,
@@ -108,7 +119,7 @@ impl FabricQos {
             queues: vec![queue],
             aqm: Aqm::PerQueue,
             port_buffer_bytes,
-            pool_bytes: None,
+            buffer: BufferModel::PerPort,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Single { queue: 0 },
             ack_queue: None,
@@ -122,7 +133,7 @@ impl FabricQos {
             queues: vec![queue; 8],
             aqm: Aqm::PortEcn { k_bytes },
             port_buffer_bytes,
-            pool_bytes: None,
+            buffer: BufferModel::PerPort,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Pias { thresholds_bytes },
             ack_queue: None,

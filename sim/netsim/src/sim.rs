@@ -13,7 +13,7 @@ use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
-use crate::qos::FabricQos;
+use crate::qos::{BufferModel, FabricQos};
 use crate::tcp::{CongestionControl, Receiver, Sender, TcpConfig};
 use crate::topology::{ecmp_hash, LeafSpine, Node};
 use crate::workload::{FlowSpec, MSS_BYTES};
@@ -163,7 +163,12 @@ impl InFlight {
 pub struct Fabric {
     topo: LeafSpine,
     qos: FabricQos,
+    /// Host NICs first (device = host), then the switches' devices.
     devices: Vec<Vasic>,
+    /// For a switch device: its switch and the switch port of its port 0.
+    owner: Vec<Option<(usize, usize)>>,
+    /// For a switch port: its device and the port's index on it.
+    port_device: Vec<Vec<(usize, usize)>>,
     wake_at: Vec<Option<f64>>,
     events: EventQueue<Ev>,
     flows: Vec<Flow>,
@@ -186,13 +191,37 @@ impl Fabric {
     ) -> Result<Self, SimError> {
         let hosts = topo.hosts();
         let mut devices = Vec::with_capacity(hosts + topo.switches());
+        let mut owner = Vec::with_capacity(hosts + topo.switches());
         for h in 0..hosts {
             devices.push(Vasic::new(u64::MAX / 4, seed ^ h as u64, vec![qos.host_port(topo.host_link_bps)])?);
+            owner.push(None);
         }
+        let mut port_device = Vec::with_capacity(topo.switches());
         for sw in 0..topo.switches() {
             let ports: Vec<_> = topo.port_speeds(sw).into_iter().map(|s| qos.switch_port(s)).collect();
-            let pool = qos.pool_bytes.unwrap_or(qos.port_buffer_bytes.saturating_mul(ports.len() as u64));
-            devices.push(Vasic::new(pool, seed.rotate_left(17) ^ (hosts + sw) as u64, ports)?);
+            let device_seed = |d: usize| seed.rotate_left(17) ^ d as u64;
+            let mut map = Vec::with_capacity(ports.len());
+            match qos.buffer {
+                BufferModel::SwitchPool => {
+                    let pool = qos.port_buffer_bytes.saturating_mul(ports.len() as u64);
+                    map.extend((0..ports.len()).map(|p| (devices.len(), p)));
+                    devices.push(Vasic::new(pool, device_seed(devices.len()), ports)?);
+                    owner.push(Some((sw, 0)));
+                }
+                BufferModel::PerPort => {
+                    // One single-port vasic per port: its pool is the port's buffer.
+                    for (p, port) in ports.into_iter().enumerate() {
+                        map.push((devices.len(), 0));
+                        devices.push(Vasic::new(
+                            qos.port_buffer_bytes,
+                            device_seed(devices.len()),
+                            vec![port],
+                        )?);
+                        owner.push(Some((sw, p)));
+                    }
+                }
+            }
+            port_device.push(map);
         }
         let mut events = EventQueue::new();
         let mut state = Vec::with_capacity(flows.len());
@@ -219,6 +248,8 @@ impl Fabric {
         Ok(Self {
             wake_at: vec![None; devices.len()],
             devices,
+            owner,
+            port_device,
             topo,
             qos,
             events,
@@ -293,9 +324,9 @@ impl Fabric {
         port: usize,
         queue: usize,
     ) -> Result<QueueCounters, SimError> {
-        let device = self.topo.hosts() + switch;
-        let sw = self.devices.get(device).ok_or(VasicError::NoSuchPort(port))?;
-        Ok(sw.counters(port, queue)?)
+        let &(device, local) =
+            self.port_device.get(switch).and_then(|m| m.get(port)).ok_or(VasicError::NoSuchPort(port))?;
+        Ok(self.devices[device].counters(local, queue)?)
     }
 
     /// Resets every switch queue's watermark to its occupancy now (to measure after a
@@ -357,12 +388,11 @@ impl Fabric {
         if self.wake_at[device] == Some(self.now_ns) {
             self.wake_at[device] = None;
         }
-        let hosts = self.topo.hosts();
+        let owner = self.owner[device];
         for d in self.devices[device].advance(self.now_ns)? {
-            let (node, delay) = if device < hosts {
-                (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns)
-            } else {
-                self.topo.next_hop(device - hosts, d.port)
+            let (node, delay) = match owner {
+                None => (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns),
+                Some((sw, first_port)) => self.topo.next_hop(sw, first_port + d.port),
             };
             self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet });
         }
@@ -386,8 +416,8 @@ impl Fabric {
             Meta::Ack { .. } => (flow.spec.src, true),
         };
         let port = self.topo.egress_port(sw, dst, ecmp_hash(packet.flow, reverse, self.salt));
-        let device = self.topo.hosts() + sw;
-        match self.devices[device].enqueue(self.now_ns, port, meta.queue(), packet)? {
+        let (device, local) = self.port_device[sw][port];
+        match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
             EnqueueOutcome::Dropped(_) => {
                 self.in_flight.remove(packet.seq, packet.bytes);
                 self.tally.dropped_bytes += u64::from(packet.bytes);
