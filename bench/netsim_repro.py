@@ -378,7 +378,7 @@ QJUMP_P_BYTES = 256
 QJUMP_HOSTS = 16
 
 
-def qjump_config(isolated: bool) -> dict[str, Any]:
+def qjump_config(isolated: bool, buffer: str) -> dict[str, Any]:
     # 16 hosts (2 leaves x 8, one spine, 10 Gb/s, 1 us links). Every epoch each of the 15
     # other hosts sends host 0 one 256 B message at once: QJUMP's worst-case fan-in
     # (NSDI'15 §3). Every 500 us the same 15 hosts send host 0 200 KB each over DCTCP: the
@@ -416,6 +416,7 @@ def qjump_config(isolated: bool) -> dict[str, Any]:
             "queues": queues,
             "aqm": "per_queue",
             "port_buffer_bytes": 200 * PACKET,
+            "buffer": buffer,
             "tagging": "by_class",
         },
         "traffic": [{"kind": "flows", "flows": flows}],
@@ -435,9 +436,14 @@ def qjump() -> None:
         f"{'':<28}{'median us':>10}{'p99 us':>10}{'max us':>10}",
     ]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for isolated, name in ((False, "one queue (no QJUMP)"), (True, "level 7 strict (QJUMP)")):
+    cases = (
+        (False, "per_port", "one queue (no QJUMP)"),
+        (True, "per_port", "level 7, port buffer shared"),
+        (True, "switch_pool", "level 7, per-queue limits"),
+    )
+    for isolated, buffer, name in cases:
         with tempfile.TemporaryDirectory() as tmp:
-            config = qjump_config(isolated)
+            config = qjump_config(isolated, buffer)
             path = Path(tmp) / "run.json"
             csv_path = Path(tmp) / "flows.csv"
             path.write_text(json.dumps(config))
