@@ -108,6 +108,10 @@ def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str
         }
     else:
         qos = {"scheme": "dctcp", "k_bytes": k, "port_buffer_bytes": buffer}
+    # ns-2's host links have the same DropTail queue as the switch ports; without a limit a
+    # large flow alone on its NIC (no marks, no drops) grows its window without bound and
+    # the host's own queue delays its small flows past their RTO.
+    qos["host_buffer_bytes"] = buffer
     return {
         "seed": 1,
         "topology": pias_fabric(),

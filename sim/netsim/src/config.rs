@@ -21,6 +21,9 @@ pub enum QosChoice {
         k_bytes: u64,
         /// Buffer per port, bytes.
         port_buffer_bytes: u64,
+        /// Host NIC queue limit, bytes (none by default).
+        #[serde(default)]
+        host_buffer_bytes: Option<u64>,
     },
     /// PIAS: 8 strict queues, per-port ECN at K, demotion thresholds.
     Pias {
@@ -30,6 +33,9 @@ pub enum QosChoice {
         k_bytes: u64,
         /// Buffer per port, bytes.
         port_buffer_bytes: u64,
+        /// Host NIC queue limit, bytes (none by default).
+        #[serde(default)]
+        host_buffer_bytes: Option<u64>,
     },
     /// Anything else, spelled out.
     Custom(FabricQos),
@@ -39,10 +45,14 @@ impl QosChoice {
     /// The fabric QoS it stands for.
     pub fn fabric_qos(&self) -> FabricQos {
         match self {
-            Self::Dctcp { k_bytes, port_buffer_bytes } => FabricQos::dctcp(*k_bytes, *port_buffer_bytes),
-            Self::Pias { thresholds_bytes, k_bytes, port_buffer_bytes } => {
-                FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
-            }
+            Self::Dctcp { k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
+                host_buffer_bytes: *host_buffer_bytes,
+                ..FabricQos::dctcp(*k_bytes, *port_buffer_bytes)
+            },
+            Self::Pias { thresholds_bytes, k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
+                host_buffer_bytes: *host_buffer_bytes,
+                ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
+            },
             Self::Custom(q) => q.clone(),
         }
     }

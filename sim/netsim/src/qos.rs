@@ -97,6 +97,10 @@ pub struct FabricQos {
     /// Where a switch's buffer is shared.
     #[serde(default)]
     pub buffer: BufferModel,
+    /// A host NIC's queue limit, bytes; packets beyond it are dropped at the host (ns-2's
+    /// host-link DropTail queue). None: no limit (ns-3's default FIFO, 100,000 packets here).
+    #[serde(default)]
+    pub host_buffer_bytes: Option<u64>,
     /// DWRR quantum per unit of weight, bytes.
     #[serde(default = "default_quantum")]
     pub quantum_unit_bytes: u64,
@@ -120,6 +124,7 @@ impl FabricQos {
             aqm: Aqm::PerQueue,
             port_buffer_bytes,
             buffer: BufferModel::PerPort,
+            host_buffer_bytes: None,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Single { queue: 0 },
             ack_queue: None,
@@ -134,6 +139,7 @@ impl FabricQos {
             aqm: Aqm::PortEcn { k_bytes },
             port_buffer_bytes,
             buffer: BufferModel::PerPort,
+            host_buffer_bytes: None,
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Pias { thresholds_bytes },
             ack_queue: None,
@@ -196,7 +202,8 @@ impl FabricQos {
         }
     }
 
-    /// A host NIC of `speed_bps`: the same queues and scheduling, no marking, no limit.
+    /// A host NIC of `speed_bps`: the same queues and scheduling, no marking, the host
+    /// buffer as its pool (the caller sizes the pool).
     pub fn host_port(&self, speed_bps: f64) -> PortConfig {
         let queues = self
             .queues
@@ -204,7 +211,7 @@ impl FabricQos {
             .map(|q| QueueConfig {
                 scheduling: scheduling(q.sched),
                 wred: None,
-                buffer: BufferLimit::Static(0),
+                buffer: BufferLimit::Static(self.host_buffer_bytes.unwrap_or(0)),
             })
             .collect();
         PortConfig {

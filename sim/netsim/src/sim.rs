@@ -49,9 +49,9 @@ pub struct Tally {
     pub sent_bytes: u64,
     /// Bytes that reached their destination host.
     pub delivered_bytes: u64,
-    /// Bytes dropped at switches.
+    /// Bytes dropped (at switches, or at a host NIC with a limit).
     pub dropped_bytes: u64,
-    /// Packets dropped at switches.
+    /// Packets dropped (at switches, or at a host NIC with a limit).
     pub dropped_packets: u64,
     /// Packets marked CE at switches.
     pub marked_packets: u64,
@@ -193,7 +193,8 @@ impl Fabric {
         let mut devices = Vec::with_capacity(hosts + topo.switches());
         let mut owner = Vec::with_capacity(hosts + topo.switches());
         for h in 0..hosts {
-            devices.push(Vasic::new(u64::MAX / 4, seed ^ h as u64, vec![qos.host_port(topo.host_link_bps)])?);
+            let pool = qos.host_buffer_bytes.unwrap_or(u64::MAX / 4);
+            devices.push(Vasic::new(pool, seed ^ h as u64, vec![qos.host_port(topo.host_link_bps)])?);
             owner.push(None);
         }
         let mut port_device = Vec::with_capacity(topo.switches());
@@ -418,11 +419,7 @@ impl Fabric {
         let port = self.topo.egress_port(sw, dst, ecmp_hash(packet.flow, reverse, self.salt));
         let (device, local) = self.port_device[sw][port];
         match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
-            EnqueueOutcome::Dropped(_) => {
-                self.in_flight.remove(packet.seq, packet.bytes);
-                self.tally.dropped_bytes += u64::from(packet.bytes);
-                self.tally.dropped_packets += 1;
-            }
+            EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
             EnqueueOutcome::Queued { marked } => {
                 self.tally.marked_packets += u64::from(marked);
                 self.schedule_wake(device);
@@ -523,9 +520,16 @@ impl Fabric {
         let handle = self.in_flight.insert(meta, bytes);
         let packet = Packet { flow, seq: handle, bytes, ect, ce: false };
         self.tally.sent_bytes += u64::from(bytes);
-        // A host's NIC queue has no limit: it never drops.
-        self.devices[host].enqueue(self.now_ns, 0, meta.queue(), packet)?;
-        self.schedule_wake(host);
+        match self.devices[host].enqueue(self.now_ns, 0, meta.queue(), packet)? {
+            EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
+            EnqueueOutcome::Queued { .. } => self.schedule_wake(host),
+        }
         Ok(())
+    }
+
+    fn drop_packet(&mut self, packet: Packet) {
+        self.in_flight.remove(packet.seq, packet.bytes);
+        self.tally.dropped_bytes += u64::from(packet.bytes);
+        self.tally.dropped_packets += 1;
     }
 }

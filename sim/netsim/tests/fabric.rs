@@ -79,8 +79,9 @@ fn websearch_run(seed: u64, flows: usize) -> (Fabric, Vec<FlowSpec>) {
     // Cap sizes so the test stays short; an incast adds drops.
     specs.iter_mut().for_each(|f| f.bytes = f.bytes.min(300_000));
     specs.extend(workload::incast(&topo, 0, 7, 100_000, 200e3));
-    // A small buffer, so packets are dropped and retransmitted.
-    let qos = FabricQos::dctcp(30_000, 40_000);
+    // Small buffers, at the switches and the hosts' NICs, so packets are dropped at both and
+    // retransmitted.
+    let qos = FabricQos { host_buffer_bytes: Some(60_000), ..FabricQos::dctcp(30_000, 40_000) };
     let tcp = TcpConfig { min_rto_ns: 1e6, initial_rto_ns: 1e6, ..dctcp() };
     (Fabric::new(topo, qos, tcp, &specs, seed).unwrap(), specs)
 }
