@@ -14,7 +14,7 @@ use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
 use crate::qos::{BufferModel, FabricQos};
-use crate::tcp::{CongestionControl, Receiver, Sender, TcpConfig};
+use crate::tcp::{Receiver, Sender, TcpConfig};
 use crate::topology::{ecmp_hash, LeafSpine, Node};
 use crate::workload::{FlowSpec, MSS_BYTES};
 
@@ -441,9 +441,7 @@ impl Fabric {
                 }
                 let queue = self.qos.ack_queue(self.flows[f].spec.class);
                 let ack_meta = Meta::Ack { ack, ece: packet.ce, echo_ns: sent_ns, queue };
-                // DCTCP sends every packet ECN-capable, pure ACKs included (RFC 8257 §3.1 as
-                // Linux does it); classic ECN leaves pure ACKs not ECT (RFC 3168 §6.1.4).
-                let ect = self.flows[f].sender.config().cc == CongestionControl::Dctcp;
+                let ect = self.flows[f].sender.config().ect_acks();
                 self.transmit(host, packet.flow, ack_meta, HEADER_BYTES as u32, ect)
             }
             Meta::Ack { ack, ece, echo_ns, .. } => {

@@ -46,6 +46,9 @@ pub struct TcpConfig {
     pub dctcp_g: f64,
     /// DCTCP's alpha at the start.
     pub dctcp_alpha_init: f64,
+    /// Whether pure ACKs go out ECN-capable; by default DCTCP's do (RFC 8257 §3.1, as Linux
+    /// sends them) and classic ECN's do not (RFC 3168 §6.1.4).
+    pub ect_acks: Option<bool>,
 }
 
 impl Default for TcpConfig {
@@ -58,6 +61,7 @@ impl Default for TcpConfig {
             initial_rto_ns: 10e6,
             dctcp_g: 1.0 / 16.0,
             dctcp_alpha_init: 1.0,
+            ect_acks: None,
         }
     }
 }
@@ -66,6 +70,11 @@ impl TcpConfig {
     /// Whether data packets go out ECN-capable.
     pub fn ect(&self) -> bool {
         self.cc == CongestionControl::Dctcp || self.ecn
+    }
+
+    /// Whether pure ACKs go out ECN-capable.
+    pub fn ect_acks(&self) -> bool {
+        self.ect_acks.unwrap_or(self.cc == CongestionControl::Dctcp)
     }
 }
 
