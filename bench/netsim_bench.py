@@ -198,23 +198,34 @@ def bucket_stats(sizes: list[int], fcts_us: list[float]) -> dict[str, dict[str, 
 def compare(flows: int, work: Path) -> dict[str, Any]:
     netsim_cost, summary, flows_path = run_netsim(comparison_config(flows), work, "compare")
     ns3_cost, ns3_events, ns3_out = run_ns3(flows_path, work)
-    with flows_path.open() as f:
-        rows = list(csv.DictReader(f))
-    with ns3_out.open() as f:
-        ns3_rows = list(csv.DictReader(f))
-    sizes = [int(r["bytes"]) for r in rows]
-    ours = [float(r["fct_ns"]) / 1e3 if r["fct_ns"] else -1.0 for r in rows]
-    theirs = [float(r["fct_ns"]) / 1e3 for r in ns3_rows]
+    # The same run with pure ACKs not ECN-capable: ns-3's RED then drops them where it would
+    # mark them, which is what the FCT tails suggest ns-3's TcpDctcp does (docs/benchmarks.md).
+    plain_acks = comparison_config(flows)
+    plain_acks["tcp"]["ect_acks"] = False
+    _, _, plain_path = run_netsim(plain_acks, work, "compare_plain_acks")
+    sizes = [int(r["bytes"]) for r in read_csv(flows_path)]
+    theirs = [float(r["fct_ns"]) / 1e3 for r in read_csv(ns3_out)]
     return {
         "flows": flows,
         "netsim": {
             **vars(netsim_cost),
             "events": summary["tally"]["events"],
-            "buckets": bucket_stats(sizes, ours),
+            "buckets": bucket_stats(sizes, fcts_us(flows_path)),
+            "buckets_plain_acks": bucket_stats(sizes, fcts_us(plain_path)),
         },
         "ns3": {**vars(ns3_cost), "events": ns3_events, "buckets": bucket_stats(sizes, theirs)},
         "ns3_unfinished": sum(1 for t in theirs if t < 0),
     }
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def fcts_us(flows_path: Path) -> list[float]:
+    """netsim's per-flow FCTs, us (-1 for an unfinished flow)."""
+    return [float(r["fct_ns"]) / 1e3 if r["fct_ns"] else -1.0 for r in read_csv(flows_path)]
 
 
 def big_run(flows: int, work: Path) -> dict[str, Any]:
@@ -236,6 +247,18 @@ def cost_row(name: str, m: dict[str, Any]) -> str:
     )
 
 
+def fct_rows(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, _, _ in BUCKETS:
+        a, b = ours.get(name), theirs.get(name)
+        if not a or not b:
+            continue
+        pair = [f"{a[k]:>9.0f}/{b[k]:<8.0f}" for k in ("mean_us", "median_us", "p99_us")]
+        diff = (a["p99_us"] - b["p99_us"]) / b["p99_us"] * 100
+        rows.append(f"{name:<8}{a['flows']:>6}{''.join(pair)}{diff:>+9.1f}%")
+    return rows
+
+
 def render(r: dict[str, Any]) -> str:
     c = r["compare"]
     ours, theirs = c["netsim"], c["ns3"]
@@ -251,13 +274,12 @@ def render(r: dict[str, Any]) -> str:
         f"ns-3 / netsim: {cpu_ratio:.1f}x the CPU time, {wall_ratio:.1f}x the wall time",
         f"{'bucket':<8}{'flows':>6}{'mean us':>18}{'median us':>18}{'p99 us':>18}{'p99 diff':>10}",
     ]
-    for name, _, _ in BUCKETS:
-        a, b = ours["buckets"].get(name), theirs["buckets"].get(name)
-        if not a or not b:
-            continue
-        pair = [f"{a[k]:>9.0f}/{b[k]:<8.0f}" for k in ("mean_us", "median_us", "p99_us")]
-        diff = (a["p99_us"] - b["p99_us"]) / b["p99_us"] * 100
-        rows.append(f"{name:<8}{a['flows']:>6}{''.join(pair)}{diff:>+9.1f}%")
+    for label, key in (
+        ("ECT pure ACKs (netsim's DCTCP)", "buckets"),
+        ("pure ACKs not ECT", "buckets_plain_acks"),
+    ):
+        rows.append(f"netsim with {label}:")
+        rows.extend(fct_rows(ours[key], theirs["buckets"]))
     rows.append("(pairs are netsim/ns-3)")
     big = r["big"]
     big_rate = big["events"] / max(big["cpu_s"], 1e-9)
