@@ -7,9 +7,7 @@
 //! happened. `onoff` and `incast` senders do not react. A packet for a class whose port does
 //! not exist (yet) is not sent; the class resumes when a config change brings the port.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
+use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::rng::SimRng;
 use vasic::source::{Reaction, Source, SourceConfig};
@@ -30,28 +28,6 @@ enum EventKind {
     Loss { flow: usize, seq: u64 },
     Toggle(usize),
     Burst(usize),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Event {
-    at_ns: f64,
-    order: u64,
-    kind: EventKind,
-}
-
-impl Eq for Event {}
-
-impl Ord for Event {
-    // Earliest first in a max-heap; ties in insertion order, so runs repeat exactly.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.at_ns.total_cmp(&self.at_ns).then(other.order.cmp(&self.order))
-    }
-}
-
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -83,8 +59,7 @@ pub struct Engine {
     switch: Vasic,
     classes: Vec<Class>,
     flows: Vec<Flow>,
-    heap: BinaryHeap<Event>,
-    order: u64,
+    events: EventQueue<EventKind>,
     now_ns: f64,
     rng: SimRng,
     offered_packets: u64,
@@ -97,8 +72,7 @@ impl Engine {
             switch,
             classes: Vec::new(),
             flows: Vec::new(),
-            heap: BinaryHeap::new(),
-            order: 0,
+            events: EventQueue::new(),
             now_ns: 0.0,
             rng: SimRng::seeded(seed),
             offered_packets: 0,
@@ -175,7 +149,7 @@ impl Engine {
         let mut switch = switch;
         switch.advance(self.now_ns)?;
         self.switch = switch;
-        self.heap.retain(|e| !matches!(e.kind, EventKind::Ack { .. } | EventKind::Loss { .. }));
+        self.events.retain(|k| !matches!(k, EventKind::Ack { .. } | EventKind::Loss { .. }));
         for flow in &mut self.flows {
             if let FlowState::Reactive(source) = &mut flow.state {
                 *source = Source::new(*source.config());
@@ -222,10 +196,8 @@ impl Engine {
         while let Some(t) = self.next_time().filter(|&t| t <= end_ns) {
             self.now_ns = self.now_ns.max(t);
             self.collect_departures(self.now_ns)?;
-            if self.heap.peek().is_some_and(|e| e.at_ns <= self.now_ns) {
-                if let Some(event) = self.heap.pop() {
-                    self.handle(event.kind)?;
-                }
+            if let Some(event) = self.events.pop_due(self.now_ns) {
+                self.handle(event.kind)?;
             }
         }
         self.now_ns = self.now_ns.max(end_ns);
@@ -233,7 +205,7 @@ impl Engine {
     }
 
     fn next_time(&self) -> Option<f64> {
-        let event = self.heap.peek().map(|e| e.at_ns);
+        let event = self.events.next_at_ns();
         match (event, self.switch.next_start_ns()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -241,8 +213,7 @@ impl Engine {
     }
 
     fn push(&mut self, at_ns: f64, kind: EventKind) {
-        self.order += 1;
-        self.heap.push(Event { at_ns, order: self.order, kind });
+        self.events.push(at_ns, kind);
     }
 
     fn schedule_send(&mut self, f: usize, at_ns: f64) {

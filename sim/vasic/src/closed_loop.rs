@@ -5,9 +5,7 @@
 //! RTT after it happened. An optional periodic tick lets a caller act on the switch between
 //! packets, as an agent polling counters would. Everything is deterministic.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
+use crate::event_queue::EventQueue;
 use crate::packet::{EnqueueOutcome, Packet};
 use crate::source::{Source, SourceConfig};
 use crate::switch::{Vasic, VasicError};
@@ -56,28 +54,6 @@ enum Kind {
     Tick,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Event {
-    at_ns: f64,
-    order: u64,
-    kind: Kind,
-}
-
-impl Eq for Event {}
-
-impl Ord for Event {
-    // Earliest first in a max-heap; ties in insertion order, so runs are repeatable.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.at_ns.total_cmp(&self.at_ns).then(other.order.cmp(&self.order))
-    }
-}
-
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// A periodic action on the switch (an agent step): called with the time and the switch.
 pub type Tick<'a> = (f64, &'a mut dyn FnMut(f64, &mut Vasic) -> Result<(), VasicError>);
 
@@ -86,8 +62,7 @@ pub struct ClosedLoop {
     switch: Vasic,
     flows: Vec<(FlowSpec, Source)>,
     send_pending: Vec<bool>,
-    heap: BinaryHeap<Event>,
-    order: u64,
+    events: EventQueue<Kind>,
     sample_every_ns: f64,
     clock_ns: f64,
 }
@@ -99,8 +74,7 @@ impl ClosedLoop {
             switch,
             flows: flows.iter().map(|f| (*f, Source::new(f.source))).collect(),
             send_pending: vec![true; flows.len()],
-            heap: BinaryHeap::new(),
-            order: 0,
+            events: EventQueue::new(),
             sample_every_ns: sample_every_ns.max(1.0),
             clock_ns: 0.0,
         };
@@ -121,8 +95,7 @@ impl ClosedLoop {
     }
 
     fn push(&mut self, at_ns: f64, kind: Kind) {
-        self.order += 1;
-        self.heap.push(Event { at_ns, order: self.order, kind });
+        self.events.push(at_ns, kind);
     }
 
     /// Runs from the current time to `end_ns`, measuring from `measure_from_ns`.
@@ -138,7 +111,7 @@ impl ClosedLoop {
         let mut samples = 0u64;
         let mut tx_at_start: Option<Vec<Vec<u64>>> = None;
         // Samples and ticks belong to one run; a later run starts its own.
-        self.heap.retain(|e| !matches!(e.kind, Kind::Sample | Kind::Tick));
+        self.events.retain(|k| !matches!(k, Kind::Sample | Kind::Tick));
         self.push(measure_from_ns.max(self.clock_ns), Kind::Sample);
         if let Some((every, _)) = tick.as_ref() {
             self.push(self.clock_ns + every, Kind::Tick);
@@ -146,11 +119,7 @@ impl ClosedLoop {
         while let Some(t) = self.next_time().filter(|&t| t <= end_ns) {
             self.clock_ns = t;
             self.collect_departures(t)?;
-            let due = self.heap.peek().is_some_and(|e| e.at_ns <= t);
-            if !due {
-                continue;
-            }
-            let Some(event) = self.heap.pop() else { break };
+            let Some(event) = self.events.pop_due(t) else { continue };
             match event.kind {
                 Kind::Sample => {
                     if tx_at_start.is_none() {
@@ -205,7 +174,7 @@ impl ClosedLoop {
     }
 
     fn next_time(&self) -> Option<f64> {
-        let event = self.heap.peek().map(|e| e.at_ns);
+        let event = self.events.next_at_ns();
         match (event, self.switch.next_start_ns()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -16,6 +16,7 @@
 //! - [`packet`]: packets, departures, enqueue outcomes; [`rng`]: the seeded stream;
 //! - [`source`]: long-lived ECN-reactive sources (DCTCP-like or classic ECN);
 //! - [`closed_loop`]: sources, switch and an optional periodic agent step on one event clock;
+//! - [`event_queue`]: the time-ordered, tie-stable event queue the simulators share;
 //! - [`agent_loop`]: the agent's counter-based step (`qos_core`) run against a vasic port.
 //!
 //! The exact rules and their sources are in `docs/vasic.md`.
@@ -24,6 +25,7 @@
 pub mod agent_loop;
 pub mod buffer;
 pub mod closed_loop;
+pub mod event_queue;
 pub mod ideal;
 pub mod packet;
 pub mod port;

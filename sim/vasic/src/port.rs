@@ -32,6 +32,13 @@ pub enum AqmMode {
     MqecnIdeal(MqecnConfig),
     /// DynaQ per packet, in place of the queues' buffer limits and WRED profiles.
     DynaqIdeal,
+    /// One marking threshold for the whole port, in place of the WRED profiles: an ECT packet
+    /// is marked when the port, with it, holds more than `k_bytes` (the per-port ECN PIAS
+    /// runs under strict priority, PIAS NSDI'15 §4; MQ-ECN NSDI'16 §2.2 calls it per-port).
+    PortEcn {
+        /// The port's threshold, bytes.
+        k_bytes: u64,
+    },
 }
 
 /// One port's configuration.
@@ -193,6 +200,14 @@ impl Port {
             (AqmMode::MqecnIdeal(_), Some(m)) => {
                 let k = m.threshold_bytes(self.scheduler.quantum_bytes(q), self.config.speed_bps);
                 let over = (depth + u64::from(packet.bytes)) as f64 > k;
+                if packet.ect && over {
+                    WredAction::Mark
+                } else {
+                    WredAction::Pass
+                }
+            }
+            (AqmMode::PortEcn { k_bytes }, _) => {
+                let over = self.held() + u64::from(packet.bytes) > k_bytes;
                 if packet.ect && over {
                     WredAction::Mark
                 } else {

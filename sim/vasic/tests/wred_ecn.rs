@@ -139,3 +139,35 @@ fn above_max_ect_is_always_marked_and_non_ect_always_dropped_unless_wred_is_off(
         EnqueueOutcome::Queued { marked: false }
     );
 }
+
+#[test]
+fn port_ecn_marks_on_the_whole_port_not_the_queue() {
+    // Two strict queues, K = 5000 B for the port. Time stays 0: the first packet starts
+    // sending and leaves the queues, the rest are held.
+    let q = || queue(Scheduling::Strict);
+    let aqm = AqmMode::PortEcn { k_bytes: 5_000 };
+    let mut sw = Vasic::new(u64::MAX / 2, 1, vec![port(TEN_G, vec![q(), q()], aqm)]).unwrap();
+    sw.enqueue(0.0, 0, 0, packet(0, 1_000, true)).unwrap();
+    // Queue 0 takes 3000 B, queue 1 2000 B: each under K alone, the port exactly at K.
+    for _ in 0..3 {
+        assert_eq!(
+            sw.enqueue(0.0, 0, 0, packet(0, 1_000, true)).unwrap(),
+            EnqueueOutcome::Queued { marked: false }
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            sw.enqueue(0.0, 0, 1, packet(0, 1_000, true)).unwrap(),
+            EnqueueOutcome::Queued { marked: false }
+        );
+    }
+    // The next packet in either queue takes the port over K: marked if ECT, passed if not.
+    assert_eq!(
+        sw.enqueue(0.0, 0, 1, packet(0, 1_000, true)).unwrap(),
+        EnqueueOutcome::Queued { marked: true }
+    );
+    assert_eq!(
+        sw.enqueue(0.0, 0, 0, packet(0, 1_000, false)).unwrap(),
+        EnqueueOutcome::Queued { marked: false }
+    );
+}

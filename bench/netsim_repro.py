@@ -1,0 +1,513 @@
+"""Published results reproduced with netsim, one command each; tables on stdout, PNG plots.
+
+- ``pias``: PIAS against DCTCP, small-flow (<= 100 KB) mean and 99th percentile FCT, web
+  search and data mining, loads 0.5-0.8, on PIAS's simulated fabric (NSDI'15 §6.1: 144 hosts,
+  9 leaves x 4 spines, 10 Gb/s host links; 240-packet port buffers, K = 65 packets; DCTCP
+  with an initial window of 70 and a 2 ms RTO floor; the published demotion thresholds).
+- ``mqecn``: MQ-ECN against per-queue standard and per-queue minimum thresholds (NSDI'16
+  §2.2, §5): one bottleneck port with 8 DWRR queues; 1, 2, 4 or 8 of them active; throughput
+  and the port's queue, and a 4:3:2:1 weighted case.
+- ``qjump``: QJUMP's level 7 under incast: one-packet messages from every host to one, in a
+  strict top queue, against the same messages sharing the incast's queue; their delay
+  against the fan-in bound 2nP/R (NSDI'15 §3).
+- ``dynaq``: DynaQ against a shared buffer with a dynamic threshold, a transport without
+  ECN: 4 DWRR queues weighted 4:3:2:1, 8 flows in some, 32 in others.
+
+Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
+3000), ``... mqecn``, ``... dynaq``, ``... qjump``. Results are recorded in docs/reproductions.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+ROOT = Path(__file__).resolve().parents[1]
+NETSIM = ROOT / "target" / "release" / "netsim"
+IMAGES = ROOT / "docs" / "img"
+PACKET = 1500
+MSS = 1460
+TEN_G = 10e9
+
+# PIAS's demotion thresholds in packets of 1460 B (PIAS-NS2 scripts/run_pias_dctcp.py and
+# run_pias_vl2.py, HKUST-SING/PIAS-NS2), by workload and load.
+PIAS_THRESHOLDS = {
+    "websearch": {
+        0.5: [1059, 1412, 1643, 1869, 2008, 2115, 2184],
+        0.6: [956, 1381, 1718, 2028, 2297, 2551, 2660],
+        0.7: [999, 1305, 1564, 1763, 1956, 2149, 2309],
+        0.8: [909, 1329, 1648, 1960, 2143, 2337, 2484],
+    },
+    "datamining": {
+        0.5: [805, 1106, 1401, 10693, 11970, 21162, 22272],
+        0.6: [840, 1232, 1617, 11950, 12238, 21494, 25720],
+        0.7: [907, 1301, 1619, 12166, 12915, 21313, 26374],
+        0.8: [745, 1083, 1391, 13689, 14936, 21149, 27245],
+    },
+}
+
+# What the PIAS paper reports for small flows against DCTCP (NSDI'15 §6.2): reductions of
+# the mean of 37-47 % (web search) and 30-45 % (data mining), of the 99th percentile 40-51 %
+# and 33-48 %, over loads 0.5-0.8.
+PIAS_PAPER = {
+    "websearch": {"mean": (37, 47), "p99": (40, 51)},
+    "datamining": {"mean": (30, 45), "p99": (33, 48)},
+}
+
+
+def build() -> None:
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "netsim"], cwd=ROOT, check=True)
+
+
+def run(config: dict[str, Any]) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(config, f)
+        f.flush()
+        out = subprocess.run(
+            [str(NETSIM), "run", "--quiet", "--config", f.name],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def pias_fabric() -> dict[str, Any]:
+    return {
+        "leaves": 9,
+        "spines": 4,
+        "hosts_per_leaf": 16,
+        "host_link_bps": TEN_G,
+        "fabric_link_bps": 40e9,
+        "host_link_delay_ns": 20_000.0,
+        "fabric_link_delay_ns": 200.0,
+        "ecmp": "flow",
+    }
+
+
+def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str, Any]:
+    k, buffer = 65 * PACKET, 240 * PACKET
+    qos: dict[str, Any]
+    if scheme == "pias":
+        thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
+        qos = {
+            "scheme": "pias",
+            "thresholds_bytes": thresholds,
+            "k_bytes": k,
+            "port_buffer_bytes": buffer,
+        }
+    else:
+        qos = {"scheme": "dctcp", "k_bytes": k, "port_buffer_bytes": buffer}
+    # ns-2's host links have the same DropTail queue as the switch ports; without a limit a
+    # large flow alone on its NIC (no marks, no drops) grows its window without bound and
+    # the host's own queue delays its small flows past their RTO.
+    qos["host_buffer_bytes"] = buffer
+    return {
+        "seed": 1,
+        "topology": pias_fabric(),
+        "tcp": {"cc": "dctcp", "init_cwnd": 70.0, "min_rto_ns": 2e6, "initial_rto_ns": 2e6},
+        "qos": qos,
+        "traffic": [{"kind": "poisson", "workload": workload, "load": load, "flows": flows}],
+    }
+
+
+def small(summary: dict[str, Any]) -> dict[str, Any]:
+    return next(b for b in summary["buckets"] if b["name"] == "small")
+
+
+def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
+    rows = [
+        f"PIAS vs DCTCP, small flows (<= 100 KB), {flows} flows per run, 144 hosts",
+        f"{'workload':<11}{'load':>5}{'DCTCP mean':>12}{'PIAS mean':>11}{'cut':>7}"
+        f"{'DCTCP p99':>11}{'PIAS p99':>10}{'cut':>7}   paper cut (mean, p99)",
+    ]
+    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
+    for ax, workload in zip(axes[0], workloads, strict=True):
+        series: dict[str, list[float]] = {
+            "DCTCP mean": [],
+            "PIAS mean": [],
+            "DCTCP p99": [],
+            "PIAS p99": [],
+        }
+        for load in loads:
+            d = small(run(pias_config(workload, load, "dctcp", flows)))
+            p = small(run(pias_config(workload, load, "pias", flows)))
+            cut_mean = (1 - p["mean_us"] / d["mean_us"]) * 100
+            cut_p99 = (1 - p["p99_us"] / d["p99_us"]) * 100
+            paper = PIAS_PAPER[workload]
+            rows.append(
+                f"{workload:<11}{load:>5.1f}{d['mean_us']:>12.0f}{p['mean_us']:>11.0f}{cut_mean:>6.0f}%"
+                f"{d['p99_us']:>11.0f}{p['p99_us']:>10.0f}{cut_p99:>6.0f}%"
+                f"   {paper['mean'][0]}-{paper['mean'][1]}%, {paper['p99'][0]}-{paper['p99'][1]}%"
+            )
+            print(rows[-1], flush=True)
+            series["DCTCP mean"].append(d["mean_us"])
+            series["PIAS mean"].append(p["mean_us"])
+            series["DCTCP p99"].append(d["p99_us"])
+            series["PIAS p99"].append(p["p99_us"])
+        for label, values in series.items():
+            style = "-" if "mean" in label else "--"
+            ax.plot(loads, values, style, marker="o", label=label)
+        ax.set_title(f"{workload}: small-flow FCT")
+        ax.set_xlabel("load")
+        ax.set_ylabel("FCT (us)")
+        ax.set_yscale("log")
+        ax.legend()
+    save(fig, f"netsim_pias_{'_'.join(workloads)}.png")
+    print("\n".join(rows))
+
+
+def mqecn_config(aqm: Any, k_each: int | None, active: int, weights: list[int]) -> dict[str, Any]:
+    # Two long-lived DCTCP senders per active queue, all to one receiver (host 16): its leaf
+    # port is the bottleneck. MQ-ECN's simulations (NSDI'16 §5; MQ-ECN-NS2 scripts): 10 Gb/s,
+    # 0.2 us links, 20 us at the hosts, K_std = 65 packets, DCTCP with g = 1/16.
+    queues = [{"sched": {"dwrr": weights[i]}, "ecn_k_bytes": k_each} for i in range(8)]
+    flows = [
+        {"src": 2 * q + s, "dst": 16, "bytes": 1 << 40, "start_ns": 0.0, "class": q}
+        for q in range(active)
+        for s in range(2)
+    ]
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 1,
+            "spines": 1,
+            "hosts_per_leaf": 17,
+            "host_link_bps": TEN_G,
+            "fabric_link_bps": TEN_G,
+            "host_link_delay_ns": 20_000.0,
+            "fabric_link_delay_ns": 200.0,
+        },
+        "tcp": {"cc": "dctcp", "init_cwnd": 16.0, "min_rto_ns": 5e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": aqm,
+            "port_buffer_bytes": 2_000_000,
+            "quantum_unit_bytes": PACKET,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+        "end_ns": 60e6,
+        "watch": {"switch": 0, "port": 16, "every_ns": 10_000.0, "from_ns": 20e6},
+    }
+
+
+MQECN_SCHEMES: dict[str, tuple[Any, int | None]] = {
+    "per-queue standard (K)": ("per_queue", 65 * PACKET),
+    "per-queue minimum (K/8)": ("per_queue", 65 * PACKET // 8),
+    "MQ-ECN": ({"mqecn": {"k_std_bytes": 65.0 * PACKET}}, None),
+}
+
+
+def mqecn() -> None:
+    actives = [1, 2, 4, 8]
+    rows = [
+        "MQ-ECN vs per-queue thresholds: 8 DWRR queues (equal quanta), "
+        "2 DCTCP flows per active queue",
+        f"{'scheme':<26}{'active':>7}{'Gb/s':>7}{'mean queue KB':>15}{'p99 queue KB':>14}",
+    ]
+    fig, (ax_tput, ax_queue) = plt.subplots(1, 2, figsize=(10, 4))
+    for name, (aqm, k_each) in MQECN_SCHEMES.items():
+        tput, queue = [], []
+        for active in actives:
+            w = run(mqecn_config(aqm, k_each, active, [1] * 8))["watched"]
+            total = sum(q["throughput_bps"] for q in w["queues"]) / 1e9
+            tput.append(total)
+            queue.append(w["mean_port_bytes"] / 1e3)
+            rows.append(
+                f"{name:<26}{active:>7}{total:>7.2f}{w['mean_port_bytes'] / 1e3:>15.1f}"
+                f"{w['p99_port_bytes'] / 1e3:>14.1f}"
+            )
+        ax_tput.plot(actives, tput, marker="o", label=name)
+        ax_queue.plot(actives, queue, marker="o", label=name)
+    weights = [4, 3, 2, 1, 1, 1, 1, 1]
+    rows.append("weighted 4:3:2:1 (4 active queues): share of the port, Gb/s per queue")
+    for name, (aqm, k_each) in MQECN_SCHEMES.items():
+        w = run(mqecn_config(aqm, k_each, 4, weights))["watched"]
+        shares = " ".join(f"{q['throughput_bps'] / 1e9:5.2f}" for q in w["queues"][:4])
+        mean_kb = w["mean_port_bytes"] / 1e3
+        rows.append(
+            f"{name:<26} {shares}  (fair: 4.00 3.00 2.00 1.00), mean queue {mean_kb:.1f} KB"
+        )
+    rows.extend(mqecn_testbed())
+    ax_tput.set_title("bottleneck throughput")
+    ax_tput.set_xlabel("active queues")
+    ax_tput.set_ylabel("Gb/s")
+    ax_tput.set_ylim(0, 11)
+    ax_queue.set_title("mean bottleneck queue")
+    ax_queue.set_xlabel("active queues")
+    ax_queue.set_ylabel("KB")
+    ax_tput.legend()
+    save(fig, "netsim_mqecn.png")
+    print("\n".join(rows))
+
+
+def mqecn_testbed_config(aqm: Any, k_each: int | None) -> dict[str, Any]:
+    # MQ-ECN's static-flow testbed experiment (NSDI'16 §5.1.1): 1 Gb/s, base RTT ~250 us
+    # (62.5 us on each of the 4 host-link crossings of a round trip), 96 KB of buffer shared
+    # by the port's queues, standard threshold 32 KB; service 1 (queue 0) has 1 flow from one
+    # sender, service 2 (queue 1) 4 flows from another, equal quanta.
+    queues = [{"sched": {"dwrr": 1}, "ecn_k_bytes": k_each} for _ in range(2)]
+    flows = [{"src": 0, "dst": 2, "bytes": 1 << 40, "start_ns": 0.0, "class": 0}]
+    flows += [{"src": 1, "dst": 2, "bytes": 1 << 40, "start_ns": 0.0, "class": 1} for _ in range(4)]
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 1,
+            "spines": 1,
+            "hosts_per_leaf": 3,
+            "host_link_bps": 1e9,
+            "fabric_link_bps": 1e9,
+            "host_link_delay_ns": 62_500.0,
+            "fabric_link_delay_ns": 1_000.0,
+        },
+        "tcp": {"cc": "dctcp", "init_cwnd": 10.0, "min_rto_ns": 10e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": aqm,
+            "port_buffer_bytes": 96_000,
+            "quantum_unit_bytes": PACKET,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+        "end_ns": 1e9,
+        "watch": {"switch": 0, "port": 2, "every_ns": 50_000.0, "from_ns": 200e6},
+    }
+
+
+def mqecn_testbed() -> list[str]:
+    rows = [
+        "MQ-ECN static flows (NSDI'16 §5.1.1): 1 Gb/s, services of 1 and 4 flows, K = 32 KB;",
+        "paper: goodputs about equal, sum ~936 Mb/s; RTT 651 -> 441 us mean (standard -> MQ-ECN)",
+        f"{'scheme':<26}{'service 1 Mb/s':>15}{'service 2 Mb/s':>15}{'mean RTT us':>13}",
+    ]
+    for name, (aqm, k_each) in {
+        "per-queue standard (K)": ("per_queue", 32_000),
+        "MQ-ECN": ({"mqecn": {"k_std_bytes": 32_000.0}}, None),
+    }.items():
+        w = run(mqecn_testbed_config(aqm, k_each))["watched"]
+        s1, s2 = (q["throughput_bps"] / 1e6 for q in w["queues"])
+        # RTT as ping would see it through service 2's queue: the base RTT plus the port's
+        # backlog drained at 1 Gb/s (DWRR serves the other queue in between).
+        rtt = 250.0 + w["mean_port_bytes"] * 8 / 1e9 * 1e6
+        rows.append(f"{name:<26}{s1:>15.0f}{s2:>15.0f}{rtt:>13.0f}")
+    return rows
+
+
+def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
+    # 4 DWRR queues weighted 4:3:2:1; queues 0 and 2 carry 8 flows, queues 1 and 3 carry 32;
+    # NewReno without ECN, so only drops signal congestion. Senders: 80 hosts, one flow each.
+    weights = [4, 3, 2, 1]
+    counts = [8, 32, 8, 32]
+    queues = [{"sched": {"dwrr": w}, "dynamic_th": dynamic_th} for w in weights]
+    flows, host = [], 0
+    for q, n in enumerate(counts):
+        for _ in range(n):
+            flows.append({"src": host, "dst": 80, "bytes": 1 << 40, "start_ns": 0.0, "class": q})
+            host += 1
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 1,
+            "spines": 1,
+            "hosts_per_leaf": 81,
+            "host_link_bps": TEN_G,
+            "fabric_link_bps": TEN_G,
+            "host_link_delay_ns": 20_000.0,
+            "fabric_link_delay_ns": 200.0,
+        },
+        "tcp": {"cc": "newreno", "ecn": False, "init_cwnd": 10.0, "min_rto_ns": 5e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": aqm,
+            "port_buffer_bytes": 200 * PACKET,
+            # The port's 300 KB are shared by its queues (netsim's default per-port buffer),
+            # as in DynaQ's setting.
+            "quantum_unit_bytes": PACKET,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+        "end_ns": 200e6,
+        "watch": {"switch": 0, "port": 80, "every_ns": 10_000.0, "from_ns": 50e6},
+    }
+
+
+def dynaq() -> None:
+    schemes: dict[str, tuple[Any, int | None]] = {
+        "shared buffer, dynamic_th 0": ("per_queue", 0),
+        "DynaQ": ("dynaq", None),
+    }
+    rows = [
+        "DynaQ vs a dynamic-threshold shared buffer: 4 DWRR queues 4:3:2:1, "
+        "flows 8/32/8/32, NewReno without ECN",
+        f"{'scheme':<30}{'Gb/s per queue (fair: 4 3 2 1)':>34}{'Jain (weighted)':>17}",
+    ]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    width = 0.35
+    for i, (name, (aqm, th)) in enumerate(schemes.items()):
+        w = run(dynaq_config(aqm, th))["watched"]
+        gbps = [q["throughput_bps"] / 1e9 for q in w["queues"]]
+        normalised = [g / wt for g, wt in zip(gbps, [4, 3, 2, 1], strict=True)]
+        jain = sum(normalised) ** 2 / (len(normalised) * sum(x * x for x in normalised))
+        rows.append(f"{name:<30}{' '.join(f'{g:6.2f}' for g in gbps):>34}{jain:>17.3f}")
+        ax.bar([q + i * width for q in range(4)], gbps, width, label=name)
+    ax.plot(
+        [q + width / 2 for q in range(4)],
+        [4, 3, 2, 1],
+        "k_",
+        markersize=30,
+        label="weighted fair share",
+    )
+    ax.set_xticks([q + width / 2 for q in range(4)], ["q0 (8)", "q1 (32)", "q2 (8)", "q3 (32)"])
+    ax.set_ylabel("Gb/s")
+    ax.legend()
+    save(fig, "netsim_dynaq.png")
+    print("\n".join(rows))
+
+
+QJUMP_P_BYTES = 256
+QJUMP_HOSTS = 16
+
+
+def qjump_config(isolated: bool, buffer: str) -> dict[str, Any]:
+    # 16 hosts (2 leaves x 8, one spine, 10 Gb/s, 1 us links). Every epoch each of the 15
+    # other hosts sends host 0 one 256 B message at once: QJUMP's worst-case fan-in
+    # (NSDI'15 §3). Every 500 us the same 15 hosts send host 0 200 KB each over DCTCP: the
+    # incast that interferes. Isolated: the messages ride strict queue 7 (QJUMP level 7),
+    # the incast queue 0; otherwise everything shares queue 0, as without QJUMP.
+    epoch_ns = 100_000.0
+    flows: list[dict[str, Any]] = []
+    level7 = 7 if isolated else 0
+    for k in range(100):
+        for h in range(1, QJUMP_HOSTS):
+            payload = QJUMP_P_BYTES - 40
+            flows.append(
+                {"src": h, "dst": 0, "bytes": payload, "start_ns": k * epoch_ns, "class": level7}
+            )
+    for k in range(20):
+        for h in range(1, QJUMP_HOSTS):
+            flows.append(
+                {"src": h, "dst": 0, "bytes": 200_000, "start_ns": k * 500e3 + 30e3, "class": 0}
+            )
+    queues = [{"sched": "strict", "ecn_k_bytes": 65 * PACKET} for _ in range(8)]
+    return {
+        "seed": 1,
+        "topology": {
+            "leaves": 2,
+            "spines": 1,
+            "hosts_per_leaf": QJUMP_HOSTS // 2,
+            "host_link_bps": TEN_G,
+            "fabric_link_bps": TEN_G,
+            "host_link_delay_ns": 1_000.0,
+            "fabric_link_delay_ns": 1_000.0,
+        },
+        "tcp": {"cc": "dctcp", "init_cwnd": 10.0, "min_rto_ns": 5e6},
+        "qos": {
+            "scheme": "custom",
+            "queues": queues,
+            "aqm": "per_queue",
+            "port_buffer_bytes": 200 * PACKET,
+            "buffer": buffer,
+            "tagging": "by_class",
+        },
+        "traffic": [{"kind": "flows", "flows": flows}],
+    }
+
+
+def qjump() -> None:
+    # The bound on a level-7 message's queueing with n hosts fanning in over a multi-hop
+    # network: 2 n P / R (QJUMP NSDI'15 §3), here 6.6 us, plus one low-priority packet in
+    # transmission at each of the 3 switch hops it crosses (strict priority does not preempt).
+    n, bound_us = QJUMP_HOSTS, 2 * QJUMP_HOSTS * QJUMP_P_BYTES * 8 / TEN_G * 1e6
+    hol_us = 3 * PACKET * 8 / TEN_G * 1e6
+    rows = [
+        f"QJUMP level 7 under incast: {n} hosts, P = {QJUMP_P_BYTES} B, 10 Gb/s; "
+        f"bound 2nP/R = {bound_us:.1f} us (+ {hol_us:.1f} us of non-preemption)",
+        "message delay: its FCT minus its FCT in an idle fabric",
+        f"{'':<28}{'median us':>10}{'p99 us':>10}{'max us':>10}",
+    ]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    cases = (
+        (False, "per_port", "one queue (no QJUMP)"),
+        (True, "per_port", "level 7, port buffer shared"),
+        (True, "switch_pool", "level 7, per-queue limits"),
+    )
+    for isolated, buffer, name in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = qjump_config(isolated, buffer)
+            path = Path(tmp) / "run.json"
+            csv_path = Path(tmp) / "flows.csv"
+            path.write_text(json.dumps(config))
+            subprocess.run(
+                [
+                    str(NETSIM),
+                    "run",
+                    "--quiet",
+                    "--config",
+                    str(path),
+                    "--json",
+                    "/dev/null",
+                    "--csv",
+                    str(csv_path),
+                ],
+                check=True,
+            )
+            lines = csv_path.read_text().splitlines()[1:]
+        extra = sorted(
+            (float(c[5]) - float(c[6])) / 1e3
+            for c in (line.split(",") for line in lines)
+            if int(c[2]) < 1_000 and c[5]
+        )
+        med, p99, top = extra[len(extra) // 2], extra[int(0.99 * (len(extra) - 1))], extra[-1]
+        rows.append(f"{name:<28}{med:>10.1f}{p99:>10.1f}{top:>10.1f}")
+        ax.plot(extra, [i / len(extra) for i in range(len(extra))], label=name)
+    ax.axvline(bound_us + hol_us, color="k", linestyle="--", label="2nP/R + non-preemption")
+    ax.set_xscale("log")
+    ax.set_xlabel("level-7 message delay over unloaded (us)")
+    ax.set_ylabel("CDF")
+    ax.legend()
+    save(fig, "netsim_qjump.png")
+    print("\n".join(rows))
+
+
+def save(fig: Any, name: str) -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(IMAGES / name, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("which", choices=["pias", "mqecn", "dynaq", "qjump"])
+    parser.add_argument("--flows", type=int, default=3000)
+    parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
+    parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
+    args = parser.parse_args(argv)
+    build()
+    if args.which == "pias":
+        pias(args.flows, args.loads, args.workloads)
+    elif args.which == "mqecn":
+        mqecn()
+    elif args.which == "dynaq":
+        dynaq()
+    else:
+        qjump()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,276 @@
+//! A run described in JSON: fabric, transport, QoS, traffic, seed and end time; what the CLI
+//! (`netsim run --config run.json`) reads.
+
+use serde::{Deserialize, Serialize};
+use vasic::rng::SimRng;
+
+use crate::qos::FabricQos;
+use crate::report::{summarise, Summary};
+use crate::sim::{Fabric, FlowResult, Progress, SimError};
+use crate::tcp::TcpConfig;
+use crate::topology::LeafSpine;
+use crate::workload::{self, CdfError, FlowSpec, Workload};
+
+/// The QoS scheme: a preset or a full description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "snake_case")]
+pub enum QosChoice {
+    /// DCTCP: one queue, marking step K.
+    Dctcp {
+        /// K, bytes.
+        k_bytes: u64,
+        /// Buffer per port, bytes.
+        port_buffer_bytes: u64,
+        /// Host NIC queue limit, bytes (none by default).
+        #[serde(default)]
+        host_buffer_bytes: Option<u64>,
+    },
+    /// PIAS: 8 strict queues, per-port ECN at K, demotion thresholds.
+    Pias {
+        /// Demotion thresholds, bytes.
+        thresholds_bytes: Vec<u64>,
+        /// K, bytes.
+        k_bytes: u64,
+        /// Buffer per port, bytes.
+        port_buffer_bytes: u64,
+        /// Host NIC queue limit, bytes (none by default).
+        #[serde(default)]
+        host_buffer_bytes: Option<u64>,
+    },
+    /// Anything else, spelled out.
+    Custom(FabricQos),
+}
+
+impl QosChoice {
+    /// The fabric QoS it stands for.
+    pub fn fabric_qos(&self) -> FabricQos {
+        match self {
+            Self::Dctcp { k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
+                host_buffer_bytes: *host_buffer_bytes,
+                ..FabricQos::dctcp(*k_bytes, *port_buffer_bytes)
+            },
+            Self::Pias { thresholds_bytes, k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
+                host_buffer_bytes: *host_buffer_bytes,
+                ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
+            },
+            Self::Custom(q) => q.clone(),
+        }
+    }
+}
+
+/// One part of the traffic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Traffic {
+    /// Poisson arrivals at `load` with sizes from a workload's CDF.
+    Poisson {
+        /// The flow-size distribution.
+        workload: Workload,
+        /// Offered load on the host links, 0..1.
+        load: f64,
+        /// Flows to generate.
+        flows: usize,
+        /// First arrival no earlier than this, ns.
+        #[serde(default)]
+        start_ns: f64,
+        /// Class of every flow.
+        #[serde(default)]
+        class: usize,
+    },
+    /// Incast: `senders` hosts send `bytes` each to `receiver` at `at_ns`.
+    Incast {
+        /// Receiving host.
+        receiver: usize,
+        /// Senders.
+        senders: usize,
+        /// Bytes per sender.
+        bytes: u64,
+        /// When, ns.
+        at_ns: f64,
+        /// Class of every flow.
+        #[serde(default)]
+        class: usize,
+    },
+    /// Flows given one by one (long-lived ones with a large `bytes`).
+    Flows {
+        /// The flows.
+        flows: Vec<FlowSpec>,
+    },
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Seed of every random draw.
+    #[serde(default)]
+    pub seed: u64,
+    /// The fabric.
+    #[serde(default)]
+    pub topology: LeafSpine,
+    /// Every flow's TCP.
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    /// Ports and tagging.
+    pub qos: QosChoice,
+    /// The traffic, its parts added together.
+    pub traffic: Vec<Traffic>,
+    /// Stop here even if flows are unfinished, ns.
+    #[serde(default = "default_end")]
+    pub end_ns: f64,
+    /// A switch port to sample while the run goes.
+    #[serde(default)]
+    pub watch: Option<Watch>,
+}
+
+/// A switch port sampled every `every_ns` from `from_ns` on: per-queue throughput and
+/// occupancy, what the MQ-ECN and DynaQ reproductions read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Watch {
+    /// Switch index (leaves first, then spines).
+    pub switch: usize,
+    /// Port on it.
+    pub port: usize,
+    /// Sampling interval, ns.
+    pub every_ns: f64,
+    /// Measure from here (a warm-up before), ns.
+    #[serde(default)]
+    pub from_ns: f64,
+}
+
+/// One queue of a watched port, over the measured span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WatchedQueue {
+    /// Queue index.
+    pub queue: usize,
+    /// Throughput, bit/s.
+    pub throughput_bps: f64,
+    /// Mean occupancy at the samples, bytes.
+    pub mean_bytes: f64,
+}
+
+/// What the watched port did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Watched {
+    /// Its queues.
+    pub queues: Vec<WatchedQueue>,
+    /// Mean bytes held by the whole port.
+    pub mean_port_bytes: f64,
+    /// 99th percentile of the bytes held by the whole port at the samples.
+    pub p99_port_bytes: f64,
+}
+
+fn default_end() -> f64 {
+    10e9
+}
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A shipped CDF failed to parse.
+    #[error("workload CDF: {0}")]
+    Cdf(#[from] CdfError),
+    /// The simulation refused its input.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+/// A finished run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutput {
+    /// The summary.
+    pub summary: Summary,
+    /// Every flow.
+    #[serde(skip)]
+    pub flows: Vec<FlowResult>,
+    /// The watched port, if one was asked for.
+    pub watched: Option<Watched>,
+}
+
+impl RunConfig {
+    /// The flows of every traffic part, drawn from the seed.
+    pub fn flows(&self) -> Result<Vec<FlowSpec>, CdfError> {
+        let mut rng = SimRng::seeded(self.seed);
+        let mut out = Vec::new();
+        for part in &self.traffic {
+            match part {
+                Traffic::Poisson { workload, load, flows, start_ns, class } => {
+                    let cdf = workload.cdf()?;
+                    let drawn = workload::poisson(&self.topology, &cdf, *load, *flows, *start_ns, &mut rng);
+                    out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
+                }
+                Traffic::Incast { receiver, senders, bytes, at_ns, class } => {
+                    let drawn = workload::incast(&self.topology, *receiver, *senders, *bytes, *at_ns);
+                    out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
+                }
+                Traffic::Flows { flows } => out.extend(flows.iter().copied()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs it.
+    pub fn run(&self, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput, RunError> {
+        let flows = self.flows()?;
+        let qos = self.qos.fabric_qos();
+        let queues = qos.queues.len();
+        let mut fabric = Fabric::new(self.topology, qos, self.tcp, &flows, self.seed)?;
+        let watched = match self.watch {
+            Some(w) => Some(watch(&mut fabric, w, queues, self.end_ns, progress)?),
+            None => {
+                fabric.run(self.end_ns, progress)?;
+                None
+            }
+        };
+        let results = fabric.results();
+        Ok(RunOutput {
+            summary: summarise(&results, fabric.tally(), fabric.now_ns()),
+            flows: results,
+            watched,
+        })
+    }
+}
+
+/// Runs `fabric` to `end_ns` in steps of `w.every_ns`, sampling the watched port.
+fn watch(
+    fabric: &mut Fabric,
+    w: Watch,
+    queues: usize,
+    end_ns: f64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Watched, SimError> {
+    let every = w.every_ns.max(1.0);
+    fabric.run(w.from_ns, progress)?;
+    let tx_bytes = |f: &Fabric| -> Result<Vec<u64>, SimError> {
+        (0..queues).map(|q| Ok(f.switch_counters(w.switch, w.port, q)?.bytes)).collect()
+    };
+    let start = tx_bytes(fabric)?;
+    let mut sums = vec![0.0; queues];
+    let mut port_samples = Vec::new();
+    let mut t = w.from_ns;
+    while t + every <= end_ns {
+        t += every;
+        fabric.run(t, progress)?;
+        let mut held = 0;
+        for (q, sum) in sums.iter_mut().enumerate() {
+            let occupancy = fabric.switch_counters(w.switch, w.port, q)?.curr_occupancy_bytes;
+            *sum += occupancy as f64;
+            held += occupancy;
+        }
+        port_samples.push(held as f64);
+    }
+    let end = tx_bytes(fabric)?;
+    let span_s = (t - w.from_ns).max(1.0) * 1e-9;
+    let n = port_samples.len().max(1) as f64;
+    port_samples.sort_by(f64::total_cmp);
+    Ok(Watched {
+        queues: (0..queues)
+            .map(|q| WatchedQueue {
+                queue: q,
+                throughput_bps: (end[q] - start[q]) as f64 * 8.0 / span_s,
+                mean_bytes: sums[q] / n,
+            })
+            .collect(),
+        mean_port_bytes: port_samples.iter().sum::<f64>() / n,
+        p99_port_bytes: crate::report::percentile(&port_samples, 99.0),
+    })
+}

@@ -1,0 +1,27 @@
+//! netsim: a packet-level, discrete-event twin of a leaf-spine fabric.
+//!
+//! Switch ports are vasic's model (shared buffer with dynamic or static limits, strict
+//! priority and DWRR, WRED/ECN, per-port ECN, MQ-ECN and DynaQ per packet), used as a
+//! library. Hosts run TCP NewReno or DCTCP with real pure-ACK packets, tag packets into
+//! queues (one queue, PIAS demotion, or by service class), and flows come from workloads
+//! (Poisson arrivals over the published flow-size CDFs, incast, long-lived). A run is a
+//! function of its configuration and seed. Layout:
+//!
+//! - [`topology`]: the generated leaf-spine fabric, routing and ECMP;
+//! - [`qos`]: ports' queues, marking and buffer, hosts' tagging;
+//! - [`tcp`]: NewReno and DCTCP senders, receivers;
+//! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
+//! - [`sim`]: the event loop tying devices, links and hosts together;
+//! - [`report`]: FCT statistics per size bucket and class, JSON and CSV;
+//! - [`config`]: a run described in JSON, as the CLI takes it.
+//!
+//! The model, its sources and what it leaves out are in `docs/netsim.md`.
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod qos;
+pub mod report;
+pub mod sim;
+pub mod tcp;
+pub mod topology;
+pub mod workload;

@@ -1,0 +1,533 @@
+//! The fabric simulator: hosts (a NIC each) and switches are vasic switches, linked by the
+//! topology; flows run TCP between hosts; one [`EventQueue`] orders everything.
+//!
+//! A packet's life: the sender puts it in its host's NIC queue; each device's transmitter
+//! (vasic) sends it, stamped with the time its last bit leaves; it arrives at the next device
+//! one propagation delay later (store and forward) and is routed to an egress port and queue
+//! there, or dropped. Every device is woken at the time its next packet starts.
+//! Deterministic: the randomness (the workload's draws, WRED's) comes from the seed.
+
+use qos_core::counters::QueueCounters;
+use serde::Serialize;
+use vasic::event_queue::EventQueue;
+use vasic::packet::{EnqueueOutcome, Packet};
+use vasic::switch::{Vasic, VasicError};
+
+use crate::qos::{BufferModel, FabricQos};
+use crate::tcp::{Receiver, Sender, TcpConfig};
+use crate::topology::{ecmp_hash, LeafSpine, Node};
+use crate::workload::{FlowSpec, MSS_BYTES};
+
+/// TCP/IP header bytes on every packet (a data packet of 1460 B payload is 1500 on the wire).
+pub const HEADER_BYTES: u64 = 40;
+
+/// What stops a simulation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The switch model refused a configuration or a call.
+    #[error("switch model: {0}")]
+    Vasic(#[from] VasicError),
+    /// A flow whose hosts are not in the fabric.
+    #[error("flow {flow}: host {host} is not in a fabric of {hosts} hosts")]
+    NoSuchHost {
+        /// Flow index.
+        flow: usize,
+        /// The host named.
+        host: usize,
+        /// Hosts in the fabric.
+        hosts: usize,
+    },
+    /// A flow to itself.
+    #[error("flow {0} has the same source and destination")]
+    Loopback(usize),
+}
+
+/// Byte and packet tallies over the whole run (all packets: data and ACKs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Tally {
+    /// Bytes put on the wire by hosts.
+    pub sent_bytes: u64,
+    /// Bytes that reached their destination host.
+    pub delivered_bytes: u64,
+    /// Bytes dropped (at switches, or at a host NIC with a limit).
+    pub dropped_bytes: u64,
+    /// Packets dropped (at switches, or at a host NIC with a limit).
+    pub dropped_packets: u64,
+    /// Packets marked CE at switches.
+    pub marked_packets: u64,
+    /// Payload bytes delivered in order to receivers (goodput).
+    pub goodput_bytes: u64,
+    /// Events handled.
+    pub events: u64,
+}
+
+/// One flow's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FlowResult {
+    /// The flow as specified.
+    pub spec: FlowSpec,
+    /// Completion time (first byte sent to last byte acknowledged), ns; None if unfinished.
+    pub fct_ns: Option<f64>,
+    /// The flow's completion time alone in an idle fabric, ns (see [`Fabric::ideal_fct_ns`]).
+    pub ideal_ns: f64,
+    /// Retransmission timeouts it suffered.
+    pub timeouts: u64,
+    /// Segments it retransmitted.
+    pub retransmits: u64,
+}
+
+/// Progress of a run, handed to the caller's callback now and then.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Simulated time, ns.
+    pub now_ns: f64,
+    /// Flows finished.
+    pub finished: usize,
+    /// Flows in the run.
+    pub flows: usize,
+    /// Events handled.
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ev {
+    Start(usize),
+    Arrive { node: Node, packet: Packet },
+    Wake(usize),
+    Rto(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Meta {
+    Data { seg: u64, sent_ns: f64, queue: usize },
+    Ack { ack: u64, ece: bool, echo_ns: f64, queue: usize },
+}
+
+impl Meta {
+    fn queue(&self) -> usize {
+        match *self {
+            Meta::Data { queue, .. } | Meta::Ack { queue, .. } => queue,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Flow {
+    spec: FlowSpec,
+    sender: Sender,
+    receiver: Receiver,
+    done_ns: Option<f64>,
+    /// The RTO timer armed last: when it expires and its generation.
+    rto_deadline: Option<(f64, u64)>,
+    /// When the flow's one pending timer event is due (the timer is checked lazily: an ACK
+    /// moving the deadline does not push another event, the event re-arms itself).
+    rto_event_at: Option<f64>,
+}
+
+/// Packets in flight: what vasic carries is a handle (`Packet::seq`) into this table.
+#[derive(Debug, Clone, Default)]
+struct InFlight {
+    slots: Vec<Option<Meta>>,
+    free: Vec<usize>,
+    live_bytes: u64,
+}
+
+impl InFlight {
+    fn insert(&mut self, meta: Meta, bytes: u32) -> u64 {
+        self.live_bytes += u64::from(bytes);
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(meta);
+                i as u64
+            }
+            None => {
+                self.slots.push(Some(meta));
+                (self.slots.len() - 1) as u64
+            }
+        }
+    }
+
+    fn get(&self, handle: u64) -> Option<Meta> {
+        self.slots.get(handle as usize).copied().flatten()
+    }
+
+    fn remove(&mut self, handle: u64, bytes: u32) -> Option<Meta> {
+        let meta = self.slots.get_mut(handle as usize)?.take()?;
+        self.free.push(handle as usize);
+        self.live_bytes -= u64::from(bytes);
+        Some(meta)
+    }
+}
+
+/// A leaf-spine fabric with its flows, ready to run.
+pub struct Fabric {
+    topo: LeafSpine,
+    qos: FabricQos,
+    /// Host NICs first (device = host), then the switches' devices.
+    devices: Vec<Vasic>,
+    /// For a switch device: its switch and the switch port of its port 0.
+    owner: Vec<Option<(usize, usize)>>,
+    /// For a switch port: its device and the port's index on it.
+    port_device: Vec<Vec<(usize, usize)>>,
+    wake_at: Vec<Option<f64>>,
+    events: EventQueue<Ev>,
+    flows: Vec<Flow>,
+    in_flight: InFlight,
+    tally: Tally,
+    finished: usize,
+    salt: u64,
+    now_ns: f64,
+}
+
+impl Fabric {
+    /// The fabric `topo` under `qos`, the given flows running `tcp`; `seed` fixes WRED's draws
+    /// and the ECMP hash.
+    pub fn new(
+        topo: LeafSpine,
+        qos: FabricQos,
+        tcp: TcpConfig,
+        flows: &[FlowSpec],
+        seed: u64,
+    ) -> Result<Self, SimError> {
+        let hosts = topo.hosts();
+        let mut devices = Vec::with_capacity(hosts + topo.switches());
+        let mut owner = Vec::with_capacity(hosts + topo.switches());
+        for h in 0..hosts {
+            let pool = qos.host_buffer_bytes.unwrap_or(u64::MAX / 4);
+            devices.push(Vasic::new(pool, seed ^ h as u64, vec![qos.host_port(topo.host_link_bps)])?);
+            owner.push(None);
+        }
+        let mut port_device = Vec::with_capacity(topo.switches());
+        for sw in 0..topo.switches() {
+            let ports: Vec<_> = topo.port_speeds(sw).into_iter().map(|s| qos.switch_port(s)).collect();
+            let device_seed = |d: usize| seed.rotate_left(17) ^ d as u64;
+            let mut map = Vec::with_capacity(ports.len());
+            match qos.buffer {
+                BufferModel::SwitchPool => {
+                    let pool = qos.port_buffer_bytes.saturating_mul(ports.len() as u64);
+                    map.extend((0..ports.len()).map(|p| (devices.len(), p)));
+                    devices.push(Vasic::new(pool, device_seed(devices.len()), ports)?);
+                    owner.push(Some((sw, 0)));
+                }
+                BufferModel::PerPort => {
+                    // One single-port vasic per port: its pool is the port's buffer.
+                    for (p, port) in ports.into_iter().enumerate() {
+                        map.push((devices.len(), 0));
+                        devices.push(Vasic::new(
+                            qos.port_buffer_bytes,
+                            device_seed(devices.len()),
+                            vec![port],
+                        )?);
+                        owner.push(Some((sw, p)));
+                    }
+                }
+            }
+            port_device.push(map);
+        }
+        let mut events = EventQueue::new();
+        let mut state = Vec::with_capacity(flows.len());
+        for (i, spec) in flows.iter().enumerate() {
+            for host in [spec.src, spec.dst] {
+                if host >= hosts {
+                    return Err(SimError::NoSuchHost { flow: i, host, hosts });
+                }
+            }
+            if spec.src == spec.dst {
+                return Err(SimError::Loopback(i));
+            }
+            let segments = spec.bytes.div_ceil(MSS_BYTES).max(1);
+            state.push(Flow {
+                spec: *spec,
+                sender: Sender::new(tcp, segments),
+                receiver: Receiver::default(),
+                done_ns: None,
+                rto_deadline: None,
+                rto_event_at: None,
+            });
+            events.push(spec.start_ns, Ev::Start(i));
+        }
+        Ok(Self {
+            wake_at: vec![None; devices.len()],
+            devices,
+            owner,
+            port_device,
+            topo,
+            qos,
+            events,
+            flows: state,
+            in_flight: InFlight::default(),
+            tally: Tally::default(),
+            finished: 0,
+            salt: seed,
+            now_ns: 0.0,
+        })
+    }
+
+    /// Runs until every flow has finished and nothing is left in flight, or until `end_ns`.
+    /// `progress` is called every `2^20` events.
+    pub fn run(&mut self, end_ns: f64, progress: &mut dyn FnMut(Progress)) -> Result<(), SimError> {
+        while let Some(at) = self.events.next_at_ns() {
+            if at > end_ns {
+                break;
+            }
+            let Some(event) = self.events.pop() else { break };
+            self.now_ns = event.at_ns;
+            self.tally.events += 1;
+            if self.tally.events & 0xF_FFFF == 0 {
+                progress(self.progress());
+            }
+            self.handle(event.kind)?;
+        }
+        self.now_ns = self.now_ns.max(end_ns.min(self.events.next_at_ns().unwrap_or(self.now_ns)));
+        progress(self.progress());
+        Ok(())
+    }
+
+    /// Where the run is.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            now_ns: self.now_ns,
+            finished: self.finished,
+            flows: self.flows.len(),
+            events: self.tally.events,
+        }
+    }
+
+    /// The run's byte and packet tallies.
+    pub fn tally(&self) -> Tally {
+        self.tally
+    }
+
+    /// Bytes in flight now (queued in a device or on a link).
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.in_flight.live_bytes
+    }
+
+    /// Simulated time reached, ns.
+    pub fn now_ns(&self) -> f64 {
+        self.now_ns
+    }
+
+    /// Flow `i`'s sender (window, alpha), for inspection.
+    pub fn sender(&self, i: usize) -> Option<&Sender> {
+        self.flows.get(i).map(|f| &f.sender)
+    }
+
+    /// Segments flow `i`'s receiver got (duplicates not counted).
+    pub fn segments_received(&self, i: usize) -> Option<u64> {
+        self.flows.get(i).map(|f| f.receiver.delivered())
+    }
+
+    /// Counters of one switch queue (switch index: leaves first, then spines).
+    pub fn switch_counters(
+        &self,
+        switch: usize,
+        port: usize,
+        queue: usize,
+    ) -> Result<QueueCounters, SimError> {
+        let &(device, local) =
+            self.port_device.get(switch).and_then(|m| m.get(port)).ok_or(VasicError::NoSuchPort(port))?;
+        Ok(self.devices[device].counters(local, queue)?)
+    }
+
+    /// Resets every switch queue's watermark to its occupancy now (to measure after a
+    /// warm-up).
+    pub fn clear_watermarks(&mut self) {
+        let hosts = self.topo.hosts();
+        self.devices[hosts..].iter_mut().for_each(Vasic::clear_watermarks);
+    }
+
+    /// Every flow's outcome, in the order given.
+    pub fn results(&self) -> Vec<FlowResult> {
+        self.flows
+            .iter()
+            .map(|f| FlowResult {
+                spec: f.spec,
+                fct_ns: f.done_ns.map(|d| d - f.spec.start_ns),
+                ideal_ns: self.ideal_fct_ns(&f.spec),
+                timeouts: f.sender.timeouts(),
+                retransmits: f.sender.retransmits(),
+            })
+            .collect()
+    }
+
+    /// A flow's completion time alone in an idle fabric: its bytes serialised at the host
+    /// link's rate, one full packet's store and forward at each further link, the propagation
+    /// there and back, and the last ACK's serialisation on the way back.
+    pub fn ideal_fct_ns(&self, spec: &FlowSpec) -> f64 {
+        let t = &self.topo;
+        let segments = spec.bytes.div_ceil(MSS_BYTES).max(1);
+        let wire = spec.bytes + segments * HEADER_BYTES;
+        let packet_bits = wire.min(MSS_BYTES + HEADER_BYTES) as f64 * 8.0;
+        let ack_bits = HEADER_BYTES as f64 * 8.0;
+        // Links after the first: the fabric links (if the flow crosses a spine), then the
+        // receiver's host link.
+        let mut further = vec![t.host_link_bps];
+        if t.path_links(spec.src, spec.dst) == 4 {
+            further.extend([t.fabric_link_bps, t.fabric_link_bps]);
+        }
+        let store_and_forward: f64 = further.iter().map(|bps| packet_bits * 1e9 / bps).sum();
+        let ack_way_back: f64 =
+            further.iter().chain(std::iter::once(&t.host_link_bps)).map(|bps| ack_bits * 1e9 / bps).sum();
+        wire as f64 * 8.0 * 1e9 / t.host_link_bps
+            + store_and_forward
+            + ack_way_back
+            + 2.0 * t.path_delay_ns(spec.src, spec.dst)
+    }
+
+    fn handle(&mut self, event: Ev) -> Result<(), SimError> {
+        match event {
+            Ev::Start(flow) => self.send_more(flow),
+            Ev::Wake(device) => self.wake(device),
+            Ev::Arrive { node: Node::Switch(sw), packet } => self.arrive_at_switch(sw, packet),
+            Ev::Arrive { node: Node::Host(host), packet } => self.arrive_at_host(host, packet),
+            Ev::Rto(flow) => self.rto_check(flow),
+        }
+    }
+
+    fn wake(&mut self, device: usize) -> Result<(), SimError> {
+        if self.wake_at[device] == Some(self.now_ns) {
+            self.wake_at[device] = None;
+        }
+        let owner = self.owner[device];
+        for d in self.devices[device].advance(self.now_ns)? {
+            let (node, delay) = match owner {
+                None => (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns),
+                Some((sw, first_port)) => self.topo.next_hop(sw, first_port + d.port),
+            };
+            self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet });
+        }
+        self.schedule_wake(device);
+        Ok(())
+    }
+
+    fn schedule_wake(&mut self, device: usize) {
+        let Some(next) = self.devices[device].next_start_ns() else { return };
+        if self.wake_at[device].map_or(true, |w| next < w) {
+            self.wake_at[device] = Some(next);
+            self.events.push(next, Ev::Wake(device));
+        }
+    }
+
+    fn arrive_at_switch(&mut self, sw: usize, packet: Packet) -> Result<(), SimError> {
+        let Some(meta) = self.in_flight.get(packet.seq) else { return Ok(()) };
+        let flow = &self.flows[packet.flow as usize];
+        let (dst, reverse) = match meta {
+            Meta::Data { .. } => (flow.spec.dst, false),
+            Meta::Ack { .. } => (flow.spec.src, true),
+        };
+        let port = self.topo.egress_port(sw, dst, ecmp_hash(packet.flow, reverse, self.salt));
+        let (device, local) = self.port_device[sw][port];
+        match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
+            EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
+            EnqueueOutcome::Queued { marked } => {
+                self.tally.marked_packets += u64::from(marked);
+                self.schedule_wake(device);
+            }
+        }
+        Ok(())
+    }
+
+    fn arrive_at_host(&mut self, host: usize, packet: Packet) -> Result<(), SimError> {
+        let Some(meta) = self.in_flight.remove(packet.seq, packet.bytes) else { return Ok(()) };
+        self.tally.delivered_bytes += u64::from(packet.bytes);
+        let f = packet.flow as usize;
+        match meta {
+            Meta::Data { seg, sent_ns, .. } => {
+                let before = self.flows[f].receiver.delivered();
+                let ack = self.flows[f].receiver.on_segment(seg);
+                if self.flows[f].receiver.delivered() > before {
+                    self.tally.goodput_bytes += u64::from(packet.bytes).saturating_sub(HEADER_BYTES);
+                }
+                let queue = self.qos.ack_queue(self.flows[f].spec.class);
+                let ack_meta = Meta::Ack { ack, ece: packet.ce, echo_ns: sent_ns, queue };
+                let ect = self.flows[f].sender.config().ect_acks();
+                self.transmit(host, packet.flow, ack_meta, HEADER_BYTES as u32, ect)
+            }
+            Meta::Ack { ack, ece, echo_ns, .. } => {
+                let flow = &mut self.flows[f];
+                let out = flow.sender.on_ack(self.now_ns, ack, ece, echo_ns);
+                if out.finished && flow.done_ns.is_none() {
+                    flow.done_ns = Some(self.now_ns);
+                    self.finished += 1;
+                }
+                if let Some(seg) = out.retransmit {
+                    self.send_segment(f, seg)?;
+                }
+                self.send_more(f)
+            }
+        }
+    }
+
+    fn send_more(&mut self, f: usize) -> Result<(), SimError> {
+        while let Some(seg) = self.flows[f].sender.next_segment() {
+            self.send_segment(f, seg)?;
+        }
+        let flow = &mut self.flows[f];
+        if flow.sender.arm_timer_if_idle() {
+            let at = self.now_ns + flow.sender.rto_ns();
+            flow.rto_deadline = Some((at, flow.sender.timer_generation()));
+            if flow.rto_event_at.map_or(true, |pending| at < pending) {
+                flow.rto_event_at = Some(at);
+                self.events.push(at, Ev::Rto(f));
+            }
+        }
+        Ok(())
+    }
+
+    fn rto_check(&mut self, f: usize) -> Result<(), SimError> {
+        let now = self.now_ns;
+        let flow = &mut self.flows[f];
+        if flow.rto_event_at == Some(now) {
+            flow.rto_event_at = None;
+        }
+        let Some((at, generation)) = flow.rto_deadline else { return Ok(()) };
+        if at > now {
+            // The timer was re-armed since this event was pushed: check again then.
+            if flow.rto_event_at.map_or(true, |pending| at < pending) {
+                flow.rto_event_at = Some(at);
+                self.events.push(at, Ev::Rto(f));
+            }
+            return Ok(());
+        }
+        flow.rto_deadline = None;
+        if flow.sender.on_timeout(generation) {
+            self.send_more(f)?;
+        }
+        Ok(())
+    }
+
+    fn send_segment(&mut self, f: usize, seg: u64) -> Result<(), SimError> {
+        let spec = self.flows[f].spec;
+        let offset = seg * MSS_BYTES;
+        let payload = spec.bytes.saturating_sub(offset).clamp(1, MSS_BYTES);
+        let queue = self.qos.data_queue(offset, spec.class);
+        let meta = Meta::Data { seg, sent_ns: self.now_ns, queue };
+        let ect = self.flows[f].sender.config().ect();
+        self.transmit(spec.src, f as u32, meta, (payload + HEADER_BYTES) as u32, ect)
+    }
+
+    fn transmit(
+        &mut self,
+        host: usize,
+        flow: u32,
+        meta: Meta,
+        bytes: u32,
+        ect: bool,
+    ) -> Result<(), SimError> {
+        let handle = self.in_flight.insert(meta, bytes);
+        let packet = Packet { flow, seq: handle, bytes, ect, ce: false };
+        self.tally.sent_bytes += u64::from(bytes);
+        match self.devices[host].enqueue(self.now_ns, 0, meta.queue(), packet)? {
+            EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
+            EnqueueOutcome::Queued { .. } => self.schedule_wake(host),
+        }
+        Ok(())
+    }
+
+    fn drop_packet(&mut self, packet: Packet) {
+        self.in_flight.remove(packet.seq, packet.bytes);
+        self.tally.dropped_bytes += u64::from(packet.bytes);
+        self.tally.dropped_packets += 1;
+    }
+}

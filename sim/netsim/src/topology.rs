@@ -1,0 +1,154 @@
+//! A generated leaf-spine fabric: `leaves x hosts_per_leaf` hosts, every leaf linked to every
+//! spine. Routing is fixed by the shape: a leaf sends down to its own hosts and up to a spine
+//! chosen per flow by ECMP hash; a spine sends down to the destination's leaf.
+
+use serde::{Deserialize, Serialize};
+
+/// The fabric's shape, speeds and delays.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LeafSpine {
+    /// Leaf (ToR) switches.
+    pub leaves: usize,
+    /// Spine switches.
+    pub spines: usize,
+    /// Hosts under each leaf.
+    pub hosts_per_leaf: usize,
+    /// Host-to-leaf links, bit/s.
+    pub host_link_bps: f64,
+    /// Leaf-to-spine links, bit/s.
+    pub fabric_link_bps: f64,
+    /// Propagation delay of a host link, ns.
+    pub host_link_delay_ns: f64,
+    /// Propagation delay of a leaf-spine link, ns.
+    pub fabric_link_delay_ns: f64,
+    /// How a leaf picks the spine for a packet going to another leaf.
+    pub ecmp: Ecmp,
+}
+
+/// A leaf's choice of spine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ecmp {
+    /// By a hash of the flow (each direction hashed on its own), as switches hash 5-tuples.
+    #[default]
+    Flow,
+    /// Spine `destination host % spines`: static routes, as the ns-3 comparison is built.
+    Destination,
+}
+
+impl Default for LeafSpine {
+    fn default() -> Self {
+        // The ns-3 comparison's shape: 2 leaves x 2 spines x 16 hosts at 10 Gb/s.
+        Self {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 16,
+            host_link_bps: 10e9,
+            fabric_link_bps: 10e9,
+            host_link_delay_ns: 1_000.0,
+            fabric_link_delay_ns: 1_000.0,
+            ecmp: Ecmp::Flow,
+        }
+    }
+}
+
+/// Where a packet is: a host's NIC or a switch (leaf `l` is switch `l`, spine `s` is switch
+/// `leaves + s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// A host.
+    Host(usize),
+    /// A switch.
+    Switch(usize),
+}
+
+impl LeafSpine {
+    /// Hosts in the fabric.
+    pub fn hosts(&self) -> usize {
+        self.leaves * self.hosts_per_leaf
+    }
+
+    /// Switches in the fabric (leaves first).
+    pub fn switches(&self) -> usize {
+        self.leaves + self.spines
+    }
+
+    /// The leaf a host hangs off.
+    pub fn leaf_of(&self, host: usize) -> usize {
+        host / self.hosts_per_leaf.max(1)
+    }
+
+    /// Whether switch `sw` is a leaf.
+    pub fn is_leaf(&self, sw: usize) -> bool {
+        sw < self.leaves
+    }
+
+    /// Port speeds of switch `sw`: a leaf's host ports then its spine ports; a spine's leaf
+    /// ports.
+    pub fn port_speeds(&self, sw: usize) -> Vec<f64> {
+        if self.is_leaf(sw) {
+            let mut v = vec![self.host_link_bps; self.hosts_per_leaf];
+            v.extend(std::iter::repeat(self.fabric_link_bps).take(self.spines));
+            v
+        } else {
+            vec![self.fabric_link_bps; self.leaves]
+        }
+    }
+
+    /// The egress port of switch `sw` towards host `dst`; `flow_hash` is the flow's hash
+    /// ([`ecmp_hash`]), used when ECMP is by flow.
+    pub fn egress_port(&self, sw: usize, dst: usize, flow_hash: u64) -> usize {
+        let ecmp = match self.ecmp {
+            Ecmp::Flow => flow_hash,
+            Ecmp::Destination => dst as u64,
+        };
+        let dst_leaf = self.leaf_of(dst);
+        if !self.is_leaf(sw) {
+            return dst_leaf;
+        }
+        if dst_leaf == sw {
+            dst % self.hosts_per_leaf
+        } else {
+            self.hosts_per_leaf + (ecmp % self.spines.max(1) as u64) as usize
+        }
+    }
+
+    /// Where a packet sent from switch `sw`'s port `port` arrives, and the link's delay.
+    pub fn next_hop(&self, sw: usize, port: usize) -> (Node, f64) {
+        if self.is_leaf(sw) {
+            if port < self.hosts_per_leaf {
+                (Node::Host(sw * self.hosts_per_leaf + port), self.host_link_delay_ns)
+            } else {
+                (Node::Switch(self.leaves + port - self.hosts_per_leaf), self.fabric_link_delay_ns)
+            }
+        } else {
+            (Node::Switch(port), self.fabric_link_delay_ns)
+        }
+    }
+
+    /// Links a packet crosses from `src` to `dst` (2 under one leaf, 4 across the spine).
+    pub fn path_links(&self, src: usize, dst: usize) -> usize {
+        if self.leaf_of(src) == self.leaf_of(dst) {
+            2
+        } else {
+            4
+        }
+    }
+
+    /// One-way propagation delay from `src` to `dst`, ns.
+    pub fn path_delay_ns(&self, src: usize, dst: usize) -> f64 {
+        let fabric = if self.path_links(src, dst) == 4 { 2.0 * self.fabric_link_delay_ns } else { 0.0 };
+        2.0 * self.host_link_delay_ns + fabric
+    }
+}
+
+/// ECMP's hash of a flow (splitmix64 of the flow id, direction and the run's salt): the same
+/// flow always takes the same spine in each direction, different flows spread.
+pub fn ecmp_hash(flow: u32, reverse: bool, salt: u64) -> u64 {
+    let mut z = (u64::from(flow) << 1 | u64::from(reverse)) ^ salt;
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

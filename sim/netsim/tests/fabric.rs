@@ -1,0 +1,116 @@
+//! The fabric end to end: a single bottleneck under DCTCP, ECMP, byte conservation and
+//! determinism.
+
+#![allow(clippy::unwrap_used)]
+
+use netsim::qos::FabricQos;
+use netsim::sim::Fabric;
+use netsim::tcp::{CongestionControl, TcpConfig};
+use netsim::topology::{ecmp_hash, LeafSpine};
+use netsim::workload::{self, FlowSpec, Workload, MSS_BYTES};
+use vasic::rng::SimRng;
+
+fn small_fabric() -> LeafSpine {
+    LeafSpine { leaves: 2, spines: 4, hosts_per_leaf: 4, ..LeafSpine::default() }
+}
+
+fn dctcp() -> TcpConfig {
+    TcpConfig { cc: CongestionControl::Dctcp, ..TcpConfig::default() }
+}
+
+#[test]
+fn dctcp_holds_a_single_bottleneck_near_k_at_line_rate() {
+    // Two long-lived DCTCP flows from two hosts to a third under the same leaf: the leaf's
+    // port to the receiver is the only bottleneck. DCTCP (SIGCOMM'10 §3.3) keeps that queue
+    // around K with no loss and the link busy; K = 65 packets as the DCTCP guidance gives
+    // for 10 Gb/s.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 3, ..LeafSpine::default() };
+    let k = 65 * 1_500;
+    let flows = [workload::long_lived(0, 2, 0, 0.0), workload::long_lived(1, 2, 0, 0.0)];
+    let mut fabric = Fabric::new(topo, FabricQos::dctcp(k, 1_000_000), dctcp(), &flows, 7).unwrap();
+    // Slow start overshoots K at first; measure the queue after 5 ms.
+    fabric.run(5e6, &mut |_| {}).unwrap();
+    fabric.clear_watermarks();
+    fabric.run(20e6, &mut |_| {}).unwrap();
+    let tally = fabric.tally();
+    assert_eq!(tally.dropped_packets, 0);
+    assert!(tally.marked_packets > 0);
+    let goodput = tally.goodput_bytes as f64 * 8.0 / 20e-3;
+    assert!(goodput > 0.95 * 10e9 * 1460.0 / 1500.0, "goodput {goodput}");
+    // Port 2 of leaf 0 faces the receiver; its watermark stays within K plus what the two
+    // windows can add in one round trip before the marks are felt (a few dozen packets).
+    let c = fabric.switch_counters(0, 2, 0).unwrap();
+    assert!(c.watermark_bytes >= k, "queue reached K: {}", c.watermark_bytes);
+    assert!(c.watermark_bytes < 2 * k, "queue bounded near K: {}", c.watermark_bytes);
+    // Each flow's alpha settled well below 1 (it started at 1) and above 0: marks are a
+    // fraction of the packets, as DCTCP's steady state has it.
+    for i in 0..2 {
+        let a = fabric.sender(i).unwrap().alpha();
+        assert!(a > 0.0 && a < 0.5, "alpha {a}");
+    }
+}
+
+#[test]
+fn ecmp_spreads_flows_over_the_spines() {
+    // The hash alone: 4000 flows over 4 spines, each within 10% of a quarter.
+    let mut per_spine = [0u32; 4];
+    for flow in 0..4_000u32 {
+        per_spine[(ecmp_hash(flow, false, 11) % 4) as usize] += 1;
+    }
+    assert!(per_spine.iter().all(|&n| (900..=1_100).contains(&n)), "{per_spine:?}");
+    // In the fabric: 32 cross-leaf flows from leaf 0 to leaf 1 use every uplink of leaf 0.
+    let topo = small_fabric();
+    let flows: Vec<FlowSpec> = (0..32)
+        .map(|i| FlowSpec { src: i % 4, dst: 4 + i % 4, bytes: 20 * MSS_BYTES, start_ns: 0.0, class: 0 })
+        .collect();
+    let mut fabric = Fabric::new(topo, FabricQos::dctcp(97_500, 500_000), dctcp(), &flows, 3).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let uplink_packets: Vec<u64> =
+        (0..4).map(|s| fabric.switch_counters(0, topo.hosts_per_leaf + s, 0).unwrap().packets).collect();
+    assert!(uplink_packets.iter().all(|&p| p >= 20 * 3), "every spine carries flows: {uplink_packets:?}");
+    assert_eq!(uplink_packets.iter().sum::<u64>(), 32 * 20, "data only goes up, ACKs come back");
+}
+
+fn websearch_run(seed: u64, flows: usize) -> (Fabric, Vec<FlowSpec>) {
+    let topo = small_fabric();
+    let cdf = Workload::WebSearch.cdf().unwrap();
+    let mut rng = SimRng::seeded(seed);
+    let mut specs = workload::poisson(&topo, &cdf, 0.7, flows, 0.0, &mut rng);
+    // Cap sizes so the test stays short; an incast adds drops.
+    specs.iter_mut().for_each(|f| f.bytes = f.bytes.min(300_000));
+    specs.extend(workload::incast(&topo, 0, 7, 100_000, 200e3));
+    // Small buffers, at the switches and the hosts' NICs, so packets are dropped at both and
+    // retransmitted.
+    let qos = FabricQos { host_buffer_bytes: Some(60_000), ..FabricQos::dctcp(30_000, 40_000) };
+    let tcp = TcpConfig { min_rto_ns: 1e6, initial_rto_ns: 1e6, ..dctcp() };
+    (Fabric::new(topo, qos, tcp, &specs, seed).unwrap(), specs)
+}
+
+#[test]
+fn every_byte_sent_is_delivered_or_counted_dropped() {
+    let (mut fabric, specs) = websearch_run(5, 300);
+    fabric.run(f64::INFINITY, &mut |_| {}).unwrap();
+    let t = fabric.tally();
+    assert!(t.dropped_packets > 0, "the scenario must drop for the check to mean something");
+    assert_eq!(fabric.in_flight_bytes(), 0, "ran until nothing was left in flight");
+    assert_eq!(t.sent_bytes, t.delivered_bytes + t.dropped_bytes);
+    // And every flow got all of its bytes through, in spite of the drops.
+    let payload: u64 = specs.iter().map(|f| f.bytes).sum();
+    assert_eq!(t.goodput_bytes, payload);
+    for (i, f) in specs.iter().enumerate() {
+        assert_eq!(fabric.segments_received(i), Some(f.bytes.div_ceil(MSS_BYTES)));
+    }
+    assert!(fabric.results().iter().all(|r| r.fct_ns.is_some()));
+}
+
+#[test]
+fn same_seed_same_result_other_seed_other_result() {
+    let run = |seed| {
+        let (mut fabric, _) = websearch_run(seed, 150);
+        fabric.run(f64::INFINITY, &mut |_| {}).unwrap();
+        (fabric.tally(), fabric.results())
+    };
+    let (a, b, c) = (run(9), run(9), run(10));
+    assert_eq!(a, b);
+    assert_ne!(a.0, c.0);
+}
