@@ -86,6 +86,7 @@ def tune_lambda(
     key = parameter_key(group.service_class, group.speed_gbps)
     inputs = _inputs(group, bounds, measured, marking)
     if not marking:
+        inputs["opinion"] = False  # no evidence either way: apply.py ignores this group
         return _hold(key, group, inputs, "no port marks: the threshold does not limit traffic")
     utilisation = sum(q.utilisation or 0.0 for q in marking) / len(marking)
     if abs(utilisation - bounds.utilisation_target) <= UTILISATION_BAND:
