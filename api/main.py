@@ -30,6 +30,7 @@ from api.routes import (
     service_classes,
     switches,
     tokens,
+    tuning,
 )
 from api.services import build_services
 from api.telemetry_api import build_telemetry_service, install_telemetry_routers
@@ -109,6 +110,9 @@ def create_app(
         app.include_router(module.router, prefix=API_PREFIX)
     install_rollout_routers(app, API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
+    tuning.install(
+        app, API_PREFIX, prometheus=prometheus, transport=prometheus_transport, clock=clock
+    )
     return app
 
 

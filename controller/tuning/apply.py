@@ -118,3 +118,26 @@ def reason_for(changes: Sequence[Change]) -> str:
             f"({change.evidence.rule}; {cited})"
         )
     return "tuner: " + "; ".join(parts)
+
+
+def intent_diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """Every leaf that differs, as ``{path, before, after}``; lists of named entries (switches,
+    classes) are matched by name, so a changed weight reads
+    ``service_classes[storage].scheduling.weight``."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found: list[dict[str, Any]] = []
+        for key in [*before, *(k for k in after if k not in before)]:
+            found += intent_diff(before.get(key), after.get(key), f"{path}.{key}" if path else key)
+        return found
+    if _named_list(before) and _named_list(after):
+        old = {item["name"]: item for item in before}
+        new = {item["name"]: item for item in after}
+        found = []
+        for name in [*old, *(n for n in new if n not in old)]:
+            found += intent_diff(old.get(name), new.get(name), f"{path}[{name}]")
+        return found
+    return [] if before == after else [{"path": path, "before": before, "after": after}]
+
+
+def _named_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(i, dict) and "name" in i for i in value)

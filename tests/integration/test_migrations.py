@@ -19,6 +19,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     # 0004: host configuration runs
     "host_runs",
     "host_results",
+    # 0006_tuner: tuning proposals
+    "tuning_proposals",
 }
 
 

@@ -78,3 +78,14 @@ def test_the_reason_cites_the_metric_values() -> None:
     assert text == (
         "tuner: weight/storage: 60 -> 70 (rule; tx_bytes_per_s=1500000000.0, mark_fraction=0.1)"
     )
+
+
+def test_the_intent_diff_names_entries_by_name() -> None:
+    from controller.tuning.apply import intent_diff
+
+    before = {"fabric": {"ecn_lambda": 1.0}, "service_classes": [{"name": "a", "w": 1}]}
+    after = {"fabric": {"ecn_lambda": 1.25}, "service_classes": [{"name": "a", "w": 2}]}
+    assert intent_diff(before, after) == [
+        {"path": "fabric.ecn_lambda", "before": 1.0, "after": 1.25},
+        {"path": "service_classes[a].w", "before": 1, "after": 2},
+    ]
