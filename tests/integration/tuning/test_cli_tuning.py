@@ -66,7 +66,8 @@ def test_propose_explain_approve(cli: Cli) -> None:
         f"proposal {proposal}: approved (on version 1 -> version 2)"
     )
     listed = cli.run("tune", "list", token="viewer")
-    assert f"{proposal}" in listed.stdout and "approved" in listed.stdout
+    assert f"{proposal}" in listed.stdout
+    assert "approved" in listed.stdout
 
 
 def test_a_viewer_cannot_propose(cli: Cli) -> None:
