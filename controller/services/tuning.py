@@ -27,6 +27,7 @@ from controller.services.common import Actor, Clock
 from controller.services.intents import IntentService
 from controller.store.models import TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
+from controller.tuning.evidence import Change
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
 
@@ -79,16 +80,14 @@ class TuningService:
         )
         result = apply_changes(current.intent, changes)
         applied_ids = {id(c) for c in result.applied}
-        held = [c.as_dict() for c in changes if id(c) not in applied_ids]
-        for change in result.not_expressible:
-            held.append(change.as_dict() | {"held": "not expressible in the intent"})
+        held = [_held(c) for c in changes if id(c) not in applied_ids]
         proposed = dump_intent(result.intent)
         row = TuningProposal(
             state="pending" if result.applied else "no_change",
             base_version=current.info.number,
             new_version=None,
             changes=[c.as_dict() for c in result.applied],
-            held=[h for h in held if h.get("held")],
+            held=held,
             diff=intent_diff(current.data, proposed),
             proposed_intent=proposed,
             reason=reason_for(result.applied) if result.applied else "tuner: no change",
@@ -175,6 +174,18 @@ class TuningService:
         if row.state != "pending":
             raise Conflict(f"tuning proposal {proposal_id} is {row.state}, not pending")
         return row
+
+
+def _held(change: Change) -> dict[str, Any]:
+    """A change that is not in the proposal, with why: its own guard, or the intent."""
+    found = change.as_dict()
+    if found["held"] is None:
+        found["held"] = (
+            "the fabric has one lambda: it follows the largest any marking group asks for"
+            if change.parameter.startswith("ecn_lambda/")
+            else "not expressible in the intent"
+        )
+    return found
 
 
 def _record(row: TuningProposal) -> ProposalRecord:
