@@ -74,6 +74,12 @@ def _ecn(
 ) -> list[Change]:
     tuning = intent.fabric.tuning
     bounds = ecn.EcnBounds(tuning.ecn_lambda_min, tuning.ecn_lambda_max, tuning.utilisation_target)
+    # The fabric has one lambda (controller/tuning/apply.py): a change asked for by any group
+    # changed it for all, so every group's minimum interval counts from the latest of them.
+    lambda_times = [t for k, t in last_changed.items() if k.startswith("ecn_lambda/")]
+    if lambda_times:
+        latest = max(lambda_times)
+        last_changed = {**last_changed, **_every_group_key(intent, by_class, latest)}
     dwrr = [c for c in intent.service_classes if c.scheduling.type is SchedulingType.DWRR]
     total = sum(c.scheduling.weight or 0 for c in dwrr) or None
     changes: list[Change] = []
@@ -98,6 +104,16 @@ def _ecn(
             )
             changes += [found] if found is not None else []
     return changes
+
+
+def _every_group_key(
+    intent: Intent, by_class: dict[str, list[QueueSummary]], at: float
+) -> dict[str, float]:
+    return {
+        ecn.parameter_key(c.name, q.speed_gbps): at
+        for c in intent.service_classes
+        for q in by_class.get(c.name, [])
+    }
 
 
 def _weight_ranges(classes: Sequence[ServiceClass]) -> list[weights.WeightRange]:

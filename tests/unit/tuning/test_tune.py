@@ -58,3 +58,22 @@ def test_every_rule_speaks_with_the_intents_values() -> None:
     assert found["pias/rpc"].applies
     # The off class (control) has no ECN verdict.
     assert not any(key.startswith("ecn_lambda/control") for key in found)
+
+
+def test_the_one_fabric_lambda_keeps_one_interval_for_every_group() -> None:
+    # bulk/100gbps changed the fabric's lambda 60 s ago: storage/25gbps is held as well,
+    # although its own key never changed (900 s interval by default).
+    intent = parse_intent(intent_data())
+    found = {
+        c.parameter: c
+        for c in propose(
+            intent,
+            summary(),
+            now_s=10_000,
+            last_changed={"ecn_lambda/bulk/100gbps": 9_940},
+        )
+    }
+    storage = found["ecn_lambda/storage/25gbps"]
+    assert not storage.applies
+    assert storage.held is not None
+    assert "minimum interval" in storage.held
