@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, NotFound
@@ -103,6 +103,19 @@ class TuningService:
         if record.state == "pending" and tuning.mode is TuningMode.AUTO:
             return self.approve(record.id, Actor(TUNER, actor.request_id))
         return record
+
+    def tick(self, actor: Actor) -> ProposalRecord | None:
+        """For a periodic caller (the worker): one pass when tuning is on and the last pass is
+        at least ``window_s`` old, so consecutive passes read windows that do not overlap;
+        None otherwise."""
+        tuning = self._intents.current().intent.fabric.tuning
+        if tuning.mode is TuningMode.OFF:
+            return None
+        with self._sessions() as session:
+            last = session.scalar(select(func.max(TuningProposal.created_at)))
+        if last is not None and (self._clock() - last).total_seconds() < tuning.window_s:
+            return None
+        return self.run(actor)
 
     def list(self, limit: int = 50) -> list[ProposalRecord]:
         with self._sessions() as session:
