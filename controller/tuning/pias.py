@@ -51,7 +51,8 @@ def measured_cdf(sample: FlowSizeSample) -> FlowSizeCdf:
     total = sample.flows
     finite = [(edge, count) for edge, count in sample.buckets if math.isfinite(edge) and edge > 0]
     points = [(edge, min(count / total, 1.0)) for edge, count in finite]
-    if points[-1][1] < 1.0:
+    if points[-1][1] < 1.0 or len(points) == 1:
+        # Flows above the last edge counted at it; one bucket alone is all mass at its edge.
         points.append((points[-1][0], 1.0))
     return FlowSizeCdf(points=tuple(points))
 
@@ -77,8 +78,11 @@ def tune_pias(
     policy: StabilityPolicy,
 ) -> Change | None:
     """A Change of the class's thresholds (held with the reason when there is no drift)."""
-    if sample is None or not sample.buckets:
-        return None
+    finite = (
+        [edge for edge, _ in sample.buckets if math.isfinite(edge) and edge > 0] if sample else []
+    )
+    if sample is None or not finite or sample.flows <= 0:
+        return None  # no sizes measured (only +Inf, or no flows): no evidence at all
     key = parameter_key(current.service_class)
     in_use = load_workload(current.workload)
     old = demotion_thresholds(in_use, current.load, current.n_queues)

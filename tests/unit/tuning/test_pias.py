@@ -90,3 +90,19 @@ def test_minimum_interval_holds_a_drift() -> None:
 def test_flows_above_the_last_finite_bucket_count_at_its_edge() -> None:
     sample = FlowSizeSample("rpc", ((1_000, 10), (100_000, 90), (math.inf, 100)))
     assert measured_cdf(sample).points == ((1_000, 0.1), (100_000, 0.9), (100_000, 1.0))
+
+
+def test_a_histogram_without_finite_buckets_is_no_evidence() -> None:
+    only_inf = FlowSizeSample("rpc", ((math.inf, 5000),))
+    assert (
+        tune_pias(
+            IN_USE, only_inf, ks_threshold=0.1, min_flows=1, now_s=0, last_changed={},
+            policy=POLICY,
+        )
+        is None
+    )  # fmt: skip
+
+
+def test_one_finite_bucket_holding_every_flow_is_a_step_at_its_edge() -> None:
+    sample = FlowSizeSample("rpc", ((5_000, 100), (math.inf, 100)))
+    assert measured_cdf(sample).points == ((5_000, 1.0), (5_000, 1.0))
