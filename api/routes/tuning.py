@@ -33,6 +33,7 @@ class ProposalOut(BaseModel):
     changes: list[dict[str, Any]]
     held: list[dict[str, Any]]
     diff: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
     reason: str
     window_start: datetime
     window_end: datetime

@@ -37,6 +37,14 @@ def summary_lines(doc: Doc) -> list[str]:
     lines += [f"  {d['path']}: {_value(d['before'])} -> {_value(d['after'])}" for d in doc["diff"]]
     if not doc["diff"]:
         lines.append("  no change to the intent")
+    for plan in doc.get("plans", []):
+        for op in plan["ops"]:
+            changed = ", ".join(
+                f"{name} {op['old_fields'].get(name, '-')} -> {value}"
+                for name, value in op["fields"].items()
+                if op["old_fields"].get(name) != value
+            )
+            lines.append(f"  {plan['switch']}: {op['kind']} {op['table']}|{op['key']} {changed}")
     return lines
 
 

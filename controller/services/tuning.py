@@ -22,9 +22,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, NotFound
 from controller.policy.loader import dump_intent
-from controller.policy.models import TuningMode
+from controller.policy.models import Intent, TuningMode
 from controller.services.common import Actor, Clock
 from controller.services.intents import IntentService
+from controller.sonic.compile import compile_fleet
+from controller.sonic.diff import diff_fleet
 from controller.store.models import TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
 from controller.tuning.evidence import Change
@@ -44,6 +46,7 @@ class ProposalRecord:
     changes: list[dict[str, Any]]
     held: list[dict[str, Any]]
     diff: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
     reason: str
     window_start: datetime
     window_end: datetime
@@ -89,6 +92,7 @@ class TuningService:
             changes=[c.as_dict() for c in result.applied],
             held=held,
             diff=intent_diff(current.data, proposed),
+            plans=switch_plans(current.intent, result.intent),
             proposed_intent=proposed,
             reason=reason_for(result.applied) if result.applied else "tuner: no change",
             window_start=datetime.fromtimestamp(summary.start_s, UTC),
@@ -189,6 +193,15 @@ class TuningService:
         return row
 
 
+def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:
+    """What the proposal would write on each switch: the CONFIG_DB plan from the compiled
+    current intent to the compiled proposed one (switches with nothing to do left out).
+    Host-side changes (QJUMP levels) show in the intent diff; the host rollout plans them."""
+    old = compile_fleet(before)
+    plans = diff_fleet(compile_fleet(after), old, owned=old)
+    return [plan.as_dict() for _, plan in sorted(plans.items()) if plan.ops]
+
+
 def _held(change: Change) -> dict[str, Any]:
     """A change that is not in the proposal, with why: its own guard, or the intent."""
     found = change.as_dict()
@@ -210,6 +223,7 @@ def _record(row: TuningProposal) -> ProposalRecord:
         list(row.changes),
         list(row.held),
         list(row.diff),
+        list(row.plans),
         row.reason,
         row.window_start,
         row.window_end,

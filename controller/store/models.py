@@ -405,6 +405,7 @@ class TuningProposal(Base):
     changes: Mapped[list[Json]] = mapped_column(JSONB)
     held: Mapped[list[Json]] = mapped_column(JSONB)
     diff: Mapped[list[Json]] = mapped_column(JSONB)
+    plans: Mapped[list[Json]] = mapped_column(JSONB)
     proposed_intent: Mapped[Json] = mapped_column(JSONB)
     reason: Mapped[str] = mapped_column(Text)
     window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("changes", JSONB(), nullable=False),
         sa.Column("held", JSONB(), nullable=False),
         sa.Column("diff", JSONB(), nullable=False),
+        sa.Column("plans", JSONB(), nullable=False),
         sa.Column("proposed_intent", JSONB(), nullable=False),
         sa.Column("reason", sa.Text(), nullable=False),
         sa.Column("window_start", sa.DateTime(timezone=True), nullable=False),

@@ -71,6 +71,15 @@ def test_propose_explain_approve_then_the_interval_holds(
     # samples may fall out of it, so the mean is 0.15 or a little above.
     assert change["evidence"]["inputs"]["mark_fraction_mean"] == pytest.approx(0.15, abs=0.005)
     assert change["evidence"]["outputs"]["standard_threshold_bytes"] == 156_250
+    # The switch plan: the compiler's agent bounds for storage's queue on the 25 Gb/s port
+    # are the rule's outputs (floor 70/100 x 156 250 = 109 375 B, ceiling K), and the
+    # agent's orders carry the new lambda.
+    (plan,) = proposal["plans"]
+    ops = {(op["table"], op["key"]): op for op in plan["ops"]}
+    queue = ops["SLUICE_AGENT_QUEUE", "Ethernet0|3"]["fields"]
+    assert (queue["floor_bytes"], queue["ceiling_bytes"]) == ("109375", "156250")
+    assert change["evidence"]["outputs"]["agent_floor_bytes"] == 109_375
+    assert ops["SLUICE_AGENT", "global"]["fields"]["lambda"] == "1.25"
     # bulk would move to DynaQ alone, but the fabric runs one dynamic algorithm: held.
     held = {h["parameter"]: h["held"] for h in proposal["held"]}
     assert held["algorithm/bulk"] == "not expressible in the intent"

@@ -54,6 +54,12 @@ def test_propose_explain_approve(cli: Cli) -> None:
     assert lines[0] == f"proposal {proposal}: pending (on version 1)"
     assert lines[1] == "  fabric.ecn_lambda: 1.0 -> 1.25"
     assert "change ecn_lambda/storage/25gbps: 1.0 -> 1.25" in lines
+    assert any(
+        line.startswith(
+            "  leaf1: change SLUICE_AGENT_QUEUE|Ethernet0|3 floor_bytes 87500 -> 109375"
+        )
+        for line in lines
+    )
     assert any(line.startswith("  rule: ecn.lambda (ACC") for line in lines)
     assert any("standard_threshold_bytes=156250" in line for line in lines)
     # utilisation 0.5: wanted 1.0 x 0.9 / 0.5 = 1.8, the 25 % step allows 1.25.
