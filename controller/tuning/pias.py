@@ -1,9 +1,10 @@
 """PIAS: demotion thresholds re-derived when the measured flow sizes drift from the CDF in use.
 
-PIAS's thresholds come from the flow-size distribution and the load (PIAS NSDI'15 §3.2, the
-"Design Challenge" of the seminar slides); ``controller.qos.pias.demotion_thresholds`` derives
-them. The intent names a shipped workload; hosts report the sizes of the flows that finished
-(docs/tuning.md, "How hosts report flow sizes") as a cumulative histogram.
+PIAS (Bai et al., NSDI'15) derives one set of thresholds for the whole fabric from the
+flow-size distribution and the load, and relies on ECN to absorb a moderate mismatch, so the
+thresholds need not change often; ``controller.qos.pias.demotion_thresholds`` derives them.
+The intent names a shipped workload; hosts report the sizes of the flows that finished
+(docs/tuning.md, "How hosts report") as a cumulative histogram.
 
 * Distance: the Kolmogorov-Smirnov statistic D = max |F_measured(x) - F_in_use(x)|, taken at
   the histogram's bucket edges (the only sizes where the measured CDF is known, so D is a
@@ -29,7 +30,7 @@ from controller.tuning.evidence import Change, Evidence, Value
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
 from controller.tuning.summary import FlowSizeSample
 
-SOURCE = "PIAS NSDI'15 §3.2 (thresholds from the flow-size CDF and load); KS distance"
+SOURCE = "PIAS NSDI'15 (thresholds from the flow-size CDF and load); KS distance"
 LOAD_LIMITS = (0.05, 0.95)  # a measured load outside is clamped: the model needs 0 < rho < 1
 
 

@@ -2,8 +2,8 @@
 
 The network epoch is 2nP/R + eps (QJUMP NSDI'15 §3.1, Eq. 2): n is the most hosts whose
 packets can meet at one port (§3.1: "the maximum fan-in"), P the largest packet a bounded
-level issues (§3.4, "Configuring P": the most bytes a level sends per epoch at the guaranteed
-latency). Both are fabric-wide, one epoch for every level.
+level issues (the paper's "Configuring P": the most bytes a level sends per epoch at the
+guaranteed latency). Both are fabric-wide, one epoch for every level.
 
 * n' = ceil(max observed fan-in over the levels x (1 + ``FAN_IN_HEADROOM``)): a declared n
   far above what ever fans in makes the epoch, and every level's latency bound, longer than it
@@ -27,7 +27,7 @@ from controller.tuning.evidence import Change, Evidence, Value
 from controller.tuning.stability import ChangeTimes, StabilityPolicy, guard
 from controller.tuning.summary import QjumpLevelSummary
 
-SOURCE = "QJUMP NSDI'15 §3.1 Eq. 2 (epoch = 2nP/R + eps), §3.4 (configuring P)"
+SOURCE = "QJUMP NSDI'15 §3.1 Eq. 2 (epoch = 2nP/R + eps); 'Configuring P'"
 FAN_IN_HEADROOM = 0.25
 PACKET_ROUNDING = 64
 MIN_PACKET = 64
