@@ -16,8 +16,8 @@ explainable rule on the same telemetry (queue length, output rate, marked rate):
   bandwidth-delay product the link needs); then the stability guards (hysteresis, minimum
   interval, maximum step, controller/tuning/stability.py).
 * Safe floor: never below K = C x RTT x lambda_min with lambda_min = 0.17 by default, from the
-  DCTCP analysis (Alizadeh, Javanmard, Prabhakar, SIGMETRICS'11, §"Guidelines": K > 0.17 C x
-  RTT keeps the queue from underflowing; DCTCP SIGCOMM'10 §3.3 gives the looser C x RTT / 7).
+  DCTCP analysis (Alizadeh, Javanmard, Prabhakar, "Analysis of DCTCP", SIGMETRICS'11: K > 0.17
+  C x RTT keeps the queue from underflowing; DCTCP SIGCOMM'10 §3.3 gives the looser C x RTT / 7).
 * The agent's floor and ceiling follow the new K as MQ-ECN bounds them
   (``controller.qos.ecn.mqecn_bounds``: ceiling K, floor w_i / sum(w) x K, at least one MTU);
   a STRICT class keeps the standard K (MQ-ECN §4, strict queues).
