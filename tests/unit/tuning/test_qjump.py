@@ -85,3 +85,35 @@ def test_a_plan_the_qjump_model_refuses_is_held() -> None:
     assert not hosts.applies
     assert hosts.held is not None
     assert "above the line rate" in hosts.held
+
+
+def test_oscillating_fan_in_lowers_n_at_most_once_per_interval() -> None:
+    # The window's fan-in flips between 3 and 12 every minute for an hour. Raising n to cover
+    # 12 is immediate (an n under the fan-in breaks the bound), lowering waits 900 s after any
+    # change of n. So: every lowering is >= 900 s after the change before it, and there are
+    # at most 2 changes (one lowering, one raise back) per 900 s, 3600 / 900 x 2 = 8 in all.
+    current, times = CURRENT, dict[str, float]()
+    changes: list[tuple[float, int, int]] = []  # (time, before, after)
+    for minute in range(60):
+        now = minute * 60.0
+        fan_in = 3 if minute % 2 == 0 else 12
+        (hosts,) = tune_qjump(
+            current, [QjumpLevelSummary(7, fan_in, None)], now_s=now, last_changed=times,
+            policy=POLICY,
+        )  # fmt: skip
+        if hosts.applies:
+            assert isinstance(hosts.proposed, int)
+            changes.append((now, current.hosts, hosts.proposed))
+            times["qjump/hosts"] = now
+            current = QjumpParameters(hosts.proposed, 256, 4.0, 25e9, 1500, {7: 1.0})
+    # Minute 0 lowers 8 -> 6 (fan-in 3: wanted 4, 25 % step); minute 1 raises 6 -> 15.
+    assert changes[:2] == [(0.0, 8, 6), (60.0, 6, 15)]
+    previous = changes[0][0]
+    for at, before, after in changes[1:]:
+        if after < before:
+            assert at - previous >= 900
+            assert after >= 4  # never below ceil(3 x 1.25)
+        else:
+            assert after == 15  # a raise covers the observed 12 with its headroom
+        previous = at
+    assert len(changes) <= 8
