@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from api.main import create_app
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
+from controller.store.localpg import free_port
 from controller.telemetry.prometheus_settings import PrometheusSettings
 from lab.prometheus import LocalPrometheus, running_prometheus
 from tests.integration.conftest import issue_token, put_intent
@@ -151,3 +152,14 @@ def test_auto_mode_writes_the_version_at_once(
         2,
         "tuner",
     )
+
+
+def test_prometheus_down_is_a_problem_not_a_500(db_url: str, admin: dict[str, str]) -> None:
+    settings = Settings(database_url=SecretStr(db_url))
+    nowhere = PrometheusSettings(url=f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    with TestClient(create_app(settings, prometheus=nowhere)) as down:
+        store(down, admin, tuner_intent(), 0)
+        answer = down.post("/api/v1/tuning/proposals", headers=admin)
+        assert answer.status_code == 503
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert down.get("/api/v1/tuning/proposals", headers=admin).json() == []
