@@ -32,6 +32,7 @@ from api.routes import (
     service_classes,
     switches,
     tokens,
+    tuning,
 )
 from api.services import build_services
 from api.telemetry_api import build_telemetry_service, install_telemetry_routers
@@ -82,9 +83,17 @@ def create_app(
             clock=clock,
             transport=prometheus_transport,
         )
+        app.state.tuning, close_tuning = tuning.build_tuning_service(
+            app.state.services,
+            engine,
+            prometheus or PrometheusSettings(),
+            transport=prometheus_transport,
+            clock=clock,
+        )
         try:
             yield
         finally:
+            close_tuning()
             app.state.telemetry.close()
             engine.dispose()
 
@@ -104,6 +113,7 @@ def create_app(
     for module in (*routers, tokens, rollouts, drift, reconcile):
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
+    app.include_router(tuning.router, prefix=API_PREFIX)
     return app
 
 

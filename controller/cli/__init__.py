@@ -5,6 +5,7 @@ from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
 from controller.cli.telemetry import register as register_telemetry_commands
+from controller.cli.tuning import tune_app
 
 # Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
 # controller.cli.app runs this package first, so every entry point has the group.
@@ -17,5 +18,8 @@ register_rollout_commands(app)
 
 # health, top: telemetry read through the API.
 register_telemetry_commands(app)
+
+# tune: proposals from the tuner (docs/tuning.md).
+app.add_typer(tune_app)
 
 __all__ = ["CliDeps", "app", "main"]

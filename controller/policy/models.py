@@ -13,7 +13,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 # SONiC port names as CONFIG_DB keys them; sluice manages Ethernet ports only.
@@ -166,6 +166,31 @@ class Scheduling(Frozen):
     weight: int | None = Field(
         default=None, gt=0, le=1_000_000, description="DWRR weight, any scale; normalised to 1..100"
     )
+    weight_min: int | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="the least weight the tuner may give (same scale as weight); unset: weight",
+    )
+    weight_max: int | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="the most weight the tuner may give (same scale as weight); unset: weight",
+    )
+
+    @model_validator(mode="after")
+    def _weight_inside_its_range(self) -> Scheduling:
+        if (self.weight_min is not None or self.weight_max is not None) and self.weight is None:
+            raise ValueError("weight_min/weight_max need a weight (DWRR) to range around")
+        low = self.weight_min if self.weight_min is not None else self.weight
+        high = self.weight_max if self.weight_max is not None else self.weight
+        in_range = low is None or high is None or self.weight is None or low <= self.weight <= high
+        if not in_range:
+            raise ValueError(
+                f"need weight_min <= weight <= weight_max, got {low}, {self.weight}, {high}"
+            )
+        return self
 
 
 class PiasStage(Frozen):
@@ -291,6 +316,56 @@ class Health(Frozen):
     collector_lag_s_critical: float = Field(default=30.0, gt=0.0, le=86_400.0)
 
 
+class TuningMode(StrEnum):
+    """What the tuner does with a change it finds (docs/tuning.md)."""
+
+    OFF = "off"  # the tuner does not run
+    PROPOSE = "propose"  # each change is a proposal an operator approves
+    AUTO = "auto"  # each change is applied through a health-gated rollout
+
+
+class Tuning(Frozen):
+    """The tuner's policy (controller/tuning/, docs/tuning.md): what it may do, and what keeps
+    it from flapping (a band inside which nothing changes, a minimum interval between two
+    changes of one parameter, and a maximum relative step per change)."""
+
+    mode: TuningMode = TuningMode.OFF
+    window_s: float = Field(
+        default=600.0, ge=60.0, le=86_400.0, description="telemetry history each decision reads"
+    )
+    hysteresis_pct: float = Field(
+        default=10.0, ge=0.0, le=50.0, description="relative change below which none is proposed"
+    )
+    min_interval_s: float = Field(
+        default=900.0, ge=0.0, le=604_800.0, description="least time between changes of one value"
+    )
+    max_step_pct: float = Field(
+        default=25.0, gt=0.0, le=100.0, description="largest relative change in one step"
+    )
+    utilisation_target: float = Field(
+        default=0.9, gt=0.0, le=1.0, description="ECN: port utilisation the tuner aims at"
+    )
+    ecn_lambda_min: float = Field(
+        default=0.17,
+        gt=0.0,
+        le=10.0,
+        description="ECN safe floor: K never below C x RTT x this (DCTCP analysis)",
+    )
+    ecn_lambda_max: float = Field(default=2.0, gt=0.0, le=10.0)
+    pias_ks_threshold: float = Field(
+        default=0.1, gt=0.0, lt=1.0, description="PIAS: CDF distance that counts as drift"
+    )
+    pias_min_flows: int = Field(
+        default=1000, ge=1, description="PIAS: finished flows needed before drift is judged"
+    )
+
+    @model_validator(mode="after")
+    def _lambda_range(self) -> Tuning:
+        if self.ecn_lambda_min > self.ecn_lambda_max:
+            raise ValueError("ecn_lambda_min must not exceed ecn_lambda_max")
+        return self
+
+
 class HostTransport(Frozen):
     """The hosts' TCP settings (sysctls). Unset ``tcp_ecn`` follows the classes: 1 (ask for
     ECN) when a class is ECN-marked on the switches, else 2, the Linux default (answer ECN
@@ -322,6 +397,7 @@ class Fabric(Frozen):
     agent: Agent = Field(default_factory=Agent)
     reconcile: Reconcile = Field(default_factory=Reconcile)
     health: Health = Field(default_factory=Health)
+    tuning: Tuning = Field(default_factory=Tuning)
 
 
 class Intent(Frozen):

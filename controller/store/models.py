@@ -402,3 +402,39 @@ class ReconcileRequest(Base):
 
     def __repr__(self) -> str:
         return f"ReconcileRequest(id={self.id}, state={self.state!r})"
+
+
+TUNING_PROPOSAL_STATES = ("pending", "approved", "rejected", "stale", "no_change")
+
+
+class TuningProposal(Base):
+    """One tuning pass (docs/tuning.md): the changes it found with their evidence, the intent
+    version it read, and, once approved, the version it wrote (authored by ``tuner``)."""
+
+    __tablename__ = "tuning_proposals"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", TUNING_PROPOSAL_STATES), name="state_known"),
+        Index("ix_tuning_proposals_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16))
+    base_version: Mapped[int] = mapped_column(
+        Integer, ForeignKey("intent_versions.number", ondelete="CASCADE")
+    )
+    new_version: Mapped[int | None] = mapped_column(Integer)
+    changes: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    held: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    diff: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    plans: Mapped[list[JsonObject]] = mapped_column(JSONB)
+    proposed_intent: Mapped[JsonObject] = mapped_column(JSONB)
+    reason: Mapped[str] = mapped_column(Text)
+    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    window_end: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[str | None] = mapped_column(String(128))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"TuningProposal(id={self.id}, state={self.state!r})"

@@ -58,6 +58,15 @@ ENDPOINTS += [
     ("GET", "/api/v1/health", AccessRole.VIEWER),
 ]
 
+# Tuning proposals (docs/tuning.md).
+ENDPOINTS += [
+    ("POST", "/api/v1/tuning/proposals", AccessRole.OPERATOR),
+    ("GET", "/api/v1/tuning/proposals", AccessRole.VIEWER),
+    ("GET", "/api/v1/tuning/proposals/{proposal_id}", AccessRole.VIEWER),
+    ("POST", "/api/v1/tuning/proposals/{proposal_id}/approve", AccessRole.OPERATOR),
+    ("POST", "/api/v1/tuning/proposals/{proposal_id}/reject", AccessRole.OPERATOR),
+]
+
 DENIALS = [
     (method, path, role)
     for method, path, needed in ENDPOINTS
@@ -72,6 +81,7 @@ def _concrete(path: str) -> str:
         path.replace("{number}", "1")
         .replace("{token_id}", "999")
         .replace("{run_id}", "999")
+        .replace("{proposal_id}", "999")
         .replace("{name}", "x1")
         .replace("{port}", "Ethernet0")
     )

@@ -88,6 +88,11 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "get_switch_telemetry",
         "get_port_series",
         "get_health",
+        "run_tuner",
+        "list_proposals",
+        "get_proposal",
+        "approve_proposal",
+        "reject_proposal",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

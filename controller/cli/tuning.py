@@ -1,0 +1,151 @@
+"""``sluice tune``: run the tuner, list its proposals, explain one, approve or reject it
+(docs/tuning.md). The renderers are pure (documents in, lines out)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from controller.cli.app import Output, OutputOption, emit, run_with_api, say
+from controller.cli.client import ApiClient
+from controller.cli.exit_codes import ExitCode
+from controller.cli.render import Row, table
+
+Doc = dict[str, Any]
+
+tune_app = typer.Typer(
+    name="tune",
+    help="Parameters tuned from telemetry: propose, list, explain, approve, reject.",
+    no_args_is_help=True,
+)
+ProposalId = Annotated[int, typer.Argument(min=1, help="the proposal id (sluice tune list)")]
+LIST_HEADERS = ("ID", "STATE", "BASE", "NEW", "CHANGES", "CREATED")
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def summary_lines(doc: Doc) -> list[str]:
+    """The proposal in a few lines: state, versions, every intent change."""
+    new = f" -> version {doc['new_version']}" if doc.get("new_version") else ""
+    lines = [f"proposal {doc['id']}: {doc['state']} (on version {doc['base_version']}{new})"]
+    lines += [f"  {d['path']}: {_value(d['before'])} -> {_value(d['after'])}" for d in doc["diff"]]
+    if not doc["diff"]:
+        lines.append("  no change to the intent")
+    for plan in doc.get("plans", []):
+        for op in plan["ops"]:
+            changed = ", ".join(
+                f"{name} {op['old_fields'].get(name, '-')} -> {value}"
+                for name, value in op["fields"].items()
+                if op["old_fields"].get(name) != value
+            )
+            lines.append(f"  {plan['switch']}: {op['kind']} {op['table']}|{op['key']} {changed}")
+    return lines
+
+
+def explain_lines(doc: Doc) -> list[str]:
+    """Every change and every held verdict: rule, source, inputs, outputs, bounds."""
+    lines = summary_lines(doc)
+    lines.append(f"window: {doc['window_start']} .. {doc['window_end']}")
+    for heading, items in (("change", doc["changes"]), ("held", doc["held"])):
+        for item in items:
+            evidence = item["evidence"]
+            verdict = f" (held: {item['held']})" if item.get("held") else ""
+            lines.append(
+                f"{heading} {item['parameter']}: {_value(item['current'])} -> "
+                f"{_value(item['proposed'])}{verdict}"
+            )
+            lines.append(f"  rule: {evidence['rule']} ({evidence['source']})")
+            for kind in ("inputs", "outputs"):
+                pairs = ", ".join(f"{k}={_value(v)}" for k, v in evidence[kind].items())
+                lines.append(f"  {kind}: {pairs or '-'}")
+            for bound in evidence["bounds"]:
+                lines.append(f"  bound: {bound}")
+    return lines
+
+
+def list_rows(docs: list[Doc]) -> list[Row]:
+    return [
+        (
+            str(d["id"]),
+            d["state"],
+            str(d["base_version"]),
+            str(d.get("new_version") or "-"),
+            ", ".join(c["parameter"] for c in d["changes"]) or "-",
+            str(d["created_at"]),
+        )
+        for d in docs
+    ]
+
+
+def _show(out: Console, doc: Doc, output: Output, lines: list[str]) -> None:
+    def render() -> None:
+        for line in lines:
+            say(out, line)
+
+    emit(out, doc, output, render)
+
+
+@tune_app.command("propose")
+def propose(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
+    """Run the tuner now; the proposal waits for approval (or is applied, in auto mode)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        doc = api.post_json("/tuning/proposals", {})
+        _show(out, doc, output, summary_lines(doc))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@tune_app.command("list")
+def list_proposals(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
+    """The latest proposals, newest first."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        docs = api.get_json("/tuning/proposals")
+        emit(out, docs, output, lambda: out.print(table(LIST_HEADERS, list_rows(docs))))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@tune_app.command("explain")
+def explain(ctx: typer.Context, proposal: ProposalId, output: OutputOption = Output.TABLE) -> None:
+    """A proposal's inputs, rules, outputs and bounds, change by change."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        doc = api.get_json(f"/tuning/proposals/{proposal}")
+        _show(out, doc, output, explain_lines(doc))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@tune_app.command("approve")
+def approve(ctx: typer.Context, proposal: ProposalId, output: OutputOption = Output.TABLE) -> None:
+    """Write the proposal as the next intent version (author tuner)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        doc = api.post_json(f"/tuning/proposals/{proposal}/approve", {})
+        _show(out, doc, output, summary_lines(doc))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@tune_app.command("reject")
+def reject(ctx: typer.Context, proposal: ProposalId, output: OutputOption = Output.TABLE) -> None:
+    """Set a pending proposal aside."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        doc = api.post_json(f"/tuning/proposals/{proposal}/reject", {})
+        _show(out, doc, output, summary_lines(doc))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)

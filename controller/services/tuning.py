@@ -1,0 +1,235 @@
+"""Tuning proposals: run the tuner on the current intent and telemetry, store what it found,
+and turn an approved proposal into a new intent version authored by ``tuner``.
+
+``fabric.tuning.mode`` decides: ``off`` refuses to run; ``propose`` stores a pending proposal
+an operator approves or rejects; ``auto`` approves it at once (the health-gated rollout of the
+new version is the rollout service's, issue 11 item 1). A proposal is made against one
+intent version; if the intent moved on before approval it is stale (propose again), so an
+approval never overwrites a change nobody saw.
+
+Time, the telemetry reader and the database sessions are passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from controller.errors import Conflict, NotFound
+from controller.policy.loader import dump_intent
+from controller.policy.models import Intent, TuningMode
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.sonic.compile import compile_fleet
+from controller.sonic.diff import diff_fleet
+from controller.store.models import TuningProposal
+from controller.tuning.apply import apply_changes, intent_diff, reason_for
+from controller.tuning.evidence import Change
+from controller.tuning.summary import TelemetrySummary
+from controller.tuning.tune import propose
+from controller.types import Clock
+
+TUNER = "tuner"
+ReadSummary = Callable[[datetime, float], TelemetrySummary]
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRecord:
+    id: int
+    state: str
+    base_version: int
+    new_version: int | None
+    changes: list[dict[str, Any]]
+    held: list[dict[str, Any]]
+    diff: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
+    reason: str
+    window_start: datetime
+    window_end: datetime
+    created_by: str
+    created_at: datetime
+    decided_by: str | None
+    decided_at: datetime | None
+
+
+class TuningService:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        intents: IntentService,
+        read_summary: ReadSummary,
+        *,
+        clock: Clock,
+    ) -> None:
+        self._sessions = sessions
+        self._intents = intents
+        self._read_summary = read_summary
+        self._clock = clock
+
+    def run(self, actor: Actor) -> ProposalRecord:
+        """One tuning pass now: a stored proposal (``no_change`` when nothing moves)."""
+        current = self._intents.current()
+        tuning = current.intent.fabric.tuning
+        if tuning.mode is TuningMode.OFF:
+            raise Conflict("fabric.tuning.mode is off: set it to propose or auto to tune")
+        now = self._clock()
+        summary = self._read_summary(now, tuning.window_s)
+        changes = propose(
+            current.intent, summary, now_s=now.timestamp(), last_changed=self._last_changed()
+        )
+        result = apply_changes(current.intent, changes)
+        applied_ids = {id(c) for c in result.applied}
+        held = [_held(c) for c in changes if id(c) not in applied_ids]
+        proposed = dump_intent(result.intent)
+        row = TuningProposal(
+            state="pending" if result.applied else "no_change",
+            base_version=current.info.number,
+            new_version=None,
+            changes=[c.as_dict() for c in result.applied],
+            held=held,
+            diff=intent_diff(current.data, proposed),
+            plans=switch_plans(current.intent, result.intent),
+            proposed_intent=proposed,
+            reason=reason_for(result.applied) if result.applied else "tuner: no change",
+            window_start=datetime.fromtimestamp(summary.start_s, UTC),
+            window_end=datetime.fromtimestamp(summary.end_s, UTC),
+            created_by=actor.name,
+            created_at=now,
+        )
+        with self._sessions.begin() as session:
+            session.add(row)
+            session.flush()
+            record = _record(row)
+        if record.state == "pending" and tuning.mode is TuningMode.AUTO:
+            return self.approve(record.id, Actor(TUNER, actor.request_id))
+        return record
+
+    def tick(self, actor: Actor) -> ProposalRecord | None:
+        """For a periodic caller (the worker): one pass when tuning is on and the last pass is
+        at least ``window_s`` old, so consecutive passes read windows that do not overlap;
+        None otherwise."""
+        tuning = self._intents.current().intent.fabric.tuning
+        if tuning.mode is TuningMode.OFF:
+            return None
+        with self._sessions() as session:
+            last = session.scalar(select(func.max(TuningProposal.created_at)))
+        if last is not None and (self._clock() - last).total_seconds() < tuning.window_s:
+            return None
+        return self.run(actor)
+
+    def list(self, limit: int = 50) -> list[ProposalRecord]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(TuningProposal).order_by(TuningProposal.id.desc()).limit(limit)
+            )
+            return [_record(row) for row in rows]
+
+    def get(self, proposal_id: int) -> ProposalRecord:
+        with self._sessions() as session:
+            return _record(self._row(session, proposal_id))
+
+    def approve(self, proposal_id: int, actor: Actor) -> ProposalRecord:
+        """Write the proposal's intent as the next version, authored by ``tuner``."""
+        with self._sessions.begin() as session:
+            row = self._pending(session, proposal_id)
+            head = self._intents.head()
+            if head != row.base_version:
+                row.state = "stale"
+                row.decided_by, row.decided_at = actor.name, self._clock()
+                stale = Conflict(
+                    f"proposal {proposal_id} was made on intent version {row.base_version}, "
+                    f"the intent is now at {head}: run the tuner again"
+                )
+            else:
+                stale = None
+                written = self._intents.replace(
+                    row.proposed_intent,
+                    expected=row.base_version,
+                    actor=Actor(TUNER, actor.request_id),
+                    reason=f"{row.reason} [proposal {proposal_id}, approved by {actor.name}]",
+                )
+                row.state = "approved"
+                row.new_version = written.version.number
+                row.decided_by, row.decided_at = actor.name, self._clock()
+            record = _record(row)
+        if stale is not None:
+            raise stale
+        return record
+
+    def reject(self, proposal_id: int, actor: Actor) -> ProposalRecord:
+        with self._sessions.begin() as session:
+            row = self._pending(session, proposal_id)
+            row.state = "rejected"
+            row.decided_by, row.decided_at = actor.name, self._clock()
+            return _record(row)
+
+    def _last_changed(self) -> dict[str, float]:
+        """When each parameter was last changed by an approved proposal (Unix seconds)."""
+        times: dict[str, float] = {}
+        with self._sessions() as session:
+            rows = session.scalars(select(TuningProposal).where(TuningProposal.state == "approved"))
+            for row in rows:
+                at = (row.decided_at or row.created_at).timestamp()
+                for change in row.changes:
+                    key = str(change["parameter"])
+                    times[key] = max(times.get(key, at), at)
+        return times
+
+    @staticmethod
+    def _row(session: Session, proposal_id: int) -> TuningProposal:
+        row = session.get(TuningProposal, proposal_id)
+        if row is None:
+            raise NotFound(f"tuning proposal {proposal_id} does not exist")
+        return row
+
+    def _pending(self, session: Session, proposal_id: int) -> TuningProposal:
+        row = self._row(session, proposal_id)
+        if row.state != "pending":
+            raise Conflict(f"tuning proposal {proposal_id} is {row.state}, not pending")
+        return row
+
+
+def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:
+    """What the proposal would write on each switch: the CONFIG_DB plan from the compiled
+    current intent to the compiled proposed one (switches with nothing to do left out).
+    Host-side changes (QJUMP levels) show in the intent diff; the host rollout plans them."""
+    old = compile_fleet(before)
+    plans = diff_fleet(compile_fleet(after), old, owned=old)
+    return [plan.as_dict() for _, plan in sorted(plans.items()) if plan.ops]
+
+
+def _held(change: Change) -> dict[str, Any]:
+    """A change that is not in the proposal, with why: its own guard, or the intent."""
+    found = change.as_dict()
+    if found["held"] is None:
+        found["held"] = (
+            "the fabric has one lambda: it follows the largest any marking group asks for"
+            if change.parameter.startswith("ecn_lambda/")
+            else "not expressible in the intent"
+        )
+    return found
+
+
+def _record(row: TuningProposal) -> ProposalRecord:
+    return ProposalRecord(
+        row.id,
+        row.state,
+        row.base_version,
+        row.new_version,
+        list(row.changes),
+        list(row.held),
+        list(row.diff),
+        list(row.plans),
+        row.reason,
+        row.window_start,
+        row.window_end,
+        row.created_by,
+        row.created_at,
+        row.decided_by,
+        row.decided_at,
+    )

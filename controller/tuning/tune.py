@@ -1,0 +1,151 @@
+"""One tuning pass: the intent, a telemetry summary and the time in; every rule's Change out.
+
+Pure: the caller reads Prometheus (``controller/telemetry/tuning_summary.py``) and the times
+each parameter last changed (the stored proposals), and decides what to do with the result
+(``fabric.tuning.mode``: off, propose, auto).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from controller.policy.models import EcnMode, Intent, SchedulingType, ServiceClass
+from controller.tuning import algorithm, ecn, pias, qjump, weights
+from controller.tuning.evidence import Change
+from controller.tuning.stability import ChangeTimes, StabilityPolicy
+from controller.tuning.summary import QueueSummary, TelemetrySummary
+
+
+def propose(
+    intent: Intent, summary: TelemetrySummary, *, now_s: float, last_changed: ChangeTimes
+) -> list[Change]:
+    """Every rule's verdict, held ones included (they explain why nothing moved)."""
+    tuning = intent.fabric.tuning
+    policy = StabilityPolicy.from_intent(tuning)
+    by_class: dict[str, list[QueueSummary]] = defaultdict(list)
+    for queue in summary.queues:
+        by_class[queue.service_class].append(queue)
+    changes: list[Change] = []
+    changes += _ecn(intent, by_class, policy, now_s, last_changed)
+    changes += weights.tune_weights(
+        _weight_ranges(intent.service_classes),
+        summary.queues,
+        now_s=now_s,
+        last_changed=last_changed,
+        policy=policy,
+    )
+    changes += _qjump(intent, summary, policy, now_s, last_changed)
+    for service_class in intent.service_classes:
+        if service_class.pias is not None:
+            found = pias.tune_pias(
+                pias.PiasInUse(
+                    service_class.name,
+                    service_class.pias.workload.value,
+                    service_class.pias.load,
+                    len(service_class.pias.demotions) + 1,
+                ),
+                summary.flow_sizes.get(service_class.name),
+                ks_threshold=tuning.pias_ks_threshold,
+                min_flows=tuning.pias_min_flows,
+                now_s=now_s,
+                last_changed=last_changed,
+                policy=policy,
+            )
+            changes += [found] if found is not None else []
+        verdict = algorithm.tune_algorithm(
+            service_class.name,
+            service_class.ecn,
+            by_class.get(service_class.name, []),
+            now_s=now_s,
+            last_changed=last_changed,
+            policy=policy,
+        )
+        changes += [verdict] if verdict is not None else []
+    return changes
+
+
+def _ecn(
+    intent: Intent,
+    by_class: dict[str, list[QueueSummary]],
+    policy: StabilityPolicy,
+    now_s: float,
+    last_changed: ChangeTimes,
+) -> list[Change]:
+    tuning = intent.fabric.tuning
+    bounds = ecn.EcnBounds(tuning.ecn_lambda_min, tuning.ecn_lambda_max, tuning.utilisation_target)
+    # The fabric has one lambda (controller/tuning/apply.py): a change asked for by any group
+    # changed it for all, so every group's minimum interval counts from the latest of them.
+    lambda_times = [t for k, t in last_changed.items() if k.startswith("ecn_lambda/")]
+    if lambda_times:
+        latest = max(lambda_times)
+        last_changed = {**last_changed, **_every_group_key(intent, by_class, latest)}
+    dwrr = [c for c in intent.service_classes if c.scheduling.type is SchedulingType.DWRR]
+    total = sum(c.scheduling.weight or 0 for c in dwrr) or None
+    changes: list[Change] = []
+    for service_class in intent.service_classes:
+        if service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ):
+            continue
+        by_speed: dict[float, list[QueueSummary]] = defaultdict(list)
+        for queue in by_class.get(service_class.name, []):
+            by_speed[queue.speed_gbps].append(queue)
+        for speed, queues in sorted(by_speed.items()):
+            group = ecn.EcnGroup(
+                service_class.name,
+                speed,
+                intent.fabric.ecn_lambda,
+                intent.fabric.base_rtt_us,
+                intent.fabric.mtu_bytes,
+                service_class.scheduling.weight if service_class in dwrr else None,
+                total if service_class in dwrr else None,
+            )
+            found = ecn.tune_lambda(
+                group, queues, bounds, now_s=now_s, last_changed=last_changed, policy=policy
+            )
+            changes += [found] if found is not None else []
+    return changes
+
+
+def _every_group_key(
+    intent: Intent, by_class: dict[str, list[QueueSummary]], at: float
+) -> dict[str, float]:
+    return {
+        ecn.parameter_key(c.name, q.speed_gbps): at
+        for c in intent.service_classes
+        for q in by_class.get(c.name, [])
+    }
+
+
+def _weight_ranges(classes: Sequence[ServiceClass]) -> list[weights.WeightRange]:
+    ranges = []
+    for service_class in classes:
+        scheduling = service_class.scheduling
+        if scheduling.type is not SchedulingType.DWRR or scheduling.weight is None:
+            continue
+        low = scheduling.weight_min or scheduling.weight
+        high = scheduling.weight_max or scheduling.weight
+        ranges.append(weights.WeightRange(service_class.name, scheduling.weight, low, high))
+    return ranges
+
+
+def _qjump(
+    intent: Intent,
+    summary: TelemetrySummary,
+    policy: StabilityPolicy,
+    now_s: float,
+    last_changed: ChangeTimes,
+) -> list[Change]:
+    settings = intent.fabric.qjump
+    if settings is None or not intent.hosts or not summary.qjump_levels:
+        return []
+    current = qjump.QjumpParameters(
+        settings.hosts,
+        settings.packet_bytes,
+        settings.epsilon_us,
+        min(h.nic_gbps for h in intent.hosts) * 1e9,
+        intent.fabric.mtu_bytes,
+        settings.factors,
+    )
+    return qjump.tune_qjump(
+        current, summary.qjump_levels, now_s=now_s, last_changed=last_changed, policy=policy
+    )

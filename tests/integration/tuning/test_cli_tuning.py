@@ -1,0 +1,81 @@
+"""``sluice tune propose | explain | approve | list`` against a real API server on a real
+PostgreSQL, reading a real Prometheus with the backfilled history of history.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from api.main import create_app
+from controller.cli.exit_codes import ExitCode
+from controller.settings import Settings
+from controller.telemetry.prometheus_settings import PrometheusSettings
+from lab.prometheus import running_prometheus
+from tests.integration.cli.support import Cli, issue_tokens
+from tests.integration.conftest import put_intent
+from tests.integration.served import served
+from tests.integration.tuning.history import tuner_intent, write_history
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterator[Cli]:
+    root: Path = tmp_path_factory.mktemp("tuner-cli-prometheus")
+    history = write_history(root / "history.om", int(time.time()) - 2)
+    with running_prometheus(root / "server", history=history) as prometheus:
+        app = create_app(
+            Settings.for_database(module_db_url),
+            prometheus=PrometheusSettings(url=prometheus.url),
+        )
+        with served(app) as url:
+            tokens = issue_tokens(module_db_url)
+            admin = {"Authorization": f"Bearer {tokens['admin']}"}
+            with httpx.Client(base_url=url) as http:
+                answer = put_intent(http, admin, tuner_intent(), 0)  # type: ignore[arg-type]
+                assert answer.status_code == 201, answer.text
+            yield Cli(base_url=url, db_url=module_db_url, tokens=tokens)
+
+
+def test_propose_explain_approve(cli: Cli) -> None:
+    made = cli.run("tune", "propose", "-o", "json", token="operator")
+    assert made.code == ExitCode.OK, made.stderr
+    proposal = json.loads(made.stdout)["id"]
+
+    shown = cli.run("tune", "explain", str(proposal), token="viewer")
+    assert shown.code == ExitCode.OK, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"proposal {proposal}: pending (on version 1)"
+    assert lines[1] == "  fabric.ecn_lambda: 1.0 -> 1.25"
+    assert "change ecn_lambda/storage/25gbps: 1.0 -> 1.25" in lines
+    assert any(
+        line.startswith(
+            "  leaf1: change SLUICE_AGENT_QUEUE|Ethernet0|3 floor_bytes 87500 -> 109375"
+        )
+        for line in lines
+    )
+    assert any(line.startswith("  rule: ecn.lambda (ACC") for line in lines)
+    assert any("standard_threshold_bytes=156250" in line for line in lines)
+    # utilisation 0.5: wanted 1.0 x 0.9 / 0.5 = 1.8, the 25 % step allows 1.25.
+    assert "  bound: max step 25%: 1.8 limited to 1.25" in lines
+    assert any(line.startswith("held algorithm/bulk: mqecn -> dynaq") for line in lines)
+
+    approved = cli.run("tune", "approve", str(proposal), token="operator")
+    assert approved.code == ExitCode.OK, approved.stderr
+    assert approved.stdout.splitlines()[0] == (
+        f"proposal {proposal}: approved (on version 1 -> version 2)"
+    )
+    listed = cli.run("tune", "list", token="viewer")
+    assert f"{proposal}" in listed.stdout
+    assert "approved" in listed.stdout
+
+
+def test_a_viewer_cannot_propose(cli: Cli) -> None:
+    result = cli.run("tune", "propose", token="viewer")
+    assert result.code != ExitCode.OK
+    assert "403" in result.stderr or "forbidden" in result.stderr.lower()

@@ -1,0 +1,91 @@
+"""Changes into the next intent: what maps where, and the one fabric lambda."""
+
+from __future__ import annotations
+
+from controller.policy.loader import parse_intent
+from controller.tuning.apply import apply_changes, fabric_lambda_from, reason_for
+from controller.tuning.evidence import Change, Evidence
+from tests.unit.policy.intents import intent_data
+
+
+def change(parameter: str, current: object, proposed: object, **inputs: object) -> Change:
+    held = None if current != proposed else "no change"
+    evidence = Evidence("rule", "source", dict(inputs), {})  # type: ignore[arg-type]
+    return Change(parameter, current, proposed, evidence, held=held)  # type: ignore[arg-type]
+
+
+def test_weights_algorithm_and_qjump_land_in_the_intent() -> None:
+    intent = parse_intent(intent_data())
+    result = apply_changes(
+        intent,
+        [
+            change("weight/storage", 60, 70, tx=1.0),
+            change("algorithm/bulk", "mqecn", "dynaq"),
+            change("algorithm/storage", "mqecn", "dynaq"),
+            change("qjump/hosts", 8, 6),
+            change("pias/rpc", (1,), (2,)),
+        ],
+    )
+    classes = {c.name: c for c in result.intent.service_classes}
+    assert classes["storage"].scheduling.weight == 70
+    assert classes["bulk"].ecn.value == classes["storage"].ecn.value == "dynaq"
+    assert result.intent.fabric.qjump is not None
+    assert result.intent.fabric.qjump.hosts == 6
+    assert [c.parameter for c in result.not_expressible] == ["pias/rpc"]
+    assert len(result.applied) == 4
+
+
+def test_one_class_alone_cannot_leave_the_fabrics_dynamic_algorithm() -> None:
+    # bulk to DynaQ while storage stays on MQ-ECN: the agent runs one dynamic algorithm.
+    intent = parse_intent(intent_data())
+    result = apply_changes(intent, [change("algorithm/bulk", "mqecn", "dynaq")])
+    assert result.intent == intent
+    assert [c.parameter for c in result.not_expressible] == ["algorithm/bulk"]
+
+
+def test_the_fabric_lambda_is_the_largest_any_group_with_evidence_asks_for() -> None:
+    # storage/25 wants 1.25, bulk/100 is at its target (held: asks for the current 1.0),
+    # ctrl/25 has no marking (no say): 1.25.
+    lam, moved = fabric_lambda_from(
+        1.0,
+        [
+            change("ecn_lambda/storage/25gbps", 1.0, 1.25),
+            change("ecn_lambda/bulk/100gbps", 1.0, 1.0),
+            change("ecn_lambda/ctrl/25gbps", 1.0, 1.0, opinion=False),
+        ],
+    )
+    assert lam == 1.25
+    assert [c.parameter for c in moved] == ["ecn_lambda/storage/25gbps"]
+
+
+def test_lambda_is_lowered_only_when_every_group_with_evidence_wants_lower() -> None:
+    # storage wants 0.8 but bulk holds at 1.0: stays 1.0.
+    lam, moved = fabric_lambda_from(
+        1.0,
+        [change("ecn_lambda/storage/25gbps", 1.0, 0.8), change("ecn_lambda/bulk/25gbps", 1.0, 1.0)],
+    )
+    assert (lam, moved) == (1.0, [])
+    # Both lower (0.8 and 0.9): the larger, 0.9.
+    lam, _ = fabric_lambda_from(
+        1.0,
+        [change("ecn_lambda/storage/25gbps", 1.0, 0.8), change("ecn_lambda/bulk/25gbps", 1.0, 0.9)],
+    )
+    assert lam == 0.9
+
+
+def test_the_reason_cites_the_metric_values() -> None:
+    text = reason_for([change("weight/storage", 60, 70, tx_bytes_per_s=1.5e9, mark_fraction=0.1)])
+    assert text == (
+        "tuner: weight/storage: 60 -> 70 (rule; tx_bytes_per_s=1500000000.0, mark_fraction=0.1)"
+    )
+
+
+def test_the_intent_diff_names_entries_by_name() -> None:
+    from controller.tuning.apply import intent_diff
+
+    before = {"fabric": {"ecn_lambda": 1.0}, "service_classes": [{"name": "a", "w": 1}]}
+    after = {"fabric": {"ecn_lambda": 1.25}, "service_classes": [{"name": "a", "w": 2}]}
+    assert intent_diff(before, after) == [
+        {"path": "fabric.ecn_lambda", "before": 1.0, "after": 1.25},
+        {"path": "service_classes[a].w", "before": 1, "after": 2},
+    ]
