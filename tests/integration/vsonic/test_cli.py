@@ -2,56 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
-from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
 
 from controller.policy.models import Switch as IntentSwitch
-from tests.integration.vsonic.conftest import call_with_timeout
+from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic, two_free_ports
 from vsonic.gnmi_server import Credentials
 from vsonic.redis_process import free_port
 from vsonic.supervisor import answers, is_running, load_state
 
 CFG = "/sonic-db:CONFIG_DB/localhost"
-PASSWORD = "cli-test-password"
-
-
-def _vsonic(*args: str, password: str | None = PASSWORD) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "VSONIC_PASSWORD"}
-    if password is not None:
-        env["VSONIC_PASSWORD"] = password
-    return subprocess.run(
-        [sys.executable, "-m", "vsonic.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _two_free_ports() -> int:
-    """A base port with base+1 also free (the second switch listens there)."""
-    while True:
-        base = free_port()
-        if base < 65535 and answers(base + 1, None, timeout_s=0.2) is False:
-            return base
-
-
-def _get(port: int, path: str, target: str | None = None) -> object:
-    with gNMIclient(target=("127.0.0.1", port), username="admin", password=PASSWORD,
-                    insecure=True, gnmi_timeout=5) as client:  # fmt: skip
-        reply = call_with_timeout(client.get, path=[path], target=target, encoding="json_ietf")
-    return reply["notification"][0]["update"][0]["val"]
 
 
 def test_up_two_switches_then_down(tmp_path: Path) -> None:
-    base = _two_free_ports()
-    up = _vsonic("up", "--switches", "2", "--base-port", str(base), "--state-dir", str(tmp_path),
+    base = two_free_ports()
+    up = run_vsonic("up", "--switches", "2", "--base-port", str(base), "--state-dir", str(tmp_path),
                  "--ports", "4", "--no-dataplane")  # fmt: skip
     started = load_state(tmp_path)
     try:
@@ -65,10 +31,10 @@ def test_up_two_switches_then_down(tmp_path: Path) -> None:
         assert [p.name for p in switches[0].ports] == ["Ethernet0", "Ethernet4", "Ethernet8",
                                                        "Ethernet12"]  # fmt: skip
         # Each switch answers with its own databases.
-        assert _get(base, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs1"
-        assert _get(base + 1, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs2"
+        assert gnmi_get(base, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs1"
+        assert gnmi_get(base + 1, f"{CFG}/DEVICE_METADATA/localhost/hostname") == "vs2"
     finally:
-        down = _vsonic("down", "--state-dir", str(tmp_path))
+        down = run_vsonic("down", "--state-dir", str(tmp_path))
     assert down.returncode == 0, down.stderr
     assert started is not None
     assert len(started.gnmi) == 2
@@ -82,16 +48,16 @@ def test_up_two_switches_then_down(tmp_path: Path) -> None:
 
 def test_up_fleet_serves_every_switch_from_one_process(tmp_path: Path) -> None:
     port = free_port()
-    up = _vsonic("up", "--switches", "3", "--fleet", "--base-port", str(port),
+    up = run_vsonic("up", "--switches", "3", "--fleet", "--base-port", str(port),
                  "--state-dir", str(tmp_path))  # fmt: skip
     started = load_state(tmp_path)
     try:
         assert up.returncode == 0, up.stderr
         inventory = yaml.safe_load((tmp_path / "inventory.yaml").read_text())
         assert {s["gnmi"]["port"] for s in inventory["switches"]} == {port}
-        assert _get(port, f"{CFG}/DEVICE_METADATA/localhost/hostname", target="vs3") == "vs3"
+        assert gnmi_get(port, f"{CFG}/DEVICE_METADATA/localhost/hostname", target="vs3") == "vs3"
     finally:
-        down = _vsonic("down", "--state-dir", str(tmp_path))
+        down = run_vsonic("down", "--state-dir", str(tmp_path))
     assert down.returncode == 0
     assert started is not None
     assert len(started.gnmi) == 1
@@ -101,21 +67,21 @@ def test_up_fleet_serves_every_switch_from_one_process(tmp_path: Path) -> None:
 
 def test_up_twice_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
     port = free_port()
-    first = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+    first = run_vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
                     "--state-dir", str(tmp_path))  # fmt: skip
     try:
         assert first.returncode == 0, first.stderr
-        second = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+        second = run_vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
                          "--state-dir", str(tmp_path))  # fmt: skip
         assert second.returncode == 1
         assert "already has running switches" in second.stderr
     finally:
-        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+        assert run_vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
 
 
 def test_without_a_password_one_is_generated_privately(tmp_path: Path) -> None:
     port = free_port()
-    up = _vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
+    up = run_vsonic("up", "--switches", "1", "--fleet", "--base-port", str(port),
                  "--state-dir", str(tmp_path), password=None)  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
@@ -126,4 +92,4 @@ def test_without_a_password_one_is_generated_privately(tmp_path: Path) -> None:
         assert answers(port, Credentials("admin", generated), timeout_s=5)
         assert not answers(port, Credentials("admin", PASSWORD), timeout_s=5)
     finally:
-        assert _vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+        assert run_vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
