@@ -4,13 +4,16 @@ token per role the way ``sluice-admin create-token`` does, find a port nobody li
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import yaml
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
@@ -20,6 +23,7 @@ from controller.services.tokens import AccessRole, TokenService
 from controller.store.db import make_engine, make_sessions
 
 ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "intent.yaml"
 ROLES = (AccessRole.ADMIN, AccessRole.OPERATOR, AccessRole.VIEWER)
 
 
@@ -88,3 +92,18 @@ def issue_tokens(db_url: str) -> dict[str, str]:
         }
     finally:
         engine.dispose()
+
+
+def example_data() -> dict[str, Any]:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def applied(cli: Cli, tmp_path: Path) -> Path:
+    """The example intent applied as version 1 (by the operator)."""
+    path = tmp_path / "intent.yaml"
+    shutil.copy(EXAMPLE, path)
+    result = cli.run("apply", "-f", str(path), token="operator")
+    assert result.code == 0, result.stderr
+    return path

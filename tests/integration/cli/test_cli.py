@@ -8,7 +8,6 @@ the example intent: 2 leaves + 2 spines, so a full plan names 4 switches.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +17,23 @@ import yaml
 
 from controller.cli import CliDeps
 from controller.cli.client import ApiClient
-from tests.integration.cli.support import ROOT, Cli, CliResult, closed_port
+from tests.integration.cli.support import (
+    EXAMPLE,
+    Cli,
+    CliResult,
+    applied,
+    closed_port,
+    example_data,
+)
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = ROOT / "examples" / "intent.yaml"
 SWITCHES = {"leaf1", "leaf2", "spine1", "spine2"}
-
-
-def example_data() -> dict[str, Any]:
-    data = yaml.safe_load(EXAMPLE.read_text())
-    assert isinstance(data, dict)
-    return data
 
 
 def write_intent(folder: Path, data: dict[str, Any], name: str = "intent.yaml") -> Path:
     path = folder / name
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def applied(cli: Cli, tmp_path: Path) -> Path:
-    """The example intent applied as version 1 (by the operator)."""
-    path = tmp_path / "intent.yaml"
-    shutil.copy(EXAMPLE, path)
-    result = cli.run("apply", "-f", str(path), token="operator")
-    assert result.code == 0, result.stderr
     return path
 
 

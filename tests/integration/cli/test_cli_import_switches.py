@@ -9,8 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.integration.cli.support import Cli
-from tests.integration.cli.test_cli import applied, example_data
+from tests.integration.cli.support import Cli, applied, example_data
 from vsonic.supervisor import Layout, inventory
 
 

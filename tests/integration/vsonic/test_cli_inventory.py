@@ -6,12 +6,12 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.vsonic.test_cli import PASSWORD, _get, _two_free_ports, _vsonic
+from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic, two_free_ports
 from vsonic.supervisor import load_state
 
 
 def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: Path) -> None:
-    base = _two_free_ports()
+    base = two_free_ports()
     source = {
         "switches": [
             {
@@ -34,17 +34,17 @@ def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: P
     path = tmp_path / "fabric.yaml"
     path.write_text(yaml.safe_dump(source))
     state = tmp_path / "state"
-    up = _vsonic("up", "--inventory", str(path), "--state-dir", str(state), "--no-dataplane")
+    up = run_vsonic("up", "--inventory", str(path), "--state-dir", str(state), "--no-dataplane")
     try:
         assert up.returncode == 0, up.stderr
         # CONFIG_DB PORT speed is in Mb/s: 25 Gb/s -> "25000", 100 -> "100000", 400 -> "400000".
-        leaf = _get(base, "/sonic-db:CONFIG_DB/localhost/PORT", state)
+        leaf = gnmi_get(base, "/sonic-db:CONFIG_DB/localhost/PORT", state)
         assert isinstance(leaf, dict)
         assert {name: fields["speed"] for name, fields in leaf.items()} == {
             "Ethernet0": "25000",
             "Ethernet48": "100000",
         }
-        spine = _get(base + 1, "/sonic-db:CONFIG_DB/localhost/DEVICE_METADATA/localhost", state)
+        spine = gnmi_get(base + 1, "/sonic-db:CONFIG_DB/localhost/DEVICE_METADATA/localhost", state)
         assert isinstance(spine, dict)
         assert spine["hostname"] == "spineA"
         written = yaml.safe_load((state / "inventory.yaml").read_text())
@@ -55,7 +55,7 @@ def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: P
         assert written["switches"][1]["ports"] == [{"name": "Ethernet4", "speed_gbps": 400}]
         assert PASSWORD not in up.stdout + up.stderr
     finally:
-        down = _vsonic("down", "--state-dir", str(state))
+        down = run_vsonic("down", "--state-dir", str(state))
     assert down.returncode == 0
     assert load_state(state) is None
 
@@ -63,7 +63,7 @@ def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: P
 def test_a_bad_inventory_is_refused_before_anything_starts(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("switches:\n  - {name: x, gnmi: {address: 10.1.1.1, port: 50051}}\n")
-    up = _vsonic("up", "--inventory", str(path), "--state-dir", str(tmp_path / "s"))
+    up = run_vsonic("up", "--inventory", str(path), "--state-dir", str(tmp_path / "s"))
     assert up.returncode == 2
     assert "switches[0].gnmi.address" in up.stderr
     assert load_state(tmp_path / "s") is None
