@@ -88,7 +88,7 @@ def collector(tmp_path: Path) -> Iterator[Callable[[int], Scraper]]:
             **os.environ,
             "SLUICE_GNMI_PASSWORD": PASSWORD,
             "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
-            # Rates over >= 3 s of switch time: vsonic's threaded ON_CHANGE looks every 200 ms.
+            # Rates over >= 3 s of switch time, so scheduling delays on a busy machine average out.
             "SLUICE_TELEMETRY_RATE_WINDOW_S": "3",
         }
         log = (tmp_path / "collector.log").open("wb")
