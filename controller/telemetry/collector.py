@@ -185,6 +185,10 @@ class Collector:
             # Read under the lock by the scrape thread; the views are built while it is held.
             return [r.handler.telemetry for r in self._running.values()]
 
+    def updates(self) -> int:
+        """Updates ingested so far, over every switch."""
+        return sum(t.updates for t in self._switches())
+
     def telemetry(self, name: str) -> SwitchTelemetry | None:
         running = self._running.get(name)
         return running.handler.telemetry if running is not None else None
