@@ -21,7 +21,15 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.dataplane.conftest import Running, SeededSwitch, eventually
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.redis_process import free_port
 from vsonic.switch import Switch, Targets
 
@@ -51,10 +59,10 @@ def _intent(gnmi_port: int) -> dict[str, object]:
     }
 
 
-def _serve(switch: SeededSwitch, port: int) -> RunningServer:
+def _serve(switch: SeededSwitch, port: int, tls: TlsFiles | None = None) -> RunningServer:
     targets = Targets([Switch("vs1", switch.store)], fleet=False)
     service = GnmiService(targets, Clock(), Credentials("admin", PASSWORD))
-    return start_server(f"127.0.0.1:{port}", service)
+    return start_server(f"127.0.0.1:{port}", service, tls=tls)
 
 
 class Scraper:
@@ -77,10 +85,10 @@ class Scraper:
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Callable[[int], Scraper]]:
+def collector(tmp_path: Path) -> Iterator[Callable[..., Scraper]]:
     processes: list[subprocess.Popen[bytes]] = []
 
-    def start(gnmi_port: int) -> Scraper:
+    def start(gnmi_port: int, **extra_env: str) -> Scraper:
         intent = tmp_path / "intent.yaml"
         intent.write_text(yaml.safe_dump(_intent(gnmi_port)))
         metrics_port = free_port()
@@ -90,6 +98,7 @@ def collector(tmp_path: Path) -> Iterator[Callable[[int], Scraper]]:
             "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
             # Rates over >= 3 s of switch time, so scheduling delays on a busy machine average out.
             "SLUICE_TELEMETRY_RATE_WINDOW_S": "3",
+            **extra_env,
         }
         log = (tmp_path / "collector.log").open("wb")
         processes.append(
@@ -132,7 +141,7 @@ def _within(value: float | None, expected: float, tolerance: float) -> bool:
 def test_queue_rates_resets_and_a_switch_that_goes_away(
     switch: SeededSwitch,
     start_dataplane: Callable[..., Running],
-    collector: Callable[[int], Scraper],
+    collector: Callable[..., Scraper],
 ) -> None:
     dataplane = start_dataplane(TRAFFIC, "--flex-interval-ms", "200")
     gnmi_port = free_port()
@@ -179,5 +188,44 @@ def test_queue_rates_resets_and_a_switch_that_goes_away(
                    "resubscribed after the switch came back")  # fmt: skip
         eventually(lambda: _fresh(scraper), "fresh updates again")
         assert (scraper.value("sluice_collector_updates_total", collector="0/1") or 0) > 0
+    finally:
+        server.stop(0)
+
+
+def test_a_tls_stream_survives_a_redis_restart_under_the_switch(
+    switch: SeededSwitch,
+    start_dataplane: Callable[..., Running],
+    collector: Callable[..., Scraper],
+    tmp_path: Path,
+) -> None:
+    start_dataplane(TRAFFIC, "--flex-interval-ms", "200")
+    tls = self_signed_tls(tmp_path)
+    gnmi_port = free_port()
+    server = _serve(switch, gnmi_port, tls)
+    try:
+        scraper = collector(
+            gnmi_port,
+            SLUICE_GNMI_TLS_ROOT_CERT=str(tls.cert),
+            SLUICE_GNMI_TLS_SERVER_NAME=SERVER_NAME,
+        )
+        eventually(lambda: _within(_queue_rate(scraper), OFFERED_BYTES_PER_S, 0.05),
+                   "queue rate over TLS within 5 % of the offered 50 MB/s")  # fmt: skip
+        # Redis goes away: nothing is published, so the data goes stale. It comes back empty;
+        # the switch boots its databases again (the seed), the data plane reconnects and
+        # publishes again, and the stream follows.
+        switch.server.stop()
+        eventually(lambda: not _fresh(scraper), "no fresh updates while Redis is down")
+        switch.server.start()
+        switch.seed()
+        seen_rates: list[float] = []
+
+        def recovered() -> bool:
+            samples = scraper.samples()
+            seen_rates.extend(v for (n, _), v in samples.items() if n.endswith("_per_second"))
+            return _within(_queue_rate(scraper), OFFERED_BYTES_PER_S, 0.05) and _fresh(scraper)
+
+        eventually(recovered, "rates back within 5 % after the Redis restart", deadline_s=90)
+        assert min(seen_rates) >= 0
+        assert scraper.value("sluice_switch_stream_up", switch="vs1") == 1.0
     finally:
         server.stop(0)
