@@ -235,6 +235,64 @@ def _run_role(
 
 
 # ---------------------------------------------------------------------------------------------
+# ingest alone: what one collector process can take when the server is not the limit
+
+
+def _responses(ports: int, rounds: int) -> list[Any]:
+    """SubscribeResponses as a switch sends them for SAMPLE: one per object per round, the
+    counters growing by 1,500 bytes a packet."""
+    import json as _json
+
+    from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
+
+    from controller.southbound.subscribe import counters_path
+
+    out = []
+    for r in range(1, rounds + 1):
+        for p in range(ports):
+            for q in range(9):
+                oid = f"oid:0x{0x15000000000000 + p * 16 + q:x}"
+                fields = {"SAI_QUEUE_STAT_PACKETS": str(1000 * r), "SAI_QUEUE_STAT_BYTES":
+                          str(1_500_000 * r), "SAI_QUEUE_STAT_DROPPED_PACKETS": "0",
+                          "SAI_QUEUE_STAT_DROPPED_BYTES": "0"}  # fmt: skip
+                path = gnmi_pb2.Path(elem=[gnmi_pb2.PathElem(name=e) for e in counters_path(oid)])
+                value = gnmi_pb2.TypedValue(json_ietf_val=_json.dumps(fields).encode())
+                note = gnmi_pb2.Notification(
+                    timestamp=r * 1_000_000_000, update=[gnmi_pb2.Update(path=path, val=value)]
+                )
+                out.append(gnmi_pb2.SubscribeResponse(update=note))
+    return out
+
+
+def measure_ingest(ports: int, rounds: int) -> dict[str, float]:
+    """Updates per second through decode alone (baseline) and through decode plus the
+    collector's handler (rates, state), on this process, from responses built up front."""
+    import threading as _threading
+
+    from controller.southbound.subscribe import decode
+    from controller.telemetry.collector import SwitchHandler
+    from controller.telemetry.state import SwitchTelemetry
+
+    responses = _responses(ports, rounds)
+    start = time.perf_counter()
+    decoded = sum(len(n.changes) for r in responses if (n := decode(r)) is not None)
+    decode_s = time.perf_counter() - start
+    telemetry = SwitchTelemetry("sw", {}, {})
+    handler = SwitchHandler(telemetry, _threading.Lock())
+    queues = {f"Ethernet{4 * p}:{q}": f"oid:0x{0x15000000000000 + p * 16 + q:x}"
+              for p in range(ports) for q in range(9)}  # fmt: skip
+    handler.name_maps(queues, {})
+    start = time.perf_counter()
+    for response in responses:
+        note = decode(response)
+        if note is not None:
+            handler.notification(note)
+    collector_s = time.perf_counter() - start
+    return {"updates": decoded, "decode_s": decode_s, "collector_s": collector_s,
+            "ingested": telemetry.updates}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
 # the run
 
 
@@ -268,6 +326,7 @@ def measure(switches: int, ports: int, duration: float, warmup: float) -> dict[s
     finally:
         server.terminate()
         server.wait(timeout=30)
+    results["ingest"] = measure_ingest(ports, 20)
     results["load_after"] = os.getloadavg()
     return results
 
@@ -293,6 +352,13 @@ def render(r: dict[str, Any]) -> str:
         )
     c, b = r["collector"]["updates"], r["bare"]["updates"]
     lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
+    i = r["ingest"]
+    lines.append(
+        f"ingest alone ({i['updates']:,} prebuilt updates, no server): "
+        f"collector {i['updates'] / i['collector_s']:,.0f}/s, "
+        f"baseline decode only {i['updates'] / i['decode_s']:,.0f}/s, "
+        f"ratio {i['collector_s'] / i['decode_s']:.2f}x the time"
+    )
     load = ", ".join(f"{x:.2f}" for x in r["load_before"])
     lines.append(f"load average before: {load}")
     lines.append(f"reproduce: {REPRODUCE} --switches {n} --ports {p} --duration {r['duration']:g}")

@@ -19,6 +19,8 @@ def test_tiny_run_counts_updates_for_every_client() -> None:
         # At most one sample per object per second, plus one more when a tick straddles
         # the window's edge: 36 objects x (2 s + 1).
         assert r[role]["updates"] <= 36 * 3, role
+    # Ingest alone: 2 ports x 9 objects x 20 rounds, every one through the handler.
+    assert r["ingest"]["updates"] == r["ingest"]["ingested"] == 2 * 9 * 20
     text = render(r)
     assert "ratio collector / bare loop" in text
     assert "uv run python -m bench.telemetry_bench --switches 2 --ports 2 --duration 2" in text
