@@ -10,7 +10,6 @@ flex-counter poll, a SAMPLE tick) is a small part of the span the rate covers.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 NS_PER_S = 1_000_000_000
@@ -27,10 +26,11 @@ class Step:
 
 @dataclass(slots=True)
 class CounterTrack:
-    """The recent samples ``(timestamp_ns, value)`` of one counter, oldest first."""
+    """The recent samples ``(timestamp_ns, value)`` of one counter, oldest first (a list:
+    it holds two or a few samples, and a switch has thousands of these)."""
 
     window_ns: int = 0
-    samples: deque[tuple[int, int]] = field(default_factory=deque)
+    samples: list[tuple[int, int]] = field(default_factory=list)
 
     def add(self, ts_ns: int, value: int) -> Step:
         """Record ``value`` seen at switch time ``ts_ns``; a sample not newer than the last one
@@ -50,7 +50,7 @@ class CounterTrack:
         newest_ts, newest = self.samples[-1]
         # Drop samples older than needed: keep the newest one that still spans the window.
         while len(self.samples) > 2 and newest_ts - self.samples[1][0] >= self.window_ns:
-            self.samples.popleft()
+            del self.samples[0]
         if len(self.samples) < 2:
             return None
         oldest_ts, oldest = self.samples[0]
