@@ -119,8 +119,10 @@ def subscribe_request(
 
 def _value(val: Any) -> Any:
     kind = val.WhichOneof("value")
-    if kind in ("json_ietf_val", "json_val"):
-        return json.loads(getattr(val, kind))
+    if kind == "json_ietf_val":
+        return json.loads(val.json_ietf_val.decode())
+    if kind == "json_val":
+        return json.loads(val.json_val.decode())
     if kind == "string_val":
         return val.string_val
     return None
@@ -133,11 +135,11 @@ def decode(response: Any) -> Notification | None:
     if not response.HasField("update"):
         return None
     note = response.update
-    prefix = tuple(e.name for e in note.prefix.elem)
+    prefix = [e.name for e in note.prefix.elem]
     changes = [
-        Change((*prefix, *(e.name for e in u.path.elem)), _value(u.val)) for u in note.update
+        Change(tuple(prefix + [e.name for e in u.path.elem]), _value(u.val)) for u in note.update
     ]
-    changes += [Change((*prefix, *(e.name for e in d.elem)), None) for d in note.delete]
+    changes += [Change(tuple(prefix + [e.name for e in d.elem]), None) for d in note.delete]
     return Notification(int(note.timestamp), tuple(changes))
 
 

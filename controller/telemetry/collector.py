@@ -129,7 +129,8 @@ class SwitchHandler(Handler):
                     self.telemetry.agent_state(str(key), _fields(fields), ts_ns)
             return False
         if table == COUNTERS and len(rest) == 1 and isinstance(value, dict):
-            self.telemetry.counters(rest[0], _fields(value) or {}, ts_ns)
+            # Values stay as sent: the state parses each as a decimal string or skips it.
+            self.telemetry.counters(rest[0], value, ts_ns)
         return False
 
     def _map_change(self, table: tuple[str, ...], rest: tuple[str, ...], value: Any) -> bool:

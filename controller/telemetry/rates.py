@@ -35,6 +35,8 @@ class CounterTrack:
     def add(self, ts_ns: int, value: int) -> Step:
         """Record ``value`` seen at switch time ``ts_ns``; a sample not newer than the last one
         (a duplicate or reordered notification) changes nothing."""
+        if self.window_ns == 0 and len(self.samples) == 1:
+            return self._add_to_last(ts_ns, value)
         if self.samples:
             last_ts, last_value = self.samples[-1]
             if ts_ns <= last_ts:
@@ -45,6 +47,16 @@ class CounterTrack:
                 return Step(None, reset=True)
         self.samples.append((ts_ns, value))
         return Step(self._rate(), reset=False)
+
+    def _add_to_last(self, ts_ns: int, value: int) -> Step:
+        """The common case (rate over the last interval): one sample kept, replaced."""
+        last_ts, last_value = self.samples[0]
+        if ts_ns <= last_ts:
+            return Step(None, reset=False)
+        self.samples[0] = (ts_ns, value)
+        if value < last_value:
+            return Step(None, reset=True)
+        return Step((value - last_value) * NS_PER_S / (ts_ns - last_ts), reset=False)
 
     def _rate(self) -> float | None:
         newest_ts, newest = self.samples[-1]
@@ -69,8 +81,8 @@ def fraction(part: float | None, whole: float | None) -> float | None:
     return min(1.0, max(0.0, part / whole))
 
 
-def parse_count(text: str) -> int | None:
+def parse_count(text: object) -> int | None:
     """A COUNTERS_DB decimal string; None for anything else (never an exception)."""
-    if not text.isdigit():
+    if not isinstance(text, str) or not text.isdigit():
         return None
     return int(text)
