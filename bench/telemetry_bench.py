@@ -264,9 +264,21 @@ def _responses(ports: int, rounds: int) -> list[Any]:
     return out
 
 
-def measure_ingest(ports: int, rounds: int) -> dict[str, float]:
+def measure_ingest(ports: int, rounds: int, repeats: int = 5) -> dict[str, float]:
     """Updates per second through decode alone (baseline) and through decode plus the
-    collector's handler (rates, state), on this process, from responses built up front."""
+    collector's handler (rates, state), on this process, from responses built up front; the
+    fastest of ``repeats`` runs of each (the machine is shared: the best run is the one the
+    others disturbed least)."""
+    runs = [_ingest_once(ports, rounds) for _ in range(repeats)]
+    return {
+        "updates": runs[0]["updates"],
+        "ingested": runs[0]["ingested"],
+        "decode_s": min(r["decode_s"] for r in runs),
+        "collector_s": min(r["collector_s"] for r in runs),
+    }
+
+
+def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
     import threading as _threading
 
     from controller.southbound.subscribe import decode
