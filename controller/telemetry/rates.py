@@ -11,17 +11,22 @@ flex-counter poll, a SAMPLE tick) is a small part of the span the rate covers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 NS_PER_S = 1_000_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """What one new sample of a counter gave: a rate per second (None until two samples span
-    the window, or right after a reset) and whether this sample was a reset."""
+    the window, or right after a reset) and whether this sample was a reset. (A tuple: one
+    is made per counter field per update.)"""
 
     rate: float | None
     reset: bool
+
+
+NO_RATE = Step(None, reset=False)
+RESET = Step(None, reset=True)
 
 
 @dataclass(slots=True)
@@ -52,11 +57,11 @@ class CounterTrack:
         """The common case (rate over the last interval): one sample kept, replaced."""
         last_ts, last_value = self.samples[0]
         if ts_ns <= last_ts:
-            return Step(None, reset=False)
+            return NO_RATE
         self.samples[0] = (ts_ns, value)
         if value < last_value:
-            return Step(None, reset=True)
-        return Step((value - last_value) * NS_PER_S / (ts_ns - last_ts), reset=False)
+            return RESET
+        return Step((value - last_value) * NS_PER_S / (ts_ns - last_ts), False)
 
     def _rate(self) -> float | None:
         newest_ts, newest = self.samples[-1]

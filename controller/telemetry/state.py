@@ -29,14 +29,16 @@ QUEUE_WATERMARK = "SAI_QUEUE_STAT_WATERMARK_BYTES"
 PORT_OUT_OCTETS = "SAI_PORT_STAT_IF_OUT_OCTETS"
 PORT_IN_OCTETS = "SAI_PORT_STAT_IF_IN_OCTETS"
 
-QUEUE_RATE_FIELDS = (
-    QUEUE_BYTES,
-    QUEUE_PACKETS,
-    QUEUE_DROPPED_PACKETS,
-    QUEUE_DROPPED_BYTES,
-    QUEUE_ECN_MARKED_PACKETS,
+QUEUE_RATE_FIELDS = frozenset(
+    (
+        QUEUE_BYTES,
+        QUEUE_PACKETS,
+        QUEUE_DROPPED_PACKETS,
+        QUEUE_DROPPED_BYTES,
+        QUEUE_ECN_MARKED_PACKETS,
+    )
 )
-PORT_RATE_FIELDS = (PORT_OUT_OCTETS, PORT_IN_OCTETS)
+PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -62,25 +64,27 @@ class CounterSet:
     rates: dict[str, float] = field(default_factory=dict)
     gauges: dict[str, int] = field(default_factory=dict)
 
-    def update(self, fields: Mapping[str, str], ts_ns: int, rate_fields: tuple[str, ...]) -> bool:
+    def update(self, fields: Mapping[str, str], ts_ns: int, rate_fields: frozenset[str]) -> bool:
         """Take one hash; True when any rate field went backwards (one reset for the hash)."""
         reset = False
+        tracks, rates = self.tracks, self.rates
         for name, text in fields.items():
-            value = parse_count(text)
-            if value is None:
+            # parse_count inlined: this loop runs for every field of every update.
+            if not isinstance(text, str) or not text.isdigit():
                 continue
+            value = int(text)
             if name not in rate_fields:
                 self.gauges[name] = value
                 continue
-            track = self.tracks.get(name)
+            track = tracks.get(name)
             if track is None:
-                track = self.tracks[name] = CounterTrack(self.window_ns)
-            step = track.add(ts_ns, value)
-            reset = reset or step.reset
-            if step.reset:
-                self.rates.pop(name, None)
-            elif step.rate is not None:
-                self.rates[name] = step.rate
+                track = tracks[name] = CounterTrack(self.window_ns)
+            rate, was_reset = track.add(ts_ns, value)
+            if was_reset:
+                reset = True
+                rates.pop(name, None)
+            elif rate is not None:
+                rates[name] = rate
         return reset
 
 
