@@ -20,8 +20,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from controller.policy.loader import parse_intent
+from controller.sonic.compile import compile_switch
 from tests.integration.dataplane.conftest import Running, SeededSwitch, eventually
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
+from vsonic.dataplane import agent_command
 from vsonic.gnmi_server import (
     Clock,
     Credentials,
@@ -41,9 +44,19 @@ PASSWORD = "telemetry-test"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def _intent(gnmi_port: int) -> dict[str, object]:
+# Two DWRR classes, storage MQ-ECN on queue 1 (the traffic's queue), bulk static on queue 2.
+CLASSES = [
+    {"name": "storage", "dscp": [10], "queue": 1, "scheduling": {"type": "DWRR", "weight": 50},
+     "ecn": "mqecn"},
+    {"name": "bulk", "dscp": [12], "queue": 2, "scheduling": {"type": "DWRR", "weight": 50},
+     "ecn": "per-queue-minimum"},
+]  # fmt: skip
+
+
+def _intent(gnmi_port: int, classes: list[dict[str, object]] | None = None) -> dict[str, object]:
     return {
         "fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000},
+        "service_classes": classes or [],
         "switches": [
             {
                 "name": "vs1",
@@ -88,9 +101,11 @@ class Scraper:
 def collector(tmp_path: Path) -> Iterator[Callable[..., Scraper]]:
     processes: list[subprocess.Popen[bytes]] = []
 
-    def start(gnmi_port: int, **extra_env: str) -> Scraper:
+    def start(
+        gnmi_port: int, classes: list[dict[str, object]] | None = None, **extra_env: str
+    ) -> Scraper:
         intent = tmp_path / "intent.yaml"
-        intent.write_text(yaml.safe_dump(_intent(gnmi_port)))
+        intent.write_text(yaml.safe_dump(_intent(gnmi_port, classes)))
         metrics_port = free_port()
         env = {
             **os.environ,
@@ -228,4 +243,46 @@ def test_a_tls_stream_survives_a_redis_restart_under_the_switch(
         assert min(seen_rates) >= 0
         assert scraper.value("sluice_switch_stream_up", switch="vs1") == 1.0
     finally:
+        server.stop(0)
+
+
+def test_the_agents_state_and_classes_reach_the_metrics(
+    switch: SeededSwitch,
+    start_dataplane: Callable[..., Running],
+    agent_binary: Path,
+    collector: Callable[..., Scraper],
+    tmp_path: Path,
+) -> None:
+    intent = parse_intent(_intent(1, CLASSES))
+    config = compile_switch(intent, intent.switches[0])
+    switch.write_config({f"{table}|{key}": fields for (table, key), fields in config.items()})
+    start_dataplane(TRAFFIC)
+    agent_log = (tmp_path / "agent.log").open("wb")
+    agent = subprocess.Popen(
+        agent_command(agent_binary, switch.port), stdout=agent_log, stderr=subprocess.STDOUT
+    )
+    gnmi_port = free_port()
+    server = _serve(switch, gnmi_port)
+    try:
+        scraper = collector(gnmi_port, CLASSES)
+        labels = {"switch": "vs1", "port": "Ethernet0", "queue": "1", "class": "storage"}
+        eventually(lambda: (scraper.value("sluice_queue_threshold_bytes", **labels) or 0) > 0,
+                   "the agent's threshold for storage's queue")  # fmt: skip
+        version = config[("SLUICE_AGENT", "global")]["version"]
+        mode = scraper.value(
+            "sluice_agent_mode_info", switch="vs1", mode="dynamic", algorithm="mqecn"
+        )
+        assert mode == 1.0
+        assert scraper.value("sluice_agent_orders_version", switch="vs1") == int(version, 16)
+        age = scraper.value("sluice_agent_heartbeat_age_seconds", switch="vs1")
+        assert age is not None
+        assert age < 30
+        # The traffic's queue carries its class name on the rate series too.
+        eventually(lambda: (scraper.value("sluice_queue_tx_bytes_per_second", **labels) or 0) > 0,
+                   "storage's rate with its class label")  # fmt: skip
+        basis = [k for k in scraper.samples() if k[0] == "sluice_queue_threshold_info"]
+        assert basis
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
         server.stop(0)
