@@ -305,6 +305,46 @@ def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------
+# idle ON_CHANGE streams: what the server spends on streams that have nothing to say
+
+
+def _server_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+
+def measure_idle(
+    server: subprocess.Popen[str], port: int, switches: int, streams: int, seconds: float
+) -> dict[str, float]:
+    """Server CPU seconds per second with no stream (baseline) and with ``streams`` open
+    ON_CHANGE streams on a table nobody writes, spread over the fleet's switches."""
+    from controller.southbound.subscribe import AGENT_STATE, Subscription, open_channel, subscribe
+
+    targets = _targets(port, switches)
+
+    async def run() -> dict[str, float]:
+        before = _server_cpu_s(server.pid)
+        await asyncio.sleep(seconds)
+        quiet = (_server_cpu_s(server.pid) - before) / seconds
+        channel = open_channel(targets[0])
+        calls = [subscribe(channel, targets[i % len(targets)], [Subscription(AGENT_STATE)])
+                 for i in range(streams)]  # fmt: skip
+        for call in calls:
+            while (await anext(call)).timestamp_ns:  # initial values, then SYNC (timestamp 0)
+                pass
+        before = _server_cpu_s(server.pid)
+        await asyncio.sleep(seconds)
+        idle = (_server_cpu_s(server.pid) - before) / seconds
+        for call in calls:
+            await call.aclose()
+        await channel.close()
+        return {"streams": streams, "quiet_cpu": quiet, "idle_cpu": idle}
+
+    return asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------------------------
 # the run
 
 
@@ -326,6 +366,9 @@ def measure(switches: int, ports: int, duration: float, warmup: float) -> dict[s
     results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
                                "load_before": os.getloadavg()}  # fmt: skip
     try:
+        results["idle"] = measure_idle(
+            server, port, switches, min(64, switches * 16), min(duration, 5.0)
+        )
         for role in ROLES:
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
             out = subprocess.run(
@@ -370,6 +413,11 @@ def render(r: dict[str, Any]) -> str:
         f"collector {i['updates'] / i['collector_s']:,.0f}/s, "
         f"baseline decode only {i['updates'] / i['decode_s']:,.0f}/s, "
         f"ratio {i['collector_s'] / i['decode_s']:.2f}x the time"
+    )
+    idle = r["idle"]
+    lines.append(
+        f"server CPU s/s: {idle['idle_cpu']:.3f} with {idle['streams']} idle ON_CHANGE streams, "
+        f"{idle['quiet_cpu']:.3f} with none (baseline)"
     )
     load = ", ".join(f"{x:.2f}" for x in r["load_before"])
     lines.append(f"load average before: {load}")

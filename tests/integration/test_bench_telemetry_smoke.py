@@ -21,6 +21,8 @@ def test_tiny_run_counts_updates_for_every_client() -> None:
         assert r[role]["updates"] <= 36 * 3, role
     # Ingest alone: 2 ports x 9 objects x 20 rounds, every one through the handler.
     assert r["ingest"]["updates"] == r["ingest"]["ingested"] == 2 * 9 * 20
+    assert r["idle"]["streams"] == 32
+    assert r["idle"]["idle_cpu"] >= 0
     text = render(r)
     assert "ratio collector / bare loop" in text
     assert "uv run python -m bench.telemetry_bench --switches 2 --ports 2 --duration 2" in text
