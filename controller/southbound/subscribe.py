@@ -286,6 +286,10 @@ class SwitchStream:
                 self.failures += 1
                 code = error.code().name if hasattr(error, "code") and error.code() else "UNKNOWN"
                 self.last_error = code  # never the details: they may echo request metadata
+            except Exception as error:  # a malformed answer: count it and subscribe again
+                delivered = False
+                self.failures += 1
+                self.last_error = type(error).__name__
             finally:
                 self._handler.stream_up(False)
             retry_index = 0 if delivered else retry_index + 1

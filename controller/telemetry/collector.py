@@ -104,7 +104,8 @@ class SwitchHandler(Handler):
             self._queue_map, self._port_map = dict(queues), dict(ports)
             self.telemetry.set_queue_map(queues)
             self.telemetry.set_port_map(ports)
-            return self.telemetry.counter_oids()
+            # A map value that is not a SAI oid cannot be subscribed to; it is left out.
+            return [oid for oid in self.telemetry.counter_oids() if oid.startswith("oid:")]
 
     def stream_up(self, up: bool) -> None:
         with self._lock:
@@ -179,16 +180,16 @@ class Collector:
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
         self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
-        self.metrics = TelemetryMetrics(shard.name, self._switches, wall_ns)
+        self.metrics = TelemetryMetrics(shard.name, self._switches, wall_ns, self.lock)
 
     def _switches(self) -> Iterable[SwitchTelemetry]:
-        with self.lock:
-            # Read under the lock by the scrape thread; the views are built while it is held.
-            return [r.handler.telemetry for r in self._running.values()]
+        """The switches streamed now (the metrics read them holding ``lock``)."""
+        return [r.handler.telemetry for r in list(self._running.values())]
 
     def updates(self) -> int:
         """Updates ingested so far, over every switch."""
-        return sum(t.updates for t in self._switches())
+        with self.lock:
+            return sum(t.updates for t in self._switches())
 
     def telemetry(self, name: str) -> SwitchTelemetry | None:
         running = self._running.get(name)

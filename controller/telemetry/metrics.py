@@ -10,6 +10,7 @@ collector; ``class`` and ``basis`` are functions of (switch, port, queue), not n
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -54,18 +55,26 @@ class TelemetryMetrics(Collector):
         collector: str,
         switches: Callable[[], Iterable[SwitchTelemetry]],
         wall_ns: Callable[[], int],
+        lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self._collector = collector
         self._switches = switches
         self._wall_ns = wall_ns
+        self._lock = lock if lock is not None else nullcontext()
 
     def collect(self) -> Iterator[Metric]:
-        switches = list(self._switches())
-        now = self._wall_ns()
-        yield from _queue_metrics(switches)
-        yield from _port_metrics(switches)
-        yield from _switch_metrics(switches, now)
-        yield from self._collector_metrics(switches, now)
+        """Every family, built while holding the lock the updates are applied under (the
+        scrape runs on the HTTP server's thread), then handed out."""
+        with self._lock:
+            switches = list(self._switches())
+            now = self._wall_ns()
+            families = [
+                *_queue_metrics(switches),
+                *_port_metrics(switches),
+                *_switch_metrics(switches, now),
+                *self._collector_metrics(switches, now),
+            ]
+        yield from families
 
     def _collector_metrics(self, switches: list[SwitchTelemetry], now: int) -> Iterator[Metric]:
         labels = [self._collector]
