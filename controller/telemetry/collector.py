@@ -205,7 +205,14 @@ class Collector:
                 del self._running[name]
         classes = queue_classes(intent)
         for name, switch in sorted(wanted.items()):
-            if name in self._running or name not in targets:
+            existing = self._running.get(name)
+            if existing is not None:  # same endpoint: keep the stream, take the new labels
+                fresh = telemetry_for(switch, classes, self._window_ns)
+                with self.lock:
+                    existing.handler.telemetry.port_speeds_bps = fresh.port_speeds_bps
+                    existing.handler.telemetry.queue_classes = fresh.queue_classes
+                continue
+            if name not in targets:
                 continue
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
