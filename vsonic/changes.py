@@ -72,7 +72,11 @@ class MemoryFeed:
 
 def keyspace_enabled(client: redis.Redis[str]) -> bool:
     """True when the server publishes keyspace events for hash writes and deletes."""
-    flags = str(client.config_get("notify-keyspace-events").get("notify-keyspace-events", ""))
+    try:
+        reply = client.config_get("notify-keyspace-events")
+    except redis.ResponseError:  # CONFIG renamed or refused: treat as off, re-read instead
+        return False
+    flags = str(reply.get("notify-keyspace-events", ""))
     has_class = "K" in flags
     return has_class and ("A" in flags or ("g" in flags and "h" in flags))
 
