@@ -12,6 +12,7 @@ import pytest
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from tests.integration.vsonic.conftest import RunningSwitch
+from vsonic.changes import KEYSPACE_EVENTS
 from vsonic.db import CONFIG_DB
 
 MODE = gnmi_pb2.SubscriptionList.Mode
@@ -220,3 +221,26 @@ def test_seventy_streams_on_one_server_all_see_a_change_and_get_still_answers(
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_on_change_without_keyspace_events_falls_back_to_re_reading(
+    vswitch: RunningSwitch,
+) -> None:
+    config = vswitch.store.client(CONFIG_DB)
+    config.config_set("notify-keyspace-events", "")  # a Redis vsonic did not start
+    try:
+        sub = gnmi_pb2.Subscription(
+            path=_path("CONFIG_DB", "localhost", "SCHEDULER"), mode=SUB.Value("ON_CHANGE")
+        )
+        stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+        try:
+            stream.until_sync()
+            config.hset("SCHEDULER|s", mapping={"type": "STRICT"})
+            note = stream.next().update
+            assert [_names(u.path) for u in note.update] == [
+                ["CONFIG_DB", "localhost", "SCHEDULER", "s"]
+            ]
+        finally:
+            stream.close()
+    finally:
+        config.config_set("notify-keyspace-events", KEYSPACE_EVENTS)
