@@ -187,16 +187,23 @@ class RunningServer:
     service: GnmiService
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
+    pool: concurrent.futures.ThreadPoolExecutor
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Stop answering; open streams are cancelled after ``grace_s``."""
+        """Stop answering; open streams are cancelled after ``grace_s``. The loop and the
+        thread pool are stopped even if the server's own stop fails or hangs."""
         if not self.thread.is_alive():
             return
         self.service.close()
-        stopped = asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop)
-        stopped.result(timeout=grace_s + 30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=30)
+        try:
+            stopped = asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop)
+            stopped.result(timeout=grace_s + 30)
+        except Exception:  # stopping regardless: the process is going away
+            pass
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def start_server(
@@ -212,9 +219,9 @@ def start_server(
     Get, Set) keep their synchronous code and run on ``max_workers`` threads."""
     loop = asyncio.new_event_loop()
     ready: concurrent.futures.Future[tuple[Any, int]] = concurrent.futures.Future()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
 
     async def start() -> None:
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
         server = grpc.aio.server(migration_thread_pool=pool)
         gnmi_pb2_grpc.add_gNMIServicer_to_server(service, server)
         if tls is None:
@@ -233,6 +240,9 @@ def start_server(
             ready.set_exception(error)
             return
         loop.run_forever()
+        # Stopped: the reads Subscribe ran on the default executor end with the loop.
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
 
     thread = threading.Thread(target=run, name=f"gnmi-{address}", daemon=True)
     thread.start()
@@ -242,7 +252,9 @@ def start_server(
         raise OSError(f"could not bind gNMI server to {address}: {error}") from error
     if port == 0:
         raise OSError(f"could not bind gNMI server to {address}")
-    return RunningServer(server=server, port=port, service=service, loop=loop, thread=thread)
+    return RunningServer(
+        server=server, port=port, service=service, loop=loop, thread=thread, pool=pool
+    )
 
 
 def serve(
