@@ -27,6 +27,7 @@ import yaml
 from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, ServiceClass
 from controller.policy.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
+from controller.qos.pias_chain import chain_thresholds
 from controller.qos.qjump import epoch_seconds, plan_levels
 
 # HTB looks skb->priority up as a class id, and level L lives in class 1:(0x10 + L)
@@ -188,7 +189,8 @@ def pias_vars(intent: Intent) -> list[HostVars]:
         if pias is None:
             continue
         n_queues = len(pias.demotions) + 1
-        thresholds = demotion_thresholds(load_workload(pias.workload.value), pias.load, n_queues)
+        derive = chain_thresholds if pias.derivation == "mm1_chain" else demotion_thresholds
+        thresholds = derive(load_workload(pias.workload.value), pias.load, n_queues)
         stages = [service_class.dscp[0], *(stage.dscp for stage in pias.demotions)]
         entries.append(
             {

@@ -174,6 +174,11 @@ class Pias(Frozen):
     workload: Workload
     load: float = Field(gt=0.0, lt=1.0)
     demotions: tuple[PiasStage, ...] = Field(min_length=1, max_length=7)
+    derivation: Literal["byte_weighted", "mm1_chain"] = Field(
+        default="byte_weighted",
+        description="thresholds from sluice's byte-weighted model or the paper's M/M/1 chain "
+        "(PIAS NSDI'15 §4.2; docs/algorithms.md §6)",
+    )
 
 
 class HostsMatch(Frozen):
