@@ -138,6 +138,8 @@ def qjump_vars(intent: Intent, host: Host) -> HostVars | None:
         "device": host.device,
         "line_rate_bps": line_rate_bps,
         "default_level": 0,
+        # P: every bounded level gets an exact tbf limiter passing packets of at most P bytes
+        "packet_bytes": qjump.packet_bytes,
         "levels": levels,
     }
 
@@ -175,6 +177,9 @@ def dscp_vars(intent: Intent) -> list[HostVars]:
         entry: HostVars = {"name": service_class.name, "dscp": service_class.dscp[0]}
         if service_class.qjump_level is not None:
             entry["priority"] = QJUMP_PRIORITY_BASE + service_class.qjump_level
+            if intent.fabric.qjump is not None:
+                # the level's TCP MSS is clamped so no packet exceeds P (docs/hosts.md)
+                entry["max_packet_bytes"] = intent.fabric.qjump.packet_bytes
         entry["match"] = match_vars(match)
         entries.append(entry)
     return entries

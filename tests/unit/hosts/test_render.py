@@ -108,7 +108,13 @@ def test_dscp_marks_only_classes_with_a_match_in_intent_order() -> None:
     dscp = render(marked_data())["host1"]["sluice_dscp"]
     # control: DSCP 48, QJUMP level 7 -> skb->priority 0x10010 + 7 = 0x10017 = 65559.
     assert dscp == [
-        {"name": "control", "dscp": 48, "priority": 65559, "match": CONTROL_MATCH},
+        {
+            "name": "control",
+            "dscp": 48,
+            "priority": 65559,
+            "max_packet_bytes": 256,
+            "match": CONTROL_MATCH,
+        },
         {"name": "rpc", "dscp": 46, "match": RPC_MATCH},
     ]
 
