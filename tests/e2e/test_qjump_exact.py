@@ -10,8 +10,8 @@ the sender's qdisc. docs/hosts.md ("QJUMP: what holds exactly") states the bound
 * no packet of a level is larger than P (the MSS clamp; tbf's mtu);
 * in any window of length tau, a level sends at most f x P + (f x P / E) x tau bytes (tbf is
   a conformant token bucket of depth f x P at rate f x P per epoch): at most 2 f P in any
-  epoch-long window, which is the mesochronous allowance of the paper's Eq. 2, and at most
-  f x P in every aligned... never more than the bucket plus what the epoch refills;
+  epoch-long window, which is the mesochronous allowance of the paper's Eq. 2 (its own
+  limiter, refilled at each host epoch boundary, allows the same across a boundary);
 * a small message at a level leaves at most one epoch after it was sent (the level's queue
   holds at most f x P bytes, drained at f x P per epoch); one that finds the queue full is
   dropped, as the paper's limiter drops it.
