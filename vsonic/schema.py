@@ -256,6 +256,7 @@ TABLES: dict[str, TableSpec] = {
             "static_bytes": _STOI_BYTES,
             "speed_gbps": Integer(1, 800),
             "buffer_bytes": Integer(1, UINT32_MAX),
+            "port_threshold_bytes": Integer(0, UINT32_MAX),  # HDCQ's per-port ECN point
         },
         rules=(_min_max("threshold", "floor_bytes", "ceiling_bytes"), _unmanaged_has_no_bounds),
     ),

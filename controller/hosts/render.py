@@ -190,6 +190,8 @@ def pias_vars(intent: Intent) -> list[HostVars]:
     the k-th demotion's; K = stages queues give K - 1 thresholds."""
     entries: list[HostVars] = []
     for service_class, match in _marked(intent):
+        if service_class.hdcq is not None:
+            entries.append(hdcq_entry(service_class, match))
         pias = service_class.pias
         if pias is None:
             continue
@@ -206,3 +208,18 @@ def pias_vars(intent: Intent) -> list[HostVars]:
             }
         )
     return entries
+
+
+def hdcq_entry(service_class: ServiceClass, match: HostsMatch) -> HostVars:
+    """HDCQ's host tagging as a PIAS-table entry (seeds/hdcq.txt §3.3.1, Algorithm 1): one
+    threshold, flow_type_thresh; the class's DSCP below it (Priority 2), ``long`` above it
+    (Priority 3), and ``ack_dscp`` on pure ACKs whatever the count (Priority 1)."""
+    hdcq = service_class.hdcq
+    assert hdcq is not None  # the caller checked
+    return {
+        "name": service_class.name,
+        "thresholds_bytes": [hdcq.flow_type_thresh_bytes],
+        "dscp": [service_class.dscp[0], hdcq.long.dscp],
+        "ack_dscp": hdcq.ack.dscp,
+        "match": match_vars(match),
+    }

@@ -181,6 +181,22 @@ class Pias(Frozen):
     )
 
 
+class Hdcq(Frozen):
+    """HDCQ's three priorities (seeds/hdcq.txt §3.3, Algorithms 1 and 3): hosts mark pure ACKs
+    Priority 1 (``ack``), a flow's first ``flow_type_thresh_bytes`` Priority 2 (the class's own
+    first DSCP and queue) and the rest Priority 3 (``long``); the switch serves the ACK queue
+    first (strict) and the other two by strict priority or, with ``wrr_weight`` w, by WRR with
+    w packets of Priority 2 per one of Priority 3 (the paper uses w = 5)."""
+
+    flow_type_thresh_bytes: int = Field(gt=0, le=2**40)
+    ack: PiasStage
+    long: PiasStage
+    wrr_weight: int | None = Field(default=None, ge=1, le=100)
+    port_threshold_pct: float = Field(
+        default=60.0, gt=0.0, le=100.0, description="per-port ECN point, % of the port buffer"
+    )
+
+
 class HostsMatch(Frozen):
     """Which locally sent packets a host marks with this class (docs/intent.md): every key
     optional and all must hold; an empty match selects every packet the host sends."""
@@ -221,6 +237,7 @@ class ServiceClass(Frozen):
     ecn: EcnMode = EcnMode.STANDARD
     qjump_level: int | None = Field(default=None, ge=0, le=7, description="802.1p priority level")
     pias: Pias | None = None
+    hdcq: Hdcq | None = None
     hosts_match: HostsMatch | None = Field(
         default=None,
         description="how hosts recognise this class's packets; none: hosts do not mark it",

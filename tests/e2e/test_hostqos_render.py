@@ -375,3 +375,34 @@ def test_pias_reply_direction_matches_the_service_port_as_source() -> None:
     assert "th dport { 7001 } ct direction original ct original bytes < 100" in text
     assert "th sport { 7001 } ct direction reply ct reply bytes < 100" in text
     assert "th dport { 7001 } ct direction reply" not in text
+
+
+def test_hdcq_pure_acks_get_priority_1_after_the_byte_count_stages() -> None:
+    text = nft.render_pias_table(
+        "sluice_pias",
+        {
+            "name": "web",
+            "thresholds_bytes": [100_000],
+            "dscp": [20, 14],
+            "ack_dscp": 46,
+            "match": {"protocol": "tcp", "dports": [8080]},
+        },
+    )
+    lines = text.splitlines()
+    acks = [i for i, line in enumerate(lines) if '"web pure ack"' in line]
+    stages = [i for i, line in enumerate(lines) if '"web stage' in line]
+    assert min(acks) > max(stages)  # later rules overwrite: a pure ACK ends as Priority 1
+    # doff 5..15 for IPv4 and IPv6, for requests (dport) and replies (sport): 11 x 2 x 2
+    assert len(acks) == 44
+    flags = "tcp flags & (fin | syn | rst | ack) == ack"
+    v4 = f"th dport {{ 8080 }} ip hdrlength 5 tcp doff 8 ip length 52 {flags} ip dscp set 46"
+    v6 = f"th sport {{ 8080 }} ip6 nexthdr tcp tcp doff 5 ip6 length 20 {flags} ip6 dscp set 46"
+    assert v4 in text
+    assert v6 in text
+
+
+def test_hdcq_ack_dscp_is_checked() -> None:
+    spec = {"thresholds_bytes": [5], "dscp": [1, 2], "ack_dscp": 64}
+    with pytest.raises(qos.SchemaError) as error:
+        nft.render_pias_table("sluice_pias", spec)
+    assert "ack_dscp: must be 0..63" in str(error.value)

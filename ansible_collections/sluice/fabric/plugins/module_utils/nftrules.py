@@ -217,7 +217,10 @@ def _stage_ranges(thresholds: list[int]) -> list[str]:
 
 def _pias_rules(raw: Any, where: str) -> list[str]:
     spec = _require_mapping(
-        raw, where, {"name", "thresholds_bytes", "dscp", "match"}, {"thresholds_bytes", "dscp"}
+        raw,
+        where,
+        {"name", "thresholds_bytes", "dscp", "match", "ack_dscp"},
+        {"thresholds_bytes", "dscp"},
     )
     thresholds = spec["thresholds_bytes"]
     if not isinstance(thresholds, list) or not thresholds:
@@ -251,6 +254,31 @@ def _pias_rules(raw: Any, where: str) -> list[str]:
                 match = f"{selector} ct direction {direction} ct {direction} bytes {condition}"
                 action = f'{family} dscp set {stages[stage]} comment "{name} stage {stage}"'
                 rules.append(f"{match.lstrip()} {action}")
+    if "ack_dscp" in spec:
+        ack = _int(spec["ack_dscp"], f"{where}.ack_dscp", 0, 63)
+        rules += _pure_ack_rules([selectors["original"], selectors["reply"]], ack, name)
+    return rules
+
+
+# A pure ACK carries no payload: its IP length is exactly the IP and TCP headers, 4 x doff
+# bytes of TCP (20-60 with options). IPv4 with a 20 B header (ihl 5; options are not used by
+# hosts), IPv6's payload length is the TCP header alone (no extension headers).
+TCP_DOFF = range(5, 16)
+ACK_ONLY = "tcp flags & (fin | syn | rst | ack) == ack"
+
+
+def _pure_ack_rules(selectors: list[str], dscp: int, name: str) -> list[str]:
+    """HDCQ Priority 1 (seeds/hdcq.txt §3.3.1): pure ACKs of the class's flows, in either
+    direction, get ``dscp``; placed after the byte-count stages so they overwrite them."""
+    rules: list[str] = []
+    note = f'comment "{name} pure ack"'
+    for selector in dict.fromkeys(selectors):
+        for doff in TCP_DOFF:
+            v4 = f"ip hdrlength 5 tcp doff {doff} ip length {20 + 4 * doff}"
+            v6 = f"ip6 nexthdr tcp tcp doff {doff} ip6 length {4 * doff}"
+            for family, shape in (("ip", v4), ("ip6", v6)):
+                rule = f"{selector} {shape} {ACK_ONLY} {family} dscp set {dscp} {note}"
+                rules.append(rule.lstrip())
     return rules
 
 
