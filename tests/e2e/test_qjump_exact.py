@@ -147,6 +147,7 @@ def capture(fabric: netns.Fabric) -> dict[str, Any]:
             "sender",
             [
                 "tcpdump",
+                "--immediate-mode",
                 "-Q",
                 "out",
                 "-i",
