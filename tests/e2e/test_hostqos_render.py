@@ -244,10 +244,11 @@ def test_route_change_carries_the_route_over() -> None:
 
 
 def test_kernel_burst_is_whole_microseconds_at_the_rate() -> None:
-    # 256 B at 78 Mbit/s = 26.26 us -> 26 us -> 26 x 9.75 B = 253.5 -> 253 B (tc printed 253b
-    # for exactly this tbf on the project's kernel); at 10 Gbit/s one microsecond is 1250 B.
+    # 256 B at 78 Mbit/s = 26.26 us -> 26 us -> 406 ticks of 64 ns -> 25.98 us x 9.75 B/us
+    # = 253 B (tc printed 253b for exactly this tbf on the project's kernel); at 10 Gbit/s
+    # 2048 B is 1.6 us -> 1 us -> 15 ticks = 0.96 us -> 1200 B.
     assert qos.kernel_burst_bytes(256, 78_000_000) == 253
-    assert qos.kernel_burst_bytes(2048, 10_000_000_000) == 1250
+    assert qos.kernel_burst_bytes(2048, 10_000_000_000) == 1200
     assert qos.kernel_burst_bytes(2048, 8_192_000) == 2048  # 1.024 B per us: exact
     # the least burst the kernel holds as at least one 512 B packet at 10 Gbit/s: 1 us
     assert qos.burst_holding(512, 10_000_000_000) == 1250
@@ -406,3 +407,13 @@ def test_hdcq_ack_dscp_is_checked() -> None:
     with pytest.raises(qos.SchemaError) as error:
         nft.render_pias_table("sluice_pias", spec)
     assert "ack_dscp: must be 0..63" in str(error.value)
+
+
+def test_a_class_matched_by_owner_alone_clamps_only_its_own_syns() -> None:
+    # No ports: an input clamp could not tell the class's flows from the host's others.
+    text = nft.render_dscp_table(
+        "sluice_dscp",
+        [{"name": "bulk", "dscp": 8, "max_packet_bytes": 250, "match": {"uid": 4242}}],
+    )
+    assert "chain input" not in text
+    assert "meta skuid 4242 tcp flags & syn == syn tcp option maxseg size set 196" in text

@@ -138,13 +138,17 @@ def sysctl_path(name: str) -> str:
 # 64 ns ticks (iproute2 tc_calc_xmittime: the time is an unsigned int of microseconds), so the
 # kernel holds a burst in steps of rate / 8 x 1 us bytes: 1.25 B at 10 Mbit/s, 1250 B at 10 Gbit/s.
 MICROSECONDS_PER_SECOND = 1_000_000
+NANOSECONDS_PER_TICK = 64  # the kernel's psched tick (PSCHED_SHIFT = 6)
+TICKS_PER_MICROSECOND_X8 = 125  # 1000 / 64 = 15.625 ticks per microsecond, times 8
 
 
 def kernel_burst_bytes(burst_bytes: int, rate_bps: int) -> int:
-    """The burst the kernel actually holds when tc is asked for ``burst_bytes`` at ``rate_bps``
-    (whole microseconds of sending, rounded down): what the read-back reports."""
+    """The burst the kernel actually holds when tc is asked for ``burst_bytes`` at ``rate_bps``:
+    whole microseconds of sending (tc_calc_xmittime), then whole 64 ns scheduler ticks
+    (PSCHED_SHIFT 6), rounded down each time. tc's own printout truncates once more."""
     whole_us = burst_bytes * 8 * MICROSECONDS_PER_SECOND // rate_bps
-    return whole_us * rate_bps // (8 * MICROSECONDS_PER_SECOND)
+    ticks = whole_us * TICKS_PER_MICROSECOND_X8 // 8
+    return ticks * NANOSECONDS_PER_TICK * rate_bps // (8 * 1_000_000_000)
 
 
 def burst_holding(packet_bytes: int, rate_bps: int) -> int:

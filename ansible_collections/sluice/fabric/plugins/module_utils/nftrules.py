@@ -144,10 +144,16 @@ def _mss_clamps(
             f"{limit} B is below {MIN_PACKET_BYTES} B, the smallest TCP packet Linux sends "
             f"(14 B Ethernet + 40 B IPv6 + 20 B TCP + net.ipv4.tcp_min_snd_mss {MIN_SND_MSS} B)",
         )
-    inbound_specs = [{k: v for k, v in match.items() if k in ("protocol", "dports", "sports")}]
-    reply = reply_match(inbound_specs[0], f"{where}.match")
-    if reply is not None:
-        inbound_specs.append(reply)
+    # Inbound, only a port match can tell the class's flows apart (no socket owner yet): a
+    # class matched by uid or cgroup alone gets no input clamp, which would otherwise clamp
+    # every TCP flow of the host (docs/hosts.md: name the ports to bound what the host sends).
+    ports_only = {k: v for k, v in match.items() if k in ("protocol", "dports", "sports")}
+    inbound_specs: list[dict[str, Any]] = []
+    if "dports" in ports_only or "sports" in ports_only:
+        inbound_specs.append(ports_only)
+        reply = reply_match(ports_only, f"{where}.match")
+        if reply is not None:
+            inbound_specs.append(reply)
     inbound = [render_match(m, f"{where}.match") for m in inbound_specs]
     output: list[str] = []
     input_rules: list[str] = []

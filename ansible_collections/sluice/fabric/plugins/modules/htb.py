@@ -194,7 +194,8 @@ def leaf_matches(want: HtbClass, have: dict | None) -> bool:
         return False
     options = have.get("options", {})
     rate_ok = int(options.get("rate", -1)) * 8 == tc_rate_bps(leaf.rate)
-    return rate_ok and abs(int(options.get("burst", -1)) - leaf.kernel_burst_bytes) <= 1
+    # tc prints the burst through whole microseconds again: compare like the HTB bursts.
+    return rate_ok and _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
 
 
 def plan_commands(
