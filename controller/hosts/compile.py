@@ -27,6 +27,7 @@ import yaml
 from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, ServiceClass
 from controller.policy.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
+from controller.qos.pias_chain import chain_thresholds
 from controller.qos.qjump import epoch_seconds, plan_levels
 from controller.types import JsonObject
 
@@ -136,6 +137,8 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
         "device": host.device,
         "line_rate_bps": line_rate_bps,
         "default_level": 0,
+        # P: every bounded level gets an exact tbf limiter passing packets of at most P bytes
+        "packet_bytes": qjump.packet_bytes,
         "levels": levels,
     }
 
@@ -173,6 +176,9 @@ def dscp_vars(intent: Intent) -> list[JsonObject]:
         entry: JsonObject = {"name": service_class.name, "dscp": service_class.dscp[0]}
         if service_class.qjump_level is not None:
             entry["priority"] = QJUMP_PRIORITY_BASE + service_class.qjump_level
+            if intent.fabric.qjump is not None:
+                # the level's TCP MSS is clamped so no packet exceeds P (docs/hosts.md)
+                entry["max_packet_bytes"] = intent.fabric.qjump.packet_bytes
         entry["match"] = match_vars(match)
         entries.append(entry)
     return entries
@@ -183,11 +189,14 @@ def pias_vars(intent: Intent) -> list[JsonObject]:
     the k-th demotion's; K = stages queues give K - 1 thresholds."""
     entries: list[JsonObject] = []
     for service_class, match in _marked(intent):
+        if service_class.hdcq is not None:
+            entries.append(hdcq_entry(service_class, match))
         pias = service_class.pias
         if pias is None:
             continue
         n_queues = len(pias.demotions) + 1
-        thresholds = demotion_thresholds(load_workload(pias.workload.value), pias.load, n_queues)
+        derive = chain_thresholds if pias.derivation == "mm1_chain" else demotion_thresholds
+        thresholds = derive(load_workload(pias.workload.value), pias.load, n_queues)
         stages = [service_class.dscp[0], *(stage.dscp for stage in pias.demotions)]
         entries.append(
             {
@@ -198,3 +207,18 @@ def pias_vars(intent: Intent) -> list[JsonObject]:
             }
         )
     return entries
+
+
+def hdcq_entry(service_class: ServiceClass, match: HostsMatch) -> HostVars:
+    """HDCQ's host tagging as a PIAS-table entry (seeds/hdcq.txt §3.3.1, Algorithm 1): one
+    threshold, flow_type_thresh; the class's DSCP below it (Priority 2), ``long`` above it
+    (Priority 3), and ``ack_dscp`` on pure ACKs whatever the count (Priority 1)."""
+    hdcq = service_class.hdcq
+    assert hdcq is not None  # the caller checked
+    return {
+        "name": service_class.name,
+        "thresholds_bytes": [hdcq.flow_type_thresh_bytes],
+        "dscp": [service_class.dscp[0], hdcq.long.dscp],
+        "ack_dscp": hdcq.ack.dscp,
+        "match": match_vars(match),
+    }

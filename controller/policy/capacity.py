@@ -70,6 +70,32 @@ def qjump_fabric(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+# The smallest TCP packet Linux sends: Ethernet 14 B + IPv6 40 B + TCP 20 B + the minimum MSS
+# it uses whatever the peer advertises (net.ipv4.tcp_min_snd_mss, 48 B by default).
+QJUMP_MIN_TCP_PACKET_BYTES = 14 + 40 + 20 + 48
+
+
+def qjump_packets_fit_p(intent: Intent) -> list[FieldProblem]:
+    """QjumpPacketTooSmall: hosts hold a level's TCP packets to P by clamping the MSS
+    (seeds/qjump-nsdi15.txt §3.1: P is the largest packet a level issues), which cannot go
+    below the kernel's minimum segment; a P under that is refused, not silently exceeded."""
+    qjump = intent.fabric.qjump
+    if qjump is None or qjump.packet_bytes >= QJUMP_MIN_TCP_PACKET_BYTES:
+        return []
+    problems = []
+    for path, service_class, level in _qjump_classes(intent):
+        match = service_class.hosts_match
+        if match is None or match.protocol not in (None, "tcp"):
+            continue
+        reason = (
+            f"QjumpPacketTooSmall: level {level} carries TCP, whose smallest packet is "
+            f"{QJUMP_MIN_TCP_PACKET_BYTES} B (14 B Ethernet + 40 B IPv6 + 20 B TCP + Linux's "
+            f"minimum MSS 48 B); P = {qjump.packet_bytes} B cannot bound it (used by {path})"
+        )
+        problems.append(FieldProblem("fabric.qjump.packet_bytes", reason))
+    return problems
+
+
 def qjump_rates_fit_line_rate(intent: Intent) -> list[FieldProblem]:
     """Each level's rate f_i x P / epoch must not exceed the slowest host NIC R, the rate the
     epoch 2nP/R + eps is computed for (QJUMP, NSDI 2015 §3.1-3.2)."""
@@ -216,6 +242,7 @@ def _few(ports: list[str]) -> str:
 CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_levels_declared,
     qjump_fabric,
+    qjump_packets_fit_p,
     qjump_rates_fit_line_rate,
     qjump_factors_shrink_with_priority,
     weights_representable,

@@ -207,6 +207,27 @@ class Pias(Frozen):
     workload: Workload
     load: float = Field(gt=0.0, lt=1.0)
     demotions: tuple[PiasStage, ...] = Field(min_length=1, max_length=7)
+    derivation: Literal["byte_weighted", "mm1_chain"] = Field(
+        default="byte_weighted",
+        description="thresholds from sluice's byte-weighted model or the paper's M/M/1 chain "
+        "(PIAS NSDI'15 §4.2; docs/algorithms.md §6)",
+    )
+
+
+class Hdcq(Frozen):
+    """HDCQ's three priorities (seeds/hdcq.txt §3.3, Algorithms 1 and 3): hosts mark pure ACKs
+    Priority 1 (``ack``), a flow's first ``flow_type_thresh_bytes`` Priority 2 (the class's own
+    first DSCP and queue) and the rest Priority 3 (``long``); the switch serves the ACK queue
+    first (strict) and the other two by strict priority or, with ``wrr_weight`` w, by WRR with
+    w packets of Priority 2 per one of Priority 3 (the paper uses w = 5)."""
+
+    flow_type_thresh_bytes: int = Field(gt=0, le=2**40)
+    ack: PiasStage
+    long: PiasStage
+    wrr_weight: int | None = Field(default=None, ge=1, le=100)
+    port_threshold_pct: float = Field(
+        default=60.0, gt=0.0, le=100.0, description="per-port ECN point, % of the port buffer"
+    )
 
 
 class HostsMatch(Frozen):
@@ -249,6 +270,7 @@ class ServiceClass(Frozen):
     ecn: EcnMode = EcnMode.STANDARD
     qjump_level: int | None = Field(default=None, ge=0, le=7, description="802.1p priority level")
     pias: Pias | None = None
+    hdcq: Hdcq | None = None
     hosts_match: HostsMatch | None = Field(
         default=None,
         description="how hosts recognise this class's packets; none: hosts do not mark it",

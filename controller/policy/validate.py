@@ -219,6 +219,9 @@ def _dscp_uses(intent: Intent) -> Iterator[tuple[str, Hashable]]:
         if service_class.pias is not None:
             for k, stage in enumerate(service_class.pias.demotions):
                 yield f"{path}.pias.demotions[{k}].dscp", stage.dscp
+        if service_class.hdcq is not None:
+            yield f"{path}.hdcq.ack.dscp", service_class.hdcq.ack.dscp
+            yield f"{path}.hdcq.long.dscp", service_class.hdcq.long.dscp
 
 
 def dscp_used_once(intent: Intent) -> list[FieldProblem]:
@@ -235,6 +238,9 @@ def _queue_uses(intent: Intent) -> Iterator[tuple[str, Hashable]]:
         if service_class.pias is not None:
             for k, stage in enumerate(service_class.pias.demotions):
                 yield f"{path}.pias.demotions[{k}].queue", stage.queue
+        if service_class.hdcq is not None:
+            yield f"{path}.hdcq.ack.queue", service_class.hdcq.ack.queue
+            yield f"{path}.hdcq.long.queue", service_class.hdcq.long.queue
 
 
 def queues_not_shared(intent: Intent) -> list[FieldProblem]:
@@ -377,6 +383,33 @@ def hosts_match_ports_need_protocol(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def hdcq_layout(intent: Intent) -> list[FieldProblem]:
+    """HDCQ's three queues (seeds/hdcq.txt §3.3.3): Priority 1 (ACKs) is served first, then
+    Priority 2 before Priority 3. SONiC serves strict queues by queue index, highest first, so
+    ack.queue > queue > long.queue. It is a host-tagging scheme like PIAS, not on top of it;
+    the class itself must be STRICT (the ACK queue is strict in either layout)."""
+    problems = []
+    for path, service_class in _classes(intent):
+        hdcq = service_class.hdcq
+        if hdcq is None:
+            continue
+        if service_class.pias is not None:
+            problems.append(FieldProblem(f"{path}.hdcq", "a class tags by PIAS or HDCQ, not both"))
+        if not hdcq.ack.queue > service_class.queue > hdcq.long.queue:
+            reason = (
+                f"HDCQ needs ack.queue > queue > long.queue (strict priority serves the higher "
+                f"queue first), got {hdcq.ack.queue}, {service_class.queue}, {hdcq.long.queue}"
+            )
+            problems.append(FieldProblem(f"{path}.hdcq", reason))
+        if service_class.scheduling.type is not SchedulingType.STRICT:
+            reason = "an HDCQ class must be STRICT: Priority 1 (ACKs) is served first"
+            problems.append(FieldProblem(f"{path}.scheduling.type", reason))
+        if service_class.hosts_match is None:
+            reason = "HDCQ priorities are marked by the hosts: the class needs a hosts_match"
+            problems.append(FieldProblem(f"{path}.hdcq", reason))
+    return problems
+
+
 RULES: tuple[Rule, ...] = (
     unique_names,
     addresses_well_formed,
@@ -392,5 +425,6 @@ RULES: tuple[Rule, ...] = (
     hosts_reachable_as_root,
     hosts_match_distinct,
     hosts_match_ports_need_protocol,
+    hdcq_layout,
     *CAPACITY_RULES,
 )

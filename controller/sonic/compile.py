@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
@@ -64,7 +65,22 @@ def _queue_classes(classes: Iterable[ServiceClass]) -> list[tuple[int, str, Serv
         if service_class.pias is not None:
             for stage, demotion in enumerate(service_class.pias.demotions, start=1):
                 out.append((demotion.queue, f"{service_class.name}/stage{stage}", service_class))
+        if service_class.hdcq is not None:
+            # seeds/hdcq.txt §3.3: Q1 (Priority 1, ACKs), Q2 (the class), Q3 (Priority 3)
+            out.append((service_class.hdcq.ack.queue, f"{service_class.name}/ack", service_class))
+            out.append((service_class.hdcq.long.queue, f"{service_class.name}/long", service_class))
     return sorted(out, key=lambda item: item[0])
+
+
+def _owner_scheduling(name: str, service_class: ServiceClass) -> tuple[str, int]:
+    """(SONiC scheduler type, DWRR weight) of one queue owner. HDCQ with ``wrr_weight`` w is
+    SP + WRR (seeds/hdcq.txt §3.3.3, Algorithm 3): the ACK queue strict, Priority 2 and 3 in
+    DWRR at w : 1 (SONiC serves strict queues before the DWRR ones). Otherwise the class's."""
+    hdcq = service_class.hdcq
+    if hdcq is not None and hdcq.wrr_weight is not None and not name.endswith("/ack"):
+        weight = 1 if name.endswith("/long") else hdcq.wrr_weight
+        return SchedulingType.DWRR.value, weight
+    return service_class.scheduling.type.value, service_class.scheduling.weight or 1
 
 
 def _dscp_to_tc(classes: Iterable[ServiceClass]) -> Fields:
@@ -76,6 +92,9 @@ def _dscp_to_tc(classes: Iterable[ServiceClass]) -> Fields:
         if service_class.pias is not None:
             for demotion in service_class.pias.demotions:
                 pairs[demotion.dscp] = demotion.queue
+        if service_class.hdcq is not None:
+            for stage in (service_class.hdcq.ack, service_class.hdcq.long):
+                pairs[stage.dscp] = stage.queue
     return {str(dscp): str(pairs[dscp]) for dscp in sorted(pairs)}
 
 
@@ -91,14 +110,19 @@ def _dynamic_algorithm(classes: Iterable[ServiceClass]) -> str:
 def fleet_qos(intent: Intent) -> FleetQos:
     """Queue per class, normalised weights, maps, schedulers and agent algorithm."""
     owners = _queue_classes(intent.service_classes)
-    raw = {
-        str(q): c.scheduling.weight or 1
-        for q, _, c in owners
-        if c.scheduling.type is SchedulingType.DWRR
-    }
+    kinds = {q: _owner_scheduling(name, c) for q, name, c in owners}
+    dwrr = SchedulingType.DWRR.value
+    raw = {str(q): weight for q, (kind, weight) in kinds.items() if kind == dwrr}
     weights = normalise_weights(raw)
     queues = tuple(
-        QueueClass(q, name, c.scheduling.type.value, weights.get(str(q), 0), c.ecn)
+        QueueClass(
+            q,
+            name,
+            kinds[q][0],
+            weights.get(str(q), 0),
+            c.ecn,
+            c.hdcq.port_threshold_pct if c.hdcq is not None else None,
+        )
         for q, name, c in owners
     )
     schedulers = {
@@ -115,7 +139,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
         [
             fabric.agent.model_dump(mode="json"),
             [fabric.base_rtt_us, fabric.ecn_lambda],
-            [[q.queue, q.scheduling, q.weight, q.ecn.value] for q in queues],
+            [[q.queue, q.scheduling, q.weight, q.ecn.value, q.port_threshold_pct] for q in queues],
             dscp_to_tc,
         ]
     )
@@ -153,6 +177,14 @@ def _static_threshold(queue: QueueClass, k_bytes: int, total_weight: int, mtu: i
     if queue.ecn is EcnMode.PER_QUEUE_MINIMUM:
         return per_queue_minimum_bytes(k_bytes, queue.weight, total_weight, floor_bytes=mtu)
     return k_bytes
+
+
+def _port_threshold_bytes(queue: QueueClass, buffer_bytes: int) -> int | None:
+    """HDCQ's per-port ECN point: a packet is marked once the port holds this much
+    (seeds/hdcq.txt Algorithm 2 line 1, §4.2.1: 60 % of the switch buffer, 144 of 240 packets)."""
+    if queue.port_threshold_pct is None:
+        return None
+    return math.floor(buffer_bytes * queue.port_threshold_pct / 100)
 
 
 def _dynamic_th(n_queues: int, k_bytes: int, buffer_bytes: int) -> int:
@@ -213,6 +245,7 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
                 fields,
                 bounds,
                 buf_name,
+                _port_threshold_bytes(queue, buffer_bytes),
             )
         )
     digest = _digest([speed_gbps, buffer_bytes, [repr(q) for q in queues], buf_fields])

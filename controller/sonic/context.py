@@ -27,6 +27,8 @@ class QueueClass:
     scheduling: str  # "STRICT" or "DWRR"
     weight: int  # normalised into SONiC's 1..100 for DWRR, 0 for STRICT
     ecn: EcnMode
+    # HDCQ's per-port ECN point as a share of the port buffer (seeds/hdcq.txt §4.2.1: 60 %)
+    port_threshold_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class QueueProfile:
     wred_fields: Fields | None
     bounds: Bounds | None
     buffer_profile: str
+    port_threshold_bytes: int | None = None  # HDCQ per-port ECN point on this port
 
 
 @dataclass(frozen=True)

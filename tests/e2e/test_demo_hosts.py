@@ -249,7 +249,9 @@ def test_apply_went_in_batches_of_two_and_reached_every_namespace(story: dict[st
         assert state["rates"]["1:10"] == pytest.approx(LINE_RATE_BPS, rel=2e-3)
         assert state["dscp"] == {"class control": 48, "class rpc": 46}
         assert state["pias"] == {"rpc stage 0": 46, "rpc stage 1": 34}
-        control = next(line for line in state["dscp_text"].splitlines() if "class control" in line)
+        control = next(
+            line for line in state["dscp_text"].splitlines() if '"class control"' in line
+        )
         assert "tcp dport 7000" in control
         assert "meta priority set 1:17" in control  # QJUMP level 7's HTB class
 

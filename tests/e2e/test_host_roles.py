@@ -199,11 +199,11 @@ def _mangled(rule: dict[str, Any], key: str) -> Any:
     return None
 
 
-def _ports(rule: dict[str, Any]) -> set[int]:
+def _ports(rule: dict[str, Any], field: str = "dport") -> set[int]:
     ports: set[int] = set()
     for expr in rule["expr"]:
         match = expr.get("match", {})
-        if match.get("left", {}).get("payload", {}).get("field") != "dport":
+        if match.get("left", {}).get("payload", {}).get("field") != field:
             continue
         right = match["right"]
         for item in right["set"] if isinstance(right, dict) else [right]:
@@ -223,15 +223,20 @@ def test_apply_marks_dscp_and_priority_per_class(
         rules = _rules(nft_ruleset(fabric, host), "sluice_dscp")
         voice = [r for r in rules if r.get("comment") == "class voice"]
         ctrl = [r for r in rules if r.get("comment") == "class ctrl"]
-        # one rule for IPv4, one for IPv6
-        assert len(voice) == 2
-        assert len(ctrl) == 2
+        # IPv4 and IPv6, each for the requests (to the port) and the replies (from it)
+        assert len(voice) == 4
+        assert len(ctrl) == 4
         assert {dscp_value(_mangled(r, "dscp")) for r in voice} == {46}
         assert all(_mangled(r, "priority") is None for r in voice)
         assert {dscp_value(_mangled(r, "dscp")) for r in ctrl} == {48}
         assert {_mangled(r, "priority") for r in ctrl} == {"1:17"}  # 0x10017 as major:minor
-        assert all(_ports(r) == {5001} for r in voice)
-        assert all(_ports(r) == {5002, *range(5100, 5111)} for r in ctrl)
+        ctrl_ports = {5002, *range(5100, 5111)}
+        for rules_of, ports in ((voice, {5001}), (ctrl, ctrl_ports)):
+            requests = [r for r in rules_of if _ports(r)]
+            replies = [r for r in rules_of if _ports(r, "sport")]
+            assert len(requests) == len(replies) == 2
+            assert all(_ports(r) == ports for r in requests)
+            assert all(_ports(r, "sport") == ports for r in replies)
 
 
 def _ct_bytes_condition(rule: dict[str, Any]) -> tuple[str, Any]:

@@ -238,3 +238,182 @@ def test_route_change_carries_the_route_over() -> None:
     route["metrics"] = [{"rtt": 3}]  # not a plain integer metric ip takes back: refused
     with pytest.raises(qos.SchemaError, match="cannot be carried over"):
         route_module.route_command(route, 5)
+
+
+# --- QJUMP exact: tbf under each bounded level, cburst, MSS clamp, replies ----------------------
+
+
+def test_kernel_burst_is_whole_microseconds_at_the_rate() -> None:
+    # 256 B at 78 Mbit/s = 26.26 us -> 26 us -> 406 ticks of 64 ns -> 25.98 us x 9.75 B/us
+    # = 253 B (tc printed 253b for exactly this tbf on the project's kernel); at 10 Gbit/s
+    # 2048 B is 1.6 us -> 1 us -> 15 ticks = 0.96 us -> 1200 B.
+    assert qos.kernel_burst_bytes(256, 78_000_000) == 253
+    assert qos.kernel_burst_bytes(2048, 10_000_000_000) == 1200
+    assert qos.kernel_burst_bytes(2048, 8_192_000) == 2048  # 1.024 B per us: exact
+    # the least burst the kernel holds as at least one 512 B packet at 10 Gbit/s: 1 us
+    assert qos.burst_holding(512, 10_000_000_000) == 1250
+    assert qos.kernel_burst_bytes(qos.burst_holding(256, 78_000_000), 78_000_000) >= 256
+
+
+def test_bounded_levels_get_tbf_with_cburst_equal_to_burst_and_no_borrowing() -> None:
+    plan = qos.qjump_plan(qjump(packet_bytes=256))
+    _parent, level0, level7 = plan.classes
+    assert level0.tbf is None  # at line rate: not a QJUMP bound
+    assert (level7.rate, level7.ceil, level7.burst_bytes, level7.cburst_bytes) == (
+        "78Mbit",
+        "78Mbit",
+        256,
+        256,
+    )
+    leaf = level7.tbf
+    assert leaf is not None
+    assert (leaf.handle, leaf.packet_bytes, leaf.limit_bytes, leaf.peakrate) == (
+        "17:",
+        256,
+        256,
+        "10Gbit",
+    )
+    # 256 B rounds to 253 B at 78 Mbit/s, which would drop every 256 B packet: raised to the
+    # least burst the kernel holds as 256 B, and the difference is reported by the read-back.
+    assert leaf.kernel_burst_bytes >= 256 > qos.kernel_burst_bytes(256, 78_000_000)
+    assert leaf.burst_bytes == qos.burst_holding(256, 78_000_000)
+
+
+def test_without_packet_bytes_no_tbf_is_planned() -> None:
+    assert all(c.tbf is None for c in qos.qjump_plan(qjump()).classes)
+
+
+def test_htb_commands_carry_cburst_and_the_tbf_leaf() -> None:
+    htb = _load("modules.htb")
+    plan = qos.qjump_plan(qjump(packet_bytes=256))
+    commands = htb.plan_commands(plan, None, {}, {})
+    assert any(
+        "classid 1:17 htb rate 78Mbit ceil 78Mbit burst 256 cburst 256" in c for c in commands
+    )
+    tbf = [c for c in commands if " tbf " in c]
+    assert tbf == [
+        f"qdisc replace dev eth0 parent 1:17 handle 17: tbf rate 78Mbit burst "
+        f"{qos.burst_holding(256, 78_000_000)} peakrate 10Gbit mtu 256 limit 256"
+    ]
+
+
+def test_rounding_is_reported_not_accepted_silently() -> None:
+    htb = _load("modules.htb")
+    plan = qos.qjump_plan(qjump(packet_bytes=256))
+    classes = {
+        "1:10": {"parent": "1:1", "burst": "64Kb", "cburst": "64Kb"},
+        "1:17": {"parent": "1:1", "burst": "243b", "cburst": "243b"},
+    }
+    leaves = {"1:17": {"kind": "tbf", "handle": "17:", "options": {"burst": 256}}}
+    report = htb.rounding_report(plan, classes, leaves)
+    assert {
+        "level": 7,
+        "qdisc": "htb",
+        "field": "burst",
+        "asked_bytes": 256,
+        "kernel_bytes": 243,
+    } in (report)
+    assert {r["field"] for r in report if r["level"] == 7 and r["qdisc"] == "htb"} == {
+        "burst",
+        "cburst",
+    }
+    # the tbf holds what was asked: nothing to report for it
+    assert not [r for r in report if r["qdisc"] == "tbf"]
+
+
+def test_qjump_class_clamps_mss_both_ways_and_classifies_replies() -> None:
+    text = nft.render_dscp_table(
+        "sluice_dscp",
+        [
+            {
+                "name": "ctrl",
+                "dscp": 48,
+                "priority": 0x10017,
+                "max_packet_bytes": 512,
+                "match": {"protocol": "tcp", "dports": [5002], "uid": 0},
+            }
+        ],
+    )
+    clamp4 = "tcp flags & syn == syn tcp option maxseg size set 458"  # 512 - 14 - 20 - 20
+    clamp6 = "tcp flags & syn == syn tcp option maxseg size set 438"  # 512 - 14 - 40 - 20
+    output, _, inbound = text.partition("chain input")
+    for clamp, proto in ((clamp4, "ipv4"), (clamp6, "ipv6")):
+        # our own SYN / SYN-ACK (the peer sends at most this) on both sides of the flow
+        assert (
+            f"meta nfproto {proto} meta l4proto tcp th dport {{ 5002 }} meta skuid 0 {clamp}"
+            in (output)
+        )
+        assert (
+            f"meta nfproto {proto} meta l4proto tcp th sport {{ 5002 }} meta skuid 0 {clamp}"
+            in (output)
+        )
+        # the peer's SYN / SYN-ACK (we send at most this): ports only, no socket owner yet
+        assert f"meta nfproto {proto} meta l4proto tcp th sport {{ 5002 }} {clamp}" in inbound
+        assert f"meta nfproto {proto} meta l4proto tcp th dport {{ 5002 }} {clamp}" in inbound
+    # the server's replies leave from port 5002: same DSCP and level
+    reply = "meta l4proto tcp th sport { 5002 } meta skuid 0 ip dscp set 48 meta priority set 1:17"
+    assert reply in output
+
+
+def test_p_below_the_smallest_tcp_packet_is_refused_by_name() -> None:
+    spec = {"name": "c", "dscp": 1, "max_packet_bytes": 121, "match": {"protocol": "tcp"}}
+    with pytest.raises(qos.SchemaError) as error:
+        nft.render_dscp_table("sluice_dscp", [spec])
+    assert "max_packet_bytes: 121 B is below 122 B" in str(error.value)
+    # UDP has no MSS: nothing to clamp, accepted
+    nft.render_dscp_table("sluice_dscp", [{**spec, "match": {"protocol": "udp"}}])
+
+
+def test_pias_reply_direction_matches_the_service_port_as_source() -> None:
+    text = nft.render_pias_table(
+        "sluice_pias",
+        {
+            "thresholds_bytes": [100],
+            "dscp": [40, 8],
+            "match": {"protocol": "tcp", "dports": [7001]},
+        },
+    )
+    assert "th dport { 7001 } ct direction original ct original bytes < 100" in text
+    assert "th sport { 7001 } ct direction reply ct reply bytes < 100" in text
+    assert "th dport { 7001 } ct direction reply" not in text
+
+
+def test_hdcq_pure_acks_get_priority_1_after_the_byte_count_stages() -> None:
+    text = nft.render_pias_table(
+        "sluice_pias",
+        {
+            "name": "web",
+            "thresholds_bytes": [100_000],
+            "dscp": [20, 14],
+            "ack_dscp": 46,
+            "match": {"protocol": "tcp", "dports": [8080]},
+        },
+    )
+    lines = text.splitlines()
+    acks = [i for i, line in enumerate(lines) if '"web pure ack"' in line]
+    stages = [i for i, line in enumerate(lines) if '"web stage' in line]
+    assert min(acks) > max(stages)  # later rules overwrite: a pure ACK ends as Priority 1
+    # doff 5..15 for IPv4 and IPv6, for requests (dport) and replies (sport): 11 x 2 x 2
+    assert len(acks) == 44
+    flags = "tcp flags & (fin | syn | rst | ack) == ack"
+    v4 = f"th dport {{ 8080 }} ip hdrlength 5 tcp doff 8 ip length 52 {flags} ip dscp set 46"
+    v6 = f"th sport {{ 8080 }} ip6 nexthdr tcp tcp doff 5 ip6 length 20 {flags} ip6 dscp set 46"
+    assert v4 in text
+    assert v6 in text
+
+
+def test_hdcq_ack_dscp_is_checked() -> None:
+    spec = {"thresholds_bytes": [5], "dscp": [1, 2], "ack_dscp": 64}
+    with pytest.raises(qos.SchemaError) as error:
+        nft.render_pias_table("sluice_pias", spec)
+    assert "ack_dscp: must be 0..63" in str(error.value)
+
+
+def test_a_class_matched_by_owner_alone_clamps_only_its_own_syns() -> None:
+    # No ports: an input clamp could not tell the class's flows from the host's others.
+    text = nft.render_dscp_table(
+        "sluice_dscp",
+        [{"name": "bulk", "dscp": 8, "max_packet_bytes": 250, "match": {"uid": 4242}}],
+    )
+    assert "chain input" not in text
+    assert "meta skuid 4242 tcp flags & syn == syn tcp option maxseg size set 196" in text

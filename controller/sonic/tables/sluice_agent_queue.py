@@ -11,7 +11,9 @@ dynamic ones (seeds/mq-ecn-nsdi16.txt §3: ``T_round`` spans all of them), and n
 its profile (its threshold is the controller's static one, or it has none).
 
 ``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress
-buffer (DynaQ's budget). A port with no dynamic queue gets no entries.
+buffer (DynaQ's budget). ``port_threshold_bytes`` (HDCQ's three queues only) is HDCQ's per-port
+ECN point, a share of that buffer (seeds/hdcq.txt Algorithm 2, §4.2.1: 60 %). A port with no
+dynamic queue gets no entries.
 """
 
 from __future__ import annotations
@@ -70,8 +72,11 @@ def rows(profile: PortProfile) -> list[Row]:
     port_wide = {"speed_gbps": str(profile.speed_gbps), "buffer_bytes": str(profile.buffer_bytes)}
     out: list[Row] = []
     for queue in profile.queues:
+        hdcq = {}
+        if queue.port_threshold_bytes is not None:
+            hdcq = {"port_threshold_bytes": str(queue.port_threshold_bytes)}
         if queue.bounds is None:
-            fields = {"managed": "false", "weight": str(queue.weight), **port_wide}
+            fields = {"managed": "false", "weight": str(queue.weight), **port_wide, **hdcq}
             out.append(Row(queue.queue, fields))
             continue
         fields = {
@@ -81,6 +86,7 @@ def rows(profile: PortProfile) -> list[Row]:
             "ceiling_bytes": str(queue.bounds.ceiling_bytes),
             "static_bytes": str(queue.bounds.static_bytes),
             **port_wide,
+            **hdcq,
         }
         out.append(Row(queue.queue, fields, port_named="wred_profile"))
     return out

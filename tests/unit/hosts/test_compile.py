@@ -108,7 +108,13 @@ def test_dscp_marks_only_classes_with_a_match_in_intent_order() -> None:
     dscp = render(marked_data())["host1"]["sluice_dscp"]
     # control: DSCP 48, QJUMP level 7 -> skb->priority 0x10010 + 7 = 0x10017 = 65559.
     assert dscp == [
-        {"name": "control", "dscp": 48, "priority": 65559, "match": CONTROL_MATCH},
+        {
+            "name": "control",
+            "dscp": 48,
+            "priority": 65559,
+            "max_packet_bytes": 256,
+            "match": CONTROL_MATCH,
+        },
         {"name": "rpc", "dscp": 46, "match": RPC_MATCH},
     ]
 
@@ -213,3 +219,34 @@ def test_a_refused_key_reference_is_not_repeated_in_the_problem() -> None:
     data["hosts"][0]["ssh"] = {"key_ref": "AAAAC3NzaC1lZDI1NTE5secretmaterial"}
     problems = problems_of(data)
     assert all("secretmaterial" not in str(problem) for problem in problems)
+
+
+def test_hdcq_class_renders_one_threshold_two_stages_and_the_ack_dscp() -> None:
+    data = intent_data()
+    data["service_classes"].append(
+        {
+            "name": "web",
+            "dscp": [20],
+            "queue": 4,
+            "scheduling": {"type": "STRICT"},
+            "ecn": "standard",
+            "hdcq": {
+                "flow_type_thresh_bytes": 100_000,
+                "ack": {"dscp": 44, "queue": 5},
+                "long": {"dscp": 14, "queue": 2},
+            },
+            "hosts_match": {"protocol": "tcp", "dports": [8080]},
+        }
+    )
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "rpc":  # frees queue 5 and keeps the order ack > q > long
+            service_class["pias"]["demotions"] = [{"dscp": 34, "queue": 0}]
+    rendered = render_hosts(parse_intent(data))
+    pias = rendered.host_vars["host1"]["sluice_pias"]
+    assert {
+        "name": "web",
+        "thresholds_bytes": [100_000],
+        "dscp": [20, 14],
+        "ack_dscp": 44,
+        "match": {"protocol": "tcp", "dports": [8080]},
+    } in pias

@@ -169,3 +169,16 @@ def test_qjump_factors_falling_with_level_are_accepted() -> None:
     data = intent_data()
     data["fabric"]["qjump"]["factors"] = {0: 16.0, 5: 4.0, 7: 1.0}
     assert intent_problems(parse_intent(data)) == []
+
+
+def test_qjump_p_below_the_smallest_tcp_packet_is_refused_by_name() -> None:
+    # A QJUMP class carrying TCP: the MSS clamp cannot hold packets below 14 + 40 + 20 + 48 B.
+    data = intent_data()
+    data["fabric"]["qjump"]["packet_bytes"] = 121
+    for service_class in data["service_classes"]:
+        if service_class.get("qjump_level") is not None:
+            service_class["hosts_match"] = {"protocol": "tcp", "dports": [7000]}
+    assert_has_problem(problems_of(data), "fabric.qjump.packet_bytes", "QjumpPacketTooSmall")
+    data["fabric"]["qjump"]["packet_bytes"] = 122
+    problems = intent_problems(parse_intent(data))
+    assert not [p for p in problems if "QjumpPacketTooSmall" in p.reason]

@@ -37,7 +37,7 @@ def _fabric(draw: st.DrawFn, n_hosts: int, levels: list[int]) -> dict[str, Any]:
         factors = dict(zip(sorted(levels), drawn, strict=True))
         fabric["qjump"] = {
             "hosts": draw(st.integers(n_hosts, 1000)),
-            "packet_bytes": draw(st.integers(64, 1500)),
+            "packet_bytes": draw(st.integers(122, 1500)),  # QjumpPacketTooSmall below 122
             "epsilon_us": draw(st.floats(0.0, 10.0)),
             "factors": factors,
         }

@@ -134,6 +134,48 @@ def sysctl_path(name: str) -> str:
 # ---------------------------------------------------------------- HTB / QJUMP
 
 
+# tc converts a burst to a transmit time in whole microseconds before the kernel turns it into
+# 64 ns ticks (iproute2 tc_calc_xmittime: the time is an unsigned int of microseconds), so the
+# kernel holds a burst in steps of rate / 8 x 1 us bytes: 1.25 B at 10 Mbit/s, 1250 B at 10 Gbit/s.
+MICROSECONDS_PER_SECOND = 1_000_000
+NANOSECONDS_PER_TICK = 64  # the kernel's psched tick (PSCHED_SHIFT = 6)
+TICKS_PER_MICROSECOND_X8 = 125  # 1000 / 64 = 15.625 ticks per microsecond, times 8
+
+
+def kernel_burst_bytes(burst_bytes: int, rate_bps: int) -> int:
+    """The burst the kernel actually holds when tc is asked for ``burst_bytes`` at ``rate_bps``:
+    whole microseconds of sending (tc_calc_xmittime), then whole 64 ns scheduler ticks
+    (PSCHED_SHIFT 6), rounded down each time. tc's own printout truncates once more."""
+    whole_us = burst_bytes * 8 * MICROSECONDS_PER_SECOND // rate_bps
+    ticks = whole_us * TICKS_PER_MICROSECOND_X8 // 8
+    return ticks * NANOSECONDS_PER_TICK * rate_bps // (8 * 1_000_000_000)
+
+
+def burst_holding(packet_bytes: int, rate_bps: int) -> int:
+    """The smallest burst to ask tc for so the kernel holds at least ``packet_bytes``."""
+    burst = packet_bytes
+    while kernel_burst_bytes(burst, rate_bps) < packet_bytes:
+        burst += 1
+    return burst
+
+
+@dataclass(frozen=True)
+class TbfLeaf:
+    """The exact limiter under a bounded level's HTB class (docs/hosts.md, QJUMP): tbf never
+    lets a packet overdraw its bucket (HTB sends while its tokens are >= 0, so it overshoots by
+    a packet, and it charges a GSO super-packet whole), it splits GSO packets larger than its
+    ``mtu`` into segments, drops any other packet larger than P, and holds at most ``limit``
+    bytes, so an admitted packet waits at most limit / rate = one epoch."""
+
+    handle: str  # "17:"
+    rate: str
+    burst_bytes: int  # asked of tc
+    kernel_burst_bytes: int  # what the kernel will hold (reported when they differ)
+    packet_bytes: int  # P: tbf mtu, the largest packet the level sends
+    peakrate: str  # line rate: the peak bucket only caps the packet size
+    limit_bytes: int
+
+
 @dataclass(frozen=True)
 class HtbClass:
     classid: str  # "1:13"
@@ -143,6 +185,8 @@ class HtbClass:
     burst_bytes: int | None  # None: let tc choose (the parent class)
     prio: int | None
     rate_bps: int  # the (rounded) rate, for burst tolerance
+    cburst_bytes: int | None = None  # explicit: a level never borrows (ceil = rate)
+    tbf: TbfLeaf | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +229,29 @@ def tc_rate_bps(text: str) -> int:
     return int(match.group(1)) * scale
 
 
-def _level_class(raw: Any, path: str, line_rate: int) -> tuple[int, HtbClass]:
+def _tbf_leaf(
+    level: int, rate: int, burst: int, packet_bytes: int, line_rate: int, path: str
+) -> TbfLeaf:
+    asked = burst
+    if kernel_burst_bytes(burst, rate) < packet_bytes:
+        # f x P below one packet (f < 1), or tc's whole-microsecond steps round it below one:
+        # tbf drops a packet larger than its bucket, so ask for the least burst that passes a
+        # P-byte packet; the read-back reports it against f x P.
+        asked = burst_holding(packet_bytes, rate)
+    return TbfLeaf(
+        handle=f"{HTB_LEVEL_MINOR_BASE + level:x}:",
+        rate=tc_rate(rate),
+        burst_bytes=asked,
+        kernel_burst_bytes=kernel_burst_bytes(asked, rate),
+        packet_bytes=packet_bytes,
+        peakrate=tc_rate(line_rate),
+        limit_bytes=max(burst, packet_bytes),
+    )
+
+
+def _level_class(
+    raw: Any, path: str, line_rate: int, packet_bytes: int | None
+) -> tuple[int, HtbClass]:
     spec = _require_mapping(
         raw,
         path,
@@ -198,6 +264,10 @@ def _level_class(raw: Any, path: str, line_rate: int) -> tuple[int, HtbClass]:
         raise _fail(f"{path}.rate_bps", f"{rate} is above the line rate {line_rate}")
     ceil = _int(spec.get("ceil_bps", rate), f"{path}.ceil_bps", rate, line_rate)
     burst = _int(spec["burst_bytes"], f"{path}.burst_bytes", 1, 1 << 30)
+    # A level below the line rate is a QJUMP bound: exact tbf limiter under it when P is known.
+    tbf = None
+    if packet_bytes is not None and rate < line_rate:
+        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, path)
     return level, HtbClass(
         classid=level_classid(level),
         parent=f"{HTB_MAJOR:x}:{HTB_PARENT_MINOR:x}",
@@ -207,6 +277,8 @@ def _level_class(raw: Any, path: str, line_rate: int) -> tuple[int, HtbClass]:
         # HTB serves prio 0 first; QJUMP's higher level is the more urgent one.
         prio=7 - level,
         rate_bps=tc_rate_bps(tc_rate(rate)),
+        cburst_bytes=burst,
+        tbf=tbf,
     )
 
 
@@ -215,19 +287,22 @@ def qjump_plan(qjump: Any, path: str = "sluice_qjump") -> HtbPlan:
     spec = _require_mapping(
         qjump,
         path,
-        {"device", "line_rate_bps", "levels", "default_level"},
+        {"device", "line_rate_bps", "levels", "default_level", "packet_bytes"},
         {"device", "line_rate_bps", "levels"},
     )
     device = spec["device"]
     if not isinstance(device, str) or not DEVICE_RE.match(device):
         raise _fail(f"{path}.device", f"not an interface name: {device!r}")
     line_rate = _int(spec["line_rate_bps"], f"{path}.line_rate_bps", 8)
+    packet_bytes = None
+    if "packet_bytes" in spec:
+        packet_bytes = _int(spec["packet_bytes"], f"{path}.packet_bytes", 64, 65535)
     levels = spec["levels"]
     if not isinstance(levels, list) or not levels:
         raise _fail(f"{path}.levels", "must be a non-empty list")
     by_level: dict[int, HtbClass] = {}
     for index, raw in enumerate(levels):
-        level, htb_class = _level_class(raw, f"{path}.levels[{index}]", line_rate)
+        level, htb_class = _level_class(raw, f"{path}.levels[{index}]", line_rate, packet_bytes)
         if level in by_level:
             raise _fail(f"{path}.levels[{index}].level", f"level {level} appears twice")
         by_level[level] = htb_class

@@ -4,10 +4,14 @@
 """Ansible module: the QJUMP HTB tree on one device, idempotent, with check mode and diff.
 
 Tree: root qdisc ``1:`` (htb, default = the default level's class), class ``1:1`` at line
-rate, and one leaf ``1:(10+L)`` per QJUMP level L at that level's rate. A socket whose
-SO_PRIORITY is 0x10010 + L lands in level L's class with no filter at all, because HTB first
-looks skb->priority up as a class id. The live tree is read back with ``tc`` and only the
-differences are applied (a foreign tree under ``1:`` is rebuilt); the result is read back again.
+rate, and one leaf ``1:(10+L)`` per QJUMP level L at that level's rate, ceil = rate and
+cburst = burst (a level never borrows). A socket whose SO_PRIORITY is 0x10010 + L lands in
+level L's class with no filter at all, because HTB first looks skb->priority up as a class id.
+With ``packet_bytes`` (P) given, every level below the line rate gets a tbf qdisc under its
+class, the exact limiter (module_utils/hostqos.py ``TbfLeaf``). The live tree is read back
+with ``tc`` and only the differences are applied (a foreign tree under ``1:`` is rebuilt); the
+result is read back again, and every burst the kernel holds differently from what was asked
+is reported in ``rounding`` (and as a warning), never accepted silently.
 """
 
 from __future__ import annotations
@@ -73,6 +77,14 @@ commands:
   type: list
   elements: str
   sample: ["class change dev eth0 parent 1:1 classid 1:17 htb rate 78Mbit burst 256b"]
+rounding:
+  description:
+    - Every level whose burst the kernel holds differently from what the variables asked
+      (tc counts bursts in whole microseconds at the class rate), read back after applying.
+  returned: when O(state=present)
+  type: list
+  elements: dict
+  sample: [{"level": 7, "qdisc": "htb", "field": "burst", "asked_bytes": 256, "kernel_bytes": 243}]
 """
 
 import json
@@ -81,10 +93,12 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import (
+    HTB_LEVEL_MINOR_BASE,
     HtbClass,
     HtbPlan,
     SchemaError,
     qjump_plan,
+    tc_rate_bps,
 )
 
 CLASS_LINE = re.compile(r"^class htb (?P<id>\S+) (?:parent (?P<parent>\S+)|root)(?P<rest>.*)$")
@@ -114,15 +128,22 @@ def read_classes(text: str) -> dict[str, dict[str, str]]:
     return classes
 
 
-def _burst_ok(want: HtbClass, have: dict[str, str]) -> bool:
-    if want.burst_bytes is None:
+def _size_ok(asked: int | None, printed_text: str, rate_bps: int) -> bool:
+    if asked is None:
         return True
-    printed, slack = _size(have.get("burst", ""))
+    printed, slack = _size(printed_text)
     # The kernel keeps the burst as a transmit time in 64 ns ticks, and tc prints it back
     # through whole microseconds, so the read-back may fall short by up to two microseconds
-    # of sending at this rate (plus tc's K/M rounding).
-    tolerance = 2 * (want.rate_bps // 8 // 1_000_000) + 2 + slack
-    return abs(printed - want.burst_bytes) <= tolerance
+    # of sending at this rate (plus tc's K/M rounding). That difference is reported
+    # (``rounding``), not hidden: the tolerance only decides whether to re-apply.
+    tolerance = 2 * (rate_bps // 8 // 1_000_000) + 2 + slack
+    return abs(printed - asked) <= tolerance
+
+
+def _burst_ok(want: HtbClass, have: dict[str, str]) -> bool:
+    return _size_ok(want.burst_bytes, have.get("burst", ""), want.rate_bps) and _size_ok(
+        want.cburst_bytes, have.get("cburst", ""), want.rate_bps
+    )
 
 
 def class_matches(want: HtbClass, have: dict[str, str] | None) -> bool:
@@ -145,13 +166,43 @@ def class_command(device: str, want: HtbClass) -> str:
     )
     if want.burst_bytes is not None:
         command += f" burst {want.burst_bytes}"
+    if want.cburst_bytes is not None:
+        command += f" cburst {want.cburst_bytes}"
     if want.prio is not None:
         command += f" prio {want.prio}"
     return command
 
 
+def leaf_command(device: str, want: HtbClass) -> str | None:
+    leaf = want.tbf
+    if leaf is None:
+        return None
+    return (
+        f"qdisc replace dev {device} parent {want.classid} handle {leaf.handle} tbf"
+        f" rate {leaf.rate} burst {leaf.burst_bytes} peakrate {leaf.peakrate}"
+        f" mtu {leaf.packet_bytes} limit {leaf.limit_bytes}"
+    )
+
+
+def leaf_matches(want: HtbClass, have: dict | None) -> bool:
+    """The tbf under a level is ours when kind, rate and the kernel's burst agree; a level
+    without one must have none (another leaf qdisc there is replaced by the default)."""
+    leaf = want.tbf
+    if leaf is None:
+        return have is None
+    if have is None or have.get("kind") != "tbf" or have.get("handle") != leaf.handle:
+        return False
+    options = have.get("options", {})
+    rate_ok = int(options.get("rate", -1)) * 8 == tc_rate_bps(leaf.rate)
+    # tc prints the burst through whole microseconds again: compare like the HTB bursts.
+    return rate_ok and _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
+
+
 def plan_commands(
-    plan: HtbPlan, root: dict | None, classes: dict[str, dict[str, str]]
+    plan: HtbPlan,
+    root: dict | None,
+    classes: dict[str, dict[str, str]],
+    leaves: dict[str, dict] | None = None,
 ) -> list[str]:
     """tc batch lines that take the live state to the plan; empty when nothing differs."""
     dev = plan.device
@@ -167,14 +218,64 @@ def plan_commands(
         # with foreign classes would keep them, so that one is deleted first.
         prefix = [f"qdisc del dev {dev} root"] if ours else []
         fresh = qdisc.replace("qdisc add", "qdisc replace")
-        return [*prefix, fresh, *(class_command(dev, c) for c in plan.classes)]
+        leaf_lines = [line for c in plan.classes if (line := leaf_command(dev, c))]
+        return [*prefix, fresh, *(class_command(dev, c) for c in plan.classes), *leaf_lines]
     commands: list[str] = []
     if str(root.get("options", {}).get("default")) != hex(plan.default_minor):
         commands.append(qdisc.replace("qdisc add", "qdisc change"))
     commands += [
         class_command(dev, c) for c in plan.classes if not class_matches(c, classes.get(c.classid))
     ]
+    leaves = leaves or {}
+    for c in plan.classes:
+        if c.classid == f"1:{1:x}" or leaf_matches(c, leaves.get(c.classid)):
+            continue
+        line = leaf_command(dev, c)
+        if line is not None:
+            commands.append(line)
+        else:  # a foreign leaf qdisc under a level that should have none
+            commands.append(f"qdisc del dev {dev} parent {c.classid}")
     return commands
+
+
+def rounding_report(
+    plan: HtbPlan, classes: dict[str, dict[str, str]], leaves: dict[str, dict]
+) -> list[dict[str, object]]:
+    """Every burst the kernel holds differently from what the variables asked (read back)."""
+    report: list[dict[str, object]] = []
+    for want in plan.classes:
+        if want.burst_bytes is None:
+            continue
+        level = int(want.classid.split(":")[1], 16) - HTB_LEVEL_MINOR_BASE
+        have = classes.get(want.classid, {})
+        for field, asked in (("burst", want.burst_bytes), ("cburst", want.cburst_bytes)):
+            printed, _slack = _size(have.get(field, ""))
+            if asked is not None and printed != asked:
+                report.append(
+                    {
+                        "level": level,
+                        "qdisc": "htb",
+                        "field": field,
+                        "asked_bytes": asked,
+                        "kernel_bytes": printed,
+                    }
+                )
+        leaf = want.tbf
+        if leaf is None:
+            continue
+        held = int(leaves.get(want.classid, {}).get("options", {}).get("burst", -1))
+        if held != want.burst_bytes:
+            report.append(
+                {
+                    "level": level,
+                    "qdisc": "tbf",
+                    "field": "burst",
+                    "asked_bytes": want.burst_bytes,
+                    "sent_to_tc_bytes": leaf.burst_bytes,
+                    "kernel_bytes": held,
+                }
+            )
+    return report
 
 
 def describe(classes: dict[str, dict[str, str]], root: dict | None) -> str:
@@ -196,22 +297,35 @@ def describe_plan(plan: HtbPlan) -> str:
     for c in sorted(plan.classes, key=lambda c: c.classid):
         burst = f"{c.burst_bytes}b" if c.burst_bytes is not None else "(tc default)"
         prio = c.prio if c.prio is not None else "-"
-        shape = f"rate {c.rate} ceil {c.ceil} burst {burst} prio {prio}"
+        cburst = f" cburst {c.cburst_bytes}b" if c.cburst_bytes is not None else ""
+        shape = f"rate {c.rate} ceil {c.ceil} burst {burst}{cburst} prio {prio}"
         lines.append(f"class {c.classid} parent {c.parent} {shape}")
+        if c.tbf is not None:
+            leaf = c.tbf
+            lines.append(
+                f"qdisc tbf {leaf.handle} parent {c.classid} rate {leaf.rate}"
+                f" burst {leaf.kernel_burst_bytes}b mtu {leaf.packet_bytes}"
+                f" limit {leaf.limit_bytes}"
+            )
     return "\n".join(lines) + "\n"
 
 
-def read_state(module: AnsibleModule, device: str) -> tuple[dict | None, dict[str, dict[str, str]]]:
+def read_state(
+    module: AnsibleModule, device: str
+) -> tuple[dict | None, dict[str, dict[str, str]], dict[str, dict]]:
+    """(root qdisc, HTB classes, leaf qdiscs by parent class id), read with tc."""
     rc, out, err = module.run_command(["tc", "-j", "qdisc", "show", "dev", device])
     if rc != 0:
         module.fail_json(msg=f"cannot read qdiscs of {device}: {err.strip()}")
-    root = next((q for q in json.loads(out or "[]") if q.get("root")), None)
+    qdiscs = json.loads(out or "[]")
+    root = next((q for q in qdiscs if q.get("root")), None)
     if root is None or root.get("kind") != "htb":
-        return root, {}
+        return root, {}, {}
+    leaves = {q["parent"]: q for q in qdiscs if not q.get("root") and "parent" in q}
     rc, out, err = module.run_command(["tc", "class", "show", "dev", device])
     if rc != 0:
         module.fail_json(msg=f"cannot read classes of {device}: {err.strip()}")
-    return root, read_classes(out)
+    return root, read_classes(out), leaves
 
 
 def run_batch(module: AnsibleModule, commands: list[str]) -> None:
@@ -232,7 +346,7 @@ def main() -> None:
     )
     if module.params["state"] == "absent":
         device = module.params["device"]
-        root, classes = read_state(module, device)
+        root, classes, _leaves = read_state(module, device)
         ours = root is not None and root.get("kind") == "htb" and root.get("handle") == "1:"
         if ours and not module.check_mode:
             run_batch(module, [f"qdisc del dev {device} root"])
@@ -241,8 +355,8 @@ def main() -> None:
         plan = qjump_plan(module.params["qjump"])
     except SchemaError as exc:
         module.fail_json(msg=str(exc))
-    root, classes = read_state(module, plan.device)
-    commands = plan_commands(plan, root, classes)
+    root, classes, leaves = read_state(module, plan.device)
+    commands = plan_commands(plan, root, classes, leaves)
     diff = {
         "before": describe(classes, root),
         "after": describe_plan(plan),
@@ -251,11 +365,18 @@ def main() -> None:
     }
     if commands and not module.check_mode:
         run_batch(module, commands)
-        root, classes = read_state(module, plan.device)
-        leftover = plan_commands(plan, root, classes)
+        root, classes, leaves = read_state(module, plan.device)
+        leftover = plan_commands(plan, root, classes, leaves)
         if leftover:
             module.fail_json(msg="HTB tree differs from the plan after applying", leftover=leftover)
-    module.exit_json(changed=bool(commands), commands=commands, diff=diff)
+    rounding = rounding_report(plan, classes, leaves) if not module.check_mode else []
+    for item in rounding:
+        module.warn(
+            f"QJUMP level {item['level']}: {item['qdisc']} {item['field']} asked "
+            f"{item['asked_bytes']} B, the kernel holds {item['kernel_bytes']} B "
+            "(tc counts bursts in whole microseconds at the level's rate)"
+        )
+    module.exit_json(changed=bool(commands), commands=commands, diff=diff, rounding=rounding)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,286 @@
+"""QJUMP held exactly on a host (seeds/qjump-nsdi15.txt §3), measured on real packets.
+
+The sluice.fabric roles configure a sender namespace with two bounded levels (level 4: f = 4,
+level 7: f = 1; P = 512 B, network epoch E = 2 ms), then the sender runs bulk TCP at level 4
+in 1448-byte application writes, small UDP messages at level 4 too, and serves a bulk flow
+at level 7 (its replies: the level's class matches the service port as a destination, so
+only the reply-side rule can put them there). tcpdump timestamps every packet as it leaves
+the sender's qdisc. docs/hosts.md ("QJUMP: what holds exactly") states the bounds tested:
+
+* no packet of a level is larger than P (the MSS clamp; tbf's mtu);
+* in any window of length tau, a level sends at most f x P + (f x P / E) x tau bytes (tbf is
+  a conformant token bucket of depth f x P at rate f x P per epoch): at most 2 f P in any
+  epoch-long window, which is the mesochronous allowance of the paper's Eq. 2 (its own
+  limiter, refilled at each host epoch boundary, allows the same across a boundary);
+* a small message at a level leaves at most one epoch after it was sent (the level's queue
+  holds at most f x P bytes, drained at f x P per epoch); one that finds the queue full is
+  dropped, as the paper's limiter drops it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.hosts import netns
+from tests.e2e.playbook import run_site
+
+pytestmark = pytest.mark.e2e
+
+TRAFFIC = Path(__file__).with_name("qjump_traffic.py")
+P = 512  # bytes
+EPOCH_S = 0.002
+FACTORS = {4: 4, 7: 1}
+BULK_PORT, SERVED_PORT, MESSAGE_PORT = 6004, 6007, 6104
+LEVEL7_DSCP = 48
+
+
+def level_rate_bps(level: int) -> int:
+    # f x P bytes per epoch: level 4 -> 4 x 512 x 8 / 2 ms = 8 192 000 bit/s; level 7 -> 2 048 000
+    return FACTORS[level] * P * 8 * 1000 // int(EPOCH_S * 1000)
+
+
+SENDER_VARS: dict[str, Any] = {
+    "sluice_qjump": {
+        "device": "eth0",
+        "line_rate_bps": 1_000_000_000,
+        "packet_bytes": P,
+        "levels": [
+            {"level": 0, "rate_bps": 1_000_000_000, "burst_bytes": 30000},
+            *(
+                {"level": level, "rate_bps": level_rate_bps(level), "burst_bytes": f * P}
+                for level, f in FACTORS.items()
+            ),
+        ],
+    },
+    "sluice_dscp": [
+        {
+            "name": "bulk4",
+            "dscp": 26,
+            "priority": 0x10014,
+            "max_packet_bytes": P,
+            "match": {"protocol": "tcp", "dports": [BULK_PORT]},
+        },
+        {
+            "name": "msg4",
+            "dscp": 26,
+            "priority": 0x10014,
+            "max_packet_bytes": P,
+            "match": {"protocol": "udp", "dports": [MESSAGE_PORT]},
+        },
+        {
+            "name": "ctrl7",
+            "dscp": LEVEL7_DSCP,
+            "priority": 0x10017,
+            "max_packet_bytes": P,
+            "match": {"protocol": "tcp", "dports": [SERVED_PORT]},
+        },
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Frame:
+    time: float
+    length: int
+    dscp: int
+    proto: int
+    sport: int
+    dport: int
+    payload: bytes
+
+
+def read_pcap(path: Path) -> list[Frame]:
+    """IPv4 TCP/UDP frames of a nanosecond-precision pcap (tcpdump --time-stamp-precision=nano)."""
+    data = path.read_bytes()
+    assert struct.unpack("<I", data[:4])[0] == 0xA1B23C4D, "not a nanosecond pcap"
+    frames, offset = [], 24
+    while offset + 16 <= len(data):
+        seconds, nanos, captured, length = struct.unpack("<IIII", data[offset : offset + 16])
+        raw = data[offset + 16 : offset + 16 + captured]
+        offset += 16 + captured
+        ip = raw[14:]
+        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] not in (6, 17):
+            continue
+        l4 = ip[(ip[0] & 0x0F) * 4 :]
+        sport, dport = struct.unpack("!HH", l4[:4])
+        frames.append(Frame(seconds + nanos * 1e-9, length, ip[1] >> 2, ip[9], sport, dport, l4))
+    return frames
+
+
+def most_in_any_window(frames: list[Frame], window_s: float) -> int:
+    """The most bytes (whole frames) sent in any window (t - window, t]."""
+    best, total, first = 0, 0, 0
+    for frame in frames:
+        total += frame.length
+        while frames[first].time <= frame.time - window_s:
+            total -= frames[first].length
+            first += 1
+        best = max(best, total)
+    return best
+
+
+@pytest.fixture(scope="module")
+def fabric() -> Iterator[netns.Fabric]:
+    with netns.running(2, names=["sender", "receiver"]) as made:
+        run = run_site(made, {"sender": SENDER_VARS})
+        assert run.returncode == 0, run.stdout[-3000:]
+        yield made
+
+
+@pytest.fixture(scope="module")
+def capture(fabric: netns.Fabric) -> dict[str, Any]:
+    """Run the traffic once; the frames each level sent, the messages, the reports."""
+    sender, receiver = fabric.host("sender").address, fabric.host("receiver").address
+    pcap = fabric.workdir / "qjump.pcap"
+    dump = subprocess.Popen(
+        fabric.host_exec(
+            "sender",
+            [
+                "tcpdump",
+                "--immediate-mode",
+                "-Q",
+                "out",
+                "-i",
+                "eth0",
+                "-s",
+                "128",
+                "-U",
+                "-w",
+                str(pcap),
+                "--time-stamp-precision=nano",
+                f"src host {sender} and (tcp or udp)",
+            ],
+        ),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert dump.stderr is not None
+    assert "listening on" in dump.stderr.readline()
+    common = ["--udp-port", str(MESSAGE_PORT), "--seconds", "3"]
+    send = subprocess.Popen(
+        fabric.host_exec(
+            "sender",
+            [
+                sys.executable,
+                str(TRAFFIC),
+                "sender",
+                "--bind",
+                sender,
+                "--peer",
+                receiver,
+                "--serve",
+                str(SERVED_PORT),
+                "--bulk",
+                str(BULK_PORT),
+                *common,
+            ],
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert send.stdout is not None
+        assert send.stdout.readline().strip() == "ready"
+        received = subprocess.run(
+            fabric.host_exec(
+                "receiver",
+                [
+                    sys.executable,
+                    str(TRAFFIC),
+                    "receiver",
+                    "--bind",
+                    receiver,
+                    "--peer",
+                    sender,
+                    "--tcp-ports",
+                    str(BULK_PORT),
+                    "--pull",
+                    str(SERVED_PORT),
+                    *common,
+                ],
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        sent_out, _ = send.communicate(timeout=30)
+    finally:
+        for process in (send,):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        dump.send_signal(signal.SIGINT)
+        dump.wait(timeout=10)
+    frames = read_pcap(pcap)
+    level4 = [f for f in frames if (f.proto, f.dport) in ((6, BULK_PORT), (17, MESSAGE_PORT))]
+    level7 = [f for f in frames if (f.proto, f.sport) == (6, SERVED_PORT)]
+    return {
+        "levels": {4: level4, 7: level7},
+        "sent": json.loads(sent_out.splitlines()[-1]),
+        "received": json.loads(received.stdout.splitlines()[-1]),
+    }
+
+
+@pytest.mark.parametrize("level", sorted(FACTORS))
+def test_no_packet_of_a_level_exceeds_p(capture: dict[str, Any], level: int) -> None:
+    frames = capture["levels"][level]
+    assert len(frames) > 200, len(frames)
+    assert max(f.length for f in frames) <= P
+
+
+@pytest.mark.parametrize("level", sorted(FACTORS))
+@pytest.mark.parametrize("epochs", [0.5, 1, 4])
+def test_bytes_in_any_window_stay_within_the_bucket_plus_the_refill(
+    capture: dict[str, Any], level: int, epochs: float
+) -> None:
+    budget = FACTORS[level] * P  # f x P
+    window = epochs * EPOCH_S
+    bound = budget + budget * epochs  # bucket depth + what the window refills
+    assert most_in_any_window(capture["levels"][level], window) <= bound
+
+
+@pytest.mark.parametrize("level", sorted(FACTORS))
+def test_a_busy_level_sends_close_to_but_never_above_f_times_p_per_epoch(
+    capture: dict[str, Any], level: int
+) -> None:
+    # TCP loses packets to the level's small queue (f x P bytes, by design: it is what bounds a
+    # packet's wait to one epoch), so bulk TCP keeps level 4 about 80 % busy (measured 0.81 f P)
+    # and level 7, whose queue holds one packet, about 11 % (one loss per few packets, then
+    # recovery). The lower bound only shows the level was pushed (docs/hosts.md).
+    frames = capture["levels"][level]
+    steady = [f for f in frames if f.time >= frames[0].time + 0.5]
+    elapsed = steady[-1].time - steady[0].time
+    per_epoch = sum(f.length for f in steady[1:]) / elapsed * EPOCH_S
+    busy = {4: 0.6, 7: 0.05}[level]
+    assert busy * FACTORS[level] * P <= per_epoch <= 1.01 * FACTORS[level] * P, per_epoch
+
+
+def test_server_replies_are_classified_by_their_source_port(capture: dict[str, Any]) -> None:
+    assert {f.dscp for f in capture["levels"][7]} == {LEVEL7_DSCP}
+    assert capture["received"]["bytes"]["pull"] > 0
+
+
+def test_a_small_message_leaves_within_one_epoch_behind_bulk_at_its_level(
+    capture: dict[str, Any],
+) -> None:
+    waits = []
+    for frame in capture["levels"][4]:
+        at = frame.payload.find(b"SLUICEMSG")
+        if frame.proto == 17 and at >= 0:
+            (sent_at,) = struct.unpack("!d", frame.payload[at + 9 : at + 17])
+            waits.append(frame.time - sent_at)
+    # Messages every 20 ms for 1.5 s while bulk TCP keeps level 4's queue full: those that
+    # found room left within one epoch; the rest were dropped at the host (as in the paper).
+    assert len(waits) >= 20, (len(waits), capture["sent"])
+    assert max(waits) <= EPOCH_S + 0.0005, sorted(waits)[-5:]
