@@ -44,7 +44,7 @@ AGENT_QUEUE_FIELDS: dict[str, FieldType] = {
     "static_bytes": Integer(0, 2147483647),
     "speed_gbps": Integer(1, 800),
     "buffer_bytes": Integer(1, 4294967295),
-    "port_threshold_bytes": Integer(None, None),
+    "port_threshold_bytes": Integer(0, 4294967295),
 }
 AGENT_QUEUE_MANDATORY = (
     "weight",

@@ -50,5 +50,5 @@ AGENT_QUEUE_FIELDS = (
     FieldSpec("static_bytes", "uint", 0, 2147483647),
     FieldSpec("speed_gbps", "uint", 1, 800, required=True),
     FieldSpec("buffer_bytes", "uint", 1, 4294967295, required=True),
-    FieldSpec("port_threshold_bytes", "uint", None, None),
+    FieldSpec("port_threshold_bytes", "uint", 0, 4294967295),
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from controller.hosts import netns
+from lab import netns
 from tests.e2e.playbook import run_site
 
 pytestmark = pytest.mark.e2e

@@ -241,7 +241,7 @@ def test_hdcq_class_renders_one_threshold_two_stages_and_the_ack_dscp() -> None:
     for service_class in data["service_classes"]:
         if service_class["name"] == "rpc":  # frees queue 5 and keeps the order ack > q > long
             service_class["pias"]["demotions"] = [{"dscp": 34, "queue": 0}]
-    rendered = render_hosts(parse_intent(data))
+    rendered = compile_hosts(parse_intent(data))
     pias = rendered.host_vars["host1"]["sluice_pias"]
     assert {
         "name": "web",
