@@ -95,11 +95,13 @@ from ansible_collections.sluice.fabric.plugins.module_utils.api import (
 )
 
 BAD = frozenset({"failed", "unreachable", "not_run"})
+# The API records an apply as pending; the controller's worker picks it up and runs it.
+UNFINISHED = frozenset({"pending", "running"})
 
 
 def wait_for(module: AnsibleModule, api: SluiceApi, run: dict) -> dict:
     deadline = time.monotonic() + module.params["wait_timeout"]
-    while run["state"] == "running":
+    while run["state"] in UNFINISHED:
         if time.monotonic() >= deadline:
             module.fail_json(
                 msg=f"host run {run['id']} is still running after "
