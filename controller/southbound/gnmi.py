@@ -3,7 +3,7 @@
 Why the generated stub (``pygnmi.spec.v080.gnmi_pb2_grpc.gNMIStub``) and not pygnmi's client:
 pygnmi's ``get``/``set`` carry no gRPC deadline, its ``connect`` always spends a Capabilities
 round trip, it picks JSON over JSON_IETF unless told, and one client is not safe for
-concurrent calls (reference/sonic-gnmi-facts.md §7, platform-notes.md). The stub gives every
+concurrent calls (akarneliuk/pygnmi pygnmi/client.py). The stub gives every
 RPC a deadline, lets sessions for many fleet targets share one HTTP/2 channel, and still uses
 pygnmi's protobufs, so the wire format is the one pygnmi speaks.
 
