@@ -5,7 +5,8 @@ Paths use origin ``sonic-db``: ``/CONFIG_DB/localhost/<TABLE>/<key>[/<field>]``
 (``Ethernet0|3``). Elements here are plain tuples of names; ``gnmi.py`` turns them into
 protobuf paths, so everything in this module can be tested without gRPC.
 
-How an op becomes a Set (§3.4: delete -> JSON Patch ``remove``, update -> ``add``):
+How an op becomes a Set (sonic-gnmi sonic_data_client/mixed_db_client.go ConvertToJsonPatch:
+delete -> JSON Patch ``remove``, update -> ``add``):
 
 - ``add``: one update of the entry path with the whole field dict; the entry does not exist,
   and an entry path is the only way to create one (a Patch ``add`` of a field needs its
