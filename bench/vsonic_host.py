@@ -72,7 +72,7 @@ class RpcTally:
 class CountingGnmiService(GnmiService):
     """vsonic's gNMI service, counting the Get and Set RPCs it serves. ``latency_s``: a
     modelled pause before each Get and Set answer, for the time a real switch spends on its
-    own CPU (sonic-gnmi, GCU, YANG: seconds per patch, reference/user-needs.md item 15). It
+    own CPU (sonic-gnmi, GCU, YANG: seconds per patch, sonic-buildimage#22370, #23945). It
     sleeps without holding the interpreter lock, as switches work side by side on a fabric."""
 
     def __init__(

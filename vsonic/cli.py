@@ -40,7 +40,9 @@ from vsonic.supervisor import (
 from vsonic.tls import state_tls
 
 DEFAULT_STATE_DIR = Path(".vsonic")
-DEFAULT_BASE_PORT = 50051  # the telemetry container's conventional gNMI port (facts §3.1)
+# The telemetry container's conventional gNMI port (sonic-buildimage
+# src/sonic-yang-models/doc/Configuration.md, TELEMETRY table).
+DEFAULT_BASE_PORT = 50051
 
 
 def _parser() -> argparse.ArgumentParser:

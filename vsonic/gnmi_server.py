@@ -1,8 +1,9 @@
 """The gNMI server of the virtual switch: grpcio with pygnmi's generated servicer.
 
 It answers origin ``sonic-db`` the way sonic-gnmi's MixedDbClient does
-(reference/sonic-gnmi-facts.md §3): Capabilities advertises JSON, JSON_IETF and PROTO; Get
-reads a table, an entry or a field (or the whole CONFIG_DB), with sonic-gnmi's missing-table
+(sonic-gnmi gnmi_server/server.go, sonic_data_client/mixed_db_client.go): Capabilities
+advertises JSON, JSON_IETF and PROTO; Get reads a table, an entry or a field (or the whole
+CONFIG_DB), with sonic-gnmi's missing-table
 rule (``Switch.read_for_get``); Set takes JSON_IETF values only, is all-or-nothing per
 request, runs as GCU would (``vsonic/gcu.py``) and is refused as UNKNOWN (``vsonic/answers.py``);
 Subscribe serves STREAM (SAMPLE at 1 s minimum, ON_CHANGE), ONCE

@@ -1,10 +1,9 @@
 """CONFIG_DB validation as SONiC's YANG models (and GCU) apply it to a gNMI Set.
 
 Sources: sonic-buildimage:src/sonic-yang-models/yang-models/sonic-{wred-profile,scheduler,
-queue,port-qos-map,dscp-tc-map,tc-queue-map,buffer-pool,buffer-profile,buffer-queue}.yang as
-summarised in reference/sonic-gnmi-facts.md §1, and the fixed SLUICE_AGENT field names the
-controller and the qos-agent share. Pure: ``validate_change(before, after)`` returns every
-problem, each naming table, key and field.
+queue,port-qos-map,dscp-tc-map,tc-queue-map,buffer-pool,buffer-profile,buffer-queue}.yang,
+and the fixed SLUICE_AGENT field names the controller and the qos-agent share. Pure:
+``validate_change(before, after)`` returns every problem, each naming table, key and field.
 
 What is checked for each added or changed entry: the table is one vsonic models, the key
 format (one port per key, an existing PORT), unknown fields, ranges, enums, mandatory fields,
@@ -194,7 +193,7 @@ TABLES: dict[str, TableSpec] = {
             "pbs": _BYTES32,
         },
         rules=(_scheduler_rates,),
-        # In YANG, but qosorch has no handler for it and refuses the whole entry (facts §1.2).
+        # In YANG, but qosorch has no handler for it and refuses the whole entry (qosorch.cpp).
         refused_fields={"priority": "qosorch has no handler for it; the entry would fail"},
     ),
     "QUEUE": TableSpec(
@@ -235,7 +234,7 @@ TABLES: dict[str, TableSpec] = {
         fields={
             "pool": Ref("BUFFER_POOL"),
             "size": _BYTES32,
-            "dynamic_th": Integer(-8, 7),  # alpha = 2^dynamic_th (facts §5.5)
+            "dynamic_th": Integer(-8, 7),  # alpha = 2^dynamic_th (SAI saibuffer.h)
             "static_th": _BYTES32,
             "xon": _BYTES32,
             "xoff": _BYTES32,

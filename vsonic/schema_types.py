@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from vsonic.db import Config
 
-# SONiC parses WRED thresholds with std::stoi (qosorch.cpp WredMapHandler, facts §5.2), so a
+# SONiC parses WRED thresholds with std::stoi (qosorch.cpp WredMapHandler, sonic-swss), so a
 # value must fit a signed 32-bit int even though YANG says uint64 and SAI uint32: the tightest
 # of the three wins.
 STOI_MAX = 2**31 - 1
@@ -130,7 +130,8 @@ class IntList(FieldType):
 
 @dataclass(frozen=True)
 class Ref(FieldType):
-    """A leafref by plain object name (SONiC 202111 and later, facts §1.7); '' means none."""
+    """A leafref by plain object name (SONiC 202111 and later, sonic-swss orchagent/orch.cpp
+    parseReference); '' means none."""
 
     table: str
 

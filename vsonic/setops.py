@@ -1,7 +1,8 @@
 """Apply the operations of one gNMI SetRequest to a CONFIG_DB snapshot. Pure.
 
-sonic-gnmi turns a CONFIG_DB SetRequest into one JSON Patch for GCU (facts §3.4): delete ->
-``remove``, update -> ``add``, replace -> ``replace``, processed in that order (deletes, then
+sonic-gnmi turns a CONFIG_DB SetRequest into one JSON Patch for GCU
+(sonic_data_client/mixed_db_client.go ConvertToJsonPatch): delete -> ``remove``, update ->
+``add``, replace -> ``replace``, processed in that order (deletes, then
 replaces, then updates). JSON Patch ``add`` on an existing member replaces it, so an update
 of an entry path *overwrites the whole entry* (fields not named are gone), and an update of a
 table path overwrites the whole table. To change one field and keep the others, write the

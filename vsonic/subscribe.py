@@ -1,4 +1,5 @@
-"""gNMI Subscribe as sonic-gnmi's MixedDbClient serves it (facts §3.5), on asyncio.
+"""gNMI Subscribe as sonic-gnmi's MixedDbClient serves it, on asyncio (sonic-gnmi
+gnmi_server/client_subscribe.go).
 
 - ONCE: the current value of every path, then ``sync_response``, then the stream ends.
 - POLL: the same, then again for every Poll the client sends.

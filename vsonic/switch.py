@@ -36,7 +36,8 @@ from vsonic.setops import SetOp, apply_ops, changed_entries, touched_tables
 class Switch:
     name: str
     store: Store
-    # sonic-gnmi handles one SetRequest at a time (HLD, facts §3.4); so does each switch here.
+    # sonic-gnmi handles one SetRequest at a time (sonic-net/SONiC
+    # doc/mgmt/gnmi/SONiC_GNMI_Server_Interface_Design.md); so does each switch here.
     set_lock: threading.Lock = field(default_factory=threading.Lock)
     gcu: GcuBehaviour = field(default_factory=GcuBehaviour)
     # Every Set operation applied, by path: shows a write that arrived twice.
@@ -69,7 +70,8 @@ class Switch:
         entries = read_table(self.store, path.db, str(path.table))
         if entries:
             return entries
-        # COUNTERS_DB name maps are one hash with no key level (facts §3.3).
+        # COUNTERS_DB name maps are one hash with no key level (sonic-gnmi
+        # test/test_gnmi_countersdb.py).
         keyless = self.store.read_hash(path.db, str(path.table))
         return keyless if keyless is not None else {}
 

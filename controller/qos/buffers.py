@@ -93,7 +93,7 @@ def dynaq_bounds(
     buffer_bytes: int, weight: int, total_weight: int, mtu_bytes: int
 ) -> ThresholdBounds:
     """Where the agent may move a DynaQ queue's drop threshold, and its fallback, from the
-    port's egress buffer (seeds/dynaq-slides.txt, "Key Idea of DynaQ"), not from K.
+    port's egress buffer (DynaQ slides, Kim and Lee, "Key Idea of DynaQ"), not from K.
 
     * ceiling = the port buffer: DynaQ's work conservation lets one queue take all free
       buffer, and its flows may need far more than K = C x RTT x lambda when their own RTT

@@ -1,13 +1,13 @@
 """Apply and verify: execute a plan on a switch, read every written entry back, compare.
 
-A config a switch accepted is not a config that arrived (user-needs): every apply ends with a
+A config a switch accepted is not a config that arrived (sonic-mgmt#19492): every apply ends with a
 Get of the tables it wrote and a field-by-field comparison against what the plan asked for.
 Per switch the outcome is one of:
 
 - ``applied_verified``: every batch accepted and the read-back matches;
 - ``failed``: the switch refused a batch (its reason, and the op it names) or answered
   something malformed; earlier batches stay applied, the refused one changed nothing
-  (a SetRequest is all-or-nothing, reference/sonic-gnmi-facts.md §3.4);
+  (a SetRequest is all-or-nothing, sonic-gnmi sonic_data_client/mixed_db_client.go);
 - ``unreachable``: no answer after the retries; earlier batches stay applied;
 - ``mismatch``: accepted, but the read-back differs (the differences are listed).
 

@@ -1,7 +1,7 @@
 """Write order of CONFIG_DB tables, derived from the schemas' reference declarations.
 
 SONiC refuses a QUEUE entry whose ``scheduler`` names a SCHEDULER that does not exist yet
-(YANG leafref, facts §9.2), so a plan writes referenced tables first and deletes in the
+(YANG leafref, sonic-queue.yang), so a plan writes referenced tables first and deletes in the
 reverse order. The order is a topological sort of the "references" graph, never a hand list:
 adding a table with a ``ref`` field puts it in the right place by itself.
 """

@@ -20,7 +20,8 @@ from controller.errors import CompiledConfigInvalid
 
 ValueKind = Literal["uint", "int", "bool", "enum", "ref", "decimal", "uint_list", "hex", "string"]
 
-# SAI thresholds are parsed with stoi by qosorch (facts §5.2): they must fit a signed 32-bit int.
+# SAI thresholds are parsed with stoi by qosorch (sonic-swss orchagent/qosorch.cpp
+# WredMapHandler): they must fit a signed 32-bit int.
 INT32_MAX = 2**31 - 1
 
 _UINT = re.compile(r"0|[1-9][0-9]*")
@@ -28,7 +29,7 @@ _INT = re.compile(r"0|-?[1-9][0-9]*")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 _UINT_LIST = re.compile(r"((0|[1-9][0-9]*)(,(0|[1-9][0-9]*))*)?")
 _HEX = re.compile(r"[0-9a-f]{1,64}")
-# Object names that other tables reference (facts §1.1: WRED profile names are 1..32 chars).
+# Object names that other tables reference (sonic-wred-profile.yang: names are 1..32 chars).
 _NAME = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9_.]{0,63}")
 
 _VALID_CACHE_SIZE = 4096
@@ -40,7 +41,8 @@ Rule = Callable[[Mapping[str, str]], str | None]
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
     """One field: its value kind, inclusive range for numbers, choices for enums, and for a
-    ``ref`` the table whose entry it names (plain name, SONiC 202111+, facts §1.7).
+    ``ref`` the table whose entry it names (plain name, SONiC 202111+, sonic-swss
+    orchagent/orch.cpp parseReference).
 
     A YANG decimal64 (``decimal``) may carry its inclusive range as text and its
     fraction-digits; a YANG string (``string``) its pattern, matched whole as YANG does."""

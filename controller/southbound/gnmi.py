@@ -3,13 +3,14 @@
 Why the generated stub (``pygnmi.spec.v080.gnmi_pb2_grpc.gNMIStub``) and not pygnmi's client:
 pygnmi's ``get``/``set`` carry no gRPC deadline, its ``connect`` always spends a Capabilities
 round trip, it picks JSON over JSON_IETF unless told, and one client is not safe for
-concurrent calls (reference/sonic-gnmi-facts.md §7, platform-notes.md). The stub gives every
+concurrent calls (akarneliuk/pygnmi pygnmi/client.py). The stub gives every
 RPC a deadline, lets sessions for many fleet targets share one HTTP/2 channel, and still uses
 pygnmi's protobufs, so the wire format is the one pygnmi speaks.
 
-Every call: username and password as metadata (what SONiC's password auth reads, §3.1), a
-deadline, and a slot in a fleet-wide in-flight limit. Reads are retried with backoff and
-jitter on UNAVAILABLE and DEADLINE_EXCEEDED. A Set is never retried here: on a SONiC switch
+Every call: username and password as metadata (what SONiC's password auth reads, sonic-gnmi
+gnmi_server/basicAuth.go), a deadline, and a slot in a fleet-wide in-flight limit. Reads are
+retried with backoff and jitter on UNAVAILABLE and DEADLINE_EXCEEDED.
+A Set is never retried here: on a SONiC switch
 every CONFIG_DB Set is a GCU run (checkpoint, YANG-validated JSON Patch, config save, over
 D-Bus to the host service; sonic-net/sonic-gnmi:sonic_data_client/mixed_db_client.go
 ``SetIncrementalConfig``) that takes seconds to minutes and goes on after the client gave
@@ -117,9 +118,10 @@ def session_tls(
 class GnmiTarget:
     """One switch as the southbound reaches it. ``prefix_target``: the gNMI prefix target
     that selects this switch on a fleet server; None for a switch with its own server.
-    ``tls`` None means plaintext (a lab on loopback; SONiC's no-cert fallback, §3.1): only
-    when the settings say so explicitly. ``set_deadline_s``: how long one Set may take on
-    this switch (its platform's GCU time, from the intent); None takes the policy's."""
+    ``tls`` None means plaintext (a lab on loopback; SONiC's no-cert fallback, sonic-buildimage
+    dockers/docker-sonic-gnmi/gnmi-native.sh): only when the settings say so explicitly.
+    ``set_deadline_s``: how long one Set may take on this switch (its platform's GCU time, from
+    the intent); None takes the policy's."""
 
     name: str
     address: str

@@ -5,7 +5,8 @@ Paths use origin ``sonic-db``: ``/CONFIG_DB/localhost/<TABLE>/<key>[/<field>]``
 (``Ethernet0|3``). Elements here are plain tuples of names; ``gnmi.py`` turns them into
 protobuf paths, so everything in this module can be tested without gRPC.
 
-How an op becomes a Set (§3.4: delete -> JSON Patch ``remove``, update -> ``add``):
+How an op becomes a Set (sonic-gnmi sonic_data_client/mixed_db_client.go ConvertToJsonPatch:
+delete -> JSON Patch ``remove``, update -> ``add``):
 
 - ``add``: one update of the entry path with the whole field dict; the entry does not exist,
   and an entry path is the only way to create one (a Patch ``add`` of a field needs its
@@ -28,7 +29,7 @@ from controller.sonic.model import GNMI_ORIGIN, Fields, Op, SwitchConfig
 
 ORIGIN = GNMI_ORIGIN
 DATABASE = "CONFIG_DB"
-INSTANCE = "localhost"  # a single-ASIC switch (facts §3.2)
+INSTANCE = "localhost"  # a single-ASIC switch (sonic-gnmi mixed_db_client.go)
 
 Elems = tuple[str, ...]
 
@@ -120,7 +121,8 @@ def op_parts(op: Op) -> SetParts:
 def set_parts(ops: Iterable[Op]) -> SetParts:
     """One SetRequest for all of ``ops``, in their order within deletes and within updates.
     The switch applies the request as one transaction and validates its result as a whole
-    (facts §3.4), so an op may reference an entry another op of the same request creates."""
+    (sonic-gnmi sonic_data_client/mixed_db_client.go SetConfigDB), so an op may reference an
+    entry another op of the same request creates."""
     deletes: list[Elems] = []
     updates: list[tuple[Elems, bytes]] = []
     for op in ops:

@@ -8,8 +8,8 @@
 //! - a queue whose counters are missing or unreadable counts as stale, so its port falls back;
 //! - the feed as a whole is stale when no queue's counters changed for longer than
 //!   `stale_after_ms` (qos-core can only see a stall on a queue that holds bytes, and SONiC's
-//!   default QUEUE group does not poll occupancy, sonic-gnmi-facts §2.2). An idle switch
-//!   then runs on its static thresholds, which is harmless: nothing is queued;
+//!   default QUEUE group does not poll occupancy, sonic-swss orchagent/portsorch.cpp). An idle
+//!   switch then runs on its static thresholds, which is harmless: nothing is queued;
 //! - the first iteration after the backend came back falls back on every queue: the counters
 //!   may have restarted and the profiles may have been reloaded, so nothing is known fresh;
 //! - no good orders (an empty CONFIG_DB, or orders refused before any were good): fallback

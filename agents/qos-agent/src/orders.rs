@@ -2,8 +2,8 @@
 //! `SLUICE_AGENT_QUEUE` entries of the queues it lists, validated together.
 //!
 //! Validation is all or nothing: one bad field anywhere rejects the set, and the loop keeps
-//! the last good set (style-anchors "What to absorb" 6: last good wins). A half-applied set
-//! could pair one port's new bounds with another's old ones.
+//! the last good set (as faucet's valves_manager.py keeps the last good config). A half-applied
+//! set could pair one port's new bounds with another's old ones.
 
 use std::collections::BTreeMap;
 

@@ -7,10 +7,10 @@
 //! different depth).
 //!
 //! Order matters because whoever applies the profile may apply one field at a time (qosorch
-//! makes one SAI set call per attribute, sonic-gnmi-facts §5.2; the SAI backend does the
-//! same) and the YANG model requires `max >= min` (§1.1). Per colour: when raising past the
-//! current max, write max first; otherwise write min first. Every intermediate state then
-//! has `max >= min`:
+//! makes one SAI set call per attribute, sonic-swss orchagent/qosorch.cpp `WredMapHandler`;
+//! the SAI backend does the same) and the YANG model requires `max >= min`
+//! (sonic-wred-profile.yang). Per colour: when raising past the current max, write max first;
+//! otherwise write min first. Every intermediate state then has `max >= min`:
 //! - raise (`new > max`): `(min, new)` then `(new, new)`, and `new > max >= min`;
 //! - lower or in between (`new <= max`): `(new, max)` then `(new, new)`.
 
@@ -32,7 +32,7 @@ pub struct MinMax {
 }
 
 /// A profile's threshold fields, one [`MinMax`] per colour in [`COLOURS`] order. A field the
-/// profile does not hold reads as 0, SAI's default for these attributes (§5.1).
+/// profile does not hold reads as 0, SAI's default for these attributes (saiwred.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WredThresholds {
     /// green, yellow, red.

@@ -165,7 +165,7 @@ impl QueueRates {
         self.tx_bps + self.dropped_bps
     }
 
-    /// HDCQ's F (seeds/hdcq.txt §3.3.2, Eq. 1): marked packets over the packets the queue
+    /// HDCQ's F (HDCQ paper §3.3.2, Eq. 1): marked packets over the packets the queue
     /// passed in the interval, 0 when it passed none.
     pub fn marked_fraction(&self) -> f64 {
         if self.tx_packets == 0 {

@@ -1,5 +1,5 @@
-//! DynaQ-style per-queue buffer limits from counters (seeds/dynaq-slides.txt, "Key Idea" and
-//! "Victim Queue Selection"; algorithms-anchors §3).
+//! DynaQ-style per-queue buffer limits from counters (DynaQ slides, Kim and Lee, Korea
+//! University: "Key Idea" and "Victim Queue Selection"; the paper is ICDCS 2020).
 //!
 //! DynaQ moves each queue's drop threshold so that a queue may use free buffer but never the
 //! buffer an unsatisfied active queue needs; when buffer must be taken back, the victim is the

@@ -1,5 +1,5 @@
-//! HDCQ-style adaptive threshold from the ECN-marked fraction (seeds/hdcq.txt §3.3.2,
-//! Eq. (1) and (2); parameters from §4.2.2 and §4.2.3).
+//! HDCQ-style adaptive threshold from the ECN-marked fraction (Harmony Data Center
+//! Queue, MDPI 2021, §3.3.2, Eq. (1) and (2); parameters from §4.2.2 and §4.2.3).
 //!
 //! Eq. (1): `F = q(pkt.ecn) / q(pkt)`, the fraction of the queue's packets marked in the
 //! last period, 0 when it passed none. Eq. (2): `beta <- (1 - k) x beta + k x F`, with the
@@ -14,7 +14,7 @@
 
 use crate::threshold::{with_hysteresis, Bounds};
 
-/// The paper's initial `beta` (seeds/hdcq.txt §4.2.2: 50% chosen).
+/// The paper's initial `beta` (HDCQ paper §4.2.2: 50% chosen).
 pub const INITIAL_BETA: f64 = 0.5;
 
 /// One queue's smoothed congestion level.

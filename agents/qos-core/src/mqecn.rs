@@ -1,4 +1,4 @@
-//! MQ-ECN, approximated from counters (seeds/mq-ecn-nsdi16.txt §3; algorithms-anchors §1).
+//! MQ-ECN (NSDI 2016 §3), approximated from counters.
 //!
 //! The per-packet rule is `K_i = min(quantum_i / T_round, C) / C x K`: a queue's threshold
 //! follows the rate DWRR is giving it right now. An agent polling counters cannot see
@@ -157,7 +157,7 @@ pub fn mqecn_thresholds(params: &MqecnParams, queues: &[MqecnQueue]) -> Vec<u64>
         .collect()
 }
 
-/// `min(share, C) / C x K` (seeds/mq-ecn-nsdi16.txt §3, with `quantum_i / T_round` replaced
+/// `min(share, C) / C x K` (MQ-ECN, NSDI 2016 §3, with `quantum_i / T_round` replaced
 /// by the fair share rate). A port with no capacity gets K.
 pub fn threshold_for_share(params: &MqecnParams, share_bps: f64) -> f64 {
     if params.capacity_bps <= 0.0 {

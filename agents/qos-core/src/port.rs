@@ -4,7 +4,7 @@
 //! The inputs are every DWRR and STRICT queue of the port. An unmanaged queue (its threshold
 //! is the controller's, not the agent's) still counts: its measured rate takes part in the
 //! MQ-ECN water-filling and its occupancy in DynaQ's buffer, because the scheduler shares the
-//! link with it whether the agent manages it or not (seeds/mq-ecn-nsdi16.txt §3: `T_round`
+//! link with it whether the agent manages it or not (MQ-ECN, NSDI 2016 §3: `T_round`
 //! covers every backlogged queue). It gets no decision (`None`).
 //!
 //! Fallback rules (DESIGN.md: a switch keeps running on its last good config):

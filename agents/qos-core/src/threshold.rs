@@ -39,12 +39,12 @@ pub fn with_hysteresis(current: u64, proposed: u64, pct: f64) -> u64 {
     }
 }
 
-/// One EWMA step in MQ-ECN's form (seeds/mq-ecn-nsdi16.txt §3): `beta * old + (1 - beta) * sample`.
+/// One EWMA step in MQ-ECN's form (MQ-ECN, NSDI 2016 §3): `beta * old + (1 - beta) * sample`.
 pub fn ewma(old: f64, sample: f64, beta: f64) -> f64 {
     beta * old + (1.0 - beta) * sample
 }
 
-/// The standard ECN threshold K = C x RTT x lambda (seeds/mq-ecn-nsdi16.txt §2.2, Eq. 1),
+/// The standard ECN threshold K = C x RTT x lambda (MQ-ECN, NSDI 2016 §2.2, Eq. 1),
 /// in bytes, for a line rate in bit/s and an RTT in microseconds.
 pub fn standard_threshold_bytes(line_rate_bps: f64, rtt_us: f64, lambda: f64) -> f64 {
     line_rate_bps / 8.0 * rtt_us * 1e-6 * lambda

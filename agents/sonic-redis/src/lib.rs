@@ -1,7 +1,8 @@
-//! SONiC's databases in one Redis server (sonic-gnmi-facts §2.1), as sluice's on-switch
-//! daemons use them: one multiplexed connection per database, every connect and request
-//! bounded by a timeout (a hung server ends a step, not the daemon), and failures split into
-//! "the server is gone" (drop the connections, reconnect later) and "the server said no".
+//! SONiC's databases in one Redis server (sonic-swss-common common/database_config.json), as
+//! sluice's on-switch daemons use them: one multiplexed connection per database, every connect
+//! and request bounded by a timeout (a hung server ends a step, not the daemon), and failures
+//! split into "the server is gone" (drop the connections, reconnect later) and "the server
+//! said no".
 //!
 //! | DB | number | separator |
 //! |---|---|---|

@@ -11,7 +11,8 @@ from controller.sonic.context import PortProfile, SwitchContext, dynamic_wred_na
 from controller.sonic.model import EntryKey, Fields
 from controller.sonic.schema import TableSchema
 
-# One port per key: YANG's leafref on the port name refuses orchagent's comma lists (facts §1.3).
+# One port per key: YANG's leafref on the port name refuses orchagent's comma lists
+# (sonic-queue.yang).
 PORT_KEY = r"Ethernet[0-9]{1,4}"
 PORT_QUEUE_KEY = PORT_KEY + r"\|[0-7]"
 # Every object sluice names starts with SLUICE_; WRED profile names stop at 32 characters.

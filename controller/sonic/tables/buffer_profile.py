@@ -3,8 +3,9 @@
 Each profile draws from the fabric's existing egress pool (BUFFER_POOL is the operator's, never
 sluice's), reserves ``size`` bytes and caps the shared part with the Choudhury-Hahne dynamic
 threshold: a queue may grow while it is below alpha x (free pool), alpha = 2^dynamic_th
-(facts §1.6, §5.5). Names are content-addressed: on hardware, fields other than dynamic_th
-cannot be changed in place (facts §9.2), so new values mean a new profile and the old one is
+(sonic-buffer-profile.yang; SAI saibuffer.h). Names are content-addressed: on hardware,
+fields other than dynamic_th cannot be changed in place (sonic-utilities
+gcu_field_operation_validators.conf.json), so new values mean a new profile and the old one is
 deleted once no queue names it.
 """
 

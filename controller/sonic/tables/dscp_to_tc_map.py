@@ -1,8 +1,8 @@
 """DSCP_TO_TC_MAP|SLUICE: each DSCP a class (or PIAS demotion stage) uses -> its traffic class.
 
 TC is the class's queue, so with the identity TC_TO_QUEUE_MAP a DSCP lands in its class's
-queue. Field names are DSCP values "0".."63", values TCs 0..15 (facts §1.4). DSCPs no class
-names are left out: the ASIC sends unmapped DSCPs to TC 0.
+queue. Field names are DSCP values "0".."63", values TCs 0..15 (sonic-dscp-tc-map.yang).
+DSCPs no class names are left out: the ASIC sends unmapped DSCPs to TC 0.
 """
 
 from __future__ import annotations

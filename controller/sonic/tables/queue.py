@@ -1,9 +1,9 @@
 """QUEUE: binds each queue sluice manages to its scheduler and, unless ECN is off, its WRED
-profile. Key ``<port>|<queue>``, one port per key (facts §1.3).
+profile. Key ``<port>|<queue>``, one port per key (sonic-queue.yang).
 
 A shared table: an operator may keep other queues, or other fields, here; sluice writes and
-compares only ``scheduler`` and ``wred_profile``. References are plain names (202111+, facts
-§1.7).
+compares only ``scheduler`` and ``wred_profile``. References are plain names (202111+,
+sonic-swss orchagent/orch.cpp parseReference).
 """
 
 from __future__ import annotations

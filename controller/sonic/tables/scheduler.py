@@ -1,9 +1,10 @@
 """SCHEDULER: one scheduler per queue index, ``SLUICE_SCHED_<queue>``.
 
 STRICT queues get ``type`` only; DWRR queues also get ``weight``, normalised over all DWRR
-classes into SONiC's 1..100 (facts §1.2). ``priority`` is never written: qosorch has no
-handler for it and an unknown field invalidates the whole entry (facts §1.2, §9.2). Weights
-are the same on every port, so one scheduler per queue index serves the whole switch.
+classes into SONiC's 1..100 (sonic-scheduler.yang). ``priority`` is never written: qosorch
+has no handler for it and an unknown field invalidates the whole entry (sonic-swss
+orchagent/qosorch.cpp). Weights are the same on every port, so one scheduler per queue index
+serves the whole switch.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ profile (``wred_profile``) between ``floor_bytes`` and ``ceiling_bytes`` and fal
 Every other DWRR or STRICT queue of that port (``managed = false``) carries only ``weight``,
 ``speed_gbps`` and ``buffer_bytes``: the agent reads its counters, because MQ-ECN's threshold
 follows a queue's share among every backlogged queue the scheduler serves, not only the
-dynamic ones (seeds/mq-ecn-nsdi16.txt §3: ``T_round`` spans all of them), and never writes
+dynamic ones (MQ-ECN, NSDI 2016 §3: ``T_round`` spans all of them), and never writes
 its profile (its threshold is the controller's static one, or it has none).
 
 ``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress

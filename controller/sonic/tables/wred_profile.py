@@ -1,15 +1,17 @@
 """WRED_PROFILE: ECN marking (or, for DynaQ, dropping) thresholds in bytes.
 
-Key: the profile name, ``SLUICE_``-prefixed and at most 32 characters (facts §1.1). Static
-profiles are content-addressed (``SLUICE_WRED_<speed>G_<digest>``) so every queue with the same
+Key: the profile name, ``SLUICE_``-prefixed and at most 32 characters
+(sonic-wred-profile.yang). Static profiles are content-addressed
+(``SLUICE_WRED_<speed>G_<digest>``) so every queue with the same
 values shares one profile: a 64-port switch gets a handful, not 512. Dynamic queues (MQ-ECN,
 HDCQ, DynaQ) get their own ``SLUICE_Q_<port>_<queue>`` profile whose thresholds the on-switch
 agent rewrites at run time; the compiler writes the static fallback as the start value.
 
 Marking is DCTCP-style step marking (MQ-ECN, NSDI 2016 §2: mark when the instantaneous
 queue exceeds K): min = max = K, so the marking probability jumps from 0 to the configured
-maximum at K instead of ramping. qosorch sets SAI_WRED_ATTR_WEIGHT = 0 (facts §5.2), so the
-switch compares the instantaneous queue, not an average, as DCTCP wants. All three colours get
+maximum at K instead of ramping. qosorch sets SAI_WRED_ATTR_WEIGHT = 0 (sonic-swss
+orchagent/qosorch.cpp WredMapHandler), so the switch compares the instantaneous queue, not an
+average, as DCTCP wants. All three colours get
 the same values: hosts do not colour traffic, and leaving yellow/red at their default
 threshold of 0 under ``ecn_all`` would mark every such packet.
 """

@@ -2,9 +2,9 @@
 //!
 //! SONiC's counters only grow until the switch reboots; a rebuilt virtual ASIC starts from 0,
 //! so the [`CounterBook`] carries the counts of the old one. Watermarks are read-and-clear in
-//! SONiC (the QUEUE_WATERMARK group, sonic-gnmi-facts §2.2): each published view (the flex
-//! counter view and the fresher feed) shows the highest occupancy since that view's own last
-//! publication, so the two views never steal each other's peaks.
+//! SONiC (the QUEUE_WATERMARK group, sonic-swss orchagent/portsorch.cpp): each published view
+//! (the flex counter view and the fresher feed) shows the highest occupancy since that view's
+//! own last publication, so the two views never steal each other's peaks.
 //!
 //! Each flex counter group writes only its own stats into `COUNTERS:<oid>`
 //! ([`group_queue_fields`]), as orchagent registers them (sonic-swss `orchagent/portsorch.cpp`
@@ -35,7 +35,7 @@ const PERIODIC_TABLE: usize = 1;
 /// watermarkorch's default telemetry interval (sonic-swss `orchagent/watermarkorch.cpp`,
 /// `DEFAULT_TELEMETRY_INTERVAL`), ns.
 pub const WATERMARK_TELEMETRY_INTERVAL_NS: f64 = 120e9;
-/// Port counters (facts §2.3) the egress model can fill.
+/// Port counters (sonic-swss orchagent/portsorch.cpp; SAI saiport.h) the egress model can fill.
 pub const SAI_PORT_STAT_IF_OUT_OCTETS: &str = "SAI_PORT_STAT_IF_OUT_OCTETS";
 /// Packets sent by the port.
 pub const SAI_PORT_STAT_IF_OUT_UCAST_PKTS: &str = "SAI_PORT_STAT_IF_OUT_UCAST_PKTS";

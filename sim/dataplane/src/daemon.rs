@@ -29,7 +29,8 @@ use crate::redis_io::{IoError, RedisLink};
 use crate::schedule::{Backoff, Every};
 use crate::traffic::ClassSpec;
 
-/// SONiC's lowest counter poll interval (`counterpoll queue interval`, facts §2.4).
+/// SONiC's lowest counter poll interval (`counterpoll queue interval`,
+/// sonic-utilities counterpoll/main.py).
 pub const MIN_FLEX_INTERVAL_MS: u64 = 100;
 
 /// The loop's settings (from flags).

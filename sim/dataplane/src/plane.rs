@@ -1,8 +1,8 @@
 //! The data plane's core, without I/O: applies CONFIG_DB snapshots to the virtual ASIC, moves
 //! the simulation to the wall clock's time, and hands out counter samples.
 //!
-//! How a config change lands (classified as orchagent would, style anchors "Classify every
-//! change"):
+//! How a config change lands (classified as orchagent would, and as faucet's valve.py
+//! `_apply_config_changes` does):
 //! - nothing the vasic runs changed: no-op (a snapshot differing only in ignored fields);
 //! - only WRED profiles or buffer limits changed: set in place (`Vasic::set_wred`,
 //!   `set_buffer_limit`), queues and senders untouched; this is the agent's write path;

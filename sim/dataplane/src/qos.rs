@@ -1,8 +1,9 @@
 //! CONFIG_DB QoS tables compiled into what the virtual ASIC runs (pure).
 //!
 //! Like orchagent, a bad entry is reported and skipped, never fatal: the queue it would have
-//! configured keeps its default, every other entry still applies (style anchors §5, the
-//! "invalid entry" task status). Field meanings and ranges: sonic-gnmi-facts §1.1-1.6.
+//! configured keeps its default, every other entry still applies (sonic-swss orchagent/orch.h,
+//! `task_invalid_entry`). Field meanings and ranges: sonic-buildimage
+//! src/sonic-yang-models (the sonic-*.yang models, doc/Configuration.md).
 //!
 //! Defaults chosen where SONiC leaves the ASIC's default in place:
 //! - a queue without `scheduler` is DWRR with weight 1 (equal round robin);

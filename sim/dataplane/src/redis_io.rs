@@ -1,5 +1,5 @@
 //! The only module that talks to Redis: one switch's databases in SONiC's layout
-//! (sonic-gnmi-facts §2.1).
+//! (sonic-swss-common common/database_config.json).
 //!
 //! | DB | number | separator | what the data plane does there |
 //! |---|---|---|---|

@@ -1,7 +1,8 @@
 //! A snapshot of the CONFIG_DB tables the data plane reads, as plain strings.
 //!
 //! CONFIG_DB (Redis DB 4) keys are `TABLE|key`, the key itself may hold more `|`
-//! (`QUEUE|Ethernet0|3`); every value is a string (sonic-gnmi-facts §1.0). An entry with no
+//! (`QUEUE|Ethernet0|3`); every value is a string (sonic-buildimage
+//! src/sonic-yang-models/doc/Configuration.md). An entry with no
 //! fields is stored as the pair `NULL`/`NULL` by swsscommon, which is hidden here.
 
 use std::collections::BTreeMap;

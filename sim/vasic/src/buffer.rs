@@ -1,5 +1,5 @@
 //! Shared-buffer admission: per-queue dynamic (alpha) or static limits
-//! (sonic-gnmi-facts §1.6, §5.5).
+//! (sonic-buffer-profile.yang; SAI saibuffer.h; sonic-swss orchagent/bufferorch.cpp).
 //!
 //! Dynamic: Choudhury and Hahne's rule, as SAI's `SHARED_DYNAMIC_TH` states it: a queue may
 //! grow while its length is below `alpha x (B - Q)`, `B` the pool, `Q` what the pool holds,

@@ -1,13 +1,13 @@
 //! Per-packet ideal modes the agent's approximations are compared with.
 //!
-//! MQ-ECN (seeds/mq-ecn-nsdi16.txt §3; algorithms-anchors §1, as in the reference ns-2 code):
+//! MQ-ECN (NSDI 2016 §3, as in HKUST-SING/MQ-ECN-NS2 queue/dwrr.cc):
 //! `T_round <- beta x T_round + (1 - beta) x sample` on every round sample (beta 0.75), starting
 //! from 0; while the port idles, `T_round <- T_round x beta^(idle / T_idle)` (whole slots) when
 //! the next packet arrives; `K_i = min(quantum_i / T_round, C) / C x K`, and `K_i = K` while
 //! there is no estimate (`T_round = 0`). Marking is on enqueue: an ECT packet is marked when
 //! the queue, with the packet, holds more than `K_i` bytes.
 //!
-//! DynaQ (seeds/dynaq-slides.txt): a drop threshold `T_i` per weighted queue, moved on every
+//! DynaQ (slides, Kim and Lee): a drop threshold `T_i` per weighted queue, moved on every
 //! arrival; the thresholds always add up to the port buffer `B`. The exact rule chosen (the
 //! seed gives only the idea; see docs/vasic.md):
 //! - active set `A` = weighted queues holding bytes or that saw an arrival (even a dropped one)

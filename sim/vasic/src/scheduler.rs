@@ -8,9 +8,10 @@
 //!   `weight` packets. It sends while the head packet fits the allowance; then its turn ends
 //!   and it goes to the tail, or it leaves the list when it empties (deficit reset to 0, as
 //!   in DRR).
-//! - A queue's turn ending yields MQ-ECN's round sample (seeds/mq-ecn-nsdi16.txt §3;
-//!   algorithms-anchors §1): the time since it was last inserted at the tail, plus, for a queue
-//!   that emptied, its last packet's transmission (the sample is taken when that ends).
+//! - A queue's turn ending yields MQ-ECN's round sample (MQ-ECN, NSDI 2016 §3;
+//!   HKUST-SING/MQ-ECN-NS2 queue/dwrr.cc): the time since it was last inserted at the tail,
+//!   plus, for a queue that emptied, its last packet's transmission (the sample is taken when
+//!   that ends).
 
 use std::collections::VecDeque;
 

@@ -4,7 +4,7 @@
 //! The model is deliberately small (no handshake, no timers): an ACK comes back one base RTT
 //! after the packet left the switch and echoes its CE bit; a drop is noticed one base RTT after
 //! it happened. Reaction, per DCTCP (Alizadeh et al., SIGCOMM 2010, as MQ-ECN's evaluation uses
-//! it, seeds/mq-ecn-nsdi16.txt §5):
+//! it, NSDI 2016 §5):
 //! - once per window of data (about one RTT): `alpha <- (1 - g) alpha + g F`, `F` the fraction
 //!   of that window's ACKs that echoed CE;
 //! - on a CE echo, at most once per window: `cwnd <- cwnd (1 - alpha / 2)`;

@@ -1,4 +1,5 @@
-//! Per-queue WRED with ECN, as SONiC programs it (sonic-gnmi-facts §1.1, §5.1, §5.2).
+//! Per-queue WRED with ECN, as SONiC programs it (sonic-wred-profile.yang;
+//! SAI saiwred.h; sonic-swss orchagent/qosorch.cpp `WredMapHandler`).
 //!
 //! - qosorch sets `SAI_WRED_ATTR_WEIGHT = 0`, so the curve acts on the *instantaneous* queue
 //!   depth (bytes, before the arriving packet is added), not an average.

@@ -1,5 +1,5 @@
 //! The agent's DynaQ (qos-core, counter-based, every 1 ms) in the closed loop: weighted
-//! fairness across strong flow-count asymmetry, without ECN (seeds/dynaq-slides.txt,
+//! fairness across strong flow-count asymmetry, without ECN (DynaQ slides, Kim and Lee,
 //! "8 flows of queue 1 vs. 32 flows of queue 2" and "queue weights of 4:3:2:1").
 //!
 //! Setup (chosen here, in the range of the slides' ns-2 runs: 10 Gb/s, a shallow 192 KB

@@ -268,7 +268,7 @@ def test_a_booted_switch_polls_at_sonics_defaults_and_only_enabled_groups(
     switch: SeededSwitch, start_dataplane: Callable[..., Running]
 ) -> None:
     # The seed holds init_cfg.json's FLEX_COUNTER_TABLE: PORT, QUEUE and QUEUE_WATERMARK
-    # enabled with no POLL_INTERVAL, so orchagent's defaults apply (sonic-gnmi-facts §2.4);
+    # enabled with no POLL_INTERVAL, so orchagent's defaults apply (sonic-swss flexcounterorch.cpp);
     # WRED_ECN_QUEUE has no entry, so it is not polled.
     dp = start_dataplane(TRAFFIC, "--step-ms", "5", "--state-interval-ms", "100")
 

@@ -53,7 +53,8 @@ def test_capabilities_offer_json_ietf_and_sonic_db(fabric: Fabric) -> None:
 
 
 def test_set_goes_out_as_json_ietf_and_a_missing_table_reads_empty(fabric: Fabric) -> None:
-    # vsonic, like sonic-gnmi, refuses any value that is not json_ietf_val (facts §3.4).
+    # vsonic, like sonic-gnmi, refuses any value that is not json_ietf_val (sonic-gnmi
+    # sonic_data_client/mixed_db_client.go).
     with SessionPool() as pool:
         session = pool.session(fabric.targets()["leaf1"])
         assert session.get_tables(["SCHEDULER"]) == {}

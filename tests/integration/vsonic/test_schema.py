@@ -16,7 +16,7 @@ BASE: Config = {
 }
 
 SLUICE_CONFIG: Config = {
-    # The stock AZURE_LOSSLESS numbers (facts §1.1): 1 MiB min, 2 MiB max, 5 %.
+    # The stock AZURE_LOSSLESS numbers (sonic-buildimage qos_config.j2): 1 MiB min, 2 MiB max, 5 %.
     ("WRED_PROFILE", "SLUICE_gold"): {
         "green_min_threshold": "1048576", "green_max_threshold": "2097152",
         "green_drop_probability": "5", "wred_green_enable": "true", "ecn": "ecn_all",

@@ -93,7 +93,7 @@ def test_steady_queue_bytes():
     assert steady_queue_bytes(1_048_576, 1, 2) == 419_430
 
 
-# --- DynaQ bounds from the port buffer (seeds/dynaq-slides.txt) -----------------------------
+# --- DynaQ bounds from the port buffer (DynaQ slides, Kim and Lee) --------------------------
 
 
 def test_dynaq_bounds_weighted_share_to_whole_buffer():

@@ -8,7 +8,8 @@ from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from tests.unit.sonic import intents as t
 
-# What an operator configured by hand on the switch before sluice arrived (facts §1).
+# What an operator configured by hand on the switch before sluice arrived (sonic-buildimage
+# src/sonic-yang-models/doc/Configuration.md).
 OPERATOR: SwitchConfig = {
     ("WRED_PROFILE", "AZURE_LOSSLESS"): {
         "green_min_threshold": "1048576",

@@ -1,4 +1,5 @@
-//! [`RedisBackend`]: SONiC's databases in one Redis server (sonic-gnmi-facts §2.1).
+//! [`RedisBackend`]: SONiC's databases in one Redis server (sonic-swss-common
+//! common/database_config.json).
 //!
 //! | DB | number | separator | what the agent does there |
 //! |---|---|---|---|

@@ -1,7 +1,7 @@
 //! Shared test setup: one port, two managed queues, orders worked out by hand.
 //!
 //! Port Ethernet0 at 10 Gb/s; queue 3 weight 3, queue 4 weight 1; rtt 100 us, lambda 1:
-//! K = 10e9 / 8 B/s x 100e-6 s x 1 = 125_000 B (seeds/mq-ecn-nsdi16.txt §2.2, Eq. 1).
+//! K = 10e9 / 8 B/s x 100e-6 s x 1 = 125_000 B (MQ-ECN, NSDI 2016 §2.2, Eq. 1).
 //! Both queues backlogged: fair shares 3/4 and 1/4 of C, so K3 = 93_750 B and K4 = 31_250 B.
 //! Queue 3 alone backlogged: share C, K3 = 125_000 B; idle queue 4's share if it joined is
 //! 1/4 C, K4 = 31_250 B. Bounds 5_000..200_000 hold all of these; the static fallback is 60_000.

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-QJUMP_LEVELS = range(8)  # 802.1p priorities 0..7 (seeds/qjump-nsdi15.txt §4: eight levels)
+QJUMP_LEVELS = range(8)  # 802.1p priorities 0..7 (QJUMP, NSDI 2015 §4: eight levels)
 HTB_MAJOR = 0x1
 HTB_PARENT_MINOR = 0x1
 # Level L lives in class 1:(0x10 + L), so SO_PRIORITY = 0x10010 + L selects it directly: HTB
@@ -306,7 +306,7 @@ def qjump_plan(qjump: Any, path: str = "sluice_qjump") -> HtbPlan:
         if level in by_level:
             raise _fail(f"{path}.levels[{index}].level", f"level {level} appears twice")
         by_level[level] = htb_class
-    # Unmarked traffic goes to the lowest level (seeds/qjump-nsdi15.txt §5: hosts outside the
+    # Unmarked traffic goes to the lowest level (QJUMP, NSDI 2015 §5: hosts outside the
     # guarantee use only the lowest priority).
     default = spec.get("default_level", min(by_level))
     if default not in by_level:

@@ -250,7 +250,7 @@ def _pias_rules(raw: Any, where: str) -> list[str]:
         "reply": selector if reply is None else render_match(reply, f"{where}.match"),
     }
     rules: list[str] = []
-    # PIAS tags by the bytes this host has sent on the flow (seeds/pias-seminar-slides.txt):
+    # PIAS tags by the bytes this host has sent on the flow (PIAS, NSDI 2015):
     # for a flow it opened that is the original direction's count, for a flow it answers
     # the reply direction's.
     for direction in ("original", "reply"):
