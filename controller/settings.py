@@ -174,12 +174,25 @@ class HostsSettings(BaseSettings):
         return values
 
 
+class SimulateSettings(BaseSettings):
+    """The packet-level twin (``sluice simulate``, ``POST /simulations``; docs/netsim.md)."""
+
+    model_config = _section("SLUICE_SIMULATE_")
+
+    netsim: Path = Field(
+        default=Path(__file__).resolve().parents[1] / "target" / "debug" / "netsim",
+        description="the netsim binary (cargo build -p netsim)",
+    )
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="per netsim run")
+
+
 SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
     "gnmi": GnmiSettings,
     "worker": WorkerSettings,
     "hosts": HostsSettings,
+    "simulate": SimulateSettings,
 }
 
 
@@ -193,6 +206,7 @@ class Settings(BaseSettings):
     gnmi: GnmiSettings = Field(default_factory=GnmiSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
+    simulate: SimulateSettings = Field(default_factory=SimulateSettings)
 
     @classmethod
     def for_database(cls, url: str, **sections: Any) -> Settings:

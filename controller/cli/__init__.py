@@ -4,6 +4,7 @@ from controller.cli.app import CliDeps, app, main
 from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
+from controller.cli.simulate import register as register_simulate_command
 from controller.cli.telemetry import register as register_telemetry_commands
 
 # Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
@@ -17,5 +18,8 @@ register_rollout_commands(app)
 
 # health, top: telemetry read through the API.
 register_telemetry_commands(app)
+
+# simulate: the packet-level twin, run locally (docs/netsim.md).
+register_simulate_command(app)
 
 __all__ = ["CliDeps", "app", "main"]

@@ -354,4 +354,3 @@ def translate(intent: Intent, request: Request) -> TwinConfig:
     _host_notes(intent, notes)
     names = tuple(c.name for c in intent.service_classes) or ("all",)
     return TwinConfig(config, names, tuple(notes))
-
