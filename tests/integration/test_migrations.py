@@ -21,6 +21,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "host_results",
     # 0005_house: an operator's reconcile-now, answered by the worker
     "reconcile_requests",
+    # 0006_whatif: what-if simulations, run by the worker
+    "simulations",
 }
 
 
