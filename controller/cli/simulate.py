@@ -37,13 +37,13 @@ def parse_mix(text: str | None) -> tuple[tuple[str, float], ...]:
     return tuple(pairs)
 
 
-def _print_result(out: Console, title: str, res: JsonObject) -> None:
+def _print_result(out: Console, title: str, res: JsonObject, *, notes: bool = True) -> None:
     say(out, title)
     for line in table_lines(list(res["classes"])):  # type: ignore[call-overload]
         say(out, "  " + line)
     for line in table_lines(list(res["buckets"]))[1:]:  # type: ignore[call-overload]
         say(out, "  " + line)
-    for note in res["not_modelled"]:  # type: ignore[attr-defined]
+    for note in res["not_modelled"] if notes else []:  # type: ignore[attr-defined]
         say(out, f"  not modelled: {note}")
 
 
@@ -99,7 +99,8 @@ def simulate(
             return ExitCode.OK
         _print_result(out, f"{file} ({workload}, load {load}, {flows} flows, seed {seed})", first)
         if second is not None:
-            _print_result(out, f"{compare_with}", second)
+            same_notes = second["not_modelled"] == first["not_modelled"]
+            _print_result(out, f"{compare_with}", second, notes=not same_notes)
             delta = compare(first, second)
             say(out, f"delta ({compare_with} minus {file}); negative is faster")
             for line in delta_lines(delta["classes"]) + delta_lines(delta["buckets"])[1:]:

@@ -327,7 +327,7 @@ def _host_notes(intent: Intent, notes: list[str]) -> None:
             if c.qjump_level is not None
         )
         notes.append(
-            "QJUMP host token buckets are not modelled: "
+            "QJUMP host token buckets: "
             + (", ".join(levels) or "no class")
             + " sends unlimited in the twin"
         )
