@@ -58,6 +58,12 @@ ENDPOINTS += [
     ("GET", "/api/v1/health", AccessRole.VIEWER),
 ]
 
+# What-if simulations, run by the worker.
+ENDPOINTS += [
+    ("POST", "/api/v1/simulations", AccessRole.OPERATOR),
+    ("GET", "/api/v1/simulations/{simulation_id}", AccessRole.VIEWER),
+]
+
 DENIALS = [
     (method, path, role)
     for method, path, needed in ENDPOINTS
@@ -72,6 +78,7 @@ def _concrete(path: str) -> str:
         path.replace("{number}", "1")
         .replace("{token_id}", "999")
         .replace("{run_id}", "999")
+        .replace("{simulation_id}", "999")
         .replace("{name}", "x1")
         .replace("{port}", "Ethernet0")
     )

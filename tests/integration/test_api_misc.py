@@ -88,6 +88,8 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "get_switch_telemetry",
         "get_port_series",
         "get_health",
+        "request_simulation",
+        "get_simulation",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
