@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from datetime import timedelta
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
@@ -127,6 +128,8 @@ def build_worker(
             sessions,
             netsim_simulate(settings.simulate.netsim, settings.simulate.timeout_s),
             clock=clock,
+            # Two netsim runs when comparing, each killed at its timeout; then a margin.
+            stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
         ).run_once,
     )
     return worker, engine.dispose

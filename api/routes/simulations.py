@@ -50,6 +50,7 @@ class SimulationOut(BaseModel):
     message: str | None
     requested_by: str
     requested_at: datetime
+    started_at: datetime | None
     finished_at: datetime | None
 
     @classmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ class SimulationView:
     message: str | None
     requested_by: str
     requested_at: datetime
+    started_at: datetime | None
     finished_at: datetime | None
 
 
@@ -61,6 +62,7 @@ def _view(row: Simulation) -> SimulationView:
         row.message,
         row.requested_by,
         row.requested_at,
+        row.started_at,
         row.finished_at,
     )
 
@@ -138,20 +140,32 @@ class SimulationService:
 
 
 class SimulationRunner:
-    """The worker's side: claim the oldest pending request, run it, store the result."""
+    """The worker's side: claim the oldest pending request, run it, store the result.
+
+    A run still ``running`` after ``stale_after`` was left by a worker that stopped (every
+    netsim run is killed at its timeout, so no live run is that old): it is claimed again.
+    Runs are deterministic, so running one again gives the same result."""
 
     def __init__(
-        self, sessions: sessionmaker[Session], simulate: Simulate, *, clock: Clock
+        self,
+        sessions: sessionmaker[Session],
+        simulate: Simulate,
+        *,
+        clock: Clock,
+        stale_after: timedelta,
     ) -> None:
         self._sessions = sessions
         self._simulate = simulate
         self._clock = clock
+        self._stale_after = stale_after
 
     def _claim(self) -> Simulation | None:
+        now = self._clock()
+        left = (Simulation.state == "running") & (Simulation.started_at < now - self._stale_after)
         with self._sessions.begin() as session:
             found = session.scalars(
                 select(Simulation)
-                .where(Simulation.state == "pending")
+                .where((Simulation.state == "pending") | left)
                 .order_by(Simulation.id)
                 .limit(1)
                 .with_for_update(skip_locked=True)
@@ -159,6 +173,7 @@ class SimulationRunner:
             if found is None:
                 return None
             found.state = "running"
+            found.started_at = now
             session.flush()
             session.expunge(found)
             return found

@@ -427,6 +427,7 @@ class Simulation(Base):
     message: Mapped[str | None] = mapped_column(Text)
     requested_by: Mapped[str] = mapped_column(String(128))
     requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:

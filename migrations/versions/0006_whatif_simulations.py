@@ -34,6 +34,7 @@ def upgrade() -> None:
         sa.Column("message", sa.Text, nullable=True),
         sa.Column("requested_by", sa.String(128), nullable=False),
         sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(
             "state IN (" + ", ".join(repr(s) for s in STATES) + ")",

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import copy
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from controller.policy.loader import parse_yaml
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.services.simulations import SimulationRunner, SimulationService, netsim_simulate
+from controller.settings import SimulateSettings
+from controller.store.db import make_engine, make_sessions
+from controller.store.models import Simulation
+from controller.twin.translate import Request
 from tests.integration.conftest import put_intent
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
@@ -103,3 +111,35 @@ def test_bad_requests_are_problems_not_runs(
     )
     assert client.get("/api/v1/simulations/77", headers=auth["viewer"]).status_code == 404
     assert client.post("/api/v1/simulations", json={}, headers=auth["viewer"]).status_code == 403
+
+
+def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        sessions = make_sessions(engine)
+        now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
+        service = SimulationService(sessions, clock=lambda: now)
+        actor = Actor("t-operator", "req-1")
+        IntentService(sessions, clock=lambda: now).replace(
+            example(), expected=0, actor=actor, reason="test"
+        )
+        recorded = service.request(actor=actor, request=Request(flows=100, seed=2))
+        with sessions.begin() as session:  # a worker claimed it at 08:00, then stopped
+            row = session.get(Simulation, recorded.id)
+            assert row is not None
+            row.state, row.started_at = "running", now
+        simulate = netsim_simulate(SimulateSettings().netsim, 120)
+
+        def runner(at: datetime) -> SimulationRunner:
+            return SimulationRunner(
+                sessions, simulate, clock=lambda: at, stale_after=timedelta(minutes=5)
+            )
+
+        assert runner(now + timedelta(minutes=4)).run_once() == 0  # may still be running
+        assert runner(now + timedelta(minutes=6)).run_once() == 1
+        done = service.get(recorded.id)
+        assert done.state == "completed"
+        assert done.result is not None
+        assert done.started_at == now + timedelta(minutes=6)
+    finally:
+        engine.dispose()
