@@ -30,6 +30,7 @@ from api.routes import (
     reconcile,
     rollouts,
     service_classes,
+    simulations,
     switches,
     tokens,
     tuning,
@@ -110,7 +111,7 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile):
+    for module in (*routers, tokens, rollouts, drift, reconcile, simulations):
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
     app.include_router(tuning.router, prefix=API_PREFIX)

@@ -19,6 +19,7 @@ from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import RolloutService
+from controller.services.simulations import SimulationService
 from controller.services.tokens import TokenService
 from controller.settings import Settings
 from controller.store.db import make_sessions
@@ -35,6 +36,7 @@ class Services:
     host_runs: HostRunService
     rollouts: RolloutService
     reconcile: ReconcileService
+    simulations: SimulationService
 
 
 def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Services:
@@ -49,4 +51,5 @@ def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Servi
         host_runs=HostRunService(sessions, clock=clock, wait=wait),
         rollouts=RolloutService(sessions, clock=clock),
         reconcile=ReconcileService(sessions, clock=clock, wait=wait),
+        simulations=SimulationService(sessions, clock=clock),
     )

@@ -195,6 +195,18 @@ class TelemetrySettings(BaseSettings):
     )
 
 
+class SimulateSettings(BaseSettings):
+    """The packet-level twin (``sluice simulate``, ``POST /simulations``; docs/netsim.md)."""
+
+    model_config = _section("SLUICE_SIMULATE_")
+
+    netsim: Path = Field(
+        default=Path(__file__).resolve().parents[1] / "target" / "debug" / "netsim",
+        description="the netsim binary (cargo build -p netsim)",
+    )
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="per netsim run")
+
+
 SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
@@ -202,6 +214,7 @@ SECTIONS: dict[str, type[BaseSettings]] = {
     "worker": WorkerSettings,
     "hosts": HostsSettings,
     "telemetry": TelemetrySettings,
+    "simulate": SimulateSettings,
 }
 
 
@@ -216,6 +229,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    simulate: SimulateSettings = Field(default_factory=SimulateSettings)
 
     @classmethod
     def for_database(cls, url: str, **sections: Any) -> Settings:

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from datetime import timedelta
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
@@ -34,6 +35,7 @@ from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import utc_now
 from controller.services.reconcile import ReconcileService
+from controller.services.simulations import SimulationRunner, netsim_simulate
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
@@ -57,25 +59,29 @@ class Worker:
         *,
         host_runner: HostRunRunner,
         answer_requests: Callable[[ReconcileLoop], int],
+        simulate: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
         self._host_runner = host_runner
         self._answer_requests = answer_requests
+        self._simulate = simulate
         self._loop = loop
         self._lock = lock
         self._monotonic = monotonic
 
     def tick(self) -> int:
         """Rollout and host-run steps and reconcile-now passes if any are due (how many),
-        else a reconcile pass if due (0)."""
+        else a reconcile pass if due (0); then one what-if simulation if one is pending."""
         with self._lock():
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
             steps += self._answer_requests(self._loop)
             if not steps:
                 self._loop.tick(self._monotonic())
-            return steps
+        # What-if simulations touch no switch: run outside the work lock, so a long netsim
+        # run never holds up a rollout in another worker.
+        return steps + self._simulate()
 
     def run(self, stop: threading.Event, poll_s: float) -> None:
         while not stop.is_set():
@@ -118,6 +124,13 @@ def build_worker(
         lambda: switch_work_lock(engine),
         host_runner=host_runner,
         answer_requests=reconciler.answer_requests,
+        simulate=SimulationRunner(
+            sessions,
+            netsim_simulate(settings.simulate.netsim, settings.simulate.timeout_s),
+            clock=clock,
+            # Two netsim runs when comparing, each killed at its timeout; then a margin.
+            stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
+        ).run_once,
     )
     return worker, engine.dispose
 

@@ -438,3 +438,33 @@ class TuningProposal(Base):
 
     def __repr__(self) -> str:
         return f"TuningProposal(id={self.id}, state={self.state!r})"
+
+
+SIMULATION_STATES = ("pending", "running", "completed", "error")
+
+
+class Simulation(Base):
+    """A what-if run of an intent version in the packet-level twin (docs/netsim.md), recorded
+    by the API and run by the worker (revision 0007_whatif)."""
+
+    __tablename__ = "simulations"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", SIMULATION_STATES), name="state_known"),
+        Index("ix_simulations_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16))
+    intent_version: Mapped[int] = mapped_column(Integer)
+    compare_version: Mapped[int | None] = mapped_column(Integer)
+    request: Mapped[JsonObject] = mapped_column(JSONB)
+    progress: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[JsonObject | None] = mapped_column(JSONB)
+    message: Mapped[str | None] = mapped_column(Text)
+    requested_by: Mapped[str] = mapped_column(String(128))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"Simulation(id={self.id}, state={self.state!r})"

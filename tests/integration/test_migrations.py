@@ -23,6 +23,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "reconcile_requests",
     # 0006_tuner: tuning proposals
     "tuning_proposals",
+    # 0007_whatif: what-if simulations, run by the worker
+    "simulations",
 }
 
 

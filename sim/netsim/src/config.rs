@@ -38,7 +38,7 @@ pub enum QosChoice {
         host_buffer_bytes: Option<u64>,
     },
     /// Anything else, spelled out.
-    Custom(FabricQos),
+    Custom(Box<FabricQos>),
 }
 
 impl QosChoice {
@@ -53,7 +53,7 @@ impl QosChoice {
                 host_buffer_bytes: *host_buffer_bytes,
                 ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
             },
-            Self::Custom(q) => q.clone(),
+            Self::Custom(q) => (**q).clone(),
         }
     }
 }

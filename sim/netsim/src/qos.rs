@@ -70,6 +70,91 @@ pub enum Tagging {
     },
     /// Each flow in its class's queue.
     ByClass,
+    /// As sluice configures a fabric: hosts mark each flow's packets with its class's DSCP
+    /// (a PIAS class moves to the next stage's DSCP each time the bytes it has sent pass a
+    /// threshold), and switches put a DSCP in the queue `dscp_to_queue` names (SONiC's
+    /// DSCP_TO_TC_MAP with TC = queue); a DSCP not in the map goes to queue 0.
+    Dscp {
+        /// How each class's flows are marked, by class index.
+        classes: Vec<ClassMarking>,
+        /// (DSCP, queue) pairs (a list: JSON object keys are strings).
+        dscp_to_queue: Vec<(u8, usize)>,
+    },
+}
+
+/// How hosts mark one class's packets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassMarking {
+    /// The class's DSCP (PIAS: stage 0's).
+    pub dscp: u8,
+    /// PIAS demotion, if the class has it.
+    #[serde(default)]
+    pub pias: Option<PiasMarking>,
+}
+
+/// PIAS within one class: stage `i + 1` starts once `thresholds_bytes[i]` bytes are sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiasMarking {
+    /// Demotion thresholds, bytes, rising.
+    pub thresholds_bytes: Vec<u64>,
+    /// The DSCP of each demotion stage (stage 1 on).
+    pub dscp: Vec<u8>,
+}
+
+impl ClassMarking {
+    /// The DSCP of a segment starting at payload byte `offset`.
+    pub fn dscp_at(&self, offset: u64) -> u8 {
+        match &self.pias {
+            None => self.dscp,
+            Some(p) => {
+                let stage = p.thresholds_bytes.iter().take_while(|&&t| offset >= t).count();
+                match stage.checked_sub(1) {
+                    None => self.dscp,
+                    Some(i) => p.dscp.get(i).or(p.dscp.last()).copied().unwrap_or(self.dscp),
+                }
+            }
+        }
+    }
+}
+
+/// Where a switch port sits, for per-port settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// A leaf's port down to a host.
+    LeafDown,
+    /// A leaf's port up to a spine.
+    LeafUp,
+    /// A spine's port down to a leaf.
+    Spine,
+}
+
+/// What differs between ports of one kind: their buffer and marking thresholds (sluice
+/// derives K from the port's speed, and a port's buffer may be set per port).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortQos {
+    /// Buffer of such a port, bytes.
+    pub port_buffer_bytes: u64,
+    /// Each queue's marking step, overriding `QueueSpec::ecn_k_bytes` (same length as the
+    /// queues).
+    #[serde(default)]
+    pub ecn_k_bytes: Option<Vec<Option<u64>>>,
+    /// MQ-ECN's standard threshold on such a port, overriding the fabric's.
+    #[serde(default)]
+    pub k_std_bytes: Option<f64>,
+}
+
+/// Per-kind port settings (any left out take the fabric-wide ones).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PortKinds {
+    /// Leaf ports down to hosts.
+    #[serde(default)]
+    pub leaf_down: Option<PortQos>,
+    /// Leaf ports up to spines.
+    #[serde(default)]
+    pub leaf_up: Option<PortQos>,
+    /// Spine ports.
+    #[serde(default)]
+    pub spine: Option<PortQos>,
 }
 
 /// How a switch's buffer is shared.
@@ -109,6 +194,9 @@ pub struct FabricQos {
     /// The queue pure ACKs go in (default: the queue of a flow's first byte).
     #[serde(default)]
     pub ack_queue: Option<usize>,
+    /// Per-kind port buffers and thresholds (an intent's ports differ by speed and buffer).
+    #[serde(default)]
+    pub ports: PortKinds,
 }
 
 fn default_quantum() -> u64 {
@@ -128,6 +216,7 @@ impl FabricQos {
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Single { queue: 0 },
             ack_queue: None,
+            ports: PortKinds::default(),
         }
     }
 
@@ -143,6 +232,7 @@ impl FabricQos {
             quantum_unit_bytes: 1_500,
             tagging: Tagging::Pias { thresholds_bytes },
             ack_queue: None,
+            ports: PortKinds::default(),
         }
     }
 
@@ -156,7 +246,25 @@ impl FabricQos {
                 let level = thresholds_bytes.iter().take_while(|&&t| offset >= t).count();
                 top.saturating_sub(level)
             }
+            Tagging::Dscp { classes, dscp_to_queue } => {
+                let dscp = classes.get(class).map_or(0, |c| c.dscp_at(offset));
+                dscp_to_queue.iter().find(|&&(d, _)| d == dscp).map_or(0, |&(_, q)| q).min(top)
+            }
         }
+    }
+
+    /// The settings of ports of `kind`, if they differ from the fabric-wide ones.
+    fn port_qos(&self, kind: PortKind) -> Option<&PortQos> {
+        match kind {
+            PortKind::LeafDown => self.ports.leaf_down.as_ref(),
+            PortKind::LeafUp => self.ports.leaf_up.as_ref(),
+            PortKind::Spine => self.ports.spine.as_ref(),
+        }
+    }
+
+    /// The buffer of a port of `kind`, bytes.
+    pub fn port_buffer(&self, kind: PortKind) -> u64 {
+        self.port_qos(kind).map_or(self.port_buffer_bytes, |p| p.port_buffer_bytes)
     }
 
     /// The queue for a pure ACK of a flow of `class`.
@@ -165,20 +273,26 @@ impl FabricQos {
         self.ack_queue.map_or_else(|| self.data_queue(0, class), |q| q.min(top))
     }
 
-    /// A switch port of `speed_bps` under this QoS.
-    pub fn switch_port(&self, speed_bps: f64) -> PortConfig {
+    /// A switch port of `speed_bps` and `kind` under this QoS.
+    pub fn switch_port(&self, speed_bps: f64, kind: PortKind) -> PortConfig {
+        let own = self.port_qos(kind);
+        let buffer_bytes = self.port_buffer(kind);
         let queues = self
             .queues
             .iter()
-            .map(|q| QueueConfig {
-                scheduling: scheduling(q.sched),
-                wred: match self.aqm {
-                    Aqm::PerQueue => q.ecn_k_bytes.map(WredProfile::ecn_step),
-                    _ => None,
-                },
-                buffer: q
-                    .dynamic_th
-                    .map_or(BufferLimit::Static(self.port_buffer_bytes), BufferLimit::Dynamic),
+            .enumerate()
+            .map(|(i, q)| {
+                let k = own
+                    .and_then(|p| p.ecn_k_bytes.as_ref())
+                    .map_or(q.ecn_k_bytes, |ks| ks.get(i).copied().flatten());
+                QueueConfig {
+                    scheduling: scheduling(q.sched),
+                    wred: match self.aqm {
+                        Aqm::PerQueue => k.map(WredProfile::ecn_step),
+                        _ => None,
+                    },
+                    buffer: q.dynamic_th.map_or(BufferLimit::Static(buffer_bytes), BufferLimit::Dynamic),
+                }
             })
             .collect();
         let aqm = match self.aqm {
@@ -187,19 +301,13 @@ impl FabricQos {
             // MQ-ECN's published parameters (NSDI'16 §3; reference ns-2 code): beta 0.75,
             // T_idle one 1500 B packet at the port's speed.
             Aqm::Mqecn { k_std_bytes } => AqmMode::MqecnIdeal(MqecnConfig {
-                k_std_bytes,
+                k_std_bytes: own.and_then(|p| p.k_std_bytes).unwrap_or(k_std_bytes),
                 beta: 0.75,
                 t_idle_ns: 1_500.0 * 8.0 / speed_bps * 1e9,
             }),
             Aqm::Dynaq => AqmMode::DynaqIdeal,
         };
-        PortConfig {
-            speed_bps,
-            queues,
-            aqm,
-            quantum_unit_bytes: self.quantum_unit_bytes,
-            buffer_bytes: self.port_buffer_bytes,
-        }
+        PortConfig { speed_bps, queues, aqm, quantum_unit_bytes: self.quantum_unit_bytes, buffer_bytes }
     }
 
     /// A host NIC of `speed_bps`: the same queues and scheduling, no marking, the host
@@ -228,5 +336,49 @@ fn scheduling(s: Sched) -> Scheduling {
     match s {
         Sched::Strict => Scheduling::Strict,
         Sched::Dwrr(w) => Scheduling::Dwrr(w),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dscp_tagged() -> FabricQos {
+        // Class 0: DSCP 46 in queue 6, demoted to DSCP 34 (queue 5) after 100 KB and to
+        // DSCP 26 (not mapped: queue 0) after 1 MB. Class 1: DSCP 10 in queue 3.
+        let pias = PiasMarking { thresholds_bytes: vec![100_000, 1_000_000], dscp: vec![34, 26] };
+        let classes =
+            vec![ClassMarking { dscp: 46, pias: Some(pias) }, ClassMarking { dscp: 10, pias: None }];
+        let dscp_to_queue = vec![(46, 6), (34, 5), (10, 3)];
+        FabricQos { tagging: Tagging::Dscp { classes, dscp_to_queue }, ..FabricQos::pias(vec![], 1, 1) }
+    }
+
+    #[test]
+    fn dscp_tagging_follows_the_stage_then_the_map() {
+        let qos = dscp_tagged();
+        assert_eq!(qos.data_queue(0, 0), 6);
+        assert_eq!(qos.data_queue(99_999, 0), 6);
+        assert_eq!(qos.data_queue(100_000, 0), 5);
+        assert_eq!(qos.data_queue(2_000_000, 0), 0);
+        assert_eq!(qos.data_queue(5_000_000, 1), 3);
+        // A class the marking does not know is unmarked: DSCP 0, queue 0.
+        assert_eq!(qos.data_queue(0, 7), 0);
+    }
+
+    #[test]
+    fn port_kinds_override_buffer_and_thresholds() {
+        let mut qos = FabricQos::dctcp(30_000, 100_000);
+        qos.ports.spine = Some(PortQos {
+            port_buffer_bytes: 400_000,
+            ecn_k_bytes: Some(vec![Some(120_000)]),
+            k_std_bytes: None,
+        });
+        assert_eq!(qos.port_buffer(PortKind::LeafDown), 100_000);
+        assert_eq!(qos.port_buffer(PortKind::Spine), 400_000);
+        assert_eq!(qos.switch_port(10e9, PortKind::Spine).buffer_bytes, 400_000);
+        assert_eq!(qos.switch_port(10e9, PortKind::LeafUp).buffer_bytes, 100_000);
+        let k = |kind| qos.switch_port(10e9, kind).queues[0].wred;
+        assert_eq!(k(PortKind::Spine), Some(WredProfile::ecn_step(120_000)));
+        assert_eq!(k(PortKind::LeafUp), Some(WredProfile::ecn_step(30_000)));
     }
 }

@@ -199,12 +199,18 @@ impl Fabric {
         }
         let mut port_device = Vec::with_capacity(topo.switches());
         for sw in 0..topo.switches() {
-            let ports: Vec<_> = topo.port_speeds(sw).into_iter().map(|s| qos.switch_port(s)).collect();
+            let ports: Vec<_> = topo
+                .port_speeds(sw)
+                .into_iter()
+                .enumerate()
+                .map(|(p, s)| qos.switch_port(s, topo.port_kind(sw, p)))
+                .collect();
+            let kinds: Vec<_> = (0..ports.len()).map(|p| topo.port_kind(sw, p)).collect();
             let device_seed = |d: usize| seed.rotate_left(17) ^ d as u64;
             let mut map = Vec::with_capacity(ports.len());
             match qos.buffer {
                 BufferModel::SwitchPool => {
-                    let pool = qos.port_buffer_bytes.saturating_mul(ports.len() as u64);
+                    let pool = kinds.iter().map(|&k| qos.port_buffer(k)).fold(0u64, u64::saturating_add);
                     map.extend((0..ports.len()).map(|p| (devices.len(), p)));
                     devices.push(Vasic::new(pool, device_seed(devices.len()), ports)?);
                     owner.push(Some((sw, 0)));
@@ -214,7 +220,7 @@ impl Fabric {
                     for (p, port) in ports.into_iter().enumerate() {
                         map.push((devices.len(), 0));
                         devices.push(Vasic::new(
-                            qos.port_buffer_bytes,
+                            qos.port_buffer(kinds[p]),
                             device_seed(devices.len()),
                             vec![port],
                         )?);

@@ -96,6 +96,16 @@ impl LeafSpine {
         }
     }
 
+    /// Where switch `sw`'s port `port` sits.
+    pub fn port_kind(&self, sw: usize, port: usize) -> crate::qos::PortKind {
+        use crate::qos::PortKind;
+        match (self.is_leaf(sw), port < self.hosts_per_leaf) {
+            (true, true) => PortKind::LeafDown,
+            (true, false) => PortKind::LeafUp,
+            (false, _) => PortKind::Spine,
+        }
+    }
+
     /// The egress port of switch `sw` towards host `dst`; `flow_hash` is the flow's hash
     /// ([`ecmp_hash`]), used when ECMP is by flow.
     pub fn egress_port(&self, sw: usize, dst: usize, flow_hash: u64) -> usize {

@@ -1,0 +1,82 @@
+"""What-if simulations: run an intent version's compiled configuration in the packet-level
+twin (netsim) and read flow completion times per class (docs/netsim.md, "What-if").
+
+The API records the request (202 with its ``Location``); the worker runs netsim and stores the
+result; ``GET /simulations/{id}`` shows the state, netsim's last progress line and the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import OperatorActor, Viewer
+from controller.services.simulations import SimulationService, SimulationView
+from controller.twin.translate import Request as TwinRequest
+
+router = APIRouter(prefix="/simulations", tags=["simulations"])
+
+SimulationId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the simulation's id")]
+
+
+class SimulationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workload: Literal["websearch", "datamining", "cache", "hadoop"] = "websearch"
+    load: float = Field(default=0.6, gt=0.0, lt=1.0, description="of every host link")
+    flows: int = Field(default=2000, ge=1, le=1_000_000)
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    mix: dict[str, Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=dict, description="each class's share of the load (default: equal)"
+    )
+    version: int | None = Field(default=None, ge=1, description="default: the current intent")
+    compare_version: int | None = Field(
+        default=None, ge=1, description="a second version run on the same flows"
+    )
+
+
+class SimulationOut(BaseModel):
+    id: int
+    state: str
+    intent_version: int
+    compare_version: int | None
+    request: dict[str, Any]
+    progress: str | None
+    result: dict[str, Any] | None
+    message: str | None
+    requested_by: str
+    requested_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, view: SimulationView) -> SimulationOut:
+        return cls(**asdict(view))
+
+
+def _service(request: Request) -> SimulationService:
+    service: SimulationService = request.app.state.services.simulations
+    return service
+
+
+@router.post("", response_model=SimulationOut, status_code=202, name="request_simulation")
+def request_simulation(
+    body: SimulationIn, request: Request, response: Response, actor: OperatorActor
+) -> SimulationOut:
+    """Record a what-if run; answers at once (202), the worker runs it."""
+    twin = TwinRequest(body.workload, body.load, body.flows, body.seed, tuple(body.mix.items()))
+    view = _service(request).request(
+        actor=actor, request=twin, version=body.version, compare_version=body.compare_version
+    )
+    response.headers["Location"] = f"/api/v1/simulations/{view.id}"
+    return SimulationOut.of(view)
+
+
+@router.get("/{simulation_id}", response_model=SimulationOut, name="get_simulation")
+def get_simulation(simulation_id: SimulationId, request: Request, _: Viewer) -> SimulationOut:
+    """State, the last progress line and, once completed, the result."""
+    return SimulationOut.of(_service(request).get(simulation_id))

@@ -1,0 +1,93 @@
+"""netsim's summary read in the intent's terms: per class by name, per size bucket, and the
+deltas between two runs (``--compare``). Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+# The figures reported for each class and bucket (netsim's ``FctStats`` fields).
+FIGURES = ("flows", "mean_us", "p99_us", "mean_slowdown", "p99_slowdown")
+
+
+def _row(name: str, stats: JsonObject) -> JsonObject:
+    return {"name": name, **{key: stats.get(key, 0) for key in FIGURES}}
+
+
+def per_class(summary: JsonObject, classes: tuple[str, ...]) -> list[JsonObject]:
+    """netsim's ``class N`` rows named after the intent's classes (N indexes ``classes``)."""
+    rows: list[JsonObject] = []
+    for stats in summary.get("classes", []):
+        index = int(str(stats["name"]).removeprefix("class "))
+        name = classes[index] if index < len(classes) else f"class {index}"
+        rows.append(_row(name, stats))
+    return rows
+
+
+def per_bucket(summary: JsonObject) -> list[JsonObject]:
+    return [_row(str(stats["name"]), stats) for stats in summary.get("buckets", [])]
+
+
+def result(
+    summary: JsonObject, classes: tuple[str, ...], not_modelled: tuple[str, ...]
+) -> JsonObject:
+    """What a simulation reports: FCT per class and per size bucket, totals, what is not
+    modelled."""
+    tally = summary.get("tally", {})
+    return {
+        "classes": per_class(summary, classes),
+        "buckets": per_bucket(summary),
+        "all": _row("all", summary.get("all", {})),
+        "unfinished": summary.get("unfinished", 0),
+        "drops": tally.get("dropped_packets", 0),
+        "marks": tally.get("marked_packets", 0),
+        "simulated_ms": summary.get("simulated_ns", 0.0) / 1e6,
+        "not_modelled": list(not_modelled),
+    }
+
+
+def _delta(before: JsonObject, after: JsonObject) -> JsonObject:
+    out: JsonObject = {"name": after["name"]}
+    for key in FIGURES[1:]:
+        old, new = float(before.get(key, 0.0)), float(after.get(key, 0.0))
+        out[key] = new - old
+        out[f"{key}_pct"] = (new - old) / old * 100.0 if old else None
+    return out
+
+
+def compare(before: JsonObject, after: JsonObject) -> JsonObject:
+    """``after`` minus ``before``, per class (by name) and per bucket; a negative FCT delta
+    means ``after`` finishes flows sooner."""
+
+    def paired(key: str) -> list[JsonObject]:
+        old = {row["name"]: row for row in before[key]}
+        return [_delta(old[row["name"]], row) for row in after[key] if row["name"] in old]
+
+    return {"classes": paired("classes"), "buckets": paired("buckets")}
+
+
+def table_lines(rows: list[JsonObject]) -> list[str]:
+    """A fixed-width table of FCT rows (the CLI and the demo print it)."""
+    lines = [f"{'':<14}{'flows':>7}{'mean µs':>12}{'p99 µs':>12}{'slowdown':>10}{'p99 sd':>9}"]
+    for row in rows:
+        lines.append(
+            f"{row['name']:<14}{row['flows']:>7}{row['mean_us']:>12.1f}{row['p99_us']:>12.1f}"
+            f"{row['mean_slowdown']:>10.2f}{row['p99_slowdown']:>9.2f}"
+        )
+    return lines
+
+
+def delta_lines(rows: list[JsonObject]) -> list[str]:
+    lines = [f"{'':<14}{'Δ mean µs':>12}{'Δ mean %':>10}{'Δ p99 µs':>12}{'Δ p99 %':>10}"]
+    for row in rows:
+
+        def pct(key: str, row: JsonObject = row) -> str:
+            value = row[f"{key}_pct"]
+            return f"{value:>+10.1f}" if value is not None else f"{'-':>10}"
+
+        lines.append(
+            f"{row['name']:<14}{row['mean_us']:>+12.1f}{pct('mean_us')}"
+            f"{row['p99_us']:>+12.1f}{pct('p99_us')}"
+        )
+    return lines

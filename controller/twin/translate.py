@@ -1,0 +1,356 @@
+"""Intent -> netsim run description (``sim/netsim``'s JSON config). Pure: no I/O.
+
+What the switches get comes from the switch compiler (``controller/sonic/compile.py``:
+``fleet_qos`` for queues, normalised DWRR weights and the DSCP map, ``port_profile`` for K,
+WRED thresholds and buffer profiles per port speed and buffer); what the hosts get from the
+host compiler's rules (PIAS thresholds, ``controller/qos/pias.py``; tcp_ecn,
+``controller/hosts/compile.py``). Whatever the intent asks for that netsim cannot run is named
+in ``not_modelled``, never dropped silently.
+
+The fabric: leaves and spines from the intent's switch roles; hosts fill the leaves in intent
+order (the intent does not say which leaf port a host is cabled to), each leaf's host ports
+being those not facing a spine. Link delays are set so that the propagation round trip across
+the spine is the fabric's ``base_rtt_us`` (8 link crossings), the RTT the thresholds assume.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from controller.hosts.compile import ecn_vars
+from controller.policy.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
+from controller.qos.pias import demotion_thresholds, load_workload
+from controller.sonic.compile import fleet_qos, port_profile
+from controller.sonic.context import FleetQos, PortProfile
+
+JsonObject = dict[str, Any]
+
+WORKLOADS = ("websearch", "datamining", "cache", "hadoop")
+NETSIM_PACKET_BYTES = 1500  # netsim's wire packet (1460 B of payload)
+LINKS_PER_RTT = 8  # host-leaf-spine-leaf-host and back
+
+
+class TwinInputInvalid(ValueError):
+    """The intent or the request cannot be run in the twin (no leaves, no hosts, bad load)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to run: a workload at a load of every host link, so many flows, a seed.
+
+    ``mix``: each class's share of the load, by class name (default: equal shares)."""
+
+    workload: str = "websearch"
+    load: float = 0.6
+    flows: int = 2000
+    seed: int = 1
+    mix: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TwinConfig:
+    """netsim's run description, the class names by netsim class index, and what is not
+    modelled."""
+
+    config: JsonObject
+    classes: tuple[str, ...]
+    not_modelled: tuple[str, ...]
+
+
+def check_request(request: Request) -> None:
+    if request.workload not in WORKLOADS:
+        raise TwinInputInvalid(f"workload must be one of {', '.join(WORKLOADS)}")
+    if not 0.0 < request.load < 1.0:
+        raise TwinInputInvalid("load must be in (0, 1)")
+    if not 1 <= request.flows <= 1_000_000:
+        raise TwinInputInvalid("flows must be 1..1000000")
+    if any(share < 0 for _, share in request.mix) or (
+        request.mix and sum(s for _, s in request.mix) <= 0
+    ):
+        raise TwinInputInvalid("mix shares must be >= 0 and not all 0")
+
+
+# --------------------------------------------------------------------------------------------
+# the fabric
+
+
+def _single(values: list[int], what: str, notes: list[str]) -> int:
+    """The one value netsim uses where the intent has several (the slowest), noted."""
+    if len(set(values)) > 1:
+        notes.append(f"{what} differ ({sorted(set(values))}); the twin uses {min(values)} for all")
+    return min(values)
+
+
+def topology(intent: Intent, notes: list[str]) -> JsonObject:
+    leaves = [s for s in intent.switches if s.role is Role.LEAF]
+    spines = [s for s in intent.switches if s.role is Role.SPINE]
+    if not leaves or not intent.hosts:
+        raise TwinInputInvalid("the twin needs at least one leaf switch and one host")
+    hosts_per_leaf = math.ceil(len(intent.hosts) / len(leaves))
+    room = min(len(leaf.ports) - len(spines) for leaf in leaves)
+    if hosts_per_leaf > room:
+        notes.append(
+            f"{len(intent.hosts)} hosts over {len(leaves)} leaves need {hosts_per_leaf} host "
+            f"ports per leaf, the intent's leaves have {max(room, 0)}; the twin adds them"
+        )
+    if hosts_per_leaf * len(leaves) != len(intent.hosts):
+        notes.append(
+            f"hosts do not fill the leaves evenly; the twin has {hosts_per_leaf} per leaf "
+            f"({hosts_per_leaf * len(leaves) - len(intent.hosts)} extra hosts send and receive)"
+        )
+    host_gbps = _single([h.nic_gbps for h in intent.hosts], "host NIC speeds", notes)
+    uplinks = [p.speed_gbps for s in spines for p in s.ports] or [host_gbps]
+    fabric_gbps = _single(uplinks, "spine port speeds", notes)
+    delay_ns = intent.fabric.base_rtt_us * 1000.0 / LINKS_PER_RTT
+    return {
+        "leaves": len(leaves),
+        "spines": max(len(spines), 1),
+        "hosts_per_leaf": hosts_per_leaf,
+        "host_link_bps": host_gbps * 1e9,
+        "fabric_link_bps": fabric_gbps * 1e9,
+        "host_link_delay_ns": delay_ns,
+        "fabric_link_delay_ns": delay_ns,
+        "ecmp": "flow",
+    }
+
+
+def tcp(intent: Intent, notes: list[str]) -> JsonObject:
+    """The hosts' TCP: DCTCP when the intent sets it, else NewReno with ECN as tcp_ecn says."""
+    cc = intent.fabric.host_transport.congestion_control
+    ecn = ecn_vars(intent)["tcp_ecn"] == 1
+    if cc == "dctcp":
+        return {"cc": "dctcp"}
+    if cc not in (None, "reno"):
+        notes.append(f"congestion control {cc!r} is run as NewReno (netsim has NewReno, DCTCP)")
+    elif cc is None:
+        notes.append("hosts keep their own congestion control (Linux: cubic); run as NewReno")
+    return {"cc": "newreno", "ecn": ecn}
+
+
+# --------------------------------------------------------------------------------------------
+# the ports
+
+
+def _port_groups(intent: Intent, spines: int) -> dict[str, list[tuple[int, int]]]:
+    """(speed, buffer) of each netsim port kind's ports: leaf ports facing hosts (all but the
+    ``spines`` fastest), leaf uplinks, spine ports."""
+    default = intent.fabric.port_buffer_bytes
+    groups: dict[str, list[tuple[int, int]]] = {"leaf_down": [], "leaf_up": [], "spine": []}
+    for switch in intent.switches:
+        ports = [(p.speed_gbps, p.buffer_bytes or default) for p in switch.ports]
+        if switch.role is Role.SPINE:
+            groups["spine"] += ports
+            continue
+        ranked = sorted(ports, key=lambda p: p[0])
+        cut = max(len(ranked) - spines, 0)
+        groups["leaf_down"] += ranked[:cut]
+        groups["leaf_up"] += ranked[cut:]
+    return groups
+
+
+def _profile_for(
+    fleet: FleetQos, ports: list[tuple[int, int]], kind: str, notes: list[str]
+) -> PortProfile | None:
+    if not ports:
+        return None
+    chosen = min(ports)
+    if len(set(ports)) > 1:
+        notes.append(
+            f"{kind} ports have several (speed Gb/s, buffer B) {sorted(set(ports))}; "
+            f"the twin gives them all {chosen}"
+        )
+    return port_profile(fleet, *chosen)
+
+
+def _threshold(fields: dict[str, str] | None) -> int | None:
+    """A compiled WRED step profile's threshold if it marks (netsim marks ECT at a step)."""
+    if fields is None or fields.get("ecn") != "ecn_all":
+        return None
+    return int(fields["green_min_threshold"])
+
+
+def _aqm(fleet: FleetQos, notes: list[str]) -> str | JsonObject:
+    """vasic's MQ-ECN and DynaQ modes are port-wide; the intent's other queues keep theirs on
+    the switch but follow the port's mode in the twin."""
+    algorithm = fleet.algorithm
+    if algorithm in ("static", EcnMode.HDCQ.value):
+        if algorithm == EcnMode.HDCQ.value:
+            notes.append(
+                "HDCQ (agent-adapted thresholds): the twin holds its queues at the agent's "
+                "static start value"
+            )
+        return "per_queue"
+    others = sorted({q.ecn.value for q in fleet.queues if q.ecn.value != algorithm})
+    if others:
+        notes.append(
+            f"{algorithm} is per port in netsim: queues configured {', '.join(others)} are "
+            f"marked by {algorithm} in the twin"
+        )
+    notes.append(
+        f"{algorithm} runs as vasic's ideal per-packet model, not the qos-agent's polling loop"
+    )
+    if algorithm == EcnMode.MQECN.value:
+        return {"mqecn": {"k_std_bytes": 0.0}}  # per port kind, below
+    return "dynaq"
+
+
+def _port_qos(profile: PortProfile, queues: int, aqm: str | JsonObject) -> JsonObject:
+    ks: list[int | None] = [None] * queues
+    for q in profile.queues:
+        ks[q.queue] = _threshold(q.wred_fields)
+    out: JsonObject = {"port_buffer_bytes": profile.buffer_bytes, "ecn_k_bytes": ks}
+    if isinstance(aqm, dict) and "mqecn" in aqm:
+        out["k_std_bytes"] = float(profile.k_bytes)
+    return out
+
+
+def _queues(fleet: FleetQos, profile: PortProfile) -> list[JsonObject]:
+    """Eight queues as the switch has them; queues no class uses get DWRR weight 1 (they
+    carry nothing in the twin, so their scheduling does not matter)."""
+    dynamic_th = int(next(iter(profile.buffer_profiles.values()))["dynamic_th"])
+    specs: list[JsonObject] = [
+        {"sched": {"dwrr": 1}, "ecn_k_bytes": None, "dynamic_th": dynamic_th} for _ in range(8)
+    ]
+    for q in fleet.queues:
+        strict = q.scheduling == SchedulingType.STRICT.value
+        specs[q.queue] = {
+            "sched": "strict" if strict else {"dwrr": q.weight},
+            "ecn_k_bytes": None,
+            "dynamic_th": dynamic_th,
+        }
+    return specs
+
+
+def _marking(intent: Intent, notes: list[str]) -> list[JsonObject]:
+    """Each class's DSCP, and its PIAS stages when hosts tag it (only classes with
+    ``hosts_match`` are tagged by sluice's hosts; others are assumed marked by their
+    senders)."""
+    out: list[JsonObject] = []
+    for service_class in intent.service_classes:
+        entry: JsonObject = {"dscp": service_class.dscp[0], "pias": None}
+        pias = service_class.pias
+        if pias is not None and service_class.hosts_match is not None:
+            thresholds = demotion_thresholds(
+                load_workload(pias.workload.value), pias.load, len(pias.demotions) + 1
+            )
+            entry["pias"] = {
+                "thresholds_bytes": thresholds,
+                "dscp": [stage.dscp for stage in pias.demotions],
+            }
+        elif pias is not None:
+            notes.append(
+                f"class {service_class.name}: PIAS without hosts_match is not applied by the "
+                "hosts, so the twin does not demote it either"
+            )
+        out.append(entry)
+    return out
+
+
+def qos(intent: Intent, notes: list[str]) -> JsonObject:
+    fleet = fleet_qos(intent)
+    spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
+    groups = _port_groups(intent, spines)
+    profiles = {kind: _profile_for(fleet, ports, kind, notes) for kind, ports in groups.items()}
+    base = profiles["leaf_down"] or profiles["spine"] or profiles["leaf_up"]
+    if base is None:
+        raise TwinInputInvalid("the twin needs switch ports")
+    aqm = _aqm(fleet, notes)
+    if isinstance(aqm, dict) and "mqecn" in aqm:
+        aqm = {"mqecn": {"k_std_bytes": float(base.k_bytes)}}
+    return {
+        "scheme": "custom",
+        "queues": _queues(fleet, base),
+        "aqm": aqm,
+        "port_buffer_bytes": base.buffer_bytes,
+        "buffer": "per_port",
+        "quantum_unit_bytes": NETSIM_PACKET_BYTES,
+        "tagging": {
+            "dscp": {
+                "classes": _marking(intent, notes),
+                "dscp_to_queue": [[int(d), int(q)] for d, q in fleet.dscp_to_tc.items()],
+            }
+        },
+        "ports": {
+            kind: _port_qos(profile, 8, aqm)
+            for kind, profile in profiles.items()
+            if profile is not None
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# the traffic
+
+
+def _shares(classes: tuple[ServiceClass, ...], mix: tuple[tuple[str, float], ...]) -> list[float]:
+    if not mix:
+        return [1.0 / len(classes)] * len(classes)
+    given = dict(mix)
+    unknown = sorted(set(given) - {c.name for c in classes})
+    if unknown:
+        raise TwinInputInvalid(f"mix names unknown classes: {', '.join(unknown)}")
+    total = sum(given.values())
+    return [given.get(c.name, 0.0) / total for c in classes]
+
+
+def traffic(intent: Intent, request: Request) -> list[JsonObject]:
+    """One Poisson part per class carrying its share of the load, the request's workload,
+    flows in proportion to the share (so every part spans about the same time)."""
+    classes = intent.service_classes
+    if not classes:
+        part = {"kind": "poisson", "workload": request.workload, "load": request.load}
+        return [{**part, "flows": request.flows, "class": 0}]
+    parts: list[JsonObject] = []
+    for index, share in enumerate(_shares(classes, request.mix)):
+        flows = round(request.flows * share)
+        if flows == 0:
+            continue
+        parts.append(
+            {
+                "kind": "poisson",
+                "workload": request.workload,
+                "load": request.load * share,
+                "flows": flows,
+                "class": index,
+            }
+        )
+    return parts
+
+
+def _host_notes(intent: Intent, notes: list[str]) -> None:
+    if intent.fabric.qjump is not None:
+        levels = sorted(
+            f"{c.name} (level {c.qjump_level})"
+            for c in intent.service_classes
+            if c.qjump_level is not None
+        )
+        notes.append(
+            "QJUMP host token buckets: "
+            + (", ".join(levels) or "no class")
+            + " sends unlimited in the twin"
+        )
+    if intent.fabric.mtu_bytes != NETSIM_PACKET_BYTES:
+        notes.append(
+            f"MTU {intent.fabric.mtu_bytes} B: netsim sends {NETSIM_PACKET_BYTES} B packets "
+            "(thresholds and buffers are the compiled bytes)"
+        )
+    notes.append("buffers are per port (each port its own buffer), not one shared switch pool")
+
+
+def translate(intent: Intent, request: Request) -> TwinConfig:
+    """netsim's run description for ``intent`` under ``request``."""
+    check_request(request)
+    notes: list[str] = []
+    config: JsonObject = {
+        "seed": request.seed,
+        "topology": topology(intent, notes),
+        "tcp": tcp(intent, notes),
+        "qos": qos(intent, notes),
+        "traffic": traffic(intent, request),
+        "end_ns": 60e9,
+    }
+    _host_notes(intent, notes)
+    names = tuple(c.name for c in intent.service_classes) or ("all",)
+    return TwinConfig(config, names, tuple(notes))

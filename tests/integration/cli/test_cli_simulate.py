@@ -1,0 +1,56 @@
+"""``sluice simulate`` with the real netsim binary (``target/debug/netsim``): a file alone, and
+a file against the current intent of a real API on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.integration.cli.support import ROOT, Cli
+
+EXAMPLE = ROOT / "examples" / "intent.yaml"
+CONTENDED = ("--load", "0.8", "--flows", "400", "--mix", "storage=0.5,best-effort=0.5")
+
+
+def heavier_storage(folder: Path) -> Path:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    next(c for c in data["service_classes"] if c["name"] == "storage")["scheduling"]["weight"] = 400
+    path = folder / "heavier.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_file_alone_needs_no_api(cli: Cli) -> None:
+    result = cli.run("simulate", "-f", str(EXAMPLE), "--flows", "200", "--json")
+    assert result.code == 0, result.stderr
+    doc = json.loads(result.stdout)["result"]
+    names = [row["name"] for row in doc["classes"]]
+    assert names == ["control", "rpc", "storage", "analytics", "best-effort"]
+    assert "netsim: t=" in result.stderr  # progress relayed
+
+
+def test_a_proposed_file_against_the_current_intent(cli: Cli, tmp_path: Path) -> None:
+    applied = cli.run("apply", "-f", str(EXAMPLE), token="operator")
+    assert applied.code == 0, applied.stderr
+    proposed = heavier_storage(tmp_path)
+    args = ("simulate", "-f", str(proposed), "--against-current", *CONTENDED, "--json")
+    result = cli.run(*args, token="viewer")
+    assert result.code == 0, result.stderr
+    delta = {row["name"]: row for row in json.loads(result.stdout)["delta"]["classes"]}
+    # DWRR serves backlogged queues in proportion to their weights (Shreedhar & Varghese,
+    # SIGCOMM 1995): the proposed storage weight (400 against 50) speeds storage up and
+    # slows best-effort down where the two contend.
+    assert delta["storage"]["mean_us"] < 0
+    assert delta["best-effort"]["mean_us"] > 0
+    table = cli.run(*args[:-1], token="viewer")
+    assert "current intent (version 1)" in table.stdout
+    assert "negative is faster" in table.stdout
+
+
+def test_bad_values_are_reported_not_run(cli: Cli) -> None:
+    for bad in (("--load", "1.5"), ("--mix", "nosuch=1"), ("--mix", "rpc")):
+        result = cli.run("simulate", "-f", str(EXAMPLE), *bad)
+        assert result.code == 3, (bad, result.stdout, result.stderr)
+        assert "simulate" in result.stderr or "mix" in result.stderr

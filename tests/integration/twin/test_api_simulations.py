@@ -1,0 +1,145 @@
+"""What-if over the API: real PostgreSQL, the app, and the real worker running the real netsim
+binary (``target/debug/netsim``) for the example intent; a few hundred flows, seconds."""
+
+from __future__ import annotations
+
+import copy
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from controller.policy.loader import parse_yaml
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.services.simulations import SimulationRunner, SimulationService, netsim_simulate
+from controller.settings import SimulateSettings
+from controller.store.db import make_engine, make_sessions
+from controller.store.models import Simulation
+from controller.twin.translate import Request
+from tests.integration.conftest import put_intent
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+CLASSES = ["control", "rpc", "storage", "analytics", "best-effort"]
+
+
+def example() -> dict[str, Any]:
+    data = parse_yaml(EXAMPLE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def finished(client: TestClient, headers: dict[str, str], location: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        body: dict[str, Any] = client.get(location, headers=headers).json()
+        if body["state"] in ("completed", "error"):
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"{location} did not finish")
+
+
+def post(client: TestClient, headers: dict[str, str], **body: Any) -> str:
+    response = client.post("/api/v1/simulations", json=body, headers=headers)
+    assert response.status_code == 202, response.text
+    assert response.json()["state"] == "pending"
+    location: str = response.headers["Location"]
+    return location
+
+
+def test_the_worker_runs_netsim_and_a_seed_repeats(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    assert put_intent(client, auth["operator"], example(), 0).status_code == 201
+    first = finished(client, auth["viewer"], post(client, auth["operator"], flows=300, seed=3))
+    assert first["state"] == "completed", first["message"]
+    assert first["intent_version"] == 1
+    assert first["progress"].startswith("v1: netsim: ")
+    result = first["result"]["result"]
+    assert [row["name"] for row in result["classes"]] == CLASSES
+    assert all(row["flows"] == 60 and row["p99_us"] > 0 for row in result["classes"])
+    assert {row["name"] for row in result["buckets"]} <= {"small", "medium", "large"}
+    assert any("QJUMP" in note for note in result["not_modelled"])
+    again = finished(client, auth["viewer"], post(client, auth["operator"], flows=300, seed=3))
+    assert again["result"] == first["result"]
+
+
+def test_compare_two_versions_that_differ_in_a_weight(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    intent = example()
+    assert put_intent(client, auth["operator"], intent, 0).status_code == 201
+    heavier = copy.deepcopy(intent)
+    storage = next(c for c in heavier["service_classes"] if c["name"] == "storage")
+    storage["scheduling"]["weight"] = 400
+    assert put_intent(client, auth["operator"], heavier, 1).status_code == 200
+    location = post(
+        client,
+        auth["operator"],
+        flows=400,
+        load=0.8,
+        seed=1,
+        mix={"storage": 0.5, "best-effort": 0.5},
+        version=1,
+        compare_version=2,
+    )
+    body = finished(client, auth["viewer"], location)
+    assert body["state"] == "completed", body["message"]
+    delta = {row["name"]: row for row in body["result"]["delta"]["classes"]}
+    # DWRR serves backlogged queues in proportion to their weights (Shreedhar & Varghese,
+    # SIGCOMM 1995): with storage's weight raised from 50 to 400, storage gets most of every
+    # contended host port and finishes sooner; best-effort's share shrinks, it finishes later.
+    assert delta["storage"]["mean_us"] < 0
+    assert delta["best-effort"]["mean_us"] > 0
+
+
+def test_bad_requests_are_problems_not_runs(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    operator = auth["operator"]
+    no_intent = client.post("/api/v1/simulations", json={}, headers=operator)
+    assert no_intent.status_code == 404
+    assert no_intent.headers["content-type"].startswith("application/problem+json")
+    assert put_intent(client, operator, example(), 0).status_code == 201
+    for body in ({"load": 1.5}, {"workload": "video"}, {"flows": 0}, {"mix": {"nosuch": 1}}):
+        response = client.post("/api/v1/simulations", json=body, headers=operator)
+        assert response.status_code == 422, (body, response.text)
+    assert (
+        client.post("/api/v1/simulations", json={"version": 9}, headers=operator).status_code == 404
+    )
+    assert client.get("/api/v1/simulations/77", headers=auth["viewer"]).status_code == 404
+    assert client.post("/api/v1/simulations", json={}, headers=auth["viewer"]).status_code == 403
+
+
+def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        sessions = make_sessions(engine)
+        now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
+        service = SimulationService(sessions, clock=lambda: now)
+        actor = Actor("t-operator", "req-1")
+        IntentService(sessions, clock=lambda: now).replace(
+            example(), expected=0, actor=actor, reason="test"
+        )
+        recorded = service.request(actor=actor, request=Request(flows=100, seed=2))
+        with sessions.begin() as session:  # a worker claimed it at 08:00, then stopped
+            row = session.get(Simulation, recorded.id)
+            assert row is not None
+            row.state, row.started_at = "running", now
+        simulate = netsim_simulate(SimulateSettings().netsim, 120)
+
+        def runner(at: datetime) -> SimulationRunner:
+            return SimulationRunner(
+                sessions, simulate, clock=lambda: at, stale_after=timedelta(minutes=5)
+            )
+
+        assert runner(now + timedelta(minutes=4)).run_once() == 0  # may still be running
+        assert runner(now + timedelta(minutes=6)).run_once() == 1
+        done = service.get(recorded.id)
+        assert done.state == "completed"
+        assert done.result is not None
+        assert done.started_at == now + timedelta(minutes=6)
+    finally:
+        engine.dispose()

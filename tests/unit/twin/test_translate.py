@@ -1,0 +1,151 @@
+"""Intent -> netsim run description, worked by hand on the example intent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.hosts.compile import pias_vars
+from controller.policy.loader import load_intent_file
+from controller.policy.models import EcnMode, Intent
+from controller.twin.results import compare, per_class
+from controller.twin.translate import Request, TwinInputInvalid, translate
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+
+
+@pytest.fixture(scope="module")
+def intent() -> Intent:
+    return load_intent_file(EXAMPLE)
+
+
+def _with(intent: Intent, **fabric: Any) -> Intent:
+    return intent.model_copy(update={"fabric": intent.fabric.model_copy(update=fabric)})
+
+
+def test_fabric_shape_speeds_and_delays(intent: Intent) -> None:
+    topo = translate(intent, Request()).config["topology"]
+    # 2 leaves, 2 spines, 4 hosts -> 2 per leaf; hosts 25 Gb/s, spine ports 100 Gb/s; the
+    # 40 us base RTT over 8 link crossings -> 5 us per link.
+    assert (topo["leaves"], topo["spines"], topo["hosts_per_leaf"]) == (2, 2, 2)
+    assert (topo["host_link_bps"], topo["fabric_link_bps"]) == (25e9, 100e9)
+    assert topo["host_link_delay_ns"] == topo["fabric_link_delay_ns"] == 5_000.0
+
+
+def test_queues_weights_and_thresholds_are_the_compiled_ones(intent: Intent) -> None:
+    qos = translate(intent, Request()).config["qos"]
+    sched = [q["sched"] for q in qos["queues"]]
+    # control 7, rpc 6 and its PIAS stage 5 strict; storage 3, analytics 2, best-effort 1 by
+    # weight 50:30:20 (already on SONiC's 1..100 scale); queues 0 and 4 carry nothing.
+    assert sched[7] == sched[6] == sched[5] == "strict"
+    assert [sched[3], sched[2], sched[1]] == [{"dwrr": 50}, {"dwrr": 30}, {"dwrr": 20}]
+    # K = C x RTT x lambda: 25 Gb/s x 40 us / 8 = 125 000 B at the host ports, 500 000 B at
+    # 100 Gb/s. best-effort is per-queue-minimum: 20/100 of K. control is ECN off.
+    down, up, spine = (qos["ports"][k] for k in ("leaf_down", "leaf_up", "spine"))
+    assert down["ecn_k_bytes"][6] == 125_000
+    assert up["ecn_k_bytes"][6] == 500_000
+    assert down["ecn_k_bytes"][1] == 25_000
+    assert spine["ecn_k_bytes"][1] == 100_000
+    assert down["ecn_k_bytes"][7] is None
+    assert (down["port_buffer_bytes"], up["port_buffer_bytes"]) == (2_000_000, 2_000_000)
+    assert spine["port_buffer_bytes"] == 4_000_000  # the spines' own buffer_bytes
+    # storage and analytics are MQ-ECN: the port runs MQ-ECN with each kind's K.
+    assert qos["aqm"] == {"mqecn": {"k_std_bytes": 125_000.0}}
+    assert down["k_std_bytes"] == 125_000.0
+    assert spine["k_std_bytes"] == 500_000.0
+
+
+def test_marking_follows_the_dscp_map_and_pias(intent: Intent) -> None:
+    tagging = translate(intent, Request()).config["qos"]["tagging"]["dscp"]
+    assert dict(map(tuple, tagging["dscp_to_queue"])) == {
+        0: 1,
+        10: 3,
+        12: 3,
+        18: 2,
+        20: 2,
+        34: 5,
+        46: 6,
+        48: 7,
+        56: 7,
+    }
+    control, rpc, storage = tagging["classes"][:3]
+    assert (control["dscp"], control["pias"]) == (48, None)
+    assert storage == {"dscp": 10, "pias": None}
+    # rpc's PIAS stages: the thresholds the hosts get, stage 1 on DSCP 34.
+    (hosts_pias,) = pias_vars(intent)
+    assert rpc == {
+        "dscp": 46,
+        "pias": {"thresholds_bytes": hosts_pias["thresholds_bytes"], "dscp": [34]},
+    }
+
+
+def test_traffic_splits_the_load_and_flows_by_class(intent: Intent) -> None:
+    parts = translate(intent, Request(load=0.6, flows=400)).config["traffic"]
+    assert [(p["class"], p["flows"]) for p in parts] == [(c, 80) for c in range(5)]
+    assert all(p["load"] == pytest.approx(0.12) for p in parts)
+    mixed = translate(intent, Request(flows=400, mix=(("rpc", 3.0), ("storage", 1.0))))
+    parts = mixed.config["traffic"]
+    assert [(p["class"], p["flows"], p["load"]) for p in parts] == [
+        (1, 300, pytest.approx(0.45)),
+        (2, 100, pytest.approx(0.15)),
+    ]
+
+
+def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
+    notes = " | ".join(translate(intent, Request()).not_modelled)
+    assert "QJUMP host token buckets" in notes
+    assert "control (level 7)" in notes
+    assert "mqecn is per port" in notes
+    assert "per-queue-minimum" in notes
+    assert "MTU 9100" in notes
+    assert "cubic" in notes
+    hdcq = intent.model_copy(
+        update={
+            "service_classes": tuple(
+                c.model_copy(update={"ecn": EcnMode.HDCQ}) if c.ecn is EcnMode.MQECN else c
+                for c in intent.service_classes
+            )
+        }
+    )
+    twin = translate(hdcq, Request())
+    assert twin.config["qos"]["aqm"] == "per_queue"
+    assert any("HDCQ" in n for n in twin.not_modelled)
+
+
+def test_dctcp_hosts_run_dctcp(intent: Intent) -> None:
+    transport = intent.fabric.host_transport.model_copy(update={"congestion_control": "dctcp"})
+    twin = translate(_with(intent, host_transport=transport), Request())
+    assert twin.config["tcp"] == {"cc": "dctcp"}
+    assert not any("cubic" in n for n in twin.not_modelled)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Request(workload="video"),
+        Request(load=1.0),
+        Request(flows=0),
+        Request(mix=(("nosuch", 1.0),)),
+    ],
+)
+def test_bad_requests_are_refused(intent: Intent, request_: Request) -> None:
+    with pytest.raises(TwinInputInvalid):
+        translate(intent, request_)
+
+
+def test_results_name_classes_and_compare_signs() -> None:
+    stats = {
+        "flows": 2,
+        "mean_us": 100.0,
+        "p99_us": 300.0,
+        "mean_slowdown": 2.0,
+        "p99_slowdown": 4.0,
+    }
+    summary = {"classes": [{"name": "class 1", **stats}], "buckets": []}
+    (row,) = per_class(summary, ("control", "rpc"))
+    assert row["name"] == "rpc"
+    faster = {"classes": [{**row, "mean_us": 75.0}], "buckets": []}
+    (delta,) = compare({"classes": [row], "buckets": []}, faster)["classes"]
+    assert (delta["mean_us"], delta["mean_us_pct"]) == (-25.0, -25.0)
