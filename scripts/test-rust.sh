@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"; cargo test --workspace "$@"
+# The Python tests start these binaries (data plane, qos-agent, netsim); build every one.
+echo "== cargo build (binaries)"; cargo build --workspace --bins
 # The SAI backend is behind a feature (no SAI headers or library are needed for the default
 # build); lint and test it too. Its bindings are generated from the SAI headers (SAI 1.18 in
 # shared/sai beside the repository, as CI checks it out; on a switch /usr/include/sai), and its
