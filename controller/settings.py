@@ -9,7 +9,9 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
   ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
 - ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
 - ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``;
-- ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``).
+- ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``);
+- ``prometheus``: ``SLUICE_PROMETHEUS_URL``, ``SLUICE_PROMETHEUS_TIMEOUT_S`` (where the API
+  reads telemetry history).
 """
 
 from __future__ import annotations
@@ -174,12 +176,26 @@ class HostsSettings(BaseSettings):
         return values
 
 
+class PrometheusSettings(BaseSettings):
+    """Where the API reads telemetry history: the Prometheus that scrapes the collectors."""
+
+    model_config = _section("SLUICE_PROMETHEUS_")
+
+    url: str = Field(
+        default="http://127.0.0.1:9090",
+        pattern=r"^https?://",
+        description="base URL of the Prometheus that scrapes the collectors",
+    )
+    timeout_s: float = Field(default=5.0, gt=0.0, le=120.0, description="seconds per query")
+
+
 SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
     "gnmi": GnmiSettings,
     "worker": WorkerSettings,
     "hosts": HostsSettings,
+    "prometheus": PrometheusSettings,
 }
 
 
@@ -193,6 +209,7 @@ class Settings(BaseSettings):
     gnmi: GnmiSettings = Field(default_factory=GnmiSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
+    prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
 
     @classmethod
     def for_database(cls, url: str, **sections: Any) -> Settings:
