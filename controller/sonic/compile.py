@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
 from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
-from controller.qos.buffers import select_dynamic_th
+from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
 from controller.qos.scheduling import normalise_weights
 from controller.sonic.bulk import collector_paused
@@ -132,14 +132,23 @@ def _dwrr_total(queues: Iterable[QueueClass]) -> int:
     return sum(q.weight for q in queues if q.scheduling == SchedulingType.DWRR.value)
 
 
-def _bounds(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> Bounds:
+def _bounds(
+    queue: QueueClass, k_bytes: int, total_weight: int, mtu: int, buffer_bytes: int
+) -> Bounds:
     """Where the agent may move a dynamic queue's threshold.
 
-    DWRR: ``mqecn_bounds`` (floor = the per-queue minimum w_i/sum(w) x K, ceiling = K,
-    MQ-ECN, NSDI 2016 §3.2). STRICT (allowed for DynaQ and HDCQ): a strict queue is
-    served at line rate whenever it is backlogged, so its fair share is C and its static
-    threshold the standard K; the agent may lower it to one MTU, never to nothing.
+    DynaQ: ``dynaq_bounds`` from the port's egress buffer, not from K (ceiling = the buffer,
+    floor = static = the weighted share w_i/sum(w) x B; a STRICT queue, weight 0, may use
+    the whole buffer). MQ-ECN and HDCQ, DWRR: ``mqecn_bounds`` (floor = the per-queue
+    minimum w_i/sum(w) x K, ceiling = K, MQ-ECN, NSDI 2016 §3.2). HDCQ, STRICT: a strict
+    queue is served at line rate whenever it is backlogged, so its fair share is C and its
+    static threshold the standard K; the agent may lower it to one MTU, never to nothing.
     """
+    if queue.ecn is EcnMode.DYNAQ:
+        strict = queue.scheduling != SchedulingType.DWRR.value
+        weight = 0 if strict else queue.weight
+        b = dynaq_bounds(buffer_bytes, weight, max(total_weight, weight, 1), mtu)
+        return Bounds(b.floor_bytes, b.ceiling_bytes, b.static_bytes)
     if queue.scheduling == SchedulingType.DWRR.value:
         b = mqecn_bounds(k_bytes, queue.weight, total_weight, mtu)
         return Bounds(b.floor_bytes, b.ceiling_bytes, b.static_bytes)
@@ -168,13 +177,14 @@ def _dynamic_th(n_queues: int, k_bytes: int, buffer_bytes: int) -> int:
 
 
 def _wred_for(
-    queue: QueueClass, k: int, total: int, fabric: Fabric
+    queue: QueueClass, k: int, total: int, fabric: Fabric, buffer_bytes: int
 ) -> tuple[int | None, Bounds | None, bool]:
     """(static threshold or None, dynamic bounds or None, marks with ECN)."""
     if queue.ecn is EcnMode.OFF:
         return None, None, False
     if queue.ecn.is_dynamic:
-        return None, _bounds(queue, k, total, fabric.mtu_bytes), queue.ecn is not EcnMode.DYNAQ
+        bounds = _bounds(queue, k, total, fabric.mtu_bytes, buffer_bytes)
+        return None, bounds, queue.ecn is not EcnMode.DYNAQ
     return _static_threshold(queue, k, total, fabric.mtu_bytes), None, True
 
 
@@ -193,7 +203,7 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
     static_wred: dict[str, Fields] = {}
     queues: list[QueueProfile] = []
     for queue in fleet.queues:
-        threshold, bounds, mark = _wred_for(queue, k, total, fabric)
+        threshold, bounds, mark = _wred_for(queue, k, total, fabric, buffer_bytes)
         name: str | None = None
         fields: Fields | None = None
         if threshold is not None:

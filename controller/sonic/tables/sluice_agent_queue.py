@@ -2,7 +2,8 @@
 
 A dynamic queue (``managed = true``): the agent moves the threshold of the queue's own WRED
 profile (``wred_profile``) between ``floor_bytes`` and ``ceiling_bytes`` and falls back to
-``static_bytes`` when its inputs go stale. Bounds come from ``controller.qos.ecn.mqecn_bounds``.
+``static_bytes`` when its inputs go stale. Bounds come from ``controller.qos.ecn.mqecn_bounds``
+(MQ-ECN, HDCQ) or ``controller.qos.buffers.dynaq_bounds`` (DynaQ: from the port's buffer).
 
 Every other DWRR or STRICT queue of that port (``managed = false``) carries only ``weight``,
 ``speed_gbps`` and ``buffer_bytes``: the agent reads its counters, because MQ-ECN's threshold
