@@ -245,7 +245,6 @@ class Agent(Frozen):
     """Orders for the on-switch qos-agent (written to SLUICE_AGENT|global)."""
 
     interval_ms: int = Field(default=10, ge=1, le=60_000)
-    ewma_beta: float = Field(default=0.75, gt=0.0, lt=1.0)
     hysteresis_pct: float = Field(default=5.0, ge=0.0, le=50.0)
     hdcq_k: float = Field(default=0.06, gt=0.0, lt=1.0)
     stale_after_ms: int = Field(default=1000, ge=1, le=600_000)

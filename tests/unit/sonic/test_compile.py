@@ -79,7 +79,6 @@ def test_one_port_three_classes_gives_exact_tables() -> None:
         "interval_ms": "10",
         "rtt_us": "10",
         "lambda": "1",
-        "ewma_beta": "0.75",
         "hysteresis_pct": "5",
         "hdcq_k": "0.06",
         "stale_after_ms": "1000",
