@@ -1,5 +1,6 @@
-"""The compose stack without a container engine (none runs here): docker-compose.yml checked
-against the Compose Specification's own JSON schema, each image's file list built from its
+"""The compose stack without a container engine (none runs here): docker-compose.yml loaded
+by compose-go (the parser Docker Compose v2 uses; tools/compose-check) and checked against
+the Compose Specification's own JSON schema, each image's file list built from its
 Dockerfile's COPY lines and its .dockerignore, and each service's entry point run as a
 process with the environment compose would give it (postgres from lab/localpg, prometheus
 with docker/prometheus/, then migrate, api and worker).
@@ -58,7 +59,67 @@ def service(name: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# the file, by the Compose Specification's schema
+# the file, by compose's own parser and by the Compose Specification's schema
+
+COMPOSE_CHECK = ROOT / "tools" / "compose-check"
+STACK = {"postgres", "migrate", "api", "worker", "collector", "prometheus"}
+
+
+def go() -> str:
+    """The machine's Go toolchain (scripts/bootstrap.sh requires it, like Rust's)."""
+    found = shutil.which("go") or "/usr/local/go/bin/go"
+    assert Path(found).is_file(), "no Go toolchain: scripts/bootstrap.sh says how to get one"
+    return found
+
+
+@pytest.fixture(scope="module")
+def compose_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tools/compose-check built with compose-go (modules from the Go proxy, go.sum pinned)."""
+    binary = tmp_path_factory.mktemp("compose-check") / "compose-check"
+    built = subprocess.run(
+        [go(), "build", "-mod=readonly", "-o", str(binary), "."],
+        cwd=COMPOSE_CHECK,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    return binary
+
+
+def load(checker: Path, path: Path, env: dict[str, str], *profiles: str) -> Any:
+    return subprocess.run(
+        [str(checker), str(path), *profiles],
+        env={"PATH": os.environ.get("PATH", ""), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_compose_loads_the_stack_and_the_lab_profile(compose_check: Path) -> None:
+    plain = load(compose_check, COMPOSE_FILE, dict(OPERATOR_VARIABLES))
+    assert plain.returncode == 0, plain.stderr
+    assert set(plain.stdout.split()) == STACK
+    lab = load(compose_check, COMPOSE_FILE, dict(OPERATOR_VARIABLES), "lab")
+    assert lab.returncode == 0, lab.stderr
+    assert set(lab.stdout.split()) == STACK | {"vswitch"}
+
+
+def test_compose_refuses_the_stack_without_its_database_password(compose_check: Path) -> None:
+    done = load(compose_check, COMPOSE_FILE, {})
+    assert done.returncode != 0
+    assert "required variable SLUICE_DB_PASSWORD is missing" in done.stderr
+
+
+def test_compose_refuses_a_broken_file(compose_check: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE_FILE.read_text().replace("service_healthy", "service_happy", 1))
+    done = load(compose_check, broken, dict(OPERATOR_VARIABLES))
+    assert done.returncode != 0
+    assert "condition value must be one of" in done.stderr
 
 
 def validate(path: Path) -> subprocess.CompletedProcess[str]:
