@@ -40,7 +40,6 @@ from api.telemetry_api import build_telemetry_service, install_telemetry_routers
 from controller.services.common import utc_now
 from controller.settings import Settings
 from controller.store.db import make_engine
-from controller.telemetry.prometheus_settings import PrometheusSettings
 from controller.types import Clock
 
 API_PREFIX = "/api/v1"
@@ -68,10 +67,10 @@ def create_app(
     settings: Settings,
     *,
     clock: Clock = utc_now,
-    prometheus: PrometheusSettings | None = None,
     prometheus_transport: httpx.BaseTransport | None = None,
 ) -> FastAPI:
-    """``prometheus``: where telemetry history is read (``SLUICE_PROMETHEUS_*`` when None)."""
+    """Telemetry history is read from ``settings.prometheus``; ``prometheus_transport`` lets a
+    test answer for it in-process."""
     url = settings.database.required_url("API")
 
     @asynccontextmanager
@@ -80,14 +79,14 @@ def create_app(
         app.state.services = build_services(engine, clock=clock, settings=settings)
         app.state.telemetry = build_telemetry_service(
             app.state.services,
-            prometheus or PrometheusSettings(),
+            settings.prometheus,
             clock=clock,
             transport=prometheus_transport,
         )
         app.state.tuning, close_tuning = tuning.build_tuning_service(
             app.state.services,
             engine,
-            prometheus or PrometheusSettings(),
+            settings.prometheus,
             transport=prometheus_transport,
             clock=clock,
         )

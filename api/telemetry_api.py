@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from api.routes import dashboard, telemetry
 from api.services import Services
 from controller.services.telemetry import TelemetryService
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings
 from controller.telemetry.promql import make_promql
 from controller.types import Clock
 

@@ -9,7 +9,9 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
   ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
 - ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
 - ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``;
-- ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``).
+- ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``);
+- ``prometheus``: ``SLUICE_PROMETHEUS_URL``, ``SLUICE_PROMETHEUS_TIMEOUT_S`` (where the API
+  reads telemetry history).
 """
 
 from __future__ import annotations
@@ -207,6 +209,19 @@ class SimulateSettings(BaseSettings):
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="per netsim run")
 
 
+class PrometheusSettings(BaseSettings):
+    """Where the API reads telemetry history: the Prometheus that scrapes the collectors."""
+
+    model_config = _section("SLUICE_PROMETHEUS_")
+
+    url: str = Field(
+        default="http://127.0.0.1:9090",
+        pattern=r"^https?://",
+        description="base URL of the Prometheus that scrapes the collectors",
+    )
+    timeout_s: float = Field(default=5.0, gt=0.0, le=120.0, description="seconds per query")
+
+
 SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
@@ -215,6 +230,7 @@ SECTIONS: dict[str, type[BaseSettings]] = {
     "hosts": HostsSettings,
     "telemetry": TelemetrySettings,
     "simulate": SimulateSettings,
+    "prometheus": PrometheusSettings,
 }
 
 
@@ -230,6 +246,7 @@ class Settings(BaseSettings):
     hosts: HostsSettings = Field(default_factory=HostsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     simulate: SimulateSettings = Field(default_factory=SimulateSettings)
+    prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
 
     @classmethod
     def for_database(cls, url: str, **sections: Any) -> Settings:

@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1.7
-# The sluice controller image: the REST API (python -m api), migrations and tokens
-# (sluice-admin migrate / create-token) and the sluice CLI. Built from the repository root:
+# The sluice controller image: the REST API (python -m api), the worker (python -m
+# controller.worker, which runs Ansible over SSH for hosts: playbooks/, the sluice.fabric
+# collection and an ssh client are here), the telemetry collector, migrations and tokens
+# (sluice-admin migrate / create-token) and the sluice CLI. lab/ is never in it (the
+# .dockerignore). Built from the repository root:
 #   docker build -f docker/controller.Dockerfile .
 # Dependencies are exactly those pinned in uv.lock (uv sync --frozen --no-dev); the process
 # runs as an unprivileged user and cannot write its own code.
@@ -25,11 +28,17 @@ COPY api ./api
 COPY vsonic ./vsonic
 COPY migrations ./migrations
 COPY alembic.ini ./
+COPY playbooks ./playbooks
+COPY ansible_collections ./ansible_collections
 # The project itself, editable: controller/store/migrate.py finds migrations/ next to the code.
 RUN uv sync --frozen --no-dev
 
 FROM ${PYTHON_IMAGE} AS runtime
-RUN groupadd --system --gid 10001 sluice \
+# ansible-playbook reaches the hosts with ssh (docs/hosts.md).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openssh-client \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 sluice \
  && useradd --system --uid 10001 --gid sluice --home-dir /app --no-create-home \
     --shell /usr/sbin/nologin sluice
 # Same path as in the build stage: the venv's scripts and the editable install point at /app.
@@ -38,7 +47,8 @@ WORKDIR /app
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SLUICE_API_HOST=0.0.0.0 \
-    SLUICE_API_PORT=8000
+    SLUICE_API_PORT=8000 \
+    ANSIBLE_COLLECTIONS_PATH=/app
 USER sluice
 EXPOSE 8000
 CMD ["python", "-m", "api"]

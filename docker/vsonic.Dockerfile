@@ -5,8 +5,19 @@
 # Same dependency rule as the controller image: uv.lock exactly, no dev tools, non-root.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG RUST_IMAGE=rust:1.95-bookworm
 
 FROM ghcr.io/astral-sh/uv:0.13.8 AS uv
+
+# Each switch's data plane (virtual ASIC) and qos-agent, from the Rust workspace and its
+# Cargo.lock (--locked); the default features need no SAI headers or libclang.
+FROM ${RUST_IMAGE} AS rust
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY agents ./agents
+COPY sim ./sim
+RUN cargo build --locked --release -p vswitch-dataplane --bin vswitch-dataplane \
+    -p qos-agent --bin qos-agent
 
 FROM ${PYTHON_IMAGE} AS build
 COPY --from=uv /uv /usr/local/bin/uv
@@ -32,11 +43,15 @@ RUN apt-get update \
  && useradd --system --uid 10002 --gid vsonic --home-dir /var/lib/vsonic --create-home \
     --shell /usr/sbin/nologin vsonic
 COPY --from=build /app /app
+COPY --from=rust /src/target/release/vswitch-dataplane /src/target/release/qos-agent \
+     /usr/local/bin/
 COPY docker/vsonic-entrypoint.sh /usr/local/bin/vsonic-entrypoint
 WORKDIR /var/lib/vsonic
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    VSONIC_STATE_DIR=/var/lib/vsonic/state
+    VSONIC_STATE_DIR=/var/lib/vsonic/state \
+    SLUICE_DATAPLANE_BIN=/usr/local/bin/vswitch-dataplane \
+    SLUICE_QOS_AGENT_BIN=/usr/local/bin/qos-agent
 USER vsonic
 # vsonic listens on 127.0.0.1 (vsonic/supervisor.py), so the lab service uses the host's
 # network (docker-compose.yml): the switches appear on the host's 127.0.0.1:50051..., where

@@ -10,7 +10,9 @@ Then the steps (``--steps``, all by default; docs/demo.md shows sample output):
 - ``switches`` (``lab/demo_switches.py``): four virtual switches with their data plane
   and qos-agent, a staged rollout verified by read-back, a WRED threshold changed behind
   sluice's back found and corrected by the reconcile loop, then service classes starting and
-  stopping while each queue's threshold and throughput move (``lab/demo_agents.py``);
+  stopping while each queue's threshold and throughput move (``lab/demo_agents.py``), then
+  an operator's playbook of the ``sluice.fabric`` collection changing the intent and rolling
+  it out (``lab/demo_ansible.py``);
 - ``hosts`` (``lab/demo_hosts.py``): the hosts planned in check mode, applied in
   batches through Ansible over SSH, read back inside a namespace, applied again with no change.
 

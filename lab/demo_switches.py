@@ -17,7 +17,10 @@ the reconcile loop catching a change made behind sluice's back.
 7. runs the agent step (``lab.demo_agents.agents_step``): service classes start and
    stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
    on-switch qos-agent moves them (skipped with ``agents=False``),
-8. stops the worker and the switches (unless ``keep``).
+8. runs the Ansible step (``lab.demo_ansible.ansible_step``): an operator's playbook of the
+   ``sluice.fabric`` collection raises one class's weight, in check mode first, then for
+   real (a new intent version rolled out leaf1 first), then again (nothing changes),
+9. stops the worker and the switches (unless ``keep``).
 
 Every switch runs its data plane and qos-agent. The data planes start with an empty traffic
 file (so nothing is sent while the rollout configures the switches); the agent step fills it
@@ -46,6 +49,7 @@ import yaml
 
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
+from lab.demo_ansible import ansible_step
 from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 from vsonic.tls import tls_files
 
@@ -215,3 +219,4 @@ def switches_step(
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
             show_telemetry(full, say)
+        ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)

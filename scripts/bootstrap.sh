@@ -37,6 +37,13 @@ if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   exit 1
 fi
 
+# Go comes with the machine too (/usr/local/go): tools/compose-check loads docker-compose.yml
+# with compose-go, which needs a newer Go than Debian's golang.
+if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+  echo "bootstrap: go not found: this project needs the machine's Go toolchain (/usr/local/go)" >&2
+  exit 1
+fi
+
 if ! command -v uv >/dev/null; then
   echo "bootstrap: pip install uv"
   python3 -m pip install -q --disable-pip-version-check uv==0.13.8

@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from api.deps import OperatorActor, Viewer
 from api.services import Services
 from controller.services.tuning import ProposalRecord, TuningService
+from controller.settings import PrometheusSettings
 from controller.store.db import make_sessions
-from controller.telemetry.prometheus_settings import PrometheusSettings
 from controller.telemetry.promql import make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock

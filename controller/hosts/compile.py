@@ -210,7 +210,7 @@ def pias_vars(intent: Intent) -> list[JsonObject]:
 
 
 def hdcq_entry(service_class: ServiceClass, match: HostsMatch) -> JsonObject:
-    """HDCQ's host tagging as a PIAS-table entry (seeds/hdcq.txt §3.3.1, Algorithm 1): one
+    """HDCQ's host tagging as a PIAS-table entry (HDCQ 2021 §3.3.1, Algorithm 1): one
     threshold, flow_type_thresh; the class's DSCP below it (Priority 2), ``long`` above it
     (Priority 3), and ``ack_dscp`` on pure ACKs whatever the count (Priority 1)."""
     hdcq = service_class.hdcq

@@ -77,7 +77,7 @@ QJUMP_MIN_TCP_PACKET_BYTES = 14 + 40 + 20 + 48
 
 def qjump_packets_fit_p(intent: Intent) -> list[FieldProblem]:
     """QjumpPacketTooSmall: hosts hold a level's TCP packets to P by clamping the MSS
-    (seeds/qjump-nsdi15.txt §3.1: P is the largest packet a level issues), which cannot go
+    (QJUMP NSDI 2015 §3.1: P is the largest packet a level issues), which cannot go
     below the kernel's minimum segment; a P under that is refused, not silently exceeded."""
     qjump = intent.fabric.qjump
     if qjump is None or qjump.packet_bytes >= QJUMP_MIN_TCP_PACKET_BYTES:

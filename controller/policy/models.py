@@ -215,7 +215,7 @@ class Pias(Frozen):
 
 
 class Hdcq(Frozen):
-    """HDCQ's three priorities (seeds/hdcq.txt §3.3, Algorithms 1 and 3): hosts mark pure ACKs
+    """HDCQ's three priorities (HDCQ 2021 §3.3, Algorithms 1 and 3): hosts mark pure ACKs
     Priority 1 (``ack``), a flow's first ``flow_type_thresh_bytes`` Priority 2 (the class's own
     first DSCP and queue) and the rest Priority 3 (``long``); the switch serves the ACK queue
     first (strict) and the other two by strict priority or, with ``wrr_weight`` w, by WRR with
@@ -297,7 +297,6 @@ class Agent(Frozen):
         le=60_000,
         description="the agent's loop; its queue counters are polled this often (>= the floor)",
     )
-    ewma_beta: float = Field(default=0.75, gt=0.0, lt=1.0)
     hysteresis_pct: float = Field(default=5.0, ge=0.0, le=50.0)
     hdcq_k: float = Field(default=0.06, gt=0.0, lt=1.0)
     stale_after_ms: int = Field(default=1000, ge=1, le=600_000)

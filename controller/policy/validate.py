@@ -384,7 +384,7 @@ def hosts_match_ports_need_protocol(intent: Intent) -> list[FieldProblem]:
 
 
 def hdcq_layout(intent: Intent) -> list[FieldProblem]:
-    """HDCQ's three queues (seeds/hdcq.txt §3.3.3): Priority 1 (ACKs) is served first, then
+    """HDCQ's three queues (HDCQ 2021 §3.3.3): Priority 1 (ACKs) is served first, then
     Priority 2 before Priority 3. SONiC serves strict queues by queue index, highest first, so
     ack.queue > queue > long.queue. It is a host-tagging scheme like PIAS, not on top of it;
     the class itself must be STRICT (the ACK queue is strict in either layout)."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
 from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
-from controller.qos.buffers import select_dynamic_th
+from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
 from controller.qos.scheduling import normalise_weights
 from controller.sonic.bulk import collector_paused
@@ -66,7 +66,7 @@ def _queue_classes(classes: Iterable[ServiceClass]) -> list[tuple[int, str, Serv
             for stage, demotion in enumerate(service_class.pias.demotions, start=1):
                 out.append((demotion.queue, f"{service_class.name}/stage{stage}", service_class))
         if service_class.hdcq is not None:
-            # seeds/hdcq.txt §3.3: Q1 (Priority 1, ACKs), Q2 (the class), Q3 (Priority 3)
+            # HDCQ 2021 §3.3: Q1 (Priority 1, ACKs), Q2 (the class), Q3 (Priority 3)
             out.append((service_class.hdcq.ack.queue, f"{service_class.name}/ack", service_class))
             out.append((service_class.hdcq.long.queue, f"{service_class.name}/long", service_class))
     return sorted(out, key=lambda item: item[0])
@@ -74,7 +74,7 @@ def _queue_classes(classes: Iterable[ServiceClass]) -> list[tuple[int, str, Serv
 
 def _owner_scheduling(name: str, service_class: ServiceClass) -> tuple[str, int]:
     """(SONiC scheduler type, DWRR weight) of one queue owner. HDCQ with ``wrr_weight`` w is
-    SP + WRR (seeds/hdcq.txt §3.3.3, Algorithm 3): the ACK queue strict, Priority 2 and 3 in
+    SP + WRR (HDCQ 2021 §3.3.3, Algorithm 3): the ACK queue strict, Priority 2 and 3 in
     DWRR at w : 1 (SONiC serves strict queues before the DWRR ones). Otherwise the class's."""
     hdcq = service_class.hdcq
     if hdcq is not None and hdcq.wrr_weight is not None and not name.endswith("/ack"):
@@ -156,14 +156,23 @@ def _dwrr_total(queues: Iterable[QueueClass]) -> int:
     return sum(q.weight for q in queues if q.scheduling == SchedulingType.DWRR.value)
 
 
-def _bounds(queue: QueueClass, k_bytes: int, total_weight: int, mtu: int) -> Bounds:
+def _bounds(
+    queue: QueueClass, k_bytes: int, total_weight: int, mtu: int, buffer_bytes: int
+) -> Bounds:
     """Where the agent may move a dynamic queue's threshold.
 
-    DWRR: ``mqecn_bounds`` (floor = the per-queue minimum w_i/sum(w) x K, ceiling = K,
-    MQ-ECN, NSDI 2016 §3.2). STRICT (allowed for DynaQ and HDCQ): a strict queue is
-    served at line rate whenever it is backlogged, so its fair share is C and its static
-    threshold the standard K; the agent may lower it to one MTU, never to nothing.
+    DynaQ: ``dynaq_bounds`` from the port's egress buffer, not from K (ceiling = the buffer,
+    floor = static = the weighted share w_i/sum(w) x B; a STRICT queue, weight 0, may use
+    the whole buffer). MQ-ECN and HDCQ, DWRR: ``mqecn_bounds`` (floor = the per-queue
+    minimum w_i/sum(w) x K, ceiling = K, MQ-ECN, NSDI 2016 §3.2). HDCQ, STRICT: a strict
+    queue is served at line rate whenever it is backlogged, so its fair share is C and its
+    static threshold the standard K; the agent may lower it to one MTU, never to nothing.
     """
+    if queue.ecn is EcnMode.DYNAQ:
+        strict = queue.scheduling != SchedulingType.DWRR.value
+        weight = 0 if strict else queue.weight
+        b = dynaq_bounds(buffer_bytes, weight, max(total_weight, weight, 1), mtu)
+        return Bounds(b.floor_bytes, b.ceiling_bytes, b.static_bytes)
     if queue.scheduling == SchedulingType.DWRR.value:
         b = mqecn_bounds(k_bytes, queue.weight, total_weight, mtu)
         return Bounds(b.floor_bytes, b.ceiling_bytes, b.static_bytes)
@@ -181,7 +190,7 @@ def _static_threshold(queue: QueueClass, k_bytes: int, total_weight: int, mtu: i
 
 def _port_threshold_bytes(queue: QueueClass, buffer_bytes: int) -> int | None:
     """HDCQ's per-port ECN point: a packet is marked once the port holds this much
-    (seeds/hdcq.txt Algorithm 2 line 1, §4.2.1: 60 % of the switch buffer, 144 of 240 packets)."""
+    (HDCQ 2021 Algorithm 2 line 1, §4.2.1: 60 % of the switch buffer, 144 of 240 packets)."""
     if queue.port_threshold_pct is None:
         return None
     return math.floor(buffer_bytes * queue.port_threshold_pct / 100)
@@ -200,13 +209,14 @@ def _dynamic_th(n_queues: int, k_bytes: int, buffer_bytes: int) -> int:
 
 
 def _wred_for(
-    queue: QueueClass, k: int, total: int, fabric: Fabric
+    queue: QueueClass, k: int, total: int, fabric: Fabric, buffer_bytes: int
 ) -> tuple[int | None, Bounds | None, bool]:
     """(static threshold or None, dynamic bounds or None, marks with ECN)."""
     if queue.ecn is EcnMode.OFF:
         return None, None, False
     if queue.ecn.is_dynamic:
-        return None, _bounds(queue, k, total, fabric.mtu_bytes), queue.ecn is not EcnMode.DYNAQ
+        bounds = _bounds(queue, k, total, fabric.mtu_bytes, buffer_bytes)
+        return None, bounds, queue.ecn is not EcnMode.DYNAQ
     return _static_threshold(queue, k, total, fabric.mtu_bytes), None, True
 
 
@@ -225,7 +235,7 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
     static_wred: dict[str, Fields] = {}
     queues: list[QueueProfile] = []
     for queue in fleet.queues:
-        threshold, bounds, mark = _wred_for(queue, k, total, fabric)
+        threshold, bounds, mark = _wred_for(queue, k, total, fabric, buffer_bytes)
         name: str | None = None
         fields: Fields | None = None
         if threshold is not None:

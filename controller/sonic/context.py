@@ -27,7 +27,7 @@ class QueueClass:
     scheduling: str  # "STRICT" or "DWRR"
     weight: int  # normalised into SONiC's 1..100 for DWRR, 0 for STRICT
     ecn: EcnMode
-    # HDCQ's per-port ECN point as a share of the port buffer (seeds/hdcq.txt §4.2.1: 60 %)
+    # HDCQ's per-port ECN point as a share of the port buffer (HDCQ 2021 §4.2.1: 60 %)
     port_threshold_pct: float | None = None
 
 

@@ -20,13 +20,6 @@ AGENT_FIELDS = (
         "lambda", "decimal", decimal_range=("0.000001", "10"), fraction_digits=6, required=True
     ),
     FieldSpec(
-        "ewma_beta",
-        "decimal",
-        decimal_range=("0.000001", "0.999999"),
-        fraction_digits=6,
-        required=True,
-    ),
-    FieldSpec(
         "hysteresis_pct", "decimal", decimal_range=("0", "50"), fraction_digits=6, required=True
     ),
     FieldSpec(

@@ -1,4 +1,4 @@
-"""HDCQ's host tagging on real packets (seeds/hdcq.txt §3.3.1, Algorithm 1).
+"""HDCQ's host tagging on real packets (HDCQ 2021 §3.3.1, Algorithm 1).
 
 Both namespaces get the same ``sluice_pias`` HDCQ entry through the sluice.fabric roles; a
 400 000-byte TCP flow runs sender -> receiver on the class's port, and tcpdump on the

@@ -1,4 +1,4 @@
-"""QJUMP held exactly on a host (seeds/qjump-nsdi15.txt §3), measured on real packets.
+"""QJUMP held exactly on a host (QJUMP NSDI 2015 §3), measured on real packets.
 
 The sluice.fabric roles configure a sender namespace with two bounded levels (level 4: f = 4,
 level 7: f = 1; P = 512 B, network epoch E = 2 ms), then the sender runs bulk TCP at level 4

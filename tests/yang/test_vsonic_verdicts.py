@@ -35,7 +35,7 @@ BASE: Config = {
 }
 AGENT = {
     "algorithm": "mqecn", "interval_ms": "10", "rtt_us": "40", "lambda": "1",
-    "ewma_beta": "0.75", "hysteresis_pct": "5", "hdcq_k": "0.06", "stale_after_ms": "1000",
+    "hysteresis_pct": "5", "hdcq_k": "0.06", "stale_after_ms": "1000",
     "queues": "2,3", "version": "c3430a426b9c",
 }  # fmt: skip
 MANAGED = {
@@ -75,12 +75,12 @@ PROBES = [
     _agent("every algorithm: static", algorithm="static", queues=""),
     _agent("every algorithm: dynaq", algorithm="dynaq"),
     _agent("every algorithm: hdcq", algorithm="hdcq"),
-    _agent("bounds at their edges", interval_ms="60000", rtt_us="100000", ewma_beta="0.999999",
+    _agent("bounds at their edges", interval_ms="60000", rtt_us="100000",
            hdcq_k="0.000001", hysteresis_pct="0", stale_after_ms="1"),
     _agent("wrong enum", algorithm="red"),
     _agent("interval below range", interval_ms="0"),
     _agent("interval above range", interval_ms="60001"),
-    _agent("ewma_beta at 1", ewma_beta="1"),
+    _agent("ewma_beta, no longer a field", ewma_beta="0.75"),
     Probe("lambda above range", "SLUICE_AGENT", "global", {**AGENT, "lambda": "10.000001"}),
     _agent("seven fraction digits", rtt_us="40.1234567"),
     _agent("exponent notation", rtt_us="4e1"),

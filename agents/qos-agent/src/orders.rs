@@ -96,7 +96,6 @@ mod tests {
             ("interval_ms", "10"),
             ("rtt_us", "100"),
             ("lambda", "1"),
-            ("ewma_beta", "0.75"),
             ("hysteresis_pct", "5"),
             ("hdcq_k", "0.06"),
             ("stale_after_ms", "500"),

@@ -246,7 +246,6 @@ mod tests {
             interval_ms,
             rtt_us: 100.0,
             lambda: 1.0,
-            ewma_beta: 0.75,
             hysteresis_pct: 5.0,
             hdcq_k: 0.06,
             stale_after_ms: 1_000,

@@ -82,8 +82,6 @@ pub struct AgentOrders {
     pub rtt_us: f64,
     /// lambda for K = C x RTT x lambda (> 0).
     pub lambda: f64,
-    /// EWMA weight of the old value, in (0, 1).
-    pub ewma_beta: f64,
     /// Do not move a threshold by this percent or less, in [0, 100).
     pub hysteresis_pct: f64,
     /// HDCQ smoothing k, in (0, 1).
@@ -96,12 +94,11 @@ pub struct AgentOrders {
     pub version: String,
 }
 
-const GLOBAL_FIELDS: [&str; 10] = [
+const GLOBAL_FIELDS: [&str; 9] = [
     "algorithm",
     "interval_ms",
     "rtt_us",
     "lambda",
-    "ewma_beta",
     "hysteresis_pct",
     "hdcq_k",
     "stale_after_ms",
@@ -120,7 +117,6 @@ impl AgentOrders {
             interval_ms: f.integer("interval_ms", 1, u64::MAX)?,
             rtt_us: f.real("rtt_us", Range::Open(0.0, f64::MAX))?,
             lambda: f.real("lambda", Range::Open(0.0, f64::MAX))?,
-            ewma_beta: f.real("ewma_beta", Range::Open(0.0, 1.0))?,
             hysteresis_pct: f.real("hysteresis_pct", Range::ClosedOpen(0.0, 100.0))?,
             hdcq_k: f.real("hdcq_k", Range::Open(0.0, 1.0))?,
             stale_after_ms: f.integer("stale_after_ms", 1, u64::MAX)?,
@@ -364,7 +360,6 @@ mod tests {
             ("interval_ms", "10"),
             ("rtt_us", "85.2"),
             ("lambda", "1"),
-            ("ewma_beta", "0.75"),
             ("hysteresis_pct", "5"),
             ("hdcq_k", "0.06"),
             ("stale_after_ms", "1000"),
@@ -390,7 +385,6 @@ mod tests {
             ("interval_ms", "0"),
             ("rtt_us", "-1"),
             ("lambda", "abc"),
-            ("ewma_beta", "1"),
             ("hysteresis_pct", "100"),
             ("hdcq_k", "0"),
             ("stale_after_ms", "1.5"),
@@ -416,6 +410,11 @@ mod tests {
         let mut g = global();
         g.insert("priority".to_string(), "1".to_string());
         assert_eq!(AgentOrders::parse(&g), Err(OrdersError::Unknown { field: "priority".to_string() }));
+        // ewma_beta was dropped from the contract (docs/qos-core.md): orders that still carry it
+        // come from a controller older than this agent's YANG model and are refused.
+        let mut g = global();
+        g.insert("ewma_beta".to_string(), "0.75".to_string());
+        assert_eq!(AgentOrders::parse(&g), Err(OrdersError::Unknown { field: "ewma_beta".to_string() }));
     }
 
     fn queue_fields() -> HashMap<String, String> {

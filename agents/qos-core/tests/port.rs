@@ -16,7 +16,6 @@ fn orders(algorithm: &str) -> AgentOrders {
         ("interval_ms", "10"),
         ("rtt_us", "80"),
         ("lambda", "1"),
-        ("ewma_beta", "0.75"),
         ("hysteresis_pct", "0"),
         ("hdcq_k", "0.06"),
         ("stale_after_ms", "100"),

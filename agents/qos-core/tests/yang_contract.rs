@@ -62,7 +62,6 @@ fn good_agent() -> HashMap<String, String> {
         ("interval_ms", "10"),
         ("rtt_us", "40"),
         ("lambda", "1"),
-        ("ewma_beta", "0.75"),
         ("hysteresis_pct", "5"),
         ("hdcq_k", "0.06"),
         ("stale_after_ms", "1000"),

@@ -48,7 +48,6 @@ def agent_fields(ctx: SwitchContext) -> Fields:
         "interval_ms": str(agent.interval_ms),
         "rtt_us": _decimal("rtt_us", fabric.base_rtt_us),
         "lambda": _decimal("lambda", fabric.ecn_lambda),
-        "ewma_beta": _decimal("ewma_beta", agent.ewma_beta),
         "hysteresis_pct": _decimal("hysteresis_pct", agent.hysteresis_pct),
         "hdcq_k": _decimal("hdcq_k", agent.hdcq_k),
         "stale_after_ms": str(agent.stale_after_ms),

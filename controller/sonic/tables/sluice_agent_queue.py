@@ -2,7 +2,8 @@
 
 A dynamic queue (``managed = true``): the agent moves the threshold of the queue's own WRED
 profile (``wred_profile``) between ``floor_bytes`` and ``ceiling_bytes`` and falls back to
-``static_bytes`` when its inputs go stale. Bounds come from ``controller.qos.ecn.mqecn_bounds``.
+``static_bytes`` when its inputs go stale. Bounds come from ``controller.qos.ecn.mqecn_bounds``
+(MQ-ECN, HDCQ) or ``controller.qos.buffers.dynaq_bounds`` (DynaQ: from the port's buffer).
 
 Every other DWRR or STRICT queue of that port (``managed = false``) carries only ``weight``,
 ``speed_gbps`` and ``buffer_bytes``: the agent reads its counters, because MQ-ECN's threshold
@@ -12,7 +13,7 @@ its profile (its threshold is the controller's static one, or it has none).
 
 ``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress
 buffer (DynaQ's budget). ``port_threshold_bytes`` (HDCQ's three queues only) is HDCQ's per-port
-ECN point, a share of that buffer (seeds/hdcq.txt Algorithm 2, §4.2.1: 60 %). A port with no
+ECN point, a share of that buffer (HDCQ 2021 Algorithm 2, §4.2.1: 60 %). A port with no
 dynamic queue gets no entries.
 """
 

@@ -95,7 +95,6 @@ fn orders(case: Case) -> (AgentOrders, Vec<QueueOrders>) {
         interval_ms: 1,
         rtt_us: 100.0,
         lambda: 1.0,
-        ewma_beta: 0.75,
         hysteresis_pct: 0.0,
         hdcq_k: 0.06,
         stale_after_ms: 1_000,

@@ -62,7 +62,6 @@ fn agent(weights: &[u8]) -> AgentLoop {
         interval_ms: 1,
         rtt_us: 100.0,
         lambda: 0.78,
-        ewma_beta: 0.75,
         hysteresis_pct: 5.0,
         hdcq_k: 0.06,
         stale_after_ms: 1_000,

@@ -32,6 +32,7 @@ PLAYBOOK_TIMEOUT_S = 300
 fabric = rollout.fabric
 redis_servers = rollout.redis_servers
 controller = rollout.controller
+switch_tls = rollout.switch_tls
 
 
 class WorkerThread:

@@ -150,7 +150,7 @@ def test_the_agent_moves_thresholds_from_the_data_planes_counters(
         }  # fmt: skip
     orders = {
         "algorithm": "mqecn", "interval_ms": "200", "rtt_us": "500", "lambda": "0.8",
-        "ewma_beta": "0.75", "hysteresis_pct": "5", "hdcq_k": "0.0625",
+        "hysteresis_pct": "5", "hdcq_k": "0.0625",
         "stale_after_ms": "2000", "queues": "0,1,2,3", "version": "v1",
     }  # fmt: skip
     cfg = _client(started, 4)

@@ -17,8 +17,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings, Settings
 from lab.prometheus import LocalPrometheus, running_prometheus
 from tests.integration.conftest import issue_token, put_intent
 from tests.integration.telemetry.fabric_history import telemetry_intent, write_history
@@ -60,8 +59,8 @@ def prometheus_scraping(tmp_path: Path) -> Iterator[Callable[[Sequence[str]], Lo
 def wall_clock_app(db_url: str, prometheus_url: str) -> TestClient:
     """The app on ``db_url`` reading ``prometheus_url``, on the wall clock: the history
     Prometheus holds ends now."""
-    settings = Settings.for_database(db_url)
-    return TestClient(create_app(settings, prometheus=PrometheusSettings(url=prometheus_url)))
+    settings = Settings.for_database(db_url, prometheus=PrometheusSettings(url=prometheus_url))
+    return TestClient(create_app(settings))
 
 
 @pytest.fixture(scope="module")

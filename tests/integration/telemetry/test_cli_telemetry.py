@@ -11,8 +11,7 @@ import pytest
 from api.main import create_app
 from controller.cli import CliDeps
 from controller.cli.exit_codes import ExitCode
-from controller.settings import Settings
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings, Settings
 from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.cli.support import Cli, issue_tokens
@@ -25,8 +24,7 @@ pytestmark = pytest.mark.integration
 
 def serve_cli(db_url: str, prometheus_url: str, tokens: dict[str, str]) -> Iterator[Cli]:
     app = create_app(
-        Settings.for_database(db_url),
-        prometheus=PrometheusSettings(url=prometheus_url),
+        Settings.for_database(db_url, prometheus=PrometheusSettings(url=prometheus_url)),
     )
     with served(app) as url:
         yield Cli(base_url=url, db_url=db_url, tokens=tokens)

@@ -21,8 +21,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings, Settings
 from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import issue_token, put_intent
@@ -40,8 +39,9 @@ WAIT_S = 30
 def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> Iterator[str]:
     """The API on 127.0.0.1 with the telemetry intent and one rollout waiting for a worker."""
     app = create_app(
-        Settings.for_database(module_db_url),
-        prometheus=PrometheusSettings(url=history_prometheus.url),
+        Settings.for_database(
+            module_db_url, prometheus=PrometheusSettings(url=history_prometheus.url)
+        ),
     )
     admin = {"Authorization": f"Bearer {issue_token(module_db_url, AccessRole.ADMIN)}"}
     with served(app) as url, httpx.Client(base_url=url) as http:
@@ -172,8 +172,9 @@ def test_prometheus_down_shows_a_banner_and_keeps_the_overview(
 ) -> None:
     # Same database (intent, rollout), but a Prometheus address where nothing listens.
     app = create_app(
-        Settings.for_database(module_db_url),
-        prometheus=PrometheusSettings(url=f"http://127.0.0.1:{free_port()}"),
+        Settings.for_database(
+            module_db_url, prometheus=PrometheusSettings(url=f"http://127.0.0.1:{free_port()}")
+        ),
     )
     with served(app) as url:
         browser.get(f"{url}/dashboard#token={viewer_token}")

@@ -13,8 +13,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import Settings
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings, Settings
 from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus, running_prometheus
 from tests.integration.conftest import issue_token, put_intent
@@ -33,8 +32,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPromet
 
 @pytest.fixture
 def client(db_url: str, prometheus: LocalPrometheus) -> Iterator[TestClient]:
-    settings = Settings.for_database(db_url)
-    app = create_app(settings, prometheus=PrometheusSettings(url=prometheus.url))
+    settings = Settings.for_database(db_url, prometheus=PrometheusSettings(url=prometheus.url))
+    app = create_app(settings)
     with TestClient(app) as test_client:
         yield test_client
 
@@ -154,9 +153,9 @@ def test_auto_mode_writes_the_version_at_once(
 
 
 def test_prometheus_down_is_a_problem_not_a_500(db_url: str, admin: dict[str, str]) -> None:
-    settings = Settings.for_database(db_url)
     nowhere = PrometheusSettings(url=f"http://127.0.0.1:{free_port()}", timeout_s=2)
-    with TestClient(create_app(settings, prometheus=nowhere)) as down:
+    settings = Settings.for_database(db_url, prometheus=nowhere)
+    with TestClient(create_app(settings)) as down:
         store(down, admin, tuner_intent(), 0)
         answer = down.post("/api/v1/tuning/proposals", headers=admin)
         assert answer.status_code == 503

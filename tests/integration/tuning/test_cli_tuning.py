@@ -13,8 +13,7 @@ import pytest
 
 from api.main import create_app
 from controller.cli.exit_codes import ExitCode
-from controller.settings import Settings
-from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.settings import PrometheusSettings, Settings
 from lab.prometheus import running_prometheus
 from tests.integration.cli.support import Cli, issue_tokens
 from tests.integration.conftest import put_intent
@@ -30,8 +29,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterato
     history = write_history(root / "history.om", int(time.time()) - 2)
     with running_prometheus(root / "server", history=history) as prometheus:
         app = create_app(
-            Settings.for_database(module_db_url),
-            prometheus=PrometheusSettings(url=prometheus.url),
+            Settings.for_database(module_db_url, prometheus=PrometheusSettings(url=prometheus.url))
         )
         with served(app) as url:
             tokens = issue_tokens(module_db_url)

@@ -26,7 +26,6 @@ AGENT = {
     "interval_ms": "100",
     "rtt_us": "10",
     "lambda": "1",
-    "ewma_beta": "0.5",
     "hysteresis_pct": "5",
     "hdcq_k": "0.5",
     "stale_after_ms": "1000",

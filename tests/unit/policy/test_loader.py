@@ -53,6 +53,18 @@ def test_unknown_key_under_optional_qjump() -> None:
     assert_only_problem(problems_of(data), "fabric.qjump.hostz", "did you mean 'hosts'")
 
 
+def test_ewma_beta_is_no_longer_an_agent_field() -> None:
+    # Dropped from the agent's orders (docs/intent.md, fabric.agent): an intent written for
+    # the old model is refused with the fields that remain, not silently accepted.
+    data = intent_data()
+    data["fabric"]["agent"] = {"interval_ms": 10, "ewma_beta": 0.75}
+    assert_only_problem(
+        problems_of(data),
+        "fabric.agent.ewma_beta",
+        "allowed: interval_ms, hysteresis_pct, hdcq_k, stale_after_ms",
+    )
+
+
 def test_unknown_key_in_a_pias_demotion_stage() -> None:
     data = intent_data()
     data["service_classes"][1]["pias"]["demotions"][0]["weight"] = 2

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from controller.errors import CompiledConfigInvalid
-from controller.policy.models import EcnMode, Qjump
+from controller.policy.models import EcnMode, Port, Qjump
 from controller.sonic.compile import check_references, compile_fleet, compile_switch, split_by_table
 from controller.sonic.model import SwitchConfig
 from controller.sonic.tables import SCHEMAS
@@ -79,7 +79,6 @@ def test_one_port_three_classes_gives_exact_tables() -> None:
         "interval_ms": "100",
         "rtt_us": "10",
         "lambda": "1",
-        "ewma_beta": "0.75",
         "hysteresis_pct": "5",
         "hdcq_k": "0.06",
         "stale_after_ms": "1000",
@@ -150,15 +149,16 @@ def test_agent_queue_schema_keeps_bounds_on_managed_entries_only() -> None:
     ]
 
 
-def test_dynaq_strict_queue_drops_without_ecn_at_the_standard_threshold() -> None:
-    # A STRICT queue is served at line rate when backlogged: static fallback = K = 12 500 B,
+def test_dynaq_strict_queue_drops_without_ecn_and_may_use_the_whole_buffer() -> None:
+    # DynaQ's bounds come from the port's egress buffer B = 1 000 000 B, not from K (12 500 B
+    # at 10 Gb/s): a STRICT queue (weight 0) may use the whole buffer, ceiling = static = B,
     # floor one MTU (1 500 B). DynaQ needs no ECN, so the profile drops: ecn_none.
     dynaq = t.strict("voice", 5, EcnMode.DYNAQ, (46,))
     intent = t.intent(dynaq, t.BULK)
     config = compile_switch(intent, intent.switches[0])
     profile = config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_5")]
     assert profile["ecn"] == "ecn_none"
-    assert thresholds(profile) == {"12500"}
+    assert thresholds(profile) == {"1000000"}
     orders = config[("SLUICE_AGENT_QUEUE", "Ethernet0|5")]
     assert (
         orders["weight"],
@@ -168,10 +168,42 @@ def test_dynaq_strict_queue_drops_without_ecn_at_the_standard_threshold() -> Non
     ) == (
         "0",
         "1500",
-        "12500",
-        "12500",
+        "1000000",
+        "1000000",
     )
     assert config[("SLUICE_AGENT", "global")]["algorithm"] == "dynaq"
+
+
+def test_dynaq_dwrr_bounds_are_weighted_shares_of_the_buffer() -> None:
+    # Weights 3 (queue 1) and 1 (queue 3), sum 4, B = 1 000 000 B (K = 12 500 B plays no part):
+    #   queue 1: floor = static = 1 000 000 x 3 // 4 = 750 000 B, ceiling = B;
+    #   queue 3: floor = static = 1 000 000 x 1 // 4 = 250 000 B, ceiling = B.
+    # The static shares sum to B exactly: without the agent the buffer is split by weight.
+    bulk = t.dwrr("bulk", 1, 3, EcnMode.DYNAQ, (10, 12))
+    storage = t.dwrr("storage", 3, 1, EcnMode.DYNAQ, (18,))
+    intent = t.intent(bulk, storage)
+    config = compile_switch(intent, intent.switches[0])
+    bounds = {
+        key: (f["floor_bytes"], f["ceiling_bytes"], f["static_bytes"])
+        for key, f in only(config, "SLUICE_AGENT_QUEUE").items()
+    }
+    assert bounds == {
+        "Ethernet0|1": ("750000", "1000000", "750000"),
+        "Ethernet0|3": ("250000", "1000000", "250000"),
+    }
+    assert thresholds(config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_1")]) == {"750000"}
+    assert thresholds(config[("WRED_PROFILE", "SLUICE_Q_Ethernet0_3")]) == {"250000"}
+
+
+def test_dynaq_bounds_follow_a_port_buffer_override() -> None:
+    # A port with its own buffer_bytes = 200 000 B: strict queue ceiling = static = 200 000 B.
+    dynaq = t.strict("voice", 5, EcnMode.DYNAQ, (46,))
+    switch = t.switch().model_copy(
+        update={"ports": (Port(name="Ethernet0", speed_gbps=10, buffer_bytes=200_000),)}
+    )
+    intent = t.intent(dynaq, t.BULK, switches=(switch,))
+    orders = compile_switch(intent, intent.switches[0])[("SLUICE_AGENT_QUEUE", "Ethernet0|5")]
+    assert (orders["floor_bytes"], orders["ceiling_bytes"]) == ("1500", "200000")
 
 
 def test_pias_stage_maps_its_dscp_to_its_own_strict_queue() -> None:

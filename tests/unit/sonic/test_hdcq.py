@@ -1,4 +1,4 @@
-"""HDCQ's switch side (seeds/hdcq.txt §3.3, §4.2.1): three queues per class, the ACK queue
+"""HDCQ's switch side (HDCQ 2021 §3.3, §4.2.1): three queues per class, the ACK queue
 strict, Priority 2 and 3 strict or SP + WRR at w : 1, and the per-port 60 % ECN point; plus
 the intent rules that keep the layout in priority order."""
 

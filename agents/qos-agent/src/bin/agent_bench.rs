@@ -83,7 +83,6 @@ fn global_orders() -> Fields {
         ("interval_ms", (INTERVAL_NS / 1_000_000).to_string()),
         ("rtt_us", s("40")),
         ("lambda", s("1")),
-        ("ewma_beta", s("0.75")),
         ("hysteresis_pct", s("5")),
         ("hdcq_k", s("0.06")),
         // Long: counters only move when this binary writes them, never a stall to fall back on.

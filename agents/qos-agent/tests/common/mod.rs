@@ -44,7 +44,6 @@ pub fn global_orders_stale_after(
         ("interval_ms", &interval_ms.to_string()),
         ("rtt_us", "100"),
         ("lambda", "1"),
-        ("ewma_beta", "0.75"),
         ("hysteresis_pct", "5"),
         ("hdcq_k", "0.06"),
         ("stale_after_ms", &stale_after_ms.to_string()),

@@ -37,7 +37,6 @@ pub const SLUICE_AGENT: &[Leaf] = &[
     Leaf { name: "interval_ms", kind: Kind::Uint(1, 60000), mandatory: true },
     Leaf { name: "rtt_us", kind: Kind::Decimal("0.000001", "100000"), mandatory: true },
     Leaf { name: "lambda", kind: Kind::Decimal("0.000001", "10"), mandatory: true },
-    Leaf { name: "ewma_beta", kind: Kind::Decimal("0.000001", "0.999999"), mandatory: true },
     Leaf { name: "hysteresis_pct", kind: Kind::Decimal("0", "50"), mandatory: true },
     Leaf { name: "hdcq_k", kind: Kind::Decimal("0.000001", "0.999999"), mandatory: true },
     Leaf { name: "stale_after_ms", kind: Kind::Uint(1, 600000), mandatory: true },

@@ -128,7 +128,7 @@ def _mss_clamps(
     spec: dict[str, Any], selectors: list[str], where: str
 ) -> tuple[list[str], list[str]]:
     """(output rules, input rules) clamping the MSS of a QJUMP level's TCP flows so no packet
-    exceeds P (seeds/qjump-nsdi15.txt §3.1: P is the largest packet a level issues). The peer
+    exceeds P (QJUMP NSDI 2015 §3.1: P is the largest packet a level issues). The peer
     sends at most the MSS we advertise (output SYN / SYN-ACK) and we send at most the MSS it
     advertises (input SYN / SYN-ACK), so both directions are clamped. Input rules match ports
     only: an incoming packet has no local socket owner (uid, cgroup) yet."""
@@ -274,7 +274,7 @@ ACK_ONLY = "tcp flags & (fin | syn | rst | ack) == ack"
 
 
 def _pure_ack_rules(selectors: list[str], dscp: int, name: str) -> list[str]:
-    """HDCQ Priority 1 (seeds/hdcq.txt §3.3.1): pure ACKs of the class's flows, in either
+    """HDCQ Priority 1 (HDCQ 2021 §3.3.1): pure ACKs of the class's flows, in either
     direction, get ``dscp``; placed after the byte-count stages so they overwrite them."""
     rules: list[str] = []
     note = f'comment "{name} pure ack"'
