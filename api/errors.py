@@ -11,9 +11,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controller.errors import (
@@ -38,6 +40,7 @@ from controller.errors import (
     Unauthenticated,
     WorkerTimeout,
 )
+from controller.store.outage import is_database_outage, outage_summary
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +151,32 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+# Seconds a client should wait before retrying while the database is away.
+RETRY_AFTER_S = 2
+
+
+def database_unavailable(request: Request) -> JSONResponse:
+    return problem(
+        request,
+        status=503,
+        title="database unavailable",
+        detail="the database does not answer; retry after Retry-After seconds",
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if is_database_outage(exc):
+        # One line, no traceback: an outage is an operational state, not a bug.
+        log.warning(
+            "request %s: database unavailable: %s",
+            getattr(request.state, "request_id", "-"),
+            outage_summary(exc),
+        )
+        return database_unavailable(request)
+    return await _unexpected(request, exc)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # The traceback goes to the log with the request id; the client learns only the id.
     log.exception("request %s failed", getattr(request.state, "request_id", "-"))
@@ -163,4 +192,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SluiceError, _domain_error)
     app.add_exception_handler(RequestValidationError, _request_invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    # Database errors get their own handlers (the catch-all re-raises after answering).
+    for error in (SQLAlchemyError, psycopg.Error, ConnectionError):
+        app.add_exception_handler(error, _database_error)
     app.add_exception_handler(Exception, _unexpected)
