@@ -22,6 +22,7 @@ from controller.errors import (
     ApiUnreachable,
     CompiledConfigInvalid,
     Conflict,
+    DocumentInvalid,
     Forbidden,
     IntentInvalid,
     NotFound,
@@ -49,6 +50,8 @@ TYPE_PREFIX = "urn:sluice:problem:"
 
 STATUS_OF: dict[type[SluiceError], int] = {
     IntentInvalid: 422,
+    # JSON or YAML sluice cannot read (not UTF-8, too deep, a key twice): named, never a 500.
+    DocumentInvalid: 400,
     NotFound: 404,
     Conflict: 409,
     PreconditionFailed: 412,

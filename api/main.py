@@ -16,6 +16,7 @@ import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
+from api.body import guard_bodies
 from api.errors import install_error_handlers
 from api.routes import (
     audit,
@@ -102,6 +103,7 @@ def create_app(
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
     for module in (*routers, tokens, rollouts, drift, reconcile):
+        guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
     return app

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.deps import DB_INTEGER_MAX, NO_NUL
 from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
@@ -57,7 +58,9 @@ class IntentOut(BaseModel):
 
 class IntentIn(Strict):
     intent: JsonObject = Field(description="the whole intent (see docs/intent.md)")
-    reason: str = Field(min_length=1, max_length=2000, description="why; kept in the history")
+    reason: str = Field(
+        min_length=1, max_length=2000, pattern=NO_NUL, description="why; kept in the history"
+    )
 
 
 class WriteOut(BaseModel):
@@ -96,7 +99,9 @@ class PlanRequest(Strict):
     intent: JsonObject | None = Field(
         default=None, description="a proposed intent; the current one when absent"
     )
-    switches: list[str] | None = Field(default=None, description="only these switches")
+    switches: list[Annotated[str, Field(max_length=63, pattern=NO_NUL)]] | None = Field(
+        default=None, max_length=10_000, description="only these switches"
+    )
 
 
 class PlansOut(BaseModel):
@@ -151,7 +156,10 @@ class HealthOut(BaseModel):
 
 class RolloutIn(Strict):
     to_version: int | None = Field(
-        default=None, ge=1, description="the intent version to roll out; the current one if absent"
+        default=None,
+        ge=1,
+        le=DB_INTEGER_MAX,
+        description="the intent version to roll out; the current one if absent",
     )
     canary: list[Annotated[str, Field(pattern=NAME_RE)]] = Field(
         default_factory=list,
@@ -164,6 +172,7 @@ class RolloutIn(Strict):
     failure_budget: int = Field(
         default=0,
         ge=0,
+        le=DB_INTEGER_MAX,
         description="halt once more switches than this failed, were unreachable or mismatched",
     )
 

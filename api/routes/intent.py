@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import (
+    DB_INTEGER_MAX,
     ExpectedVersion,
     OperatorActor,
     PagingDep,
@@ -80,7 +81,10 @@ def list_versions(services: ServicesDep, paging: PagingDep, _: Viewer) -> PageOu
 
 @router.get("/versions/{number}", response_model=IntentOut)
 def get_version(
-    number: Annotated[int, Path(ge=1)], response: Response, services: ServicesDep, _: Viewer
+    number: Annotated[int, Path(ge=1, le=DB_INTEGER_MAX)],
+    response: Response,
+    services: ServicesDep,
+    _: Viewer,
 ) -> IntentOut:
     record = services.intents.version(number)
     response.headers["ETag"] = etag(record.info.number)
