@@ -149,9 +149,29 @@ async def _request_invalid(request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     title = {404: "not found", 405: "method not allowed"}.get(exc.status_code, "http error")
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # The router names only the methods of the first route matching the path; Allow
+        # must list every method the path supports (RFC 9110, section 15.5.6).
+        headers["Allow"] = ", ".join(allowed_methods(request))
     return problem(
-        request, status=exc.status_code, title=title, detail=str(exc.detail), headers=exc.headers
+        request, status=exc.status_code, title=title, detail=str(exc.detail), headers=headers
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for this path: those of the literal path when
+    it is one (``/hosts/apply``), else those of every template matching it."""
+    path = request.url.path
+    paths: dict[str, dict[str, object]] = request.app.openapi().get("paths", {})
+    if path in paths:
+        return sorted(method.upper() for method in paths[path])
+    methods: set[str] = set()
+    for template, item in paths.items():
+        pattern = "^" + re.sub(r"\{[^/]+\}", "[^/]+", template) + "$"
+        if re.match(pattern, path):
+            methods.update(method.upper() for method in item)
+    return sorted(methods)
 
 
 # Seconds a client should wait before retrying while the database is away.

@@ -18,6 +18,7 @@ from fastapi.routing import APIRoute
 
 from api.body import guard_bodies
 from api.errors import install_error_handlers
+from api.openapi import install_openapi
 from api.routes import (
     audit,
     diff,
@@ -106,6 +107,7 @@ def create_app(
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
+    install_openapi(app)
     return app
 
 

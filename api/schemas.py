@@ -157,6 +157,7 @@ class HealthOut(BaseModel):
 class RolloutIn(Strict):
     to_version: int | None = Field(
         default=None,
+        strict=True,
         ge=1,
         le=DB_INTEGER_MAX,
         description="the intent version to roll out; the current one if absent",
@@ -167,10 +168,11 @@ class RolloutIn(Strict):
         description="switches that go first, alone in batch 0",
     )
     batch_size: int = Field(
-        default=1, ge=1, le=10_000, description="switches per batch after the canary"
+        default=1, strict=True, ge=1, le=10_000, description="switches per batch after the canary"
     )
     failure_budget: int = Field(
         default=0,
+        strict=True,
         ge=0,
         le=DB_INTEGER_MAX,
         description="halt once more switches than this failed, were unreachable or mismatched",
@@ -276,9 +278,10 @@ class HostRunOut(ViewOut):
 
 
 class ApplyRequest(Strict):
+    # strict: a boolean is not a number (pydantic would read true as 1)
     batch_size: int | None = Field(
-        default=None, ge=1, le=100_000, description="hosts per batch; default all at once"
+        default=None, strict=True, ge=1, le=100_000, description="hosts per batch; default all"
     )
     failure_budget: int = Field(
-        default=0, ge=0, le=100_000, description="failed hosts tolerated before stopping"
+        default=0, strict=True, ge=0, le=100_000, description="failed hosts tolerated"
     )
