@@ -22,6 +22,15 @@ from controller.services.tokens import AccessRole, Principal
 from controller.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="an API token from `sluice-admin create-token`")
+# Bounds every path and query parameter carries in its schema, so nothing out of the
+# database's range reaches SQL: ids and offsets are PostgreSQL ``bigint``, intent versions
+# ``integer``; PostgreSQL text cannot hold a NUL byte.
+DB_BIGINT_MAX = 2**63 - 1
+DB_INTEGER_MAX = 2**31 - 1
+NO_NUL = r"^[^\x00]*$"
+# The largest page any list answers (``SLUICE_PAGE_SIZE_MAX`` may lower it, never raise it).
+PAGE_SIZE_LIMIT = 500
+
 # A strong entity tag naming an intent version: "12". Weak tags never match If-Match.
 _ETAG = re.compile(r'^"(\d{1,9})"$')
 
@@ -49,6 +58,17 @@ def current_principal(
     return services.tokens.authenticate(credentials.credentials)
 
 
+def authorize(request: Request, needed: AccessRole) -> Principal:
+    """The caller of ``request`` if they hold ``needed``: the check ``require_role`` makes,
+    for code that must run it before FastAPI reads the body (``api/body.py``)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("send Authorization: Bearer <token>")
+    principal = get_services(request).tokens.authenticate(token.strip())
+    principal.require(needed)
+    return principal
+
+
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
@@ -59,6 +79,8 @@ def require_role(needed: AccessRole) -> Any:
         principal.require(needed)
         return principal
 
+    # Read by api/body.py (authorise before the body) and api/openapi.py (403 declared).
+    check.required_role = needed  # type: ignore[attr-defined]
     return Depends(check)
 
 
@@ -84,8 +106,8 @@ class Paging:
 
 def paging(
     settings: SettingsDep,
-    limit: Annotated[int, Query(ge=1, description="page size")] = 50,
-    offset: Annotated[int, Query(ge=0, description="items to skip")] = 0,
+    limit: Annotated[int, Query(ge=1, le=PAGE_SIZE_LIMIT, description="page size")] = 50,
+    offset: Annotated[int, Query(ge=0, le=DB_BIGINT_MAX, description="items to skip")] = 0,
 ) -> Paging:
     if limit > settings.api.page_size_max:
         raise RequestValidationError(
@@ -141,7 +163,8 @@ def mark_written(response: Response, result: WriteResult, location: str | None =
 
 
 ReasonParam = Annotated[
-    str | None, Query(max_length=2000, description="why; kept in the version history")
+    str | None,
+    Query(max_length=2000, pattern=NO_NUL, description="why; kept in the version history"),
 ]
 
 

@@ -11,15 +11,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controller.errors import (
     ApiUnreachable,
     CompiledConfigInvalid,
     Conflict,
+    DocumentInvalid,
     Forbidden,
     IntentInvalid,
     NotFound,
@@ -38,6 +41,7 @@ from controller.errors import (
     Unauthenticated,
     WorkerTimeout,
 )
+from controller.store.outage import is_database_outage, outage_summary
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,8 @@ TYPE_PREFIX = "urn:sluice:problem:"
 
 STATUS_OF: dict[type[SluiceError], int] = {
     IntentInvalid: 422,
+    # JSON or YAML sluice cannot read (not UTF-8, too deep, a key twice): named, never a 500.
+    DocumentInvalid: 400,
     NotFound: 404,
     Conflict: 409,
     PreconditionFailed: 412,
@@ -143,9 +149,55 @@ async def _request_invalid(request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     title = {404: "not found", 405: "method not allowed"}.get(exc.status_code, "http error")
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # The router names only the methods of the first route matching the path; Allow
+        # must list every method the path supports (RFC 9110, section 15.5.6).
+        headers["Allow"] = ", ".join(allowed_methods(request))
     return problem(
-        request, status=exc.status_code, title=title, detail=str(exc.detail), headers=exc.headers
+        request, status=exc.status_code, title=title, detail=str(exc.detail), headers=headers
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for this path: those of the literal path when
+    it is one (``/hosts/apply``), else those of every template matching it."""
+    path = request.url.path
+    paths: dict[str, dict[str, object]] = request.app.openapi().get("paths", {})
+    if path in paths:
+        return sorted(method.upper() for method in paths[path])
+    methods: set[str] = set()
+    for template, item in paths.items():
+        pattern = "^" + re.sub(r"\{[^/]+\}", "[^/]+", template) + "$"
+        if re.match(pattern, path):
+            methods.update(method.upper() for method in item)
+    return sorted(methods)
+
+
+# Seconds a client should wait before retrying while the database is away.
+RETRY_AFTER_S = 2
+
+
+def database_unavailable(request: Request) -> JSONResponse:
+    return problem(
+        request,
+        status=503,
+        title="database unavailable",
+        detail="the database does not answer; retry after Retry-After seconds",
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if is_database_outage(exc):
+        # One line, no traceback: an outage is an operational state, not a bug.
+        log.warning(
+            "request %s: database unavailable: %s",
+            getattr(request.state, "request_id", "-"),
+            outage_summary(exc),
+        )
+        return database_unavailable(request)
+    return await _unexpected(request, exc)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -163,4 +215,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SluiceError, _domain_error)
     app.add_exception_handler(RequestValidationError, _request_invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    # Database errors get their own handlers (the catch-all re-raises after answering).
+    for error in (SQLAlchemyError, psycopg.Error, ConnectionError):
+        app.add_exception_handler(error, _database_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -16,7 +16,9 @@ import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
+from api.body import guard_bodies
 from api.errors import install_error_handlers
+from api.openapi import install_openapi
 from api.routes import (
     audit,
     diff,
@@ -110,10 +112,11 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile, simulations):
+    for module in (*routers, tokens, rollouts, drift, reconcile, simulations, tuning):
+        guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
-    app.include_router(tuning.router, prefix=API_PREFIX)
+    install_openapi(app)
     return app
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.deps import DB_INTEGER_MAX, NO_NUL
 from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
@@ -57,7 +58,9 @@ class IntentOut(BaseModel):
 
 class IntentIn(Strict):
     intent: JsonObject = Field(description="the whole intent (see docs/intent.md)")
-    reason: str = Field(min_length=1, max_length=2000, description="why; kept in the history")
+    reason: str = Field(
+        min_length=1, max_length=2000, pattern=NO_NUL, description="why; kept in the history"
+    )
 
 
 class WriteOut(BaseModel):
@@ -96,7 +99,9 @@ class PlanRequest(Strict):
     intent: JsonObject | None = Field(
         default=None, description="a proposed intent; the current one when absent"
     )
-    switches: list[str] | None = Field(default=None, description="only these switches")
+    switches: list[Annotated[str, Field(max_length=63, pattern=NO_NUL)]] | None = Field(
+        default=None, max_length=10_000, description="only these switches"
+    )
 
 
 class PlansOut(BaseModel):
@@ -151,7 +156,11 @@ class HealthOut(BaseModel):
 
 class RolloutIn(Strict):
     to_version: int | None = Field(
-        default=None, ge=1, description="the intent version to roll out; the current one if absent"
+        default=None,
+        strict=True,
+        ge=1,
+        le=DB_INTEGER_MAX,
+        description="the intent version to roll out; the current one if absent",
     )
     canary: list[Annotated[str, Field(pattern=NAME_RE)]] = Field(
         default_factory=list,
@@ -159,11 +168,13 @@ class RolloutIn(Strict):
         description="switches that go first, alone in batch 0",
     )
     batch_size: int = Field(
-        default=1, ge=1, le=10_000, description="switches per batch after the canary"
+        default=1, strict=True, ge=1, le=10_000, description="switches per batch after the canary"
     )
     failure_budget: int = Field(
         default=0,
+        strict=True,
         ge=0,
+        le=DB_INTEGER_MAX,
         description="halt once more switches than this failed, were unreachable or mismatched",
     )
 
@@ -267,9 +278,10 @@ class HostRunOut(ViewOut):
 
 
 class ApplyRequest(Strict):
+    # strict: a boolean is not a number (pydantic would read true as 1)
     batch_size: int | None = Field(
-        default=None, ge=1, le=100_000, description="hosts per batch; default all at once"
+        default=None, strict=True, ge=1, le=100_000, description="hosts per batch; default all"
     )
     failure_budget: int = Field(
-        default=0, ge=0, le=100_000, description="failed hosts tolerated before stopping"
+        default=0, strict=True, ge=0, le=100_000, description="failed hosts tolerated"
     )

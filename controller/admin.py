@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -24,6 +26,7 @@ from controller.services.tokens import AccessRole, TokenService
 from controller.settings import Settings
 from controller.store.db import make_engine, make_sessions
 from controller.store.migrate import current_revision, upgrade
+from controller.store.outage import is_database_outage, outage_summary
 
 app = typer.Typer(
     help="sluice administration: schema migrations and API tokens.",
@@ -33,6 +36,20 @@ app = typer.Typer(
 
 EXIT_NO_DATABASE = 2
 EXIT_REFUSED = 4
+EXIT_DATABASE_UNAVAILABLE = 3
+
+
+@contextmanager
+def _database_failures() -> Iterator[None]:
+    """The database away (or refusing us) is one line on stderr and a non-zero exit, not a
+    traceback: the operator needs what failed, not where in the driver."""
+    try:
+        yield
+    except Exception as error:
+        if not is_database_outage(error):
+            raise
+        typer.echo(f"database unavailable: {outage_summary(error)}", err=True)
+        raise typer.Exit(EXIT_DATABASE_UNAVAILABLE) from None
 
 
 def _database_url() -> str:
@@ -49,8 +66,9 @@ def migrate(
 ) -> None:
     """Upgrade the database schema (committed Alembic revisions only)."""
     url = _database_url()
-    upgrade(url, revision)
-    typer.echo(f"database at revision {current_revision(url)}", err=True)
+    with _database_failures():
+        upgrade(url, revision)
+        typer.echo(f"database at revision {current_revision(url)}", err=True)
 
 
 def _token_name(value: str) -> str:
@@ -67,9 +85,10 @@ def create_token(
     """Create an API token and print it once (stdout). Keep it: it cannot be shown again."""
     engine = make_engine(_database_url(), pool_size=1)
     try:
-        tokens = TokenService(make_sessions(engine), clock=utc_now)
-        actor = Actor(name="sluice-admin", request_id=f"cli-{uuid.uuid4().hex}")
-        issued = tokens.create(name=name, role=role, actor=actor)
+        with _database_failures():
+            tokens = TokenService(make_sessions(engine), clock=utc_now)
+            actor = Actor(name="sluice-admin", request_id=f"cli-{uuid.uuid4().hex}")
+            issued = tokens.create(name=name, role=role, actor=actor)
     except SluiceError as exc:
         typer.echo(f"refused: {exc.detail}", err=True)
         raise typer.Exit(EXIT_REFUSED) from None

@@ -41,6 +41,13 @@ class IntentInvalid(SluiceError):
         super().__init__("; ".join(str(p) for p in self.problems))
 
 
+class DocumentInvalid(SluiceError):
+    """A document (JSON body, YAML file) sluice cannot read: not UTF-8, too large, nested
+    too deep, an integer too long, a key given twice; ``detail`` says which and where."""
+
+    title = "document invalid"
+
+
 class NotFound(SluiceError):
     title = "not found"
 

@@ -42,6 +42,7 @@ from controller.southbound.gnmi import SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
+from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
 from controller.types import Clock
 
@@ -83,15 +84,39 @@ class Worker:
         # run never holds up a rollout in another worker.
         return steps + self._simulate()
 
-    def run(self, stop: threading.Event, poll_s: float) -> None:
+    def run(self, stop: threading.Event, poll_s: float, backoff: Backoff | None = None) -> None:
+        """Rounds until ``stop``; a failed round waits with exponential backoff. The database
+        being away logs one line when it goes and one when it is back, not one per retry."""
+        backoff = backoff or Backoff(first_s=poll_s, cap_s=max(poll_s, BACKOFF_CAP_S))
         while not stop.is_set():
             try:
                 busy = self.tick() > 0
-            except Exception:  # the database or a bug: log it, wait, try again
-                log.exception("worker: round failed; retrying in %.1f s", poll_s)
-                busy = False
+            except Exception as error:  # the database or a bug: say so, wait longer, try again
+                delay_s, started = backoff.failed()
+                _log_failure(error, started, delay_s)
+                stop.wait(delay_s)
+                continue
+            if backoff.succeeded():
+                log.warning("worker: database reachable again; resuming")
             if not busy:
                 stop.wait(poll_s)
+
+
+# The longest a worker waits between rounds while the database is away.
+BACKOFF_CAP_S = 30.0
+
+
+def _log_failure(error: Exception, started: bool, delay_s: float) -> None:
+    if is_database_outage(error):
+        if started:
+            log.warning(
+                "worker: database unreachable (%s); retrying with backoff up to %.0f s",
+                outage_summary(error),
+                BACKOFF_CAP_S,
+            )
+        return
+    # A bug is worth its traceback each time, but no more often than the backoff allows.
+    log.exception("worker: round failed; retrying in %.1f s", delay_s)
 
 
 def build_worker(

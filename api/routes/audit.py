@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import PagingDep, ServicesDep, Viewer
+from api.deps import NO_NUL, PagingDep, ServicesDep, Viewer
 from api.schemas import AuditOut, PageOut, page_out
 
 router = APIRouter(prefix="/audit", tags=["audit"])
@@ -17,8 +17,8 @@ def list_audit(
     services: ServicesDep,
     paging: PagingDep,
     _: Viewer,
-    resource_type: Annotated[str | None, Query(max_length=32)] = None,
-    resource_id: Annotated[str | None, Query(max_length=128)] = None,
+    resource_type: Annotated[str | None, Query(max_length=32, pattern=NO_NUL)] = None,
+    resource_id: Annotated[str | None, Query(max_length=128, pattern=NO_NUL)] = None,
 ) -> PageOut[AuditOut]:
     """Newest first."""
     page = services.audit.list(

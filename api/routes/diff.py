@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import ServicesDep, Viewer
+from api.deps import DB_INTEGER_MAX, ServicesDep, Viewer
 from api.schemas import DiffOut, PlanOut
 from controller.policy.models import NAME_RE
 
@@ -17,8 +17,8 @@ router = APIRouter(prefix="/diff", tags=["diff"])
 def get_diff(
     services: ServicesDep,
     _: Viewer,
-    from_version: Annotated[int | None, Query(alias="from", ge=0)] = None,
-    to_version: Annotated[int | None, Query(alias="to", ge=0)] = None,
+    from_version: Annotated[int | None, Query(alias="from", ge=0, le=DB_INTEGER_MAX)] = None,
+    to_version: Annotated[int | None, Query(alias="to", ge=0, le=DB_INTEGER_MAX)] = None,
     switch: Annotated[str | None, Query(pattern=NAME_RE)] = None,
 ) -> DiffOut:
     result = services.plans.diff(from_version=from_version, to_version=to_version, switch=switch)

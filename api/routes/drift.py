@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import PagingDep, ServicesDep, Viewer
+from api.deps import NO_NUL, PagingDep, ServicesDep, Viewer
 from api.schemas import DriftOut, PageOut, page_out
 
 router = APIRouter(prefix="/drift", tags=["reconcile"])
@@ -17,7 +17,9 @@ def list_drift(
     services: ServicesDep,
     paging: PagingDep,
     _: Viewer,
-    switch: Annotated[str | None, Query(max_length=63, description="only this switch")] = None,
+    switch: Annotated[
+        str | None, Query(max_length=63, pattern=NO_NUL, description="only this switch")
+    ] = None,
 ) -> PageOut[DriftOut]:
     """Newest first."""
     page = services.reconcile.drift(limit=paging.limit, offset=paging.offset, switch=switch)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from api.deps import ServicesDep
-from api.errors import problem
+from api.errors import database_unavailable
 from api.schemas import HealthOut
 
 router = APIRouter(tags=["health"])
@@ -16,4 +16,4 @@ router = APIRouter(tags=["health"])
 def healthz(request: Request, services: ServicesDep) -> HealthOut | JSONResponse:
     if services.health.database_reachable():
         return HealthOut(status="ok", database="ok")
-    return problem(request, status=503, title="unavailable", detail="the database does not answer")
+    return database_unavailable(request)

@@ -11,12 +11,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from api.deps import OperatorActor, PagingDep, ServicesDep, Viewer
+from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
 from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
 
-RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the run's id")]
+RunId = Annotated[int, Path(ge=1, le=DB_BIGINT_MAX, description="the run's id")]
 
 
 @router.post("/plan", response_model=HostRunOut, name="plan_hosts")

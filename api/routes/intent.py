@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import (
+    DB_INTEGER_MAX,
     ExpectedVersion,
     OperatorActor,
     PagingDep,
@@ -64,7 +65,31 @@ def replace_intent(
     return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
 
 
-@router.post("/validate", response_model=ValidateOut)
+# The intent's own parser checks every field; the document says at least what the top level
+# needs (docs/intent.md), so a client generating bodies from it starts from a real shape.
+INTENT_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["fabric"],
+    "properties": {
+        "api_version": {"type": "string", "enum": ["sluice/v1"]},
+        "fabric": {"type": "object", "required": ["base_rtt_us", "port_buffer_bytes"]},
+        "switches": {"type": "array", "items": {"type": "object"}},
+        "hosts": {"type": "array", "items": {"type": "object"}},
+        "service_classes": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+
+@router.post(
+    "/validate",
+    response_model=ValidateOut,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": INTENT_BODY}},
+        }
+    },
+)
 def validate_intent(body: JsonObject, services: ServicesDep, _: Viewer) -> ValidateOut:
     """Check a proposed intent (the intent object itself); nothing is stored."""
     intent = services.intents.validate(body)
@@ -80,7 +105,10 @@ def list_versions(services: ServicesDep, paging: PagingDep, _: Viewer) -> PageOu
 
 @router.get("/versions/{number}", response_model=IntentOut)
 def get_version(
-    number: Annotated[int, Path(ge=1)], response: Response, services: ServicesDep, _: Viewer
+    number: Annotated[int, Path(ge=1, le=DB_INTEGER_MAX)],
+    response: Response,
+    services: ServicesDep,
+    _: Viewer,
 ) -> IntentOut:
     record = services.intents.version(number)
     response.headers["ETag"] = etag(record.info.number)

@@ -10,12 +10,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from api.deps import OperatorActor, PagingDep, ServicesDep, Viewer
+from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
 from api.schemas import PageOut, RolloutIn, RolloutOut, RolloutSummaryOut, page_out
 from controller.services.rollouts import RolloutPolicy
 
 router = APIRouter(prefix="/rollouts", tags=["rollouts"])
-RolloutId = Annotated[int, Path(ge=1, description="the rollout's id")]
+RolloutId = Annotated[int, Path(ge=1, le=DB_BIGINT_MAX, description="the rollout's id")]
 
 
 @router.post("", response_model=RolloutOut, status_code=201)

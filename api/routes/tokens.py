@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
 
-from api.deps import AdminActor, PagingDep, ServicesDep
+from api.deps import DB_BIGINT_MAX, AdminActor, PagingDep, ServicesDep
 from api.schemas import IssuedTokenOut, PageOut, TokenIn, TokenOut, page_out
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
@@ -27,7 +27,7 @@ def create_token(body: TokenIn, services: ServicesDep, actor: AdminActor) -> Iss
 
 @router.delete("/{token_id}", status_code=204)
 def revoke_token(
-    token_id: Annotated[int, Path(ge=1)], services: ServicesDep, actor: AdminActor
+    token_id: Annotated[int, Path(ge=1, le=DB_BIGINT_MAX)], services: ServicesDep, actor: AdminActor
 ) -> Response:
     services.tokens.revoke(token_id, actor=actor)
     return Response(status_code=204)

@@ -41,6 +41,7 @@ from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
 from controller.policy.loader import load_intent_file, parse_yaml
 from controller.settings import DEFAULT_API_URL, ApiSettings
+from controller.sonic.accept import compile_accepted
 from controller.types import JsonObject
 
 HttpFactory = Callable[[str, float], httpx.Client]
@@ -395,6 +396,7 @@ def check(
 
     def call(out: Console) -> ExitCode:
         intent = load_intent_file(file)
+        compile_accepted(intent)  # every check apply makes: check passes <=> apply accepts
         counts = (
             f"{len(intent.switches)} switches, {len(intent.hosts)} hosts, "
             f"{len(intent.service_classes)} service classes"

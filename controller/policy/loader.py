@@ -18,7 +18,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from controller.errors import FieldProblem, IntentInvalid
+from controller.errors import DocumentInvalid, FieldProblem, IntentInvalid
+from controller.policy.documents import (
+    NESTING_MAX,
+    check_integer_digits,
+    check_nesting,
+    decode_text,
+)
 from controller.policy.models import Intent
 from controller.policy.validate import validate_intent
 
@@ -45,10 +51,12 @@ def load_intent_yaml(text: str) -> Intent:
 def load_intent_file(path: Path) -> Intent:
     """Read and validate one intent file; an unreadable file is an ``IntentInvalid`` too."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = decode_text(path.read_bytes(), str(path))
+    except OSError as exc:
         reason = f"cannot read {path}: {_os_reason(exc)}"
         raise IntentInvalid([FieldProblem(ROOT_PATH, reason)]) from None
+    except DocumentInvalid as exc:
+        raise IntentInvalid([FieldProblem(ROOT_PATH, exc.detail)]) from None
     return load_intent_yaml(text)
 
 
@@ -87,6 +95,14 @@ class _IntentYamlLoader(yaml.SafeLoader):
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        # Checked before int() would refuse it with an unnamed ValueError (4,300 digits).
+        check_integer_digits(str(node.value).replace("_", ""), "the YAML")
+        return int(super().construct_yaml_int(node))
+
+
+_IntentYamlLoader.add_constructor("tag:yaml.org,2002:int", _IntentYamlLoader.construct_yaml_int)
+
 
 def _install_yaml12_booleans() -> None:
     resolvers = {
@@ -105,11 +121,17 @@ _install_yaml12_booleans()
 
 
 def parse_yaml(text: str) -> object:
-    """YAML text to plain data; a syntax error becomes ``IntentInvalid`` naming line/column."""
+    """YAML text to plain data; a syntax error becomes ``IntentInvalid`` naming line/column,
+    and so does a document past the limits of ``controller/policy/documents.py``."""
     try:
-        return yaml.load(
-            text, Loader=_IntentYamlLoader
-        )  # a SafeLoader subclass: no arbitrary objects
+        check_nesting(text, "the YAML")
+        # A SafeLoader subclass: no arbitrary objects.
+        return yaml.load(text, Loader=_IntentYamlLoader)
+    except DocumentInvalid as exc:
+        raise IntentInvalid([FieldProblem(ROOT_PATH, exc.detail)]) from None
+    except RecursionError:  # block nesting by indentation, which the bracket scan cannot see
+        reason = f"the YAML nests deeper than {NESTING_MAX} levels"
+        raise IntentInvalid([FieldProblem(ROOT_PATH, reason)]) from None
     except yaml.MarkedYAMLError as exc:
         raise IntentInvalid([FieldProblem(ROOT_PATH, _yaml_reason(exc))]) from None
     except yaml.YAMLError as exc:
@@ -125,9 +147,7 @@ def _yaml_reason(exc: yaml.MarkedYAMLError) -> str:
     return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {what}"
 
 
-def _os_reason(exc: OSError | UnicodeDecodeError) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
+def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 

@@ -10,10 +10,12 @@ Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (micro
 from __future__ import annotations
 
 import re
+import types
+import typing
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 # SONiC port names as CONFIG_DB keys them; sluice manages Ethernet ports only.
@@ -22,12 +24,47 @@ PORT_RE = r"^Ethernet[0-9]{1,4}$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 QueueIndex = Annotated[int, Field(ge=0, le=7)]
 Dscp = Annotated[int, Field(ge=0, le=63)]
+# The largest byte count a CONFIG_DB buffer field holds (BUFFER_PROFILE ``size`` is a YANG
+# int32 in sonic-buildimage's sonic-buffer-profile.yang; controller/sonic/tables/buffer_profile.py).
+BUFFER_BYTES_MAX = 2**31 - 1
+
+
+def _wants_number(annotation: object, value: object) -> bool:
+    """Whether ``value`` holds a boolean where ``annotation`` wants an int or a float
+    (directly, or as an element of a tuple/list/dict value)."""
+    if annotation in (int, float):
+        return isinstance(value, bool)
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _wants_number(args[0], value)
+    if origin in (typing.Union, types.UnionType):
+        if isinstance(value, bool) and bool in args:
+            return False
+        return any(_wants_number(arg, value) for arg in args)
+    if origin in (tuple, list) and isinstance(value, (list, tuple)) and args:
+        return any(_wants_number(args[0], item) for item in value)
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return any(_wants_number(args[1], item) for item in value.values())
+    return False
 
 
 class Frozen(BaseModel):
-    """Base of every intent model: unknown keys are errors, instances are immutable."""
+    """Base of every intent model: unknown keys are errors, instances are immutable, numbers
+    are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1 for an int field (``queue: true`` became queue 1).
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and _wants_number(field.annotation, value):
+            raise ValueError("a boolean is not a number")
+        return value
 
 
 class Role(StrEnum):
@@ -88,7 +125,10 @@ class Port(Frozen):
     name: Annotated[str, Field(pattern=PORT_RE)]
     speed_gbps: int = Field(gt=0, le=800, description="line rate in Gb/s")
     buffer_bytes: int | None = Field(
-        default=None, gt=0, description="egress buffer this port may use; fabric default if unset"
+        default=None,
+        gt=0,
+        le=BUFFER_BYTES_MAX,
+        description="egress buffer this port may use; fabric default if unset",
     )
 
 
@@ -431,7 +471,9 @@ class Fabric(Frozen):
     base_rtt_us: float = Field(gt=0, le=100_000)
     ecn_lambda: float = Field(default=1.0, gt=0, le=10)
     mtu_bytes: int = Field(default=1500, ge=576, le=9216)
-    port_buffer_bytes: int = Field(gt=0, description="default per-port egress buffer")
+    port_buffer_bytes: int = Field(
+        gt=0, le=BUFFER_BYTES_MAX, description="default per-port egress buffer"
+    )
     wred_drop_probability_pct: int = Field(default=100, ge=0, le=100)
     egress_pool: str = Field(
         default="egress_lossy_pool",

@@ -22,11 +22,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
-from controller.policy.loader import dump_intent, parse_intent
+from controller.policy.loader import dump_intent
 from controller.policy.models import Intent
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
-from controller.sonic.compile import compile_fleet
+from controller.sonic.accept import accept_intent
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, IntentVersion
 from controller.store.repositories import intents
 from controller.store.snapshots import encode_config
@@ -150,8 +150,10 @@ class IntentService:
 
     @staticmethod
     def validate(data: object) -> Intent:
-        """Parse and check a proposed intent without storing it; ``IntentInvalid`` if bad."""
-        return parse_intent(data)
+        """Every check a write makes (``accept_intent``), storing nothing; ``IntentInvalid``
+        if bad."""
+        intent, _ = accept_intent(data)
+        return intent
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -254,7 +256,7 @@ class IntentService:
                 f"the intent is at version {head_number}, not {expected}; read it again and retry"
             )
         draft = change(None if head is None else dict(head.intent))
-        intent = parse_intent(draft.data)
+        intent, compiled = accept_intent(draft.data)
         content = dump_intent(intent)
         digest = content_sha256(content)
         after = _after(content, draft)
@@ -270,7 +272,7 @@ class IntentService:
             reason=reason,
             created_at=now,
         )
-        desired = {name: encode_config(cfg) for name, cfg in compile_fleet(intent).items()}
+        desired = {name: encode_config(cfg) for name, cfg in compiled.items()}
         intents.insert_desired_states(session=session, version=row.number, configs=desired)
         record_change(
             session,

@@ -18,9 +18,23 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+# A database that does not answer within this is treated as away (503, worker backoff)
+# rather than holding a request thread for the operating system's TCP timeout.
+CONNECT_TIMEOUT_S = 3
+# How long a request waits for a pooled connection before it is answered 503.
+POOL_TIMEOUT_S = 5.0
+
+
 def make_engine(url: str, *, pool_size: int = 5) -> Engine:
-    """An engine for ``url``; ``pool_pre_ping`` so a restarted database is survived."""
-    return create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=True)
+    """An engine for ``url``; ``pool_pre_ping`` so a restarted database is survived (a dead
+    pooled connection is replaced, not handed to a request), and a short connect timeout."""
+    return create_engine(
+        normalise_url(url),
+        pool_size=pool_size,
+        pool_pre_ping=True,
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT_S},
+    )
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

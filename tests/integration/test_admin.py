@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+
+import pytest
 from sqlalchemy import create_engine, inspect, pool
 from typer.testing import CliRunner
 
-from controller.admin import EXIT_NO_DATABASE, EXIT_REFUSED, app
+from controller.admin import EXIT_DATABASE_UNAVAILABLE, EXIT_NO_DATABASE, EXIT_REFUSED, app
 from controller.services.tokens import AccessRole, TokenService
 from controller.store.db import make_engine, make_sessions
 from controller.store.migrate import current_revision, revisions
@@ -51,3 +54,22 @@ def test_create_token_refusals(db_url: str) -> None:
     assert code == EXIT_REFUSED
     assert out == ""
     assert "dup" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("migrate",), ("create-token", "--name", "x", "--role", "viewer")],
+    ids=["migrate", "create-token"],
+)
+def test_database_down_is_one_line_and_a_non_zero_exit(args: tuple[str, ...]) -> None:
+    with socket.socket() as sock:  # a port nothing listens on: bound, then released
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql+psycopg://postgres:secret-pw@127.0.0.1:{port}/sluice"
+    result = CliRunner().invoke(app, list(args), env={"DATABASE_URL": url})
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == EXIT_DATABASE_UNAVAILABLE
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("database unavailable:")
+    assert "secret-pw" not in result.stderr

@@ -1,0 +1,156 @@
+"""Strict input (issue 12, "Inputs"): booleans are not numbers, ``sluice check`` and the API
+refuse the same intents by the same name, documents past the size, depth and integer limits
+get a named error in both, JSON keys given twice are refused as in YAML, and a viewer's
+malformed write is 403 before anything reads its body."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from controller.cli import CliDeps, app
+from tests.integration.conftest import small_intent, with_if_match
+
+Body = dict[str, Any]
+
+
+def _check(tmp_path: Path, text: bytes) -> tuple[int, str]:
+    """``sluice check`` (offline) on a file holding ``text``: exit code and all output."""
+    path = tmp_path / "intent.yaml"
+    path.write_bytes(text)
+    result = CliRunner().invoke(app, ["check", "-f", str(path)], obj=CliDeps())
+    return result.exit_code, result.stdout + result.stderr
+
+
+def _put_raw(client: TestClient, headers: dict[str, str], raw: bytes) -> Any:
+    """PUT /intent with ``raw`` as the body, If-Match "0" (nothing is stored by these)."""
+    return client.put(
+        "/api/v1/intent",
+        content=raw,
+        headers={**with_if_match(headers, 0), "Content-Type": "application/json"},
+    )
+
+
+def _with(path: list[str | int], value: Any) -> Body:
+    intent = small_intent()
+    node: Any = intent
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return intent
+
+
+# Each: the intent, and the field both the check and the API must name.
+NAMED_REFUSALS = {
+    "queue-true": (["service_classes", 0, "queue"], True, "service_classes[0].queue"),
+    "speed-true": (
+        ["switches", 0, "ports", 0, "speed_gbps"],
+        True,
+        "switches[0].ports[0].speed_gbps",
+    ),
+    "dscp-true": (["service_classes", 0, "dscp"], [True], "service_classes[0].dscp"),
+    "buffer-1e30": (["fabric", "port_buffer_bytes"], 1e30, "fabric.port_buffer_bytes"),
+    "buffer-2^64": (["fabric", "port_buffer_bytes"], 2**64, "fabric.port_buffer_bytes"),
+    "port-buffer-2^40": (
+        ["switches", 0, "ports", 0, "buffer_bytes"],
+        2**40,
+        "switches[0].ports[0].buffer_bytes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NAMED_REFUSALS.values(), ids=NAMED_REFUSALS.keys())
+def test_check_and_apply_refuse_the_same_intent_by_the_same_field(
+    case: tuple[list[str | int], Any, str],
+    module_client: TestClient,
+    module_auth: dict[str, dict[str, str]],
+    tmp_path: Path,
+) -> None:
+    path, value, field = case
+    intent = _with(path, value)
+    code, output = _check(tmp_path, yaml.safe_dump(intent).encode())
+    assert code == 3, output
+    assert field in output
+    assert "unexpected" not in output
+
+    body = json.dumps({"intent": intent, "reason": "strict"}).encode()
+    response = _put_raw(module_client, module_auth["operator"], body)
+    assert response.status_code == 422, response.text
+    fields = [error["field"] for error in response.json()["errors"]]
+    assert any(f.startswith(field) for f in fields), fields
+    assert not any("base_rtt_us" in f for f in fields)  # the boolean is blamed, not a neighbour
+
+
+def test_booleans_are_refused_with_a_reason_that_says_so(
+    module_client: TestClient, module_auth: dict[str, dict[str, str]]
+) -> None:
+    response = module_client.post(
+        "/api/v1/intent/validate",
+        json=_with(["service_classes", 0, "queue"], True),
+        headers=module_auth["viewer"],
+    )
+    assert response.status_code == 422
+    assert "boolean" in response.json()["detail"]
+
+
+DOCUMENTS = {
+    "5000-digit integer": (
+        b'{"intent": {"fabric": {"base_rtt_us": ' + b"9" * 5000 + b"}}}",
+        "digits",
+    ),
+    "100000 brackets": (b'{"intent": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests deeper"),
+    "not UTF-8": (b'{"intent": {}, "reason": "\xff\xfe"}', "not UTF-8"),
+    "a key twice": (b'{"intent": {}, "intent": {}, "reason": "x"}', "twice"),
+    "NaN": (b'{"intent": {"fabric": {"base_rtt_us": NaN}}, "reason": "x"}', "NaN"),
+}
+
+
+@pytest.mark.parametrize("case", DOCUMENTS.values(), ids=DOCUMENTS.keys())
+def test_unreadable_json_bodies_get_a_named_400(
+    case: tuple[bytes, str], module_client: TestClient, module_auth: dict[str, dict[str, str]]
+) -> None:
+    raw, named = case
+    response = _put_raw(module_client, module_auth["operator"], raw)
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["title"] == "document invalid"
+    assert named in problem["detail"]
+
+
+YAML_DOCUMENTS = {
+    "5000-digit integer": (b"fabric:\n  base_rtt_us: " + b"9" * 5000 + b"\n", "digits"),
+    "100000 brackets": (b"fabric: " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "nests deeper"),
+    "not UTF-8": (b"fabric:\n  egress_pool: \xff\xfe\n", "not UTF-8"),
+    "a key twice": (b"fabric:\n  base_rtt_us: 1\n  base_rtt_us: 2\n", "duplicate key"),
+}
+
+
+@pytest.mark.parametrize("case", YAML_DOCUMENTS.values(), ids=YAML_DOCUMENTS.keys())
+def test_unreadable_yaml_files_get_a_named_error_in_the_cli(
+    case: tuple[bytes, str], tmp_path: Path
+) -> None:
+    raw, named = case
+    code, output = _check(tmp_path, raw)
+    assert code == 3, output
+    assert named in output
+    assert "unexpected" not in output
+    assert "Traceback" not in output
+
+
+def test_a_viewers_malformed_write_is_403_before_its_body_is_read(
+    module_client: TestClient, module_auth: dict[str, dict[str, str]]
+) -> None:
+    for raw in (b"{not json", b'{"intent": 1, "intent": 2}', b"[" * 100_000):
+        response = _put_raw(module_client, module_auth["viewer"], raw)
+        assert response.status_code == 403, response.text
+    anonymous = module_client.put(
+        "/api/v1/intent", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert anonymous.status_code == 401
