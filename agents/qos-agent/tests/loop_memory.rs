@@ -478,3 +478,38 @@ async fn an_empty_switch_reports_fallback_with_the_reason_from_the_first_iterati
     let reason = global_state(&backend, "reason");
     assert!(reason.starts_with("orders_refused: SLUICE_AGENT|global: field interval_ms"), "{reason}");
 }
+
+#[tokio::test]
+async fn hdcq_sends_its_queues_to_the_floor_while_the_port_is_above_its_point() {
+    // HDCQ's per-port ECN point (HDCQ §3.3.2 Algorithm 2 lines 1-3, §4.2.1: 60 % of the
+    // 1_000_000 B buffer = 600_000 B) on both managed queues. No packet is marked, so Eq.
+    // (1)-(2) alone keep beta <= 0.5 and the threshold at or above 200_000 - 0.5 x 195_000 =
+    // 102_500 B; with the port above its point both queues get their floor, 5_000 B.
+    let mut s = Switch::new("hdcq");
+    for q in [3, 4] {
+        let mut orders = map(queue_orders(q));
+        orders.insert("port_threshold_bytes".to_string(), "600000".to_string());
+        s.backend.tables().agent_queues.insert(format!("{PORT}|{q}"), orders);
+    }
+    s.step().await;
+    let interval = |s: &mut Switch, held3: u64, held4: u64| {
+        s.q3.send(LINE_10MS_BYTES / 2, LINE_10MS_PACKETS / 2, held3);
+        s.q4.send(LINE_10MS_BYTES / 2, LINE_10MS_PACKETS / 2, held4);
+    };
+    // Below: 40_000 + 20_000 B on the port.
+    for _ in 0..3 {
+        interval(&mut s, 40_000, 20_000);
+        s.step().await;
+    }
+    assert_eq!(global_state(&s.backend, "mode"), "dynamic");
+    assert!(threshold(&s.backend, 3) >= 102_500 && threshold(&s.backend, 4) >= 102_500);
+    // Above: 400_000 + 250_000 = 650_000 B > 600_000 B.
+    interval(&mut s, 400_000, 250_000);
+    s.step().await;
+    assert_eq!((threshold(&s.backend, 3), threshold(&s.backend, 4)), (5_000, 5_000));
+    assert_eq!(queue_state(&s.backend, 3)["basis"], "computed");
+    // Drained below the point: Eq. (1)-(2) again.
+    interval(&mut s, 300_000, 250_000);
+    s.step().await;
+    assert!(threshold(&s.backend, 3) >= 102_500 && threshold(&s.backend, 4) >= 102_500);
+}

@@ -11,6 +11,13 @@
 //! Eq. (2) would raise it. sluice follows the text: `beta` is the smoothed congestion level
 //! and the threshold is `ceiling - beta x (ceiling - floor)`, so a quiet queue sits near its
 //! ceiling and a congested one moves towards its floor.
+//!
+//! Per-port rule (§3.3.2, Algorithm 2 lines 1-3; §4.2.1): a packet that would take the port's
+//! buffer past `per-port ECN` (60 % of the buffer in the paper) is marked whatever its queue
+//! holds. The agent cannot mark packets; per interval it reads every queue's occupancy, and
+//! when their sum exceeds the queue's `port_threshold_bytes` it sets the queue's threshold to
+//! its floor for that interval ([`port_over_its_point`], applied in [`crate::port`]), so the
+//! ASIC marks nearly every packet it enqueues until the port drains below the point.
 
 use crate::threshold::{with_hysteresis, Bounds};
 
@@ -53,9 +60,25 @@ impl HdcqState {
     }
 }
 
+/// Algorithm 2 line 1: the port holds more than its per-port ECN point. `None` (no
+/// `port_threshold_bytes` in the orders) means no per-port rule. Strictly more: the paper
+/// marks a packet that makes the buffer *exceed* the point.
+pub fn port_over_its_point(port_occupancy_bytes: u64, port_threshold_bytes: Option<u64>) -> bool {
+    port_threshold_bytes.is_some_and(|point| port_occupancy_bytes > point)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_port_is_over_its_point_only_strictly_above_it() {
+        // 60 % of a 1_000_000 B buffer = 600_000 B (§4.2.1).
+        assert!(!port_over_its_point(599_999, Some(600_000)));
+        assert!(!port_over_its_point(600_000, Some(600_000)));
+        assert!(port_over_its_point(600_001, Some(600_000)));
+        assert!(!port_over_its_point(u64::MAX, None), "no point, no per-port rule");
+    }
 
     const BOUNDS: Bounds = Bounds { floor_bytes: 10_000, ceiling_bytes: 110_000 };
 

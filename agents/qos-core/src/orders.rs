@@ -139,8 +139,8 @@ impl AgentOrders {
 /// `SLUICE_AGENT_QUEUE|<port>|<q>`.
 ///
 /// An unmanaged queue (`managed == false`) takes part in the port's computation (its rates
-/// count) but gets no threshold: its `wred_profile` is empty and its byte bounds are 0, and
-/// nothing reads them.
+/// count) but gets no threshold: its `wred_profile` is empty, its byte bounds are 0, it has
+/// no `port_threshold_bytes`, and nothing reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueOrders {
     /// Port name, e.g. `Ethernet0`.
@@ -163,9 +163,13 @@ pub struct QueueOrders {
     pub speed_gbps: u64,
     /// Egress buffer this port may use, bytes (> 0).
     pub buffer_bytes: u64,
+    /// HDCQ's per-port ECN point (HDCQ, Information 2021, §3.3.2 Algorithm 2 lines 1-3;
+    /// §4.2.1: 60 % of the buffer): while the port holds more than this, the queue marks at
+    /// its floor. Only on a managed queue of an HDCQ class; `None`: no per-port rule.
+    pub port_threshold_bytes: Option<u64>,
 }
 
-const QUEUE_FIELDS: [&str; 8] = [
+const QUEUE_FIELDS: [&str; 9] = [
     "managed",
     "wred_profile",
     "weight",
@@ -174,10 +178,13 @@ const QUEUE_FIELDS: [&str; 8] = [
     "static_bytes",
     "speed_gbps",
     "buffer_bytes",
+    "port_threshold_bytes",
 ];
 
-/// The fields only a managed queue has.
-const MANAGED_ONLY: [&str; 4] = ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"];
+/// The fields only a managed queue may carry (the first four it must carry; the per-port
+/// point is optional). On an unmanaged queue the agent would silently ignore them.
+const MANAGED_ONLY: [&str; 5] =
+    ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes", "port_threshold_bytes"];
 
 impl QueueOrders {
     /// Parses one `SLUICE_AGENT_QUEUE` entry; `key` is `<port>|<q>` (the part after the
@@ -205,6 +212,7 @@ impl QueueOrders {
             static_bytes: f.integer("static_bytes", 0, u64::MAX)?,
             speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
             buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
+            port_threshold_bytes: f.optional_integer("port_threshold_bytes", 0, u64::MAX)?,
         };
         check_order(&orders)?;
         Ok(orders)
@@ -232,6 +240,7 @@ impl QueueOrders {
             static_bytes: 0,
             speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
             buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
+            port_threshold_bytes: None,
         })
     }
 
@@ -333,6 +342,14 @@ impl Fields<'_> {
         self.parse_with(field, "expected a whole number in its range", |s| {
             s.parse::<u64>().ok().filter(|v| (min..=max).contains(v))
         })
+    }
+
+    /// An optional field: absent is `None`, present must be a whole number in its range.
+    fn optional_integer(&self, field: &'static str, min: u64, max: u64) -> Result<Option<u64>, OrdersError> {
+        match self.0.get(field) {
+            None => Ok(None),
+            Some(_) => self.integer(field, min, max).map(Some),
+        }
     }
 
     fn real(&self, field: &'static str, range: Range) -> Result<f64, OrdersError> {
@@ -452,7 +469,9 @@ mod tests {
         assert!(!o.managed);
         assert_eq!((o.weight, o.speed_gbps, o.buffer_bytes), (20, 25, 1_000_000));
         assert!(o.wred_profile.is_empty());
-        for field in ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"] {
+        assert_eq!(o.port_threshold_bytes, None);
+        for field in ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes", "port_threshold_bytes"]
+        {
             let mut f = unmanaged_fields();
             f.insert(field.to_string(), "SLUICE_Q".to_string());
             match QueueOrders::parse("Ethernet0|1", &f) {
@@ -469,6 +488,24 @@ mod tests {
             QueueOrders::parse("Ethernet0|1", &f),
             Err(OrdersError::Invalid { field: "managed", .. })
         ));
+    }
+
+    #[test]
+    fn the_per_port_point_is_optional_and_a_whole_number() {
+        assert_eq!(QueueOrders::parse("Ethernet8|3", &queue_fields()).unwrap().port_threshold_bytes, None);
+        let mut f = queue_fields();
+        f.insert("port_threshold_bytes".to_string(), "600000".to_string());
+        assert_eq!(QueueOrders::parse("Ethernet8|3", &f).unwrap().port_threshold_bytes, Some(600_000));
+        for bad in ["", "-1", "6e5", "600000.5"] {
+            f.insert("port_threshold_bytes".to_string(), bad.to_string());
+            assert!(
+                matches!(
+                    QueueOrders::parse("Ethernet8|3", &f),
+                    Err(OrdersError::Invalid { field: "port_threshold_bytes", .. })
+                ),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -13,10 +13,16 @@
 //!   port falls back to `static_bytes` until fresh counters arrive;
 //! - a queue with no rate this step (first sample, reset, late sample) keeps the threshold in
 //!   force (or `static_bytes` if none) and counts as idle for its neighbours.
+//!
+//! HDCQ's per-port rule (HDCQ, Information 2021, §3.3.2 Algorithm 2 lines 1-3): the port's
+//! occupancy is the sum of every queue's occupancy this interval, managed or not (they share
+//! the port's buffer); a managed queue whose `port_threshold_bytes` that sum exceeds gets its
+//! floor for the interval instead of Eq. (1)-(2)'s threshold. Its `beta` still advances, so
+//! when the port drains the queue resumes from the smoothed level it would have had.
 
 use crate::counters::QueueRates;
 use crate::dynaq::{dynaq_limits, DynaqQueue};
-use crate::hdcq::HdcqState;
+use crate::hdcq::{port_over_its_point, HdcqState};
 use crate::mqecn::{mqecn_thresholds, MqecnParams, MqecnQueue, QueueDemand};
 use crate::orders::{AgentOrders, Algorithm, QueueOrders};
 use crate::threshold::{standard_threshold_bytes, Bounds};
@@ -150,14 +156,27 @@ fn dynaq_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
     dynaq_limits(first.orders.buffer_bytes, orders.hysteresis_pct, &input)
 }
 
+/// The port's occupancy this interval: the sum over its queues (current occupancy, or the
+/// polled watermark where the switch does not poll it; see [`crate::counters`]). A queue
+/// without a usable interval counts as empty, as it counts as idle elsewhere.
+fn port_occupancy_bytes(queues: &[QueueInput<'_>]) -> u64 {
+    queues.iter().filter_map(|q| q.rates).fold(0, |sum, r| sum.saturating_add(r.occupancy_bytes))
+}
+
 fn hdcq_step(orders: &AgentOrders, queues: &[QueueInput<'_>], states: &mut [HdcqState]) -> Vec<u64> {
+    let port_bytes = port_occupancy_bytes(queues);
     queues
         .iter()
         .enumerate()
         .map(|(i, q)| match (q.rates, states.get_mut(i)) {
             (Some(r), Some(state)) if q.orders.managed => {
                 state.update(r.marked_fraction(), orders.hdcq_k);
-                state.threshold(bounds(q.orders), q.current_bytes, orders.hysteresis_pct)
+                if port_over_its_point(port_bytes, q.orders.port_threshold_bytes) {
+                    // Mark now: no hysteresis, which could hold a higher threshold.
+                    q.orders.floor_bytes
+                } else {
+                    state.threshold(bounds(q.orders), q.current_bytes, orders.hysteresis_pct)
+                }
             }
             _ => kept(q),
         })

@@ -21,13 +21,14 @@ use sluice_yang::{Kind, Leaf, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_QUEUE}
 
 /// Fields whose values above the model's maximum the agent still takes (the model's maximum
 /// is the controller's intent bound; the agent's own bound is only a sanity limit).
-const AGENT_WIDER_ABOVE: [&str; 10] = [
+const AGENT_WIDER_ABOVE: [&str; 11] = [
     "buffer_bytes",
     "ceiling_bytes",
     "floor_bytes",
     "hysteresis_pct",
     "interval_ms",
     "lambda",
+    "port_threshold_bytes",
     "rtt_us",
     "speed_gbps",
     "stale_after_ms",
@@ -36,6 +37,10 @@ const AGENT_WIDER_ABOVE: [&str; 10] = [
 
 /// The model's list-level `must`: a managed queue has all of these, an unmanaged one none.
 const MANAGED_ONLY: [&str; 4] = ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"];
+
+/// The leaf-level `must "../managed = 'true'"` on an optional leaf: a managed queue may have
+/// it, an unmanaged one may not.
+const MANAGED_OPTIONAL: [&str; 1] = ["port_threshold_bytes"];
 
 /// The byte bounds are tied by `floor <= static <= ceiling`: probes move them together.
 const BYTE_BOUNDS: [&str; 3] = ["floor_bytes", "ceiling_bytes", "static_bytes"];
@@ -80,12 +85,13 @@ fn good_queue() -> HashMap<String, String> {
         ("static_bytes", "12500"),
         ("speed_gbps", "100"),
         ("buffer_bytes", "2000000"),
+        ("port_threshold_bytes", "1200000"),
     ])
 }
 
 fn unmanaged(mut fields: HashMap<String, String>) -> HashMap<String, String> {
     fields.insert("managed".into(), "false".into());
-    for name in MANAGED_ONLY {
+    for name in MANAGED_ONLY.into_iter().chain(MANAGED_OPTIONAL) {
         fields.remove(name);
     }
     fields
@@ -227,6 +233,18 @@ fn values_the_model_refuses_the_agent_refuses_except_its_wider_upper_bounds() {
         }
     }
     assert_eq!(wider, AGENT_WIDER_ABOVE.into_iter().collect::<BTreeSet<_>>());
+}
+
+#[test]
+fn what_only_a_managed_queue_may_have_is_refused_on_an_unmanaged_one_by_name() {
+    for name in MANAGED_ONLY.into_iter().chain(MANAGED_OPTIONAL) {
+        let mut fields = unmanaged(good_queue());
+        fields.insert(name.into(), good_queue()[name].clone());
+        match QueueOrders::parse("Ethernet0|3", &fields) {
+            Err(OrdersError::Invalid { field, .. }) => assert_eq!(field, name),
+            other => panic!("{name} on an unmanaged queue: {other:?}"),
+        }
+    }
 }
 
 #[test]

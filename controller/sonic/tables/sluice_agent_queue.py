@@ -30,14 +30,17 @@ TABLE = "SLUICE_AGENT_QUEUE"
 
 
 MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
+# Optional, but only on a managed queue: the agent applies it to the thresholds it moves.
+MANAGED_OPTIONAL = ("port_threshold_bytes",)
 
 
 def _managed_fields(fields: Mapping[str, str]) -> str | None:
-    """A managed queue has its profile and bounds; an unmanaged one has none of them."""
-    present = [f for f in MANAGED_ONLY if f in fields]
+    """A managed queue has its profile and bounds; an unmanaged one has none of them, nor
+    HDCQ's per-port point."""
+    present = [f for f in (*MANAGED_ONLY, *MANAGED_OPTIONAL) if f in fields]
     managed = fields.get("managed", "true")  # the model's default
-    if managed == "true" and len(present) < len(MANAGED_ONLY):
-        missing = [f for f in MANAGED_ONLY if f not in fields]
+    missing = [f for f in MANAGED_ONLY if f not in fields]
+    if managed == "true" and missing:
         return f"a managed queue needs {', '.join(missing)}"
     if managed == "false" and present:
         return f"an unmanaged queue carries no {', '.join(present)}"
@@ -77,7 +80,8 @@ def rows(profile: PortProfile) -> list[Row]:
         if queue.port_threshold_bytes is not None:
             hdcq = {"port_threshold_bytes": str(queue.port_threshold_bytes)}
         if queue.bounds is None:
-            fields = {"managed": "false", "weight": str(queue.weight), **port_wide, **hdcq}
+            # HDCQ's queues are dynamic, so an unmanaged queue never has a per-port point.
+            fields = {"managed": "false", "weight": str(queue.weight), **port_wide}
             out.append(Row(queue.queue, fields))
             continue
         fields = {

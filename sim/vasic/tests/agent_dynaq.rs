@@ -127,6 +127,7 @@ fn orders(case: Case) -> (AgentOrders, Vec<QueueOrders>) {
                 static_bytes,
                 speed_gbps: 10,
                 buffer_bytes,
+                port_threshold_bytes: None,
             }
         })
         .collect();

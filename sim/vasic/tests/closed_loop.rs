@@ -82,6 +82,7 @@ fn agent(weights: &[u8]) -> AgentLoop {
             static_bytes: static_minimum(weights, q),
             speed_gbps: 10,
             buffer_bytes: 4_000_000,
+            port_threshold_bytes: None,
         })
         .collect();
     AgentLoop::new(0, orders, queues)
