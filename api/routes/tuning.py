@@ -6,12 +6,10 @@ opened and closed with the app."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import httpx
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import BaseModel
 from sqlalchemy import Engine
 
 from api.deps import OperatorActor, Viewer
@@ -26,26 +24,9 @@ from controller.types import Clock
 router = APIRouter(prefix="/tuning", tags=["tuning"])
 
 
-class ProposalOut(BaseModel):
-    id: int
-    state: str
-    base_version: int
-    new_version: int | None
-    changes: list[dict[str, Any]]
-    held: list[dict[str, Any]]
-    diff: list[dict[str, Any]]
-    plans: list[dict[str, Any]]
-    reason: str
-    window_start: datetime
-    window_end: datetime
-    created_by: str
-    created_at: datetime
-    decided_by: str | None
-    decided_at: datetime | None
-
-    @classmethod
-    def of(cls, record: ProposalRecord) -> ProposalOut:
-        return cls(**{name: getattr(record, name) for name in cls.model_fields})
+# The answer is the service's own record: FastAPI serialises the dataclass, so the API and
+# the service share one definition of a proposal.
+ProposalOut = ProposalRecord
 
 
 def get_tuning(request: Request) -> TuningService:
@@ -61,20 +42,20 @@ ProposalId = Annotated[int, Path(ge=1, le=2**62, description="a tuning proposal'
 def run_tuner(tuning: TuningDep, actor: OperatorActor) -> ProposalOut:
     """One tuning pass now over the last ``fabric.tuning.window_s`` of telemetry; 409 when
     tuning is off. In ``auto`` mode the proposal comes back already approved."""
-    return ProposalOut.of(tuning.run(actor))
+    return tuning.run(actor)
 
 
 @router.get("/proposals", response_model=list[ProposalOut])
 def list_proposals(
     tuning: TuningDep, _: Viewer, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[ProposalOut]:
-    return [ProposalOut.of(record) for record in tuning.list(limit)]
+    return list(tuning.list(limit))
 
 
 @router.get("/proposals/{proposal_id}", response_model=ProposalOut)
 def get_proposal(proposal_id: ProposalId, tuning: TuningDep, _: Viewer) -> ProposalOut:
     """A proposal with every change's evidence: inputs, rule, outputs, bounds."""
-    return ProposalOut.of(tuning.get(proposal_id))
+    return tuning.get(proposal_id)
 
 
 @router.post("/proposals/{proposal_id}/approve", response_model=ProposalOut)
@@ -83,14 +64,14 @@ def approve_proposal(
 ) -> ProposalOut:
     """Write the proposal as the next intent version (author ``tuner``); 409 if it is not
     pending or the intent moved on since it was made."""
-    return ProposalOut.of(tuning.approve(proposal_id, actor))
+    return tuning.approve(proposal_id, actor)
 
 
 @router.post("/proposals/{proposal_id}/reject", response_model=ProposalOut)
 def reject_proposal(
     proposal_id: ProposalId, tuning: TuningDep, actor: OperatorActor
 ) -> ProposalOut:
-    return ProposalOut.of(tuning.reject(proposal_id, actor))
+    return tuning.reject(proposal_id, actor)
 
 
 def build_tuning_service(

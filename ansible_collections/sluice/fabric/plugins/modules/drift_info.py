@@ -16,13 +16,7 @@ author: sluice developers (!UNKNOWN)
 version_added: 0.1.0
 extends_documentation_fragment:
   - sluice.fabric.api
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, in check mode too.
-  diff_mode:
-    support: none
-    description: Nothing to show as a diff.
+  - sluice.fabric.info
 options:
   switch:
     description: Only this switch's events.

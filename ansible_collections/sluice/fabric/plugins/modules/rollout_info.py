@@ -14,13 +14,7 @@ description:
   - Reads one rollout with every switch's result, and summarises it per batch.
 extends_documentation_fragment:
   - sluice.fabric.api
-attributes:
-  check_mode:
-    support: full
-    description: Reads only, in check mode too.
-  diff_mode:
-    support: none
-    description: Nothing to show as a diff.
+  - sluice.fabric.info
 options:
   id:
     description: The rollout; the newest one when not given.
