@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
@@ -34,6 +35,8 @@ from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-unty
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
 from controller.southbound.paths import ORIGIN
 from controller.southbound.retry import RetryPolicy, backoff_delay
+
+log = logging.getLogger("controller.southbound.subscribe")
 
 INSTANCE = "localhost"
 NS_PER_S = 1_000_000_000
@@ -215,19 +218,39 @@ async def read_once(
 # one supervised stream per switch
 
 
-class Handler:
+class Handler(Protocol):
     """What a supervised stream reports to (the collector implements it)."""
 
     def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
         """The maps just read; returns the oids to subscribe to."""
-        raise NotImplementedError
 
     def notification(self, note: Notification) -> bool:
         """One notification; True when a name map changed and the stream must be re-made."""
-        raise NotImplementedError
 
     def stream_up(self, up: bool) -> None:
-        raise NotImplementedError
+        """The stream has synced (True), or ended or failed (False)."""
+
+
+class EmptySubscription(Exception):
+    """Counter paths the switch answered with a sync response and no data: SONiC's answer to
+    a path that names nothing (a counter by port name instead of oid, or an oid that is gone),
+    reported rather than taken for a quiet counter."""
+
+    def __init__(self, paths: Sequence[tuple[str, ...]]) -> None:
+        self.paths = tuple(paths)
+        shown = ", ".join("/".join(p) for p in self.paths[:3])
+        more = f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else ""
+        super().__init__(
+            f"{len(self.paths)} counter path(s) answered only with sync: {shown}{more}"
+        )
+
+
+def paths_without_data(
+    subs: Sequence[Subscription], delivered: Sequence[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
+    """The counter subscriptions no update before the sync response fell under."""
+    counters = [s.elems for s in subs if s.elems[: len(COUNTERS)] == COUNTERS]
+    return [p for p in counters if not any(d[: len(p)] == p for d in delivered)]
 
 
 @dataclass(frozen=True)
@@ -274,6 +297,8 @@ class SwitchStream:
         self._sleep = sleep
         self.failures = 0
         self.last_error: str | None = None
+        # Set at each sync: the paths that delivered nothing (None when every one did).
+        self.empty: EmptySubscription | None = None
 
     async def run(self) -> None:
         retry_index = 0
@@ -295,6 +320,13 @@ class SwitchStream:
             retry_index = 0 if delivered else retry_index + 1
             await self._sleep(backoff_delay(self._policy.retry, retry_index, self._rand()))
 
+    def _report_empty(self, missing: list[tuple[str, ...]]) -> None:
+        """A counter path that answered only with sync is an error, logged once per stream."""
+        self.empty = EmptySubscription(missing) if missing else None
+        if self.empty is not None:
+            self.last_error = "EmptySubscription"
+            log.warning("%s: %s", self.target.name, self.empty)
+
     async def _one_stream(self) -> bool:
         """Maps, then the stream until it ends; True once anything was delivered, False when
         nothing was (so consecutive failures back off further)."""
@@ -309,13 +341,17 @@ class SwitchStream:
         )
         subs = stream_subscriptions(oids, self._policy)
         synced = False
+        delivered: list[tuple[str, ...]] = []
         notes = subscribe(self._channel, self.target, subs)
         async with aclosing(notes):
             async for note in notes:
                 if note is SYNC:
                     synced = True
+                    self._report_empty(paths_without_data(subs, delivered))
                     self._handler.stream_up(True)
                     continue
+                if not synced:
+                    delivered.extend(change.elems for change in note.changes)
                 if self._handler.notification(note):
                     return True  # a name map changed: subscribe again with the new oids
         return synced

@@ -5,7 +5,8 @@ prefix target on one shared channel."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import pytest
 from pydantic import SecretStr
@@ -16,7 +17,11 @@ from controller.southbound.subscribe import (
     QUEUE_NAME_MAP,
     SYNC,
     ListMode,
+    Notification,
+    StreamPolicy,
     Subscription,
+    SwitchStream,
+    counters_path,
     open_channel,
     read_once,
     subscribe,
@@ -99,3 +104,54 @@ def test_once_poll_and_on_change_on_one_shared_channel(
             await channel.close()
 
     asyncio.run(scenario())
+
+
+class _OneRealOneGoneOid:
+    """Subscribes one queue's oid from the switch's own map and one oid the switch lacks."""
+
+    def __init__(self) -> None:
+        self.real: str | None = None
+        self.synced = asyncio.Event()
+
+    def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
+        self.real = sorted(queues.values())[0]
+        return [self.real, GONE_OID]
+
+    def notification(self, note: Notification) -> bool:
+        return False
+
+    def stream_up(self, up: bool) -> None:
+        if up:
+            self.synced.set()
+
+
+GONE_OID = "oid:0x1000000deadbeef"
+
+
+def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
+    fleet: tuple[RunningServer, GnmiService],
+) -> None:
+    running, _ = fleet
+    handler = _OneRealOneGoneOid()
+
+    async def scenario() -> SwitchStream:
+        channel = open_channel(_target(running.port, "rack0"))
+        stream = SwitchStream(
+            _target(running.port, "rack0"), channel, handler, StreamPolicy(), rand=lambda: 0.5
+        )
+        task = asyncio.create_task(stream.run())
+        try:
+            await asyncio.wait_for(handler.synced.wait(), 30)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await channel.close()
+        return stream
+
+    stream = asyncio.run(scenario())
+    assert stream.empty is not None
+    # The oid the switch lacks is named; the real one delivered its counters before the sync.
+    assert stream.empty.paths == (counters_path(GONE_OID),)
+    assert handler.real is not None and GONE_OID in str(stream.empty)
+    assert stream.last_error == "EmptySubscription"

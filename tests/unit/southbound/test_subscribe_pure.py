@@ -17,6 +17,7 @@ from controller.southbound.subscribe import (
     SubMode,
     counters_path,
     decode,
+    paths_without_data,
     stream_subscriptions,
     subscribe_request,
 )
@@ -112,3 +113,11 @@ def test_shards_split_switches_stably_and_completely() -> None:
     for bad in ("4/4", "1", "a/b", "0/0"):
         with pytest.raises(ValueError, match="--shard"):
             Shard.parse(bad)
+
+
+def test_paths_without_data_are_the_counter_subscriptions_nothing_fell_under() -> None:
+    subs = stream_subscriptions(["oid:0x1", "oid:0x2"], StreamPolicy())
+    # Field-level updates under oid:0x1 count for it; the maps and agent state are not counters.
+    delivered = [(*counters_path("oid:0x1"), "SAI_QUEUE_STAT_PACKETS")]
+    assert paths_without_data(subs, delivered) == [counters_path("oid:0x2")]
+    assert paths_without_data(subs, [counters_path("oid:0x1"), counters_path("oid:0x2")]) == []
