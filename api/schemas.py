@@ -8,6 +8,7 @@ from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.gate_schemas import GatePolicyIn, GatesOut
 from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
@@ -166,6 +167,9 @@ class RolloutIn(Strict):
         ge=0,
         description="halt once more switches than this failed, were unreachable or mismatched",
     )
+    gates: GatePolicyIn | None = Field(
+        default=None, description="health gates read before and after each batch (soak)"
+    )
 
 
 class ResultOut(ViewOut):
@@ -202,7 +206,7 @@ class RolloutSummaryOut(ViewOut):
     counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
 
 
-class RolloutOut(RolloutSummaryOut):
+class RolloutOut(RolloutSummaryOut, GatesOut):
     results: list[ResultOut]
 
 

@@ -27,13 +27,22 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
 from controller.rollout.ansible import AnsibleBatches
+from controller.rollout.gate_reads import promql_reader
+from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
-from controller.services.common import utc_now
+from controller.services.auto_rollout import AutoTuner
+from controller.services.common import WorkerWait, utc_now
+from controller.services.host_runs import HostRunService
+from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService
+from controller.services.rollouts import RolloutService
+from controller.services.tuning import TuningService
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
@@ -41,6 +50,9 @@ from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.rollout_store import SqlRolloutStore
+from controller.telemetry.prometheus_settings import PrometheusSettings
+from controller.telemetry.promql import PromQL, make_promql
+from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 
 log = logging.getLogger("controller.worker")
@@ -58,7 +70,9 @@ class Worker:
         host_runner: HostRunRunner,
         answer_requests: Callable[[ReconcileLoop], int],
         monotonic: Callable[[], float] = time.monotonic,
+        tune: Callable[[], int] | None = None,
     ) -> None:
+        self._tune = tune
         self._runner = runner
         self._host_runner = host_runner
         self._answer_requests = answer_requests
@@ -75,6 +89,9 @@ class Worker:
             steps += self._answer_requests(self._loop)
             if not steps:
                 self._loop.tick(self._monotonic())
+                # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
+                # mode it starts a gated rollout, stepped from the next round on.
+                steps += self._tune() if self._tune is not None else 0
             return steps
 
     def run(self, stop: threading.Event, poll_s: float) -> None:
@@ -107,7 +124,12 @@ def build_worker(
         tls=settings.gnmi.tls(),
     )
     store = SqlRolloutStore(sessions, clock=clock)
-    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker.max_parallel)
+    prometheus = PrometheusSettings()
+    promql = make_promql(prometheus.url, prometheus.timeout_s)
+    gates = promql_reader(promql)
+    runner = RolloutRunner(
+        store, access, clock, max_parallel=settings.worker.max_parallel, gates=gates
+    )
     host_store = SqlHostRunStore(sessions, clock=clock)
     host_runner = HostRunRunner(host_store, AnsibleBatches(settings.hosts, host_store.intent))
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
@@ -118,8 +140,25 @@ def build_worker(
         lambda: switch_work_lock(engine),
         host_runner=host_runner,
         answer_requests=reconciler.answer_requests,
+        tune=_auto_tuner(sessions, promql, gates, clock).tick,
     )
-    return worker, engine.dispose
+
+    def close() -> None:
+        promql.close()
+        engine.dispose()
+
+    return worker, close
+
+
+def _auto_tuner(
+    sessions: sessionmaker[Session], promql: PromQL, gates: Reader, clock: Clock
+) -> AutoTuner:
+    intents = IntentService(sessions, clock=clock)
+    tuning = TuningService(
+        sessions, intents, lambda at, window_s: read_summary(promql, at, window_s), clock=clock
+    )
+    host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait(timeout_s=0.0))
+    return AutoTuner(tuning, RolloutService(sessions, clock=clock), host_runs, gates)
 
 
 def main() -> int:

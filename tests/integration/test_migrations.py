@@ -23,6 +23,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "reconcile_requests",
     # 0006_tuner: tuning proposals
     "tuning_proposals",
+    # 0007_gates: rollout health-gate readings
+    "rollout_gate_evaluations",
 }
 
 
