@@ -151,6 +151,51 @@ def rollout_rows(rollouts: Sequence[JsonObject]) -> list[Row]:
     return rows
 
 
+GATE_HEADERS = ("BATCH", "STAGE", "GATE", "VALUE", "BASELINE", "LIMIT", "VERDICT", "AT")
+GATE_COMPARISONS = ("absolute", "max_increase_pct")
+
+
+def parse_gate_option(spec: str) -> JsonObject:
+    """``drops:max_increase_pct:50`` (a built-in) or ``NAME:absolute:5:PROMQL`` (a PromQL
+    gate; everything after the third colon is the query, colons included)."""
+    parts = spec.split(":", 3)
+    if len(parts) < 3 or parts[1] not in GATE_COMPARISONS:
+        raise typer.BadParameter(
+            f"{spec!r}: write BUILTIN:COMPARISON:THRESHOLD or NAME:COMPARISON:THRESHOLD:PROMQL "
+            f"(comparison {' or '.join(GATE_COMPARISONS)})"
+        )
+    try:
+        threshold = float(parts[2])
+    except ValueError:
+        raise typer.BadParameter(f"{spec!r}: the threshold {parts[2]!r} is not a number") from None
+    gate: JsonObject = {"name": parts[0], "comparison": parts[1], "threshold": threshold}
+    if len(parts) == 4:
+        gate["query"] = parts[3]
+    else:
+        gate["builtin"] = parts[0]
+    return gate
+
+
+def _number(value: object) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float | int) else str(value)
+
+
+def gate_rows(rollout: JsonObject) -> list[Row]:
+    return [
+        (
+            "pre" if e["batch"] < 0 else str(e["batch"]),
+            e["stage"],
+            e["gate"],
+            _number(e.get("value")),
+            _number(e.get("baseline")),
+            _number(e.get("limit")),
+            e["verdict"],
+            text(e["at"]),
+        )
+        for e in rollout.get("evaluations") or []
+    ]
+
+
 def drift_rows(events: Sequence[JsonObject]) -> list[Row]:
     return [
         (
@@ -223,17 +268,41 @@ def start(
     failure_budget: Annotated[
         int, typer.Option("--failure-budget", min=0, help="halt once more switches fail")
     ] = 0,
+    gate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gate",
+            help="a health gate, repeatable: drops:max_increase_pct:50, or "
+            "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
+        ),
+    ] = None,
+    soak_s: Annotated[
+        float, typer.Option("--soak-s", min=0.0, help="seconds each batch soaks before its gates")
+    ] = 60.0,
+    on_fail: Annotated[
+        str, typer.Option("--on-fail", help="rollback_batch, rollback_all or halt")
+    ] = "rollback_batch",
+    force: Annotated[
+        bool, typer.Option("--force", help="start even when a gate's pre-check fails")
+    ] = False,
     watch: Annotated[bool, typer.Option("--watch", help="show progress until it ends")] = False,
     interval: IntervalOption = 1.0,
 ) -> None:
     """Start rolling an intent version out (the worker applies it)."""
     names = [n.strip() for n in (canary or "").split(",") if n.strip()]
-    body = {
+    body: JsonObject = {
         "to_version": to_version,
         "canary": names,
         "batch_size": batch_size,
         "failure_budget": failure_budget,
     }
+    if gate:
+        body["gates"] = {
+            "gates": [parse_gate_option(spec) for spec in gate],
+            "soak_s": soak_s,
+            "on_fail": on_fail,
+            "force": force,
+        }
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         started: JsonObject = api.post_json("/rollouts", body)
@@ -296,12 +365,32 @@ def list_rollouts(ctx: typer.Context, output: OutputOption = Output.TABLE) -> No
 
 @rollout_app.command("show")
 def show(ctx: typer.Context, rollout_id: RolloutId, output: OutputOption = Output.TABLE) -> None:
-    """One rollout with every switch's result."""
+    """One rollout with every switch's result (and its health-gate readings)."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
         emit_rows(out, rollout, output, RESULT_HEADERS, result_rows(rollout))
         if output is Output.TABLE:
+            if rollout.get("evaluations"):
+                emit_rows(out, rollout, output, GATE_HEADERS, gate_rows(rollout))
+            if rollout.get("soak_until"):
+                say(out, f"batch {rollout.get('soak_batch')} soaks until {rollout['soak_until']}")
+            say(out, progress_line(rollout))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@rollout_app.command("status")
+def status(ctx: typer.Context, rollout_id: RolloutId, output: OutputOption = Output.TABLE) -> None:
+    """A rollout's health-gate readings per batch (value, baseline, limit, verdict)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
+        emit_rows(out, rollout.get("evaluations") or [], output, GATE_HEADERS, gate_rows(rollout))
+        if output is Output.TABLE:
+            if rollout.get("soak_until"):
+                say(out, f"batch {rollout.get('soak_batch')} soaks until {rollout['soak_until']}")
             say(out, progress_line(rollout))
         return ExitCode.OK
 

@@ -13,8 +13,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from typer.testing import CliRunner
 
+from api.main import create_app
+from controller.cli import CliDeps, app
 from controller.errors import Conflict
 from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
@@ -22,9 +26,14 @@ from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
+from controller.services.tokens import AccessRole
+from controller.settings import Settings
 from controller.store.rollout_store import SqlRolloutStore
+from controller.telemetry.prometheus_settings import PrometheusSettings
 from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
+from tests.integration.conftest import StepClock, issue_token
+from tests.integration.served import served
 
 from .conftest import OPERATOR, Controller, full_dump
 from .fake_collector import Exposition, fake_collector
@@ -51,6 +60,7 @@ class HandClock:
 class Telemetry:
     exposition: Exposition
     read: Reader
+    url: str
 
     def settle(self, expression: str, expected: float, timeout_s: float = 20.0) -> None:
         """Until Prometheus has scraped the value the fake collector now serves."""
@@ -71,7 +81,7 @@ def telemetry(tmp_path: Path) -> Iterator[Telemetry]:
         server.start()
         promql = make_promql(server.url, 5.0)
         try:
-            found = Telemetry(exposition, promql_reader(promql))
+            found = Telemetry(exposition, promql_reader(promql), server.url)
             found.settle("sum(sluice_queue_dropped_packets_per_second)", 40.0)
             yield found
         finally:
@@ -202,3 +212,49 @@ def test_a_precheck_refuses_an_unhealthy_fabric_unless_forced(
         ("drops", "pass"),
         ("agent_fallback", "fail"),
     }
+
+
+def test_gates_through_the_api_and_the_command_line(
+    controller: Controller, telemetry: Telemetry, db_url: str
+) -> None:
+    controller.store_intent(controller.fabric.intent)
+    telemetry.exposition.set(modes={"leaf2": "fallback"})
+    telemetry.settle('count(sluice_agent_mode_info{mode="fallback"})', 1.0)
+    settings = Settings.for_database(db_url)
+    prometheus = PrometheusSettings(url=telemetry.url)
+    token = issue_token(db_url, AccessRole.OPERATOR, "cli-operator")
+    with served(create_app(settings, clock=StepClock(), prometheus=prometheus)) as url:
+        env = {"SLUICE_API_URL": url, "SLUICE_API_TOKEN": token, "COLUMNS": "250"}
+
+        def sluice(*args: str) -> tuple[int, str]:
+            result = CliRunner().invoke(app, list(args), env=env, obj=CliDeps())
+            return result.exit_code, result.stdout + result.stderr
+
+        gates = ("--gate", "agent_fallback:absolute:0", "--gate", "drops:max_increase_pct:50")
+        code, said = sluice("rollout", "start", *gates, "--soak-s", "30")
+        assert code != 0
+        assert "pre-check" in said
+        assert "agent_fallback: value 1 > threshold 0" in said
+        raw = 'p95:absolute:1e9:max(sluice_queue_dropped_packets_per_second{switch=~"$switches"})'
+        code, said = sluice("rollout", "start", *gates, "--gate", raw, "--force")
+        assert code == 0, said
+        code, said = sluice("rollout", "status", "1")
+        assert code == 0, said
+        lines = [[w for w in line.split() if w not in ("│", "┃")] for line in said.splitlines()]
+        assert ["pre", "precheck", "agent_fallback", "1", "-", "0", "fail"] in [
+            line[:7] for line in lines
+        ]
+        assert ["pre", "precheck", "p95", "10", "-", "1e+09", "pass"] in [
+            line[:7] for line in lines
+        ]
+
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=url, headers=headers) as client:
+            shown = client.get("/api/v1/rollouts/1").json()
+            assert shown["gate_policy"]["on_fail"] == "rollback_batch"
+            assert {e["gate"] for e in shown["evaluations"]} == {"agent_fallback", "drops", "p95"}
+            bad = client.post(
+                "/api/v1/rollouts", json={"gates": {"gates": [{"builtin": "nope", "threshold": 1}]}}
+            )
+            assert bad.status_code == 422
+            assert bad.headers["content-type"].startswith("application/problem+json")
