@@ -251,7 +251,7 @@ class HostResultOut(ViewOut):
     message: str | None
 
 
-class HostRunOut(ViewOut):
+class HostRunOut(ViewOut, GatesOut):
     id: int
     mode: str = Field(description="plan (check mode) or apply")
     state: str = Field(description="running, completed, halted, interrupted or error")
@@ -276,4 +276,7 @@ class ApplyRequest(Strict):
     )
     failure_budget: int = Field(
         default=0, ge=0, le=100_000, description="failed hosts tolerated before stopping"
+    )
+    gates: GatePolicyIn | None = Field(
+        default=None, description="health gates read before and after each batch (soak)"
     )

@@ -131,7 +131,9 @@ def build_worker(
         store, access, clock, max_parallel=settings.worker.max_parallel, gates=gates
     )
     host_store = SqlHostRunStore(sessions, clock=clock)
-    host_runner = HostRunRunner(host_store, AnsibleBatches(settings.hosts, host_store.intent))
+    host_runner = HostRunRunner(
+        host_store, AnsibleBatches(settings.hosts, host_store.intent), clock=clock, gates=gates
+    )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
     loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
     worker = Worker(

@@ -38,6 +38,23 @@ reconcile_app = typer.Typer(
     no_args_is_help=True,
 )
 
+GateOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gate",
+        help="a health gate, repeatable: drops:max_increase_pct:50, or "
+        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
+    ),
+]
+SoakOption = Annotated[
+    float, typer.Option("--soak-s", min=0.0, help="seconds each batch soaks before its gates")
+]
+OnFailOption = Annotated[
+    str, typer.Option("--on-fail", help="rollback_batch, rollback_all or halt")
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="start even when a gate's pre-check fails")
+]
 RolloutId = Annotated[int, typer.Argument(min=1, help="the rollout id (sluice rollout list)")]
 IntervalOption = Annotated[
     float, typer.Option("--interval", min=0.1, help="seconds between progress reads")
@@ -176,6 +193,16 @@ def parse_gate_option(spec: str) -> JsonObject:
     return gate
 
 
+def gates_body(specs: Sequence[str], soak_s: float, on_fail: str, force: bool) -> JsonObject:
+    """The ``gates`` object of ``POST /rollouts`` and ``POST /hosts/apply``."""
+    return {
+        "gates": [parse_gate_option(spec) for spec in specs],
+        "soak_s": soak_s,
+        "on_fail": on_fail,
+        "force": force,
+    }
+
+
 def _number(value: object) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float | int) else str(value)
 
@@ -268,23 +295,10 @@ def start(
     failure_budget: Annotated[
         int, typer.Option("--failure-budget", min=0, help="halt once more switches fail")
     ] = 0,
-    gate: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--gate",
-            help="a health gate, repeatable: drops:max_increase_pct:50, or "
-            "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
-        ),
-    ] = None,
-    soak_s: Annotated[
-        float, typer.Option("--soak-s", min=0.0, help="seconds each batch soaks before its gates")
-    ] = 60.0,
-    on_fail: Annotated[
-        str, typer.Option("--on-fail", help="rollback_batch, rollback_all or halt")
-    ] = "rollback_batch",
-    force: Annotated[
-        bool, typer.Option("--force", help="start even when a gate's pre-check fails")
-    ] = False,
+    gate: GateOption = None,
+    soak_s: SoakOption = 60.0,
+    on_fail: OnFailOption = "rollback_batch",
+    force: ForceOption = False,
     watch: Annotated[bool, typer.Option("--watch", help="show progress until it ends")] = False,
     interval: IntervalOption = 1.0,
 ) -> None:
@@ -297,12 +311,7 @@ def start(
         "failure_budget": failure_budget,
     }
     if gate:
-        body["gates"] = {
-            "gates": [parse_gate_option(spec) for spec in gate],
-            "soak_s": soak_s,
-            "on_fail": on_fail,
-            "force": force,
-        }
+        body["gates"] = gates_body(gate, soak_s, on_fail, force)
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         started: JsonObject = api.post_json("/rollouts", body)

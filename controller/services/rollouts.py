@@ -115,7 +115,7 @@ def _counts(results: Sequence[RolloutResult]) -> dict[str, int]:
     return counts
 
 
-def _evaluation_info(row: GateEvaluation) -> EvaluationInfo:
+def evaluation_info(row: GateEvaluation) -> EvaluationInfo:
     return EvaluationInfo(
         row.batch,
         row.stage,
@@ -155,7 +155,7 @@ def _info(
         row.gate_policy,
         row.soak_batch,
         row.soak_until,
-        None if evaluations is None else [_evaluation_info(e) for e in evaluations],
+        None if evaluations is None else [evaluation_info(e) for e in evaluations],
     )
 
 
@@ -214,7 +214,7 @@ class RolloutService:
             switches = sorted(intents.desired_states(session=session, version=to_version))
             batches = _batches(switches, policy)
             now = self._clock()
-            prechecks = _precheck(policy.gates, gates, switches, now)
+            prechecks = precheck(policy.gates, gates, switches, now)
             row = rollouts.insert_rollout(
                 session=session,
                 from_version=rollouts.last_finished_version(session=session),
@@ -347,7 +347,7 @@ def _check_reopenable(session: Session, row: Rollout, retried: int) -> None:
         raise Conflict(f"rollout {row.id} is not the newest; start a new rollout instead")
 
 
-def _precheck(
+def precheck(
     policy: GatePolicy | None, read: Reader | None, switches: Sequence[str], now: datetime
 ) -> list[Evaluation]:
     """Every gate read over the whole fabric before the start; refuses (Conflict) when one

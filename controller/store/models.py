@@ -355,6 +355,10 @@ class HostRun(Base):
     message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Health gates (revision 0007_gates), as on rollouts.
+    gate_policy: Mapped[JsonObject | None] = mapped_column(JSONB)
+    soak_batch: Mapped[int | None] = mapped_column(Integer)
+    soak_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
         return f"HostRun(id={self.id}, mode={self.mode!r}, state={self.state!r})"
@@ -452,19 +456,25 @@ GATE_VERDICTS = ("pass", "fail")
 
 
 class GateEvaluation(Base):
-    """One reading of one health gate of a rollout (``controller/rollout/gates.py``): the
-    expression, the value seen, the baseline and threshold it was judged against, the verdict."""
+    """One reading of one health gate of a rollout or of a host run (exactly one of the two;
+    ``controller/rollout/gates.py``): the expression, the value seen, the baseline and
+    threshold it was judged against, the verdict."""
 
     __tablename__ = "rollout_gate_evaluations"
     __table_args__ = (
         CheckConstraint(_one_of("stage", GATE_STAGES), name="stage_known"),
         CheckConstraint(_one_of("verdict", GATE_VERDICTS), name="verdict_known"),
+        CheckConstraint("(rollout_id IS NULL) <> (host_run_id IS NULL)", name="one_owner"),
         Index("ix_rollout_gate_evaluations_rollout_id_batch", "rollout_id", "batch"),
+        Index("ix_rollout_gate_evaluations_host_run_id_batch", "host_run_id", "batch"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    rollout_id: Mapped[int] = mapped_column(
+    rollout_id: Mapped[int | None] = mapped_column(
         BigInteger, ForeignKey("rollouts.id", ondelete="CASCADE")
+    )
+    host_run_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("host_runs.id", ondelete="CASCADE")
     )
     batch: Mapped[int] = mapped_column(Integer)
     stage: Mapped[str] = mapped_column(String(16))

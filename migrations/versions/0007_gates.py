@@ -1,4 +1,4 @@
-"""Health gates of rollouts: the policy and soak state on each rollout, every gate reading.
+"""Health gates of rollouts and host runs: the policy and soak state on each, every reading.
 
 Revision ID: 0007_gates
 Revises: 0006_tuner
@@ -29,10 +29,14 @@ def upgrade() -> None:
     op.add_column("rollouts", sa.Column("gate_policy", JSONB(), nullable=True))
     op.add_column("rollouts", sa.Column("soak_batch", sa.Integer(), nullable=True))
     op.add_column("rollouts", sa.Column("soak_until", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("host_runs", sa.Column("gate_policy", JSONB(), nullable=True))
+    op.add_column("host_runs", sa.Column("soak_batch", sa.Integer(), nullable=True))
+    op.add_column("host_runs", sa.Column("soak_until", sa.DateTime(timezone=True), nullable=True))
     op.create_table(
         "rollout_gate_evaluations",
         sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
-        sa.Column("rollout_id", sa.BigInteger(), nullable=False),
+        sa.Column("rollout_id", sa.BigInteger(), nullable=True),
+        sa.Column("host_run_id", sa.BigInteger(), nullable=True),
         sa.Column("batch", sa.Integer(), nullable=False),
         sa.Column("stage", sa.String(16), nullable=False),
         sa.Column("gate", sa.String(63), nullable=False),
@@ -51,6 +55,16 @@ def upgrade() -> None:
         sa.CheckConstraint(
             _one_of("verdict", VERDICTS), name="ck_rollout_gate_evaluations_verdict_known"
         ),
+        sa.CheckConstraint(
+            "(rollout_id IS NULL) <> (host_run_id IS NULL)",
+            name="ck_rollout_gate_evaluations_one_owner",
+        ),
+        sa.ForeignKeyConstraint(
+            ["host_run_id"],
+            ["host_runs.id"],
+            name="fk_rollout_gate_evaluations_host_run_id_host_runs",
+            ondelete="CASCADE",
+        ),
         sa.ForeignKeyConstraint(
             ["rollout_id"],
             ["rollouts.id"],
@@ -64,10 +78,18 @@ def upgrade() -> None:
         "rollout_gate_evaluations",
         ["rollout_id", "batch"],
     )
+    op.create_index(
+        "ix_rollout_gate_evaluations_host_run_id_batch",
+        "rollout_gate_evaluations",
+        ["host_run_id", "batch"],
+    )
 
 
 def downgrade() -> None:
     op.drop_table("rollout_gate_evaluations")
+    op.drop_column("host_runs", "soak_until")
+    op.drop_column("host_runs", "soak_batch")
+    op.drop_column("host_runs", "gate_policy")
     op.drop_column("rollouts", "soak_until")
     op.drop_column("rollouts", "soak_batch")
     op.drop_column("rollouts", "gate_policy")

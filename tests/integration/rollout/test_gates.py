@@ -1,8 +1,8 @@
 """Health-gated rollouts over four vsonic switches (real gRPC, Redis), state in a real
 PostgreSQL, gates read through a real Prometheus scraping a fake collector whose values the
-test changes (fake_collector.py): a gate that fails after a batch rolls that batch back and
-touches nothing else; passing gates let the rollout complete; a pre-check refuses to start on
-an unhealthy fabric unless forced."""
+test changes (tests/support/gate_collector.py): a gate that fails after a batch rolls that
+batch back and touches nothing else; passing gates let the rollout complete; a pre-check
+refuses to start on an unhealthy fabric unless forced."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
+from tests.support.gate_collector import Exposition, fake_collector
 
 from .conftest import OPERATOR, Controller, full_dump
-from .fake_collector import Exposition, fake_collector
 
 ALL = ("leaf1", "leaf2", "spine1", "spine2")
 DROPS = Gate("drops", 50.0, "max_increase_pct", builtin="drops")
