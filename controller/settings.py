@@ -174,12 +174,34 @@ class HostsSettings(BaseSettings):
         return values
 
 
+class TelemetrySettings(BaseSettings):
+    """The collector's own settings (docs/telemetry.md); switch sessions use ``gnmi``."""
+
+    model_config = _section("SLUICE_TELEMETRY_")
+
+    metrics_host: str = Field(default="127.0.0.1", description="address /metrics listens on")
+    metrics_port: int = Field(default=9464, ge=0, le=65535, description="port of /metrics")
+    refresh_s: float = Field(
+        default=30.0, gt=0, le=3600, description="how often the switch list is re-read"
+    )
+    rate_window_s: float = Field(
+        default=0.0, ge=0, le=600, description="rates span at least this much switch time"
+    )
+    counter_mode: str = Field(
+        default="ON_CHANGE", pattern="^(ON_CHANGE|SAMPLE)$", description="how counters stream"
+    )
+    sample_interval_s: float = Field(
+        default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"
+    )
+
+
 SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
     "gnmi": GnmiSettings,
     "worker": WorkerSettings,
     "hosts": HostsSettings,
+    "telemetry": TelemetrySettings,
 }
 
 
@@ -193,6 +215,7 @@ class Settings(BaseSettings):
     gnmi: GnmiSettings = Field(default_factory=GnmiSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @classmethod
     def for_database(cls, url: str, **sections: Any) -> Settings:

@@ -16,8 +16,8 @@ Two stores implement the same small interface:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import redis
 
@@ -95,6 +95,22 @@ class RedisStore:
         if missing:
             raise ValueError(f"RedisStore needs clients for databases {sorted(missing)}")
         self._clients = dict(clients)
+        self._feed: Any = None
+        self._feed_lock = threading.Lock()
+
+    def feed(self) -> Any:
+        """The keyspace-notification feed (``vsonic.changes.RedisFeed``), or None when the
+        server does not publish them."""
+        from vsonic.changes import RedisFeed, keyspace_enabled
+
+        with self._feed_lock:
+            if self._feed is None:
+                client = self._clients[CONFIG_DB]
+                if not keyspace_enabled(client):
+                    return None
+                kwargs = client.connection_pool.connection_kwargs
+                self._feed = RedisFeed(str(kwargs.get("host", "127.0.0.1")), int(kwargs["port"]))
+            return self._feed
 
     @classmethod
     def connect(cls, host: str, port: int) -> RedisStore:
@@ -134,6 +150,8 @@ class RedisStore:
         pipe.execute()
 
     def close(self) -> None:
+        if self._feed is not None:
+            self._feed.close()
         for client in self._clients.values():
             client.close()
 
@@ -144,6 +162,20 @@ class MemoryStore:
     def __init__(self) -> None:
         self._dbs: dict[int, dict[str, Fields]] = {db: {} for db in SEPARATORS}
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[int, str | None], None]] = []
+        self._feed: Any = None
+
+    def on_change(self, listener: Callable[[int, str | None], None]) -> None:
+        """Call ``listener(db, key)`` after each write, outside the lock (the change log)."""
+        self._listeners.append(listener)
+
+    def feed(self) -> Any:
+        from vsonic.changes import MemoryFeed
+
+        with self._lock:
+            if self._feed is None:
+                self._feed = MemoryFeed(self)
+            return self._feed
 
     def read_hash(self, db: int, rkey: str) -> Fields | None:
         with self._lock:
@@ -162,6 +194,9 @@ class MemoryStore:
                     table.pop(rkey, None)
                 else:
                     table[rkey] = dict(fields)
+        for listener in self._listeners:
+            for rkey in changes:
+                listener(db, rkey)
 
     def close(self) -> None:
         return None

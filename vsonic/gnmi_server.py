@@ -15,11 +15,12 @@ server binds the address it is given and stops when the shutdown event is set.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hmac
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent import futures
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from vsonic.answers import PROTO, check_get_encoding, get_value, set_errors_as_status
-from vsonic.errors import InvalidRequestError
+from vsonic.errors import InvalidRequestError, VsonicError
 from vsonic.gnmi_codec import (
     JSON,
     JSON_IETF,
@@ -36,6 +37,7 @@ from vsonic.gnmi_codec import (
     decode_ietf,
     errors_as_status,
     notification,
+    status_for,
 )
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
@@ -84,15 +86,10 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         self._credentials = credentials
         self._timing = timing or Timing()
         self._closing = threading.Event()
-        self._streams: set[threading.Event] = set()
-        self._streams_lock = threading.Lock()
 
     def close(self) -> None:
-        """Ends open Subscribe streams (called on server shutdown)."""
-        with self._streams_lock:
-            self._closing.set()
-            for stop in self._streams:
-                stop.set()
+        """Called on server shutdown; the server then cancels open Subscribe streams."""
+        self._closing.set()
 
     def _authenticate(self, context: Any) -> None:
         if self._credentials is None:
@@ -156,38 +153,61 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
                 results.append(gnmi_pb2.UpdateResult(path=update.path, op=op_enum.Value(kind.name)))
         return ops, results
 
-    def Subscribe(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
-        self._authenticate(context)
+    async def Subscribe(  # noqa: N802
+        self, request_iterator: AsyncIterator[Any], context: Any
+    ) -> AsyncIterator[Any]:
+        """A coroutine, not a thread per stream: open streams are bounded by memory only.
+        The stream ends when the client goes away (the RPC is cancelled) or on ``close``."""
+        if not self._authorised(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed")
         session = SubscribeSession(
             self._targets, self._clock.wall_ns, self._clock.monotonic, self._timing
         )
-        with errors_as_status(context):
-            first = next(request_iterator, None)
+        try:
+            first = await anext(aiter(request_iterator), None)
             if first is None or not first.HasField("subscribe"):
                 raise InvalidRequestError("the first SubscribeRequest must carry a subscribe")
             plan = session.plan(first.subscribe)
-        stop = threading.Event()
-        context.add_callback(stop.set)  # the client went away or the deadline passed
-        with self._streams_lock:
-            self._streams.add(stop)
-            if self._closing.is_set():
-                stop.set()
-        try:
-            yield from session.run(plan, request_iterator, stop)
-        finally:
-            with self._streams_lock:
-                self._streams.discard(stop)
+            async for response in session.run(plan, request_iterator):
+                yield response
+        except VsonicError as error:
+            await context.abort(status_for(error), error.message)
+
+    def _authorised(self, context: Any) -> bool:
+        if self._credentials is None:
+            return True
+        metadata = dict(context.invocation_metadata())
+        return self._credentials.matches(
+            str(metadata.get("username", "")), str(metadata.get("password", ""))
+        )
 
 
 @dataclass
 class RunningServer:
+    """A grpc.aio server on its own event loop thread."""
+
     server: Any
     port: int
     service: GnmiService
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+    pool: concurrent.futures.ThreadPoolExecutor
 
     def stop(self, grace_s: float = 1.0) -> None:
+        """Stop answering; open streams are cancelled after ``grace_s``. The loop and the
+        thread pool are stopped even if the server's own stop fails or hangs."""
+        if not self.thread.is_alive():
+            return
         self.service.close()
-        self.server.stop(grace_s).wait()
+        try:
+            stopped = asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop)
+            stopped.result(timeout=grace_s + 30)
+        except Exception:  # stopping regardless: the process is going away
+            pass
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def start_server(
@@ -196,19 +216,49 @@ def start_server(
     tls: TlsFiles | None = None,
     max_workers: int = 32,
 ) -> RunningServer:
-    """Bind ``address`` (``127.0.0.1:0`` picks a free port) and start answering."""
-    # Every open Subscribe stream holds one worker thread, so the pool bounds open streams.
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
-    gnmi_pb2_grpc.add_gNMIServicer_to_server(service, server)
-    if tls is None:
-        port = server.add_insecure_port(address)
-    else:
-        creds = grpc.ssl_server_credentials([(tls.key.read_bytes(), tls.cert.read_bytes())])
-        port = server.add_secure_port(address, creds)
+    """Bind ``address`` (``127.0.0.1:0`` picks a free port) and start answering.
+
+    The server is asyncio gRPC (``grpc.aio``) on a thread of its own: Subscribe streams are
+    coroutines, so their number is not bounded by a thread pool; the unary RPCs (Capabilities,
+    Get, Set) keep their synchronous code and run on ``max_workers`` threads."""
+    loop = asyncio.new_event_loop()
+    ready: concurrent.futures.Future[tuple[Any, int]] = concurrent.futures.Future()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
+
+    async def start() -> None:
+        server = grpc.aio.server(migration_thread_pool=pool)
+        gnmi_pb2_grpc.add_gNMIServicer_to_server(service, server)
+        if tls is None:
+            port = server.add_insecure_port(address)
+        else:
+            creds = grpc.ssl_server_credentials([(tls.key.read_bytes(), tls.cert.read_bytes())])
+            port = server.add_secure_port(address, creds)
+        await server.start()
+        ready.set_result((server, port))
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(start())
+        except BaseException as error:  # a bind failure reaches the caller below
+            ready.set_exception(error)
+            return
+        loop.run_forever()
+        # Stopped: the reads Subscribe ran on the default executor end with the loop.
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+    thread = threading.Thread(target=run, name=f"gnmi-{address}", daemon=True)
+    thread.start()
+    try:
+        server, port = ready.result(timeout=30)
+    except RuntimeError as error:
+        raise OSError(f"could not bind gNMI server to {address}: {error}") from error
     if port == 0:
         raise OSError(f"could not bind gNMI server to {address}")
-    server.start()
-    return RunningServer(server=server, port=port, service=service)
+    return RunningServer(
+        server=server, port=port, service=service, loop=loop, thread=thread, pool=pool
+    )
 
 
 def serve(

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import redis
 
+from vsonic.changes import KEYSPACE_EVENTS
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
@@ -41,6 +43,8 @@ class RedisProcess:
         subprocess.run(
             [binary, "--port", str(self.port), "--bind", self.host, "--save", "",
              "--appendonly", "no", "--daemonize", "yes", "--dir", str(self.directory),
+             # ON_CHANGE subscriptions follow writes through keyspace events (vsonic.changes).
+             "--notify-keyspace-events", KEYSPACE_EVENTS,
              "--pidfile", str(self.pidfile),
              "--logfile", str(self.directory / f"redis-{self.port}.log")],
             check=True,

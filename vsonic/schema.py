@@ -43,6 +43,12 @@ EntryRule = Callable[[Fields], list[str]]
 # named like "scheduler.1" in stock configs, so a dot is allowed there.
 WRED_NAME = name_key(r"[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}", "a profile name of 1-32 of [-a-zA-Z0-9_]")
 OBJECT_NAME = name_key(r"[a-zA-Z0-9][-a-zA-Z0-9_.]{0,31}", "a name of 1-32 of [-a-zA-Z0-9_.]")
+# The counter groups sonic-flex_counter.yang models (and orchagent's flexcounterorch.cpp polls).
+FLEX_COUNTER_GROUPS = (
+    "ACL", "BUFFER_POOL_WATERMARK", "DEBUG_COUNTER", "ENI", "FLOW_CNT_ROUTE", "FLOW_CNT_TRAP",
+    "PFCWD", "PG_DROP", "PG_WATERMARK", "PORT", "PORT_BUFFER_DROP", "PORT_RATES", "QUEUE",
+    "QUEUE_WATERMARK", "RIF", "TUNNEL", "WRED_ECN_PORT", "WRED_ECN_QUEUE",
+)  # fmt: skip
 QUEUE_INDEX_MAX = 255  # YANG qindex pattern allows up to three digits; uint8 in SAI
 
 
@@ -266,7 +272,16 @@ TABLES: dict[str, TableSpec] = {
     # Carried so a switch has ports and metadata; sluice does not write them.
     "PORT": TableSpec(key=name_key(r"Ethernet[0-9]{1,4}", "EthernetN"), open_fields=True),
     "DEVICE_METADATA": TableSpec(key=fixed_key("localhost"), open_fields=True),
-    "FLEX_COUNTER_TABLE": TableSpec(key=OBJECT_NAME, open_fields=True),
+    # sonic-flex_counter.yang: one container per counter group, each with these three leaves;
+    # POLL_INTERVAL is a uint32 of ms (the 100 ms floor is counterpoll's, not the model's).
+    "FLEX_COUNTER_TABLE": TableSpec(
+        key=fixed_key(*FLEX_COUNTER_GROUPS),
+        fields={
+            "FLEX_COUNTER_STATUS": OneOf(("enable", "disable")),
+            "FLEX_COUNTER_DELAY_STATUS": BOOLEAN,
+            "POLL_INTERVAL": Integer(1, UINT32_MAX),
+        },
+    ),
 }
 
 

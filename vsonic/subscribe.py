@@ -1,4 +1,4 @@
-"""gNMI Subscribe as sonic-gnmi's MixedDbClient serves it (facts §3.5).
+"""gNMI Subscribe as sonic-gnmi's MixedDbClient serves it (facts §3.5), on asyncio.
 
 - ONCE: the current value of every path, then ``sync_response``, then the stream ends.
 - POLL: the same, then again for every Poll the client sends.
@@ -6,23 +6,29 @@
   anything below 1 s is refused) or ON_CHANGE; TARGET_DEFINED is refused with sonic-gnmi's
   "unsupported subscription mode". ``updates_only`` skips the initial values.
 
-ON_CHANGE is found by re-reading the path every ``Timing.on_change_poll_s`` (sonic-gnmi
-checks single fields every 200 ms; for tables it uses keyspace notifications, which would
-tie vsonic to Redis and not work in fleet mode). A table subscription reports each changed
-entry at ``<table>/<key>`` and each removed entry as a delete, as sonic-gnmi does. A field
-subscription carries the value as ``string_val``, like sonic-gnmi's field subscriber.
+ON_CHANGE follows writes: the switch's change feed (``vsonic.changes``: Redis keyspace
+notifications, as sonic-gnmi uses for table and key paths, or a fleet switch's in-memory
+change log) names each key written, and only the subscriptions that cover it are read again.
+Only a Redis without keyspace notifications falls back to re-reading every
+``Timing.on_change_poll_s``. A table subscription reports each changed entry at
+``<table>/<key>`` and each removed entry as a delete, as sonic-gnmi does. A field subscription
+carries the value as ``string_val``, like sonic-gnmi's field subscriber.
+
+A stream holds no thread: it waits on the event loop; reads run on the loop's executor.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Callable, Iterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
+from vsonic.changes import feed_for
+from vsonic.db import SEPARATORS, redis_key
 from vsonic.errors import InvalidRequestError, PathNotFoundError
 from vsonic.gnmi_codec import check_encoding, child_path, db_path, notification, typed_json
 from vsonic.paths import DbPath
@@ -39,7 +45,7 @@ ON_CHANGE = gnmi_pb2.SubscriptionMode.Value("ON_CHANGE")
 @dataclass(frozen=True)
 class Timing:
     min_sample_s: float = 1.0  # sonic-gnmi MinSampleInterval
-    on_change_poll_s: float = 0.2  # sonic-gnmi's ON_CHANGE check period for a field
+    on_change_poll_s: float = 0.2  # the re-read period when no change feed exists
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,17 @@ class Sub:
     mode: int
     period_s: float
     suppress_redundant: bool
+
+    def covers(self, db: int, rkey: str) -> bool:
+        """True when a write to ``rkey`` in ``db`` may change this subscription's value."""
+        path = self.path
+        if path.db != db or path.table is None:
+            return False
+        if rkey == path.table:  # a key-less hash (COUNTERS_DB name maps)
+            return True
+        if path.key is None:
+            return rkey.startswith(path.table + SEPARATORS[db])
+        return rkey == redis_key(db, path.table, path.key)
 
 
 @dataclass(frozen=True)
@@ -80,12 +97,13 @@ class SubscribeSession:
         switch = self._targets.resolve(request.prefix.target)
         if not request.subscription:
             raise InvalidRequestError("the SubscriptionList has no subscription")
-        subs = tuple(self._sub(request, s, switch) for s in request.subscription)
+        subs = tuple(self._sub(request, s) for s in request.subscription)
+        for sub in subs:
+            _snapshot(switch, sub.path)  # refuses unreadable paths (a whole COUNTERS_DB) up front
         return Plan(switch, request.prefix, request.mode, encoding, request.updates_only, subs)
 
-    def _sub(self, request: Any, sub: Any, switch: Switch) -> Sub:
+    def _sub(self, request: Any, sub: Any) -> Sub:
         path = db_path(request.prefix, sub.path)
-        _snapshot(switch, path)  # refuses unreadable paths (a whole COUNTERS_DB) up front
         if request.mode != STREAM:
             return Sub(sub.path, path, sub.mode, 0.0, False)
         if sub.mode == ON_CHANGE:
@@ -102,73 +120,132 @@ class SubscribeSession:
             )
         return Sub(sub.path, path, SAMPLE, period_s, sub.suppress_redundant)
 
-    def run(self, plan: Plan, requests: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
-        """The responses of one Subscribe RPC, until it ends or ``stop`` is set."""
-        values = [_snapshot(plan.switch, s.path) for s in plan.subs]
-        if not plan.updates_only:
-            yield from self._current(plan, values)
-        yield gnmi_pb2.SubscribeResponse(sync_response=True)
-        if plan.mode == POLL:
-            yield from self._polls(plan, requests, stop)
-        elif plan.mode == STREAM:
-            yield from self._stream(plan, values, stop)
+    async def run(self, plan: Plan, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The responses of one Subscribe RPC, until it ends or is cancelled."""
+        changes: asyncio.Queue[tuple[int, str | None]] = asyncio.Queue()
+        unwatch = self._watch(plan, changes)
+        try:
+            values = await _read(plan.switch, plan.subs)
+            if not plan.updates_only:
+                for response in self._current(plan, values):
+                    yield response
+            yield gnmi_pb2.SubscribeResponse(sync_response=True)
+            if plan.mode == POLL:
+                async for response in self._polls(plan, requests):
+                    yield response
+            elif plan.mode == STREAM:
+                polling = unwatch is None
+                async for response in self._stream(plan, values, changes, polling):
+                    yield response
+        finally:
+            if unwatch is not None:
+                unwatch()
 
-    def _current(self, plan: Plan, values: list[Any]) -> Iterator[Any]:
-        for sub, value in zip(plan.subs, values, strict=True):
-            if value is not None:
-                yield self._response(plan, [_update(sub.proto_path, value, plan.encoding)], [])
+    def _watch(
+        self, plan: Plan, changes: asyncio.Queue[tuple[int, str | None]]
+    ) -> Callable[[], None] | None:
+        """Hand the feed's keys to this stream's loop; None when there is no feed."""
+        if plan.mode != STREAM or not any(s.mode == ON_CHANGE for s in plan.subs):
+            return lambda: None
+        feed = feed_for(plan.switch.store)
+        if feed is None:
+            return None
+        loop = asyncio.get_running_loop()
+        dbs = {s.path.db for s in plan.subs if s.mode == ON_CHANGE}
+
+        def on_change(db: int, rkey: str | None) -> None:
+            if db in dbs:
+                loop.call_soon_threadsafe(changes.put_nowait, (db, rkey))
+
+        return feed.watch(on_change)
+
+    def _current(self, plan: Plan, values: Sequence[Any]) -> list[Any]:
+        return [
+            self._response(plan, [_update(sub.proto_path, value, plan.encoding)], [])
+            for sub, value in zip(plan.subs, values, strict=True)
+            if value is not None
+        ]
 
     def _response(self, plan: Plan, updates: list[Any], deletes: list[Any]) -> Any:
         note = notification(self._wall_ns, plan.prefix, updates, deletes)
         return gnmi_pb2.SubscribeResponse(update=note)
 
-    def _polls(self, plan: Plan, requests: Iterator[Any], stop: threading.Event) -> Iterator[Any]:
-        polls: queue.Queue[bool] = queue.Queue()
-        reader = threading.Thread(target=_read_polls, args=(requests, polls), daemon=True)
-        reader.start()
-        while not stop.is_set():
-            try:
-                more = polls.get(timeout=self._timing.on_change_poll_s)
-            except queue.Empty:
+    async def _polls(self, plan: Plan, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for request in requests:
+            if not request.HasField("poll"):
                 continue
-            if not more:
-                return
-            yield from self._current(plan, [_snapshot(plan.switch, s.path) for s in plan.subs])
+            for response in self._current(plan, await _read(plan.switch, plan.subs)):
+                yield response
             yield gnmi_pb2.SubscribeResponse(sync_response=True)
 
-    def _stream(self, plan: Plan, values: list[Any], stop: threading.Event) -> Iterator[Any]:
+    async def _stream(
+        self,
+        plan: Plan,
+        values: list[Any],
+        changes: asyncio.Queue[tuple[int, str | None]],
+        polling: bool,
+    ) -> AsyncIterator[Any]:
+        """SAMPLE subscriptions on their schedule; ON_CHANGE ones when a key they cover is
+        written (or on the re-read schedule when ``polling``)."""
         last = list(values)
-        due = [self._monotonic() + s.period_s for s in plan.subs]
-        while not stop.is_set():
-            wait_s = min(due) - self._monotonic()
-            if wait_s > 0 and stop.wait(wait_s):
-                return
+        timed = [i for i, s in enumerate(plan.subs) if s.mode == SAMPLE or polling]
+        watched = [i for i, s in enumerate(plan.subs) if s.mode == ON_CHANGE]
+        due = {i: self._monotonic() + plan.subs[i].period_s for i in timed}
+        while True:
+            dirty = await self._wait(plan, due, changes, watched)
             now = self._monotonic()
-            for i, sub in enumerate(plan.subs):
-                if due[i] > now:
-                    continue
-                due[i] = now + sub.period_s
-                current = _snapshot(plan.switch, sub.path)
-                if sub.mode == SAMPLE:
-                    unchanged = sub.suppress_redundant and current == last[i]
-                    if current is not None and not unchanged:
-                        update = _update(sub.proto_path, current, plan.encoding)
-                        yield self._response(plan, [update], [])
-                elif current != last[i]:
-                    updates, deletes = _changes(sub, last[i], current, plan.encoding)
-                    yield self._response(plan, updates, deletes)
-                last[i] = current
+            for i in timed:
+                if due[i] <= now:
+                    due[i] = now + plan.subs[i].period_s
+                    dirty.add(i)
+            if not dirty:
+                continue
+            order = sorted(dirty)
+            current = await _read(plan.switch, [plan.subs[i] for i in order])
+            for i, value in zip(order, current, strict=True):
+                response = self._emit(plan, plan.subs[i], last[i], value)
+                last[i] = value
+                if response is not None:
+                    yield response
+
+    async def _wait(
+        self,
+        plan: Plan,
+        due: dict[int, float],
+        changes: asyncio.Queue[tuple[int, str | None]],
+        watched: list[int],
+    ) -> set[int]:
+        """Wait for the next due sample or written key; the subscriptions a key covers."""
+        timeout = max(0.0, min(due.values()) - self._monotonic()) if due else None
+        dirty: set[int] = set()
+        try:
+            first = await asyncio.wait_for(changes.get(), timeout)
+        except TimeoutError:
+            return dirty
+        batch = [first]
+        with contextlib.suppress(asyncio.QueueEmpty):
+            while True:  # everything already queued: one MULTI/EXEC writes many keys
+                batch.append(changes.get_nowait())
+        for db, rkey in batch:
+            for i in watched:
+                if rkey is None or plan.subs[i].covers(db, rkey):
+                    dirty.add(i)
+        return dirty
+
+    def _emit(self, plan: Plan, sub: Sub, old: Any, new: Any) -> Any:
+        if sub.mode == SAMPLE:
+            if new is None or (sub.suppress_redundant and new == old):
+                return None
+            return self._response(plan, [_update(sub.proto_path, new, plan.encoding)], [])
+        if new == old:
+            return None
+        updates, deletes = _changes(sub, old, new, plan.encoding)
+        return self._response(plan, updates, deletes)
 
 
-def _read_polls(requests: Iterator[Any], polls: queue.Queue[bool]) -> None:
-    try:
-        for request in requests:
-            if request.HasField("poll"):
-                polls.put(True)
-    except Exception:  # the client hung up or cancelled: the stream ends either way
-        pass
-    finally:
-        polls.put(False)
+async def _read(switch: Switch, subs: Sequence[Sub]) -> list[Any]:
+    """Current values of ``subs``, read off the event loop (a store may block on Redis)."""
+    return await asyncio.to_thread(lambda: [_snapshot(switch, s.path) for s in subs])
 
 
 def _snapshot(switch: Switch, path: DbPath) -> Any:

@@ -269,11 +269,38 @@ class Qjump(Frozen):
 class Agent(Frozen):
     """Orders for the on-switch qos-agent (written to SLUICE_AGENT|global)."""
 
-    interval_ms: int = Field(default=10, ge=1, le=60_000)
+    interval_ms: int = Field(
+        default=100,
+        ge=1,
+        le=60_000,
+        description="the agent's loop; its queue counters are polled this often (>= the floor)",
+    )
     ewma_beta: float = Field(default=0.75, gt=0.0, lt=1.0)
     hysteresis_pct: float = Field(default=5.0, ge=0.0, le=50.0)
     hdcq_k: float = Field(default=0.06, gt=0.0, lt=1.0)
     stale_after_ms: int = Field(default=1000, ge=1, le=600_000)
+
+
+class CounterPolling(Frozen):
+    """What the switches' counters can be polled at (a fact about the platform) and how often
+    sluice polls them (``FLEX_COUNTER_TABLE``, docs/telemetry.md). Floors default to SONiC's
+    ``counterpoll`` minimums (sonic-utilities:counterpoll/main.py: queue and port 100 ms,
+    watermark 1 s); a platform with high-frequency telemetry declares lower ones."""
+
+    queue_floor_ms: int = Field(default=100, ge=1, le=60_000)
+    port_floor_ms: int = Field(default=100, ge=1, le=60_000)
+    watermark_floor_ms: int = Field(default=1000, ge=1, le=60_000)
+    queue_interval_ms: int = Field(
+        default=10_000, ge=1, le=3_600_000, description="queue counters when no agent runs"
+    )
+    port_interval_ms: int = Field(default=1000, ge=1, le=3_600_000)
+    watermark_interval_ms: int = Field(
+        default=60_000, ge=1, le=3_600_000, description="queue watermarks when no agent runs"
+    )
+    wred_ecn_queue: bool = Field(
+        default=False,
+        description="the platform publishes WRED/ECN queue counters (SONiC 202505+)",
+    )
 
 
 class ReconcileMode(StrEnum):
@@ -395,6 +422,7 @@ class Fabric(Frozen):
     qjump: Qjump | None = None
     host_transport: HostTransport = Field(default_factory=HostTransport)
     agent: Agent = Field(default_factory=Agent)
+    counters: CounterPolling = Field(default_factory=CounterPolling)
     reconcile: Reconcile = Field(default_factory=Reconcile)
     health: Health = Field(default_factory=Health)
     tuning: Tuning = Field(default_factory=Tuning)

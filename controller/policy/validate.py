@@ -161,6 +161,31 @@ def health_thresholds_ordered(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def counter_intervals(intent: Intent) -> list[FieldProblem]:
+    """Nothing may poll counters faster than the platform can (``fabric.counters`` floors,
+    SONiC ``counterpoll``: queue and port 100 ms, watermarks 1 s). A dynamic agent's queue
+    counters are polled at its interval, so that interval has the queue floor too."""
+    fabric = intent.fabric
+    counters = fabric.counters
+    checks = [
+        ("counters.queue_interval_ms", counters.queue_interval_ms, "queue_floor_ms"),
+        ("counters.port_interval_ms", counters.port_interval_ms, "port_floor_ms"),
+        ("counters.watermark_interval_ms", counters.watermark_interval_ms, "watermark_floor_ms"),
+    ]
+    if any(c.ecn.is_dynamic for c in intent.service_classes):
+        checks.insert(0, ("agent.interval_ms", fabric.agent.interval_ms, "queue_floor_ms"))
+    problems = []
+    for path, value, floor_name in checks:
+        floor = getattr(counters, floor_name)
+        if value < floor:
+            reason = (
+                f"{value} ms is shorter than the switches can poll these counters "
+                f"(fabric.counters.{floor_name} = {floor} ms)"
+            )
+            problems.append(FieldProblem(f"fabric.{path}", reason))
+    return problems
+
+
 def known_speeds(intent: Intent) -> list[FieldProblem]:
     """Port and NIC speeds SONiC and Linux actually run at."""
     known = ", ".join(str(s) for s in KNOWN_SPEEDS_GBPS)
@@ -358,6 +383,7 @@ RULES: tuple[Rule, ...] = (
     known_speeds,
     agent_timing,
     health_thresholds_ordered,
+    counter_intervals,
     dscp_used_once,
     queues_not_shared,
     scheduling_weights,

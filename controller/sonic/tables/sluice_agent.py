@@ -3,8 +3,9 @@
 ``algorithm`` is the one dynamic ECN mode the intent uses (mqecn, dynaq or hdcq), else
 ``static`` (the agent then only reports). ``queues`` lists the dynamic queue indexes, whose
 per-port orders are in SLUICE_AGENT_QUEUE; ``version`` is a short hash of the switch's desired
-config so the agent can report which one it applied. Written after the per-queue entries and
-the profiles they name, so an agent that reacts to this entry finds everything it points at.
+config so the agent can report which one it applied. Written after the per-queue entries, the
+profiles they name and the counter groups the agent reads (FLEX_COUNTER_TABLE), so an agent
+that reacts to this entry finds everything it points at.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SCHEMA = TableSchema(
     table=TABLE,
     key_pattern=AGENT_KEY_PATTERN,
     fields=AGENT_FIELDS,
-    after=("SLUICE_AGENT_QUEUE", "WRED_PROFILE"),
+    after=("FLEX_COUNTER_TABLE", "SLUICE_AGENT_QUEUE", "WRED_PROFILE"),
 )
 _FRACTION_DIGITS = {s.name: s.fraction_digits for s in AGENT_FIELDS if s.fraction_digits}
 

@@ -12,6 +12,7 @@ import pytest
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from tests.integration.vsonic.conftest import RunningSwitch
+from vsonic.changes import KEYSPACE_EVENTS
 from vsonic.db import CONFIG_DB
 
 MODE = gnmi_pb2.SubscriptionList.Mode
@@ -190,3 +191,56 @@ def test_subscribe_without_credentials_is_unauthenticated(vswitch: RunningSwitch
     with pytest.raises(grpc.RpcError) as caught:
         list(stub.Subscribe(iter([request]), timeout=10))
     assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_seventy_streams_on_one_server_all_see_a_change_and_get_still_answers(
+    vswitch: RunningSwitch,
+) -> None:
+    # The threaded server held one of 32 worker threads per open stream, so the 33rd starved.
+    sub = gnmi_pb2.Subscription(
+        path=_path("CONFIG_DB", "localhost", "SCHEDULER"), mode=SUB.Value("ON_CHANGE")
+    )
+    streams = [Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub)) for _ in range(70)]
+    try:
+        for stream in streams:
+            assert [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()] == [{}]
+        stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
+        reply = stub.Get(
+            gnmi_pb2.GetRequest(path=[_path("CONFIG_DB", "localhost", "PORT")], encoding=JSON_IETF),
+            metadata=vswitch.metadata(),
+            timeout=10,
+        )
+        assert "Ethernet0" in json.loads(reply.notification[0].update[0].val.json_ietf_val)
+        # Written straight into Redis: the keyspace notification drives every stream.
+        vswitch.store.client(CONFIG_DB).hset("SCHEDULER|s", mapping={"type": "STRICT"})
+        for stream in streams:
+            note = stream.next().update
+            assert [_names(u.path) for u in note.update] == [
+                ["CONFIG_DB", "localhost", "SCHEDULER", "s"]
+            ]
+    finally:
+        for stream in streams:
+            stream.close()
+
+
+def test_on_change_without_keyspace_events_falls_back_to_re_reading(
+    vswitch: RunningSwitch,
+) -> None:
+    config = vswitch.store.client(CONFIG_DB)
+    config.config_set("notify-keyspace-events", "")  # a Redis vsonic did not start
+    try:
+        sub = gnmi_pb2.Subscription(
+            path=_path("CONFIG_DB", "localhost", "SCHEDULER"), mode=SUB.Value("ON_CHANGE")
+        )
+        stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+        try:
+            stream.until_sync()
+            config.hset("SCHEDULER|s", mapping={"type": "STRICT"})
+            note = stream.next().update
+            assert [_names(u.path) for u in note.update] == [
+                ["CONFIG_DB", "localhost", "SCHEDULER", "s"]
+            ]
+        finally:
+            stream.close()
+    finally:
+        config.config_set("notify-keyspace-events", KEYSPACE_EVENTS)

@@ -196,3 +196,25 @@ def test_only_changed_entries_are_checked() -> None:
     # does not block an unrelated change, as with a GCU patch that does not touch it.
     legacy = {**BASE, ("SCHEDULER", "old"): {"type": "DWRR", "weight": "0"}}
     assert _with({("SCHEDULER", "new"): {"type": "DWRR", "weight": "5"}}, base=legacy) == []
+
+
+def test_flex_counter_groups_take_sonics_fields_and_refuse_others() -> None:
+    good: Config = {
+        ("FLEX_COUNTER_TABLE", "QUEUE"): {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "100"},
+        ("FLEX_COUNTER_TABLE", "PFCWD"): {"FLEX_COUNTER_STATUS": "disable",
+                                          "FLEX_COUNTER_DELAY_STATUS": "false"},
+    }  # fmt: skip
+    assert _with(good) == []
+    problems = _with(
+        {
+            ("FLEX_COUNTER_TABLE", "QUEUES"): {"FLEX_COUNTER_STATUS": "enable"},
+            ("FLEX_COUNTER_TABLE", "PORT"): {"FLEX_COUNTER_STATUS": "on", "POLL_INTERVAL": "1s"},
+            ("FLEX_COUNTER_TABLE", "RIF"): {"POLL_INTERVALS": "1000"},
+        }
+    )
+    text = "\n".join(problems)
+    assert "FLEX_COUNTER_TABLE|QUEUES" in text
+    assert "'on'" in text
+    assert "'1s'" in text
+    assert "POLL_INTERVALS" in text
+    assert len(problems) == 4, problems

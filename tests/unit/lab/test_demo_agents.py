@@ -178,4 +178,4 @@ def test_the_switch_step_intent_polls_as_often_as_the_counters_refresh() -> None
     # The demo lowers the counter poll to 100 ms, counterpoll's minimum (sonic-utilities).
     assert intent.fabric.agent.interval_ms == 100
     # Only the interval changes: the rest of the agent's orders are the example's.
-    assert intent.fabric.agent.model_copy(update={"interval_ms": 10}) == example.fabric.agent
+    assert intent.fabric.agent == example.fabric.agent

@@ -243,3 +243,27 @@ def test_agent_stale_after_must_exceed_its_interval() -> None:
 
 def parse_intent_unchecked(data: object) -> Intent:
     return Intent.model_validate(data)
+
+
+def test_agent_interval_below_the_platforms_queue_counter_floor_is_refused() -> None:
+    # The base intent runs MQ-ECN, so the agent reads queue counters polled at its interval.
+    data = intent_data()
+    data["fabric"]["agent"] = {"interval_ms": 10}
+    assert_only_problem(
+        problems_of(data), "fabric.agent.interval_ms", "(fabric.counters.queue_floor_ms = 100 ms)"
+    )
+
+
+def test_a_platform_with_a_lower_floor_accepts_a_faster_agent() -> None:
+    data = intent_data()
+    data["fabric"]["agent"] = {"interval_ms": 10}
+    data["fabric"]["counters"] = {"queue_floor_ms": 1}
+    assert parse_intent(data).fabric.agent.interval_ms == 10
+
+
+def test_watermarks_below_their_floor_are_refused() -> None:
+    data = intent_data()
+    data["fabric"]["counters"] = {"watermark_interval_ms": 500}
+    assert_only_problem(
+        problems_of(data), "fabric.counters.watermark_interval_ms", "500 ms is shorter"
+    )

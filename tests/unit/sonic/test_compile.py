@@ -76,7 +76,7 @@ def test_one_port_three_classes_gives_exact_tables() -> None:
     assert re.fullmatch(r"[0-9a-f]{12}", version)
     assert agent == {
         "algorithm": "static",
-        "interval_ms": "10",
+        "interval_ms": "100",
         "rtt_us": "10",
         "lambda": "1",
         "ewma_beta": "0.75",
@@ -86,9 +86,16 @@ def test_one_port_three_classes_gives_exact_tables() -> None:
         "queues": "",
     }
     assert only(config, "SLUICE_AGENT_QUEUE") == {}
+    # No dynamic queue, so no agent reads counters: SONiC's default intervals (queue 10 s,
+    # port 1 s, watermarks 60 s), enabled.
+    assert only(config, "FLEX_COUNTER_TABLE") == {
+        "QUEUE": {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "10000"},
+        "PORT": {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "1000"},
+        "QUEUE_WATERMARK": {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "60000"},
+    }
     # 1 + 1 + 3 schedulers + 1 port map + 3 queues + 2 WRED + 1 buffer profile + 3 buffer
-    # queues + 1 agent = 16 entries.
-    assert len(config) == 16
+    # queues + 1 agent + 3 counter groups = 19 entries.
+    assert len(config) == 19
 
 
 def test_mqecn_queue_gets_its_own_profile_and_agent_orders() -> None:

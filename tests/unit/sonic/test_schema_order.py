@@ -25,6 +25,7 @@ def test_every_table_of_the_brief_is_registered() -> None:
         "BUFFER_QUEUE",
         "SLUICE_AGENT",
         "SLUICE_AGENT_QUEUE",
+        "FLEX_COUNTER_TABLE",
     }
 
 

@@ -1,0 +1,445 @@
+"""Telemetry benchmark: counter updates per second one collector process ingests from a
+fleet-mode vsonic streaming N switches x P ports x 8 queues (SAMPLE at 1 s, every queue and
+port counter object by its oid), beside two baselines measured in the same run against the
+same server:
+
+- bare: the same asyncio gRPC client (``controller.southbound.subscribe``), the same
+  subscriptions, a loop that only counts updates (no rates, no state, no metrics);
+- pygnmi: pygnmi's own subscription machinery (``pygnmi.client.StreamSubscriber``, a thread
+  per stream) with the same SubscribeRequest, counting updates.
+
+Each client runs in a process of its own (so memory and CPU are its own), after the server
+has come up; the first ``--warmup`` seconds (subscribing, initial values) are not counted.
+Memory per switch is the client's resident-set growth from before the streams to the end,
+divided by N. The server is one Python process too: when every client sees the same rate,
+the server is the limit, not the client.
+
+Reproduce: ``uv run python -m bench.telemetry_bench`` (``--switches N``, ``--ports P``,
+``--duration S``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import threading
+import time
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+REPRODUCE = "uv run python -m bench.telemetry_bench"
+PASSWORD = "telemetry-bench"
+ROLES = ("collector", "bare", "pygnmi")
+
+
+def _rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _names(switches: int) -> list[str]:
+    return [f"sw{i:04d}" for i in range(switches)]
+
+
+def _targets(port: int, switches: int) -> list[Any]:
+    from pydantic import SecretStr
+
+    from controller.southbound.gnmi import GnmiTarget
+
+    return [
+        GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(PASSWORD), prefix_target=name)
+        for name in _names(switches)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# the three clients (each in its own process: ``--role``)
+
+
+async def _collector(port: int, switches: int, ports: int, warmup: float, duration: float) -> int:
+    from controller.policy.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
+    from controller.southbound.subscribe import StreamPolicy, SubMode
+    from controller.telemetry.collector import Collector, Shard
+
+    intent = Intent(
+        fabric=Fabric(base_rtt_us=40, port_buffer_bytes=4_000_000),
+        switches=tuple(
+            Switch(
+                name=name,
+                role=Role.LEAF,
+                gnmi=GnmiEndpoint(address="127.0.0.1", port=port, target=name),
+                credential_ref="env:VSONIC_PASSWORD",
+                ports=tuple(Port(name=f"Ethernet{4 * i}", speed_gbps=100) for i in range(ports)),
+            )
+            for name in _names(switches)
+        ),
+    )
+    policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
+    collector = Collector(Shard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
+    collector.sync(intent, {t.name: t for t in _targets(port, switches)})
+
+    return await _count_between(collector.updates, warmup, duration, collector.close)
+
+
+async def _bare(port: int, switches: int, warmup: float, duration: float) -> int:
+    from controller.southbound.subscribe import (
+        PORT_NAME_MAP,
+        QUEUE_NAME_MAP,
+        StreamPolicy,
+        SubMode,
+        open_channel,
+        read_once,
+        stream_subscriptions,
+        subscribe,
+    )
+
+    targets = _targets(port, switches)
+    channel = open_channel(targets[0])
+    policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
+    count = 0
+
+    async def one(target: Any) -> None:
+        nonlocal count
+        maps = await read_once(channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], 30)
+        oids = sorted(maps.get(QUEUE_NAME_MAP, {}).values())
+        oids += sorted(maps.get(PORT_NAME_MAP, {}).values())
+        notes = subscribe(channel, target, stream_subscriptions(oids, policy))
+        async with aclosing(notes):
+            async for note in notes:
+                count += len(note.changes)
+
+    tasks = [asyncio.create_task(one(t)) for t in targets]
+
+    async def close() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await channel.close()
+
+    return await _count_between(lambda: count, warmup, duration, close)
+
+
+CPU_WINDOW: list[float] = []  # CPU seconds spent during the counted window
+
+
+async def _count_between(read: Any, warmup: float, duration: float, close: Any) -> int:
+    await asyncio.sleep(warmup)
+    start, cpu = read(), _cpu_s()
+    await asyncio.sleep(duration)
+    counted = int(read() - start)
+    CPU_WINDOW.append(_cpu_s() - cpu)
+    await close()
+    return counted
+
+
+def _pygnmi(port: int, switches: int, warmup: float, duration: float) -> int:
+    import grpc  # type: ignore[import-untyped]
+    from pygnmi.client import StreamSubscriber  # type: ignore[import-untyped]
+
+    from controller.southbound.subscribe import (
+        PORT_NAME_MAP,
+        QUEUE_NAME_MAP,
+        ListMode,
+        StreamPolicy,
+        SubMode,
+        open_channel,
+        read_once,
+        stream_subscriptions,
+        subscribe_request,
+    )
+
+    targets = _targets(port, switches)
+    policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
+
+    async def oids_of() -> list[list[str]]:
+        channel = open_channel(targets[0])
+        out = []
+        for target in targets:
+            maps = await read_once(channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], 30)
+            oids = sorted(maps.get(QUEUE_NAME_MAP, {}).values())
+            out.append(oids + sorted(maps.get(PORT_NAME_MAP, {}).values()))
+        await channel.close()
+        return out
+
+    all_oids = asyncio.run(oids_of())
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    metadata = [("username", "admin"), ("password", PASSWORD)]
+    counts = [0] * switches
+    stop = threading.Event()
+    subscribers = []
+    for i, (target, oids) in enumerate(zip(targets, all_oids, strict=True)):
+        request = subscribe_request(
+            stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
+        )
+        subscribers.append((i, StreamSubscriber(channel, request, metadata)))
+
+    def drain(i: int, subscriber: Any) -> None:
+        while not stop.is_set():
+            try:
+                response = subscriber.get_update(timeout=1)
+            except (queue.Empty, TimeoutError):
+                continue
+            except Exception:
+                return
+            update = response.get("update") if isinstance(response, dict) else None
+            counts[i] += len(update.get("update", [])) if isinstance(update, dict) else 0
+
+    threads = [threading.Thread(target=drain, args=s, daemon=True) for s in subscribers]
+    for thread in threads:
+        thread.start()
+    time.sleep(warmup)
+    start, cpu = sum(counts), _cpu_s()
+    time.sleep(duration)
+    counted = sum(counts) - start
+    CPU_WINDOW.append(_cpu_s() - cpu)
+    stop.set()
+    for _, subscriber in subscribers:
+        subscriber.close()
+    return counted
+
+
+def _run_role(
+    role: str, port: int, switches: int, ports: int, warmup: float, duration: float
+) -> None:
+    import pygnmi.client  # type: ignore[import-untyped]  # noqa: F401
+
+    import controller.telemetry.collector  # noqa: F401  (imports are not per-switch memory)
+
+    rss_before = _rss_kb()
+    if role == "collector":
+        updates = asyncio.run(_collector(port, switches, ports, warmup, duration))
+    elif role == "bare":
+        updates = asyncio.run(_bare(port, switches, warmup, duration))
+    else:
+        updates = _pygnmi(port, switches, warmup, duration)
+    print(json.dumps({
+        "role": role, "updates": updates, "seconds": duration,
+        "rss_growth_kb": _rss_kb() - rss_before, "cpu_s": CPU_WINDOW[0],
+    }), flush=True)  # fmt: skip
+    # pygnmi's subscription threads are not daemons and outlive close(): leave without them.
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# ingest alone: what one collector process can take when the server is not the limit
+
+
+def _responses(ports: int, rounds: int) -> list[Any]:
+    """SubscribeResponses as a switch sends them for SAMPLE: one per object per round, the
+    counters growing by 1,500 bytes a packet."""
+    import json as _json
+
+    from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
+
+    from controller.southbound.subscribe import counters_path
+
+    out = []
+    for r in range(1, rounds + 1):
+        for p in range(ports):
+            for q in range(9):
+                oid = f"oid:0x{0x15000000000000 + p * 16 + q:x}"
+                fields = {"SAI_QUEUE_STAT_PACKETS": str(1000 * r), "SAI_QUEUE_STAT_BYTES":
+                          str(1_500_000 * r), "SAI_QUEUE_STAT_DROPPED_PACKETS": "0",
+                          "SAI_QUEUE_STAT_DROPPED_BYTES": "0"}  # fmt: skip
+                path = gnmi_pb2.Path(elem=[gnmi_pb2.PathElem(name=e) for e in counters_path(oid)])
+                value = gnmi_pb2.TypedValue(json_ietf_val=_json.dumps(fields).encode())
+                note = gnmi_pb2.Notification(
+                    timestamp=r * 1_000_000_000, update=[gnmi_pb2.Update(path=path, val=value)]
+                )
+                out.append(gnmi_pb2.SubscribeResponse(update=note))
+    return out
+
+
+def measure_ingest(ports: int, rounds: int, repeats: int = 5) -> dict[str, float]:
+    """Updates per second through decode alone (baseline) and through decode plus the
+    collector's handler (rates, state), on this process, from responses built up front; the
+    fastest of ``repeats`` runs of each (the machine is shared: the best run is the one the
+    others disturbed least)."""
+    runs = [_ingest_once(ports, rounds) for _ in range(repeats)]
+    return {
+        "updates": runs[0]["updates"],
+        "ingested": runs[0]["ingested"],
+        "decode_s": min(r["decode_s"] for r in runs),
+        "collector_s": min(r["collector_s"] for r in runs),
+    }
+
+
+def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
+    import threading as _threading
+
+    from controller.southbound.subscribe import decode
+    from controller.telemetry.collector import SwitchHandler
+    from controller.telemetry.state import SwitchTelemetry
+
+    responses = _responses(ports, rounds)
+    start = time.perf_counter()
+    decoded = sum(len(n.changes) for r in responses if (n := decode(r)) is not None)
+    decode_s = time.perf_counter() - start
+    telemetry = SwitchTelemetry("sw", {}, {})
+    handler = SwitchHandler(telemetry, _threading.Lock())
+    queues = {f"Ethernet{4 * p}:{q}": f"oid:0x{0x15000000000000 + p * 16 + q:x}"
+              for p in range(ports) for q in range(9)}  # fmt: skip
+    handler.name_maps(queues, {})
+    start = time.perf_counter()
+    for response in responses:
+        note = decode(response)
+        if note is not None:
+            handler.notification(note)
+    collector_s = time.perf_counter() - start
+    return {"updates": decoded, "decode_s": decode_s, "collector_s": collector_s,
+            "ingested": telemetry.updates}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# idle ON_CHANGE streams: what the server spends on streams that have nothing to say
+
+
+def _server_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+
+def measure_idle(
+    server: subprocess.Popen[str], port: int, switches: int, streams: int, seconds: float
+) -> dict[str, float]:
+    """Server CPU seconds per second with no stream (baseline) and with ``streams`` open
+    ON_CHANGE streams on a table nobody writes, spread over the fleet's switches."""
+    from controller.southbound.subscribe import AGENT_STATE, Subscription, open_channel, subscribe
+
+    targets = _targets(port, switches)
+
+    async def run() -> dict[str, float]:
+        before = _server_cpu_s(server.pid)
+        await asyncio.sleep(seconds)
+        quiet = (_server_cpu_s(server.pid) - before) / seconds
+        channel = open_channel(targets[0])
+        calls = [subscribe(channel, targets[i % len(targets)], [Subscription(AGENT_STATE)])
+                 for i in range(streams)]  # fmt: skip
+        for call in calls:
+            while (await anext(call)).timestamp_ns:  # initial values, then SYNC (timestamp 0)
+                pass
+        before = _server_cpu_s(server.pid)
+        await asyncio.sleep(seconds)
+        idle = (_server_cpu_s(server.pid) - before) / seconds
+        for call in calls:
+            await call.aclose()
+        await channel.close()
+        return {"streams": streams, "quiet_cpu": quiet, "idle_cpu": idle}
+
+    return asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+def _start_server(switches: int, ports: int) -> tuple[subprocess.Popen[str], int]:
+    env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
+    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
+            "--ports", str(ports), "--names", *_names(switches)]  # fmt: skip
+    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
+    if "on port" not in line:
+        server.kill()
+        raise RuntimeError(f"vsonic did not start: {line!r}")
+    return server, int(line.rsplit(" ", 1)[1])
+
+
+def measure(switches: int, ports: int, duration: float, warmup: float) -> dict[str, Any]:
+    server, port = _start_server(switches, ports)
+    results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
+                               "load_before": os.getloadavg()}  # fmt: skip
+    try:
+        results["idle"] = measure_idle(
+            server, port, switches, min(64, switches * 16), min(duration, 5.0)
+        )
+        for role in ROLES:
+            env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.telemetry_bench", "--role", role,
+                 "--port", str(port), "--switches", str(switches), "--ports", str(ports),
+                 "--duration", str(duration), "--warmup", str(warmup)],
+                env=env, capture_output=True, text=True, timeout=600, check=True,
+            )  # fmt: skip
+            results[role] = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    results["ingest"] = measure_ingest(ports, 20)
+    results["load_after"] = os.getloadavg()
+    return results
+
+
+def render(r: dict[str, Any]) -> str:
+    n, p = r["switches"], r["ports"]
+    offered = n * p * 9  # 8 queues and the port itself per port, each sampled once a second
+    lines = [
+        f"fleet vsonic: {n} switches x {p} ports x 8 queues, SAMPLE 1 s per oid "
+        f"(at most {offered:,} updates/s offered)",
+        f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'KiB/switch':>12}",
+    ]
+    for role, label in (
+        ("collector", "collector (rates, state, metrics)"),
+        ("bare", "baseline: bare Subscribe loop, same client"),
+        ("pygnmi", "peer: pygnmi StreamSubscriber"),
+    ):
+        x = r[role]
+        rate = x["updates"] / x["seconds"]
+        lines.append(
+            f"{label:<44}{rate:>12,.0f}{x['cpu_s'] / x['seconds']:>9.2f}"
+            f"{x['rss_growth_kb'] / n:>12,.1f}"
+        )
+    c, b = r["collector"]["updates"], r["bare"]["updates"]
+    lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
+    i = r["ingest"]
+    lines.append(
+        f"ingest alone ({i['updates']:,} prebuilt updates, no server): "
+        f"collector {i['updates'] / i['collector_s']:,.0f}/s, "
+        f"baseline decode only {i['updates'] / i['decode_s']:,.0f}/s, "
+        f"ratio {i['collector_s'] / i['decode_s']:.2f}x the time"
+    )
+    idle = r["idle"]
+    lines.append(
+        f"server CPU s/s: {idle['idle_cpu']:.3f} with {idle['streams']} idle ON_CHANGE streams, "
+        f"{idle['quiet_cpu']:.3f} with none (baseline)"
+    )
+    load = ", ".join(f"{x:.2f}" for x in r["load_before"])
+    lines.append(f"load average before: {load}")
+    lines.append(f"reproduce: {REPRODUCE} --switches {n} --ports {p} --duration {r['duration']:g}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--switches", type=int, default=10)
+    parser.add_argument("--ports", type=int, default=64)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--role", choices=ROLES, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.role is not None:
+        _run_role(args.role, args.port, args.switches, args.ports, args.warmup, args.duration)
+        return 0
+    print(render(measure(args.switches, args.ports, args.duration, args.warmup)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

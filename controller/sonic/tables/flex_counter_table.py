@@ -1,0 +1,92 @@
+"""FLEX_COUNTER_TABLE: which counter groups the switch polls, and how often.
+
+Key: the counter group (``QUEUE``, ``PORT``, ``QUEUE_WATERMARK``, ``WRED_ECN_QUEUE``); fields
+``FLEX_COUNTER_STATUS`` (``enable``/``disable``) and ``POLL_INTERVAL`` in milliseconds as a
+string (SONiC Configuration.md "FLEX_COUNTER_TABLE"; sonic-buildimage:src/sonic-yang-models/
+yang-models/sonic-flex_counter.yang). Defaults when sluice writes nothing: queue 10 s, port 1 s,
+watermarks 60 s (sonic-swss:orchagent/flexcounterorch.cpp).
+
+The intervals come from the intent: a switch running a dynamic agent polls its queue counters
+at the agent's interval (the agent reads nothing fresher) and its queue watermarks at that
+interval or the watermark floor, whichever is longer; otherwise the intent's
+``fabric.counters`` intervals apply. ``controller.policy.validate.counter_intervals`` refuses
+an agent interval below the platform's floor before anything is compiled.
+
+A shared table: every SONiC switch has its own entries from ``init_cfg.json`` (PORT, QUEUE,
+RIF, PFCWD, ...); sluice writes and compares only the two fields it sets, on the groups it
+needs, and never deletes an operator's group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.policy.models import Fabric
+from controller.sonic.context import SwitchContext
+from controller.sonic.schema import FieldSpec, TableSchema
+from controller.sonic.tables._common import Entries, checked_entries
+
+TABLE = "FLEX_COUNTER_TABLE"
+QUEUE = "QUEUE"
+PORT = "PORT"
+QUEUE_WATERMARK = "QUEUE_WATERMARK"
+WRED_ECN_QUEUE = "WRED_ECN_QUEUE"
+GROUPS = (QUEUE, PORT, QUEUE_WATERMARK, WRED_ECN_QUEUE)
+ENABLE = "enable"
+# sonic-flex_counter.yang types POLL_INTERVAL as a uint32 of milliseconds.
+POLL_INTERVAL_MAX_MS = 2**32 - 1
+
+SCHEMA = TableSchema(
+    table=TABLE,
+    key_pattern="|".join(GROUPS),
+    fields=(
+        FieldSpec("FLEX_COUNTER_STATUS", "enum", choices=("enable", "disable"), required=True),
+        FieldSpec("POLL_INTERVAL", "uint", 1, POLL_INTERVAL_MAX_MS, required=True),
+    ),
+    shared=True,
+)
+
+
+@dataclass(frozen=True)
+class GroupIntervals:
+    """Poll interval per counter group sluice enables, in ms."""
+
+    queue_ms: int
+    port_ms: int
+    watermark_ms: int
+    wred_ecn_queue_ms: int | None  # None: the platform has no WRED/ECN queue counters
+
+    def as_groups(self) -> dict[str, int]:
+        groups = {QUEUE: self.queue_ms, PORT: self.port_ms, QUEUE_WATERMARK: self.watermark_ms}
+        if self.wred_ecn_queue_ms is not None:
+            groups[WRED_ECN_QUEUE] = self.wred_ecn_queue_ms
+        return groups
+
+
+def group_intervals(fabric: Fabric, agent_runs: bool) -> GroupIntervals:
+    """The intervals a switch's counter groups are polled at (pure; see the module doc)."""
+    counters = fabric.counters
+    if agent_runs:
+        queue_ms = fabric.agent.interval_ms
+        watermark_ms = max(fabric.agent.interval_ms, counters.watermark_floor_ms)
+    else:
+        queue_ms = counters.queue_interval_ms
+        watermark_ms = counters.watermark_interval_ms
+    return GroupIntervals(
+        queue_ms=queue_ms,
+        port_ms=counters.port_interval_ms,
+        watermark_ms=watermark_ms,
+        wred_ecn_queue_ms=queue_ms if counters.wred_ecn_queue else None,
+    )
+
+
+def build(ctx: SwitchContext) -> Entries:
+    fleet = ctx.fleet
+    intervals = group_intervals(fleet.fabric, agent_runs=bool(fleet.dynamic_queues))
+    return checked_entries(
+        SCHEMA,
+        {
+            group: {"FLEX_COUNTER_STATUS": ENABLE, "POLL_INTERVAL": str(ms)}
+            for group, ms in intervals.as_groups().items()
+        },
+    )

@@ -1,0 +1,327 @@
+"""gNMI Subscribe to SONiC switches: STREAM (SAMPLE, ON_CHANGE), ONCE and POLL over origin
+``sonic-db``, and one supervised stream per switch.
+
+Same targets, credentials (username/password metadata), TLS and channel options as Get/Set
+(``controller.southbound.gnmi``); the channel is asyncio gRPC (``grpc.aio``) so one collector
+process holds hundreds of streams on one event loop instead of a thread each. Why the
+generated stub and not ``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
+that swallows errors (a stream that dies looks like a quiet one, so staleness and reconnects
+could not be told apart), has no asyncio form, and a client is bound to one target, while a
+fleet server needs the prefix target per switch on a shared channel (docs/southbound.md).
+
+Paths: SONiC's MixedDbClient (origin ``sonic-db``) does not translate port or queue names to
+counter objects (reference: sonic-gnmi test/test_gnmi_countersdb.py), so counters are read
+the way SONiC lays them out: the name maps first (``COUNTERS_QUEUE_NAME_MAP``,
+``COUNTERS_PORT_NAME_MAP``), then ``COUNTERS/<oid>`` per object. The maps are subscribed
+ON_CHANGE too: when one changes (ports added, syncd restarted) the stream is re-made with the
+new oids. A stream that ends or fails is re-opened with backoff and jitter; a switch that
+restarts is subscribed afresh, maps included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import grpc  # type: ignore[import-untyped]
+from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+
+from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
+from controller.southbound.paths import ORIGIN
+from controller.southbound.retry import RetryPolicy, backoff_delay
+
+INSTANCE = "localhost"
+NS_PER_S = 1_000_000_000
+JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
+QUEUE_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_QUEUE_NAME_MAP")
+PORT_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_PORT_NAME_MAP")
+AGENT_STATE = ("STATE_DB", INSTANCE, "SLUICE_AGENT_STATE")
+COUNTERS = ("COUNTERS_DB", INSTANCE, "COUNTERS")
+
+
+def counters_path(oid: str) -> tuple[str, ...]:
+    """``/COUNTERS_DB/localhost/COUNTERS/oid:0x...``: one object's counters, by its oid."""
+    if not oid.startswith("oid:"):
+        raise ValueError(f"{oid!r} is not a SAI object id; resolve names through the maps")
+    return (*COUNTERS, oid)
+
+
+class ListMode(Enum):
+    STREAM = "STREAM"
+    ONCE = "ONCE"
+    POLL = "POLL"
+
+
+class SubMode(Enum):
+    SAMPLE = "SAMPLE"
+    ON_CHANGE = "ON_CHANGE"
+
+
+@dataclass(frozen=True)
+class Subscription:
+    elems: tuple[str, ...]
+    mode: SubMode = SubMode.ON_CHANGE
+    sample_interval_s: float = 0.0  # SAMPLE: 0 is the server's minimum (1 s on SONiC)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One update (``value`` the decoded JSON) or delete (``value`` None) at ``elems``."""
+
+    elems: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class Notification:
+    timestamp_ns: int
+    changes: tuple[Change, ...]
+
+
+SYNC = Notification(0, ())  # marks the end of the initial values (sync_response)
+
+
+def _path(elems: Sequence[str]) -> Any:
+    return gnmi_pb2.Path(origin=ORIGIN, elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+
+
+def subscribe_request(
+    subs: Sequence[Subscription],
+    mode: ListMode,
+    prefix_target: str | None = None,
+    updates_only: bool = False,
+) -> Any:
+    """The first (and for STREAM and ONCE, only) SubscribeRequest."""
+    entries = [
+        gnmi_pb2.Subscription(
+            path=_path(s.elems),
+            mode=gnmi_pb2.SubscriptionMode.Value(s.mode.value),
+            sample_interval=int(s.sample_interval_s * NS_PER_S),
+        )
+        for s in subs
+    ]
+    prefix = gnmi_pb2.Path(target=prefix_target) if prefix_target else None
+    return gnmi_pb2.SubscribeRequest(
+        subscribe=gnmi_pb2.SubscriptionList(
+            prefix=prefix,
+            subscription=entries,
+            mode=gnmi_pb2.SubscriptionList.Mode.Value(mode.value),
+            encoding=JSON_IETF,
+            updates_only=updates_only,
+        )
+    )
+
+
+def _value(val: Any) -> Any:
+    kind = val.WhichOneof("value")
+    if kind == "json_ietf_val":
+        return json.loads(val.json_ietf_val.decode())
+    if kind == "json_val":
+        return json.loads(val.json_val.decode())
+    if kind == "string_val":
+        return val.string_val
+    return None
+
+
+def decode(response: Any) -> Notification | None:
+    """A SubscribeResponse as a Notification (SYNC for sync_response; None for nothing)."""
+    if response.sync_response:
+        return SYNC
+    if not response.HasField("update"):
+        return None
+    note = response.update
+    prefix = [e.name for e in note.prefix.elem]
+    changes = [
+        Change(tuple(prefix + [e.name for e in u.path.elem]), _value(u.val)) for u in note.update
+    ]
+    changes += [Change(tuple(prefix + [e.name for e in d.elem]), None) for d in note.delete]
+    return Notification(int(note.timestamp), tuple(changes))
+
+
+def open_channel(target: GnmiTarget, options: ChannelOptions | None = None) -> Any:
+    """An asyncio channel to ``target`` with the same TLS and options as Get/Set's."""
+    grpc_options: list[tuple[str, Any]] = list((options or ChannelOptions()).as_grpc())
+    if target.tls is None:
+        return grpc.aio.insecure_channel(target.endpoint, options=grpc_options)
+    credentials = _credentials(target.tls)
+    if target.tls.server_name:
+        grpc_options.append(("grpc.ssl_target_name_override", target.tls.server_name))
+    return grpc.aio.secure_channel(target.endpoint, credentials, options=grpc_options)
+
+
+def _credentials(tls: TlsOptions) -> Any:
+    return grpc.ssl_channel_credentials(
+        root_certificates=tls.root_cert.read_bytes() if tls.root_cert else None,
+        private_key=tls.client_key.read_bytes() if tls.client_key else None,
+        certificate_chain=tls.client_cert.read_bytes() if tls.client_cert else None,
+    )
+
+
+def metadata(target: GnmiTarget) -> list[tuple[str, str]]:
+    """SONiC's password auth reads these two metadata keys (sonic-gnmi basicAuth.go)."""
+    return [("username", target.username), ("password", target.password.get_secret_value())]
+
+
+async def subscribe(
+    channel: Any,
+    target: GnmiTarget,
+    subs: Sequence[Subscription],
+    mode: ListMode = ListMode.STREAM,
+    polls: AsyncIterator[None] | None = None,
+    deadline_s: float | None = None,
+) -> AsyncGenerator[Notification, None]:
+    """The notifications of one Subscribe RPC. ONCE ends after SYNC; POLL sends a Poll for
+    each item of ``polls``; STREAM runs until the server ends it or it fails (grpc errors
+    propagate: the caller decides whether to reconnect). ``deadline_s`` bounds ONCE/POLL."""
+    first = subscribe_request(subs, mode, target.prefix_target)
+
+    async def requests() -> AsyncIterator[Any]:
+        yield first
+        if polls is not None:
+            async for _ in polls:
+                yield gnmi_pb2.SubscribeRequest(poll=gnmi_pb2.Poll())
+
+    stub = gnmi_pb2_grpc.gNMIStub(channel)
+    call = stub.Subscribe(requests(), metadata=metadata(target), timeout=deadline_s)
+    try:
+        async for response in call:
+            note = decode(response)
+            if note is not None:
+                yield note
+    finally:
+        call.cancel()
+
+
+async def read_once(
+    channel: Any, target: GnmiTarget, elems: Sequence[tuple[str, ...]], deadline_s: float
+) -> dict[tuple[str, ...], Any]:
+    """Subscribe ONCE: the current value at each path (absent paths are left out)."""
+    subs = [Subscription(e) for e in elems]
+    values: dict[tuple[str, ...], Any] = {}
+    notes = subscribe(channel, target, subs, ListMode.ONCE, deadline_s=deadline_s)
+    async with aclosing(notes):
+        async for note in notes:
+            for change in note.changes:
+                values[change.elems] = change.value
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
+# one supervised stream per switch
+
+
+class Handler:
+    """What a supervised stream reports to (the collector implements it)."""
+
+    def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
+        """The maps just read; returns the oids to subscribe to."""
+        raise NotImplementedError
+
+    def notification(self, note: Notification) -> bool:
+        """One notification; True when a name map changed and the stream must be re-made."""
+        raise NotImplementedError
+
+    def stream_up(self, up: bool) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class StreamPolicy:
+    """``counter_mode`` ON_CHANGE follows each flex-counter write; SAMPLE reads every
+    ``sample_interval_s`` (SONiC's minimum is 1 s). Reconnects back off per ``retry``
+    (its ``attempts`` is ignored: a stream is retried for as long as it is wanted)."""
+
+    counter_mode: SubMode = SubMode.ON_CHANGE
+    sample_interval_s: float = 1.0
+    connect_deadline_s: float = 10.0
+    retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(base_delay_s=0.2, max_delay_s=10.0)
+    )
+
+
+def stream_subscriptions(oids: Sequence[str], policy: StreamPolicy) -> list[Subscription]:
+    """The name maps and agent state ON_CHANGE; each counter object by its oid."""
+    counter_interval = policy.sample_interval_s if policy.counter_mode is SubMode.SAMPLE else 0.0
+    subs = [Subscription(QUEUE_NAME_MAP), Subscription(PORT_NAME_MAP), Subscription(AGENT_STATE)]
+    subs += [Subscription(counters_path(o), policy.counter_mode, counter_interval) for o in oids]
+    return subs
+
+
+class SwitchStream:
+    """Keeps one switch subscribed until ``stop``: read the maps, stream, and on any failure
+    wait (backoff with jitter from ``rand``) and start again."""
+
+    def __init__(
+        self,
+        target: GnmiTarget,
+        channel: Any,
+        handler: Handler,
+        policy: StreamPolicy,
+        *,
+        rand: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.target = target
+        self._channel = channel
+        self._handler = handler
+        self._policy = policy
+        self._rand = rand
+        self._sleep = sleep
+        self.failures = 0
+        self.last_error: str | None = None
+
+    async def run(self) -> None:
+        retry_index = 0
+        while True:
+            try:
+                delivered = await self._one_stream()
+                self.last_error = None
+            except grpc.RpcError as error:
+                delivered = False
+                self.failures += 1
+                code = error.code().name if hasattr(error, "code") and error.code() else "UNKNOWN"
+                self.last_error = code  # never the details: they may echo request metadata
+            except Exception as error:  # a malformed answer: count it and subscribe again
+                delivered = False
+                self.failures += 1
+                self.last_error = type(error).__name__
+            finally:
+                self._handler.stream_up(False)
+            retry_index = 0 if delivered else retry_index + 1
+            await self._sleep(backoff_delay(self._policy.retry, retry_index, self._rand()))
+
+    async def _one_stream(self) -> bool:
+        """Maps, then the stream until it ends; True once anything was delivered, False when
+        nothing was (so consecutive failures back off further)."""
+        maps = await read_once(
+            self._channel,
+            self.target,
+            [QUEUE_NAME_MAP, PORT_NAME_MAP],
+            self._policy.connect_deadline_s,
+        )
+        oids = self._handler.name_maps(
+            _as_map(maps.get(QUEUE_NAME_MAP)), _as_map(maps.get(PORT_NAME_MAP))
+        )
+        subs = stream_subscriptions(oids, self._policy)
+        synced = False
+        notes = subscribe(self._channel, self.target, subs)
+        async with aclosing(notes):
+            async for note in notes:
+                if note is SYNC:
+                    synced = True
+                    self._handler.stream_up(True)
+                    continue
+                if self._handler.notification(note):
+                    return True  # a name map changed: subscribe again with the new oids
+        return synced
+
+
+def _as_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}

@@ -1,0 +1,101 @@
+"""The Subscribe client over real gRPC against a fleet vsonic (in-memory switches): ONCE,
+POLL, and STREAM ON_CHANGE driven by the fleet store's change log, each switch picked by the
+prefix target on one shared channel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from controller.southbound.gnmi import GnmiTarget
+from controller.southbound.subscribe import (
+    AGENT_STATE,
+    QUEUE_NAME_MAP,
+    SYNC,
+    ListMode,
+    Subscription,
+    open_channel,
+    read_once,
+    subscribe,
+)
+from vsonic.db import STATE_DB, Store
+from vsonic.fleet import fleet_targets
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.seed import default_ports
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+PASSWORD = "subscribe-client-test"
+
+
+@pytest.fixture
+def fleet() -> Iterator[tuple[RunningServer, GnmiService]]:
+    service = GnmiService(
+        fleet_targets(["rack0", "rack1"], default_ports(2)), Clock(), Credentials("admin", PASSWORD)
+    )
+    running = start_server("127.0.0.1:0", service)
+    try:
+        yield running, service
+    finally:
+        running.stop(grace_s=0.2)
+
+
+def _target(port: int, name: str) -> GnmiTarget:
+    return GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(PASSWORD), prefix_target=name)
+
+
+def _store(service: GnmiService, name: str) -> Store:
+    return service._targets.resolve(name).store
+
+
+def test_once_poll_and_on_change_on_one_shared_channel(
+    fleet: tuple[RunningServer, GnmiService],
+) -> None:
+    running, service = fleet
+    rack0, rack1 = _target(running.port, "rack0"), _target(running.port, "rack1")
+    store = _store(service, "rack1")
+
+    async def scenario() -> None:
+        channel = open_channel(rack0)
+        try:
+            maps = await read_once(channel, rack0, [QUEUE_NAME_MAP], deadline_s=10)
+            # 2 ports x 8 queues, named as SONiC names them.
+            assert sorted(maps[QUEUE_NAME_MAP])[:2] == ["Ethernet0:0", "Ethernet0:1"]
+            assert len(maps[QUEUE_NAME_MAP]) == 16
+
+            polls: asyncio.Queue[bool] = asyncio.Queue()
+
+            async def poll_requests() -> AsyncIterator[None]:
+                while await polls.get():
+                    yield None
+
+            state = Subscription((*AGENT_STATE, "global"))
+            polled = subscribe(channel, rack1, [state], ListMode.POLL, polls=poll_requests())
+            assert await anext(polled) is SYNC  # nothing there yet
+            store.write_atomically(STATE_DB, {"SLUICE_AGENT_STATE|global": {"mode": "dynamic"}})
+            polls.put_nowait(True)
+            note = await anext(polled)
+            assert note.changes[0].value == {"mode": "dynamic"}
+            assert await anext(polled) is SYNC
+            await polled.aclose()
+
+            stream = subscribe(channel, rack1, [Subscription(AGENT_STATE)])
+            initial = await anext(stream)
+            assert initial.changes[0].value == {"global": {"mode": "dynamic"}}
+            assert await anext(stream) is SYNC
+            # rack0's write is not rack1's business; rack1's own write arrives at once.
+            _store(service, "rack0").write_atomically(
+                STATE_DB, {"SLUICE_AGENT_STATE|global": {"mode": "fallback"}}
+            )
+            store.write_atomically(STATE_DB, {"SLUICE_AGENT_STATE|global": {"mode": "stopped"}})
+            change = await asyncio.wait_for(anext(stream), 10)
+            assert [(c.elems[-1], c.value) for c in change.changes] == [
+                ("global", {"mode": "stopped"})
+            ]
+            await stream.aclose()
+        finally:
+            await channel.close()
+
+    asyncio.run(scenario())

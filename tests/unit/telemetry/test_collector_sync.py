@@ -1,0 +1,44 @@
+"""The collector follows intent changes: new labels for a switch whose endpoint is unchanged,
+without restarting its stream (no server needed: the stream only backs off)."""
+
+from __future__ import annotations
+
+
+def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams() -> None:
+    import asyncio
+    import random
+
+    from controller.policy.loader import parse_intent
+    from controller.policy.models import Intent
+    from controller.settings import Settings
+    from controller.southbound.subscribe import StreamPolicy
+    from controller.telemetry.collector import Collector, Shard, targets_of
+
+    def intent(speed: int, name: str) -> Intent:
+        return parse_intent({
+            "fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000},
+            "switches": [{"name": "leaf1", "role": "leaf", "credential_ref": "env:PW",
+                          "gnmi": {"address": "127.0.0.1", "port": 9},
+                          "ports": [{"name": "Ethernet0", "speed_gbps": speed}]}],
+            "service_classes": [{"name": name, "dscp": [10], "queue": 1,
+                                 "scheduling": {"type": "DWRR", "weight": 10}, "ecn": "off"}],
+        })  # fmt: skip
+
+    async def scenario() -> None:
+        collector = Collector(
+            Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random
+        )
+        first = intent(25, "storage")
+        targets = targets_of(first, Settings(), {"PW": "x"})
+        collector.sync(first, targets)
+        task = collector._running["leaf1"].task
+        second = intent(100, "bulk")
+        collector.sync(second, targets_of(second, Settings(), {"PW": "x"}))
+        telemetry = collector.telemetry("leaf1")
+        assert telemetry is not None
+        assert telemetry.class_of("1") == "bulk"
+        assert telemetry.port_speeds_bps == {"Ethernet0": 100e9}
+        assert collector._running["leaf1"].task is task  # the same stream
+        await collector.close()
+
+    asyncio.run(scenario())
