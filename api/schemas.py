@@ -9,6 +9,7 @@ from typing import Annotated, Any, Generic, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import DB_INTEGER_MAX, NO_NUL
+from api.gate_schemas import GatePolicyIn, GatesOut
 from controller.policy.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
@@ -177,6 +178,9 @@ class RolloutIn(Strict):
         le=DB_INTEGER_MAX,
         description="halt once more switches than this failed, were unreachable or mismatched",
     )
+    gates: GatePolicyIn | None = Field(
+        default=None, description="health gates read before and after each batch (soak)"
+    )
 
 
 class ResultOut(ViewOut):
@@ -213,7 +217,7 @@ class RolloutSummaryOut(ViewOut):
     counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
 
 
-class RolloutOut(RolloutSummaryOut):
+class RolloutOut(RolloutSummaryOut, GatesOut):
     results: list[ResultOut]
 
 
@@ -258,7 +262,7 @@ class HostResultOut(ViewOut):
     message: str | None
 
 
-class HostRunOut(ViewOut):
+class HostRunOut(ViewOut, GatesOut):
     id: int
     mode: str = Field(description="plan (check mode) or apply")
     state: str = Field(description="running, completed, halted, interrupted or error")
@@ -284,4 +288,7 @@ class ApplyRequest(Strict):
     )
     failure_budget: int = Field(
         default=0, strict=True, ge=0, le=100_000, description="failed hosts tolerated"
+    )
+    gates: GatePolicyIn | None = Field(
+        default=None, description="health gates read before and after each batch (soak)"
     )

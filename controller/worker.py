@@ -28,14 +28,23 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import timedelta
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
 from controller.rollout.ansible import AnsibleBatches
+from controller.rollout.gate_reads import promql_reader
+from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
-from controller.services.common import utc_now
+from controller.services.auto_rollout import AutoTuner
+from controller.services.common import WorkerWait, utc_now
+from controller.services.host_runs import HostRunService
+from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService
+from controller.services.rollouts import RolloutService
 from controller.services.simulations import SimulationRunner, netsim_simulate
+from controller.services.tuning import TuningService
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import SessionPool
@@ -44,6 +53,8 @@ from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
+from controller.telemetry.promql import PromQL, make_promql
+from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 
 log = logging.getLogger("controller.worker")
@@ -62,7 +73,9 @@ class Worker:
         answer_requests: Callable[[ReconcileLoop], int],
         simulate: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
+        tune: Callable[[], int] | None = None,
     ) -> None:
+        self._tune = tune
         self._runner = runner
         self._host_runner = host_runner
         self._answer_requests = answer_requests
@@ -80,6 +93,9 @@ class Worker:
             steps += self._answer_requests(self._loop)
             if not steps:
                 self._loop.tick(self._monotonic())
+                # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
+                # mode it starts a gated rollout, stepped from the next round on.
+                steps += self._tune() if self._tune is not None else 0
         # What-if simulations touch no switch: run outside the work lock, so a long netsim
         # run never holds up a rollout in another worker.
         return steps + self._simulate()
@@ -138,9 +154,15 @@ def build_worker(
         tls=settings.gnmi.tls(),
     )
     store = SqlRolloutStore(sessions, clock=clock)
-    runner = RolloutRunner(store, access, clock, max_parallel=settings.worker.max_parallel)
+    promql = make_promql(settings.prometheus.url, settings.prometheus.timeout_s)
+    gates = promql_reader(promql)
+    runner = RolloutRunner(
+        store, access, clock, max_parallel=settings.worker.max_parallel, gates=gates
+    )
     host_store = SqlHostRunStore(sessions, clock=clock)
-    host_runner = HostRunRunner(host_store, AnsibleBatches(settings.hosts, host_store.intent))
+    host_runner = HostRunRunner(
+        host_store, AnsibleBatches(settings.hosts, host_store.intent), clock=clock, gates=gates
+    )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
     loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
     worker = Worker(
@@ -156,8 +178,25 @@ def build_worker(
             # Two netsim runs when comparing, each killed at its timeout; then a margin.
             stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
         ).run_once,
+        tune=_auto_tuner(sessions, promql, gates, clock).tick,
     )
-    return worker, engine.dispose
+
+    def close() -> None:
+        promql.close()
+        engine.dispose()
+
+    return worker, close
+
+
+def _auto_tuner(
+    sessions: sessionmaker[Session], promql: PromQL, gates: Reader, clock: Clock
+) -> AutoTuner:
+    intents = IntentService(sessions, clock=clock)
+    tuning = TuningService(
+        sessions, intents, lambda at, window_s: read_summary(promql, at, window_s), clock=clock
+    )
+    host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait(timeout_s=0.0))
+    return AutoTuner(tuning, RolloutService(sessions, clock=clock), host_runs, gates)
 
 
 def main() -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from controller.hosts.runner import HostResult, HostStatus
+from controller.rollout.gates import Evaluation
 from controller.rollout.hosts import HostProgress, HostRunState, host_batches
 
 
@@ -61,6 +63,13 @@ class FakeHostRunStore:
                 self.recorded[host] = HostResult(
                     host, seen.batch, HostStatus.NOT_RUN, message=message
                 )
+
+    # Health gates: this store's runs carry no gate policy, so the runner never calls these.
+    def record_gates(self, run_id: int, evaluations: Sequence[Evaluation]) -> None:
+        raise NotImplementedError("the fake host-run store keeps no gate readings")
+
+    def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None:
+        raise NotImplementedError("the fake host-run store keeps no soak")
 
     @property
     def results(self) -> list[HostResult]:

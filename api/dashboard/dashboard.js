@@ -151,6 +151,20 @@ async function renderOverview() {
   $("rollout-last").textContent = last
     ? "#" + last.id + " version " + last.from_version + " → " + last.to_version + ": " + last.state + ", " + progress(last) + (last.reason ? " (" + last.reason + ")" : "")
     : "none yet";
+  // The last rollout's health-gate readings (docs/rollouts.md, "Health gates").
+  const detail = last ? await api("/rollouts/" + last.id) : null;
+  fill("rollout-gates", (detail && detail.evaluations) || [], (e) => {
+    const row = document.createElement("tr");
+    cell(row, e.batch < 0 ? "pre" : e.batch, "num");
+    cell(row, e.stage);
+    cell(row, e.gate);
+    cell(row, e.value, "num");
+    cell(row, e.limit, "num");
+    const verdict = badge(e.verdict === "pass" ? "ok" : "critical");
+    verdict.textContent = e.verdict;
+    cell(row, "").appendChild(verdict);
+    return row;
+  });
   fill("drift", drift.items || [], (d) => {
     const row = document.createElement("tr");
     cell(row, new Date(d.detected_at).toLocaleString());

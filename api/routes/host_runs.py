@@ -12,7 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
+from api.routes.telemetry import TelemetryDep
 from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
+from controller.rollout.gate_reads import promql_reader
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
 
@@ -28,12 +30,21 @@ def plan_hosts(services: ServicesDep, actor: OperatorActor) -> HostRunOut:
 
 @router.post("/apply", response_model=HostRunOut, status_code=202, name="apply_hosts")
 def apply_hosts(
-    body: ApplyRequest, response: Response, services: ServicesDep, actor: OperatorActor
+    body: ApplyRequest,
+    response: Response,
+    services: ServicesDep,
+    actor: OperatorActor,
+    telemetry: TelemetryDep,
 ) -> HostRunOut:
     """Start applying the current intent to the hosts in batches; answers at once (202) with
     the run, whose progress ``GET /hosts/runs/{run_id}`` shows."""
+    gates = None if body.gates is None else body.gates.policy()
     run = services.host_runs.start_apply(
-        actor=actor, batch_size=body.batch_size, failure_budget=body.failure_budget
+        actor=actor,
+        batch_size=body.batch_size,
+        failure_budget=body.failure_budget,
+        gates=gates,
+        reader=None if gates is None else promql_reader(telemetry.promql),
     )
     response.headers["Location"] = f"/api/v1/hosts/runs/{run.id}"
     return HostRunOut.of(run)

@@ -11,7 +11,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
+from api.routes.telemetry import TelemetryDep
 from api.schemas import PageOut, RolloutIn, RolloutOut, RolloutSummaryOut, page_out
+from controller.rollout.gate_reads import promql_reader
 from controller.services.rollouts import RolloutPolicy
 
 router = APIRouter(prefix="/rollouts", tags=["rollouts"])
@@ -19,16 +21,20 @@ RolloutId = Annotated[int, Path(ge=1, le=DB_BIGINT_MAX, description="the rollout
 
 
 @router.post("", response_model=RolloutOut, status_code=201)
-def start_rollout(body: RolloutIn, services: ServicesDep, actor: OperatorActor) -> RolloutOut:
+def start_rollout(
+    body: RolloutIn, services: ServicesDep, actor: OperatorActor, telemetry: TelemetryDep
+) -> RolloutOut:
     """Roll an intent version out: canary switches first, then batches. 409 while another
-    rollout is unfinished."""
+    rollout is unfinished, or when a health gate's pre-check fails (unless forced)."""
     policy = RolloutPolicy(
         to_version=body.to_version,
         canary=tuple(body.canary),
         batch_size=body.batch_size,
         failure_budget=body.failure_budget,
+        gates=None if body.gates is None else body.gates.policy(),
     )
-    return RolloutOut.of(services.rollouts.start(policy, actor=actor))
+    reader = promql_reader(telemetry.promql) if body.gates is not None else None
+    return RolloutOut.of(services.rollouts.start(policy, actor=actor, gates=reader))
 
 
 @router.get("", response_model=PageOut[RolloutSummaryOut])

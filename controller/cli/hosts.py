@@ -27,6 +27,7 @@ from controller.cli.app import (
 from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import NONE, Row
+from controller.cli.rollout import ForceOption, GateOption, SoakOption, gates_body
 from controller.types import JsonObject
 
 hosts_app = typer.Typer(
@@ -148,12 +149,18 @@ def apply_hosts(
         bool, typer.Option("--wait/--no-wait", help="follow the run until it ends")
     ] = True,
     poll: Annotated[float, typer.Option("--poll", min=0.1, help="seconds between checks")] = 1.0,
+    gate: GateOption = None,
+    soak_s: SoakOption = 60.0,
+    force: ForceOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
-    """Apply the current intent to the hosts in batches, with progress per host."""
+    """Apply the current intent to the hosts in batches, with progress per host; with
+    ``--gate`` each batch soaks and a failed gate halts the run (docs/rollouts.md)."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
-        body = {"batch_size": batch_size, "failure_budget": failure_budget}
+        body: JsonObject = {"batch_size": batch_size, "failure_budget": failure_budget}
+        if gate:
+            body["gates"] = gates_body(gate, soak_s, "halt", force)
         run: JsonObject = api.post_json("/hosts/apply", body)
         say(
             Console(stderr=True),

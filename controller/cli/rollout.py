@@ -38,6 +38,23 @@ reconcile_app = typer.Typer(
     no_args_is_help=True,
 )
 
+GateOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gate",
+        help="a health gate, repeatable: drops:max_increase_pct:50, or "
+        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
+    ),
+]
+SoakOption = Annotated[
+    float, typer.Option("--soak-s", min=0.0, help="seconds each batch soaks before its gates")
+]
+OnFailOption = Annotated[
+    str, typer.Option("--on-fail", help="rollback_batch, rollback_all or halt")
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="start even when a gate's pre-check fails")
+]
 RolloutId = Annotated[int, typer.Argument(min=1, help="the rollout id (sluice rollout list)")]
 IntervalOption = Annotated[
     float, typer.Option("--interval", min=0.1, help="seconds between progress reads")
@@ -151,6 +168,61 @@ def rollout_rows(rollouts: Sequence[JsonObject]) -> list[Row]:
     return rows
 
 
+GATE_HEADERS = ("BATCH", "STAGE", "GATE", "VALUE", "BASELINE", "LIMIT", "VERDICT", "AT")
+GATE_COMPARISONS = ("absolute", "max_increase_pct")
+
+
+def parse_gate_option(spec: str) -> JsonObject:
+    """``drops:max_increase_pct:50`` (a built-in) or ``NAME:absolute:5:PROMQL`` (a PromQL
+    gate; everything after the third colon is the query, colons included)."""
+    parts = spec.split(":", 3)
+    if len(parts) < 3 or parts[1] not in GATE_COMPARISONS:
+        raise typer.BadParameter(
+            f"{spec!r}: write BUILTIN:COMPARISON:THRESHOLD or NAME:COMPARISON:THRESHOLD:PROMQL "
+            f"(comparison {' or '.join(GATE_COMPARISONS)})"
+        )
+    try:
+        threshold = float(parts[2])
+    except ValueError:
+        raise typer.BadParameter(f"{spec!r}: the threshold {parts[2]!r} is not a number") from None
+    gate: JsonObject = {"name": parts[0], "comparison": parts[1], "threshold": threshold}
+    if len(parts) == 4:
+        gate["query"] = parts[3]
+    else:
+        gate["builtin"] = parts[0]
+    return gate
+
+
+def gates_body(specs: Sequence[str], soak_s: float, on_fail: str, force: bool) -> JsonObject:
+    """The ``gates`` object of ``POST /rollouts`` and ``POST /hosts/apply``."""
+    return {
+        "gates": [parse_gate_option(spec) for spec in specs],
+        "soak_s": soak_s,
+        "on_fail": on_fail,
+        "force": force,
+    }
+
+
+def _number(value: object) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float | int) else str(value)
+
+
+def gate_rows(rollout: JsonObject) -> list[Row]:
+    return [
+        (
+            "pre" if e["batch"] < 0 else str(e["batch"]),
+            e["stage"],
+            e["gate"],
+            _number(e.get("value")),
+            _number(e.get("baseline")),
+            _number(e.get("limit")),
+            e["verdict"],
+            text(e["at"]),
+        )
+        for e in rollout.get("evaluations") or []
+    ]
+
+
 def drift_rows(events: Sequence[JsonObject]) -> list[Row]:
     return [
         (
@@ -223,17 +295,23 @@ def start(
     failure_budget: Annotated[
         int, typer.Option("--failure-budget", min=0, help="halt once more switches fail")
     ] = 0,
+    gate: GateOption = None,
+    soak_s: SoakOption = 60.0,
+    on_fail: OnFailOption = "rollback_batch",
+    force: ForceOption = False,
     watch: Annotated[bool, typer.Option("--watch", help="show progress until it ends")] = False,
     interval: IntervalOption = 1.0,
 ) -> None:
     """Start rolling an intent version out (the worker applies it)."""
     names = [n.strip() for n in (canary or "").split(",") if n.strip()]
-    body = {
+    body: JsonObject = {
         "to_version": to_version,
         "canary": names,
         "batch_size": batch_size,
         "failure_budget": failure_budget,
     }
+    if gate:
+        body["gates"] = gates_body(gate, soak_s, on_fail, force)
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         started: JsonObject = api.post_json("/rollouts", body)
@@ -296,12 +374,32 @@ def list_rollouts(ctx: typer.Context, output: OutputOption = Output.TABLE) -> No
 
 @rollout_app.command("show")
 def show(ctx: typer.Context, rollout_id: RolloutId, output: OutputOption = Output.TABLE) -> None:
-    """One rollout with every switch's result."""
+    """One rollout with every switch's result (and its health-gate readings)."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
         emit_rows(out, rollout, output, RESULT_HEADERS, result_rows(rollout))
         if output is Output.TABLE:
+            if rollout.get("evaluations"):
+                emit_rows(out, rollout, output, GATE_HEADERS, gate_rows(rollout))
+            if rollout.get("soak_until"):
+                say(out, f"batch {rollout.get('soak_batch')} soaks until {rollout['soak_until']}")
+            say(out, progress_line(rollout))
+        return ExitCode.OK
+
+    run_with_api(ctx, action)
+
+
+@rollout_app.command("status")
+def status(ctx: typer.Context, rollout_id: RolloutId, output: OutputOption = Output.TABLE) -> None:
+    """A rollout's health-gate readings per batch (value, baseline, limit, verdict)."""
+
+    def action(api: ApiClient, out: Console) -> ExitCode:
+        rollout: JsonObject = api.get_json(f"/rollouts/{rollout_id}")
+        emit_rows(out, rollout.get("evaluations") or [], output, GATE_HEADERS, gate_rows(rollout))
+        if output is Output.TABLE:
+            if rollout.get("soak_until"):
+                say(out, f"batch {rollout.get('soak_batch')} soaks until {rollout['soak_until']}")
             say(out, progress_line(rollout))
         return ExitCode.OK
 

@@ -15,11 +15,14 @@ Time, Ansible and the store are passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal, Protocol
 
 from controller.hosts.runner import HostResult
+from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, read_all
+from controller.rollout.gates import failed as failed_gates
 from controller.rollout.staging import (
     Complete,
     Halt,
@@ -50,6 +53,13 @@ class HostRunState:
     intent_version: int
     failure_budget: int
     results: tuple[HostProgress, ...]
+    # Health gates (controller/rollout/gates.py), read over ``switches`` (the version's
+    # switches: what hosts change shows in the fabric's traffic), as for switch rollouts.
+    gate_policy: GatePolicy | None = None
+    soak_batch: int | None = None
+    soak_until: datetime | None = None
+    baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
+    switches: tuple[str, ...] = ()
 
     @property
     def check(self) -> bool:
@@ -71,6 +81,10 @@ class HostRunStore(Protocol):
 
     def skip_pending(self, run_id: int, message: str) -> None: ...
 
+    def record_gates(self, run_id: int, evaluations: Sequence[Evaluation]) -> None: ...
+
+    def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None: ...
+
 
 # Runs one batch of a run with Ansible: (the run, its hosts in this batch, batch number).
 RunBatch = Callable[[HostRunState, Sequence[str], int], list[HostResult]]
@@ -90,9 +104,18 @@ class HostRunRunner:
     """Drives host runs through the store, one batch per ``step``. Safe to discard at any
     moment and replace with a new runner."""
 
-    def __init__(self, store: HostRunStore, run_batch: RunBatch) -> None:
+    def __init__(
+        self,
+        store: HostRunStore,
+        run_batch: RunBatch,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        gates: Reader | None = None,
+    ) -> None:
         self._store = store
         self._run_batch = run_batch
+        self._clock = clock
+        self._gates = gates
 
     def run_once(self) -> int:
         """One step of every runnable host run; how many steps did something."""
@@ -104,6 +127,9 @@ class HostRunRunner:
             return self._store.transition(run.id, "running", ("pending",))
         if run.state != "running":
             return False
+        policy = run.gate_policy if run.gate_policy is not None and run.gate_policy.gates else None
+        if policy is not None and run.soak_batch is not None:
+            return self._soak(run, policy, run.soak_batch)
         stage = next_stage(run.results, run.failure_budget)
         if isinstance(stage, Halt):
             self._store.skip_pending(run.id, NOT_REACHED)
@@ -116,6 +142,8 @@ class HostRunRunner:
         hosts = [r.host for r in stage.batch]
         number = stage.batch[0].batch
         log.info("host run %d: batch %d: %s", run.id, number, hosts)
+        if policy is not None:
+            self._read_gates(run, policy, "baseline", number, {})
         try:
             results = self._run_batch(run, hosts, number)
         except Exception as error:  # the run must end in a state, whatever went wrong
@@ -123,4 +151,50 @@ class HostRunRunner:
             message = f"{type(error).__name__}: {error}"[:2000]
             return self._store.transition(run.id, "error", ("running",), message)
         self._store.record(run.id, results, failure_count(run.results) + failure_count(results))
+        if policy is not None:
+            self._store.set_soak(run.id, number, self._now() + timedelta(seconds=policy.soak_s))
         return True
+
+    def _now(self) -> datetime:
+        if self._clock is None:
+            raise RuntimeError("a gated host run needs the runner's clock")
+        return self._clock()
+
+    def _read_gates(
+        self,
+        run: HostRunState,
+        policy: GatePolicy,
+        stage: Literal["baseline", "soak"],
+        batch: int,
+        baselines: Mapping[str, float | None],
+    ) -> list[Evaluation]:
+        def no_reader(_: str) -> float | None:
+            return None
+
+        evaluations = read_all(
+            policy,
+            self._gates or no_reader,
+            stage=stage,
+            batch=batch,
+            switches=run.switches,
+            baselines=baselines,
+            at=self._now(),
+        )
+        self._store.record_gates(run.id, evaluations)
+        return evaluations
+
+    def _soak(self, run: HostRunState, policy: GatePolicy, batch: int) -> bool:
+        """After a batch: wait out its soak by returning, then judge its gates. Hosts have no
+        automatic rollback (an apply of the previous version is a new run), so a failed gate
+        halts the run whatever ``on_fail`` says; the hosts not reached are ``not_run``."""
+        if run.soak_until is not None and self._now() < run.soak_until:
+            return False
+        evaluations = self._read_gates(run, policy, "soak", batch, run.baselines.get(batch, {}))
+        self._store.set_soak(run.id, None, None)
+        bad = failed_gates(evaluations)
+        if not bad:
+            return True
+        message = f"batch {batch} failed its health gates: {describe(bad)}"
+        self._store.skip_pending(run.id, message)
+        log.info("host run %d: halted (%s)", run.id, message)
+        return self._store.transition(run.id, "halted", ("running",), message)

@@ -22,9 +22,9 @@ store are all passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from controller.errors import NotFound, SouthboundError
@@ -32,6 +32,8 @@ from controller.policy.models import Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.fanout import checked_parallel, map_parallel
+from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, read_all
+from controller.rollout.gates import failed as failed_gates
 from controller.rollout.staging import (
     FAILURE_STATUSES,
     Complete,
@@ -70,6 +72,13 @@ class RolloutView:
     batch_size: int
     failure_budget: int
     results: tuple[SwitchProgress, ...]
+    reason: str | None = None
+    # Health gates (controller/rollout/gates.py): the policy, the batch soaking and until
+    # when, and each batch's baseline reading per gate.
+    gate_policy: GatePolicy | None = None
+    soak_batch: int | None = None
+    soak_until: datetime | None = None
+    baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
 
     def of(self, phase: Phase) -> list[SwitchProgress]:
         return [r for r in self.results if r.phase == phase]
@@ -100,6 +109,15 @@ class RolloutStore(Protocol):
     ) -> None: ...
 
     def record_running_state(self, switch: str, config: SwitchConfig) -> None: ...
+
+    def record_gates(self, rollout_id: int, evaluations: Sequence[Evaluation]) -> None: ...
+
+    def set_soak(self, rollout_id: int, batch: int | None, until: datetime | None) -> None: ...
+
+    def start_rollback(self, rollout_id: int, switches: Sequence[str], reason: str) -> bool:
+        """``running`` -> ``rolling_back`` over ``switches`` (in that order); pending
+        switches of the rollout are skipped. False when it was no longer running."""
+        ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,8 +201,10 @@ class RolloutRunner:
         clock: Clock,
         *,
         max_parallel: int = 8,
+        gates: Reader | None = None,
     ) -> None:
         self._max_parallel = checked_parallel(max_parallel)
+        self._gates = gates
         self._store = store
         self._access = access
         self._clock = clock
@@ -223,6 +243,8 @@ class RolloutRunner:
 
     def _forward(self, view: RolloutView) -> bool:
         results = view.of(FORWARD)
+        if view.gate_policy is not None and view.soak_batch is not None:
+            return self._soak(view, view.gate_policy, view.soak_batch)
         stage = next_stage(results, view.failure_budget)
         if isinstance(stage, Halt):
             reason = (
@@ -253,15 +275,77 @@ class RolloutRunner:
             )
             for r in batch
         ]
-        log.info("rollout %d: batch %d: %s", view.id, batch[0].batch, [w.name for w in work])
+        number = batch[0].batch
+        policy = view.gate_policy
+        if policy is not None and policy.gates:
+            # The baseline: what the gates read before this batch changes anything.
+            self._read_gates(view.id, policy, "baseline", number, [w.name for w in work], {})
+        log.info("rollout %d: batch %d: %s", view.id, number, [w.name for w in work])
         self._run(view.id, FORWARD, work)
+        if policy is not None and policy.gates:
+            until = self._clock() + timedelta(seconds=policy.soak_s)
+            self._store.set_soak(view.id, number, until)
         return True
+
+    def _read_gates(
+        self,
+        rollout_id: int,
+        policy: GatePolicy,
+        stage: Literal["baseline", "soak"],
+        batch: int,
+        switches: Sequence[str],
+        baselines: Mapping[str, float | None],
+    ) -> list[Evaluation]:
+        def no_reader(_: str) -> float | None:
+            return None
+
+        evaluations = read_all(
+            policy,
+            self._gates or no_reader,
+            stage=stage,
+            batch=batch,
+            switches=switches,
+            baselines=baselines,
+            at=self._clock(),
+        )
+        self._store.record_gates(rollout_id, evaluations)
+        return evaluations
+
+    def _soak(self, view: RolloutView, policy: GatePolicy, batch: int) -> bool:
+        """After a batch: wait out its soak (by returning: the worker comes back), then judge
+        its gates; a failure halts the rollout and rolls back per ``on_fail``."""
+        if view.soak_until is not None and self._clock() < view.soak_until:
+            return False
+        forward = view.of(FORWARD)
+        in_batch = [r for r in forward if r.batch == batch]
+        evaluations = self._read_gates(
+            view.id,
+            policy,
+            "soak",
+            batch,
+            [r.switch for r in in_batch],
+            view.baselines.get(batch, {}),
+        )
+        self._store.set_soak(view.id, None, None)
+        bad = failed_gates(evaluations)
+        if not bad:
+            log.info("rollout %d: batch %d passed its health gates", view.id, batch)
+            return True
+        reason = f"batch {batch} failed its health gates ({policy.on_fail}): {describe(bad)}"
+        if policy.on_fail == "halt":
+            return self._move(view, "halted", ("running",), reason)
+        scope = in_batch if policy.on_fail == "rollback_batch" else forward
+        moved = self._store.start_rollback(view.id, rollback_switches(scope), reason)
+        if moved:
+            log.info("rollout %d: rolling_back (%s)", view.id, reason)
+        return moved
 
     def _backward(self, view: RolloutView) -> bool:
         pending = [r for r in view.of(BACKWARD) if r.status == "pending"]
         if not pending:
             failed = describe_failures(view.of(BACKWARD))
-            reason = f"not restored: {failed}" if failed else None
+            # A rollback a gate started keeps saying why it rolled back.
+            reason = f"not restored: {failed}" if failed else view.reason
             return self._move(view, "rolled_back", ("rolling_back",), reason)
         target = min(pending, key=lambda r: r.batch)
         to_desired = self._store.desired(view.to_version)

@@ -10,7 +10,7 @@ At most one apply is pending or running at a time (a partial unique index).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,8 +20,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
 from controller.hosts.compile import compile_hosts
 from controller.policy.loader import parse_intent
+from controller.rollout.gates import GatePolicy, Reader
 from controller.rollout.hosts import host_batches
 from controller.services.common import Actor, Page, WorkerWait
+from controller.services.rollouts import EvaluationInfo, evaluation_info, precheck
+from controller.store.host_run_store import host_evaluation_row, host_evaluations
 from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import NewHostRun
@@ -57,6 +60,10 @@ class HostRunView:
     started_at: datetime
     finished_at: datetime | None
     results: list[HostResultView]
+    gate_policy: dict[str, Any] | None = None
+    soak_batch: int | None = None
+    soak_until: datetime | None = None
+    evaluations: list[EvaluationInfo] | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -81,7 +88,9 @@ class HostRunService:
             row = host_runs.get_run(session=session, run_id=run_id)
             if row is None:
                 raise NotFound(f"host run {run_id} does not exist")
-            return _view(row, host_runs.results_of(session=session, run_id=run_id))
+            view = _view(row, host_runs.results_of(session=session, run_id=run_id))
+            evaluations = [evaluation_info(e) for e in host_evaluations(session, run_id)]
+            return replace(view, evaluations=evaluations)
 
     def runs(self, *, limit: int, offset: int) -> Page[HostRunView]:
         """Newest first, each with its per-host results."""
@@ -103,20 +112,40 @@ class HostRunService:
         return self.run(run_id)
 
     def start_apply(
-        self, *, actor: Actor, batch_size: int | None = None, failure_budget: int = 0
+        self,
+        *,
+        actor: Actor,
+        batch_size: int | None = None,
+        failure_budget: int = 0,
+        gates: GatePolicy | None = None,
+        reader: Reader | None = None,
     ) -> HostRunView:
         """Record an apply of the current intent's host variables in batches of
         ``batch_size`` (default: all hosts at once); after a batch that brings failed and
-        unreachable hosts above ``failure_budget``, the worker stops. Answers at once with
-        the run in state ``pending``."""
+        unreachable hosts above ``failure_budget``, the worker stops. With health ``gates``
+        (read by ``reader``) the pre-checks run first and each batch soaks, as a switch
+        rollout's (docs/rollouts.md). Answers at once with the run in state ``pending``."""
         if batch_size is not None and batch_size < 1:
             raise IntentInvalid([FieldProblem("batch_size", "must be at least 1")])
         if failure_budget < 0:
             raise IntentInvalid([FieldProblem("failure_budget", "must be at least 0")])
         version, hosts = self._current_hosts()
         size = min(batch_size or len(hosts), len(hosts))
+        prechecks = precheck(gates, reader, self._switches(version), self._clock())
         run_id = self._create(actor, "apply", version, hosts, size, failure_budget)
+        if gates is not None:
+            with self._sessions.begin() as session:
+                row = host_runs.get_run(session=session, run_id=run_id)
+                if row is not None:
+                    row.gate_policy = gates.to_json()
+                session.add_all(host_evaluation_row(run_id, e) for e in prechecks)
         return self.run(run_id)
+
+    def _switches(self, version: int) -> list[str]:
+        with self._sessions() as session:
+            row = intents.get_version(session=session, number=version)
+            data = {} if row is None else row.intent
+        return [str(s["name"]) for s in data.get("switches") or ()]
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -174,6 +203,9 @@ def _view(row: HostRun, results: list[HostRunResult]) -> HostRunView:
         message=row.message,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        gate_policy=row.gate_policy,
+        soak_batch=row.soak_batch,
+        soak_until=row.soak_until,
         results=[
             HostResultView(
                 host=r.host_name,

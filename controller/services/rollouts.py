@@ -16,17 +16,19 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
+from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, failed, read_all
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
-from controller.store.models import Rollout, RolloutResult
+from controller.store.models import GateEvaluation, Rollout, RolloutResult
 from controller.store.repositories import intents, rollouts
 from controller.store.repositories.rollouts import NewResult
-from controller.store.rollout_store import load_rollout, rollout_view
+from controller.store.rollout_store import evaluation_row, load_rollout, rollout_view
 from controller.types import Clock
 
 ROLLBACKABLE = ("pending", "running", "paused", "halted", "completed")
+PRECHECK_BATCH = -1  # the batch number pre-check readings are stored under
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,7 @@ class RolloutPolicy:
     canary: tuple[str, ...] = ()
     batch_size: int = 1
     failure_budget: int = 0
+    gates: GatePolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,22 @@ class ResultInfo:
     detail: dict[str, Any] | None
     started_at: datetime | None
     finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationInfo:
+    batch: int
+    stage: str
+    gate: str
+    expression: str
+    value: float | None
+    baseline: float | None
+    threshold: float
+    comparison: str
+    limit: float | None
+    verdict: str
+    detail: str
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +85,10 @@ class RolloutInfo:
     finished_at: datetime | None
     counts: dict[str, int]
     results: list[ResultInfo]
+    gate_policy: dict[str, Any] | None = None
+    soak_batch: int | None = None
+    soak_until: datetime | None = None
+    evaluations: list[EvaluationInfo] | None = None
 
 
 def _result_info(row: RolloutResult) -> ResultInfo:
@@ -92,7 +115,28 @@ def _counts(results: Sequence[RolloutResult]) -> dict[str, int]:
     return counts
 
 
-def _info(row: Rollout, results: Sequence[RolloutResult]) -> RolloutInfo:
+def evaluation_info(row: GateEvaluation) -> EvaluationInfo:
+    return EvaluationInfo(
+        row.batch,
+        row.stage,
+        row.gate,
+        row.expression,
+        row.value,
+        row.baseline,
+        row.threshold,
+        row.comparison,
+        row.limit_value,
+        row.verdict,
+        row.detail,
+        row.evaluated_at,
+    )
+
+
+def _info(
+    row: Rollout,
+    results: Sequence[RolloutResult],
+    evaluations: Sequence[GateEvaluation] | None = None,
+) -> RolloutInfo:
     return RolloutInfo(
         row.id,
         row.from_version,
@@ -108,6 +152,10 @@ def _info(row: Rollout, results: Sequence[RolloutResult]) -> RolloutInfo:
         row.finished_at,
         _counts(results),
         [_result_info(r) for r in results],
+        row.gate_policy,
+        row.soak_batch,
+        row.soak_until,
+        None if evaluations is None else [evaluation_info(e) for e in evaluations],
     )
 
 
@@ -138,13 +186,19 @@ class RolloutService:
 
     def get(self, rollout_id: int) -> RolloutInfo:
         with self._sessions() as session:
-            return _info(*load_rollout(session, rollout_id))
+            row, results = load_rollout(session, rollout_id)
+            evaluations = rollouts.evaluations_of(session=session, rollout_ids=[rollout_id])
+            return _info(row, results, evaluations)
 
     # -- writes --------------------------------------------------------------------------------
 
-    def start(self, policy: RolloutPolicy, *, actor: Actor) -> RolloutInfo:
+    def start(
+        self, policy: RolloutPolicy, *, actor: Actor, gates: Reader | None = None
+    ) -> RolloutInfo:
         """A new pending rollout of ``to_version`` (default: the current version) from the
-        version the fabric was last brought to."""
+        version the fabric was last brought to. With health gates, each gate is read first
+        (``gates`` reads one expression) and an unhealthy fabric refuses the start (409)
+        unless the policy forces it."""
         with self._sessions.begin() as session:
             rollouts.lock_rollout_starts(session=session)
             active = rollouts.active_rollout(session=session)
@@ -160,6 +214,7 @@ class RolloutService:
             switches = sorted(intents.desired_states(session=session, version=to_version))
             batches = _batches(switches, policy)
             now = self._clock()
+            prechecks = precheck(policy.gates, gates, switches, now)
             row = rollouts.insert_rollout(
                 session=session,
                 from_version=rollouts.last_finished_version(session=session),
@@ -169,11 +224,17 @@ class RolloutService:
                 failure_budget=policy.failure_budget,
                 created_by=actor.name,
                 at=now,
+                gate_policy=None if policy.gates is None else policy.gates.to_json(),
             )
             rows = [NewResult(FORWARD, name, batch) for name, batch in batches]
             rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
+            rollouts.insert_evaluations(
+                session=session, rows=[evaluation_row(row.id, e) for e in prechecks]
+            )
             self._audit(session, actor, row, "start", None, now)
-            return _info(row, rollouts.results_of(session=session, rollout_ids=[row.id]))
+            results = rollouts.results_of(session=session, rollout_ids=[row.id])
+            evaluations = rollouts.evaluations_of(session=session, rollout_ids=[row.id])
+            return _info(row, results, evaluations)
 
     def pause(self, rollout_id: int, *, actor: Actor) -> RolloutInfo:
         return self._move(rollout_id, "paused", PAUSABLE, actor, "pause")
@@ -284,6 +345,35 @@ def _check_reopenable(session: Session, row: Rollout, retried: int) -> None:
     active = rollouts.active_rollout(session=session)
     if active is not None or (newest and newest[0].id != row.id):
         raise Conflict(f"rollout {row.id} is not the newest; start a new rollout instead")
+
+
+def precheck(
+    policy: GatePolicy | None, read: Reader | None, switches: Sequence[str], now: datetime
+) -> list[Evaluation]:
+    """Every gate read over the whole fabric before the start; refuses (Conflict) when one
+    fails, unless the policy forces the start."""
+    if policy is None or not policy.gates:
+        return []
+
+    def no_reader(_: str) -> float | None:
+        return None
+
+    found = read_all(
+        policy,
+        read or no_reader,
+        stage="precheck",
+        batch=PRECHECK_BATCH,
+        switches=switches,
+        baselines={},
+        at=now,
+    )
+    bad = failed(found)
+    if bad and not policy.force:
+        raise Conflict(
+            f"pre-check: the fabric is already unhealthy ({describe(bad)}); "
+            "fix it first or start with force"
+        )
+    return found
 
 
 def _batches(switches: Sequence[str], policy: RolloutPolicy) -> list[tuple[str, int]]:

@@ -122,6 +122,11 @@ class TelemetryService:
         self._current_intent = current_intent
         self._clock = clock
 
+    @property
+    def promql(self) -> PromQL:
+        """The client, for readers of other PromQL (rollout health gates)."""
+        return self._promql
+
     def close(self) -> None:
         self._promql.close()
 

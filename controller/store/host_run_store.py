@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
 from controller.hosts.runner import HostResult
 from controller.policy.models import Intent
+from controller.rollout.gates import Evaluation, parse_policy
 from controller.rollout.hosts import HostProgress, HostRunState
+from controller.store.models import GateEvaluation, HostRun
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import HostResultRow
 from controller.types import Clock
@@ -43,6 +47,12 @@ class SqlHostRunStore:
             if row is None:
                 raise NotFound(f"host run {run_id} does not exist")
             results = host_runs.results_of(session=session, run_id=run_id)
+            baselines: dict[int, dict[str, float | None]] = {}
+            for e in host_evaluations(session, run_id):
+                if e.stage == "baseline":
+                    baselines.setdefault(e.batch, {})[e.gate] = e.value
+            version = intents.get_version(session=session, number=row.intent_version)
+            switches = () if version is None else _switch_names(version.intent)
             return HostRunState(
                 id=row.id,
                 mode=row.mode,
@@ -50,6 +60,11 @@ class SqlHostRunStore:
                 intent_version=row.intent_version,
                 failure_budget=row.failure_budget,
                 results=tuple(HostProgress(r.host_name, r.batch, r.status) for r in results),
+                gate_policy=parse_policy(row.gate_policy),
+                soak_batch=row.soak_batch,
+                soak_until=row.soak_until,
+                baselines=baselines,
+                switches=switches,
             )
 
     def intent(self, version: int) -> Intent | None:
@@ -87,3 +102,45 @@ class SqlHostRunStore:
             host_runs.skip_pending(
                 session=session, run_id=run_id, message=message, at=self._clock()
             )
+
+    def record_gates(self, run_id: int, evaluations: Sequence[Evaluation]) -> None:
+        with self._sessions.begin() as session:
+            session.add_all(host_evaluation_row(run_id, e) for e in evaluations)
+
+    def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None:
+        with self._sessions.begin() as session:
+            row = session.get(HostRun, run_id)
+            if row is not None:
+                row.soak_batch, row.soak_until = batch, until
+
+
+def _switch_names(intent: object) -> tuple[str, ...]:
+    switches = intent.get("switches") if isinstance(intent, dict) else None
+    return tuple(str(s["name"]) for s in switches or () if isinstance(s, dict) and "name" in s)
+
+
+def host_evaluations(session: Session, run_id: int) -> list[GateEvaluation]:
+    query = (
+        select(GateEvaluation)
+        .where(GateEvaluation.host_run_id == run_id)
+        .order_by(GateEvaluation.id)
+    )
+    return list(session.scalars(query))
+
+
+def host_evaluation_row(run_id: int, e: Evaluation) -> GateEvaluation:
+    return GateEvaluation(
+        host_run_id=run_id,
+        batch=e.batch,
+        stage=e.stage,
+        gate=e.gate,
+        expression=e.expression,
+        value=e.value,
+        baseline=e.baseline,
+        threshold=e.threshold,
+        comparison=e.comparison,
+        limit_value=e.limit,
+        verdict=e.verdict,
+        detail=e.detail,
+        evaluated_at=e.at,
+    )

@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -211,6 +212,10 @@ class Rollout(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # Health gates (revision 0008_gates): the policy, and the batch soaking until when.
+    gate_policy: Mapped[JsonObject | None] = mapped_column(JSONB)
+    soak_batch: Mapped[int | None] = mapped_column(Integer)
+    soak_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
         return f"Rollout(id={self.id}, to_version={self.to_version}, state={self.state!r})"
@@ -350,6 +355,10 @@ class HostRun(Base):
     message: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Health gates (revision 0008_gates), as on rollouts.
+    gate_policy: Mapped[JsonObject | None] = mapped_column(JSONB)
+    soak_batch: Mapped[int | None] = mapped_column(Integer)
+    soak_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
         return f"HostRun(id={self.id}, mode={self.mode!r}, state={self.state!r})"
@@ -468,3 +477,50 @@ class Simulation(Base):
 
     def __repr__(self) -> str:
         return f"Simulation(id={self.id}, state={self.state!r})"
+
+
+# --- rollout health gates (revision 0008_gates) ---------------------------------------------
+
+GATE_STAGES = ("precheck", "baseline", "soak")
+GATE_VERDICTS = ("pass", "fail")
+
+
+class GateEvaluation(Base):
+    """One reading of one health gate of a rollout or of a host run (exactly one of the two;
+    ``controller/rollout/gates.py``): the expression, the value seen, the baseline and
+    threshold it was judged against, the verdict."""
+
+    __tablename__ = "rollout_gate_evaluations"
+    __table_args__ = (
+        CheckConstraint(_one_of("stage", GATE_STAGES), name="stage_known"),
+        CheckConstraint(_one_of("verdict", GATE_VERDICTS), name="verdict_known"),
+        CheckConstraint("(rollout_id IS NULL) <> (host_run_id IS NULL)", name="one_owner"),
+        Index("ix_rollout_gate_evaluations_rollout_id_batch", "rollout_id", "batch"),
+        Index("ix_rollout_gate_evaluations_host_run_id_batch", "host_run_id", "batch"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    rollout_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("rollouts.id", ondelete="CASCADE")
+    )
+    host_run_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("host_runs.id", ondelete="CASCADE")
+    )
+    batch: Mapped[int] = mapped_column(Integer)
+    stage: Mapped[str] = mapped_column(String(16))
+    gate: Mapped[str] = mapped_column(String(63))
+    expression: Mapped[str] = mapped_column(Text)
+    value: Mapped[float | None] = mapped_column(Float)
+    baseline: Mapped[float | None] = mapped_column(Float)
+    threshold: Mapped[float] = mapped_column(Float)
+    comparison: Mapped[str] = mapped_column(String(32))
+    limit_value: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(8))
+    detail: Mapped[str] = mapped_column(Text)
+    evaluated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"GateEvaluation(rollout_id={self.rollout_id}, batch={self.batch}, "
+            f"gate={self.gate!r}, verdict={self.verdict!r})"
+        )

@@ -10,15 +10,32 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import NotFound
 from controller.policy.models import Intent
 from controller.reconcile.apply import ApplyResult
-from controller.rollout.switches import Phase, RolloutView, SwitchProgress
+from controller.rollout.gates import Evaluation, parse_policy
+from controller.rollout.staging import PENDING
+from controller.rollout.switches import (
+    BACKWARD,
+    FORWARD,
+    Phase,
+    RolloutView,
+    SwitchProgress,
+)
 from controller.sonic.model import SwitchConfig
-from controller.store.models import Rollout, RolloutResult
+from controller.store.models import GateEvaluation, Rollout, RolloutResult
 from controller.store.repositories import intents, rollouts
+from controller.store.repositories.rollouts import NewResult
 from controller.store.snapshots import decode_fleet, save_running_state
 from controller.types import Clock
 
 
-def rollout_view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:
+def rollout_view(
+    row: Rollout,
+    results: Sequence[RolloutResult],
+    evaluations: Sequence[GateEvaluation] = (),
+) -> RolloutView:
+    baselines: dict[int, dict[str, float | None]] = {}
+    for e in evaluations:
+        if e.stage == "baseline":
+            baselines.setdefault(e.batch, {})[e.gate] = e.value
     progress = tuple(
         SwitchProgress(r.phase, r.switch_name, r.batch, r.status, r.attempts, r.reason)
         for r in results
@@ -31,6 +48,11 @@ def rollout_view(row: Rollout, results: Sequence[RolloutResult]) -> RolloutView:
         row.batch_size,
         row.failure_budget,
         progress,
+        row.reason,
+        parse_policy(row.gate_policy),
+        row.soak_batch,
+        row.soak_until,
+        baselines,
     )
 
 
@@ -57,7 +79,9 @@ class SqlRolloutStore:
 
     def load(self, rollout_id: int) -> RolloutView:
         with self._sessions() as session:
-            return rollout_view(*load_rollout(session, rollout_id))
+            row, results = load_rollout(session, rollout_id)
+            evaluations = rollouts.evaluations_of(session=session, rollout_ids=[rollout_id])
+            return rollout_view(row, results, evaluations)
 
     def intent(self, version: int) -> Intent | None:
         if version not in self._intents:
@@ -112,3 +136,54 @@ class SqlRolloutStore:
             save_running_state(
                 session, switch=switch, config=config, at=self._clock(), source="rollout read-back"
             )
+
+    def record_gates(self, rollout_id: int, evaluations: Sequence[Evaluation]) -> None:
+        with self._sessions.begin() as session:
+            rollouts.insert_evaluations(
+                session=session, rows=[evaluation_row(rollout_id, e) for e in evaluations]
+            )
+
+    def set_soak(self, rollout_id: int, batch: int | None, until: datetime | None) -> None:
+        with self._sessions.begin() as session:
+            rollouts.set_soak(session=session, rollout_id=rollout_id, batch=batch, until=until)
+
+    def start_rollback(self, rollout_id: int, switches: Sequence[str], reason: str) -> bool:
+        with self._sessions.begin() as session:
+            row = rollouts.get_rollout(session=session, rollout_id=rollout_id, for_update=True)
+            if row is None or row.state != "running":
+                return False
+            rows = [NewResult(BACKWARD, name, index) for index, name in enumerate(switches)]
+            rollouts.insert_results(session=session, rollout_id=rollout_id, results=rows)
+            rollouts.reset_results(
+                session=session,
+                rollout_id=rollout_id,
+                phase=FORWARD,
+                statuses=(PENDING,),
+                to="skipped",
+            )
+            return rollouts.set_state(
+                session=session,
+                rollout_id=rollout_id,
+                state="rolling_back",
+                expected=("running",),
+                at=self._clock(),
+                reason=reason,
+            )
+
+
+def evaluation_row(rollout_id: int, e: Evaluation) -> GateEvaluation:
+    return GateEvaluation(
+        rollout_id=rollout_id,
+        batch=e.batch,
+        stage=e.stage,
+        gate=e.gate,
+        expression=e.expression,
+        value=e.value,
+        baseline=e.baseline,
+        threshold=e.threshold,
+        comparison=e.comparison,
+        limit_value=e.limit,
+        verdict=e.verdict,
+        detail=e.detail,
+        evaluated_at=e.at,
+    )

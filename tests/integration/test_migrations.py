@@ -25,6 +25,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "tuning_proposals",
     # 0007_whatif: what-if simulations, run by the worker
     "simulations",
+    # 0008_gates: rollout health-gate readings
+    "rollout_gate_evaluations",
 }
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import case, func, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from controller.store.models import Rollout, RolloutResult
+from controller.store.models import GateEvaluation, Rollout, RolloutResult
 from controller.store.repositories.paging import page_of
 from controller.types import JsonObject
 
@@ -44,8 +44,10 @@ def insert_rollout(
     failure_budget: int,
     created_by: str,
     at: datetime,
+    gate_policy: JsonObject | None = None,
 ) -> Rollout:
     row = Rollout(
+        gate_policy=gate_policy,
         from_version=from_version,
         to_version=to_version,
         canary=canary,
@@ -219,3 +221,24 @@ def verified_versions(
     if switches is not None:
         query = query.where(RolloutResult.switch_name.in_(list(switches)))
     return {str(name): int(v) for name, v in session.execute(query).all()}
+
+
+def set_soak(
+    *, session: Session, rollout_id: int, batch: int | None, until: datetime | None
+) -> None:
+    """Record the batch that soaks and until when (None, None: no batch soaks)."""
+    statement = (
+        update(Rollout).where(Rollout.id == rollout_id).values(soak_batch=batch, soak_until=until)
+    )
+    session.execute(statement)
+
+
+def insert_evaluations(*, session: Session, rows: Iterable[GateEvaluation]) -> None:
+    session.add_all(rows)
+    session.flush()
+
+
+def evaluations_of(*, session: Session, rollout_ids: Collection[int]) -> list[GateEvaluation]:
+    """Gate readings in the order they were taken."""
+    query = select(GateEvaluation).where(GateEvaluation.rollout_id.in_(list(rollout_ids)))
+    return list(session.scalars(query.order_by(GateEvaluation.rollout_id, GateEvaluation.id)))

@@ -46,7 +46,9 @@ def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> It
     admin = {"Authorization": f"Bearer {issue_token(module_db_url, AccessRole.ADMIN)}"}
     with served(app) as url, httpx.Client(base_url=url) as http:
         assert put_intent(http, admin, telemetry_intent(), 0).status_code == 201  # type: ignore[arg-type]
-        started = http.post("/api/v1/rollouts", json={"canary": ["leaf1"]}, headers=admin)
+        gates = {"gates": [{"builtin": "drops", "threshold": 1000}], "soak_s": 30}
+        body = {"canary": ["leaf1"], "gates": gates}
+        started = http.post("/api/v1/rollouts", json=body, headers=admin)
         assert started.status_code == 201, started.text
         yield url
 
@@ -117,6 +119,9 @@ def test_overview_shows_health_rollouts_and_switches(
     assert len(active) == 1
     assert "pending" in active[0].text
     assert "pending" in browser.find_element(By.ID, "rollout-last").text
+    gates = browser.find_elements(By.CSS_SELECTOR, "#rollout-gates tbody tr")
+    # The pre-check over both leaves: leaf2 drops 5 packets/s (fabric_history.py).
+    assert [g.text.split() for g in gates] == [["pre", "precheck", "drops", "5", "1000", "pass"]]
     screenshot(browser, "overview")
     assert console_errors(browser) == []
 

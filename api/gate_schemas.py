@@ -1,0 +1,84 @@
+"""Request and answer bodies of rollout health gates (``controller/rollout/gates.py``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from controller.rollout.gates import BUILTINS, GatePolicy, parse_policy
+
+GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
+
+
+class GateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: GateName | None = Field(default=None, description="defaults to the built-in's name")
+    builtin: Literal["drops", "mark_fraction", "occupancy", "agent_fallback"] | None = Field(
+        default=None, description=f"a health-model check: {', '.join(sorted(BUILTINS))}"
+    )
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description='raw PromQL answering one number; "$switches" becomes the batch\'s switches',
+    )
+    threshold: float = Field(allow_inf_nan=False, ge=-1e18, le=1e18)
+    comparison: Literal["absolute", "max_increase_pct"] = "absolute"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> GateIn:
+        if (self.builtin is None) == (self.query is None):
+            raise ValueError("give exactly one of builtin or query")
+        if self.name is None and self.builtin is None:
+            raise ValueError("a PromQL gate needs a name")
+        return self
+
+
+class GatePolicyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gates: list[GateIn] = Field(min_length=1, max_length=50)
+    soak_s: float = Field(default=60.0, ge=0.0, le=86_400.0, description="soak after each batch")
+    on_fail: Literal["rollback_batch", "rollback_all", "halt"] = "rollback_batch"
+    force: bool = Field(default=False, description="start even when a pre-check fails")
+
+    def policy(self) -> GatePolicy:
+        """The checked policy (unique names are checked here: a ValueError is a 422)."""
+        parsed = parse_policy(self.model_dump())
+        if parsed is None:  # pragma: no cover - min_length=1 keeps it non-empty
+            raise ValueError("no gates")
+        return parsed
+
+    @model_validator(mode="after")
+    def _parses(self) -> GatePolicyIn:
+        parse_policy(self.model_dump())
+        return self
+
+
+class GateEvaluationOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    batch: int = Field(description="the batch; -1 for the pre-checks before the start")
+    stage: str = Field(description="precheck, baseline (before the batch) or soak (after it)")
+    gate: str
+    expression: str = Field(description="the PromQL read")
+    value: float | None = Field(description="what it answered; None: no sample")
+    baseline: float | None
+    threshold: float
+    comparison: str
+    limit: float | None = Field(description="the largest value the gate accepted")
+    verdict: str = Field(description="pass or fail")
+    detail: str
+    at: datetime
+
+
+class GatesOut(BaseModel):
+    gate_policy: dict[str, Any] | None = Field(description="the rollout's gate policy")
+    soak_batch: int | None = Field(description="the batch soaking now, if any")
+    soak_until: datetime | None
+    evaluations: list[GateEvaluationOut] | None = Field(
+        default=None, description="every gate reading (in GET /rollouts/{id})"
+    )

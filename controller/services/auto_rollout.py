@@ -1,0 +1,90 @@
+"""The tuner's ``auto`` mode closed into a loop: each periodic tuning pass that wrote a new
+intent version (``TuningService.tick``) starts a health-gated switch rollout of it, and, when
+a change touches what the hosts run (QJUMP, PIAS), a host apply of it (docs/tuning.md).
+
+The rollout's gates are ``AUTO_GATES``: the batch must not raise its drops by more than half
+over the baseline read before it, nor put any agent on its fallback; a failure rolls back every
+switch the rollout reached, so an automatic change never stays half applied.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from controller.errors import Conflict, NotFound
+from controller.rollout.gates import Gate, GatePolicy, Reader
+from controller.services.common import Actor
+from controller.services.host_runs import HostRunService
+from controller.services.rollouts import RolloutPolicy, RolloutService
+from controller.services.tuning import TUNER, ProposalRecord, TuningService
+
+log = logging.getLogger(__name__)
+
+AUTO_GATES = GatePolicy(
+    gates=(
+        Gate("drops", 50.0, "max_increase_pct", builtin="drops"),
+        Gate("agent_fallback", 0.0, "absolute", builtin="agent_fallback"),
+    ),
+    soak_s=120.0,
+    on_fail="rollback_all",
+)
+# Parameters the hosts run (``controller/tuning/``: ``qjump/...``, ``pias/...``).
+HOST_PARAMETERS = ("qjump", "pias")
+
+
+def touches_hosts(record: ProposalRecord) -> bool:
+    return any(
+        str(change.get("parameter", "")).split("/")[0] in HOST_PARAMETERS
+        for change in record.changes
+    )
+
+
+class AutoTuner:
+    """``tick`` for the worker: one tuning pass when due; in ``auto`` mode, the gated
+    rollout of the version it wrote. How many things it started (0: nothing due)."""
+
+    def __init__(
+        self,
+        tuning: TuningService,
+        rollouts: RolloutService,
+        host_runs: HostRunService | None,
+        gates: Reader | None,
+        policy: GatePolicy = AUTO_GATES,
+    ) -> None:
+        self._tuning = tuning
+        self._rollouts = rollouts
+        self._host_runs = host_runs
+        self._gates = gates
+        self._policy = policy
+
+    def tick(self) -> int:
+        actor = Actor(TUNER, "worker-tuning")
+        try:
+            record = self._tuning.tick(actor)
+        except (Conflict, NotFound) as error:
+            log.info("tuning: pass skipped: %s", error)
+            return 0
+        if record is None:
+            return 0
+        if record.state != "approved" or record.new_version is None:
+            return 1
+        return 1 + self.roll_out(record, actor)
+
+    def roll_out(self, record: ProposalRecord, actor: Actor) -> int:
+        """Start the gated rollout of ``record``'s version (and the hosts' apply if needed)."""
+        policy = RolloutPolicy(to_version=record.new_version, batch_size=1, gates=self._policy)
+        try:
+            started = self._rollouts.start(policy, actor=actor, gates=self._gates)
+        except Conflict as error:
+            log.warning("tuning: proposal %d: no rollout started: %s", record.id, error)
+            return 0
+        log.info("tuning: proposal %d: rollout %d started", record.id, started.id)
+        if self._host_runs is None or not touches_hosts(record):
+            return 1
+        try:
+            run = self._host_runs.start_apply(actor=actor)
+        except Conflict as error:
+            log.warning("tuning: proposal %d: no host apply started: %s", record.id, error)
+            return 1
+        log.info("tuning: proposal %d: host apply %d started", record.id, run.id)
+        return 2

@@ -1,0 +1,106 @@
+"""The tuner's auto mode closed into a loop (controller/services/auto_rollout.py): a due pass
+writes a version and starts a health-gated rollout of it, whose pre-checks read a real
+Prometheus (history.py backfilled) and are stored with it; a pass not yet due starts nothing;
+an unhealthy fabric refuses the rollout and the version stays written."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from controller.rollout.gate_reads import promql_reader
+from controller.rollout.gates import Gate, GatePolicy
+from controller.services.auto_rollout import AUTO_GATES, AutoTuner
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.services.rollouts import RolloutService
+from controller.services.tuning import TuningService
+from controller.store.db import make_engine, make_sessions
+from controller.telemetry.promql import PromQL, make_promql
+from controller.telemetry.tuning_summary import read_summary
+from lab.prometheus import running_prometheus
+from tests.integration.tuning.history import tuner_intent, write_history
+
+pytestmark = pytest.mark.integration
+ACTOR = Actor("test", "req-1")
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromQL, datetime]]:
+    root: Path = tmp_path_factory.mktemp("auto-rollout")
+    end = int(time.time()) - 2
+    with running_prometheus(root / "server", history=write_history(root / "h.om", end)) as s:
+        client = make_promql(s.url, 10.0)
+        yield client, datetime.fromtimestamp(end, UTC)
+        client.close()
+
+
+class HandClock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def auto_tuner(
+    db_url: str, promql: PromQL, end: datetime, clock: HandClock, policy: GatePolicy
+) -> tuple[Engine, AutoTuner, RolloutService, TuningService]:
+    engine = make_engine(db_url, pool_size=2)
+    sessions = make_sessions(engine)
+    intents = IntentService(sessions, clock=clock)
+    auto = tuner_intent()
+    auto["fabric"]["tuning"]["mode"] = "auto"
+    intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
+    tuning = TuningService(
+        sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
+    )
+    rollouts = RolloutService(sessions, clock=clock)
+    tuner = AutoTuner(tuning, rollouts, None, promql_reader(promql), policy)
+    return engine, tuner, rollouts, tuning
+
+
+def test_auto_mode_starts_a_gated_rollout_of_the_version_it_wrote(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    engine, tuner, rollouts, tuning = auto_tuner(db_url, promql, end, clock, AUTO_GATES)
+    try:
+        assert tuner.tick() == 2  # one pass, one rollout
+        proposal = tuning.list()[0]
+        assert proposal.state == "approved"
+        assert proposal.new_version == 2
+        page = rollouts.list(limit=10, offset=0)
+        assert page.total == 1
+        rollout = rollouts.get(page.items[0].id)
+        assert (rollout.to_version, rollout.state, rollout.created_by) == (2, "pending", "tuner")
+        assert rollout.gate_policy == AUTO_GATES.to_json()
+        prechecks = {e.gate: e for e in rollout.evaluations or []}
+        assert set(prechecks) == {"drops", "agent_fallback"}
+        assert prechecks["drops"].value is not None
+        assert prechecks["agent_fallback"].value == 0.0
+        clock.now = end + timedelta(seconds=599)  # window_s 600: not due yet
+        assert tuner.tick() == 0
+    finally:
+        engine.dispose()
+
+
+def test_an_unhealthy_fabric_refuses_the_auto_rollout_and_keeps_the_version(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    strict = GatePolicy((Gate("drops", 0.0, "absolute", builtin="drops"),), soak_s=60.0)
+    engine, tuner, rollouts, tuning = auto_tuner(db_url, promql, end, clock, strict)
+    try:
+        assert tuner.tick() == 1  # the pass ran; the pre-check refused the rollout
+        assert tuning.list()[0].new_version == 2
+        assert rollouts.list(limit=10, offset=0).total == 0
+    finally:
+        engine.dispose()

@@ -1,0 +1,69 @@
+"""A fake collector for the gate tests: serves the collector's metric names (docs/telemetry.md)
+on /metrics from values the test changes while Prometheus scrapes it. The real collector
+(``python -m controller.telemetry.collector``) takes its place once its switches run the data
+plane; everything downstream (Prometheus, PromQL, the gates, the runner, the store) is real."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Exposition:
+    """Per switch: dropped packets/s of queue 3 on Ethernet0, and the agent's mode."""
+
+    drops: dict[str, float] = field(default_factory=dict)
+    agent_mode: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def set(
+        self, drops: Mapping[str, float] | None = None, modes: Mapping[str, str] | None = None
+    ) -> None:
+        with self.lock:
+            self.drops.update(drops or {})
+            self.agent_mode.update(modes or {})
+
+    def text(self) -> str:
+        with self.lock:
+            lines = ["# TYPE sluice_queue_dropped_packets_per_second gauge"]
+            lines += [
+                "sluice_queue_dropped_packets_per_second"
+                f'{{switch="{name}",port="Ethernet0",queue="3",class="storage"}} {value}'
+                for name, value in sorted(self.drops.items())
+            ]
+            lines.append("# TYPE sluice_agent_mode_info gauge")
+            lines += [
+                f'sluice_agent_mode_info{{switch="{name}",mode="{mode}",algorithm="dynaq"}} 1'
+                for name, mode in sorted(self.agent_mode.items())
+            ]
+        return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def fake_collector(exposition: Exposition) -> Iterator[str]:
+    """Serve ``exposition`` (read at every scrape) until the block ends; yields host:port."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = exposition.text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
