@@ -153,5 +153,6 @@ def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
     assert stream.empty is not None
     # The oid the switch lacks is named; the real one delivered its counters before the sync.
     assert stream.empty.paths == (counters_path(GONE_OID),)
-    assert handler.real is not None and GONE_OID in str(stream.empty)
+    assert handler.real is not None
+    assert GONE_OID in str(stream.empty)
     assert stream.last_error == "EmptySubscription"
