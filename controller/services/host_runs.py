@@ -24,10 +24,11 @@ from controller.rollout.gates import GatePolicy, Reader
 from controller.rollout.hosts import host_batches
 from controller.services.common import Actor, Page, WorkerWait
 from controller.services.rollouts import EvaluationInfo, evaluation_info, precheck
-from controller.store.host_run_store import host_evaluation_row, host_evaluations
+from controller.store.host_run_store import host_evaluations
 from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import NewHostRun
+from controller.store.rollout_store import evaluation_row
 from controller.types import Clock
 
 UNFINISHED = ("pending", "running")
@@ -138,7 +139,7 @@ class HostRunService:
                 row = host_runs.get_run(session=session, run_id=run_id)
                 if row is not None:
                     row.gate_policy = gates.to_json()
-                session.add_all(host_evaluation_row(run_id, e) for e in prechecks)
+                session.add_all(evaluation_row(e, host_run_id=run_id) for e in prechecks)
         return self.run(run_id)
 
     def _switches(self, version: int) -> list[str]:

@@ -229,7 +229,7 @@ class RolloutService:
             rows = [NewResult(FORWARD, name, batch) for name, batch in batches]
             rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
             rollouts.insert_evaluations(
-                session=session, rows=[evaluation_row(row.id, e) for e in prechecks]
+                session=session, rows=[evaluation_row(e, rollout_id=row.id) for e in prechecks]
             )
             self._audit(session, actor, row, "start", None, now)
             results = rollouts.results_of(session=session, rollout_ids=[row.id])

@@ -16,6 +16,7 @@ from controller.rollout.hosts import HostProgress, HostRunState
 from controller.store.models import GateEvaluation, HostRun
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import HostResultRow
+from controller.store.rollout_store import evaluation_row
 from controller.types import Clock
 
 FINAL_STATES = ("completed", "halted", "error")
@@ -105,7 +106,7 @@ class SqlHostRunStore:
 
     def record_gates(self, run_id: int, evaluations: Sequence[Evaluation]) -> None:
         with self._sessions.begin() as session:
-            session.add_all(host_evaluation_row(run_id, e) for e in evaluations)
+            session.add_all(evaluation_row(e, host_run_id=run_id) for e in evaluations)
 
     def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None:
         with self._sessions.begin() as session:
@@ -126,21 +127,3 @@ def host_evaluations(session: Session, run_id: int) -> list[GateEvaluation]:
         .order_by(GateEvaluation.id)
     )
     return list(session.scalars(query))
-
-
-def host_evaluation_row(run_id: int, e: Evaluation) -> GateEvaluation:
-    return GateEvaluation(
-        host_run_id=run_id,
-        batch=e.batch,
-        stage=e.stage,
-        gate=e.gate,
-        expression=e.expression,
-        value=e.value,
-        baseline=e.baseline,
-        threshold=e.threshold,
-        comparison=e.comparison,
-        limit_value=e.limit,
-        verdict=e.verdict,
-        detail=e.detail,
-        evaluated_at=e.at,
-    )

@@ -140,7 +140,8 @@ class SqlRolloutStore:
     def record_gates(self, rollout_id: int, evaluations: Sequence[Evaluation]) -> None:
         with self._sessions.begin() as session:
             rollouts.insert_evaluations(
-                session=session, rows=[evaluation_row(rollout_id, e) for e in evaluations]
+                session=session,
+                rows=[evaluation_row(e, rollout_id=rollout_id) for e in evaluations],
             )
 
     def set_soak(self, rollout_id: int, batch: int | None, until: datetime | None) -> None:
@@ -171,9 +172,13 @@ class SqlRolloutStore:
             )
 
 
-def evaluation_row(rollout_id: int, e: Evaluation) -> GateEvaluation:
+def evaluation_row(
+    e: Evaluation, *, rollout_id: int | None = None, host_run_id: int | None = None
+) -> GateEvaluation:
+    """One gate reading as its row, owned by a switch rollout or by a host run."""
     return GateEvaluation(
         rollout_id=rollout_id,
+        host_run_id=host_run_id,
         batch=e.batch,
         stage=e.stage,
         gate=e.gate,
