@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +68,26 @@ BIN = Path(sys.executable).parent
 
 
 @contextmanager
-def controller_worker(env: dict[str, str], log: Path, keep: bool) -> Iterator[None]:
-    """``python -m controller.worker`` with ``env``, its output in ``log``; stopped (after
-    its step in progress) on exit unless ``keep``."""
+def controller_process(
+    module: str, env: dict[str, str], log: Path, keep: bool, *args: str
+) -> Iterator[None]:
+    """``python -m MODULE ARGS`` (the worker, the collector) with ``env``, its output in
+    ``log``; stopped with SIGTERM (after its step in progress) on exit unless ``keep``."""
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(BIN / "python"), "-m", "controller.worker"],
+            [str(BIN / "python"), "-m", module, *args],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    print(f"worker pid {process.pid}, log {log}", flush=True)
+    print(f"{module.rsplit('.', 1)[-1]} pid {process.pid}, log {log}", flush=True)
     try:
         yield
     finally:
         if not keep:
             stop_process(process, signal.SIGTERM, timeout_s=60)
+
+
+def controller_worker(env: dict[str, str], log: Path, keep: bool) -> AbstractContextManager[None]:
+    """``python -m controller.worker``: the one process that touches switches and hosts."""
+    return controller_process("controller.worker", env, log, keep)

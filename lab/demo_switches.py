@@ -50,7 +50,15 @@ import yaml
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
-from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
+from lab.demo_common import (
+    DemoError,
+    Run,
+    Say,
+    controller_process,
+    controller_worker,
+    run,
+    say,
+)
 from vsonic.tls import tls_files
 
 BIN = Path(sys.executable).parent
@@ -195,6 +203,13 @@ def switches_step(
         stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
         stack.enter_context(controller_worker(full, run_dir / "worker.log", keep))
+        say("starting the telemetry collector: every switch's counters and agent state over "
+            "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
+        collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
+        log = run_dir / "collector.log"
+        stack.enter_context(
+            controller_process("controller.telemetry.collector", collector, log, keep)
+        )
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the virtual switches"], full)  # fmt: skip
