@@ -22,7 +22,7 @@ from controller.sonic.model import Plan
 from controller.store.repositories import states
 from controller.store.rollout_store import SqlRolloutStore
 from controller.store.snapshots import decode_fleet
-from vsonic.seed import ENABLED_COUNTER_GROUPS
+from tests.support.fresh_switch import as_read_back
 
 from .conftest import OPERATOR, Controller, full_dump
 
@@ -87,13 +87,8 @@ def test_rollout_to_four_switches_is_verified_canary_first(controller: Controlle
     # shared FLEX_COUNTER_TABLE that sluice did not compile (PG_WATERMARK).
     with controller.sessions() as session:
         recorded = decode_fleet(states.latest_running_states(session=session))
-    switch_own = {
-        ("FLEX_COUNTER_TABLE", group): {"FLEX_COUNTER_STATUS": "enable"}
-        for group in ENABLED_COUNTER_GROUPS
-    }
     for name, desired in controller.fabric.desired().items():
-        expected = {**{k: v for k, v in switch_own.items() if k not in desired}, **desired}
-        assert recorded[name] == expected
+        assert recorded[name] == as_read_back(desired)
 
 
 def test_a_value_the_switch_rejects_is_a_clear_error_for_that_switch_only(

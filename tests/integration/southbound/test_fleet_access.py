@@ -16,6 +16,7 @@ from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from controller.southbound.gnmi import SessionPool, session_tls
+from tests.support.fresh_switch import as_read_back
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
@@ -63,9 +64,10 @@ def test_each_fleet_switch_is_written_and_read_through_its_own_target(
         assert result.status == "applied_verified", result.reason
         read_first = access.read(first, OWNED_TABLES)
         read_second = access.read(switches[1], OWNED_TABLES)
-    assert read_first == desired
-    # The second switch behind the same server was not touched by the first one's writes.
-    assert read_second == {}
+    assert read_first == as_read_back(desired)
+    # The second switch behind the same server was not touched by the first one's writes:
+    # it holds only what it started with.
+    assert read_second == as_read_back({})
 
 
 def test_a_fleet_switch_without_a_target_is_refused_by_the_server(
