@@ -149,7 +149,10 @@ def test_pure_acks_carry_priority_1_from_both_ends(segments: tuple[list[Segment]
     acks = [s for s in captured if _pure_ack(s)]
     from_receiver = [s for s in acks if s.src != sender]
     from_sender = [s for s in acks if s.src == sender]
-    assert len(from_receiver) > 20  # the receiver acknowledges the whole flow
+    # The receiver acknowledges the whole flow. How many ACKs that takes depends on GRO and
+    # delayed ACKs on the veth (16 to 40 were seen for 400 kB), so the bound is loose: what is
+    # tested is that every one of them carries Priority 1.
+    assert len(from_receiver) >= 8
     assert from_sender  # at least the handshake's third packet
     assert {s.dscp for s in acks} == {ACK}
 
