@@ -13,7 +13,8 @@ GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
 
 
 class GateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: "0" or true is not a threshold (a request that says so is refused, not coerced)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: GateName | None = Field(default=None, description="defaults to the built-in's name")
     builtin: Literal["drops", "mark_fraction", "occupancy", "agent_fallback"] | None = Field(
@@ -38,7 +39,7 @@ class GateIn(BaseModel):
 
 
 class GatePolicyIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     gates: list[GateIn] = Field(min_length=1, max_length=50)
     soak_s: float = Field(default=60.0, ge=0.0, le=86_400.0, description="soak after each batch")

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import OperatorActor, Viewer
+from api.deps import DB_INTEGER_MAX, OperatorActor, Viewer
 from controller.services.simulations import SimulationService, SimulationView
 from controller.twin.translate import Request as TwinRequest
 
@@ -24,18 +24,23 @@ SimulationId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the simulati
 
 
 class SimulationIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: true or "0.6" is not a number (refused, not coerced)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     workload: Literal["websearch", "datamining", "cache", "hadoop"] = "websearch"
-    load: float = Field(default=0.6, gt=0.0, lt=1.0, description="of every host link")
+    load: float = Field(
+        default=0.6, gt=0.0, lt=1.0, allow_inf_nan=False, description="of every host link"
+    )
     flows: int = Field(default=2000, ge=1, le=1_000_000)
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
-    mix: dict[str, Annotated[float, Field(ge=0.0)]] = Field(
+    mix: dict[str, Annotated[float, Field(ge=0.0, le=1e6, allow_inf_nan=False)]] = Field(
         default_factory=dict, description="each class's share of the load (default: equal)"
     )
-    version: int | None = Field(default=None, ge=1, description="default: the current intent")
+    version: int | None = Field(
+        default=None, ge=1, le=DB_INTEGER_MAX, description="default: the current intent"
+    )
     compare_version: int | None = Field(
-        default=None, ge=1, description="a second version run on the same flows"
+        default=None, ge=1, le=DB_INTEGER_MAX, description="a second version run on the same flows"
     )
 
 
