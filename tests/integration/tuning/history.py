@@ -15,9 +15,15 @@ so the test can state what each PromQL aggregate must be:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from controller.telemetry.promql import PromQL, make_promql
+from lab.prometheus import running_prometheus
 
 STEP_S = 5
 POINTS = 120
@@ -136,3 +142,26 @@ def write_history(path: Path, end_unix_s: int) -> Path:
     times = [end_unix_s - STEP_S * (POINTS - 1 - i) for i in range(POINTS)]
     path.write_text("\n".join([*_families(times), "# EOF"]) + "\n", encoding="utf-8")
     return path
+
+
+@contextmanager
+def history_promql(root: Path) -> Iterator[tuple[PromQL, datetime]]:
+    """A real Prometheus backfilled with ``write_history`` ending two seconds ago, and a
+    PromQL client on it; the time the history ends."""
+    end = int(time.time()) - 2
+    with running_prometheus(root / "server", history=write_history(root / "h.om", end)) as s:
+        client = make_promql(s.url, 10.0)
+        try:
+            yield client, datetime.fromtimestamp(end, UTC)
+        finally:
+            client.close()
+
+
+class HandClock:
+    """A clock a test moves by hand (``clock.now = ...``)."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now

@@ -4,10 +4,8 @@ stepped by hand (the summary is read at the history's end whatever the clock say
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -15,10 +13,9 @@ from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
-from controller.telemetry.promql import PromQL, make_promql
+from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
-from lab.prometheus import running_prometheus
-from tests.integration.tuning.history import tuner_intent, write_history
+from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
 
 pytestmark = pytest.mark.integration
 ACTOR = Actor("test", "req-1")
@@ -26,20 +23,8 @@ ACTOR = Actor("test", "req-1")
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromQL, datetime]]:
-    root: Path = tmp_path_factory.mktemp("tuner-service")
-    end = int(time.time()) - 2
-    with running_prometheus(root / "server", history=write_history(root / "h.om", end)) as s:
-        client = make_promql(s.url, 10.0)
-        yield client, datetime.fromtimestamp(end, UTC)
-        client.close()
-
-
-class HandClock:
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
+    with history_promql(tmp_path_factory.mktemp("tuner-service")) as made:
+        yield made
 
 
 def test_tick_runs_once_per_window_and_not_while_off(
