@@ -85,6 +85,12 @@ def health_rows(doc: Doc) -> list[Row]:
     return rows
 
 
+def orders_hex(number: float) -> str:
+    """The orders' version back in the hex the compiler wrote (a 12-digit digest fits a
+    gauge's float exactly); leading zeros of the digest are not recoverable."""
+    return f"{int(number):x}"
+
+
 def top_header(doc: Doc) -> str:
     """``leaf1 | agent dynamic (mqecn), heartbeat 0.2 s, orders v3 | stream up, updated 1.0 s ago``
     (parts without a value are left out)."""
@@ -98,7 +104,7 @@ def top_header(doc: Doc) -> str:
         f"agent {agent.get('mode') or 'unknown'}"
         + (f" ({agent['algorithm']})" if agent.get("algorithm") else "")
         + (f", heartbeat {heartbeat:.1f} s" if heartbeat is not None else "")
-        + (f", orders v{orders:g}" if orders is not None else ""),
+        + (f", orders v{orders_hex(orders)}" if orders is not None else ""),
         f"stream {stream}" + (f", updated {updated:.1f} s ago" if updated is not None else ""),
     ]
     return " | ".join(parts)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from controller.cli.telemetry import health_lines, health_rows, percent, si, top_header, top_rows
+from controller.cli.telemetry import (
+    health_lines,
+    health_rows,
+    percent,
+    si,
+    top_header,
+    top_rows,
+)
 
 
 def test_si_and_percent() -> None:
@@ -46,6 +53,13 @@ def test_health_lines_and_one_row_per_reason() -> None:
 def test_top_header_leaves_out_what_is_unknown() -> None:
     doc = {"switch": "leaf1", "agent": {"mode": None}, "stream_up": None}
     assert top_header(doc) == "leaf1 | agent unknown | stream unknown"
+
+
+def test_top_header_shows_the_orders_version_in_the_compilers_hex() -> None:
+    # The collector exports the 12-hex-digit digest as a gauge (a float); the header must
+    # show the digest an operator sees in CONFIG_DB, not 1.77e+14.
+    doc = {"switch": "leaf1", "agent": {"mode": "dynamic", "orders_version": float(0xA1B2C3D4E5F6)}}
+    assert "orders va1b2c3d4e5f6 |" in top_header(doc)
 
 
 def test_top_rows_one_per_queue_and_a_dash_row_for_a_silent_port() -> None:
