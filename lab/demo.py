@@ -63,6 +63,8 @@ class Environment:
     api_url: str
     api_port: int
     token: str
+    # The worker reads rollout health gates from it, as the API does.
+    prometheus_url: str
 
     def for_commands(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -71,6 +73,7 @@ class Environment:
             SLUICE_API_URL=self.api_url,
             SLUICE_API_PORT=str(self.api_port),
             SLUICE_API_TOKEN=self.token,
+            SLUICE_PROMETHEUS_URL=self.prometheus_url,
         )
         return env
 
@@ -213,10 +216,10 @@ def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environm
         base,
         capture=True,
     ).strip()
-    env = Environment(database_url, f"http://127.0.0.1:{port}", port, token)
+    prometheus_url = stack.enter_context(local_prometheus(keep))
+    env = Environment(database_url, f"http://127.0.0.1:{port}", port, token, prometheus_url)
     say(f"serving the REST API on {env.api_url} (OpenAPI at {env.api_url}/docs)")
     api_env = {**env.for_commands(), **(hosts.env if hosts else {})}
-    api_env["SLUICE_PROMETHEUS_URL"] = stack.enter_context(local_prometheus(keep))
     stack.enter_context(api_server(api_env, env.api_url, keep))
     return env
 

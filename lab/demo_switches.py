@@ -16,7 +16,9 @@ the reconcile loop catching a change made behind sluice's back.
    then reads the value back from Redis to show it was corrected,
 7. runs the agent step (``lab.demo_agents.agents_step``): service classes start and
    stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
-   on-switch qos-agent moves them (skipped with ``agents=False``),
+   on-switch qos-agent moves them (skipped with ``agents=False``), then the bad-config step
+   (``lab.demo_badconfig.bad_config_step``): ECN thresholds far too low for an incast on
+   leaf1 fail a mark-fraction gate and leaf1 is rolled back automatically,
 8. runs the Ansible step (``lab.demo_ansible.ansible_step``): an operator's playbook of the
    ``sluice.fabric`` collection raises one class's weight, in check mode first, then for
    real (a new intent version rolled out leaf1 first), then again (nothing changes),
@@ -50,6 +52,7 @@ import yaml
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
+from lab.demo_badconfig import bad_config_step
 from lab.demo_common import (
     DemoError,
     Run,
@@ -234,4 +237,5 @@ def switches_step(
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
             show_telemetry(full, say)
+            bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say)
         ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)
