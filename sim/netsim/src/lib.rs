@@ -11,6 +11,7 @@
 //! - [`qos`]: ports' queues, marking and buffer, hosts' tagging;
 //! - [`tcp`]: NewReno and DCTCP senders, receivers;
 //! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
+//! - [`hops`]: per-hop queueing delay, per switch port, hop position and class;
 //! - [`sim`]: the event loop tying devices, links and hosts together;
 //! - [`report`]: FCT statistics per size bucket and class, JSON and CSV;
 //! - [`config`]: a run described in JSON, as the CLI takes it.
@@ -19,6 +20,7 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod hops;
 pub mod qos;
 pub mod report;
 pub mod sim;

@@ -13,6 +13,7 @@ use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
+use crate::hops::{Hop, HopDelays, HopRecorder};
 use crate::qos::{BufferModel, FabricQos};
 use crate::tcp::{Receiver, Sender, TcpConfig};
 use crate::topology::{ecmp_hash, LeafSpine, Node};
@@ -128,6 +129,8 @@ struct Flow {
 #[derive(Debug, Clone, Default)]
 struct InFlight {
     slots: Vec<Option<Meta>>,
+    /// When each packet was last put in a device's queue, ns.
+    queued_ns: Vec<f64>,
     free: Vec<usize>,
     live_bytes: u64,
 }
@@ -142,9 +145,20 @@ impl InFlight {
             }
             None => {
                 self.slots.push(Some(meta));
+                self.queued_ns.push(0.0);
                 (self.slots.len() - 1) as u64
             }
         }
+    }
+
+    fn set_queued(&mut self, handle: u64, now_ns: f64) {
+        if let Some(t) = self.queued_ns.get_mut(handle as usize) {
+            *t = now_ns;
+        }
+    }
+
+    fn queued_at(&self, handle: u64) -> f64 {
+        self.queued_ns.get(handle as usize).copied().unwrap_or(0.0)
     }
 
     fn get(&self, handle: u64) -> Option<Meta> {
@@ -174,6 +188,7 @@ pub struct Fabric {
     flows: Vec<Flow>,
     in_flight: InFlight,
     tally: Tally,
+    hops: HopRecorder,
     finished: usize,
     salt: u64,
     now_ns: f64,
@@ -230,6 +245,10 @@ impl Fabric {
             }
             port_device.push(map);
         }
+        let switch_hops = (0..topo.switches())
+            .map(|sw| (0..topo.port_speeds(sw).len()).map(|p| Hop::from(topo.port_kind(sw, p))).collect())
+            .collect();
+        let classes = flows.iter().map(|f| f.class + 1).max().unwrap_or(0);
         let mut events = EventQueue::new();
         let mut state = Vec::with_capacity(flows.len());
         for (i, spec) in flows.iter().enumerate() {
@@ -263,6 +282,7 @@ impl Fabric {
             flows: state,
             in_flight: InFlight::default(),
             tally: Tally::default(),
+            hops: HopRecorder::new(classes, switch_hops),
             finished: 0,
             salt: seed,
             now_ns: 0.0,
@@ -302,6 +322,16 @@ impl Fabric {
     /// The run's byte and packet tallies.
     pub fn tally(&self) -> Tally {
         self.tally
+    }
+
+    /// Queueing delays so far, per hop position, class and switch port.
+    pub fn hop_delays(&self) -> HopDelays {
+        self.hops.report()
+    }
+
+    /// The queueing-delay recorder itself (exact counts per port and position).
+    pub fn hop_recorder(&self) -> &HopRecorder {
+        &self.hops
     }
 
     /// Bytes in flight now (queued in a device or on a link).
@@ -397,9 +427,17 @@ impl Fabric {
         }
         let owner = self.owner[device];
         for d in self.devices[device].advance(self.now_ns)? {
+            let wait_ns = d.start_ns - self.in_flight.queued_at(d.packet.seq);
+            let class = self.flows.get(d.packet.flow as usize).map_or(0, |f| f.spec.class);
             let (node, delay) = match owner {
-                None => (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns),
-                Some((sw, first_port)) => self.topo.next_hop(sw, first_port + d.port),
+                None => {
+                    self.hops.host(class, wait_ns);
+                    (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns)
+                }
+                Some((sw, first_port)) => {
+                    self.hops.switch_port(sw, first_port + d.port, class, wait_ns);
+                    self.topo.next_hop(sw, first_port + d.port)
+                }
             };
             self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet });
         }
@@ -427,6 +465,7 @@ impl Fabric {
         match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
             EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
             EnqueueOutcome::Queued { marked } => {
+                self.in_flight.set_queued(packet.seq, self.now_ns);
                 self.tally.marked_packets += u64::from(marked);
                 self.schedule_wake(device);
             }
@@ -526,7 +565,10 @@ impl Fabric {
         self.tally.sent_bytes += u64::from(bytes);
         match self.devices[host].enqueue(self.now_ns, 0, meta.queue(), packet)? {
             EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
-            EnqueueOutcome::Queued { .. } => self.schedule_wake(host),
+            EnqueueOutcome::Queued { .. } => {
+                self.in_flight.set_queued(packet.seq, self.now_ns);
+                self.schedule_wake(host);
+            }
         }
         Ok(())
     }
