@@ -55,10 +55,10 @@ fn a_level_sends_at_most_its_burst_plus_rate_times_the_window() {
 /// ns.
 const EPOCH_NS: f64 = 2.0 * 16.0 * 256.0 * 8.0 / 10e9 * 1e9;
 
-fn incast_with_greedy_level7(shaped: bool) -> Fabric {
+fn incast_with_level7_bursts(shaped: bool) -> Fabric {
     // 16 hosts (2 leaves x 8, one spine, 10 Gb/s). Every 100 µs each of the 15 other hosts
     // sends host 0 ten 256 B messages at once at level 7 (class 7, strict queue 7): ten
-    // times its budget of one P per epoch. Every 500 µs they also send host 0 200 KB each at
+    // times what its bucket holds (one P), though under the level's rate. Every 500 µs they also send host 0 200 KB each at
     // level 0 (class 0, DCTCP): the incast. Shaped: level 7 gets f = 1 (P per epoch, burst
     // P), level 0 f = n (the throughput level), as sluice's `qjump_vars` plans them.
     let n = 16;
@@ -110,11 +110,11 @@ fn shaped_level7_meets_the_epoch_bound_under_incast() {
     // (2nP/R), plus, since strict priority does not preempt, one 1500 B packet of a lower
     // level in transmission at each of the 3 switch hops.
     let bound_us = (EPOCH_NS + 3.0 * 1_500.0 * 8.0 / 10e9 * 1e9) / 1e3;
-    let shaped = incast_with_greedy_level7(true);
+    let shaped = incast_with_level7_bursts(true);
     assert!(shaped.results().iter().all(|r| r.fct_ns.is_some()));
     let worst = level7_switch_wait_bound_us(&shaped);
     assert!(worst > 0.0 && worst <= bound_us, "shaped: {worst} us against {bound_us} us");
-    // Without the buckets the same greedy senders pile 150 messages into host 0's port.
-    let unshaped = level7_switch_wait_bound_us(&incast_with_greedy_level7(false));
+    // Without the buckets the same bursts pile 150 messages into host 0's port.
+    let unshaped = level7_switch_wait_bound_us(&incast_with_level7_bursts(false));
     assert!(unshaped > 2.0 * bound_us, "unshaped: {unshaped} us");
 }
