@@ -311,6 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn csv_has_a_row_per_position_class_and_port() {
+        let mut rec = HopRecorder::new(2, vec![vec![Hop::LeafDown, Hop::LeafUp]]);
+        rec.host(1, 0.0);
+        rec.switch_port(0, 0, 1, 1_200.0);
+        let csv = hops_csv(&rec.report());
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "scope,hop,switch,port,class,packets,mean_us,p99_us,max_us");
+        assert_eq!(
+            &lines[1..],
+            [
+                "hop,host_nic,,,,1,0.000,0.000,0.000",
+                "hop,leaf_down,,,,1,1.200,1.200,1.200",
+                "class,host_nic,,,1,1,0.000,0.000,0.000",
+                "class,leaf_down,,,1,1,1.200,1.200,1.200",
+                "port,leaf_down,0,0,,1,1.200,1.200,1.200",
+            ]
+        );
+    }
+
+    #[test]
     fn percentile_is_nearest_rank_capped_at_the_max() {
         let mut s = DelayStats::default();
         (1..=100).for_each(|i| s.record(f64::from(i) * 1_000.0));

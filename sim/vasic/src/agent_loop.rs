@@ -56,7 +56,8 @@ pub struct AgentLoop {
 }
 
 impl AgentLoop {
-    /// An agent for `port` with these orders; every queue starts at its `static_bytes`.
+    /// An agent for `port` with these orders. No threshold is taken as in force (so the first
+    /// decision is written); see [`AgentLoop::from_static`].
     pub fn new(port: usize, orders: AgentOrders, queues: Vec<QueueOrders>) -> Self {
         let estimators =
             queues.iter().map(|q| RateEstimator::new(q.line_rate_bps(), orders.stale_after_ns())).collect();
