@@ -112,6 +112,10 @@ fn shaped_level7_meets_the_epoch_bound_under_incast() {
     let bound_us = (EPOCH_NS + 3.0 * 1_500.0 * 8.0 / 10e9 * 1e9) / 1e3;
     let shaped = incast_with_level7_bursts(true);
     assert!(shaped.results().iter().all(|r| r.fct_ns.is_some()));
+    // Packets held in the buckets are in flight like any other: all drained, none lost.
+    let t = shaped.tally();
+    assert_eq!(shaped.in_flight_bytes(), 0);
+    assert_eq!(t.sent_bytes, t.delivered_bytes + t.dropped_bytes);
     let worst = level7_switch_wait_bound_us(&shaped);
     assert!(worst > 0.0 && worst <= bound_us, "shaped: {worst} us against {bound_us} us");
     // Without the buckets the same bursts pile 150 messages into host 0's port.
