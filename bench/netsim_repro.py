@@ -382,21 +382,39 @@ QJUMP_P_BYTES = 256
 QJUMP_HOSTS = 16
 
 
-def qjump_config(isolated: bool, buffer: str) -> dict[str, Any]:
+def qjump_levels() -> dict[str, Any]:
+    # Hosts' token buckets as sluice plans them (controller/qos/qjump.py, plan_levels): epoch
+    # 2nP/R (eps = 0), level 7 with f = 1 (P per epoch, burst P), level 0 with f = n (the
+    # throughput level, R/2 with the mesochronous epoch).
+    epoch_s = 2 * QJUMP_HOSTS * QJUMP_P_BYTES * 8 / TEN_G
+
+    def level(number: int, factor: float) -> dict[str, Any]:
+        rate = factor * QJUMP_P_BYTES * 8 / epoch_s
+        return {"level": number, "rate_bps": rate, "burst_bytes": int(factor * QJUMP_P_BYTES)}
+
+    return {
+        "levels": [level(0, QJUMP_HOSTS), level(7, 1.0)],
+        "class_levels": [0, None, None, None, None, None, None, 7],
+    }
+
+
+def qjump_config(
+    isolated: bool, buffer: str, shaped: bool = False, greed: int = 1
+) -> dict[str, Any]:
     # 16 hosts (2 leaves x 8, one spine, 10 Gb/s, 1 us links). Every epoch each of the 15
     # other hosts sends host 0 one 256 B message at once: QJUMP's worst-case fan-in
     # (NSDI'15 §3). Every 500 us the same 15 hosts send host 0 200 KB each over DCTCP: the
     # incast that interferes. Isolated: the messages ride strict queue 7 (QJUMP level 7),
-    # the incast queue 0; otherwise everything shares queue 0, as without QJUMP.
+    # the incast queue 0; otherwise everything shares queue 0, as without QJUMP. ``greed``:
+    # messages each host sends at once (a level-7 bucket holds one: f·P with f = 1).
     epoch_ns = 100_000.0
     flows: list[dict[str, Any]] = []
     level7 = 7 if isolated else 0
     for k in range(100):
         for h in range(1, QJUMP_HOSTS):
             payload = QJUMP_P_BYTES - 40
-            flows.append(
-                {"src": h, "dst": 0, "bytes": payload, "start_ns": k * epoch_ns, "class": level7}
-            )
+            message = {"src": h, "dst": 0, "bytes": payload, "start_ns": k * epoch_ns}
+            flows.extend({**message, "class": level7} for _ in range(greed))
     for k in range(20):
         for h in range(1, QJUMP_HOSTS):
             flows.append(
@@ -422,6 +440,7 @@ def qjump_config(isolated: bool, buffer: str) -> dict[str, Any]:
             "port_buffer_bytes": 200 * PACKET,
             "buffer": buffer,
             "tagging": "by_class",
+            "qjump": qjump_levels() if shaped else None,
         },
         "traffic": [{"kind": "flows", "flows": flows}],
     }
@@ -437,19 +456,27 @@ def qjump() -> None:
         f"QJUMP level 7 under incast: {n} hosts, P = {QJUMP_P_BYTES} B, 10 Gb/s; "
         f"bound 2nP/R = {bound_us:.1f} us (+ {hol_us:.1f} us of non-preemption)",
         "message delay: its FCT minus its FCT in an idle fabric",
-        f"{'':<28}{'median us':>10}{'p99 us':>10}{'max us':>10}",
+        "level-7 queueing: the worst wait at each switch position, added up",
+        f"{'':<42}{'median us':>10}{'p99 us':>10}{'max us':>10}{'queueing us':>12}",
     ]
     fig, ax = plt.subplots(figsize=(6, 4))
     cases = (
         (False, "per_port", "one queue (no QJUMP)"),
         (True, "per_port", "level 7, port buffer shared"),
         (True, "switch_pool", "level 7, per-queue limits"),
+        (True, "per_port", "level 7, port buffer shared, hosts shaped"),
+        (True, "switch_pool", "level 7, per-queue limits, hosts shaped"),
+        (True, "switch_pool", "10 at once, per-queue limits"),
+        (True, "switch_pool", "10 at once, hosts shaped"),
     )
     for isolated, buffer, name in cases:
+        shaped = "shaped" in name
+        greed = 10 if name.startswith("10 at once") else 1
         with tempfile.TemporaryDirectory() as tmp:
-            config = qjump_config(isolated, buffer)
+            config = qjump_config(isolated, buffer, shaped, greed)
             path = Path(tmp) / "run.json"
             csv_path = Path(tmp) / "flows.csv"
+            summary_path = Path(tmp) / "summary.json"
             path.write_text(json.dumps(config))
             subprocess.run(
                 [
@@ -459,20 +486,27 @@ def qjump() -> None:
                     "--config",
                     str(path),
                     "--json",
-                    "/dev/null",
+                    str(summary_path),
                     "--csv",
                     str(csv_path),
                 ],
                 check=True,
             )
             lines = csv_path.read_text().splitlines()[1:]
+            hops = json.loads(summary_path.read_text())["hops"]
+        message_class = 7 if isolated else 0
+        queueing = sum(
+            row["max_us"]
+            for row in hops["by_class"]
+            if row["class"] == message_class and row["hop"] != "host_nic"
+        )
         extra = sorted(
             (float(c[5]) - float(c[6])) / 1e3
             for c in (line.split(",") for line in lines)
             if int(c[2]) < 1_000 and c[5]
         )
         med, p99, top = extra[len(extra) // 2], extra[int(0.99 * (len(extra) - 1))], extra[-1]
-        rows.append(f"{name:<28}{med:>10.1f}{p99:>10.1f}{top:>10.1f}")
+        rows.append(f"{name:<42}{med:>10.1f}{p99:>10.1f}{top:>10.1f}{queueing:>12.1f}")
         ax.plot(extra, [i / len(extra) for i in range(len(extra))], label=name)
     ax.axvline(bound_us + hol_us, color="k", linestyle="--", label="2nP/R + non-preemption")
     ax.set_xscale("log")

@@ -29,6 +29,26 @@ def per_bucket(summary: JsonObject) -> list[JsonObject]:
     return [_row(str(stats["name"]), stats) for stats in summary.get("buckets", [])]
 
 
+# The queueing-delay figures of netsim's per-hop rows (``hops.by_hop`` / ``hops.by_class``).
+HOP_FIGURES = ("packets", "mean_us", "p99_us", "max_us")
+
+
+def per_hop(summary: JsonObject, classes: tuple[str, ...]) -> JsonObject:
+    """Queueing delay per hop position (host_nic, leaf_up, spine, leaf_down), overall and
+    per class by name."""
+    hops = summary.get("hops", {})
+
+    def row(stats: JsonObject) -> JsonObject:
+        return {"hop": stats["hop"], **{key: stats.get(key, 0) for key in HOP_FIGURES}}
+
+    by_class: list[JsonObject] = []
+    for stats in hops.get("by_class", []):
+        index = int(stats["class"])
+        name = classes[index] if index < len(classes) else f"class {index}"
+        by_class.append({"name": name, **row(stats)})
+    return {"positions": [row(s) for s in hops.get("by_hop", [])], "classes": by_class}
+
+
 def result(
     summary: JsonObject, classes: tuple[str, ...], not_modelled: tuple[str, ...]
 ) -> JsonObject:
@@ -42,6 +62,7 @@ def result(
         "unfinished": summary.get("unfinished", 0),
         "drops": tally.get("dropped_packets", 0),
         "marks": tally.get("marked_packets", 0),
+        "queueing": per_hop(summary, classes),
         "simulated_ms": summary.get("simulated_ns", 0.0) / 1e6,
         "not_modelled": list(not_modelled),
     }

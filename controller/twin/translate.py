@@ -3,9 +3,9 @@
 What the switches get comes from the switch compiler (``controller/sonic/compile.py``:
 ``fleet_qos`` for queues, normalised DWRR weights and the DSCP map, ``port_profile`` for K,
 WRED thresholds and buffer profiles per port speed and buffer); what the hosts get from the
-host compiler's rules (PIAS thresholds, ``controller/qos/pias.py``; tcp_ecn,
-``controller/hosts/compile.py``). Whatever the intent asks for that netsim cannot run is named
-in ``not_modelled``, never dropped silently.
+host compiler's rules (PIAS thresholds, ``controller/qos/pias.py``; tcp_ecn and the QJUMP
+token buckets, ``controller/hosts/compile.py``). Whatever the intent asks for that netsim
+cannot run is named in ``not_modelled``, never dropped silently.
 
 The fabric: leaves and spines from the intent's switch roles; hosts fill the leaves in intent
 order (the intent does not say which leaf port a host is cabled to), each leaf's host ports
@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from controller.hosts.compile import ecn_vars
+from controller.hosts.compile import ecn_vars, qjump_vars
 from controller.policy.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.sonic.compile import fleet_qos, port_profile
@@ -248,6 +248,38 @@ def _marking(intent: Intent, notes: list[str]) -> list[JsonObject]:
     return out
 
 
+def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
+    """Every host's QJUMP token buckets as the host compiler plans them (levels, rates f·P/E,
+    bursts f·P), and each class's level: a class the hosts mark (``hosts_match``) rides its
+    ``qjump_level``, any other the hosts' default level 0."""
+    if intent.fabric.qjump is None or not intent.hosts:
+        return None
+    # The twin runs one host NIC speed (the slowest, as topology() notes); only the
+    # unbounded level 0 depends on the host's own rate.
+    slowest = min(intent.hosts, key=lambda h: h.nic_gbps)
+    planned = qjump_vars(intent, slowest)
+    if planned is None:
+        return None
+    notes.append(
+        "QJUMP token buckets shape each host's data packets per level; pure ACKs are not "
+        f"held back, packets stay {NETSIM_PACKET_BYTES} B (not clamped to "
+        f"P = {intent.fabric.qjump.packet_bytes} B) and a level's queue at the host has no limit"
+    )
+    return {
+        "levels": [
+            {
+                "level": lv["level"],
+                "rate_bps": float(lv["rate_bps"]),
+                "burst_bytes": lv["burst_bytes"],
+            }
+            for lv in planned["levels"]
+        ],
+        "class_levels": [
+            c.qjump_level if c.hosts_match is not None else None for c in intent.service_classes
+        ],
+    }
+
+
 def qos(intent: Intent, notes: list[str]) -> JsonObject:
     fleet = fleet_qos(intent)
     spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
@@ -277,6 +309,7 @@ def qos(intent: Intent, notes: list[str]) -> JsonObject:
             for kind, profile in profiles.items()
             if profile is not None
         },
+        "qjump": qjump_hosts(intent, notes),
     }
 
 
@@ -320,17 +353,6 @@ def traffic(intent: Intent, request: Request) -> list[JsonObject]:
 
 
 def _host_notes(intent: Intent, notes: list[str]) -> None:
-    if intent.fabric.qjump is not None:
-        levels = sorted(
-            f"{c.name} (level {c.qjump_level})"
-            for c in intent.service_classes
-            if c.qjump_level is not None
-        )
-        notes.append(
-            "QJUMP host token buckets: "
-            + (", ".join(levels) or "no class")
-            + " sends unlimited in the twin"
-        )
     if intent.fabric.mtu_bytes != NETSIM_PACKET_BYTES:
         notes.append(
             f"MTU {intent.fabric.mtu_bytes} B: netsim sends {NETSIM_PACKET_BYTES} B packets "

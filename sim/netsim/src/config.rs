@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use vasic::rng::SimRng;
 
+use crate::hops::HopDelays;
 use crate::qos::FabricQos;
 use crate::report::{summarise, Summary};
 use crate::sim::{Fabric, FlowResult, Progress, SimError};
@@ -184,6 +185,8 @@ pub struct RunOutput {
     pub flows: Vec<FlowResult>,
     /// The watched port, if one was asked for.
     pub watched: Option<Watched>,
+    /// Queueing delay per hop position, class and switch port.
+    pub hops: HopDelays,
 }
 
 impl RunConfig {
@@ -226,6 +229,7 @@ impl RunConfig {
             summary: summarise(&results, fabric.tally(), fabric.now_ns()),
             flows: results,
             watched,
+            hops: fabric.hop_delays(),
         })
     }
 }

@@ -11,6 +11,8 @@
 //! - [`qos`]: ports' queues, marking and buffer, hosts' tagging;
 //! - [`tcp`]: NewReno and DCTCP senders, receivers;
 //! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
+//! - [`hops`]: per-hop queueing delay, per switch port, hop position and class;
+//! - [`shaping`]: QJUMP's per-level token buckets on hosts;
 //! - [`sim`]: the event loop tying devices, links and hosts together;
 //! - [`report`]: FCT statistics per size bucket and class, JSON and CSV;
 //! - [`config`]: a run described in JSON, as the CLI takes it.
@@ -19,8 +21,10 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod hops;
 pub mod qos;
 pub mod report;
+pub mod shaping;
 pub mod sim;
 pub mod tcp;
 pub mod topology;

@@ -1,5 +1,6 @@
-//! `netsim run --config run.json [--json summary.json] [--csv flows.csv]`: one simulation,
-//! progress on stderr, the summary as JSON on stdout (or in `--json`).
+//! `netsim run --config run.json [--json summary.json] [--csv flows.csv] [--hops-csv hops.csv]`:
+//! one simulation, progress on stderr, the summary (with per-hop queueing delay under `hops`)
+//! as JSON on stdout (or in `--json`).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use netsim::config::RunConfig;
+use netsim::hops::hops_csv as hops_csv_text;
 use netsim::report::flows_csv;
 
 #[derive(Parser)]
@@ -30,6 +32,10 @@ enum Command {
         /// Write one CSV row per flow here.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Write one CSV row per hop position, class and position, and switch port here
+        /// (queueing delay mean, p99, max).
+        #[arg(long)]
+        hops_csv: Option<PathBuf>,
         /// No progress lines on stderr.
         #[arg(long)]
         quiet: bool,
@@ -37,7 +43,7 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    let Command::Run { config, json, csv, quiet } = Cli::parse().command;
+    let Command::Run { config, json, csv, hops_csv, quiet } = Cli::parse().command;
     let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
     let run: RunConfig =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", config.display()))?;
@@ -61,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         if let Some(watched) = &out.watched {
             obj.insert("watched".into(), serde_json::to_value(watched)?);
         }
+        obj.insert("hops".into(), serde_json::to_value(&out.hops)?);
         obj.insert("wall_s".into(), wall_s.into());
         obj.insert("events_per_s".into(), (out.summary.tally.events as f64 / wall_s.max(1e-9)).into());
     }
@@ -73,6 +80,10 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(path) = csv {
         std::fs::write(&path, flows_csv(&out.flows))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = hops_csv {
+        std::fs::write(&path, hops_csv_text(&out.hops))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())

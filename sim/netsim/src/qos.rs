@@ -9,6 +9,8 @@ use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
 use vasic::wred::WredProfile;
 
+use crate::shaping::QjumpHosts;
+
 /// One queue's scheduling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -197,6 +199,9 @@ pub struct FabricQos {
     /// Per-kind port buffers and thresholds (an intent's ports differ by speed and buffer).
     #[serde(default)]
     pub ports: PortKinds,
+    /// QJUMP token buckets on every host (none: hosts send unlimited).
+    #[serde(default)]
+    pub qjump: Option<QjumpHosts>,
 }
 
 fn default_quantum() -> u64 {
@@ -217,6 +222,7 @@ impl FabricQos {
             tagging: Tagging::Single { queue: 0 },
             ack_queue: None,
             ports: PortKinds::default(),
+            qjump: None,
         }
     }
 
@@ -233,6 +239,7 @@ impl FabricQos {
             tagging: Tagging::Pias { thresholds_bytes },
             ack_queue: None,
             ports: PortKinds::default(),
+            qjump: None,
         }
     }
 

@@ -13,7 +13,9 @@ use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
+use crate::hops::{Hop, HopDelays, HopRecorder};
 use crate::qos::{BufferModel, FabricQos};
+use crate::shaping::TokenBucket;
 use crate::tcp::{Receiver, Sender, TcpConfig};
 use crate::topology::{ecmp_hash, LeafSpine, Node};
 use crate::workload::{FlowSpec, MSS_BYTES};
@@ -92,9 +94,24 @@ pub struct Progress {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Ev {
     Start(usize),
-    Arrive { node: Node, packet: Packet },
+    Arrive {
+        node: Node,
+        packet: Packet,
+    },
     Wake(usize),
     Rto(usize),
+    /// A host's QJUMP bucket may have tokens for its first waiting packet.
+    Release {
+        host: usize,
+        bucket: usize,
+    },
+}
+
+/// One QJUMP bucket of a host, and when its pending release event is due.
+#[derive(Debug, Clone)]
+struct Shaper {
+    bucket: TokenBucket<(Packet, usize)>,
+    release_at: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,6 +145,8 @@ struct Flow {
 #[derive(Debug, Clone, Default)]
 struct InFlight {
     slots: Vec<Option<Meta>>,
+    /// When each packet was last put in a device's queue, ns.
+    queued_ns: Vec<f64>,
     free: Vec<usize>,
     live_bytes: u64,
 }
@@ -142,9 +161,20 @@ impl InFlight {
             }
             None => {
                 self.slots.push(Some(meta));
+                self.queued_ns.push(0.0);
                 (self.slots.len() - 1) as u64
             }
         }
+    }
+
+    fn set_queued(&mut self, handle: u64, now_ns: f64) {
+        if let Some(t) = self.queued_ns.get_mut(handle as usize) {
+            *t = now_ns;
+        }
+    }
+
+    fn queued_at(&self, handle: u64) -> f64 {
+        self.queued_ns.get(handle as usize).copied().unwrap_or(0.0)
     }
 
     fn get(&self, handle: u64) -> Option<Meta> {
@@ -174,6 +204,9 @@ pub struct Fabric {
     flows: Vec<Flow>,
     in_flight: InFlight,
     tally: Tally,
+    hops: HopRecorder,
+    /// Each host's QJUMP buckets (none without QJUMP).
+    shapers: Vec<Vec<Shaper>>,
     finished: usize,
     salt: u64,
     now_ns: f64,
@@ -230,6 +263,16 @@ impl Fabric {
             }
             port_device.push(map);
         }
+        let switch_hops = (0..topo.switches())
+            .map(|sw| (0..topo.port_speeds(sw).len()).map(|p| Hop::from(topo.port_kind(sw, p))).collect())
+            .collect();
+        let classes = flows.iter().map(|f| f.class + 1).max().unwrap_or(0);
+        let levels = qos.qjump.as_ref().map_or(&[][..], |q| &q.levels[..]);
+        let shapers = (0..hosts)
+            .map(|_| {
+                levels.iter().map(|l| Shaper { bucket: TokenBucket::new(l), release_at: None }).collect()
+            })
+            .collect();
         let mut events = EventQueue::new();
         let mut state = Vec::with_capacity(flows.len());
         for (i, spec) in flows.iter().enumerate() {
@@ -263,6 +306,8 @@ impl Fabric {
             flows: state,
             in_flight: InFlight::default(),
             tally: Tally::default(),
+            hops: HopRecorder::new(classes, switch_hops),
+            shapers,
             finished: 0,
             salt: seed,
             now_ns: 0.0,
@@ -302,6 +347,16 @@ impl Fabric {
     /// The run's byte and packet tallies.
     pub fn tally(&self) -> Tally {
         self.tally
+    }
+
+    /// Queueing delays so far, per hop position, class and switch port.
+    pub fn hop_delays(&self) -> HopDelays {
+        self.hops.report()
+    }
+
+    /// The queueing-delay recorder itself (exact counts per port and position).
+    pub fn hop_recorder(&self) -> &HopRecorder {
+        &self.hops
     }
 
     /// Bytes in flight now (queued in a device or on a link).
@@ -388,6 +443,7 @@ impl Fabric {
             Ev::Arrive { node: Node::Switch(sw), packet } => self.arrive_at_switch(sw, packet),
             Ev::Arrive { node: Node::Host(host), packet } => self.arrive_at_host(host, packet),
             Ev::Rto(flow) => self.rto_check(flow),
+            Ev::Release { host, bucket } => self.release(host, bucket),
         }
     }
 
@@ -397,9 +453,17 @@ impl Fabric {
         }
         let owner = self.owner[device];
         for d in self.devices[device].advance(self.now_ns)? {
+            let wait_ns = d.start_ns - self.in_flight.queued_at(d.packet.seq);
+            let class = self.flows.get(d.packet.flow as usize).map_or(0, |f| f.spec.class);
             let (node, delay) = match owner {
-                None => (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns),
-                Some((sw, first_port)) => self.topo.next_hop(sw, first_port + d.port),
+                None => {
+                    self.hops.host(class, wait_ns);
+                    (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns)
+                }
+                Some((sw, first_port)) => {
+                    self.hops.switch_port(sw, first_port + d.port, class, wait_ns);
+                    self.topo.next_hop(sw, first_port + d.port)
+                }
             };
             self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet });
         }
@@ -427,6 +491,7 @@ impl Fabric {
         match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
             EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
             EnqueueOutcome::Queued { marked } => {
+                self.in_flight.set_queued(packet.seq, self.now_ns);
                 self.tally.marked_packets += u64::from(marked);
                 self.schedule_wake(device);
             }
@@ -524,9 +589,71 @@ impl Fabric {
         let handle = self.in_flight.insert(meta, bytes);
         let packet = Packet { flow, seq: handle, bytes, ect, ce: false };
         self.tally.sent_bytes += u64::from(bytes);
-        match self.devices[host].enqueue(self.now_ns, 0, meta.queue(), packet)? {
+        let class = self.flows[flow as usize].spec.class;
+        let bucket = match meta {
+            // QJUMP limits what a host sends at a level; pure ACKs are not held back.
+            Meta::Data { .. } => self.qos.qjump.as_ref().and_then(|q| q.bucket_of(class)),
+            Meta::Ack { .. } => None,
+        };
+        match bucket {
+            None => self.nic_enqueue(host, packet, meta.queue()),
+            Some(b) => {
+                let passed = self.shapers[host][b].bucket.offer(self.now_ns, (packet, meta.queue()), bytes);
+                for (p, q) in passed {
+                    self.nic_enqueue(host, p, q)?;
+                }
+                self.schedule_release(host, b);
+                Ok(())
+            }
+        }
+    }
+
+    fn release(&mut self, host: usize, b: usize) -> Result<(), SimError> {
+        let now = self.now_ns;
+        let shaper = &mut self.shapers[host][b];
+        if shaper.release_at == Some(now) {
+            shaper.release_at = None;
+        }
+        for (p, q) in shaper.bucket.release(now) {
+            self.nic_enqueue(host, p, q)?;
+        }
+        self.schedule_release(host, b);
+        Ok(())
+    }
+
+    fn schedule_release(&mut self, host: usize, b: usize) {
+        let shaper = &mut self.shapers[host][b];
+        let Some(at) = shaper.bucket.next_release_ns() else { return };
+        let at = at.max(self.now_ns);
+        if shaper.release_at.map_or(true, |pending| at < pending) {
+            shaper.release_at = Some(at);
+            self.events.push(at, Ev::Release { host, bucket: b });
+        }
+    }
+
+    /// Bytes host `host`'s QJUMP bucket `bucket` (index in the configured levels) has let
+    /// through so far.
+    pub fn shaped_bytes(&self, host: usize, bucket: usize) -> Option<u64> {
+        self.shapers.get(host)?.get(bucket).map(|s| s.bucket.released_bytes())
+    }
+
+    /// One queue's counters at host `host`'s NIC.
+    pub fn host_counters(&self, host: usize, queue: usize) -> Result<QueueCounters, SimError> {
+        let nic = self
+            .devices
+            .get(host)
+            .filter(|_| host < self.topo.hosts())
+            .ok_or(VasicError::NoSuchPort(host))?;
+        Ok(nic.counters(0, queue)?)
+    }
+
+    fn nic_enqueue(&mut self, host: usize, packet: Packet, queue: usize) -> Result<(), SimError> {
+        match self.devices[host].enqueue(self.now_ns, 0, queue, packet)? {
             EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
-            EnqueueOutcome::Queued { .. } => self.schedule_wake(host),
+            EnqueueOutcome::Queued { .. } => {
+                self.in_flight.set_queued(packet.seq, self.now_ns);
+                self.schedule_wake(host);
+            }
         }
         Ok(())
     }

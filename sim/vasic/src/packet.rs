@@ -23,6 +23,8 @@ pub struct Departure {
     pub port: usize,
     /// Queue index.
     pub queue: usize,
+    /// When transmission started (the packet's queueing ended), ns.
+    pub start_ns: f64,
     /// When transmission finished, ns.
     pub at_ns: f64,
     /// The packet, CE set if it was marked.

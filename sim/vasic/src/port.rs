@@ -140,7 +140,7 @@ impl Port {
             if let Some(m) = self.mqecn.as_mut() {
                 self.samples.iter().for_each(|&s| m.on_round_sample(s));
             }
-            out.push(Departure { port: index, queue: q, at_ns: end, packet });
+            out.push(Departure { port: index, queue: q, start_ns: start, at_ns: end, packet });
         }
     }
 

@@ -94,6 +94,12 @@ impl WredProfile {
         }
     }
 
+    /// A drop threshold with ECN off: every packet arriving to a queue at or above `bytes`
+    /// is dropped (DynaQ's per-queue drop threshold, written as a WRED step).
+    pub fn drop_step(bytes: u64) -> Self {
+        Self { ecn: EcnMode::None, ..Self::ecn_step(bytes) }
+    }
+
     /// Probability of acting on a packet arriving to `depth_bytes`.
     pub fn probability(&self, depth_bytes: u64) -> f64 {
         if depth_bytes < self.min_bytes {

@@ -17,23 +17,15 @@
 
 mod common;
 
-use std::collections::HashMap;
-
 use common::{port, queue, TEN_G};
-use qos_core::counters::{
-    QueueCounters, QueueSnapshot, RateEstimator, RateOutcome, SAI_QUEUE_STAT_BYTES,
-    SAI_QUEUE_STAT_DROPPED_BYTES, SAI_QUEUE_STAT_DROPPED_PACKETS, SAI_QUEUE_STAT_PACKETS,
-    SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES,
-};
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, Algorithm, QueueOrders};
-use qos_core::port::{decide_port, QueueInput};
+use vasic::agent_loop::{AgentLoop, Readout, ThresholdWrite};
 use vasic::closed_loop::{ClosedLoop, FlowSpec, RunReport};
 use vasic::port::{AqmMode, PortConfig};
 use vasic::scheduler::Scheduling;
 use vasic::source::{Reaction, SourceConfig};
-use vasic::switch::{Vasic, VasicError};
-use vasic::wred::{EcnMode, WredProfile};
+use vasic::switch::Vasic;
+use vasic::wred::WredProfile;
 
 const WEIGHTS: [u8; 4] = [4, 3, 2, 1];
 const FLOWS: [usize; 4] = [8, 32, 8, 32];
@@ -71,17 +63,6 @@ fn source(rtt_ns: f64) -> SourceConfig {
         g: 1.0 / 16.0,
         initial_cwnd: 10.0,
         reaction: Reaction::ClassicEcn,
-    }
-}
-
-/// A drop threshold: every packet arriving to a queue at or above `bytes` is dropped.
-fn drop_step(bytes: u64) -> WredProfile {
-    WredProfile {
-        min_bytes: bytes,
-        max_bytes: bytes,
-        max_probability_pct: 100,
-        green_enable: true,
-        ecn: EcnMode::None,
     }
 }
 
@@ -134,75 +115,6 @@ fn orders(case: Case) -> (AgentOrders, Vec<QueueOrders>) {
     (agent, queues)
 }
 
-/// The counters as SONiC's QUEUE and QUEUE_WATERMARK groups publish them.
-fn published(c: &QueueCounters) -> HashMap<String, String> {
-    [
-        (SAI_QUEUE_STAT_PACKETS, c.packets),
-        (SAI_QUEUE_STAT_BYTES, c.bytes),
-        (SAI_QUEUE_STAT_DROPPED_PACKETS, c.dropped_packets),
-        (SAI_QUEUE_STAT_DROPPED_BYTES, c.dropped_bytes),
-        (SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, c.watermark_bytes),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-/// One port's agent: qos-core's estimator and `decide_port`, as the qos-agent runs them.
-struct DynaqAgent {
-    orders: AgentOrders,
-    queues: Vec<QueueOrders>,
-    estimators: Vec<RateEstimator>,
-    hdcq: Vec<HdcqState>,
-    current: Vec<u64>,
-}
-
-impl DynaqAgent {
-    fn new(case: Case) -> Self {
-        let (orders, queues) = orders(case);
-        let estimators =
-            queues.iter().map(|q| RateEstimator::new(q.line_rate_bps(), orders.stale_after_ns())).collect();
-        let current = queues.iter().map(|q| q.static_bytes).collect();
-        Self { hdcq: vec![HdcqState::default(); queues.len()], orders, queues, estimators, current }
-    }
-
-    fn step(&mut self, now_ns: f64, sw: &mut Vasic) -> Result<(), VasicError> {
-        let mut observed = Vec::with_capacity(self.queues.len());
-        for (q, est) in self.queues.iter().zip(self.estimators.iter_mut()) {
-            let fields = published(&sw.counters(0, usize::from(q.queue))?);
-            let counters = QueueCounters::from_fields(&fields).unwrap();
-            observed.push(match est.observe(QueueSnapshot { at_ns: now_ns as u64, counters }) {
-                RateOutcome::Rates(r) => (Some(r), false),
-                RateOutcome::Stale { .. } => (None, true),
-                RateOutcome::Baseline(_) | RateOutcome::Late { .. } => (None, false),
-            });
-        }
-        // The watermark is read and cleared: the next read sees the peak of the next interval.
-        sw.clear_watermarks();
-        let inputs: Vec<QueueInput<'_>> = self
-            .queues
-            .iter()
-            .zip(&observed)
-            .zip(&self.current)
-            .map(|((orders, &(rates, stale)), &current_bytes)| QueueInput {
-                orders,
-                rates,
-                stale,
-                current_bytes,
-            })
-            .collect();
-        let decisions = decide_port(&self.orders, &inputs, &mut self.hdcq);
-        for ((q, d), current) in self.queues.iter().zip(decisions).zip(self.current.iter_mut()) {
-            let Some(d) = d else { continue };
-            if d.threshold_bytes != *current {
-                *current = d.threshold_bytes;
-                sw.set_wred(0, usize::from(q.queue), Some(drop_step(d.threshold_bytes)))?;
-            }
-        }
-        Ok(())
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Mode {
     /// One shared buffer, no per-queue limit (SONiC's best effort).
@@ -213,14 +125,14 @@ enum Mode {
 
 fn run(mode: Mode, case: Case) -> RunReport {
     let buffer_bytes = case.buffer_bytes;
-    let (_, orders) = orders(case);
+    let (agent_orders, queue_orders) = orders(case);
     let queues = WEIGHTS
         .iter()
-        .zip(&orders)
+        .zip(&queue_orders)
         .map(|(&w, o)| {
             let mut q = queue(Scheduling::Dwrr(w));
             if let Mode::Agent = mode {
-                q.wred = Some(drop_step(o.static_bytes));
+                q.wred = Some(WredProfile::drop_step(o.static_bytes));
             }
             q
         })
@@ -243,7 +155,12 @@ fn run(mode: Mode, case: Case) -> RunReport {
     let mut lp = ClosedLoop::new(sw, &flows, 10_000.0);
     match mode {
         Mode::Agent => {
-            let mut agent = DynaqAgent::new(case);
+            // The real loop, reading counters as SONiC publishes them and writing DynaQ's drop
+            // thresholds with ECN off, starting from the static profiles configured above.
+            let mut agent = AgentLoop::new(0, agent_orders, queue_orders)
+                .reading(Readout::Published)
+                .writing(ThresholdWrite::DropStep)
+                .from_static();
             let mut step = |t: f64, sw: &mut Vasic| agent.step(t, sw);
             lp.run(MEASURE_FROM_NS, END_NS, Some((INTERVAL_NS, &mut step))).unwrap()
         }

@@ -38,6 +38,11 @@ def test_every_class_is_reported_and_a_seed_repeats(intent: Intent) -> None:
     assert names == ["control", "rpc", "storage", "analytics", "best-effort"]
     assert all(row["flows"] == 60 and row["mean_us"] > 0 for row in first["classes"])
     assert first["unfinished"] == 0
+    # Every packet crosses a host NIC and, to reach a host, a leaf's port down to it.
+    positions = {row["hop"]: row for row in first["queueing"]["positions"]}
+    assert positions["leaf_down"]["packets"] == positions["host_nic"]["packets"] > 0
+    assert all(r["max_us"] >= r["p99_us"] >= 0 for r in positions.values())
+    assert {row["name"] for row in first["queueing"]["classes"]} == set(names)
     assert lines
     assert lines[-1].startswith("netsim: ")
     assert _run(intent, request) == first

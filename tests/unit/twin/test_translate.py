@@ -10,7 +10,7 @@ import pytest
 from controller.hosts.compile import pias_vars
 from controller.policy.loader import load_intent_file
 from controller.policy.models import EcnMode, Intent
-from controller.twin.results import compare, per_class
+from controller.twin.results import compare, per_class, per_hop
 from controller.twin.translate import Request, TwinInputInvalid, translate
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
@@ -95,8 +95,8 @@ def test_traffic_splits_the_load_and_flows_by_class(intent: Intent) -> None:
 
 def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
     notes = " | ".join(translate(intent, Request()).not_modelled)
-    assert "QJUMP host token buckets" in notes
-    assert "control (level 7)" in notes
+    assert "QJUMP token buckets shape" in notes
+    assert "P = 256 B" in notes
     assert "mqecn is per port" in notes
     assert "per-queue-minimum" in notes
     assert "MTU 9100" in notes
@@ -112,6 +112,21 @@ def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
     twin = translate(hdcq, Request())
     assert twin.config["qos"]["aqm"] == "per_queue"
     assert any("HDCQ" in n for n in twin.not_modelled)
+
+
+def test_hosts_get_the_qjump_buckets_the_host_compiler_plans(intent: Intent) -> None:
+    # Example intent: n = 16, P = 256 B, eps = 4 us, f_7 = 1, hosts at 25 Gb/s. Epoch
+    # 2 x 16 x 256 x 8 / 25e9 + 4e-6 = 6.62144 us, so level 7 may send 256 B per epoch:
+    # floor(2048 / 6.62144e-6) = 309 298 279 bit/s. Level 0 has no factor: the unbounded
+    # level at the line rate, burst rate / HZ + MTU = 3 125 000 + 9100 B.
+    qjump = translate(intent, Request()).config["qos"]["qjump"]
+    assert qjump["levels"] == [
+        {"level": 0, "rate_bps": 25e9, "burst_bytes": 3_134_100},
+        {"level": 7, "rate_bps": 309_298_279.0, "burst_bytes": 256},
+    ]
+    # control is marked by the hosts at level 7; the rest ride the default level 0.
+    assert qjump["class_levels"] == [7, None, None, None, None]
+    assert translate(_with(intent, qjump=None), Request()).config["qos"]["qjump"] is None
 
 
 def test_dctcp_hosts_run_dctcp(intent: Intent) -> None:
@@ -149,3 +164,18 @@ def test_results_name_classes_and_compare_signs() -> None:
     faster = {"classes": [{**row, "mean_us": 75.0}], "buckets": []}
     (delta,) = compare({"classes": [row], "buckets": []}, faster)["classes"]
     assert (delta["mean_us"], delta["mean_us_pct"]) == (-25.0, -25.0)
+
+
+def test_per_hop_rows_name_their_class() -> None:
+    figures = {"packets": 10, "mean_us": 1.5, "p99_us": 4.0, "max_us": 4.2}
+    summary = {
+        "hops": {
+            "by_hop": [{"hop": "leaf_down", **figures}],
+            "by_class": [{"hop": "leaf_down", "class": 1, **figures}],
+            "by_port": [{"hop": "leaf_down", "switch": 0, "port": 2, **figures}],
+        }
+    }
+    queueing = per_hop(summary, ("control", "rpc"))
+    assert queueing["positions"] == [{"hop": "leaf_down", **figures}]
+    assert queueing["classes"] == [{"name": "rpc", "hop": "leaf_down", **figures}]
+    assert per_hop({}, ("control",)) == {"positions": [], "classes": []}

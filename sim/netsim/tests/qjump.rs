@@ -1,0 +1,124 @@
+//! QJUMP's host token buckets (QJUMP, NSDI'15 §3-4): what a host lets out of a level in any
+//! window, and the top level's queueing bound under incast.
+
+#![allow(clippy::unwrap_used)]
+
+use netsim::hops::Hop;
+use netsim::qos::{Aqm, BufferModel, FabricQos, QueueSpec, Sched, Tagging};
+use netsim::shaping::{QjumpHosts, QjumpLevel};
+use netsim::sim::Fabric;
+use netsim::tcp::TcpConfig;
+use netsim::topology::LeafSpine;
+use netsim::workload::{self, FlowSpec};
+
+#[test]
+fn a_level_sends_at_most_its_burst_plus_rate_times_the_window() {
+    // One long-lived flow from host 0 at QJUMP level 7: 100 Mb/s, burst 3000 B (two 1500 B
+    // packets). Sampled every 10 µs for 5 ms: between any two samples the bucket let
+    // through no more than burst + rate x (t_j - t_i), and over the run it kept the rate
+    // (less one packet, the one waiting for tokens at the end).
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 3, ..LeafSpine::default() };
+    let (rate_bps, burst) = (100e6, 3_000.0);
+    let qjump = QjumpHosts {
+        levels: vec![QjumpLevel { level: 7, rate_bps, burst_bytes: burst as u64 }],
+        class_levels: vec![Some(7)],
+    };
+    let qos = FabricQos { qjump: Some(qjump), ..FabricQos::dctcp(100_000, 1_000_000) };
+    let flows = [workload::long_lived(0, 2, 0, 0.0)];
+    let mut fabric = Fabric::new(topo, qos, TcpConfig::default(), &flows, 1).unwrap();
+    let mut samples = vec![(0.0, 0u64)];
+    for i in 1..=500 {
+        let t = f64::from(i) * 10e3;
+        fabric.run(t, &mut |_| {}).unwrap();
+        samples.push((t, fabric.shaped_bytes(0, 0).unwrap()));
+    }
+    for (i, &(ti, bi)) in samples.iter().enumerate() {
+        for &(tj, bj) in &samples[i + 1..] {
+            let allowed = burst + rate_bps * (tj - ti) / 8e9;
+            assert!(
+                (bj - bi) as f64 <= allowed + 1e-6,
+                "{} B in [{ti}, {tj}] ns, allowed {allowed}",
+                bj - bi
+            );
+        }
+    }
+    let (end, sent) = samples[samples.len() - 1];
+    let floor = burst + rate_bps * end / 8e9 - 1_500.0;
+    assert!(sent as f64 >= floor, "kept the rate: {sent} B, expected at least {floor}");
+    // The NIC (vasic's counters, not the bucket's) sent what the bucket let through, less
+    // what is still queued at the NIC.
+    let nic = fabric.host_counters(0, 0).unwrap();
+    assert!(nic.bytes <= sent && nic.bytes + 3_000 >= sent, "nic {} bucket {sent}", nic.bytes);
+}
+
+/// QJUMP's network epoch 2nP/R (NSDI'15 §3.1, Eq. 2) for n = 16, P = 256 B, R = 10 Gb/s,
+/// ns.
+const EPOCH_NS: f64 = 2.0 * 16.0 * 256.0 * 8.0 / 10e9 * 1e9;
+
+fn incast_with_level7_bursts(shaped: bool) -> Fabric {
+    // 16 hosts (2 leaves x 8, one spine, 10 Gb/s). Every 100 µs each of the 15 other hosts
+    // sends host 0 ten 256 B messages at once at level 7 (class 7, strict queue 7): ten
+    // times what its bucket holds (one P), though under the level's rate. Every 500 µs they also send host 0 200 KB each at
+    // level 0 (class 0, DCTCP): the incast. Shaped: level 7 gets f = 1 (P per epoch, burst
+    // P), level 0 f = n (the throughput level), as sluice's `qjump_vars` plans them.
+    let n = 16;
+    let topo = LeafSpine { leaves: 2, spines: 1, hosts_per_leaf: n / 2, ..LeafSpine::default() };
+    let mut flows = Vec::new();
+    for k in 0..10 {
+        for h in 1..n {
+            for _ in 0..10 {
+                flows.push(FlowSpec { src: h, dst: 0, bytes: 216, start_ns: f64::from(k) * 100e3, class: 7 });
+            }
+        }
+    }
+    for k in 0..2 {
+        flows.extend(workload::incast(&topo, 0, n - 1, 200_000, f64::from(k) * 500e3 + 30e3));
+    }
+    let queue = QueueSpec { sched: Sched::Strict, ecn_k_bytes: Some(65 * 1_500), dynamic_th: None };
+    let level = |level, factor: f64| QjumpLevel {
+        level,
+        rate_bps: factor * 256.0 * 8.0 / EPOCH_NS * 1e9,
+        burst_bytes: (factor * 256.0) as u64,
+    };
+    let qjump = QjumpHosts {
+        levels: vec![level(0, n as f64), level(7, 1.0)],
+        class_levels: vec![Some(0), None, None, None, None, None, None, Some(7)],
+    };
+    let qos = FabricQos {
+        queues: vec![queue; 8],
+        aqm: Aqm::PerQueue,
+        buffer: BufferModel::SwitchPool,
+        tagging: Tagging::ByClass,
+        qjump: shaped.then_some(qjump),
+        ..FabricQos::dctcp(0, 200 * 1_500)
+    };
+    let mut fabric = Fabric::new(topo, qos, TcpConfig::default(), &flows, 1).unwrap();
+    fabric.run(f64::INFINITY, &mut |_| {}).unwrap();
+    fabric
+}
+
+/// The worst level-7 queueing a packet can add up over the switch hops: the sum of each
+/// switch position's maximum, µs.
+fn level7_switch_wait_bound_us(fabric: &Fabric) -> f64 {
+    let report = fabric.hop_delays();
+    report.by_class.iter().filter(|r| r.class == Some(7) && r.hop != Hop::HostNic).map(|r| r.max_us).sum()
+}
+
+#[test]
+fn shaped_level7_meets_the_epoch_bound_under_incast() {
+    // QJUMP's guarantee: a top-level packet queues at most one network epoch in the fabric
+    // (2nP/R), plus, since strict priority does not preempt, one 1500 B packet of a lower
+    // level in transmission at each of the 3 switch hops.
+    let bound_us = (EPOCH_NS + 3.0 * 1_500.0 * 8.0 / 10e9 * 1e9) / 1e3;
+    let shaped = incast_with_level7_bursts(true);
+    assert!(shaped.results().iter().all(|r| r.fct_ns.is_some()));
+    // Packets held in the buckets are in flight like any other: all drained, none lost.
+    let t = shaped.tally();
+    assert_eq!(shaped.in_flight_bytes(), 0);
+    assert_eq!(t.sent_bytes, t.delivered_bytes + t.dropped_bytes);
+    let worst = level7_switch_wait_bound_us(&shaped);
+    assert!(worst > 0.0 && worst <= bound_us, "shaped: {worst} us against {bound_us} us");
+    // Without the buckets the same bursts pile 150 messages into host 0's port.
+    let unshaped = level7_switch_wait_bound_us(&incast_with_level7_bursts(false));
+    assert!(unshaped > 2.0 * bound_us, "unshaped: {unshaped} us");
+}
