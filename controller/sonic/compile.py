@@ -360,32 +360,38 @@ def _shape(switch: Switch) -> Shape:
     return tuple((p.name, p.speed_gbps, p.buffer_bytes) for p in switch.ports)
 
 
-def compile_fleet_digested(intent: Intent) -> CompiledFleet:
-    """``compile_fleet`` plus each switch's table digests (``controller/sonic/digest.py``),
-    computed once per switch shape."""
+def compile_fleet(intent: Intent, *, share_shapes: bool = True) -> dict[str, SwitchConfig]:
+    """Desired CONFIG_DB entries for every switch of the intent, by switch name. Each
+    switch shape is built once and copied to the other switches of that shape;
+    ``share_shapes`` false builds every switch from scratch: the reference the shared path
+    is tested and benchmarked against (same result)."""
     compiler = _FleetCompiler(intent)
-    built: dict[Shape, tuple[SwitchConfig, TableDigests]] = {}
+    if not share_shapes:
+        with collector_paused():
+            return {switch.name: compiler.compile(switch) for switch in intent.switches}
+    built: dict[Shape, SwitchConfig] = {}
     configs: dict[str, SwitchConfig] = {}
-    digests: dict[str, TableDigests] = {}
     with collector_paused():
         for switch in intent.switches:
             shape = _shape(switch)
-            found = built.get(shape)
-            if found is None:
-                config = compiler.compile(switch)
-                found = built[shape] = (config, table_digests(config))
+            first = built.get(shape)
+            if first is None:
+                configs[switch.name] = built[shape] = compiler.compile(switch)
             else:
-                config = {entry_key: dict(fields) for entry_key, fields in found[0].items()}
-            configs[switch.name], digests[switch.name] = config, found[1]
+                configs[switch.name] = {key: dict(fields) for key, fields in first.items()}
+    return configs
+
+
+def compile_fleet_digested(intent: Intent) -> CompiledFleet:
+    """``compile_fleet`` plus each switch's table digests (``controller/sonic/digest.py``),
+    computed once per switch shape."""
+    configs = compile_fleet(intent)
+    by_shape: dict[Shape, TableDigests] = {}
+    digests: dict[str, TableDigests] = {}
+    for switch in intent.switches:
+        shape = _shape(switch)
+        found = by_shape.get(shape)
+        if found is None:
+            found = by_shape[shape] = table_digests(configs[switch.name])
+        digests[switch.name] = found
     return CompiledFleet(configs, digests)
-
-
-def compile_fleet(intent: Intent, *, share_shapes: bool = True) -> dict[str, SwitchConfig]:
-    """Desired CONFIG_DB entries for every switch of the intent, by switch name.
-    ``share_shapes`` false builds every switch from scratch: the reference the shared path
-    is tested and benchmarked against (same result)."""
-    if share_shapes:
-        return compile_fleet_digested(intent).configs
-    compiler = _FleetCompiler(intent)
-    with collector_paused():
-        return {switch.name: compiler.compile(switch) for switch in intent.switches}
