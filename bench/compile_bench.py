@@ -1,17 +1,29 @@
-"""Compile and diff benchmark: a synthetic fleet (default 1,000 switches x 64 ports x 8 queues).
+"""Compile and diff benchmark: synthetic fleets (default 1,000 and 3,000 switches x 64 ports
+x 8 queues), the old path beside the new one, in the same run.
 
-Times ``compile_fleet``, ``diff_fleet`` against an empty observed state (every entry an add)
-and against an identical one (no ops), and a baseline measured in the same run: a plain copy
-of the same entries (``{key: dict(fields)}``), the least any of these steps could cost.
+- old: every switch compiled from scratch (``compile_fleet(share_shapes=False)``), then the
+  plain full diff against an identical observed state (``diff_fleet``, entry by entry);
+- new: each switch shape compiled once with its table digests (``compile_fleet_digested``),
+  then the digest diff (``diff_fleet(digests=...)``) against the same observed state whose
+  digests are known (what a reconcile loop keeps while the switch reports no change);
+- also shown: digesting an observed state from scratch (the price when its digests are not
+  known), the all-adds diff against an empty switch, and a plain copy of the entries
+  (``{key: dict(fields)}``), the least any step building the entries could cost.
 
-Reproduce: ``uv run python -m bench.compile_bench`` (``--switches N`` for a smaller fleet).
+Each (fleet size, path) runs in its own fresh process, one after the other, so peak RSS is
+that path's own. Reproduce: ``uv run python -m bench.compile_bench`` (``--switches 1000
+3000``, ``--ports 64``).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import resource
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from controller.policy.models import (
@@ -27,9 +39,10 @@ from controller.policy.models import (
     Switch,
 )
 from controller.policy.validate import validate_intent
-from controller.sonic.compile import compile_fleet
+from controller.sonic.compile import compile_fleet, compile_fleet_digested
 from controller.sonic.diff import diff_fleet
-from controller.sonic.model import SwitchConfig
+from controller.sonic.digest import table_digests
+from controller.sonic.model import Plan, SwitchConfig
 
 T = TypeVar("T")
 
@@ -79,18 +92,24 @@ def synthetic_intent(switches: int, ports: int) -> Intent:
     return validate_intent(intent)
 
 
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    """Result and wall-clock seconds; CPU seconds of the process are kept in CPU_SECONDS."""
-    cpu = time.process_time()
-    start = time.perf_counter()
-    result = fn()
-    CPU_SECONDS.append(time.process_time() - cpu)
-    return result, time.perf_counter() - start
+@dataclass
+class Steps:
+    """What one (fleet size, path) run measured: per step wall and CPU seconds, peak RSS."""
 
+    entries: int = 0
+    wall: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
+    ops: dict[str, int] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
 
-# CPU seconds of each timed step, in order: the machine is shared, so wall time includes
-# waiting for a core; CPU time is what the code itself spent.
-CPU_SECONDS: list[float] = []
+    def timed(self, step: str, fn: Callable[[], T]) -> T:
+        # The machine is shared: wall time includes waiting for a core, CPU time does not.
+        cpu = time.process_time()
+        start = time.perf_counter()
+        result = fn()
+        self.wall[step] = time.perf_counter() - start
+        self.cpu[step] = time.process_time() - cpu
+        return result
 
 
 def plain_copy(fleet: dict[str, SwitchConfig]) -> dict[str, SwitchConfig]:
@@ -100,44 +119,96 @@ def plain_copy(fleet: dict[str, SwitchConfig]) -> dict[str, SwitchConfig]:
     }
 
 
+def _ops(plans: dict[str, Plan]) -> int:
+    return sum(len(plan.ops) for plan in plans.values())
+
+
+def run_path(path: str, switches: int, ports: int) -> Steps:
+    """One path on one fleet, in the calling (fresh) process."""
+    intent = synthetic_intent(switches, ports)
+    steps = Steps()
+    if path == "old":
+        fleet = steps.timed("compile", lambda: compile_fleet(intent, share_shapes=False))
+        observed = steps.timed("copy", lambda: plain_copy(fleet))
+        plans = steps.timed("no-drift diff", lambda: diff_fleet(fleet, observed))
+    elif path == "new":
+        compiled = steps.timed("compile", lambda: compile_fleet_digested(intent))
+        fleet = compiled.configs
+        observed = plain_copy(fleet)
+        known = {name: (d, d) for name, d in compiled.digests.items()}
+        plans = steps.timed("no-drift diff", lambda: diff_fleet(fleet, observed, digests=known))
+        fresh = steps.timed(
+            "digest observed", lambda: {n: table_digests(c) for n, c in observed.items()}
+        )
+        pairs = {name: (compiled.digests[name], fresh[name]) for name in fleet}
+        steps.ops["digest diff, observed digested"] = _ops(
+            diff_fleet(fleet, observed, digests=pairs)
+        )
+    else:  # all adds: both paths diff an empty switch entry by entry
+        fleet = compile_fleet(intent)
+        plans = steps.timed("all-adds diff", lambda: diff_fleet(fleet, {}))
+    steps.entries = sum(len(config) for config in fleet.values())
+    steps.ops[path] = _ops(plans)
+    steps.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return steps
+
+
+def _in_fresh_process(path: str, switches: int, ports: int) -> Steps:
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        return pool.submit(run_path, path, switches, ports).result()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--switches", type=int, default=1000)
+    parser.add_argument("--switches", type=int, nargs="+", default=[1000, 3000])
     parser.add_argument("--ports", type=int, default=64)
     args = parser.parse_args(argv)
-    intent, build_s = timed(lambda: synthetic_intent(args.switches, args.ports))
-    CPU_SECONDS.clear()
-    fleet, compile_s = timed(lambda: compile_fleet(intent))
-    entries = sum(len(config) for config in fleet.values())
-    copy, copy_s = timed(lambda: plain_copy(fleet))
-    adds, add_s = timed(lambda: diff_fleet(fleet, {}))
-    noops, noop_s = timed(lambda: diff_fleet(fleet, copy))
-    ops_add = sum(len(plan.ops) for plan in adds.values())
-    ops_noop = sum(len(plan.ops) for plan in noops.values())
-    total = compile_s + add_s + noop_s
-    print(f"fleet: {args.switches} switches x {args.ports} ports x {len(CLASSES)} queues")
-    per_switch = entries / max(args.switches, 1)
-    print(f"entries: {entries} ({per_switch:.0f} per switch); intent built in {build_s:.2f} s")
-    compile_cpu, copy_cpu, add_cpu, noop_cpu = CPU_SECONDS
-    print(f"{'step':<40} {'wall':>9} {'entries/s':>12} {'vs copy':>8} {'cpu':>9}")
-    _row("baseline: plain dict copy", copy_s, entries, copy_s, copy_cpu)
-    _row("compile_fleet", compile_s, entries, copy_s, compile_cpu)
-    _row(f"diff_fleet vs empty ({ops_add} ops)", add_s, entries, copy_s, add_cpu)
-    _row(f"diff_fleet vs identical ({ops_noop} ops)", noop_s, entries, copy_s, noop_cpu)
-    total_cpu = compile_cpu + add_cpu + noop_cpu
-    print(f"{'compile + both diffs':<40} {total:8.3f}s {'':>12} {'':>8} {total_cpu:8.3f}s")
-    print("reproduce: uv run python -m bench.compile_bench" + _flags(args))
+    print(f"{'switches':>8} {'step':<36} {'wall s':>8} {'cpu s':>8} {'ratio':>7} {'peak RSS':>9}")
+    for switches in args.switches:
+        old, new, adds = (
+            _in_fresh_process(p, switches, args.ports) for p in ("old", "new", "adds")
+        )
+        _report(switches, old, new, adds)
+    flags = " ".join(str(n) for n in args.switches)
+    print(
+        f"reproduce: uv run python -m bench.compile_bench --switches {flags} --ports {args.ports}"
+    )
 
 
-def _row(label: str, seconds: float, entries: int, baseline_s: float, cpu_s: float) -> None:
-    rate = entries / seconds if seconds > 0 else float("inf")
-    ratio = seconds / baseline_s if baseline_s > 0 else float("inf")
-    print(f"{label:<40} {seconds:8.3f}s {rate:12,.0f} {ratio:7.1f}x {cpu_s:8.3f}s")
+def _report(switches: int, old: Steps, new: Steps, adds: Steps) -> None:
+    """Old beside new. Ratio, on the new rows: the old path's CPU seconds over the new one's
+    (above 1: the new path is faster)."""
+    if old.ops["old"] or new.ops["new"] or new.ops["digest diff, observed digested"]:
+        raise SystemExit("a no-drift diff produced ops: the paths disagree")
+    both = ("compile", "no-drift diff")
+    for step in both:
+        _line(switches, f"old {step}", old.wall[step], old.cpu[step], None)
+        _line(switches, f"new {step}", new.wall[step], new.cpu[step], old.cpu[step])
+    old_total = (sum(old.wall[s] for s in both), sum(old.cpu[s] for s in both))
+    new_total = (sum(new.wall[s] for s in both), sum(new.cpu[s] for s in both))
+    _line(switches, "old compile + no-drift diff", *old_total, None, old.peak_rss_mb)
+    _line(switches, "new compile + no-drift diff", *new_total, old_total[1], new.peak_rss_mb)
+    step = "digest observed"
+    _line(switches, "new: digest observed from scratch", new.wall[step], new.cpu[step], None)
+    step = "all-adds diff"
+    label = f"all-adds diff ({adds.ops['adds']} ops)"
+    _line(switches, label, adds.wall[step], adds.cpu[step], None, adds.peak_rss_mb)
+    label = f"baseline: plain copy ({old.entries} entries)"
+    _line(switches, label, old.wall["copy"], old.cpu["copy"], None)
 
 
-def _flags(args: argparse.Namespace) -> str:
-    out = "" if args.switches == 1000 else f" --switches {args.switches}"
-    return out + ("" if args.ports == 64 else f" --ports {args.ports}")
+def _line(
+    switches: int,
+    label: str,
+    wall: float,
+    cpu: float,
+    against_cpu: float | None,
+    rss_mb: float | None = None,
+) -> None:
+    ratio = f"{against_cpu / cpu:6.2f}x" if against_cpu is not None and cpu > 0 else ""
+    rss = f"{rss_mb:6.0f} MB" if rss_mb is not None else ""
+    print(f"{switches:>8} {label:<36} {wall:8.3f} {cpu:8.3f} {ratio:>7} {rss:>9}")
 
 
 if __name__ == "__main__":

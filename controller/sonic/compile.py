@@ -8,7 +8,11 @@ The work is split by what it depends on, so a large fleet does the arithmetic a 
   profiles); cached per (speed, buffer) for the whole fleet;
 - the table builders in ``controller/sonic/tables/`` stamp out per-port entries from these
   and validate them against their schemas, and ``check_references`` confirms every name a
-  field references exists, before anything can reach a switch.
+  field references exists, before anything can reach a switch;
+- ``compile_fleet`` builds each distinct switch *shape* (its ports' names and (speed,
+  buffer), which is all the builders read besides the intent) once, with its table digests,
+  and gives every other switch of that shape a copy of the entries: a fleet of a thousand
+  switches has a handful of shapes. So a table builder must not read the switch's name.
 
 ``compile_*`` assume an intent that passed ``controller.policy.validate.validate_intent``.
 """
@@ -19,6 +23,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
 from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
@@ -36,6 +41,7 @@ from controller.sonic.context import (
     SwitchContext,
     scheduler_name,
 )
+from controller.sonic.digest import TableDigests, table_digests
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import (
     SCHEMAS,
@@ -337,8 +343,55 @@ def compile_switch(intent: Intent, switch: Switch) -> SwitchConfig:
     return _FleetCompiler(intent).compile(switch)
 
 
-def compile_fleet(intent: Intent) -> dict[str, SwitchConfig]:
-    """Desired CONFIG_DB entries for every switch of the intent, by switch name."""
+@dataclass(frozen=True)
+class CompiledFleet:
+    """Every switch's desired entries and their table digests, by switch name. Each switch
+    has its own entry dicts; switches of one shape share one read-only digest mapping."""
+
+    configs: dict[str, SwitchConfig]
+    digests: dict[str, TableDigests]
+
+
+Shape = tuple[tuple[str, int, int | None], ...]
+
+
+def _shape(switch: Switch) -> Shape:
+    """What the table builders read of a switch: its ports' names, speeds and buffers."""
+    return tuple((p.name, p.speed_gbps, p.buffer_bytes) for p in switch.ports)
+
+
+def compile_fleet(intent: Intent, *, share_shapes: bool = True) -> dict[str, SwitchConfig]:
+    """Desired CONFIG_DB entries for every switch of the intent, by switch name. Each
+    switch shape is built once and copied to the other switches of that shape;
+    ``share_shapes`` false builds every switch from scratch: the reference the shared path
+    is tested and benchmarked against (same result)."""
     compiler = _FleetCompiler(intent)
+    if not share_shapes:
+        with collector_paused():
+            return {switch.name: compiler.compile(switch) for switch in intent.switches}
+    built: dict[Shape, SwitchConfig] = {}
+    configs: dict[str, SwitchConfig] = {}
     with collector_paused():
-        return {switch.name: compiler.compile(switch) for switch in intent.switches}
+        for switch in intent.switches:
+            shape = _shape(switch)
+            first = built.get(shape)
+            if first is None:
+                configs[switch.name] = built[shape] = compiler.compile(switch)
+            else:
+                configs[switch.name] = {key: dict(fields) for key, fields in first.items()}
+    return configs
+
+
+def compile_fleet_digested(intent: Intent) -> CompiledFleet:
+    """``compile_fleet`` plus each switch's table digests (``controller/sonic/digest.py``),
+    computed once per switch shape."""
+    configs = compile_fleet(intent)
+    by_shape: dict[Shape, TableDigests] = {}
+    digests: dict[str, TableDigests] = {}
+    for switch in intent.switches:
+        shape = _shape(switch)
+        found = by_shape.get(shape)
+        if found is None:
+            found = by_shape[shape] = table_digests(configs[switch.name])
+        digests[switch.name] = found
+    return CompiledFleet(configs, digests)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 
 from controller.sonic.bulk import collector_paused
 from controller.sonic.context import PREFIX
+from controller.sonic.digest import DigestPair, TableDigests, changed_tables
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
 from controller.sonic.schema import TableSchema
 from controller.sonic.tables import SCHEMAS, WRITE_ORDER
@@ -96,11 +97,22 @@ def _owned_map(owned: Owned) -> Mapping[EntryKey, Fields]:
 
 
 def plan_switch(
-    switch: str, desired: SwitchConfig, observed: SwitchConfig, owned: Owned = ()
+    switch: str,
+    desired: SwitchConfig,
+    observed: SwitchConfig,
+    owned: Owned = (),
+    digests: DigestPair | None = None,
 ) -> Plan:
     """Ordered ops that take ``observed`` to ``desired`` without touching what sluice does
     not own. ``owned``: entries sluice wrote before (the previous desired state); passing
-    the previous ``SwitchConfig`` itself also tells which fields of shared entries it wrote."""
+    the previous ``SwitchConfig`` itself also tells which fields of shared entries it wrote.
+    ``digests``: the (desired, observed) table digests (``controller/sonic/digest.py``) when
+    the caller knows them; only tables whose digests differ are walked, same plan."""
+    if digests is not None:
+        tables = _tables_to_walk(*digests)
+        if not tables:
+            return Plan(switch)
+        desired, observed = _in_tables(desired, tables), _in_tables(observed, tables)
     recorded = _owned_map(owned)
     writes: dict[str, list[Op]] = {}
     for entry_key, want in desired.items():
@@ -125,6 +137,19 @@ def plan_switch(
     return Plan(switch, _ordered(writes, deletes))
 
 
+def _tables_to_walk(desired: TableDigests, observed: TableDigests) -> frozenset[str]:
+    """Tables whose digests differ, less those the diff ignores anyway: a table sluice never
+    writes that only the switch holds (an equal table yields no op: every wanted entry is
+    there unchanged and nothing is left over to delete)."""
+    return frozenset(
+        table for table in changed_tables(desired, observed) if table in desired or table in SCHEMAS
+    )
+
+
+def _in_tables(config: SwitchConfig, tables: frozenset[str]) -> SwitchConfig:
+    return {entry_key: fields for entry_key, fields in config.items() if entry_key[0] in tables}
+
+
 def _ordered(writes: dict[str, list[Op]], deletes: dict[str, list[Op]]) -> tuple[Op, ...]:
     """Writes in table write order, then deletes in reverse. Within a table, writes keep the
     desired state's order (the compiler's port order: Ethernet0, Ethernet4, ... Ethernet100)
@@ -145,14 +170,20 @@ def diff_fleet(
     desired: Mapping[str, SwitchConfig],
     observed: Mapping[str, SwitchConfig],
     owned: Mapping[str, SwitchConfig] | None = None,
+    digests: Mapping[str, DigestPair] | None = None,
 ) -> dict[str, Plan]:
     """A plan per switch of ``desired`` (a switch with no observed state starts empty).
-    Switches only in ``observed`` are left alone: sluice no longer manages them."""
+    Switches only in ``observed`` are left alone: sluice no longer manages them.
+    ``digests``: per switch, its (desired, observed) table digests where known (see
+    ``plan_switch``); the other switches are diffed entry by entry."""
     plans: dict[str, Plan] = {}
+    known = digests if digests is not None else {}
     with collector_paused():
         for switch, config in desired.items():
             previous: Owned = owned.get(switch, {}) if owned is not None else ()
-            plans[switch] = plan_switch(switch, config, observed.get(switch, {}), previous)
+            plans[switch] = plan_switch(
+                switch, config, observed.get(switch, {}), previous, known.get(switch)
+            )
     return plans
 
 

@@ -21,6 +21,7 @@ from controller.sonic.schema import TableSchema
 class TableModule(Protocol):
     SCHEMA: TableSchema
 
+    # Must not read ``ctx.name``: compile_fleet builds a switch shape once for all its switches.
     def build(self, ctx: SwitchContext) -> dict[EntryKey, Fields]: ...
 
 
