@@ -108,8 +108,9 @@ class _Streams:
             ],
         )
         stub = self._stubs[index // STREAMS_PER_CHANNEL]
-        call = stub.Subscribe(iter([gnmi_pb2.SubscribeRequest(subscribe=sub_list)]),
-                              metadata=METADATA)  # fmt: skip
+        # Written on the call and left open, as a collector does (no half-close).
+        call = stub.Subscribe(metadata=METADATA)
+        await call.write(gnmi_pb2.SubscribeRequest(subscribe=sub_list))
         synced = False
         async for response in call:
             if response.sync_response:

@@ -195,11 +195,13 @@ class MemoryStore:
             return dict(fields) if fields is not None else None
 
     def read_prefixed(self, db: int, prefix: str) -> dict[str, Fields]:
-        table, sep, _ = prefix.partition(SEPARATORS[db])
+        table, sep, rest = prefix.partition(SEPARATORS[db])
         with self._lock:
             tables = self._tables[db]
             if sep:  # "QUEUE|..." : only table QUEUE can hold such keys
                 entries = tables.get(table, {})
+                if not rest:  # the whole table: every entry matches
+                    return {k: dict(v) for k, v in entries.items()}
                 return {k: dict(v) for k, v in entries.items() if k.startswith(prefix)}
             # No separator in the prefix: a key starts with it exactly when its table does.
             return {
