@@ -211,6 +211,14 @@ class MemoryStore:
                 for k, v in entries.items()
             }
 
+    def table_entries(self, db: int, table: str) -> dict[str, Fields]:
+        """Every entry of ``table`` keyed by its key (``Ethernet0|3``), from the index."""
+        start = len(table) + 1
+        with self._lock:
+            entries = self._tables[db].get(table, {})
+            # The key-less hash of the same name (a name map) is no entry of the table.
+            return {rkey[start:]: dict(v) for rkey, v in entries.items() if rkey != table}
+
     def generation(self, db: int, table: str) -> int:
         """The store's write count at the last write to ``table`` (keyed entries and the
         key-less hash of that name); 0 while it was never written."""
@@ -242,6 +250,8 @@ class MemoryStore:
 
 def read_table(store: Store, db: int, table: str) -> dict[str, Fields]:
     """All entries of ``table`` keyed by their key (``Ethernet0|3``)."""
+    if isinstance(store, MemoryStore):  # one pass over the table's own entries
+        return store.table_entries(db, table)
     prefix = table + SEPARATORS[db]
     return {rkey[len(prefix) :]: fields for rkey, fields in store.read_prefixed(db, prefix).items()}
 

@@ -10,7 +10,7 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
-from vsonic.db import CONFIG_DB, COUNTERS_DB, MemoryStore, RedisStore, Store
+from vsonic.db import CONFIG_DB, COUNTERS_DB, MemoryStore, RedisStore, Store, read_table
 from vsonic.errors import PathNotFoundError
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_codec import json_text
@@ -189,3 +189,19 @@ def test_fleet_get_after_set_is_the_same_answer_across_a_server_restart() -> Non
         }
     finally:
         restarted.stop(grace_s=0.5)
+
+
+def test_table_reads_match_redis_for_tables_beside_a_name_map(redis_store: RedisStore) -> None:
+    memory = MemoryStore()
+    writes: dict[str, dict[str, str] | None] = {
+        "MAP": {"Ethernet0:3": "oid:0x1"},  # a key-less hash named like the table
+        "MAP:a": {"f": "1"},
+        "MAP:": {"f": "empty key"},
+        "MAPX:b": {"f": "2"},
+    }
+    memory.write_atomically(COUNTERS_DB, writes)
+    redis_store.write_atomically(COUNTERS_DB, writes)
+    for table in ("MAP", "MAPX", "MA", "NONE"):
+        assert read_table(memory, COUNTERS_DB, table) == read_table(
+            redis_store, COUNTERS_DB, table
+        ), table
