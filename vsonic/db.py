@@ -157,10 +157,18 @@ class RedisStore:
 
 
 class MemoryStore:
-    """A switch's databases as dicts in this process (fleet mode). Thread-safe."""
+    """A switch's databases as dicts in this process (fleet mode). Thread-safe.
+
+    Entries are held by table (``{db: {TABLE: {redis key: fields}}}``), so reading a table
+    touches that table's entries only, not every key of the database. Each table also keeps
+    the store-wide write count at its last write (``generation``): a reader that cached an
+    answer for the table knows it is still current while the generation has not moved.
+    """
 
     def __init__(self) -> None:
-        self._dbs: dict[int, dict[str, Fields]] = {db: {} for db in SEPARATORS}
+        self._tables: dict[int, dict[str, dict[str, Fields]]] = {db: {} for db in SEPARATORS}
+        self._generations: dict[int, dict[str, int]] = {db: {} for db in SEPARATORS}
+        self._writes = 0
         self._lock = threading.Lock()
         self._listeners: list[Callable[[int, str | None], None]] = []
         self._feed: Any = None
@@ -177,23 +185,61 @@ class MemoryStore:
                 self._feed = MemoryFeed(self)
             return self._feed
 
+    def _table_of(self, db: int, rkey: str) -> str:
+        # A key-less hash (a COUNTERS_DB name map) is its own table.
+        return rkey.partition(SEPARATORS[db])[0]
+
     def read_hash(self, db: int, rkey: str) -> Fields | None:
         with self._lock:
-            fields = self._dbs[db].get(rkey)
+            fields = self._tables[db].get(self._table_of(db, rkey), {}).get(rkey)
             return dict(fields) if fields is not None else None
 
     def read_prefixed(self, db: int, prefix: str) -> dict[str, Fields]:
+        table, sep, rest = prefix.partition(SEPARATORS[db])
         with self._lock:
-            return {k: dict(v) for k, v in self._dbs[db].items() if k.startswith(prefix)}
+            tables = self._tables[db]
+            if sep:  # "QUEUE|..." : only table QUEUE can hold such keys
+                entries = tables.get(table, {})
+                if not rest:  # the whole table: every entry matches
+                    return {k: dict(v) for k, v in entries.items()}
+                return {k: dict(v) for k, v in entries.items() if k.startswith(prefix)}
+            # No separator in the prefix: a key starts with it exactly when its table does.
+            return {
+                k: dict(v)
+                for name, entries in tables.items()
+                if name.startswith(prefix)
+                for k, v in entries.items()
+            }
+
+    def table_entries(self, db: int, table: str) -> dict[str, Fields]:
+        """Every entry of ``table`` keyed by its key (``Ethernet0|3``), from the index."""
+        start = len(table) + 1
+        with self._lock:
+            entries = self._tables[db].get(table, {})
+            # The key-less hash of the same name (a name map) is no entry of the table.
+            return {rkey[start:]: dict(v) for rkey, v in entries.items() if rkey != table}
+
+    def generation(self, db: int, table: str) -> int:
+        """The store's write count at the last write to ``table`` (keyed entries and the
+        key-less hash of that name); 0 while it was never written."""
+        with self._lock:
+            return self._generations[db].get(table, 0)
 
     def write_atomically(self, db: int, changes: Mapping[str, Fields | None]) -> None:
         with self._lock:
-            table = self._dbs[db]
+            self._writes += 1
+            tables = self._tables[db]
             for rkey, fields in changes.items():
-                if fields is None:
-                    table.pop(rkey, None)
-                else:
-                    table[rkey] = dict(fields)
+                name = self._table_of(db, rkey)
+                self._generations[db][name] = self._writes
+                if fields is not None:
+                    tables.setdefault(name, {})[rkey] = dict(fields)
+                    continue
+                entries = tables.get(name)
+                if entries is not None:
+                    entries.pop(rkey, None)
+                    if not entries:
+                        del tables[name]
         for listener in self._listeners:
             for rkey in changes:
                 listener(db, rkey)
@@ -204,6 +250,8 @@ class MemoryStore:
 
 def read_table(store: Store, db: int, table: str) -> dict[str, Fields]:
     """All entries of ``table`` keyed by their key (``Ethernet0|3``)."""
+    if isinstance(store, MemoryStore):  # one pass over the table's own entries
+        return store.table_entries(db, table)
     prefix = table + SEPARATORS[db]
     return {rkey[len(prefix) :]: fields for rkey, fields in store.read_prefixed(db, prefix).items()}
 

@@ -80,8 +80,17 @@ def check_encoding(encoding: int) -> int:
     return encoding
 
 
+def json_text(value: Any) -> bytes:
+    """The JSON text of every answer: keys sorted, so equal values encode equal bytes."""
+    return json.dumps(value, sort_keys=True).encode()
+
+
 def typed_json(value: Any, encoding: int) -> Any:
-    text = json.dumps(value, sort_keys=True).encode()
+    return typed_json_text(json_text(value), encoding)
+
+
+def typed_json_text(text: bytes, encoding: int) -> Any:
+    """A TypedValue around JSON text already encoded by ``json_text``."""
     if encoding == JSON_IETF:
         return gnmi_pb2.TypedValue(json_ietf_val=text)
     return gnmi_pb2.TypedValue(json_val=text)

@@ -39,6 +39,7 @@ from vsonic.gnmi_codec import (
     errors_as_status,
     notification,
     status_for,
+    typed_json_text,
 )
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
@@ -120,10 +121,15 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             notifications = []
             for path in request.path:
                 where = db_path(request.prefix, path)
-                found, value = switch.read_for_get(where)
+                if encoding == PROTO:
+                    found, value = switch.read_for_get(where)
+                    val = get_value(value, encoding, where.text()) if found else None
+                else:  # JSON text, a table's kept from the last Get while unwritten
+                    found, text = switch.json_for_get(where)
+                    val = typed_json_text(text, encoding)
                 if not found:
                     continue
-                update = gnmi_pb2.Update(path=path, val=get_value(value, encoding, where.text()))
+                update = gnmi_pb2.Update(path=path, val=val)
                 notifications.append(
                     notification(self._clock.wall_ns, request.prefix, [update], [])
                 )

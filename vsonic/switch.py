@@ -15,6 +15,7 @@ from typing import Any
 
 from vsonic.db import (
     CONFIG_DB,
+    MemoryStore,
     Store,
     read_config,
     read_table,
@@ -27,6 +28,7 @@ from vsonic.errors import (
     UnknownTargetError,
 )
 from vsonic.gcu import GcuBehaviour
+from vsonic.gnmi_codec import json_text
 from vsonic.paths import DbPath
 from vsonic.schema import patch_problems, validate_change
 from vsonic.setops import SetOp, apply_ops, changed_entries, touched_tables
@@ -42,6 +44,11 @@ class Switch:
     gcu: GcuBehaviour = field(default_factory=GcuBehaviour)
     # Every Set operation applied, by path: shows a write that arrived twice.
     applied: Counter[str] = field(default_factory=Counter)
+    # The JSON text of table Gets on an in-memory store, by (db, table), with the table's
+    # generation when it was encoded (``json_for_get``).
+    _encoded: dict[tuple[int, str], tuple[int, bytes]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def read(self, path: DbPath) -> Any:
         """The JSON value at ``path``: a table, an entry, a field, or the whole CONFIG_DB."""
@@ -90,6 +97,29 @@ class Switch:
         if self.store.read_prefixed(path.db, str(path.table)):
             return False, None
         raise PathNotFoundError(f"Failed to find {path.db_name} {path.text()}")
+
+    def json_for_get(self, path: DbPath) -> tuple[bool, bytes]:
+        """``read_for_get`` encoded as JSON text (``json_text``: sorted keys).
+
+        A table of an in-memory store is encoded once per write to it, not once per Get: the
+        text is kept with the table's generation, read before the table, and served while no
+        write has moved it. A write between the two reads leaves newer text under an older
+        generation, which the next Get sees as moved and encodes again: never stale."""
+        store = self.store
+        if not isinstance(store, MemoryStore) or path.table is None or path.key is not None:
+            found, value = self.read_for_get(path)
+            return found, json_text(value) if found else b""
+        where = (path.db, path.table)
+        generation = store.generation(path.db, path.table)
+        cached = self._encoded.get(where)
+        if cached is not None and cached[0] == generation:
+            return True, cached[1]
+        found, value = self.read_for_get(path)
+        if not found:
+            return False, b""
+        text = json_text(value)
+        self._encoded[where] = (generation, text)
+        return True, text
 
     def _read_keyless_field(self, path: DbPath) -> Any:
         keyless = self.store.read_hash(path.db, str(path.table))
