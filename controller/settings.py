@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -126,6 +126,18 @@ class WorkerSettings(BaseSettings):
 
     poll_s: float = Field(default=1.0, gt=0, le=3600, description="wait when nothing is due")
     max_parallel: int = Field(default=8, ge=1, le=1024, description="switches at once")
+    # ``single``: one worker at a time under the switch-work lock (the default). ``procrastinate``:
+    # every worker also runs a procrastinate worker and a rollout batch's switches become jobs
+    # locked by switch name, so any number of workers share them (docs/scaling.md).
+    engine: Literal["single", "procrastinate"] = Field(
+        default="single", description="how workers share switch work"
+    )
+    heartbeat_s: float = Field(
+        default=10.0, gt=0, le=3600, description="engine mode: how often a worker says it lives"
+    )
+    stalled_after_s: float = Field(
+        default=30.0, gt=0, le=86400, description="engine mode: silence that declares it dead"
+    )
 
 
 class HostsSettings(BaseSettings):

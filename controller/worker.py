@@ -36,6 +36,7 @@ from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
+from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
@@ -77,6 +78,7 @@ class Worker:
     ) -> None:
         self._tune = tune
         self._runner = runner
+        self.converge_one = runner.converge_one  # engine mode's job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
         self._simulate = simulate
@@ -156,8 +158,14 @@ def build_worker(
     store = SqlRolloutStore(sessions, clock=clock)
     promql = make_promql(settings.prometheus.url, settings.prometheus.timeout_s)
     gates = promql_reader(promql)
+    dispatch = _job_dispatch(settings)
     runner = RolloutRunner(
-        store, access, clock, max_parallel=settings.worker.max_parallel, gates=gates
+        store,
+        access,
+        clock,
+        max_parallel=settings.worker.max_parallel,
+        gates=gates,
+        dispatch=dispatch,
     )
     host_store = SqlHostRunStore(sessions, clock=clock)
     host_runner = HostRunRunner(
@@ -183,9 +191,31 @@ def build_worker(
 
     def close() -> None:
         promql.close()
+        if dispatch is not None:
+            dispatch.close()
         engine.dispose()
 
     return worker, close
+
+
+def _job_dispatch(settings: Settings) -> JobDispatch | None:
+    """Engine mode's queue of switch jobs (None in the default single-worker mode)."""
+    if settings.worker.engine != "procrastinate":
+        return None
+    dispatch = JobDispatch(settings.database.required_url("worker"))
+    dispatch.open()
+    return dispatch
+
+
+def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
+    if settings.worker.engine != "procrastinate":
+        return None
+    options = EngineOptions(
+        concurrency=settings.worker.max_parallel,
+        heartbeat_s=settings.worker.heartbeat_s,
+        stalled_after_s=settings.worker.stalled_after_s,
+    )
+    return EngineWorker(settings.database.required_url("worker"), worker.converge_one, options)
 
 
 def _auto_tuner(
@@ -222,10 +252,19 @@ def main() -> int:
         except ValueError as error:
             log.error("worker: %s", error)
             return 2
-        log.info("worker: started; polling every %.1f s", settings.worker.poll_s)
+        engine_worker = _engine_worker(settings, worker)
+        if engine_worker is not None:
+            engine_worker.start()
+        log.info(
+            "worker: started (%s mode); polling every %.1f s",
+            settings.worker.engine,
+            settings.worker.poll_s,
+        )
         try:
             worker.run(stop, settings.worker.poll_s)
         finally:
+            if engine_worker is not None:
+                engine_worker.stop()
             close()
     log.info("worker: stopped")
     return 0
