@@ -75,7 +75,9 @@ class Worker:
         simulate: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
+        switch_jobs_busy: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
         self.converge_one = runner.converge_one  # engine mode's job body
@@ -93,7 +95,9 @@ class Worker:
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
             steps += self._answer_requests(self._loop)
-            if not steps:
+            # In engine mode a batch's switches are still being worked by jobs when this round
+            # has nothing to step; a reconcile pass then waits, as it does in single mode.
+            if not steps and not self._switch_jobs_busy():
                 self._loop.tick(self._monotonic())
                 # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
                 # mode it starts a gated rollout, stepped from the next round on.
@@ -187,6 +191,7 @@ def build_worker(
             stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
+        switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
     )
 
     def close() -> None:

@@ -57,12 +57,20 @@ class JobDispatch:
     def close(self) -> None:
         self._app.close()
 
-    def __call__(self, rollout_id: int, switches: Sequence[str]) -> int:
-        live = {
+    def _live_locks(self) -> set[str | None]:
+        return {
             job.lock
             for status in LIVE
             for job in self._app.job_manager.list_jobs(queue=QUEUE, task=TASK, status=status)
         }
+
+    def busy(self) -> bool:
+        """Whether any switch job is queued or running: the coordinator's reconcile pass
+        waits until none is, so it never plans a switch from a version a job is replacing."""
+        return bool(self._live_locks())
+
+    def __call__(self, rollout_id: int, switches: Sequence[str]) -> int:
+        live = self._live_locks()
         queued = 0
         for switch in switches:
             if switch in live:
