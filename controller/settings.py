@@ -8,7 +8,8 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
 - ``api``: ``SLUICE_API_HOST``, ``SLUICE_API_PORT``, ``SLUICE_PAGE_SIZE_MAX`` (the server) and
   ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
 - ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
-- ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``;
+- ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``, ``SLUICE_WORKER_ENGINE``
+  (and in engine mode ``SLUICE_WORKER_HEARTBEAT_S``, ``SLUICE_WORKER_STALLED_AFTER_S``);
 - ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``);
 - ``prometheus``: ``SLUICE_PROMETHEUS_URL``, ``SLUICE_PROMETHEUS_TIMEOUT_S`` (where the API
   reads telemetry history).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,12 +16,16 @@ from sqlalchemy import text
 
 from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
 from controller.policy.loader import dump_intent
+from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.store.db import make_engine, make_sessions
+from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
 from vsonic.gnmi_server import TlsFiles
+
+from .conftest import Controller
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 300
@@ -116,3 +120,42 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
     assert jobs.get("failed", 0) >= 1, jobs
     assert set(jobs) <= {"succeeded", "failed"}, jobs  # nothing left queued or running
     print(f"jobs by status: {jobs}; killed worker had converged {killed_at}")
+
+
+def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
+    controller: Controller,
+) -> None:
+    """The runner's two engine-mode halves without the queue: a step hands the batch's
+    switches to ``dispatch`` instead of converging them; ``converge_one`` converges one
+    switch, and a second run for the same switch (a duplicate job) writes nothing."""
+    controller.store_intent(controller.fabric.intent)
+    info = controller.rollouts.start(
+        RolloutPolicy(None, canary=("leaf1",), batch_size=4, failure_budget=0), actor=OPERATOR
+    )
+    queued: list[tuple[int, list[str]]] = []
+
+    def dispatch(rollout_id: int, switches: Sequence[str]) -> int:
+        queued.append((rollout_id, list(switches)))
+        return len(switches)
+
+    store = SqlRolloutStore(controller.sessions, clock=controller.clock)
+    runner = RolloutRunner(store, controller.access(), controller.clock, dispatch=dispatch)
+    assert runner.run_once() == 1  # pending -> running
+    assert runner.run_once() == 1  # the canary batch, queued
+    assert queued == [(info.id, ["leaf1"])]
+    assert controller.fabric.switches["leaf1"].sets.count == 0  # queued, not converged
+
+    assert runner.converge_one(info.id, "leaf1") is True
+    sets = controller.fabric.switches["leaf1"].sets.count
+    assert sets > 0
+    assert runner.converge_one(info.id, "leaf1") is False  # recorded: a duplicate does nothing
+    assert controller.fabric.switches["leaf1"].sets.count == sets
+    statuses = {r.switch: r.status for r in controller.rollouts.get(info.id).results}
+    assert statuses["leaf1"] == "applied_verified"
+
+    assert runner.run_once() == 1  # the next batch: the other three switches
+    assert queued[-1] == (info.id, ["leaf2", "spine1", "spine2"])
+    controller.rollouts.pause(info.id, actor=OPERATOR)
+    # A paused rollout's jobs do nothing: only a running rollout's switches are converged.
+    assert runner.converge_one(info.id, "leaf2") is False
+    assert controller.fabric.switches["leaf2"].sets.count == 0
