@@ -8,7 +8,8 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
 - ``api``: ``SLUICE_API_HOST``, ``SLUICE_API_PORT``, ``SLUICE_PAGE_SIZE_MAX`` (the server) and
   ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
 - ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
-- ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``;
+- ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``, ``SLUICE_WORKER_ENGINE``
+  (and in engine mode ``SLUICE_WORKER_HEARTBEAT_S``, ``SLUICE_WORKER_STALLED_AFTER_S``);
 - ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``);
 - ``prometheus``: ``SLUICE_PROMETHEUS_URL``, ``SLUICE_PROMETHEUS_TIMEOUT_S`` (where the API
   reads telemetry history).
@@ -19,7 +20,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -126,6 +127,18 @@ class WorkerSettings(BaseSettings):
 
     poll_s: float = Field(default=1.0, gt=0, le=3600, description="wait when nothing is due")
     max_parallel: int = Field(default=8, ge=1, le=1024, description="switches at once")
+    # ``single``: one worker at a time under the switch-work lock (the default). ``procrastinate``:
+    # every worker also runs a procrastinate worker and a rollout batch's switches become jobs
+    # locked by switch name, so any number of workers share them (docs/scaling.md).
+    engine: Literal["single", "procrastinate"] = Field(
+        default="single", description="how workers share switch work"
+    )
+    heartbeat_s: float = Field(
+        default=10.0, gt=0, le=3600, description="engine mode: how often a worker says it lives"
+    )
+    stalled_after_s: float = Field(
+        default=30.0, gt=0, le=86400, description="engine mode: silence that declares it dead"
+    )
 
 
 class HostsSettings(BaseSettings):

@@ -36,6 +36,7 @@ from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
+from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
@@ -74,9 +75,12 @@ class Worker:
         simulate: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
+        switch_jobs_busy: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
+        self.converge_one = runner.converge_one  # engine mode's job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
         self._simulate = simulate
@@ -91,7 +95,9 @@ class Worker:
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
             steps += self._answer_requests(self._loop)
-            if not steps:
+            # In engine mode a batch's switches are still being worked by jobs when this round
+            # has nothing to step; a reconcile pass then waits, as it does in single mode.
+            if not steps and not self._switch_jobs_busy():
                 self._loop.tick(self._monotonic())
                 # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
                 # mode it starts a gated rollout, stepped from the next round on.
@@ -156,8 +162,14 @@ def build_worker(
     store = SqlRolloutStore(sessions, clock=clock)
     promql = make_promql(settings.prometheus.url, settings.prometheus.timeout_s)
     gates = promql_reader(promql)
+    dispatch = _job_dispatch(settings)
     runner = RolloutRunner(
-        store, access, clock, max_parallel=settings.worker.max_parallel, gates=gates
+        store,
+        access,
+        clock,
+        max_parallel=settings.worker.max_parallel,
+        gates=gates,
+        dispatch=dispatch,
     )
     host_store = SqlHostRunStore(sessions, clock=clock)
     host_runner = HostRunRunner(
@@ -179,13 +191,36 @@ def build_worker(
             stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
+        switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
     )
 
     def close() -> None:
         promql.close()
+        if dispatch is not None:
+            dispatch.close()
         engine.dispose()
 
     return worker, close
+
+
+def _job_dispatch(settings: Settings) -> JobDispatch | None:
+    """Engine mode's queue of switch jobs (None in the default single-worker mode)."""
+    if settings.worker.engine != "procrastinate":
+        return None
+    dispatch = JobDispatch(settings.database.required_url("worker"))
+    dispatch.open()
+    return dispatch
+
+
+def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
+    if settings.worker.engine != "procrastinate":
+        return None
+    options = EngineOptions(
+        concurrency=settings.worker.max_parallel,
+        heartbeat_s=settings.worker.heartbeat_s,
+        stalled_after_s=settings.worker.stalled_after_s,
+    )
+    return EngineWorker(settings.database.required_url("worker"), worker.converge_one, options)
 
 
 def _auto_tuner(
@@ -222,10 +257,19 @@ def main() -> int:
         except ValueError as error:
             log.error("worker: %s", error)
             return 2
-        log.info("worker: started; polling every %.1f s", settings.worker.poll_s)
+        engine_worker = _engine_worker(settings, worker)
+        if engine_worker is not None:
+            engine_worker.start()
+        log.info(
+            "worker: started (%s mode); polling every %.1f s",
+            settings.worker.engine,
+            settings.worker.poll_s,
+        )
         try:
             worker.run(stop, settings.worker.poll_s)
         finally:
+            if engine_worker is not None:
+                engine_worker.stop()
             close()
     log.info("worker: stopped")
     return 0

@@ -89,14 +89,19 @@ def unique_names(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def _target(target: str) -> str:
+    return f" target {target}" if target else ""
+
+
 def _unique_endpoints(intent: Intent) -> list[FieldProblem]:
-    # Two switches behind one gNMI endpoint would each overwrite the other's config.
+    # Two switches behind one gNMI endpoint would each overwrite the other's config; a fleet
+    # server tells its switches apart by the prefix target, so the target is part of it.
     gnmi = [
-        (f"switches[{i}].gnmi", (s.gnmi.address.lower(), s.gnmi.port))
+        (f"switches[{i}].gnmi", (s.gnmi.address.lower(), s.gnmi.port, s.gnmi.target or ""))
         for i, s in enumerate(intent.switches)
     ]
     problems = [
-        FieldProblem(path, f"gNMI endpoint {ep[0]}:{ep[1]} already used at {first}")  # type: ignore[index]
+        FieldProblem(path, f"gNMI endpoint {ep[0]}:{ep[1]}{_target(ep[2])} already used at {first}")  # type: ignore[index]
         for path, ep, first in _repeats(gnmi)
     ]
     hosts = [(f"hosts[{i}].address", h.address.lower()) for i, h in enumerate(intent.hosts)]

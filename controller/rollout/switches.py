@@ -22,7 +22,7 @@ store are all passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
@@ -190,6 +190,11 @@ class _Work:
     owned: SwitchConfig
 
 
+# Engine mode (``controller/rollout/shard.py``): hand a rollout's pending forward switches to
+# the job queue; how many were newly queued.
+Dispatch = Callable[[int, Sequence[str]], int]
+
+
 class RolloutRunner:
     """Drives rollouts through the store; each ``step`` does one batch or one rollback
     switch. Safe to discard at any moment and replace with a new runner."""
@@ -202,7 +207,9 @@ class RolloutRunner:
         *,
         max_parallel: int = 8,
         gates: Reader | None = None,
+        dispatch: Dispatch | None = None,
     ) -> None:
+        self._dispatch = dispatch
         self._max_parallel = checked_parallel(max_parallel)
         self._gates = gates
         self._store = store
@@ -261,22 +268,13 @@ class RolloutRunner:
                 f"not verified: {failed}" if stage.failures else None,
             )
         batch = stage.batch
-        to_desired = self._store.desired(view.to_version)
-        from_desired = self._store.desired(view.from_version)
-        intents = [self._store.intent(view.to_version)]
-        work = [
-            _Work(
-                r.switch,
-                _switch_of(intents, r.switch),
-                to_desired.get(r.switch, {}),
-                # What sluice wrote: the older version's values win where both have an entry,
-                # so a start value that changed between versions is written afresh.
-                {**to_desired.get(r.switch, {}), **from_desired.get(r.switch, {})},
-            )
-            for r in batch
-        ]
-        number = batch[0].batch
         policy = view.gate_policy
+        if self._dispatch is not None and (policy is None or not policy.gates):
+            # Engine mode: the batch's switches become jobs that any worker may take; their
+            # results land in the same rows, and the next step sees the batch done.
+            return self._dispatch(view.id, [r.switch for r in batch]) > 0
+        work = self._forward_work(view, [r.switch for r in batch])
+        number = batch[0].batch
         if policy is not None and policy.gates:
             # The baseline: what the gates read before this batch changes anything.
             self._read_gates(view.id, policy, "baseline", number, [w.name for w in work], {})
@@ -285,6 +283,37 @@ class RolloutRunner:
         if policy is not None and policy.gates:
             until = self._clock() + timedelta(seconds=policy.soak_s)
             self._store.set_soak(view.id, number, until)
+        return True
+
+    def _forward_work(self, view: RolloutView, names: Sequence[str]) -> list[_Work]:
+        to_desired = self._store.desired(view.to_version)
+        from_desired = self._store.desired(view.from_version)
+        intents = [self._store.intent(view.to_version)]
+        return [
+            _Work(
+                name,
+                _switch_of(intents, name),
+                to_desired.get(name, {}),
+                # What sluice wrote: the older version's values win where both have an entry,
+                # so a start value that changed between versions is written afresh.
+                {**to_desired.get(name, {}), **from_desired.get(name, {})},
+            )
+            for name in names
+        ]
+
+    def converge_one(self, rollout_id: int, switch: str) -> bool:
+        """Engine mode's job body: bring one switch of a running rollout forward, unless its
+        result is already recorded (a job run twice, or after its worker died having
+        recorded it) or the rollout is no longer running. Whether it converged the switch.
+
+        The caller holds the switch's job lock, so no other worker is on this switch."""
+        view = self._store.load(rollout_id)
+        if view.state != "running":
+            return False
+        mine = [r for r in view.of(FORWARD) if r.switch == switch and r.status == "pending"]
+        if not mine:
+            return False
+        self._run(view.id, FORWARD, self._forward_work(view, [switch]))
         return True
 
     def _read_gates(

@@ -63,6 +63,21 @@ def test_gnmi_endpoint_shared_by_two_switches() -> None:
     )
 
 
+def test_a_fleet_endpoint_is_shared_by_switches_with_their_own_targets() -> None:
+    data = intent_data()
+    data["switches"].append(switch_data("spine1", 50051))
+    data["switches"][2]["gnmi"]["address"] = "127.0.0.1"
+    data["switches"][0]["gnmi"]["target"] = "leaf1"
+    data["switches"][2]["gnmi"]["target"] = "spine1"
+    assert len(parse_intent(data).switches) == 3
+    data["switches"][2]["gnmi"]["target"] = "leaf1"
+    assert_only_problem(
+        problems_of(data),
+        "switches[2].gnmi",
+        "127.0.0.1:50051 target leaf1 already used at switches[0].gnmi",
+    )
+
+
 def test_duplicate_host_address() -> None:
     data = intent_data()
     data["hosts"][1]["address"] = "10.0.0.1"

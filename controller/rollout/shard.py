@@ -1,0 +1,178 @@
+"""Engine mode: a rollout's switches shared by any number of workers through procrastinate.
+
+procrastinate (https://procrastinate.readthedocs.io) is a job queue kept in PostgreSQL, the
+database sluice already has. Each switch of a batch becomes one job whose ``lock`` is the
+switch's name: procrastinate never starts a job while another job with the same lock is
+``doing``, so no switch is worked by two workers at once, whichever machine they are on. Its
+``queueing_lock`` (one per rollout and switch) keeps a switch from being queued twice.
+
+The rollout's own rows stay the record of what is done: a job converges its switch only while
+the row is ``pending`` (``RolloutRunner.converge_one``), and the coordinating step (one
+worker at a time, under the switch-work lock) queues every pending switch that has no live
+job. A worker that dies stops sending heartbeats; any other worker finds its ``doing`` jobs
+after ``stalled_after_s`` and marks them failed, which frees their locks, and the next step
+queues those switches again. docs/scaling.md says why this engine and how to run N workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.jobs import Status
+from sqlalchemy import make_url
+
+log = logging.getLogger("controller.rollout.shard")
+
+TASK = "sluice.rollout.converge_switch"
+QUEUE = "switches"
+LIVE = ("todo", "doing")
+LIVE_LOCKS = (
+    "SELECT DISTINCT lock FROM procrastinate_jobs WHERE queue_name = %(queue)s"
+    " AND task_name = %(task)s AND status::text = ANY(%(statuses)s)"
+)
+
+
+def libpq_conninfo(database_url: str) -> str:
+    """The SQLAlchemy URL sluice is configured with, as psycopg's own connection string."""
+    url = make_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
+def queueing_lock(rollout_id: int, switch: str) -> str:
+    return f"rollout:{rollout_id}:{switch}"
+
+
+class JobDispatch:
+    """The coordinating step's side: queue a rollout's pending switches as jobs (synchronous,
+    from the worker's tick thread). Open with ``open``; ``close`` when done."""
+
+    def __init__(self, database_url: str) -> None:
+        self._app = App(connector=SyncPsycopgConnector(conninfo=libpq_conninfo(database_url)))
+
+    def open(self) -> None:
+        self._app.open()
+
+    def close(self) -> None:
+        self._app.close()
+
+    def _live_locks(self) -> set[str | None]:
+        # One narrow query on procrastinate's job table (its documented schema), run every
+        # coordinating round: ``list_jobs`` would build every job of the queue, twice.
+        rows = self._app.connector.execute_query_all(
+            LIVE_LOCKS, queue=QUEUE, task=TASK, statuses=list(LIVE)
+        )
+        return {row["lock"] for row in rows}
+
+    def busy(self) -> bool:
+        """Whether any switch job is queued or running: the coordinator's reconcile pass
+        waits until none is, so it never plans a switch from a version a job is replacing."""
+        return bool(self._live_locks())
+
+    def __call__(self, rollout_id: int, switches: Sequence[str]) -> int:
+        live = self._live_locks()
+        queued = 0
+        for switch in switches:
+            if switch in live:
+                continue
+            deferrer = self._app.configure_task(
+                TASK, lock=switch, queueing_lock=queueing_lock(rollout_id, switch), queue=QUEUE
+            )
+            try:
+                deferrer.defer(rollout_id=rollout_id, switch=switch)
+            except AlreadyEnqueued:  # another coordinator got there first: it is queued
+                continue
+            queued += 1
+        if queued:
+            log.info("rollout %d: queued %d switch job(s)", rollout_id, queued)
+        return queued
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    concurrency: int  # jobs at once in this process
+    heartbeat_s: float
+    stalled_after_s: float
+
+
+class EngineWorker:
+    """The procrastinate worker of one process, on its own thread and event loop, running
+    ``converge(rollout_id, switch)`` for each job it takes, and reaping dead workers' jobs."""
+
+    def __init__(
+        self,
+        database_url: str,
+        converge: Callable[[int, str], bool],
+        options: EngineOptions,
+    ) -> None:
+        self._conninfo = libpq_conninfo(database_url)
+        self._converge = converge
+        self._options = options
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main: asyncio.Task[None] | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="engine-worker", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._started.wait()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        loop, main = self._loop, self._main
+        if loop is not None and main is not None:
+            loop.call_soon_threadsafe(main.cancel)
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        app = App(connector=PsycopgConnector(conninfo=self._conninfo))
+
+        def converge_switch(rollout_id: int, switch: str) -> None:
+            self._converge(rollout_id, switch)
+
+        app.task(name=TASK, queue=QUEUE)(converge_switch)
+        self._loop = asyncio.get_running_loop()
+        self._main = asyncio.current_task()
+        self._started.set()
+        async with app.open_async():
+            reaper = asyncio.create_task(self._reap(app), name="reap-stalled")
+            try:
+                await app.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=self._options.concurrency,
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=self._options.heartbeat_s,
+                    stalled_worker_timeout=self._options.stalled_after_s,
+                )
+            except asyncio.CancelledError:
+                pass
+            finally:
+                reaper.cancel()
+
+    async def _reap(self, app: App) -> None:
+        """Jobs ``doing`` on a worker silent for ``stalled_after_s``: that worker is dead (or
+        cut off from the database), so fail them, freeing their switch locks; the
+        coordinating step queues those switches again from the rollout's pending rows."""
+        manager = app.job_manager
+        while True:
+            await asyncio.sleep(self._options.heartbeat_s)
+            try:
+                stalled = await manager.get_stalled_jobs(
+                    queue=QUEUE, seconds_since_heartbeat=self._options.stalled_after_s
+                )
+                for job in stalled:
+                    if job.id is None:
+                        continue
+                    log.warning("engine: job %d (%s) of a dead worker: failed", job.id, job.lock)
+                    await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # another reaper raced us, or the database is away: next round
+                log.warning("engine: reaping stalled jobs failed; retrying", exc_info=True)

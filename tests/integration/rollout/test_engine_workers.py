@@ -1,0 +1,161 @@
+"""Engine mode with real processes: three ``python -m controller.worker`` processes share one
+rollout of a fleet of virtual switches through procrastinate on a real PostgreSQL; one is
+killed with SIGKILL mid-rollout; the others take its switches over and the rollout completes
+with no switch written twice."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
+from controller.policy.loader import dump_intent
+from controller.rollout.switches import RolloutRunner
+from controller.services.common import Actor
+from controller.services.intents import IntentService
+from controller.services.rollouts import RolloutPolicy, RolloutService
+from controller.store.db import make_engine, make_sessions
+from controller.store.rollout_store import SqlRolloutStore
+from tests.integration.conftest import StepClock
+from vsonic.gnmi_server import TlsFiles
+
+from .conftest import Controller
+
+OPERATOR = Actor(name="test-operator", request_id="test")
+SWITCHES = 300
+WORKERS = 3
+MAX_PARALLEL = 4  # jobs at once per worker: at most this many in flight when one dies
+SET_DELAY_S = 0.02  # each Set takes a little while, so a kill lands with switches in flight
+WAIT_S = 180.0  # an upper bound for a wait on a loaded machine, never a pass/fail measure
+
+
+def wait_for(what: str, condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def fleet(switch_tls: TlsFiles) -> Iterator[Fleet]:
+    with running_fleet(SWITCHES, switch_tls, SET_DELAY_S) as running:
+        yield running
+
+
+def test_three_workers_share_a_rollout_and_survive_one_killed(
+    db_url: str, fleet: Fleet, tmp_path: Path
+) -> None:
+    names = fleet.names
+    engine = make_engine(db_url, pool_size=4)
+    sessions = make_sessions(engine)
+    clock = StepClock()
+    intents = IntentService(sessions, clock=clock)
+    intents.replace(
+        dump_intent(fleet.intent()), expected=intents.head(), actor=OPERATOR, reason="fleet"
+    )
+    rollouts = RolloutService(sessions, clock=clock)
+    info = rollouts.start(
+        RolloutPolicy(None, canary=(names[0],), batch_size=100, failure_budget=0), actor=OPERATOR
+    )
+    logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
+
+    def pending() -> int:
+        return sum(1 for r in rollouts.get(info.id).results if r.status == "pending")
+
+    with ExitStack() as stack:
+        workers = [start_worker(db_url, fleet, log, max_parallel=MAX_PARALLEL) for log in logs]
+        for worker in workers:
+            stack.callback(stop_worker, worker)
+        # Every worker has converged at least one switch: the work is shared.
+        wait_for(
+            "each worker to converge a switch",
+            lambda: all("applied_verified" in log.read_text() for log in logs),
+        )
+        assert pending() > SWITCHES // 3, "killed too late to test a takeover"
+        victim = workers[1]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        killed_at = logs[1].read_text().count("applied_verified")
+        wait_for("completion", lambda: rollouts.get(info.id).state == "completed")
+
+    final = rollouts.get(info.id)
+    # One result per switch, every one verified: the rollout completed with nothing lost.
+    assert sorted(r.switch for r in final.results) == sorted(names)
+    assert {r.status for r in final.results} == {"applied_verified"}
+    # Every switch was written, and no entry of any switch was written twice: two workers
+    # never converged one switch, and the switches in flight on the killed worker were
+    # finished by another without repeating what had landed (vsonic counts every path a
+    # Set writes, ``Switch.applied``).
+    counter = fleet.counter
+    assert set(counter.sets) == set(names)
+    written_twice = {
+        name: [path for path, n in fleet.targets.resolve(name).applied.items() if n > 1]
+        for name in names
+    }
+    assert {name: paths for name, paths in written_twice.items() if paths} == {}
+    # A fresh switch takes the same number of Sets as the canary, which one worker converged
+    # before any other was busy: no switch took extra ones.
+    assert set(counter.sets.values()) == {counter.sets[names[0]]}
+    # The killed worker did real work before it died (its log may miss a last line: a
+    # result is recorded before it is logged), and the other two finished the rest.
+    assert killed_at > 0
+    survivors = sum(logs[i].read_text().count("applied_verified") for i in (0, 2))
+    assert survivors >= SWITCHES - killed_at - MAX_PARALLEL
+    with engine.connect() as connection:
+        jobs: dict[str, int] = dict(
+            connection.execute(
+                text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")
+            ).all()
+        )
+    engine.dispose()
+    # The killed worker's jobs in flight were found by the survivors' reapers (no heartbeat)
+    # and failed, which freed their switch locks; their switches were queued again.
+    assert jobs.get("failed", 0) >= 1, jobs
+    assert set(jobs) <= {"succeeded", "failed"}, jobs  # nothing left queued or running
+    print(f"jobs by status: {jobs}; killed worker had converged {killed_at}")
+
+
+def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
+    controller: Controller,
+) -> None:
+    """The runner's two engine-mode halves without the queue: a step hands the batch's
+    switches to ``dispatch`` instead of converging them; ``converge_one`` converges one
+    switch, and a second run for the same switch (a duplicate job) writes nothing."""
+    controller.store_intent(controller.fabric.intent)
+    info = controller.rollouts.start(
+        RolloutPolicy(None, canary=("leaf1",), batch_size=4, failure_budget=0), actor=OPERATOR
+    )
+    queued: list[tuple[int, list[str]]] = []
+
+    def dispatch(rollout_id: int, switches: Sequence[str]) -> int:
+        queued.append((rollout_id, list(switches)))
+        return len(switches)
+
+    store = SqlRolloutStore(controller.sessions, clock=controller.clock)
+    runner = RolloutRunner(store, controller.access(), controller.clock, dispatch=dispatch)
+    assert runner.run_once() == 1  # pending -> running
+    assert runner.run_once() == 1  # the canary batch, queued
+    assert queued == [(info.id, ["leaf1"])]
+    assert controller.fabric.switches["leaf1"].sets.count == 0  # queued, not converged
+
+    assert runner.converge_one(info.id, "leaf1") is True
+    sets = controller.fabric.switches["leaf1"].sets.count
+    assert sets > 0
+    assert runner.converge_one(info.id, "leaf1") is False  # recorded: a duplicate does nothing
+    assert controller.fabric.switches["leaf1"].sets.count == sets
+    statuses = {r.switch: r.status for r in controller.rollouts.get(info.id).results}
+    assert statuses["leaf1"] == "applied_verified"
+
+    assert runner.run_once() == 1  # the next batch: the other three switches
+    assert queued[-1] == (info.id, ["leaf2", "spine1", "spine2"])
+    controller.rollouts.pause(info.id, actor=OPERATOR)
+    # A paused rollout's jobs do nothing: only a running rollout's switches are converged.
+    assert runner.converge_one(info.id, "leaf2") is False
+    assert controller.fabric.switches["leaf2"].sets.count == 0
