@@ -236,3 +236,24 @@ def warm_up(targets: list[GnmiTarget]) -> None:
     """One Get on a throwaway pool: import and first-call costs stay out of both timings."""
     with SessionPool() as pool:
         pool.session(targets[0]).get_tables(OWNED_TABLES)
+
+
+def fleet_names(switches: int) -> list[str]:
+    """The switch names a bench's fleet-mode vsonic serves: sw0000, sw0001, ..."""
+    return [f"sw{i:04d}" for i in range(switches)]
+
+
+def start_fleet_server(
+    switches: int, ports: int, password: str
+) -> tuple[subprocess.Popen[str], int]:
+    """One fleet-mode vsonic in its own process on a free loopback port: (process, port)."""
+    env = {**os.environ, "VSONIC_PASSWORD": password}  # never on the command line
+    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
+            "--ports", str(ports), "--names", *fleet_names(switches)]  # fmt: skip
+    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
+    if "on port" not in line:
+        server.kill()
+        raise RuntimeError(f"vsonic did not start: {line!r}")
+    return server, int(line.rsplit(" ", 1)[1])

@@ -34,6 +34,8 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+from bench.southbound_support import fleet_names, start_fleet_server
+
 REPRODUCE = "uv run python -m bench.telemetry_bench"
 PASSWORD = "telemetry-bench"
 ROLES = ("collector", "bare", "pygnmi")
@@ -51,10 +53,6 @@ def _cpu_s() -> float:
     return times.user + times.system
 
 
-def _names(switches: int) -> list[str]:
-    return [f"sw{i:04d}" for i in range(switches)]
-
-
 def _targets(port: int, switches: int) -> list[Any]:
     from pydantic import SecretStr
 
@@ -62,7 +60,7 @@ def _targets(port: int, switches: int) -> list[Any]:
 
     return [
         GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(PASSWORD), prefix_target=name)
-        for name in _names(switches)
+        for name in fleet_names(switches)
     ]
 
 
@@ -85,7 +83,7 @@ async def _collector(port: int, switches: int, ports: int, warmup: float, durati
                 credential_ref="env:VSONIC_PASSWORD",
                 ports=tuple(Port(name=f"Ethernet{4 * i}", speed_gbps=100) for i in range(ports)),
             )
-            for name in _names(switches)
+            for name in fleet_names(switches)
         ),
     )
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
@@ -348,21 +346,8 @@ def measure_idle(
 # the run
 
 
-def _start_server(switches: int, ports: int) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
-    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
-            "--ports", str(ports), "--names", *_names(switches)]  # fmt: skip
-    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
-    if "on port" not in line:
-        server.kill()
-        raise RuntimeError(f"vsonic did not start: {line!r}")
-    return server, int(line.rsplit(" ", 1)[1])
-
-
 def measure(switches: int, ports: int, duration: float, warmup: float) -> dict[str, Any]:
-    server, port = _start_server(switches, ports)
+    server, port = start_fleet_server(switches, ports, PASSWORD)
     results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
                                "load_before": os.getloadavg()}  # fmt: skip
     try:

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.southbound_support import fleet_names, start_fleet_server
+
 REPRODUCE = "uv run python -m bench.vsonic_streams_bench"
 PASSWORD = "streams-bench"
 METADATA = (("username", "admin"), ("password", PASSWORD))
@@ -45,27 +47,10 @@ QUEUE_TABLES = ("QUEUE", "BUFFER_QUEUE", "BUFFER_PG")
 INDEX_TABLE = "QUEUE"
 
 
-def _names(switches: int) -> list[str]:
-    return [f"sw{i:04d}" for i in range(switches)]
-
-
 def _server_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-
-
-def _start_server(switches: int, ports: int) -> tuple[subprocess.Popen[str], int]:
-    env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
-    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
-            "--ports", str(ports), "--names", *_names(switches)]  # fmt: skip
-    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
-    if "on port" not in line:
-        server.kill()
-        raise RuntimeError(f"vsonic did not start: {line!r}")
-    return server, int(line.rsplit(" ", 1)[1])
 
 
 def _path(*elems: str) -> Any:
@@ -170,7 +155,7 @@ async def _measure_streams(
     import grpc  # type: ignore[import-untyped]
     from pygnmi.spec.v080 import gnmi_pb2_grpc
 
-    names = _names(switches)
+    names = fleet_names(switches)
     channels = [
         grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         for _ in range(max(1, -(-streams // STREAMS_PER_CHANNEL)))
@@ -271,7 +256,7 @@ def measure(
         "load_before": os.getloadavg(),
     }
     results["index"] = measure_index(ports, rounds)
-    server, port = _start_server(switches, ports)
+    server, port = start_fleet_server(switches, ports, PASSWORD)
     try:
         results["streams_run"] = asyncio.run(
             _measure_streams(server.pid, port, switches, streams, idle_s, gets)
