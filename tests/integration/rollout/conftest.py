@@ -22,7 +22,7 @@ from controller.reconcile.access import GnmiAccess
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
-from controller.services.rollouts import RolloutService
+from controller.services.rollouts import RolloutInfo, RolloutService
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from controller.store.db import make_engine, make_sessions
@@ -119,3 +119,17 @@ def controller(db_url: str, fabric: Fabric) -> Iterator[Controller]:
 def full_dump(fabric: Fabric) -> dict[str, dict[str, dict[str, str]]]:
     """Every switch's whole CONFIG_DB, straight from Redis."""
     return {name: switch.config_db() for name, switch in fabric.switches.items()}
+
+
+def statuses(info: RolloutInfo, phase: str = "rollout") -> dict[str, str]:
+    """Each switch's result in one phase of a rollout ("rollout" or "rollback")."""
+    return {r.switch: r.status for r in info.results if r.phase == phase}
+
+
+# A gate that fails after the first batch (the leaves): what the forward phase records.
+FIRST_BATCH_ONLY = {
+    "leaf1": "applied_verified",
+    "leaf2": "applied_verified",
+    "spine1": "skipped",
+    "spine2": "skipped",
+}

@@ -24,13 +24,9 @@ from controller.store.rollout_store import SqlRolloutStore
 from controller.store.snapshots import decode_fleet
 from tests.support.fresh_switch import as_read_back
 
-from .conftest import OPERATOR, Controller, full_dump
+from .conftest import OPERATOR, Controller, full_dump, statuses
 
 ALL = ("leaf1", "leaf2", "spine1", "spine2")
-
-
-def statuses(info: RolloutInfo, phase: str = "rollout") -> dict[str, str]:
-    return {r.switch: r.status for r in info.results if r.phase == phase}
 
 
 def start(controller: Controller, **policy: Any) -> RolloutInfo:
