@@ -53,8 +53,8 @@ ENV PATH=/app/.venv/bin:$PATH \
     SLUICE_DATAPLANE_BIN=/usr/local/bin/vswitch-dataplane \
     SLUICE_QOS_AGENT_BIN=/usr/local/bin/qos-agent
 USER vsonic
-# vsonic listens on 127.0.0.1 (vsonic/supervisor.py), so the lab service uses the host's
-# network (docker-compose.yml): the switches appear on the host's 127.0.0.1:50051..., where
-# examples/intent.yaml expects them.
+# vsonic listens on 127.0.0.1 unless told otherwise; the compose lab service passes
+# --listen 0.0.0.0 --advertise vswitch (docker-compose.yml), so the controller's containers
+# reach the switches on the compose network as vswitch:50051...
 ENTRYPOINT ["vsonic-entrypoint"]
 CMD ["--switches", "4"]

@@ -1,6 +1,7 @@
 """``vsonic up`` / ``vsonic down``: virtual SONiC switches on loopback ports.
 
     vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
+              [--listen 127.0.0.1|0.0.0.0] [--advertise ADDRESS]
     vsonic up --inventory examples/intent.yaml [--state-dir .vsonic]
               [--no-dataplane] [--no-agent] [--traffic FILE] [--flex-interval-ms N]
               [--fast-interval-ms N]
@@ -11,12 +12,15 @@ for the controller. A standalone switch gets a data plane process next to its Re
 virtual ASIC with the ``--traffic`` mix, docs/dataplane.md) and a qos-agent, unless
 ``--no-dataplane`` (neither) or ``--no-agent``; fleet mode has no Redis and so neither.
 The gNMI password is ``$VSONIC_PASSWORD``; when it is unset, ``up`` generates one into
-``<state-dir>/password`` (mode 0600) and says so, without printing it.
+``<state-dir>/password`` (mode 0600) and says so, without printing it. ``--listen 0.0.0.0``
+and ``--advertise vswitch`` are for a container (docker-compose.yml's lab): the switches
+answer on its compose-network interface under the service's name.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import secrets
 import sys
@@ -27,6 +31,8 @@ from vsonic.gnmi_server import Credentials
 from vsonic.inventory import InventoryError, load_inventory
 from vsonic.serve import PASSWORD_ENV, USERNAME_ENV
 from vsonic.supervisor import (
+    EVERY_INTERFACE,
+    HOST,
     Layout,
     SwitchProcesses,
     dataplanes_running,
@@ -82,6 +88,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="lab only: serve gNMI in plaintext (default: TLS with a certificate in the state dir)",
     )
+    up.add_argument(
+        "--listen",
+        choices=[HOST, EVERY_INTERFACE],
+        default=HOST,
+        help=f"where gNMI listens; {EVERY_INTERFACE} only inside a container's own namespace",
+    )
+    up.add_argument(
+        "--advertise",
+        default=HOST,
+        help="the address the inventory gives clients (a name clients resolve is also put in "
+        "the TLS certificate)",
+    )
     down = sub.add_parser("down", help="stop what `up` started")
     down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
     return parser
@@ -114,18 +132,31 @@ def _extras(args: argparse.Namespace) -> SwitchProcesses | None:
 
 def _layout(args: argparse.Namespace) -> Layout:
     """The switches to start: ``--switches N`` alike, or each as ``--inventory`` names it."""
+    where = {"listen": args.listen, "address": args.advertise}
     if args.inventory is None:
-        return Layout(args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps)
+        return Layout(
+            args.switches, args.base_port, args.fleet, args.ports, args.speed_gbps, **where
+        )
     if args.fleet:
         raise InventoryError("--inventory starts standalone switches; drop --fleet")
     specs = load_inventory(args.inventory)
-    return Layout(len(specs), args.base_port, False, specs=specs)
+    return Layout(len(specs), args.base_port, False, specs=specs, **where)
 
 
 def _gcu_args(args: argparse.Namespace) -> list[str]:
     """``vsonic.serve``'s GCU flags for what ``up`` was asked (none by default)."""
     flags = ["--gcu-set-s", str(args.gcu_set_s), "--gcu-op-s", str(args.gcu_op_s)]
     return flags + (["--without-sluice-yang"] if args.without_sluice_yang else [])
+
+
+def _dns_names(address: str) -> list[str]:
+    """``--advertise`` as a certificate DNS name: none for an IP address (127.0.0.1 is in
+    every certificate already)."""
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return [address]
+    return []
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -151,7 +182,7 @@ def _up(args: argparse.Namespace) -> int:
         return 1
     credentials = Credentials(os.environ.get(USERNAME_ENV, "admin"), _password(state_dir))
     env = {**os.environ, PASSWORD_ENV: credentials.password, USERNAME_ENV: credentials.username}
-    tls = None if args.insecure else state_tls(state_dir)
+    tls = None if args.insecure else state_tls(state_dir, _dns_names(args.advertise))
     started = start(layout, state_dir, env, extras, tls, _gcu_args(args))
     save_state(started, state_dir)  # saved first, so `down` can clean up after a failed wait
     try:

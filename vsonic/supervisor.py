@@ -31,6 +31,11 @@ from vsonic.serve import PASSWORD_ENV
 STATE_FILE = "state.json"
 INVENTORY_FILE = "inventory.yaml"
 HOST = "127.0.0.1"
+# The one other address a gNMI server may bind: every interface of its network namespace.
+# Only for a container (docker-compose.yml's lab), whose namespace is its own; on this
+# machine's namespace the servers stay on loopback. Loopback is among "every interface",
+# so ``up`` still finds the servers answering on HOST.
+EVERY_INTERFACE = "0.0.0.0"
 
 
 @dataclass
@@ -64,6 +69,10 @@ class Layout:
     name_prefix: str = "vs"
     # From `up --inventory`: each switch's own name, gNMI port and ports (standalone only).
     specs: tuple[SwitchSpec, ...] = ()
+    # Where the gNMI servers listen (HOST or EVERY_INTERFACE), and the address the inventory
+    # gives clients: HOST, or a name the clients resolve (a compose service's name).
+    listen: str = HOST
+    address: str = HOST
 
     def names(self) -> list[str]:
         if self.specs:
@@ -83,15 +92,15 @@ def inventory(layout: Layout) -> dict[str, Any]:
     """Switches in the shape of the controller's intent ``Switch`` model. In fleet mode all
     share one address and the gNMI prefix target selects the switch by its name."""
     if layout.specs:
-        return inventory_document(layout.specs, HOST, f"env:{PASSWORD_ENV}")
+        return inventory_document(layout.specs, layout.address, f"env:{PASSWORD_ENV}")
     port_list = [{"name": p.name, "speed_gbps": p.speed_gbps}
                  for p in default_ports(layout.ports, layout.speed_gbps)]  # fmt: skip
     switches = []
     for i, name in enumerate(layout.names()):
-        gnmi: dict[str, Any] = {"address": HOST, "port": layout.base_port + i}
+        gnmi: dict[str, Any] = {"address": layout.address, "port": layout.base_port + i}
         if layout.fleet:
             # One server for every switch: the gNMI prefix target picks the switch.
-            gnmi = {"address": HOST, "port": layout.base_port, "target": name}
+            gnmi = {"address": layout.address, "port": layout.base_port, "target": name}
         switches.append({
             "name": name,
             "role": "leaf",
@@ -101,7 +110,8 @@ def inventory(layout: Layout) -> dict[str, Any]:
         })  # fmt: skip
     doc: dict[str, Any] = {"switches": switches}
     if layout.fleet:
-        doc["fleet"] = {"address": HOST, "port": layout.base_port, "target": "switch name"}
+        fleet = {"address": layout.address, "port": layout.base_port, "target": "switch name"}
+        doc["fleet"] = fleet
     return doc
 
 
@@ -135,7 +145,8 @@ def start(
     serve_args = ["--ports", str(layout.ports), "--speed-gbps", str(layout.speed_gbps)]
     serve_args += tls_args
     if layout.fleet:
-        args = ["--fleet", "--address", f"{HOST}:{layout.base_port}", "--names", *layout.names()]
+        listen = f"{layout.listen}:{layout.base_port}"
+        args = ["--fleet", "--address", listen, "--names", *layout.names()]
         pid = _spawn(args + serve_args, state_dir / "gnmi-fleet.log", env)
         started.gnmi.append({"pid": pid, "port": layout.base_port, "names": layout.names()})
         return started
@@ -145,7 +156,8 @@ def start(
             started.redis_ports.append(redis_port)
             RedisProcess(redis_port, state_dir).start()
             port = layout.gnmi_port(i)
-            args = ["--names", name, "--address", f"{HOST}:{port}", "--redis-port", str(redis_port)]
+            listen = f"{layout.listen}:{port}"
+            args = ["--names", name, "--address", listen, "--redis-port", str(redis_port)]
             own = layout.serve_args(i) + tls_args
             pid = _spawn(args + own, state_dir / f"gnmi-{name}.log", env)
             started.gnmi.append({"pid": pid, "port": port, "names": [name]})

@@ -2,9 +2,10 @@
 
 It names the server both ways a client may check it: the IP address 127.0.0.1 (a client
 dialling the address) and the DNS name ``vsonic.test`` (a client overriding the name it
-expects). It is its own CA, so a client can pass it as the root to trust. ``vsonic up``
-makes one per state directory (``state_tls``) and serves every switch with it; the
-controller trusts it through ``SLUICE_GNMI_TLS_CA``.
+expects), and any further DNS names ``vsonic up --advertise`` gives (the compose lab's
+``vswitch``, which the controller's containers dial). It is its own CA, so a client can pass
+it as the root to trust. ``vsonic up`` makes one per state directory (``state_tls``) and
+serves every switch with it; the controller trusts it through ``SLUICE_GNMI_TLS_CA``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -24,9 +26,9 @@ from vsonic.gnmi_server import TlsFiles
 SERVER_NAME = "vsonic.test"
 
 
-def self_signed_tls(directory: Path) -> TlsFiles:
+def self_signed_tls(directory: Path, dns_names: Sequence[str] = ()) -> TlsFiles:
     """A fresh key and a certificate valid from five minutes ago for a day, written as PEM
-    into ``directory``."""
+    into ``directory``; it names ``dns_names`` besides vsonic.test and 127.0.0.1."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVER_NAME)])
     now = datetime.datetime.now(datetime.UTC)
@@ -40,7 +42,10 @@ def self_signed_tls(directory: Path) -> TlsFiles:
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.DNSName(SERVER_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                [
+                    *(x509.DNSName(name) for name in _names(dns_names)),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                ]
             ),
             critical=False,
         )
@@ -67,10 +72,24 @@ def tls_files(state_dir: Path) -> TlsFiles:
     return TlsFiles(cert=directory / "server.crt", key=directory / "server.key")
 
 
-def state_tls(state_dir: Path) -> TlsFiles:
-    """The certificate of ``state_dir``'s switches, made on first use and kept after."""
+def state_tls(state_dir: Path, dns_names: Sequence[str] = ()) -> TlsFiles:
+    """The certificate of ``state_dir``'s switches, made on first use and kept after, unless
+    it lacks one of ``dns_names`` (the switches are now advertised by another name)."""
     files = tls_files(state_dir)
-    if files.cert.is_file() and files.key.is_file():
+    kept = files.cert.is_file() and files.key.is_file()
+    if kept and set(dns_names) <= certificate_dns_names(files.cert):
         return files
     files.cert.parent.mkdir(parents=True, exist_ok=True)
-    return self_signed_tls(files.cert.parent)
+    return self_signed_tls(files.cert.parent, dns_names)
+
+
+def certificate_dns_names(cert: Path) -> set[str]:
+    """The DNS names in a PEM certificate's subject alternative names."""
+    loaded = x509.load_pem_x509_certificate(cert.read_bytes())
+    names = loaded.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return set(names.get_values_for_type(x509.DNSName))
+
+
+def _names(dns_names: Sequence[str]) -> list[str]:
+    """vsonic.test first, then each further name once."""
+    return list(dict.fromkeys([SERVER_NAME, *dns_names]))

@@ -3,6 +3,11 @@ seeded with a small intent, the worker beside it (host runs, reconcile-now) and 
 empty Prometheus (telemetry). Fails on any 5xx, any answer the OpenAPI document does not
 describe, and any data the document calls valid that is refused otherwise than it allows.
 
+The intent's host is a network namespace with sshd (``lab.netns``), so host plans and
+applies run the real site.yml over real SSH; the test fails unless the host runs the
+fuzzer started reached it (a run that ends "unreachable" everywhere proves nothing about
+the host-run path). Needs root, like the e2e tests.
+
 Bounded in time: a few examples per operation (``SLUICE_FUZZ_EXAMPLES`` raises it for a
 longer local run).
 
@@ -20,8 +25,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,12 +37,22 @@ import pytest
 from api.main import create_app
 from controller.services.tokens import AccessRole
 from controller.settings import PrometheusSettings, Settings
+from lab import netns
 from lab.prometheus import running_prometheus
 from tests.integration.conftest import StepClock, issue_token, small_intent
 from tests.integration.served import served
+from tests.support.host_runs import UNFINISHED
+from tests.support.namespaced_hosts import fabric_hosts, hosts_settings
 from tests.support.worker import running_worker
 
 EXAMPLES = int(os.environ.get("SLUICE_FUZZ_EXAMPLES", "8"))
+# One host: each plan and apply runs the whole play, and a second host would add its CPU
+# to every run (the fuzz run is part of CI; the e2e tests cover batches over several hosts).
+HOSTS = ["fz1"]
+HOST_RUN_TAG = "host runs"  # api/routes/host_runs.py: plan, apply, list and read host runs
+# A host the play ran on: ok, changed, or failed at a task (runner.HostStatus); never
+# "unreachable" or "not_run".
+REACHED = {"ok", "changed", "failed"}
 
 CONFIG = """
 [checks.positive_data_acceptance]
@@ -50,51 +68,148 @@ expected-statuses = ["400", "401", "403", "406", "415", "422", "428"]
 """
 
 
+@dataclass(frozen=True)
+class FuzzTarget:
+    url: str
+    token: str
+    fabric: netns.Fabric
+
+
 @pytest.fixture
 def fuzz_target(
     db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[str, str]]:
-    """The served API's URL and an admin token; switches answer nothing, so gNMI deadlines
-    and the worker wait are short (each reconcile-now or host plan still completes)."""
+) -> Iterator[FuzzTarget]:
+    """The served API, an admin token and the namespaced hosts the seeded intent names.
+    Switches answer nothing, so gNMI deadlines are short (each reconcile-now still
+    completes); a host batch is bounded well above what the play takes on one host."""
+    if os.geteuid() != 0:
+        pytest.fail("the fuzz run's hosts need root (network namespaces, sshd)", pytrace=False)
     monkeypatch.setenv("SLUICE_GNMI_DEADLINE_S", "1")
     monkeypatch.setenv("SLUICE_GNMI_SET_DEADLINE_S", "1")
-    monkeypatch.setenv("SLUICE_HOSTS_BATCH_TIMEOUT_S", "30")
     token = issue_token(db_url, AccessRole.ADMIN, name="fuzzer")
-    with running_prometheus(tmp_path / "prometheus") as prometheus:
-        prometheus_settings = PrometheusSettings(url=prometheus.url)
-        settings = Settings.for_database(db_url, prometheus=prometheus_settings)
+    with (
+        netns.running(len(HOSTS), names=HOSTS) as fabric,
+        running_prometheus(tmp_path / "prometheus") as prometheus,
+    ):
+        settings = Settings.for_database(
+            db_url,
+            prometheus=PrometheusSettings(url=prometheus.url),
+            hosts=hosts_settings(fabric, tmp_path / "host-runs", batch_timeout_s=60),
+        )
         app = create_app(settings, clock=StepClock())
+        intent = small_intent()
+        intent["hosts"] = fabric_hosts(fabric)
         with running_worker(settings), served(app) as url:
             seeded = httpx.put(
                 f"{url}/api/v1/intent",
-                json={"intent": small_intent(), "reason": "fuzz seed"},
+                json={"intent": intent, "reason": "fuzz seed"},
                 headers={"Authorization": f"Bearer {token}", "If-Match": '"0"'},
                 timeout=60,
             )
             assert seeded.status_code == 201, seeded.text
-            yield url, token
+            yield FuzzTarget(url, token, fabric)
 
 
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(
-    fuzz_target: tuple[str, str], tmp_path: Path
+    fuzz_target: FuzzTarget, tmp_path: Path
 ) -> None:
-    url, token = fuzz_target
+    url, token = fuzz_target.url, fuzz_target.token
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
+    # Host runs first and apart, while the stored intent is still the seeded one: later
+    # operations may store another intent (new hosts, other addresses), whose runs would
+    # end "unreachable" for reasons of the fuzzer's making.
+    _schemathesis(url, token, config, tmp_path / "hosts", "--include-tag", HOST_RUN_TAG)
+    hosts = [h.name for h in fuzz_target.fabric.hosts]
+    _assert_runs_reached_the_hosts(_host_runs_once_they_ran(url, token, hosts), hosts)
     # Revoking tokens last and apart: fuzzing it first would revoke the fuzzer's own token
     # (ids are small) and leave every other operation answering 401.
-    _schemathesis(url, token, config, tmp_path / "all", "--exclude-operation-id", "revoke_token")
+    _schemathesis(
+        url,
+        token,
+        config,
+        tmp_path / "all",
+        "--exclude-tag",
+        HOST_RUN_TAG,
+        "--exclude-operation-id",
+        "revoke_token",
+    )
     _schemathesis(url, token, config, tmp_path / "revoke", "--include-operation-id", "revoke_token")
     # The service is still whole afterwards.
     assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+
+
+def _host_runs_once_they_ran(
+    url: str, token: str, hosts: list[str], hang_guard_s: float = 300
+) -> list[dict[str, Any]]:
+    """Every host run, once a plan has a result from every host and an apply from one, or
+    once none is unfinished (a hang guard, not a timing assertion). Applies answer 202 and
+    run on after the fuzzer has moved on; one with gates soaks after each batch (up to a
+    day, as generated), so the test does not wait for every run to end."""
+    deadline = time.monotonic() + hang_guard_s
+    while True:
+        listing = httpx.get(
+            f"{url}/api/v1/hosts/runs",
+            params={"limit": 500},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert listing.status_code == 200, listing.text
+        runs: list[dict[str, Any]] = listing.json()["items"]
+        reached = _reached(runs)
+        if reached["plan"] == set(hosts) and reached["apply"]:
+            return runs
+        if not any(run["state"] in UNFINISHED for run in runs):
+            return runs
+        assert time.monotonic() < deadline, [(r["id"], r["state"]) for r in runs]
+        time.sleep(0.5)
+
+
+def _reached(runs: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per mode, the hosts some run of that mode ran the play on."""
+    reached: dict[str, set[str]] = {"plan": set(), "apply": set()}
+    for run in runs:
+        for result in run["results"]:
+            if result["status"] in REACHED:
+                reached[run["mode"]].add(result["host"])
+    return reached
+
+
+def _assert_runs_reached_the_hosts(runs: list[dict[str, Any]], hosts: list[str]) -> None:
+    """The fuzzer's plans ran the play on every namespaced host, one of its applies on at
+    least one, and no host was ever unreachable (as every host is when SSH fails)."""
+    results = [(run["id"], r["host"], r["status"]) for run in runs for r in run["results"]]
+    assert results, f"no host run the fuzzer started has a result: {runs}"
+    assert {host for _, host, _ in results} <= set(hosts), results
+    assert [r for r in results if r[2] == "unreachable"] == [], results
+    reached = _reached(runs)
+    assert reached["plan"] == set(hosts), results
+    assert reached["apply"], results
+
+
+# schemathesis.cli run as ``python -m`` would, with ast.parse serialised: CPython 3.11 keeps
+# the AST constructor's recursion depth in per-interpreter state, so two workers' threads
+# parsing at once (hypothesis describes lambdas from their source) can fail with
+# "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905), a
+# runtime error of the fuzzer that fails the run without saying anything about the API.
+FUZZER = """
+import ast, runpy, threading
+lock = threading.Lock()
+parse = ast.parse
+def serialised(*args, **kwargs):
+    with lock:
+        return parse(*args, **kwargs)
+ast.parse = serialised
+runpy.run_module("schemathesis.cli", run_name="__main__", alter_sys=True)
+"""
 
 
 def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: str) -> None:
     done = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "schemathesis.cli",
+            "-c",
+            FUZZER,
             "--config-file",
             str(config),
             "run",

@@ -1,10 +1,35 @@
-"""An intent whose hosts are a namespaced fabric's (``lab.netns``), for the end-to-end tests."""
+"""Intents whose hosts are a namespaced fabric's (``lab.netns``): the end-to-end tests' and
+the hosts of any other test that runs the real site.yml over SSH (the API fuzz run)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from controller.settings import HostsSettings
 from lab import netns
+
+
+def fabric_hosts(fabric: netns.Fabric) -> list[dict[str, Any]]:
+    """The intent's ``hosts``: each of the fabric's namespaces (1 Gb/s veth), logged in to with
+    the fabric's client key."""
+    key = f"file:{fabric.client_key}"
+    return [
+        {"name": h.name, "address": h.address, "nic_gbps": 1, "ssh": {"key_ref": key}}
+        for h in fabric.hosts
+    ]
+
+
+def hosts_settings(fabric: netns.Fabric, workdir: Path, **overrides: Any) -> HostsSettings:
+    """The control node's settings for reaching the fabric: ansible-playbook started inside
+    its control namespace, the fabric's known_hosts, its own SSH control-path folder."""
+    return HostsSettings(
+        command_prefix=tuple(fabric.control_exec([])),
+        ssh_common_args=" ".join(fabric.ssh_options()),
+        control_path_dir=fabric.workdir / "cp",
+        workdir=workdir,
+        **overrides,
+    )
 
 
 def e2e_intent(fabric: netns.Fabric) -> dict[str, Any]:
@@ -12,7 +37,6 @@ def e2e_intent(fabric: netns.Fabric) -> dict[str, Any]:
     n = 8, P = 250 B, R = 1 Gb/s, eps = 8 us -> epoch = 2 x 8 x 2000 bit / 1e9 + 8 us
     = 32 us + 8 us = 40 us; level 7 (f = 1): 2000 bit / 40 us = 50 Mbit/s, burst 250 B;
     level 4 (f = 2): 100 Mbit/s, burst 500 B; level 0 (no factor): the 1 Gbit/s line rate."""
-    key = f"file:{fabric.client_key}"
     return {
         "fabric": {
             "base_rtt_us": 40,
@@ -22,10 +46,7 @@ def e2e_intent(fabric: netns.Fabric) -> dict[str, Any]:
             # (reno and bbr here), and a fresh namespace starts on bbr, so this is a change
             "host_transport": {"congestion_control": "reno"},
         },
-        "hosts": [
-            {"name": h.name, "address": h.address, "nic_gbps": 1, "ssh": {"key_ref": key}}
-            for h in fabric.hosts
-        ],
+        "hosts": fabric_hosts(fabric),
         "service_classes": [
             {"name": "control", "dscp": [48], "queue": 7, "scheduling": {"type": "STRICT"},
              "ecn": "off", "qjump_level": 7,

@@ -368,3 +368,22 @@ def test_every_variable_an_operator_sets_is_documented():
 def test_lab_switches_are_opt_in(services):
     assert services["vswitch"]["profiles"] == ["lab"]
     assert all(not services[name].get("profiles") for name in CORE_SERVICES)
+
+
+def option(words: list[str], name: str) -> str | None:
+    """The value after ``name`` in an argv, None when absent."""
+    return words[words.index(name) + 1] if name in words else None
+
+
+def test_lab_switches_answer_on_the_compose_network_under_their_service_name(services):
+    # On the host's network the switches' loopback is the host's, which the worker and
+    # collector (on the compose network) cannot reach.
+    vswitch = services["vswitch"]
+    assert "network_mode" not in vswitch
+    assert "ports" not in vswitch
+    words = command_words(vswitch["command"])
+    assert option(words, "--listen") == "0.0.0.0"  # the container's own interface
+    # Clients dial the service's name, which the inventory gives and the certificate names.
+    assert option(words, "--advertise") == "vswitch"
+    for name in ("worker", "collector"):
+        assert "network_mode" not in services[name], name

@@ -13,6 +13,7 @@ from tests.integration.tls_certs import self_signed_tls
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
+from vsonic.tls import certificate_dns_names, state_tls
 
 CREDS = Credentials("admin", "tls-test-password")
 METADATA = [("username", CREDS.username), ("password", CREDS.password)]
@@ -46,3 +47,17 @@ def test_a_plaintext_client_cannot_talk_to_the_tls_port(tls_server: tuple[int, T
             gnmi_pb2.CapabilityRequest(), metadata=METADATA, timeout=5
         )
     assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_the_state_certificate_names_the_advertised_name_and_is_remade_for_a_new_one(
+    tmp_path: Path,
+) -> None:
+    first = state_tls(tmp_path)
+    assert certificate_dns_names(first.cert) == {"vsonic.test"}
+    made = first.cert.read_bytes()
+    assert state_tls(tmp_path).cert.read_bytes() == made  # kept while it names what is asked
+    # The compose lab's volume may hold a certificate from before `--advertise vswitch`.
+    renamed = state_tls(tmp_path, ["vswitch"])
+    assert certificate_dns_names(renamed.cert) == {"vsonic.test", "vswitch"}
+    assert renamed.cert.read_bytes() != made
+    assert state_tls(tmp_path, ["vswitch"]).cert.read_bytes() == renamed.cert.read_bytes()
