@@ -1,0 +1,59 @@
+"""bench/tuning_twin.py on a tiny run: the real netsim binary (``cargo build -p netsim``),
+the real tuner. Structure only: both runs share the workload and seed, the tuner's changes
+reach the tuned intent, every class is reported; no FCT value is asserted (the figures are
+in docs/tuning.md)."""
+
+from __future__ import annotations
+
+from bench import tuning_twin
+from controller.twin.translate import Request
+
+REQUEST = Request("websearch", 0.7, 150, 3, tuning_twin.MIX)
+
+
+def test_static_and_tuned_run_the_same_flows_and_differ_in_config() -> None:
+    static = tuning_twin.static_intent()
+    doc = tuning_twin.one_seed(static, REQUEST, 1, tuning_twin.NETSIM, 120.0)
+
+    assert doc["seed"] == 3
+    assert doc["workload"]["static"] == doc["workload"]["tuned"]
+    assert doc["workload"]["static"]["seed"] == 3
+    # The tuner moved something, and the intent the tuned run used says so.
+    applied = doc["rounds"][0]["applied"]
+    assert applied
+    assert doc["diff"]
+    diffed = {entry["path"] for entry in doc["diff"]}
+    assert all(
+        f"service_classes[{c['parameter'].removeprefix('weight/')}].scheduling.weight" in diffed
+        for c in applied
+        if c["parameter"].startswith("weight/")
+    )
+    # Weights stay inside the operator's ranges (the tuner's hard bound).
+    for entry in doc["diff"]:
+        name = entry["path"].split("[")[1].split("]")[0]
+        low, high = tuning_twin.RANGES[name]
+        assert low <= entry["after"] <= high
+    names = [c.name for c in static.service_classes]
+    for side in ("static", "tuned"):
+        assert [row["name"] for row in doc[side]] == names
+        assert all(row["mean_us"] > 0 and row["p99_us"] >= 0 for row in doc[side])
+    assert [row["name"] for row in doc["change"]] == names
+    # The static intent is the example's, plus ranges: weights are the example's own.
+    weights = {c.name: c.scheduling.weight for c in static.service_classes}
+    assert weights["storage"] == 50
+    assert weights["analytics"] == 30
+
+
+def test_summary_reads_each_class_from_the_twin() -> None:
+    static = tuning_twin.static_intent()
+    run = tuning_twin.run_twin(static, REQUEST, tuning_twin.NETSIM, 120.0)
+    summary = tuning_twin.summary_from_run(run, static)
+
+    classes = {q.service_class for q in summary.queues}
+    assert classes == {c.name for c in static.service_classes}
+    assert all(q.tx_bytes_per_s is not None and q.tx_bytes_per_s > 0 for q in summary.queues)
+    # One port's utilisation is the sum of what its classes sent, over its line rate.
+    line = summary.queues[0].speed_gbps * 1e9 / 8
+    total = sum(q.tx_bytes_per_s or 0.0 for q in summary.queues)
+    assert abs((summary.queues[0].utilisation or 0.0) - total / line) < 1e-9
+    assert all(q.mark_fraction is None for q in summary.queues)
