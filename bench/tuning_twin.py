@@ -201,14 +201,16 @@ def tune_in_twin(
 
 
 def fct_rows(run: Run) -> list[JsonObject]:
-    """Per class: flows, mean and p99 FCT (netsim's summary) and the small-flow mean (its
-    per-flow CSV), in µs."""
-    named = {row["name"]: row for row in result(run.raw, run.classes, ())["classes"]}
+    """Per class, then ``all``: flows, mean and p99 FCT (netsim's summary) and the
+    small-flow mean (its per-flow CSV), in µs."""
+    summary = result(run.raw, run.classes, ())
+    named = {row["name"]: row for row in [*summary["classes"], summary["all"]]}
     small: dict[str, list[float]] = {}
     for flow in run.flows:
         if flow["fct_ns"] and int(flow["bytes"]) <= SMALL_BYTES:
-            name = run.classes[int(flow["class"])]
-            small.setdefault(name, []).append(float(flow["fct_ns"]) / 1e3)
+            fct_us = float(flow["fct_ns"]) / 1e3
+            small.setdefault(run.classes[int(flow["class"])], []).append(fct_us)
+            small.setdefault("all", []).append(fct_us)
     return [
         {
             "name": name,
@@ -217,7 +219,7 @@ def fct_rows(run: Run) -> list[JsonObject]:
             "p99_us": named[name]["p99_us"],
             "small_mean_us": statistics.fmean(small[name]) if name in small else None,
         }
-        for name in run.classes
+        for name in [*run.classes, "all"]
         if name in named
     ]
 
@@ -308,7 +310,7 @@ def print_seed(doc: JsonObject) -> None:
             print(f"  round {number}: {c['parameter']} held: {c['held']}")
     for entry in doc["diff"]:
         print(f"  intent: {entry['path']}: {entry['before']} -> {entry['after']}")
-    header = f"  {'class':<12}{'flows':>6}{'mean µs':>20}{'p99 µs':>22}{'small mean µs':>22}"
+    header = f"  {'class':<12}{'flows':>6}{'mean µs':>26}{'p99 µs':>28}{'small mean µs':>24}"
     print(header)
     changes = {row["name"]: row for row in doc["change"]}
     tuned = {row["name"]: row for row in doc["tuned"]}
@@ -318,7 +320,7 @@ def print_seed(doc: JsonObject) -> None:
             f"{_num(row[k], '.0f')}->{_num(t[k], '.0f')} ({_num(d[k + '_pct'], '+.1f')}%)"
             for k in ("mean_us", "p99_us", "small_mean_us")
         ]
-        print(f"  {row['name']:<12}{row['flows']:>6}{cells[0]:>20}{cells[1]:>22}{cells[2]:>22}")
+        print(f"  {row['name']:<12}{row['flows']:>6}{cells[0]:>26}{cells[1]:>28}{cells[2]:>24}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,9 +35,9 @@ def test_static_and_tuned_run_the_same_flows_and_differ_in_config() -> None:
         assert low <= entry["after"] <= high
     names = [c.name for c in static.service_classes]
     for side in ("static", "tuned"):
-        assert [row["name"] for row in doc[side]] == names
+        assert [row["name"] for row in doc[side]] == [*names, "all"]
         assert all(row["mean_us"] > 0 and row["p99_us"] >= 0 for row in doc[side])
-    assert [row["name"] for row in doc["change"]] == names
+    assert [row["name"] for row in doc["change"]] == [*names, "all"]
     # The static intent is the example's, plus ranges: weights are the example's own.
     weights = {c.name: c.scheduling.weight for c in static.service_classes}
     assert weights["storage"] == 50
