@@ -347,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print_seed(doc)
     if len(docs) > 1:
         print(f"mean relative change over seeds {args.seeds} (tuned vs static)")
+        print(f"  {'class':<12}{'mean':>11}{'p99':>11}{'small mean':>11}")
         for name, cells in mean_changes(docs).items():
             print(f"  {name:<12}" + "".join(f"{_num(cells[k], '+.1f'):>10}%" for k in cells))
     return 0
