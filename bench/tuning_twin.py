@@ -64,7 +64,7 @@ MIX = (
 )
 # The ranges the operator allows (weight_min, weight_max) around the example's weights.
 RANGES = {"storage": (20, 70), "analytics": (15, 75), "best-effort": (10, 40)}
-WINDOW_S = 600.0
+WINDOW_S = 600.0  # the tuning window each round stands for (fabric.tuning.window_s default)
 
 
 def static_intent(example: Path = EXAMPLE) -> Intent:
@@ -165,7 +165,10 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
                 threshold_bytes=None,
             )
         )
-    return TelemetrySummary(start_s=0.0, end_s=WINDOW_S, queues=tuple(queues))
+    # The window's times are the twin's (simulated seconds), not wall-clock ones.
+    return TelemetrySummary(
+        start_s=min(starts) / 1e9, end_s=max(starts) / 1e9, queues=tuple(queues)
+    )
 
 
 @dataclass(frozen=True, slots=True)
