@@ -20,6 +20,16 @@ ENTRYPOINT = ROOT / "docker" / "vsonic-entrypoint.sh"
 pytestmark = pytest.mark.integration
 
 
+def clean_up_vsonic(process: subprocess.Popen[str], state_dir: Path, env: dict[str, str]) -> None:
+    """After a failed test: kill the entry point if it still runs, and let `vsonic down` stop
+    whatever it had started (its switches outlive a killed parent)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=30)
+        vsonic = str(Path(sys.executable).parent / "vsonic")
+        subprocess.run([vsonic, "down", "--state-dir", str(state_dir)], check=False, env=env)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -73,15 +83,4 @@ def test_entrypoint_runs_vsonic_in_the_foreground_and_stops_it_on_term(tmp_path:
         assert not accepts(port)
         assert not (state_dir / "state.json").exists()
     finally:
-        if process.poll() is None:
-            process.kill()
-            subprocess.run(
-                [
-                    str(Path(sys.executable).parent / "vsonic"),
-                    "down",
-                    "--state-dir",
-                    str(state_dir),
-                ],
-                check=False,
-                env=env,
-            )
+        clean_up_vsonic(process, state_dir, env)

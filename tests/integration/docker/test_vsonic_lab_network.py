@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from lab import netns
+from tests.integration.docker.test_vsonic_entrypoint import clean_up_vsonic
 from tests.unit.test_compose import OPERATOR_VARIABLES, command_words, interpolate
 from vsonic.tls import certificate_dns_names
 
@@ -123,16 +124,4 @@ def test_the_lab_switch_answers_by_its_service_name_from_another_namespace(
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-            subprocess.run(
-                [
-                    str(Path(sys.executable).parent / "vsonic"),
-                    "down",
-                    "--state-dir",
-                    str(state_dir),
-                ],
-                check=False,
-                env=env,
-            )
+        clean_up_vsonic(process, state_dir, env)
