@@ -6,7 +6,7 @@ PostgreSQL database per test.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,3 +133,13 @@ FIRST_BATCH_ONLY = {
     "spine1": "skipped",
     "spine2": "skipped",
 }
+
+
+def wait_for(what: str, condition: Callable[[], bool], *, within_s: float = 120.0) -> None:
+    """Poll until ``condition`` holds; ``within_s`` is an upper bound for a loaded machine,
+    never a pass/fail measure."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)

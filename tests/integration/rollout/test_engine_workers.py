@@ -6,8 +6,7 @@ with no switch written twice."""
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
 from vsonic.gnmi_server import TlsFiles
 
-from .conftest import Controller
+from .conftest import Controller, wait_for
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 300
@@ -33,14 +32,6 @@ WORKERS = 3
 MAX_PARALLEL = 4  # jobs at once per worker: at most this many in flight when one dies
 SET_DELAY_S = 0.02  # each Set takes a little while, so a kill lands with switches in flight
 WAIT_S = 180.0  # an upper bound for a wait on a loaded machine, never a pass/fail measure
-
-
-def wait_for(what: str, condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -77,13 +68,14 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
         wait_for(
             "each worker to converge a switch",
             lambda: all("applied_verified" in log.read_text() for log in logs),
+            within_s=WAIT_S,
         )
         assert pending() > SWITCHES // 3, "killed too late to test a takeover"
         victim = workers[1]
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         killed_at = logs[1].read_text().count("applied_verified")
-        wait_for("completion", lambda: rollouts.get(info.id).state == "completed")
+        wait_for("completion", lambda: rollouts.get(info.id).state == "completed", within_s=WAIT_S)
 
     final = rollouts.get(info.id)
     # One result per switch, every one verified: the rollout completed with nothing lost.

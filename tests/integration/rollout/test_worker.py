@@ -8,25 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
 
-from .conftest import OPERATOR, Controller
+from .conftest import OPERATOR, Controller, wait_for
 
 ALL = ("leaf1", "leaf2", "spine1", "spine2")
 WAIT_S = 120.0  # an upper bound for a wait on a loaded machine, never a pass/fail measure
-
-
-def wait_for(what: str, condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 @contextmanager
