@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use qos_core::counters::QueueCounters;
 
 use crate::buffer::BufferLimit;
+use crate::hdcq::{HdcqConfig, HdcqIdeal};
 use crate::ideal::{DynaqIdeal, MqecnConfig, MqecnIdeal};
 use crate::packet::{Departure, DropReason, EnqueueOutcome, Packet};
 use crate::rng::SimRng;
@@ -39,6 +40,9 @@ pub enum AqmMode {
         /// The port's threshold, bytes.
         k_bytes: u64,
     },
+    /// HDCQ per packet (Algorithm 2, [`crate::hdcq`]), in place of the WRED profiles:
+    /// per-port and per-queue marks, and ECN-marked packets promoted to Q1.
+    HdcqIdeal(HdcqConfig),
 }
 
 /// One port's configuration.
@@ -74,6 +78,7 @@ pub(crate) struct Port {
     scheduler: Scheduler,
     pub(crate) mqecn: Option<MqecnIdeal>,
     pub(crate) dynaq: Option<DynaqIdeal>,
+    pub(crate) hdcq: Option<HdcqIdeal>,
     free_at_ns: f64,
     samples: Vec<f64>,
 }
@@ -91,6 +96,10 @@ impl Port {
         let window_ns = config.buffer_bytes as f64 * 8.0 / config.speed_bps * 1e9;
         let dynaq = (config.aqm == AqmMode::DynaqIdeal)
             .then(|| DynaqIdeal::new(config.buffer_bytes, &weights, window_ns));
+        let hdcq = match config.aqm {
+            AqmMode::HdcqIdeal(c) => Some(HdcqIdeal::new(c)),
+            _ => None,
+        };
         Self {
             scheduler: Scheduler::new(kinds, config.quantum_unit_bytes),
             config,
@@ -99,6 +108,7 @@ impl Port {
             counters: vec![QueueCounters::default(); n],
             mqecn,
             dynaq,
+            hdcq,
             free_at_ns: 0.0,
             samples: Vec::new(),
         }
@@ -148,12 +158,13 @@ impl Port {
     pub(crate) fn enqueue(
         &mut self,
         now_ns: f64,
-        q: usize,
+        addressed: usize,
         mut packet: Packet,
         pool: &mut Pool,
         rng: &mut SimRng,
     ) -> EnqueueOutcome {
         let len = u64::from(packet.bytes);
+        let (q, hdcq_mark) = self.hdcq_route(now_ns, addressed, &packet);
         let port_idle = self.held() == 0;
         if port_idle {
             if let Some(m) = self.mqecn.as_mut() {
@@ -162,7 +173,7 @@ impl Port {
         }
         let outcome = match self.admission(now_ns, q, len, pool) {
             Some(reason) => EnqueueOutcome::Dropped(reason),
-            None => self.mark(q, &mut packet, rng),
+            None => self.mark(q, &mut packet, rng, hdcq_mark),
         };
         match outcome {
             EnqueueOutcome::Dropped(_) => {
@@ -193,8 +204,23 @@ impl Port {
         (!limit.admits(self.bytes[q], len, pool.size, pool.used)).then_some(DropReason::QueueLimit)
     }
 
+    /// The queue a packet joins and whether HDCQ marks it: the addressed queue and no mark
+    /// unless the port runs HDCQ, which may promote it to Q1.
+    fn hdcq_route(&mut self, now_ns: f64, q: usize, packet: &Packet) -> (usize, bool) {
+        let held = self.held();
+        match self.hdcq.as_mut() {
+            Some(h) => {
+                let q2_bytes = self.bytes.get(h.config().q2).copied().unwrap_or(0);
+                let d = h.decide(now_ns, q, packet, held, q2_bytes);
+                // A role outside the port's queues (a bad config) leaves the packet where it was.
+                (if d.queue < self.queues.len() { d.queue } else { q }, d.mark)
+            }
+            None => (q, false),
+        }
+    }
+
     /// Marking (or WRED dropping) of an admitted packet.
-    fn mark(&mut self, q: usize, packet: &mut Packet, rng: &mut SimRng) -> EnqueueOutcome {
+    fn mark(&mut self, q: usize, packet: &mut Packet, rng: &mut SimRng, hdcq_mark: bool) -> EnqueueOutcome {
         let depth = self.bytes[q];
         let action = match (self.config.aqm, self.mqecn.as_ref()) {
             (AqmMode::MqecnIdeal(_), Some(m)) => {
@@ -209,6 +235,13 @@ impl Port {
             (AqmMode::PortEcn { k_bytes }, _) => {
                 let over = self.held() + u64::from(packet.bytes) > k_bytes;
                 if packet.ect && over {
+                    WredAction::Mark
+                } else {
+                    WredAction::Pass
+                }
+            }
+            (AqmMode::HdcqIdeal(_), _) => {
+                if hdcq_mark {
                     WredAction::Mark
                 } else {
                     WredAction::Pass

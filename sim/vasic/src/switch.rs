@@ -4,7 +4,7 @@ use qos_core::counters::QueueCounters;
 
 use crate::buffer::BufferLimit;
 use crate::packet::{Departure, EnqueueOutcome, Packet};
-use crate::port::{Pool, Port, PortConfig};
+use crate::port::{AqmMode, Pool, Port, PortConfig};
 use crate::rng::SimRng;
 use crate::wred::WredProfile;
 
@@ -195,6 +195,12 @@ fn check_port(port: usize, p: &PortConfig) -> Result<(), VasicError> {
     for q in &p.queues {
         if let Some(w) = &q.wred {
             check_wred(w)?;
+        }
+    }
+    if let AqmMode::HdcqIdeal(h) = p.aqm {
+        let n = p.queues.len();
+        if h.q1 >= n || h.q2 >= n || h.q3 >= n || h.q1 == h.q2 || h.q2 == h.q3 || h.q1 == h.q3 {
+            return bad("HDCQ needs three distinct queues of the port");
         }
     }
     Ok(())
