@@ -38,6 +38,21 @@ pub enum QosChoice {
         #[serde(default)]
         host_buffer_bytes: Option<u64>,
     },
+    /// HDCQ: three queues, hosts' Priorities 1-3, switches' Algorithm 2 (`FabricQos::hdcq`).
+    Hdcq {
+        /// Bytes of a flow tagged Priority 2 (small) before it becomes Priority 3.
+        flow_type_thresh_bytes: u64,
+        /// Buffer per port, bytes.
+        port_buffer_bytes: u64,
+        /// Q2 : Q3 packets per WRR round (5 in the paper).
+        #[serde(default = "default_hdcq_wrr")]
+        wrr_weight: u8,
+        /// Eq. (1)'s period, one RTT, ns.
+        period_ns: f64,
+        /// Host NIC queue limit, bytes (none by default).
+        #[serde(default)]
+        host_buffer_bytes: Option<u64>,
+    },
     /// Anything else, spelled out.
     Custom(Box<FabricQos>),
 }
@@ -54,9 +69,23 @@ impl QosChoice {
                 host_buffer_bytes: *host_buffer_bytes,
                 ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
             },
+            Self::Hdcq {
+                flow_type_thresh_bytes,
+                port_buffer_bytes,
+                wrr_weight,
+                period_ns,
+                host_buffer_bytes,
+            } => FabricQos {
+                host_buffer_bytes: *host_buffer_bytes,
+                ..FabricQos::hdcq(*flow_type_thresh_bytes, *port_buffer_bytes, *wrr_weight, *period_ns)
+            },
             Self::Custom(q) => (**q).clone(),
         }
     }
+}
+
+fn default_hdcq_wrr() -> u8 {
+    5
 }
 
 /// One part of the traffic.

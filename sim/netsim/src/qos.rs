@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use vasic::buffer::BufferLimit;
+use vasic::hdcq::HdcqConfig;
 use vasic::ideal::MqecnConfig;
 use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
@@ -19,6 +20,8 @@ pub enum Sched {
     Strict,
     /// DWRR with this weight.
     Dwrr(u8),
+    /// WRR with this weight (packets per turn: HDCQ's Algorithm 3 counts packets).
+    Wrr(u8),
 }
 
 /// One queue: scheduling, an optional DCTCP-style marking step, its buffer limit.
@@ -53,6 +56,53 @@ pub enum Aqm {
     },
     /// DynaQ per packet (vasic's ideal mode): drop thresholds, no marking.
     Dynaq,
+    /// HDCQ per packet (vasic's ideal mode, HDCQ 2021 Algorithm 2): per-port and per-queue
+    /// marks, ECN-marked packets promoted to Q1.
+    Hdcq(HdcqAqm),
+}
+
+/// HDCQ's switch side on every port: which queues play Q1-Q3 and its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HdcqAqm {
+    /// Q1 (ACKs, promoted packets), Q2 (small flows), Q3 (large flows).
+    pub q1: usize,
+    /// Q2.
+    pub q2: usize,
+    /// Q3.
+    pub q3: usize,
+    /// Per-port ECN as a percentage of the port's buffer (60 in §4.2.1: 144 of 240 packets).
+    #[serde(default = "default_hdcq_port_pct")]
+    pub port_threshold_pct: f64,
+    /// Eq. (2)'s smoothing (0.06, §4.2.3).
+    #[serde(default = "default_hdcq_k")]
+    pub k: f64,
+    /// Eq. (1)'s period (the paper's "RTT cycle"), ns.
+    pub period_ns: f64,
+}
+
+fn default_hdcq_port_pct() -> f64 {
+    60.0
+}
+
+fn default_hdcq_k() -> f64 {
+    0.06
+}
+
+impl HdcqAqm {
+    /// vasic's configuration for a port with `buffer_bytes`: the per-port point is
+    /// `port_threshold_pct` of it, and Q2's share one third (one of HDCQ's three queues:
+    /// 80 of 240 packets, whose half is the paper's initial 40, §4.2.2).
+    pub fn for_port(&self, buffer_bytes: u64) -> HdcqConfig {
+        HdcqConfig {
+            q1: self.q1,
+            q2: self.q2,
+            q3: self.q3,
+            port_threshold_bytes: (self.port_threshold_pct / 100.0 * buffer_bytes as f64).floor() as u64,
+            queue_share_bytes: buffer_bytes / 3,
+            k: self.k,
+            period_ns: self.period_ns,
+        }
+    }
 }
 
 /// How hosts choose a packet's queue.
@@ -243,6 +293,39 @@ impl FabricQos {
         }
     }
 
+    /// HDCQ (HDCQ 2021 §3.2-§3.3): three queues, Q3 = 0 and Q2 = 1 under WRR `wrr_weight`
+    /// : 1 (Algorithm 3, w = 5 in §3.3.2) and Q1 = 2 strict above them; hosts put pure ACKs in
+    /// Q1 and a flow's bytes in Q2 until `flow_type_thresh_bytes`, then Q3 (Algorithm 1,
+    /// tagged by DSCP as sluice's hosts do: DSCP 2 for Priority 2, 1 for Priority 3);
+    /// switches run Algorithm 2 (`Aqm::Hdcq`) with the per-port point at 60 % of the buffer
+    /// and Eq. (1)'s period `period_ns`.
+    pub fn hdcq(flow_type_thresh_bytes: u64, port_buffer_bytes: u64, wrr_weight: u8, period_ns: f64) -> Self {
+        let queue = |sched| QueueSpec { sched, ecn_k_bytes: None, dynamic_th: None };
+        let stage = PiasMarking { thresholds_bytes: vec![flow_type_thresh_bytes], dscp: vec![1] };
+        Self {
+            queues: vec![queue(Sched::Wrr(1)), queue(Sched::Wrr(wrr_weight)), queue(Sched::Strict)],
+            aqm: Aqm::Hdcq(HdcqAqm {
+                q1: 2,
+                q2: 1,
+                q3: 0,
+                port_threshold_pct: default_hdcq_port_pct(),
+                k: default_hdcq_k(),
+                period_ns,
+            }),
+            port_buffer_bytes,
+            buffer: BufferModel::PerPort,
+            host_buffer_bytes: None,
+            quantum_unit_bytes: 1_500,
+            tagging: Tagging::Dscp {
+                classes: vec![ClassMarking { dscp: 2, pias: Some(stage) }],
+                dscp_to_queue: vec![(2, 1), (1, 0)],
+            },
+            ack_queue: Some(2),
+            ports: PortKinds::default(),
+            qjump: None,
+        }
+    }
+
     /// The queue for a data segment starting at payload byte `offset` of a flow of `class`.
     pub fn data_queue(&self, offset: u64, class: usize) -> usize {
         let top = self.queues.len().saturating_sub(1);
@@ -313,6 +396,7 @@ impl FabricQos {
                 t_idle_ns: 1_500.0 * 8.0 / speed_bps * 1e9,
             }),
             Aqm::Dynaq => AqmMode::DynaqIdeal,
+            Aqm::Hdcq(h) => AqmMode::HdcqIdeal(h.for_port(buffer_bytes)),
         };
         PortConfig { speed_bps, queues, aqm, quantum_unit_bytes: self.quantum_unit_bytes, buffer_bytes }
     }
@@ -343,6 +427,7 @@ fn scheduling(s: Sched) -> Scheduling {
     match s {
         Sched::Strict => Scheduling::Strict,
         Sched::Dwrr(w) => Scheduling::Dwrr(w),
+        Sched::Wrr(w) => Scheduling::Wrr(w),
     }
 }
 
@@ -370,6 +455,21 @@ mod tests {
         assert_eq!(qos.data_queue(5_000_000, 1), 3);
         // A class the marking does not know is unmarked: DSCP 0, queue 0.
         assert_eq!(qos.data_queue(0, 7), 0);
+    }
+
+    #[test]
+    fn hdcq_ports_get_the_papers_points_and_hosts_its_priorities() {
+        // 240-packet buffer (360 000 B): per-port point 60 % = 216 000 B (144 packets,
+        // §4.2.1), Q2's share a third = 120 000 B (80 packets; half of it the initial 40).
+        let qos = FabricQos::hdcq(102_400, 360_000, 5, 100_000.0);
+        let port = qos.switch_port(1e9, PortKind::LeafDown);
+        let AqmMode::HdcqIdeal(h) = port.aqm else { panic!("not HDCQ: {:?}", port.aqm) };
+        assert_eq!((h.q1, h.q2, h.q3), (2, 1, 0));
+        assert_eq!((h.port_threshold_bytes, h.queue_share_bytes), (216_000, 120_000));
+        let kinds: Vec<Scheduling> = port.queues.iter().map(|q| q.scheduling).collect();
+        assert_eq!(kinds, vec![Scheduling::Wrr(1), Scheduling::Wrr(5), Scheduling::Strict]);
+        assert_eq!((qos.ack_queue(0), qos.data_queue(0, 0), qos.data_queue(102_399, 0)), (2, 1, 1));
+        assert_eq!(qos.data_queue(102_400, 0), 0);
     }
 
     #[test]

@@ -1,0 +1,91 @@
+//! HDCQ in the fabric (HDCQ 2021): hosts' priorities (Algorithm 1: pure ACKs Q1, a flow's
+//! first `flow_type_thresh` bytes Q2, the rest Q3) and the switches' Algorithm 2 (marked
+//! packets promoted to Q1), read off the queue counters of the ports they cross.
+
+#![allow(clippy::unwrap_used)]
+
+use netsim::qos::{Aqm, FabricQos};
+use netsim::sim::Fabric;
+use netsim::tcp::{CongestionControl, TcpConfig};
+use netsim::topology::LeafSpine;
+use netsim::workload::{self, FlowSpec, MSS_BYTES};
+
+const ONE_G: f64 = 1e9;
+const BUFFER: u64 = 240 * 1_500;
+const THRESH: u64 = 100 * 1_024;
+const RTT_NS: f64 = 100_000.0;
+
+fn dctcp() -> TcpConfig {
+    TcpConfig { cc: CongestionControl::Dctcp, ..TcpConfig::default() }
+}
+
+/// One leaf, `hosts` hosts at 1 Gb/s, 25 us links (base RTT 100 us).
+fn one_leaf(hosts: usize) -> LeafSpine {
+    LeafSpine {
+        leaves: 1,
+        spines: 1,
+        hosts_per_leaf: hosts,
+        host_link_bps: ONE_G,
+        fabric_link_bps: ONE_G,
+        host_link_delay_ns: 25_000.0,
+        fabric_link_delay_ns: 1_000.0,
+        ..LeafSpine::default()
+    }
+}
+
+#[test]
+fn acks_ride_q1_small_bytes_q2_and_the_rest_q3() {
+    // One 300 KB flow, host 0 to host 1, alone: no queue, no mark, no loss. Segments start
+    // every 1460 B: those starting below 102 400 B are Priority 2, ceil(102_400 / 1460) = 71
+    // of them; the other ceil(300_000 / 1460) - 71 = 206 - 71 = 135 are Priority 3. Only ACKs
+    // go back to host 0: all in Q1.
+    let flows = [FlowSpec { src: 0, dst: 1, bytes: 300_000, start_ns: 0.0, class: 0 }];
+    let qos = FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS);
+    let mut fabric = Fabric::new(one_leaf(2), qos, dctcp(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    assert_eq!(fabric.tally().dropped_packets, 0);
+    let to_receiver = |q| fabric.switch_counters(0, 1, q).unwrap();
+    assert_eq!((to_receiver(2).packets, to_receiver(1).packets, to_receiver(0).packets), (0, 71, 135));
+    assert_eq!(206, 300_000u64.div_ceil(MSS_BYTES));
+    let to_sender = |q| fabric.switch_counters(0, 0, q).unwrap();
+    assert!(to_sender(2).packets > 0, "ACKs in Q1");
+    assert_eq!((to_sender(1).packets, to_sender(0).packets), (0, 0), "nothing else goes back");
+}
+
+/// Two long flows (hosts 0, 1) into host 21 from t = 0; at 20 ms hosts 2..=21 - 1 each send
+/// 60 KB to it: an incast micro-burst over the long flows' queue.
+fn incast(qos: FabricQos) -> Fabric {
+    let mut flows = vec![workload::long_lived(0, 21, 0, 0.0), workload::long_lived(1, 21, 0, 0.0)];
+    flows.extend((2..21).map(|src| FlowSpec { src, dst: 21, bytes: 60_000, start_ns: 20e6, class: 0 }));
+    let mut fabric = Fabric::new(one_leaf(22), qos, dctcp(), &flows, 1).unwrap();
+    fabric.run(60e6, &mut |_| {}).unwrap();
+    fabric
+}
+
+#[test]
+fn marked_packets_are_promoted_to_q1_at_the_bottleneck() {
+    // Data only crosses leaf port 21 (towards the receiver), tagged Q2 or Q3 by the hosts, so
+    // whatever Q1 sent there was promoted there, and every promotion is marked (Algorithm 2
+    // lines 5-7 and 15-16); a mark never stays in Q2 (line 11) or Q3 (line 16).
+    let fabric = incast(FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS));
+    let q = |i| fabric.switch_counters(0, 21, i).unwrap();
+    assert!(q(2).packets > 0, "something was promoted");
+    assert_eq!(q(2).packets, q(2).wred_ecn_marked_packets);
+    assert_eq!((q(1).wred_ecn_marked_packets, q(0).wred_ecn_marked_packets), (0, 0));
+    assert!(q(1).packets > 0 && q(0).packets > 0);
+    // Every short flow finished.
+    let done = fabric.results().iter().filter(|r| r.spec.bytes == 60_000 && r.fct_ns.is_some()).count();
+    assert_eq!(done, 19);
+}
+
+#[test]
+fn without_promotion_marks_stay_in_the_hosts_queues() {
+    // The same run with the same per-port point (60 % of the buffer) as a plain per-port
+    // threshold: Q1 carries no data, the marks land on Q2 and Q3 where the hosts put them.
+    let mut qos = FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS);
+    qos.aqm = Aqm::PortEcn { k_bytes: BUFFER * 60 / 100 };
+    let fabric = incast(qos);
+    let q = |i| fabric.switch_counters(0, 21, i).unwrap();
+    assert_eq!(q(2).packets, 0);
+    assert!(q(0).wred_ecn_marked_packets + q(1).wred_ecn_marked_packets > 0);
+}
