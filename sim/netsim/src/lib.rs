@@ -1,8 +1,8 @@
 //! netsim: a packet-level, discrete-event twin of a leaf-spine fabric.
 //!
 //! Switch ports are vasic's model (shared buffer with dynamic or static limits, strict
-//! priority and DWRR, WRED/ECN, per-port ECN, MQ-ECN and DynaQ per packet), used as a
-//! library. Hosts run TCP NewReno or DCTCP with real pure-ACK packets, tag packets into
+//! priority, DWRR and WRR, WRED/ECN, per-port ECN, MQ-ECN, DynaQ and HDCQ per packet), used
+//! as a library. Hosts run TCP NewReno or DCTCP with real pure-ACK packets, tag packets into
 //! queues (one queue, PIAS demotion, or by service class), and flows come from workloads
 //! (Poisson arrivals over the published flow-size CDFs, incast, long-lived). A run is a
 //! function of its configuration and seed. Layout:
