@@ -247,15 +247,36 @@ def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: flo
     threads = [threading.Thread(target=drain, args=s, daemon=True) for s in subscribers]
     for thread in threads:
         thread.start()
-    time.sleep(warmup)
-    start, cpu = sum(counts), _cpu_s()
-    time.sleep(duration)
+    _sleep_within_memory(warmup)
+    start, cpu, began = sum(counts), _cpu_s(), time.monotonic()
+    if not _sleep_within_memory(duration):
+        duration = time.monotonic() - began  # stopped early: the rate is over what ran
     counted = sum(counts) - start
     CPU_WINDOW.append(_cpu_s() - cpu)
+    SCRAPE["seconds_counted"] = duration
     stop.set()
     for _, subscriber in subscribers:
         subscriber.close()
     return counted
+
+
+PYGNMI_RSS_LIMIT_KB = 4 * 1024 * 1024  # pygnmi queues every response it has not handed out
+
+
+def _sleep_within_memory(seconds: float) -> bool:
+    """Sleep ``seconds``; False (at once) if this process's RSS passes the limit: a client
+    that cannot keep up with its streams grows without bound, and on a shared machine the
+    run is stopped rather than the machine run out of memory."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if _rss_kb() > PYGNMI_RSS_LIMIT_KB:
+            MEMORY_STOP.append(_rss_kb())
+            return False
+        time.sleep(min(0.5, max(0.0, end - time.monotonic())))
+    return True
+
+
+MEMORY_STOP: list[int] = []
 
 
 def _run_role(
@@ -272,9 +293,11 @@ def _run_role(
         updates = asyncio.run(_bare(server_ports, switches, warmup, duration))
     else:
         updates = _pygnmi(server_ports, switches, warmup, duration)
+    seconds = SCRAPE.pop("seconds_counted", duration)
     print(json.dumps({
-        "role": role, "updates": updates, "seconds": duration,
+        "role": role, "updates": updates, "seconds": seconds,
         "rss_growth_kb": _rss_kb() - rss_before, "cpu_s": CPU_WINDOW[0], "scrape": SCRAPE,
+        "memory_stop_kb": MEMORY_STOP[0] if MEMORY_STOP else None,
     }), flush=True)  # fmt: skip
     # pygnmi's subscription threads are not daemons and outlive close(): leave without them.
     os._exit(0)
@@ -430,7 +453,12 @@ def _stop_servers(servers: list[tuple[subprocess.Popen[str], int]]) -> None:
 
 
 def measure(
-    switches: int, ports: int, duration: float, warmup: float, servers: int = 1
+    switches: int,
+    ports: int,
+    duration: float,
+    warmup: float,
+    servers: int = 1,
+    roles: tuple[str, ...] = ROLES,
 ) -> dict[str, Any]:
     started = _start_servers(switches, ports, servers)
     server_ports = [port for _, port in started]
@@ -442,7 +470,7 @@ def measure(
         results["idle"] = measure_idle(
             first, first_port, served, min(64, served * 16), min(duration, 5.0)
         )
-        for role in ROLES:
+        for role in roles:
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
             cpu_before = sum(_server_cpu_s(s.pid) for s, _ in started)
             out = subprocess.run(
@@ -455,6 +483,7 @@ def measure(
             results[role]["server_cpu_s"] = sum(_server_cpu_s(s.pid) for s, _ in started) - (
                 cpu_before
             )
+            print(f"{role}: {json.dumps(results[role])}", file=sys.stderr, flush=True)
     finally:
         _stop_servers(started)
     results["ingest"] = measure_ingest(ports, 20)
@@ -468,26 +497,40 @@ def render(r: dict[str, Any]) -> str:
     lines = [
         f"fleet vsonic ({r['servers']} process(es)): {n} switches x {p} ports x 8 queues, "
         f"SAMPLE 1 s per oid (at most {offered:,} updates/s offered)",
-        f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'KiB/switch':>12}{'servers CPU':>13}",
+        f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'per CPU-s':>11}{'KiB/switch':>12}"
+        f"{'servers CPU':>13}",
     ]
     for role, label in (
         ("collector", "collector (rates, state, metrics)"),
         ("bare", "baseline: bare Subscribe loop, same client"),
         ("pygnmi", "peer: pygnmi StreamSubscriber"),
     ):
+        if role not in r:
+            continue
         x = r[role]
-        rate = x["updates"] / x["seconds"]
+        rate = x["updates"] / x["seconds"] if x["seconds"] > 0 else 0.0
+        # Updates per CPU-second of the client: what it would take with a core to itself
+        # (on a shared machine the wall-clock rate is capped by the CPU it was given).
+        per_cpu = x["updates"] / x["cpu_s"] if x["cpu_s"] > 0 else 0.0
         lines.append(
-            f"{label:<44}{rate:>12,.0f}{x['cpu_s'] / x['seconds']:>9.2f}"
+            f"{label:<44}{rate:>12,.0f}{x['cpu_s'] / x['seconds']:>9.2f}{per_cpu:>11,.0f}"
             f"{x['rss_growth_kb'] / n:>12,.1f}{x['server_cpu_s']:>11.1f} s"
         )
-    c, b = r["collector"]["updates"], r["bare"]["updates"]
-    lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
-    scrape = r["collector"]["scrape"]
-    lines.append(
-        f"one scrape of the collector's metrics: {scrape['samples']:,.0f} samples "
-        f"in {scrape['seconds']:.2f} s"
-    )
+        if x.get("memory_stop_kb"):
+            lines.append(
+                f"  (stopped after {x['seconds']:.1f} s: RSS {x['memory_stop_kb'] / 2**20:.1f} GiB,"
+                " responses queued faster than handed out)"
+            )
+    if "collector" in r and "bare" in r:
+        c = r["collector"]["updates"] / max(r["collector"]["seconds"], 1e-9)
+        b = r["bare"]["updates"] / max(r["bare"]["seconds"], 1e-9)
+        lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
+    if "collector" in r:
+        scrape = r["collector"]["scrape"]
+        lines.append(
+            f"one scrape of the collector's metrics: {scrape['samples']:,.0f} samples "
+            f"in {scrape['seconds']:.2f} s"
+        )
     i = r["ingest"]
     lines.append(
         f"ingest alone ({i['updates']:,} prebuilt updates, no server): "
@@ -517,13 +560,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--role", choices=ROLES, help=argparse.SUPPRESS)
     parser.add_argument("--servers", type=int, default=1, help="fleet vsonic processes")
+    parser.add_argument("--clients", default=",".join(ROLES), help="which clients to run")
     parser.add_argument("--port", help=argparse.SUPPRESS)  # the servers' ports, comma-separated
     args = parser.parse_args(argv)
     if args.role is not None:
         server_ports = [int(p) for p in args.port.split(",")]
         _run_role(args.role, server_ports, args.switches, args.ports, args.warmup, args.duration)
         return 0
-    print(render(measure(args.switches, args.ports, args.duration, args.warmup, args.servers)))
+    roles = tuple(r for r in args.clients.split(",") if r)
+    if not set(roles) <= set(ROLES):
+        parser.error(f"--clients: choose from {', '.join(ROLES)}")
+    print(
+        render(measure(args.switches, args.ports, args.duration, args.warmup, args.servers, roles))
+    )
     return 0
 
 

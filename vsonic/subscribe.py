@@ -7,9 +7,10 @@ gnmi_server/client_subscribe.go).
   anything below 1 s is refused) or ON_CHANGE; TARGET_DEFINED is refused with sonic-gnmi's
   "unsupported subscription mode". ``updates_only`` skips the initial values. The SAMPLE
   subscriptions due at one tick are sent as one Notification with an Update each (gNMI's
-  Notification carries a list of updates under one timestamp): a collector subscribed to
-  every queue and port counter object of a switch gets one message a second, not 576, which
-  is what lets one server process offer a few hundred switches' counters.
+  Notification carries a list of updates under one timestamp), and so are the initial values
+  of every subscription: a collector subscribed to every queue and port counter object of a
+  switch gets one message a second, not 576, which is what lets one server process offer a
+  few hundred switches' counters.
 
 ON_CHANGE follows writes: the switch's change feed (``vsonic.changes``: Redis keyspace
 notifications, as sonic-gnmi uses for table and key paths, or a fleet switch's in-memory
@@ -173,11 +174,13 @@ class SubscribeSession:
         return feed.watch(on_change)
 
     def _current(self, plan: Plan, values: Sequence[Any]) -> list[Any]:
-        return [
-            self._response(plan, [_update(sub.proto_path, value, plan.encoding)], [])
-            for sub, value in zip(plan.subs, values, strict=True)
-            if value is not None
-        ]
+        """Every subscription's current value (those that have one) in one notification: a
+        collector's 579 subscriptions cost one message at (re)subscribe, not 579."""
+        response = self._empty_response(plan)
+        for sub, value in zip(plan.subs, values, strict=True):
+            if value is not None:
+                _add_update(response.update, sub.proto_path, value, plan.encoding)
+        return [response] if response.update.update else []
 
     def _response(self, plan: Plan, updates: list[Any], deletes: list[Any]) -> Any:
         note = notification(self._wall_ns, plan.prefix, updates, deletes)
@@ -215,7 +218,7 @@ class SubscribeSession:
                 continue
             order = sorted(dirty)
             current = await _read(plan.switch, [plan.subs[i] for i in order])
-            samples = self._sample_response(plan)
+            samples = self._empty_response(plan)
             for i, value in zip(order, current, strict=True):
                 sub, old = plan.subs[i], last[i]
                 last[i] = value
@@ -253,8 +256,9 @@ class SubscribeSession:
                     dirty.add(i)
         return dirty
 
-    def _sample_response(self, plan: Plan) -> Any:
-        """An empty response the due samples are added to in place (no copy per update)."""
+    def _empty_response(self, plan: Plan) -> Any:
+        """A response with no update yet, stamped now; updates are added to it in place (no
+        copy per update)."""
         response = gnmi_pb2.SubscribeResponse()
         response.update.timestamp = self._wall_ns()
         response.update.prefix.CopyFrom(plan.prefix)
