@@ -289,9 +289,12 @@ class EmptySubscription(Exception):
 def paths_without_data(
     subs: Sequence[Subscription], delivered: Sequence[tuple[str, ...]]
 ) -> list[tuple[str, ...]]:
-    """The counter subscriptions no update before the sync response fell under."""
+    """The counter subscriptions no update before the sync response fell under. (Every
+    prefix of every delivered path in a set: linear, where testing each subscription
+    against each update was 579 x 579 per switch at each subscribe.)"""
+    under = {d[:k] for d in delivered for k in range(1, len(d) + 1)}
     counters = [s.elems for s in subs if s.elems[: len(COUNTERS)] == COUNTERS]
-    return [p for p in counters if not any(d[: len(p)] == p for d in delivered)]
+    return [p for p in counters if p not in under]
 
 
 @dataclass(frozen=True)
