@@ -130,9 +130,10 @@ async def _collector(
 
         registry = CollectorRegistry()
         registry.register(collector.metrics)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         text = generate_latest(registry)
         SCRAPE["seconds"] = time.perf_counter() - start
+        SCRAPE["cpu_s"] = time.process_time() - cpu
         SCRAPE["samples"] = text.count(b"\n") - text.count(b"\n#")
         await collector.close()
 
@@ -529,7 +530,8 @@ def render(r: dict[str, Any]) -> str:
         scrape = r["collector"]["scrape"]
         lines.append(
             f"one scrape of the collector's metrics: {scrape['samples']:,.0f} samples "
-            f"in {scrape['seconds']:.2f} s"
+            f"in {scrape['seconds']:.2f} s ({scrape['cpu_s']:.2f} CPU s, "
+            f"{scrape['cpu_s'] / max(scrape['samples'], 1) * 1e6:.1f} us a sample)"
         )
     i = r["ingest"]
     lines.append(
