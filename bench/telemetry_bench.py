@@ -8,14 +8,17 @@ same server:
 - pygnmi: pygnmi's own subscription machinery (``pygnmi.client.StreamSubscriber``, a thread
   per stream) with the same SubscribeRequest, counting updates.
 
-Each client runs in a process of its own (so memory and CPU are its own), after the server
-has come up; the first ``--warmup`` seconds (subscribing, initial values) are not counted.
+Each client runs in a process of its own (so memory and CPU are its own), after the servers
+have come up; the first ``--warmup`` seconds (subscribing, initial values) are not counted.
 Memory per switch is the client's resident-set growth from before the streams to the end,
-divided by N. The server is one Python process too: when every client sees the same rate,
-the server is the limit, not the client.
+divided by N. The switches are served by ``--servers`` fleet vsonic processes (switch i by
+server i x K / N): a real fabric has a gNMI server per switch, and one Python process cannot
+offer a few hundred switches' counters every second, so when every client sees about the
+same rate, the servers are the limit, not the client. After its window the collector times
+one Prometheus scrape of everything it holds (the metrics are built at scrape time).
 
 Reproduce: ``uv run python -m bench.telemetry_bench`` (``--switches N``, ``--ports P``,
-``--duration S``).
+``--duration S``, ``--servers K``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from bench.southbound_support import fleet_names, start_fleet_server
+from bench.southbound_support import fleet_names
 
 REPRODUCE = "uv run python -m bench.telemetry_bench"
 PASSWORD = "telemetry-bench"
@@ -53,22 +56,50 @@ def _cpu_s() -> float:
     return times.user + times.system
 
 
-def _targets(port: int, switches: int) -> list[Any]:
+def server_of(index: int, switches: int, servers: int) -> int:
+    """Which of ``servers`` fleet processes serves switch ``index`` (contiguous blocks)."""
+    return index * servers // switches
+
+
+def _targets(ports: list[int], switches: int) -> list[Any]:
     from pydantic import SecretStr
 
     from controller.southbound.gnmi import GnmiTarget
 
     return [
-        GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(PASSWORD), prefix_target=name)
-        for name in fleet_names(switches)
+        GnmiTarget(
+            name,
+            "127.0.0.1",
+            ports[server_of(i, switches, len(ports))],
+            "admin",
+            SecretStr(PASSWORD),
+            prefix_target=name,
+        )
+        for i, name in enumerate(fleet_names(switches))
     ]
+
+
+def _channels(targets: list[Any]) -> dict[int, Any]:
+    """One asyncio channel per server port (the collector does the same per endpoint)."""
+    from controller.southbound.subscribe import open_channel
+
+    channels: dict[int, Any] = {}
+    for target in targets:
+        if target.port not in channels:
+            channels[target.port] = open_channel(target)
+    return channels
 
 
 # ---------------------------------------------------------------------------------------------
 # the three clients (each in its own process: ``--role``)
 
 
-async def _collector(port: int, switches: int, ports: int, warmup: float, duration: float) -> int:
+SCRAPE: dict[str, float] = {}  # the collector's one scrape after its window
+
+
+async def _collector(
+    server_ports: list[int], switches: int, ports: int, warmup: float, duration: float
+) -> int:
     from controller.policy.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
     from controller.southbound.subscribe import StreamPolicy, SubMode
     from controller.telemetry.collector import Collector, Shard
@@ -79,39 +110,55 @@ async def _collector(port: int, switches: int, ports: int, warmup: float, durati
             Switch(
                 name=name,
                 role=Role.LEAF,
-                gnmi=GnmiEndpoint(address="127.0.0.1", port=port, target=name),
+                gnmi=GnmiEndpoint(
+                    address="127.0.0.1",
+                    port=server_ports[server_of(i, switches, len(server_ports))],
+                    target=name,
+                ),
                 credential_ref="env:VSONIC_PASSWORD",
                 ports=tuple(Port(name=f"Ethernet{4 * i}", speed_gbps=100) for i in range(ports)),
             )
-            for name in fleet_names(switches)
+            for i, name in enumerate(fleet_names(switches))
         ),
     )
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
     collector = Collector(Shard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
-    collector.sync(intent, {t.name: t for t in _targets(port, switches)})
+    collector.sync(intent, {t.name: t for t in _targets(server_ports, switches)})
 
-    return await _count_between(collector.updates, warmup, duration, collector.close)
+    async def scrape_then_close() -> None:
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry()
+        registry.register(collector.metrics)
+        start, cpu = time.perf_counter(), time.process_time()
+        text = generate_latest(registry)
+        SCRAPE["seconds"] = time.perf_counter() - start
+        SCRAPE["cpu_s"] = time.process_time() - cpu
+        SCRAPE["samples"] = text.count(b"\n") - text.count(b"\n#")
+        await collector.close()
+
+    return await _count_between(collector.updates, warmup, duration, scrape_then_close)
 
 
-async def _bare(port: int, switches: int, warmup: float, duration: float) -> int:
+async def _bare(server_ports: list[int], switches: int, warmup: float, duration: float) -> int:
     from controller.southbound.subscribe import (
         PORT_NAME_MAP,
         QUEUE_NAME_MAP,
         StreamPolicy,
         SubMode,
-        open_channel,
         read_once,
         stream_subscriptions,
         subscribe,
     )
 
-    targets = _targets(port, switches)
-    channel = open_channel(targets[0])
+    targets = _targets(server_ports, switches)
+    channels = _channels(targets)
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
     count = 0
 
     async def one(target: Any) -> None:
         nonlocal count
+        channel = channels[target.port]
         maps = await read_once(channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], 30)
         oids = sorted(maps.get(QUEUE_NAME_MAP, {}).values())
         oids += sorted(maps.get(PORT_NAME_MAP, {}).values())
@@ -126,7 +173,8 @@ async def _bare(port: int, switches: int, warmup: float, duration: float) -> int
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await channel.close()
+        for channel in channels.values():
+            await channel.close()
 
     return await _count_between(lambda: count, warmup, duration, close)
 
@@ -144,7 +192,7 @@ async def _count_between(read: Any, warmup: float, duration: float, close: Any) 
     return counted
 
 
-def _pygnmi(port: int, switches: int, warmup: float, duration: float) -> int:
+def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: float) -> int:
     import grpc  # type: ignore[import-untyped]
     from pygnmi.client import StreamSubscriber  # type: ignore[import-untyped]
 
@@ -154,27 +202,28 @@ def _pygnmi(port: int, switches: int, warmup: float, duration: float) -> int:
         ListMode,
         StreamPolicy,
         SubMode,
-        open_channel,
         read_once,
         stream_subscriptions,
         subscribe_request,
     )
 
-    targets = _targets(port, switches)
+    targets = _targets(server_ports, switches)
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
 
     async def oids_of() -> list[list[str]]:
-        channel = open_channel(targets[0])
+        channels = _channels(targets)
         out = []
         for target in targets:
+            channel = channels[target.port]
             maps = await read_once(channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], 30)
             oids = sorted(maps.get(QUEUE_NAME_MAP, {}).values())
             out.append(oids + sorted(maps.get(PORT_NAME_MAP, {}).values()))
-        await channel.close()
+        for channel in channels.values():
+            await channel.close()
         return out
 
     all_oids = asyncio.run(oids_of())
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    channels = {p: grpc.insecure_channel(f"127.0.0.1:{p}") for p in server_ports}
     metadata = [("username", "admin"), ("password", PASSWORD)]
     counts = [0] * switches
     stop = threading.Event()
@@ -183,7 +232,7 @@ def _pygnmi(port: int, switches: int, warmup: float, duration: float) -> int:
         request = subscribe_request(
             stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
         )
-        subscribers.append((i, StreamSubscriber(channel, request, metadata)))
+        subscribers.append((i, StreamSubscriber(channels[target.port], request, metadata)))
 
     def drain(i: int, subscriber: Any) -> None:
         while not stop.is_set():
@@ -199,19 +248,40 @@ def _pygnmi(port: int, switches: int, warmup: float, duration: float) -> int:
     threads = [threading.Thread(target=drain, args=s, daemon=True) for s in subscribers]
     for thread in threads:
         thread.start()
-    time.sleep(warmup)
-    start, cpu = sum(counts), _cpu_s()
-    time.sleep(duration)
+    _sleep_within_memory(warmup)
+    start, cpu, began = sum(counts), _cpu_s(), time.monotonic()
+    if not _sleep_within_memory(duration):
+        duration = time.monotonic() - began  # stopped early: the rate is over what ran
     counted = sum(counts) - start
     CPU_WINDOW.append(_cpu_s() - cpu)
+    SCRAPE["seconds_counted"] = duration
     stop.set()
     for _, subscriber in subscribers:
         subscriber.close()
     return counted
 
 
+PYGNMI_RSS_LIMIT_KB = 4 * 1024 * 1024  # pygnmi queues every response it has not handed out
+
+
+def _sleep_within_memory(seconds: float) -> bool:
+    """Sleep ``seconds``; False (at once) if this process's RSS passes the limit: a client
+    that cannot keep up with its streams grows without bound, and on a shared machine the
+    run is stopped rather than the machine run out of memory."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if _rss_kb() > PYGNMI_RSS_LIMIT_KB:
+            MEMORY_STOP.append(_rss_kb())
+            return False
+        time.sleep(min(0.5, max(0.0, end - time.monotonic())))
+    return True
+
+
+MEMORY_STOP: list[int] = []
+
+
 def _run_role(
-    role: str, port: int, switches: int, ports: int, warmup: float, duration: float
+    role: str, server_ports: list[int], switches: int, ports: int, warmup: float, duration: float
 ) -> None:
     import pygnmi.client  # type: ignore[import-untyped]  # noqa: F401
 
@@ -219,14 +289,16 @@ def _run_role(
 
     rss_before = _rss_kb()
     if role == "collector":
-        updates = asyncio.run(_collector(port, switches, ports, warmup, duration))
+        updates = asyncio.run(_collector(server_ports, switches, ports, warmup, duration))
     elif role == "bare":
-        updates = asyncio.run(_bare(port, switches, warmup, duration))
+        updates = asyncio.run(_bare(server_ports, switches, warmup, duration))
     else:
-        updates = _pygnmi(port, switches, warmup, duration)
+        updates = _pygnmi(server_ports, switches, warmup, duration)
+    seconds = SCRAPE.pop("seconds_counted", duration)
     print(json.dumps({
-        "role": role, "updates": updates, "seconds": duration,
-        "rss_growth_kb": _rss_kb() - rss_before, "cpu_s": CPU_WINDOW[0],
+        "role": role, "updates": updates, "seconds": seconds,
+        "rss_growth_kb": _rss_kb() - rss_before, "cpu_s": CPU_WINDOW[0], "scrape": SCRAPE,
+        "memory_stop_kb": MEMORY_STOP[0] if MEMORY_STOP else None,
     }), flush=True)  # fmt: skip
     # pygnmi's subscription threads are not daemons and outlive close(): leave without them.
     os._exit(0)
@@ -237,8 +309,8 @@ def _run_role(
 
 
 def _responses(ports: int, rounds: int) -> list[Any]:
-    """SubscribeResponses as a switch sends them for SAMPLE: one per object per round, the
-    counters growing by 1,500 bytes a packet."""
+    """SubscribeResponses as vsonic sends them for SAMPLE: one per round carrying an Update
+    per object (``vsonic.subscribe``), the counters growing by 1,500 bytes a packet."""
     import json as _json
 
     from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
@@ -247,6 +319,7 @@ def _responses(ports: int, rounds: int) -> list[Any]:
 
     out = []
     for r in range(1, rounds + 1):
+        updates = []
         for p in range(ports):
             for q in range(9):
                 oid = f"oid:0x{0x15000000000000 + p * 16 + q:x}"
@@ -255,10 +328,9 @@ def _responses(ports: int, rounds: int) -> list[Any]:
                           "SAI_QUEUE_STAT_DROPPED_BYTES": "0"}  # fmt: skip
                 path = gnmi_pb2.Path(elem=[gnmi_pb2.PathElem(name=e) for e in counters_path(oid)])
                 value = gnmi_pb2.TypedValue(json_ietf_val=_json.dumps(fields).encode())
-                note = gnmi_pb2.Notification(
-                    timestamp=r * 1_000_000_000, update=[gnmi_pb2.Update(path=path, val=value)]
-                )
-                out.append(gnmi_pb2.SubscribeResponse(update=note))
+                updates.append(gnmi_pb2.Update(path=path, val=value))
+        note = gnmi_pb2.Notification(timestamp=r * 1_000_000_000, update=updates)
+        out.append(gnmi_pb2.SubscribeResponse(update=note))
     return out
 
 
@@ -279,22 +351,24 @@ def measure_ingest(ports: int, rounds: int, repeats: int = 5) -> dict[str, float
 def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
     import threading as _threading
 
-    from controller.southbound.subscribe import decode
+    from controller.southbound.subscribe import PathNames, decode
     from controller.telemetry.collector import SwitchHandler
     from controller.telemetry.state import SwitchTelemetry
 
     responses = _responses(ports, rounds)
     start = time.perf_counter()
-    decoded = sum(len(n.changes) for r in responses if (n := decode(r)) is not None)
+    names = PathNames()  # each stream has its own, as ``subscribe`` makes them
+    decoded = sum(len(n.changes) for r in responses if (n := decode(r, names)) is not None)
     decode_s = time.perf_counter() - start
     telemetry = SwitchTelemetry("sw", {}, {})
     handler = SwitchHandler(telemetry, _threading.Lock())
     queues = {f"Ethernet{4 * p}:{q}": f"oid:0x{0x15000000000000 + p * 16 + q:x}"
               for p in range(ports) for q in range(9)}  # fmt: skip
     handler.name_maps(queues, {})
+    names = PathNames()
     start = time.perf_counter()
     for response in responses:
-        note = decode(response)
+        note = decode(response, names)
         if note is not None:
             handler.notification(note)
     collector_s = time.perf_counter() - start
@@ -319,7 +393,7 @@ def measure_idle(
     ON_CHANGE streams on a table nobody writes, spread over the fleet's switches."""
     from controller.southbound.subscribe import AGENT_STATE, Subscription, open_channel, subscribe
 
-    targets = _targets(port, switches)
+    targets = _targets([port], switches)
 
     async def run() -> dict[str, float]:
         before = _server_cpu_s(server.pid)
@@ -346,26 +420,73 @@ def measure_idle(
 # the run
 
 
-def measure(switches: int, ports: int, duration: float, warmup: float) -> dict[str, Any]:
-    server, port = start_fleet_server(switches, ports, PASSWORD)
-    results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
-                               "load_before": os.getloadavg()}  # fmt: skip
+def _start_servers(
+    switches: int, ports: int, servers: int
+) -> list[tuple[subprocess.Popen[str], int]]:
+    """``servers`` fleet vsonic processes; server k serves the switches ``server_of`` gives
+    it. Each is started like ``start_fleet_server`` (password in the environment)."""
+    names = fleet_names(switches)
+    started: list[tuple[subprocess.Popen[str], int]] = []
     try:
-        results["idle"] = measure_idle(
-            server, port, switches, min(64, switches * 16), min(duration, 5.0)
-        )
-        for role in ROLES:
+        for k in range(servers):
+            mine = [n for i, n in enumerate(names) if server_of(i, switches, servers) == k]
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
+            args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
+                    "--ports", str(ports), "--names", *mine]  # fmt: skip
+            server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+            started.append((server, 0))
+            assert server.stdout is not None
+            line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
+            if "on port" not in line:
+                raise RuntimeError(f"vsonic did not start: {line!r}")
+            started[-1] = (server, int(line.rsplit(" ", 1)[1]))
+    except BaseException:
+        _stop_servers(started)
+        raise
+    return started
+
+
+def _stop_servers(servers: list[tuple[subprocess.Popen[str], int]]) -> None:
+    for server, _ in servers:
+        server.terminate()
+    for server, _ in servers:
+        server.wait(timeout=30)
+
+
+def measure(
+    switches: int,
+    ports: int,
+    duration: float,
+    warmup: float,
+    servers: int = 1,
+    roles: tuple[str, ...] = ROLES,
+) -> dict[str, Any]:
+    started = _start_servers(switches, ports, servers)
+    server_ports = [port for _, port in started]
+    results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
+                               "servers": servers, "load_before": os.getloadavg()}  # fmt: skip
+    try:
+        first, first_port = started[0]
+        served = sum(1 for i in range(switches) if server_of(i, switches, servers) == 0)
+        results["idle"] = measure_idle(
+            first, first_port, served, min(64, served * 16), min(duration, 5.0)
+        )
+        for role in roles:
+            env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
+            cpu_before = sum(_server_cpu_s(s.pid) for s, _ in started)
             out = subprocess.run(
                 [sys.executable, "-m", "bench.telemetry_bench", "--role", role,
-                 "--port", str(port), "--switches", str(switches), "--ports", str(ports),
-                 "--duration", str(duration), "--warmup", str(warmup)],
+                 "--port", ",".join(map(str, server_ports)), "--switches", str(switches),
+                 "--ports", str(ports), "--duration", str(duration), "--warmup", str(warmup)],
                 env=env, capture_output=True, text=True, timeout=600, check=True,
             )  # fmt: skip
             results[role] = json.loads(out.stdout.strip().splitlines()[-1])
+            results[role]["server_cpu_s"] = sum(_server_cpu_s(s.pid) for s, _ in started) - (
+                cpu_before
+            )
+            print(f"{role}: {json.dumps(results[role])}", file=sys.stderr, flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        _stop_servers(started)
     results["ingest"] = measure_ingest(ports, 20)
     results["load_after"] = os.getloadavg()
     return results
@@ -375,23 +496,43 @@ def render(r: dict[str, Any]) -> str:
     n, p = r["switches"], r["ports"]
     offered = n * p * 9  # 8 queues and the port itself per port, each sampled once a second
     lines = [
-        f"fleet vsonic: {n} switches x {p} ports x 8 queues, SAMPLE 1 s per oid "
-        f"(at most {offered:,} updates/s offered)",
-        f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'KiB/switch':>12}",
+        f"fleet vsonic ({r['servers']} process(es)): {n} switches x {p} ports x 8 queues, "
+        f"SAMPLE 1 s per oid (at most {offered:,} updates/s offered)",
+        f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'per CPU-s':>11}{'KiB/switch':>12}"
+        f"{'servers CPU':>13}",
     ]
     for role, label in (
         ("collector", "collector (rates, state, metrics)"),
         ("bare", "baseline: bare Subscribe loop, same client"),
         ("pygnmi", "peer: pygnmi StreamSubscriber"),
     ):
+        if role not in r:
+            continue
         x = r[role]
-        rate = x["updates"] / x["seconds"]
+        rate = x["updates"] / x["seconds"] if x["seconds"] > 0 else 0.0
+        # Updates per CPU-second of the client: what it would take with a core to itself
+        # (on a shared machine the wall-clock rate is capped by the CPU it was given).
+        per_cpu = x["updates"] / x["cpu_s"] if x["cpu_s"] > 0 else 0.0
         lines.append(
-            f"{label:<44}{rate:>12,.0f}{x['cpu_s'] / x['seconds']:>9.2f}"
-            f"{x['rss_growth_kb'] / n:>12,.1f}"
+            f"{label:<44}{rate:>12,.0f}{x['cpu_s'] / x['seconds']:>9.2f}{per_cpu:>11,.0f}"
+            f"{x['rss_growth_kb'] / n:>12,.1f}{x['server_cpu_s']:>11.1f} s"
         )
-    c, b = r["collector"]["updates"], r["bare"]["updates"]
-    lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
+        if x.get("memory_stop_kb"):
+            lines.append(
+                f"  (stopped after {x['seconds']:.1f} s: RSS {x['memory_stop_kb'] / 2**20:.1f} GiB,"
+                " responses queued faster than handed out)"
+            )
+    if "collector" in r and "bare" in r:
+        c = r["collector"]["updates"] / max(r["collector"]["seconds"], 1e-9)
+        b = r["bare"]["updates"] / max(r["bare"]["seconds"], 1e-9)
+        lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
+    if "collector" in r:
+        scrape = r["collector"]["scrape"]
+        lines.append(
+            f"one scrape of the collector's metrics: {scrape['samples']:,.0f} samples "
+            f"in {scrape['seconds']:.2f} s ({scrape['cpu_s']:.2f} CPU s, "
+            f"{scrape['cpu_s'] / max(scrape['samples'], 1) * 1e6:.1f} us a sample)"
+        )
     i = r["ingest"]
     lines.append(
         f"ingest alone ({i['updates']:,} prebuilt updates, no server): "
@@ -406,7 +547,10 @@ def render(r: dict[str, Any]) -> str:
     )
     load = ", ".join(f"{x:.2f}" for x in r["load_before"])
     lines.append(f"load average before: {load}")
-    lines.append(f"reproduce: {REPRODUCE} --switches {n} --ports {p} --duration {r['duration']:g}")
+    lines.append(
+        f"reproduce: {REPRODUCE} --switches {n} --ports {p} --duration {r['duration']:g} "
+        f"--servers {r['servers']}"
+    )
     return "\n".join(lines)
 
 
@@ -417,12 +561,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--role", choices=ROLES, help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--servers", type=int, default=1, help="fleet vsonic processes")
+    parser.add_argument("--clients", default=",".join(ROLES), help="which clients to run")
+    parser.add_argument("--port", help=argparse.SUPPRESS)  # the servers' ports, comma-separated
     args = parser.parse_args(argv)
     if args.role is not None:
-        _run_role(args.role, args.port, args.switches, args.ports, args.warmup, args.duration)
+        server_ports = [int(p) for p in args.port.split(",")]
+        _run_role(args.role, server_ports, args.switches, args.ports, args.warmup, args.duration)
         return 0
-    print(render(measure(args.switches, args.ports, args.duration, args.warmup)))
+    roles = tuple(r for r in args.clients.split(",") if r)
+    if not set(roles) <= set(ROLES):
+        parser.error(f"--clients: choose from {', '.join(ROLES)}")
+    print(
+        render(measure(args.switches, args.ports, args.duration, args.warmup, args.servers, roles))
+    )
     return 0
 
 

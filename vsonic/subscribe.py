@@ -5,7 +5,12 @@ gnmi_server/client_subscribe.go).
 - POLL: the same, then again for every Poll the client sends.
 - STREAM: each subscription is SAMPLE (every ``sample_interval``; 0 means the 1 s minimum,
   anything below 1 s is refused) or ON_CHANGE; TARGET_DEFINED is refused with sonic-gnmi's
-  "unsupported subscription mode". ``updates_only`` skips the initial values.
+  "unsupported subscription mode". ``updates_only`` skips the initial values. The SAMPLE
+  subscriptions due at one tick are sent as one Notification with an Update each (gNMI's
+  Notification carries a list of updates under one timestamp), and so are the initial values
+  of every subscription: a collector subscribed to every queue and port counter object of a
+  switch gets one message a second, not 576, which is what lets one server process offer a
+  few hundred switches' counters.
 
 ON_CHANGE follows writes: the switch's change feed (``vsonic.changes``: Redis keyspace
 notifications, as sonic-gnmi uses for table and key paths, or a fleet switch's in-memory
@@ -31,7 +36,15 @@ from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 from vsonic.changes import feed_for
 from vsonic.db import SEPARATORS, redis_key
 from vsonic.errors import InvalidRequestError, PathNotFoundError
-from vsonic.gnmi_codec import check_encoding, child_path, db_path, notification, typed_json
+from vsonic.gnmi_codec import (
+    JSON_IETF,
+    check_encoding,
+    child_path,
+    db_path,
+    json_text,
+    notification,
+    typed_json,
+)
 from vsonic.paths import DbPath
 from vsonic.switch import Switch, Targets
 
@@ -161,11 +174,13 @@ class SubscribeSession:
         return feed.watch(on_change)
 
     def _current(self, plan: Plan, values: Sequence[Any]) -> list[Any]:
-        return [
-            self._response(plan, [_update(sub.proto_path, value, plan.encoding)], [])
-            for sub, value in zip(plan.subs, values, strict=True)
-            if value is not None
-        ]
+        """Every subscription's current value (those that have one) in one notification: a
+        collector's 579 subscriptions cost one message at (re)subscribe, not 579."""
+        response = self._empty_response(plan)
+        for sub, value in zip(plan.subs, values, strict=True):
+            if value is not None:
+                _add_update(response.update, sub.proto_path, value, plan.encoding)
+        return [response] if response.update.update else []
 
     def _response(self, plan: Plan, updates: list[Any], deletes: list[Any]) -> Any:
         note = notification(self._wall_ns, plan.prefix, updates, deletes)
@@ -203,11 +218,19 @@ class SubscribeSession:
                 continue
             order = sorted(dirty)
             current = await _read(plan.switch, [plan.subs[i] for i in order])
+            samples = self._empty_response(plan)
             for i, value in zip(order, current, strict=True):
-                response = self._emit(plan, plan.subs[i], last[i], value)
+                sub, old = plan.subs[i], last[i]
                 last[i] = value
+                if sub.mode == SAMPLE:
+                    if value is not None and not (sub.suppress_redundant and value == old):
+                        _add_update(samples.update, sub.proto_path, value, plan.encoding)
+                    continue
+                response = self._on_change(plan, sub, old, value)
                 if response is not None:
                     yield response
+            if samples.update.update:
+                yield samples
 
     async def _wait(
         self,
@@ -233,11 +256,17 @@ class SubscribeSession:
                     dirty.add(i)
         return dirty
 
-    def _emit(self, plan: Plan, sub: Sub, old: Any, new: Any) -> Any:
-        if sub.mode == SAMPLE:
-            if new is None or (sub.suppress_redundant and new == old):
-                return None
-            return self._response(plan, [_update(sub.proto_path, new, plan.encoding)], [])
+    def _empty_response(self, plan: Plan) -> Any:
+        """A response with no update yet, stamped now; updates are added to it in place (no
+        copy per update)."""
+        response = gnmi_pb2.SubscribeResponse()
+        response.update.timestamp = self._wall_ns()
+        response.update.prefix.CopyFrom(plan.prefix)
+        return response
+
+    def _on_change(self, plan: Plan, sub: Sub, old: Any, new: Any) -> Any:
+        """The response an ON_CHANGE subscription (or a polled one) owes for ``old`` -> ``new``;
+        None when nothing changed."""
         if new == old:
             return None
         updates, deletes = _changes(sub, old, new, plan.encoding)
@@ -261,6 +290,18 @@ def _update(proto_path: Any, value: Any, encoding: int) -> Any:
     if isinstance(value, str):
         return gnmi_pb2.Update(path=proto_path, val=gnmi_pb2.TypedValue(string_val=value))
     return gnmi_pb2.Update(path=proto_path, val=typed_json(value, encoding))
+
+
+def _add_update(note: Any, proto_path: Any, value: Any, encoding: int) -> None:
+    """``_update``'s Update, built inside ``note`` (a field's value as ``string_val``)."""
+    update = note.update.add()
+    update.path.CopyFrom(proto_path)
+    if isinstance(value, str):
+        update.val.string_val = value
+    elif encoding == JSON_IETF:
+        update.val.json_ietf_val = json_text(value)
+    else:
+        update.val.json_val = json_text(value)
 
 
 def _changes(sub: Sub, old: Any, new: Any, encoding: int) -> tuple[list[Any], list[Any]]:

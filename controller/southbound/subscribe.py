@@ -27,9 +27,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import grpc  # type: ignore[import-untyped]
+import orjson
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
@@ -72,9 +73,9 @@ class Subscription:
     sample_interval_s: float = 0.0  # SAMPLE: 0 is the server's minimum (1 s on SONiC)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One update (``value`` the decoded JSON) or delete (``value`` None) at ``elems``."""
+class Change(NamedTuple):
+    """One update (``value`` the decoded JSON) or delete (``value`` None) at ``elems``. (A
+    tuple: one is made per update, hundreds of thousands a second in a collector.)"""
 
     elems: tuple[str, ...]
     value: Any
@@ -120,29 +121,68 @@ def subscribe_request(
     )
 
 
+def _json(text: bytes) -> Any:
+    """orjson for speed; the standard library for what orjson refuses (text that is not
+    UTF-8, NaN, integers beyond 64 bits), so the answer is exactly ``json.loads``'s."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text.decode())
+
+
 def _value(val: Any) -> Any:
+    ietf = val.json_ietf_val  # b"" unless set: the common case costs one lookup
+    if ietf:
+        return _json(ietf)
     kind = val.WhichOneof("value")
     if kind == "json_ietf_val":
-        return json.loads(val.json_ietf_val.decode())
+        return json.loads(ietf.decode())  # empty text: json's own error
     if kind == "json_val":
-        return json.loads(val.json_val.decode())
+        return _json(val.json_val)
     if kind == "string_val":
         return val.string_val
     return None
 
 
-def decode(response: Any) -> Notification | None:
-    """A SubscribeResponse as a Notification (SYNC for sync_response; None for nothing)."""
+class PathNames:
+    """A gNMI path's element names by its wire bytes, for one stream: a stream carries the
+    same few thousand paths every interval, and reading the elements of a protobuf path
+    costs several times more than serialising it and looking it up. Bounded: past
+    ``limit`` paths it starts afresh."""
+
+    def __init__(self, limit: int = 65_536) -> None:
+        self._names: dict[bytes, tuple[str, ...]] = {}
+        self._limit = limit
+
+    def __call__(self, path: Any) -> tuple[str, ...]:
+        key = path.SerializeToString()
+        names = self._names.get(key)
+        if names is None:
+            if len(self._names) >= self._limit:
+                self._names.clear()
+            names = self._names[key] = tuple([e.name for e in path.elem])
+        return names
+
+
+def _names(path: Any) -> tuple[str, ...]:
+    return tuple([e.name for e in path.elem])
+
+
+def decode(response: Any, names: Callable[[Any], tuple[str, ...]] = _names) -> Notification | None:
+    """A SubscribeResponse as a Notification (SYNC for sync_response; None for nothing).
+    ``names`` reads a path's element names (a stream passes its ``PathNames``)."""
     if response.sync_response:
         return SYNC
     if not response.HasField("update"):
         return None
     note = response.update
-    prefix = [e.name for e in note.prefix.elem]
-    changes = [
-        Change(tuple(prefix + [e.name for e in u.path.elem]), _value(u.val)) for u in note.update
-    ]
-    changes += [Change(tuple(prefix + [e.name for e in d.elem]), None) for d in note.delete]
+    prefix = tuple([e.name for e in note.prefix.elem])
+    if prefix:
+        changes = [Change(prefix + names(u.path), _value(u.val)) for u in note.update]
+        changes += [Change(prefix + names(d), None) for d in note.delete]
+    else:
+        changes = [Change(names(u.path), _value(u.val)) for u in note.update]
+        changes += [Change(names(d), None) for d in note.delete]
     return Notification(int(note.timestamp), tuple(changes))
 
 
@@ -191,9 +231,10 @@ async def subscribe(
 
     stub = gnmi_pb2_grpc.gNMIStub(channel)
     call = stub.Subscribe(requests(), metadata=metadata(target), timeout=deadline_s)
+    names = PathNames()
     try:
         async for response in call:
-            note = decode(response)
+            note = decode(response, names)
             if note is not None:
                 yield note
     finally:
@@ -248,9 +289,12 @@ class EmptySubscription(Exception):
 def paths_without_data(
     subs: Sequence[Subscription], delivered: Sequence[tuple[str, ...]]
 ) -> list[tuple[str, ...]]:
-    """The counter subscriptions no update before the sync response fell under."""
+    """The counter subscriptions no update before the sync response fell under. (Every
+    prefix of every delivered path in a set: linear, where testing each subscription
+    against each update was 579 x 579 per switch at each subscribe.)"""
+    under = {d[:k] for d in delivered for k in range(1, len(d) + 1)}
     counters = [s.elems for s in subs if s.elems[: len(COUNTERS)] == COUNTERS]
-    return [p for p in counters if not any(d[: len(p)] == p for d in delivered)]
+    return [p for p in counters if p not in under]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from controller.telemetry.rates import NS_PER_S, CounterTrack, fraction, parse_count
+from controller.telemetry.rates import NS_PER_S, fraction, parse_count
 
 QUEUE_PACKETS = "SAI_QUEUE_STAT_PACKETS"
 QUEUE_BYTES = "SAI_QUEUE_STAT_BYTES"
@@ -57,35 +57,64 @@ class ResetEvent:
 
 @dataclass(slots=True)
 class CounterSet:
-    """Rates of one object's counters; ``rates`` holds the last rate of each field."""
+    """Rates of one object's counters; ``rates`` holds the last rate of each field.
+
+    A hash's fields arrive together under one timestamp, so the samples are kept per object
+    (``(timestamp_ns, {field: count})``, oldest first), not per field: one window check per
+    update instead of one per field. The rule is ``CounterTrack``'s, applied to every rate
+    field at once (tests/unit/telemetry/test_counter_set.py holds the two equal): a sample
+    not newer than the last changes no rate; a hash any of whose rate counters went
+    backwards is one reset (SONiC clears, and syncd restarts, a whole object) and starts
+    every rate afresh; a rate spans at least ``window_ns`` of switch time.
+    """
 
     window_ns: int
-    tracks: dict[str, CounterTrack] = field(default_factory=dict)
+    samples: list[tuple[int, dict[str, int]]] = field(default_factory=list)
     rates: dict[str, float] = field(default_factory=dict)
     gauges: dict[str, int] = field(default_factory=dict)
 
     def update(self, fields: Mapping[str, str], ts_ns: int, rate_fields: frozenset[str]) -> bool:
         """Take one hash; True when any rate field went backwards (one reset for the hash)."""
-        reset = False
-        tracks, rates = self.tracks, self.rates
+        counts: dict[str, int] = {}
+        gauges = self.gauges
         for name, text in fields.items():
             # parse_count inlined: this loop runs for every field of every update.
             if not isinstance(text, str) or not text.isdigit():
                 continue
-            value = int(text)
-            if name not in rate_fields:
-                self.gauges[name] = value
-                continue
-            track = tracks.get(name)
-            if track is None:
-                track = tracks[name] = CounterTrack(self.window_ns)
-            rate, was_reset = track.add(ts_ns, value)
-            if was_reset:
-                reset = True
-                rates.pop(name, None)
-            elif rate is not None:
-                rates[name] = rate
-        return reset
+            if name in rate_fields:
+                counts[name] = int(text)
+            else:
+                gauges[name] = int(text)
+        samples = self.samples
+        if not counts:  # nothing to rate (gauges only, or no decimal): no sample either
+            return False
+        if not samples:
+            samples.append((ts_ns, counts))
+            return False
+        last_ts, last = samples[-1]
+        if ts_ns <= last_ts:  # a duplicate or reordered notification
+            return False
+        for name, value in counts.items():
+            if value < last.get(name, 0):
+                samples.clear()
+                samples.append((ts_ns, counts))
+                self.rates = {}
+                return True
+        samples.append((ts_ns, counts))
+        # Drop samples older than needed: keep the newest one that still spans the window.
+        window = self.window_ns
+        while len(samples) > 2 and ts_ns - samples[1][0] >= window:
+            del samples[0]
+        oldest_ts, oldest = samples[0]
+        span = ts_ns - oldest_ts
+        if span < window:
+            return False
+        rates = self.rates
+        for name, value in counts.items():
+            base = oldest.get(name)
+            if base is not None:
+                rates[name] = (value - base) * NS_PER_S / span
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +241,10 @@ class SwitchTelemetry:
 
     def counters(self, oid: str, fields: Mapping[str, str], ts_ns: int) -> ResetEvent | None:
         """One ``COUNTERS:<oid>`` hash; the reset it reveals, if any."""
-        self._seen(ts_ns)
+        self.updates += 1  # _seen inlined: this runs for every counter update
+        last = self.last_update_ns
+        if last is None or ts_ns > last:
+            self.last_update_ns = ts_ns
         queue = self.queue_oids.get(oid)
         if queue is not None:
             counters = self.queues.get(queue)

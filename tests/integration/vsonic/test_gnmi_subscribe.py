@@ -184,6 +184,30 @@ def test_sample_sends_the_value_again_each_interval(vswitch: RunningSwitch) -> N
         stream.close()
 
 
+def test_samples_due_together_share_one_notification_and_so_do_initial_values(
+    vswitch: RunningSwitch,
+) -> None:
+    # Every queue of Ethernet0 by its oid, as the collector subscribes: the initial values
+    # come in one notification, and each tick's samples in one more, under one timestamp.
+    queue_map = ("COUNTERS_DB", "localhost", "COUNTERS_QUEUE_NAME_MAP")
+    names = [f"Ethernet0:{q}" for q in range(8)]
+    subs = [
+        gnmi_pb2.Subscription(path=_path(*queue_map, name), mode=SUB.Value("SAMPLE"))
+        for name in names
+    ]
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), *subs))
+    try:
+        initial = stream.until_sync()
+        assert len(initial) == 1
+        assert [_names(u.path)[-1] for u in initial[0].update] == names
+        sampled = stream.next().update
+        assert [_names(u.path)[-1] for u in sampled.update] == names
+        assert sampled.update[0].val.string_val == "oid:0x15000000000000"
+        assert sampled.timestamp > initial[0].timestamp
+    finally:
+        stream.close()
+
+
 def test_subscribe_without_credentials_is_unauthenticated(vswitch: RunningSwitch) -> None:
     stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
     sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "PORT"))
