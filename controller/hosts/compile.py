@@ -28,7 +28,7 @@ from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, S
 from controller.policy.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.qos.pias_chain import chain_thresholds
-from controller.qos.qjump import epoch_seconds, plan_levels
+from controller.qos.qjump import HostLimiter, epoch_seconds, host_limiter, plan_levels
 from controller.types import JsonObject
 
 # HTB looks skb->priority up as a class id, and level L lives in class 1:(0x10 + L)
@@ -126,9 +126,9 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
     planned = plan_levels(
         qjump.hosts, qjump.packet_bytes, fabric_rate_bps, epsilon_s, qjump.factors
     )
+    epoch_s = epoch_seconds(qjump.hosts, qjump.packet_bytes, fabric_rate_bps, epsilon_s)
     levels = [
-        # Rounded down: a host never gets more than f_i x P per epoch.
-        {"level": p.level, "rate_bps": math.floor(p.rate_bps), "burst_bytes": p.bytes_per_epoch}
+        _bounded_level(p.level, host_limiter(p, qjump.packet_bytes, epoch_s, qjump.window))
         for p in planned
     ]
     if 0 not in qjump.factors:
@@ -141,6 +141,19 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
         "packet_bytes": qjump.packet_bytes,
         "levels": levels,
     }
+
+
+def _bounded_level(level: int, limiter: HostLimiter) -> JsonObject:
+    """A bounded level's ``sluice_qjump`` entry; ``queue_bytes`` only where the fabric's
+    window sets it (``sliding``), else the host's default queue (the bucket, at least P)."""
+    entry: JsonObject = {
+        "level": level,
+        "rate_bps": limiter.rate_bps,
+        "burst_bytes": limiter.bucket_bytes,
+    }
+    if limiter.queue_bytes is not None:
+        entry["queue_bytes"] = limiter.queue_bytes
+    return entry
 
 
 def _unbounded_level(line_rate_bps: int, mtu_bytes: int) -> JsonObject:

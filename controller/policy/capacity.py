@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from controller.errors import FieldProblem
+from controller.errors import FieldProblem, IntentInvalid
 from controller.policy.models import EcnMode, Intent, Qjump, SchedulingType, ServiceClass
 from controller.qos.ecn import standard_threshold_bytes
-from controller.qos.qjump import epoch_seconds, level_rate_bps
+from controller.qos.qjump import (
+    QjumpLevel,
+    QjumpWindow,
+    budget_bytes,
+    epoch_seconds,
+    host_limiter,
+    level_rate_bps,
+)
 from controller.qos.scheduling import SONIC_WEIGHT_MAX, normalise_weights
 
 Rule = Callable[[Intent], list[FieldProblem]]
@@ -138,6 +145,24 @@ def qjump_factors_shrink_with_priority(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+def qjump_window_holds(intent: Intent) -> list[FieldProblem]:
+    """QjumpWindowTooSmall: with ``window: sliding`` every level must fit a one-packet bucket
+    and a one-packet queue drained within the epoch into f x P (``host_limiter``)."""
+    qjump = intent.fabric.qjump
+    if qjump is None or qjump.window is not QjumpWindow.SLIDING or not intent.hosts:
+        return []
+    epoch_s = _epoch_s(qjump, min(host.nic_gbps for host in intent.hosts))
+    problems = []
+    for level, factor in sorted(qjump.factors.items()):
+        budget = QjumpLevel(level, factor, 0.0, budget_bytes(factor, qjump.packet_bytes))
+        try:
+            host_limiter(budget, qjump.packet_bytes, epoch_s, qjump.window)
+        except IntentInvalid as refused:
+            reasons = (problem.reason for problem in refused.problems)
+            problems += [FieldProblem(f"fabric.qjump.factors.{level}", r) for r in reasons]
+    return problems
+
+
 def _epoch_s(qjump: Qjump, nic_gbps: int) -> float:
     # epsilon is stated in microseconds in the intent, R in Gb/s.
     return epoch_seconds(qjump.hosts, qjump.packet_bytes, nic_gbps * 1e9, qjump.epsilon_us * 1e-6)
@@ -245,6 +270,7 @@ CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_packets_fit_p,
     qjump_rates_fit_line_rate,
     qjump_factors_shrink_with_priority,
+    qjump_window_holds,
     weights_representable,
     thresholds_fit_buffer,
 )

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from controller.qos.qjump import QjumpWindow
+
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 # SONiC port names as CONFIG_DB keys them; sluice manages Ethernet ports only.
 PORT_RE = r"^Ethernet[0-9]{1,4}$"
@@ -325,6 +327,11 @@ class Qjump(Frozen):
     epsilon_us: float = Field(default=4.0, ge=0.0, le=1000.0, description="switch processing slack")
     factors: dict[Annotated[int, Field(ge=0, le=7)], Annotated[float, Field(gt=0)]] = Field(
         default_factory=dict, description="throughput factor f_i per level"
+    )
+    window: QjumpWindow = Field(
+        default=QjumpWindow.ALIGNED,
+        description="aligned: f x P per host epoch (the paper's limiter); sliding: f x P in "
+        "every epoch-long window, at the rate (f x P - P) per epoch",
     )
 
 

@@ -9,6 +9,10 @@ P bytes per epoch at the top level can never queue behind more than one epoch's 
 Level i relaxes that by a throughput factor f_i (§3.2, Eq. 4: assume only n / f_i hosts send
 at once): it may send f_i x P bytes per epoch. Higher 802.1Q priority levels get smaller
 factors, so a high priority is not free: it costs rate (§3.2).
+
+How a host limiter holds f_i x P "per epoch" is a per-fabric choice (``QjumpWindow``): per
+host epoch as the paper's limiter does, or in every sliding epoch-long window at a rate cost
+(docs/algorithms.md §5).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from controller.qos.checks import (
     invalid,
@@ -27,6 +32,26 @@ from controller.qos.checks import (
 from controller.qos.units import BITS_PER_BYTE, transmission_time_s
 
 PRIORITY_LEVELS = range(8)  # IEEE 802.1Q priorities 0..7; 7 is served first
+# tc holds a tbf bucket as whole microseconds of sending at the rate (iproute2
+# tc_calc_xmittime), then whole 64 ns ticks: one microsecond step is 15 or 16 ticks, at most
+# 1.024 us. A bucket asked so that the kernel holds at least P may hold up to one step more.
+TC_BURST_STEP_S = 1.024e-6
+# tc keeps a rate in bytes/s and is given it in the few digits it prints back, at most 0.1 %
+# below the rate asked (iproute2 print_rate; the host module applies that form).
+TC_RATE_ROUNDING = 1e-3
+
+
+class QjumpWindow(StrEnum):
+    """Which epoch-long windows a host's level limiter keeps to f x P bytes.
+
+    ``aligned``: the paper's limiter (§4: a token bucket refilled with f x P at each of the
+    host's epochs); a window straddling a refill may carry up to 2 f x P, which is what the
+    mesochronous epoch of Eq. 2 provisions for. ``sliding``: every window of one epoch, at
+    any phase, carries at most f x P; the level gets (f x P - P) per epoch instead of f x P.
+    """
+
+    ALIGNED = "aligned"
+    SLIDING = "sliding"
 
 
 def epoch_seconds(
@@ -75,6 +100,11 @@ def factor_for_rate(target_bps: float, packet_bytes: int, epoch_s: float) -> flo
     require_int_at_least("packet_bytes", packet_bytes, 1)
     require_positive("epoch_s", epoch_s)
     return target_bps * epoch_s / (packet_bytes * BITS_PER_BYTE)
+
+
+def budget_bytes(factor: float, packet_bytes: int) -> int:
+    """floor(f x P): rounded down so a host never admits more than its share of the bound."""
+    return math.floor(snap(factor * packet_bytes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +156,68 @@ def plan_levels(
                 f"factor {factor} at level {level} exceeds {below.factor} at lower level "
                 f"{below.level}; a higher priority must have a smaller (or equal) factor",
             )
-        budget = math.floor(snap(factor * packet_bytes))
+        budget = budget_bytes(factor, packet_bytes)
         if budget < 1:
             raise invalid(path, f"factor {factor} leaves less than one byte per epoch")
         planned.append(QjumpLevel(level, factor, rate, budget))
     return planned
+
+
+@dataclass(frozen=True, slots=True)
+class HostLimiter:
+    """One level's token bucket on a host: rate (bit/s), bucket depth and queue (bytes).
+
+    ``queue_bytes`` is None when the host's default (the bucket, at least P) applies.
+    """
+
+    rate_bps: int
+    bucket_bytes: int
+    queue_bytes: int | None = None
+
+
+def host_limiter(
+    level: QjumpLevel, packet_bytes: int, epoch_s: float, window: QjumpWindow
+) -> HostLimiter:
+    """The token bucket that keeps ``level`` to its budget B = floor(f x P) per epoch E.
+
+    A token bucket of depth b and rate r admits up to b + r x tau bytes in any window tau.
+    ``aligned``: b = B, r = B / E (the paper's refill per host epoch; 2B in a sliding window).
+    ``sliding``: b = P (the least that passes one P-byte packet) and r x E = B - P - margin,
+    so b + r x E <= B in every window; the margin is one step of the kernel's burst rounding
+    (``TC_BURST_STEP_S`` of sending, plus a byte), which the host may add to hold P. The
+    queue holds r x E bytes, so a packet waits at most one epoch. Refused with
+    ``QjumpWindowTooSmall`` when the queue would not hold one P-byte packet (about B < 2P).
+    """
+    require_int_at_least("packet_bytes", packet_bytes, 1)
+    require_positive("epoch_s", epoch_s)
+    if window is QjumpWindow.ALIGNED:
+        return HostLimiter(math.floor(level.rate_bps), level.bytes_per_epoch)
+    headroom = level.bytes_per_epoch - packet_bytes
+    margin = math.ceil(headroom * TC_BURST_STEP_S / epoch_s) + 1
+    refill_bytes = headroom - margin  # r x E
+    rate_bps = math.floor(refill_bytes * BITS_PER_BYTE / epoch_s)
+    # The host applies the rate as tc prints it, up to TC_RATE_ROUNDING lower: the queue is
+    # sized for that rate, so it still drains within one epoch.
+    drained = rate_bps * (1 - TC_RATE_ROUNDING) * epoch_s / BITS_PER_BYTE
+    queue_bytes = math.floor(drained)
+    if queue_bytes < packet_bytes:
+        needed = _least_sliding_window(packet_bytes, epoch_s)
+        raise invalid(
+            f"factors[{level.level}]",
+            f"QjumpWindowTooSmall: a sliding epoch window allows f x P = "
+            f"{level.bytes_per_epoch} B; a bucket of one packet (P = {packet_bytes} B) and a "
+            f"queue of one packet drained within the epoch need {needed}, got f = "
+            f"{level.factor:g}",
+        )
+    return HostLimiter(rate_bps, packet_bytes, queue_bytes)
+
+
+def _least_sliding_window(packet_bytes: int, epoch_s: float) -> str:
+    """What a sliding level needs, for the refusal: f x P >= P + h, the headroom h leaving a
+    refill of at least one packet at tc's rate after the rounding margin h x step / E + 2."""
+    step_share = TC_BURST_STEP_S / epoch_s
+    if step_share >= 1:
+        return f"an epoch above {TC_BURST_STEP_S * 1e6:.3f} us (the kernel's burst rounding)"
+    refill = packet_bytes / (1 - TC_RATE_ROUNDING) + 2
+    least = packet_bytes + math.ceil((refill + 2) / (1 - step_share))
+    return f"f x P >= about {least} B (f >= {least / packet_bytes:.3f})"

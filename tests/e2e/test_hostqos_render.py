@@ -297,6 +297,19 @@ def test_htb_commands_carry_cburst_and_the_tbf_leaf() -> None:
     ]
 
 
+def test_a_level_queue_sets_the_tbf_limit_and_needs_p() -> None:
+    # fabric.qjump.window sliding: the controller sizes the queue to r x E (docs/hosts.md).
+    sliding = {"level": 7, "rate_bps": 6_136_000, "burst_bytes": 512, "queue_bytes": 1532}
+    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
+    (leaf,) = [c.tbf for c in plan.classes if c.tbf is not None]
+    assert leaf.limit_bytes == 1532
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_bytes: must be 512\.\."):
+        qos.qjump_plan(qjump(packet_bytes=512, levels=[{**sliding, "queue_bytes": 511}]))
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_bytes: only for a level"):
+        qos.qjump_plan(qjump(levels=[sliding]))
+
+
 def test_rounding_is_reported_not_accepted_silently() -> None:
     htb = _load("modules.htb")
     plan = qos.qjump_plan(qjump(packet_bytes=256))

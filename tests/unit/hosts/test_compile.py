@@ -97,6 +97,22 @@ def test_a_declared_level_zero_keeps_its_factor() -> None:
     assert [level["level"] for level in levels] == [0, 7]
 
 
+def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() -> None:
+    data = marked_data()
+    data["fabric"]["qjump"]["factors"] = {0: 8.0, 7: 4.0}
+    data["fabric"]["qjump"]["window"] = "sliding"
+    levels = render(data)["host1"]["sluice_qjump"]["levels"]
+    # epoch 5.31072 us (above); level 7, f = 4: B = 1024 B, bucket P = 256 B, headroom 768 B,
+    # margin ceil(768 x 1.024e-6 / 5.31072e-6) + 1 = ceil(148.08) + 1 = 150 B; r x E = 618 B
+    # -> 618 x 8 / 5.31072 us = 930 947 216.2 bit/s; queue x 0.999 x E / 8 = 617.38 -> 617 B.
+    assert levels[1] == {
+        "level": 7,
+        "rate_bps": 930_947_216,
+        "burst_bytes": 256,
+        "queue_bytes": 617,
+    }
+
+
 def test_no_qjump_in_the_fabric_leaves_the_qdiscs_alone() -> None:
     data = marked_data()
     del data["fabric"]["qjump"]

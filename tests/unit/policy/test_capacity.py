@@ -182,3 +182,15 @@ def test_qjump_p_below_the_smallest_tcp_packet_is_refused_by_name() -> None:
     data["fabric"]["qjump"]["packet_bytes"] = 122
     problems = intent_problems(parse_intent(data))
     assert not [p for p in problems if "QjumpPacketTooSmall" in p.reason]
+
+
+def test_a_sliding_window_refuses_a_level_too_small_to_hold_it_by_name() -> None:
+    # f = 1: a sliding epoch window allows P, but the bucket alone needs P and the queue one more.
+    data = intent_data()
+    data["fabric"]["qjump"]["window"] = "sliding"
+    assert_has_problem(problems_of(data), "fabric.qjump.factors.7", "QjumpWindowTooSmall")
+    data["fabric"]["qjump"]["factors"] = {7: 3.0}
+    assert intent_problems(parse_intent(data)) == []
+    data["fabric"]["qjump"]["window"] = "aligned"
+    data["fabric"]["qjump"]["factors"] = {7: 1.0}
+    assert intent_problems(parse_intent(data)) == []

@@ -9,8 +9,11 @@ from hypothesis import strategies as st
 
 from controller.errors import IntentInvalid
 from controller.qos.qjump import (
+    QjumpLevel,
+    QjumpWindow,
     epoch_seconds,
     factor_for_rate,
+    host_limiter,
     level_rate_bps,
     plan_levels,
 )
@@ -123,3 +126,47 @@ def test_levels_scale_with_factor_and_fit_line_rate(n, packet, eps, factors):
         assert lv.rate_bps * epoch / 8 == pytest.approx(lv.factor * packet)
     rates = [lv.rate_bps for lv in levels]
     assert rates == sorted(rates, reverse=True)
+
+
+def _level(factor: float, packet: int = 512, epoch_s: float = 0.002) -> QjumpLevel:
+    return QjumpLevel(4, factor, factor * packet * 8 / epoch_s, int(factor * packet))
+
+
+def test_aligned_limiter_is_the_papers_bucket_of_f_times_p():
+    # f = 4, P = 512 B, E = 2 ms: bucket f x P = 2048 B, rate 2048 x 8 / 2 ms = 8 192 000 bit/s.
+    limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.ALIGNED)
+    assert (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes) == (8_192_000, 2048, None)
+
+
+def test_sliding_limiter_keeps_bucket_plus_one_epoch_of_refill_within_f_times_p():
+    # f = 4, P = 512 B, E = 2 ms: B = 2048 B; bucket P = 512 B; headroom 1536 B; the kernel's
+    # burst step is 1.024 us of sending, 1536 x 1.024e-6 / 2e-3 = 0.786 B -> 1 B, + 1 B = 2 B;
+    # r x E = 1534 B -> 1534 x 8 / 2 ms = 6 136 000 bit/s; queue 6 136 000 x 0.999 x 2 ms / 8
+    # = 1532.466 -> 1532 B.
+    limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING)
+    assert (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes) == (6_136_000, 512, 1532)
+    assert limiter.bucket_bytes + limiter.rate_bps * 0.002 / 8 <= 2048
+
+
+@given(
+    factor=st.floats(2.1, 1000.0),
+    packet=st.integers(122, 9000),
+    epoch_s=st.floats(100e-6, 0.1),
+)
+def test_sliding_limiter_bound_and_latency_hold(factor, packet, epoch_s):
+    # E >= 100 us keeps the rounding margin under 1.03 % of the headroom, so f >= 2.1 is granted
+    level = _level(factor, packet, epoch_s)
+    limiter = host_limiter(level, packet, epoch_s, QjumpWindow.SLIDING)
+    step = limiter.rate_bps / 8 * 1.024e-6 + 1  # the most the kernel may add to hold P
+    assert limiter.bucket_bytes + step + limiter.rate_bps / 8 * epoch_s <= level.bytes_per_epoch
+    # the full queue drains within an epoch even at tc's rate, up to 0.1 % below
+    assert packet <= limiter.queue_bytes <= limiter.rate_bps * 0.999 / 8 * epoch_s
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5, 2.0])
+def test_sliding_window_refuses_factors_below_two_packets_by_name(factor):
+    # b >= P to pass one packet, and the queue must hold one more P drained within E: f x P
+    # must hold 2P plus the kernel's rounding, so f = 2 exactly is just short.
+    with pytest.raises(IntentInvalid, match=r"factors\[4\]: QjumpWindowTooSmall.*f >= 2\.010"):
+        host_limiter(_level(factor), 512, 0.002, QjumpWindow.SLIDING)
+    assert host_limiter(_level(2.01), 512, 0.002, QjumpWindow.SLIDING).queue_bytes == 514

@@ -230,7 +230,7 @@ def tc_rate_bps(text: str) -> int:
 
 
 def _tbf_leaf(
-    level: int, rate: int, burst: int, packet_bytes: int, line_rate: int, path: str
+    level: int, rate: int, burst: int, packet_bytes: int, line_rate: int, queue: int | None
 ) -> TbfLeaf:
     asked = burst
     if kernel_burst_bytes(burst, rate) < packet_bytes:
@@ -245,7 +245,9 @@ def _tbf_leaf(
         kernel_burst_bytes=kernel_burst_bytes(asked, rate),
         packet_bytes=packet_bytes,
         peakrate=tc_rate(line_rate),
-        limit_bytes=max(burst, packet_bytes),
+        # The controller sizes the queue for a sliding window (rate x epoch); otherwise the
+        # bucket, so a full queue drains within one epoch either way.
+        limit_bytes=queue if queue is not None else max(burst, packet_bytes),
     )
 
 
@@ -255,7 +257,7 @@ def _level_class(
     spec = _require_mapping(
         raw,
         path,
-        {"level", "rate_bps", "ceil_bps", "burst_bytes"},
+        {"level", "rate_bps", "ceil_bps", "burst_bytes", "queue_bytes"},
         {"level", "rate_bps", "burst_bytes"},
     )
     level = _int(spec["level"], f"{path}.level", 0, 7)
@@ -264,10 +266,15 @@ def _level_class(
         raise _fail(f"{path}.rate_bps", f"{rate} is above the line rate {line_rate}")
     ceil = _int(spec.get("ceil_bps", rate), f"{path}.ceil_bps", rate, line_rate)
     burst = _int(spec["burst_bytes"], f"{path}.burst_bytes", 1, 1 << 30)
+    queue = None
+    if "queue_bytes" in spec:
+        if packet_bytes is None or rate >= line_rate:
+            raise _fail(f"{path}.queue_bytes", "only for a level below the line rate, with P")
+        queue = _int(spec["queue_bytes"], f"{path}.queue_bytes", packet_bytes, 1 << 30)
     # A level below the line rate is a QJUMP bound: exact tbf limiter under it when P is known.
     tbf = None
     if packet_bytes is not None and rate < line_rate:
-        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, path)
+        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, queue)
     return level, HtbClass(
         classid=level_classid(level),
         parent=f"{HTB_MAJOR:x}:{HTB_PARENT_MINOR:x}",

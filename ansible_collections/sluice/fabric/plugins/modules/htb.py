@@ -97,6 +97,7 @@ from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import (
     HtbClass,
     HtbPlan,
     SchemaError,
+    TbfLeaf,
     qjump_plan,
     tc_rate_bps,
 )
@@ -195,7 +196,22 @@ def leaf_matches(want: HtbClass, have: dict | None) -> bool:
     options = have.get("options", {})
     rate_ok = int(options.get("rate", -1)) * 8 == tc_rate_bps(leaf.rate)
     # tc prints the burst through whole microseconds again: compare like the HTB bursts.
-    return rate_ok and _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
+    burst_ok = _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
+    return rate_ok and burst_ok and _queue_ok(leaf, options)
+
+
+def _queue_ok(leaf: TbfLeaf, options: dict) -> bool:
+    """tc shows a tbf's queue only as the latency it allows, in whole microseconds: the queue
+    at the rate less the bucket's time, or the queue at the peak rate less the mtu's time when
+    that is longer (iproute2 q_tbf.c, tbf_print_opt). A queue the kernel does not hold is
+    re-applied (fabric.qjump.window changes it without the rate, docs/hosts.md)."""
+    rate = int(options.get("rate", 0))
+    if rate <= 0 or "lat" not in options:
+        return False
+    peak = tc_rate_bps(leaf.peakrate) / 8
+    at_rate = (leaf.limit_bytes - int(options.get("burst", 0))) / rate
+    at_peak = (leaf.limit_bytes - leaf.packet_bytes) / peak
+    return abs(int(options["lat"]) - max(at_rate, at_peak) * 1e6) <= 3
 
 
 def plan_commands(
