@@ -412,6 +412,25 @@ class TuningMode(StrEnum):
     AUTO = "auto"  # each change is applied through a health-gated rollout
 
 
+class TunerRollout(Frozen):
+    """How ``auto`` mode rolls out a version the tuner wrote (controller/services/
+    auto_rollout.py, docs/tuning.md "Auto mode's rollout"): batches of ``batch_size``
+    switches, each soaked ``soak_s`` and gated on its drops (at most ``drops_max_increase_pct``
+    above the baseline read before the batch) and on no agent falling back; a failure acts
+    per ``on_fail``."""
+
+    batch_size: int = Field(default=1, ge=1, le=10_000, description="switches per batch")
+    soak_s: float = Field(
+        default=120.0, ge=0.0, le=86_400.0, description="wait after each batch before its gates"
+    )
+    drops_max_increase_pct: float = Field(
+        default=50.0, ge=0.0, le=100_000.0, description="drops gate: % above the baseline"
+    )
+    on_fail: Literal["rollback_batch", "rollback_all", "halt"] = Field(
+        default="rollback_all", description="what a failed gate does"
+    )
+
+
 class Tuning(Frozen):
     """The tuner's policy (controller/tuning/, docs/tuning.md): what it may do, and what keeps
     it from flapping (a band inside which nothing changes, a minimum interval between two
@@ -419,7 +438,7 @@ class Tuning(Frozen):
 
     mode: TuningMode = TuningMode.OFF
     window_s: float = Field(
-        default=600.0, ge=60.0, le=86_400.0, description="telemetry history each decision reads"
+        default=600.0, ge=10.0, le=86_400.0, description="telemetry history each decision reads"
     )
     hysteresis_pct: float = Field(
         default=10.0, ge=0.0, le=50.0, description="relative change below which none is proposed"
@@ -445,6 +464,9 @@ class Tuning(Frozen):
     )
     pias_min_flows: int = Field(
         default=1000, ge=1, description="PIAS: finished flows needed before drift is judged"
+    )
+    rollout: TunerRollout = Field(
+        default_factory=TunerRollout, description="auto mode's health-gated rollout"
     )
 
     @model_validator(mode="after")
