@@ -5,7 +5,8 @@ a change touches what the hosts run (QJUMP, PIAS), a host apply of it (docs/tuni
 The rollout's batches and gates come from the intent's ``fabric.tuning.rollout``
 (``auto_gates``; docs/tuning.md "Auto mode's rollout"): by default batches of one switch, each
 soaked 120 s, must not raise their drops by more than half over the baseline read before
-them, nor put any agent on its fallback; a failure rolls back every switch the rollout
+them, and no agent may be on its fallback (or, with ``agent_fallback: no_increase``, no more
+queues than before the batch); a failure rolls back every switch the rollout
 reached, so an automatic change never stays half applied.
 """
 
@@ -15,7 +16,7 @@ import logging
 
 from controller.errors import Conflict, NotFound
 from controller.policy.models import TunerRollout
-from controller.rollout.gates import Gate, GatePolicy, Reader
+from controller.rollout.gates import Comparison, Gate, GatePolicy, Reader
 from controller.services.common import Actor
 from controller.services.host_runs import HostRunService
 from controller.services.rollouts import RolloutPolicy, RolloutService
@@ -25,11 +26,14 @@ log = logging.getLogger(__name__)
 
 
 def auto_gates(settings: TunerRollout) -> GatePolicy:
-    """The gate policy of an auto-mode rollout, from ``fabric.tuning.rollout``."""
+    """The gate policy of an auto-mode rollout, from ``fabric.tuning.rollout``. With
+    ``agent_fallback: no_increase`` the fallback gate compares with its baseline (0 % more):
+    a switch whose agent already waits on counters (an idle one) does not block a change."""
+    fallback: Comparison = "absolute" if settings.agent_fallback == "none" else "max_increase_pct"
     return GatePolicy(
         gates=(
             Gate("drops", settings.drops_max_increase_pct, "max_increase_pct", builtin="drops"),
-            Gate("agent_fallback", 0.0, "absolute", builtin="agent_fallback"),
+            Gate("agent_fallback", 0.0, fallback, builtin="agent_fallback"),
         ),
         soak_s=settings.soak_s,
         on_fail=settings.on_fail,

@@ -88,7 +88,13 @@ def test_the_auto_rollout_takes_its_batches_and_gates_from_the_intent(
 ) -> None:
     promql, end = history
     clock = HandClock(end)
-    settings = {"batch_size": 2, "soak_s": 7, "drops_max_increase_pct": 20, "on_fail": "halt"}
+    settings = {
+        "batch_size": 2,
+        "soak_s": 7,
+        "drops_max_increase_pct": 20,
+        "on_fail": "halt",
+        "agent_fallback": "no_increase",
+    }
     engine, tuner, rollouts, _ = auto_tuner(db_url, promql, end, clock, None, settings)
     try:
         assert tuner.tick() == 2
@@ -98,6 +104,8 @@ def test_the_auto_rollout_takes_its_batches_and_gates_from_the_intent(
         assert (policy["soak_s"], policy["on_fail"]) == (7.0, "halt")
         drops = next(g for g in policy["gates"] if g["name"] == "drops")
         assert (drops["threshold"], drops["comparison"]) == (20.0, "max_increase_pct")
+        fallback = next(g for g in policy["gates"] if g["name"] == "agent_fallback")
+        assert (fallback["threshold"], fallback["comparison"]) == (0.0, "max_increase_pct")
     finally:
         engine.dispose()
 
