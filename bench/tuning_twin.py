@@ -296,8 +296,17 @@ def _num(value: float | None, fmt: str) -> str:
 def print_seed(doc: JsonObject) -> None:
     print(f"seed {doc['seed']}")
     for number, tuning in enumerate(doc["rounds"], start=1):
-        if tuning["applied"]:
-            inputs = tuning["applied"][0]["inputs"]
+        for c in tuning["applied"]:
+            if c["parameter"].startswith("ecn_lambda/"):
+                ecn = c["inputs"]
+                print(
+                    f"  round {number} evidence {c['parameter']}: utilisation "
+                    f"{ecn.get('utilisation_marking_mean')}, mark fraction "
+                    f"{ecn.get('mark_fraction_mean')}, target {ecn.get('utilisation_target')}"
+                )
+        weights = [c for c in tuning["applied"] if c["parameter"].startswith("weight/")]
+        if weights:
+            inputs = weights[0]["inputs"]
             line = float(inputs.get("speed_gbps") or 0) * 1e9 / 8
             sent = {
                 k.removesuffix(".tx_bytes_per_s"): f"{float(v) / line:.1%}"
