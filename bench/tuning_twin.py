@@ -117,8 +117,8 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
     """What the switches' telemetry would have shown for this traffic, from the twin.
 
     netsim reports, per class and hop position, the packets that crossed the queues (data
-    and ACKs alike) and their queueing delay (mean, p99); per flow its size and start; marks
-    and drops only fabric-wide. One QueueSummary per class stands for the leaf's host-facing
+    and ACKs alike), their queueing delay (mean, p99) and the packets marked CE and dropped
+    there; per flow its size and start. One QueueSummary per class stands for the leaf's host-facing
     ports (``leaf_down``: every byte delivered to a host leaves one of them, and there the
     host links' load meets the DWRR scheduler), averaged over those ports. The window is the
     traffic's arrival span (first to last flow start); the simulated time also holds the
@@ -130,9 +130,10 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
     * ``occupancy_p50_bytes`` / ``p95``: mean / p99 queueing delay at leaf_down x line rate
       (the delay a packet saw is the backlog ahead of it drained at line rate; mean stands
       in for p50, p99 for p95, so both lean high);
-    * ``mark_fraction`` and ``dropped_packets_per_s``: None (no evidence). netsim tallies
-      them for the whole fabric only; giving the fabric's figure to every class would call
-      every class backlogged and is not what a switch's per-queue counters would show.
+    * ``mark_fraction``: the class's packets marked at leaf_down over those that crossed it
+      (data and ACKs alike, as a switch's per-queue counters count them; ACKs are not
+      ECN-capable, so this leans low); ``dropped_packets_per_s``: its drops there / window /
+      ports.
     """
     topology = run.config["topology"]
     ports = int(topology["leaves"]) * int(topology["hosts_per_leaf"])
@@ -159,8 +160,8 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
                 utilisation=utilisation,
                 occupancy_p50_bytes=float(row["mean_us"]) * 1e-6 * line_bps / 8,
                 occupancy_p95_bytes=float(row["p99_us"]) * 1e-6 * line_bps / 8,
-                mark_fraction=None,
-                dropped_packets_per_s=None,
+                mark_fraction=int(row["marked_packets"]) / max(int(row["packets"]), 1),
+                dropped_packets_per_s=int(row["dropped_packets"]) / seconds / ports,
                 tx_bytes_per_s=tx.get(index, 0.0),
                 threshold_bytes=None,
             )
@@ -295,8 +296,17 @@ def _num(value: float | None, fmt: str) -> str:
 def print_seed(doc: JsonObject) -> None:
     print(f"seed {doc['seed']}")
     for number, tuning in enumerate(doc["rounds"], start=1):
-        if tuning["applied"]:
-            inputs = tuning["applied"][0]["inputs"]
+        for c in tuning["applied"]:
+            if c["parameter"].startswith("ecn_lambda/"):
+                ecn = c["inputs"]
+                print(
+                    f"  round {number} evidence {c['parameter']}: utilisation "
+                    f"{ecn.get('utilisation_marking_mean')}, mark fraction "
+                    f"{ecn.get('mark_fraction_mean')}, target {ecn.get('utilisation_target')}"
+                )
+        weights = [c for c in tuning["applied"] if c["parameter"].startswith("weight/")]
+        if weights:
+            inputs = weights[0]["inputs"]
             line = float(inputs.get("speed_gbps") or 0) * 1e9 / 8
             sent = {
                 k.removesuffix(".tx_bytes_per_s"): f"{float(v) / line:.1%}"

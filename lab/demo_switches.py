@@ -16,7 +16,10 @@ the reconcile loop catching a change made behind sluice's back.
    then reads the value back from Redis to show it was corrected,
 7. runs the agent step (``lab.demo_agents.agents_step``): service classes start and
    stop on leaf1's Ethernet0 and every queue's threshold and throughput are printed as the
-   on-switch qos-agent moves them (skipped with ``agents=False``), then the bad-config step
+   on-switch qos-agent moves them (skipped with ``agents=False``), then the tuner step
+   (``lab.demo_tuner.tuner_step``): leaf1's traffic changes, the tuner in ``auto`` mode
+   proposes new weights from it and rolls them out through a health-gated rollout, then the
+   bad-config step
    (``lab.demo_badconfig.bad_config_step``): ECN thresholds far too low for an incast on
    leaf1 fail a mark-fraction gate and leaf1 is rolled back automatically,
 8. runs the Ansible step (``lab.demo_ansible.ansible_step``): an operator's playbook of the
@@ -62,6 +65,7 @@ from lab.demo_common import (
     run,
     say,
 )
+from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
 BIN = Path(sys.executable).parent
@@ -237,5 +241,6 @@ def switches_step(
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
             show_telemetry(full, say)
+            tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say)
             bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say)
         ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)

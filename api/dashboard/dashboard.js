@@ -88,6 +88,19 @@ function progress(rollout) {
 
 // --- overview -------------------------------------------------------------------------------
 
+const RECENT_ROLLOUTS = 5;
+
+// A rollout's health gates in a few words: "pass (n readings)", or the first failed reading
+// ("fail: gate value > limit, batch b"), or "none" for a rollout without gates.
+function gateVerdict(detail) {
+  const readings = (detail && detail.evaluations) || [];
+  if (!readings.length) return { text: "none", state: "" };
+  const failed = readings.find((e) => e.verdict !== "pass");
+  if (!failed) return { text: "pass (" + readings.length + " readings)", state: "ok" };
+  const where = failed.batch < 0 ? "pre-check" : "batch " + failed.batch;
+  return { text: "fail: " + failed.gate + " " + failed.value + " > " + failed.limit + ", " + where, state: "critical" };
+}
+
 // One entry per kind of problem, critical first: its first reason and how many more alike.
 function whyText(reasons) {
   const groups = new Map();
@@ -163,6 +176,22 @@ async function renderOverview() {
     const verdict = badge(e.verdict === "pass" ? "ok" : "critical");
     verdict.textContent = e.verdict;
     cell(row, "").appendChild(verdict);
+    return row;
+  });
+  // The latest rollouts with their gates' verdicts: a tuner's gated rollout that completed
+  // and an operator's that a gate rolled back read side by side (docs/tuning.md).
+  const recent = items.slice(0, RECENT_ROLLOUTS);
+  const details = await Promise.all(recent.map((r) => (r === last ? detail : api("/rollouts/" + r.id))));
+  fill("rollouts-recent", recent.map((r, i) => [r, details[i]]), ([r, d]) => {
+    const row = document.createElement("tr");
+    cell(row, r.id, "num");
+    cell(row, r.from_version + " → " + r.to_version);
+    cell(row, r.created_by);
+    cell(row, r.state);
+    const verdict = gateVerdict(d);
+    const shown = badge(verdict.state);
+    shown.textContent = verdict.text;
+    cell(row, "").appendChild(shown);
     return row;
   });
   fill("drift", drift.items || [], (d) => {

@@ -24,7 +24,15 @@ from typing import Any
 
 import yaml
 
-from controller.policy.models import EcnMode, Host, HostsMatch, Intent, Qjump, ServiceClass
+from controller.policy.models import (
+    EcnMode,
+    Host,
+    HostsMatch,
+    Intent,
+    Pias,
+    Qjump,
+    ServiceClass,
+)
 from controller.policy.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.qos.pias_chain import chain_thresholds
@@ -207,9 +215,7 @@ def pias_vars(intent: Intent) -> list[JsonObject]:
         pias = service_class.pias
         if pias is None:
             continue
-        n_queues = len(pias.demotions) + 1
-        derive = chain_thresholds if pias.derivation == "mm1_chain" else demotion_thresholds
-        thresholds = derive(load_workload(pias.workload.value), pias.load, n_queues)
+        thresholds = pias_thresholds(pias)
         stages = [service_class.dscp[0], *(stage.dscp for stage in pias.demotions)]
         entries.append(
             {
@@ -220,6 +226,15 @@ def pias_vars(intent: Intent) -> list[JsonObject]:
             }
         )
     return entries
+
+
+def pias_thresholds(pias: Pias) -> list[int]:
+    """The demotion thresholds the hosts run: ``thresholds_bytes`` when the intent gives them
+    (the tuner writes them, docs/tuning.md), else derived from the workload and load."""
+    if pias.thresholds_bytes is not None:
+        return list(pias.thresholds_bytes)
+    derive = chain_thresholds if pias.derivation == "mm1_chain" else demotion_thresholds
+    return derive(load_workload(pias.workload.value), pias.load, len(pias.demotions) + 1)
 
 
 def hdcq_entry(service_class: ServiceClass, match: HostsMatch) -> JsonObject:

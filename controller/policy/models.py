@@ -9,6 +9,7 @@ Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (micro
 
 from __future__ import annotations
 
+import itertools
 import re
 import types
 import typing
@@ -254,6 +255,25 @@ class Pias(Frozen):
         description="thresholds from sluice's byte-weighted model or the paper's M/M/1 chain "
         "(PIAS NSDI'15 §4.2; docs/algorithms.md §6)",
     )
+    thresholds_bytes: tuple[Annotated[int, Field(ge=1, le=2**40)], ...] | None = Field(
+        default=None,
+        description="demotion thresholds in force instead of the derived ones, one per "
+        "demotion, increasing (the tuner writes them when the measured sizes drift)",
+    )
+
+    @model_validator(mode="after")
+    def _thresholds_match_the_stages(self) -> Pias:
+        given = self.thresholds_bytes
+        if given is None:
+            return self
+        if len(given) != len(self.demotions):
+            raise ValueError(
+                f"thresholds_bytes has {len(given)} values for {len(self.demotions)} "
+                "demotions: give one per demotion"
+            )
+        if any(b <= a for a, b in itertools.pairwise(given)):
+            raise ValueError("thresholds_bytes must increase: each demotion comes later")
+        return self
 
 
 class Hdcq(Frozen):
@@ -419,6 +439,30 @@ class TuningMode(StrEnum):
     AUTO = "auto"  # each change is applied through a health-gated rollout
 
 
+class TunerRollout(Frozen):
+    """How ``auto`` mode rolls out a version the tuner wrote (controller/services/
+    auto_rollout.py, docs/tuning.md "Auto mode's rollout"): batches of ``batch_size``
+    switches, each soaked ``soak_s`` and gated on its drops (at most ``drops_max_increase_pct``
+    above the baseline read before the batch) and on the agents' fallback (``agent_fallback``);
+    a failure acts per ``on_fail``."""
+
+    batch_size: int = Field(default=1, ge=1, le=10_000, description="switches per batch")
+    soak_s: float = Field(
+        default=120.0, ge=0.0, le=86_400.0, description="wait after each batch before its gates"
+    )
+    drops_max_increase_pct: float = Field(
+        default=50.0, ge=0.0, le=100_000.0, description="drops gate: % above the baseline"
+    )
+    on_fail: Literal["rollback_batch", "rollback_all", "halt"] = Field(
+        default="rollback_all", description="what a failed gate does"
+    )
+    agent_fallback: Literal["none", "no_increase"] = Field(
+        default="none",
+        description="none: no agent may be on its fallback (a pre-check refuses a fabric "
+        "with one); no_increase: a batch may not put more queues on it than it had before",
+    )
+
+
 class Tuning(Frozen):
     """The tuner's policy (controller/tuning/, docs/tuning.md): what it may do, and what keeps
     it from flapping (a band inside which nothing changes, a minimum interval between two
@@ -426,7 +470,7 @@ class Tuning(Frozen):
 
     mode: TuningMode = TuningMode.OFF
     window_s: float = Field(
-        default=600.0, ge=60.0, le=86_400.0, description="telemetry history each decision reads"
+        default=600.0, ge=10.0, le=86_400.0, description="telemetry history each decision reads"
     )
     hysteresis_pct: float = Field(
         default=10.0, ge=0.0, le=50.0, description="relative change below which none is proposed"
@@ -452,6 +496,9 @@ class Tuning(Frozen):
     )
     pias_min_flows: int = Field(
         default=1000, ge=1, description="PIAS: finished flows needed before drift is judged"
+    )
+    rollout: TunerRollout = Field(
+        default_factory=TunerRollout, description="auto mode's health-gated rollout"
     )
 
     @model_validator(mode="after")

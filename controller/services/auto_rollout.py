@@ -2,9 +2,12 @@
 intent version (``TuningService.tick``) starts a health-gated switch rollout of it, and, when
 a change touches what the hosts run (QJUMP, PIAS), a host apply of it (docs/tuning.md).
 
-The rollout's gates are ``AUTO_GATES``: the batch must not raise its drops by more than half
-over the baseline read before it, nor put any agent on its fallback; a failure rolls back every
-switch the rollout reached, so an automatic change never stays half applied.
+The rollout's batches and gates come from the intent's ``fabric.tuning.rollout``
+(``auto_gates``; docs/tuning.md "Auto mode's rollout"): by default batches of one switch, each
+soaked 120 s, must not raise their drops by more than half over the baseline read before
+them, and no agent may be on its fallback (or, with ``agent_fallback: no_increase``, no more
+queues than before the batch); a failure rolls back every switch the rollout
+reached, so an automatic change never stays half applied.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import logging
 
 from controller.errors import Conflict, NotFound
-from controller.rollout.gates import Gate, GatePolicy, Reader
+from controller.policy.models import TunerRollout
+from controller.rollout.gates import Comparison, Gate, GatePolicy, Reader
 from controller.services.common import Actor
 from controller.services.host_runs import HostRunService
 from controller.services.rollouts import RolloutPolicy, RolloutService
@@ -20,14 +24,24 @@ from controller.services.tuning import TUNER, ProposalRecord, TuningService
 
 log = logging.getLogger(__name__)
 
-AUTO_GATES = GatePolicy(
-    gates=(
-        Gate("drops", 50.0, "max_increase_pct", builtin="drops"),
-        Gate("agent_fallback", 0.0, "absolute", builtin="agent_fallback"),
-    ),
-    soak_s=120.0,
-    on_fail="rollback_all",
-)
+
+def auto_gates(settings: TunerRollout) -> GatePolicy:
+    """The gate policy of an auto-mode rollout, from ``fabric.tuning.rollout``. With
+    ``agent_fallback: no_increase`` the fallback gate compares with its baseline (0 % more):
+    a switch whose agent already waits on counters (an idle one) does not block a change."""
+    fallback: Comparison = "absolute" if settings.agent_fallback == "none" else "max_increase_pct"
+    return GatePolicy(
+        gates=(
+            Gate("drops", settings.drops_max_increase_pct, "max_increase_pct", builtin="drops"),
+            Gate("agent_fallback", 0.0, fallback, builtin="agent_fallback"),
+        ),
+        soak_s=settings.soak_s,
+        on_fail=settings.on_fail,
+    )
+
+
+# What an intent that says nothing about it gets.
+AUTO_GATES = auto_gates(TunerRollout())
 # Parameters the hosts run (``controller/tuning/``: ``qjump/...``, ``pias/...``).
 HOST_PARAMETERS = ("qjump", "pias")
 
@@ -49,8 +63,9 @@ class AutoTuner:
         rollouts: RolloutService,
         host_runs: HostRunService | None,
         gates: Reader | None,
-        policy: GatePolicy = AUTO_GATES,
+        policy: GatePolicy | None = None,
     ) -> None:
+        """``policy`` overrides the intent's ``fabric.tuning.rollout`` gates (None: use it)."""
         self._tuning = tuning
         self._rollouts = rollouts
         self._host_runs = host_runs
@@ -72,7 +87,12 @@ class AutoTuner:
 
     def roll_out(self, record: ProposalRecord, actor: Actor) -> int:
         """Start the gated rollout of ``record``'s version (and the hosts' apply if needed)."""
-        policy = RolloutPolicy(to_version=record.new_version, batch_size=1, gates=self._policy)
+        settings = self._tuning.settings().rollout
+        policy = RolloutPolicy(
+            to_version=record.new_version,
+            batch_size=settings.batch_size,
+            gates=self._policy or auto_gates(settings),
+        )
         try:
             started = self._rollouts.start(policy, actor=actor, gates=self._gates)
         except Conflict as error:

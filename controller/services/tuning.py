@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, NotFound
 from controller.policy.loader import dump_intent
-from controller.policy.models import Intent, TuningMode
+from controller.policy.models import Intent, Tuning, TuningMode
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.sonic.compile import compile_fleet
@@ -108,6 +108,10 @@ class TuningService:
         if record.state == "pending" and tuning.mode is TuningMode.AUTO:
             return self.approve(record.id, Actor(TUNER, actor.request_id))
         return record
+
+    def settings(self) -> Tuning:
+        """The head intent's ``fabric.tuning``."""
+        return self._intents.current().intent.fabric.tuning
 
     def tick(self, actor: Actor) -> ProposalRecord | None:
         """For a periodic caller (the worker): one pass when tuning is on and the last pass is

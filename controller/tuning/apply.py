@@ -13,8 +13,9 @@ What the intent can express today:
   lowering happens only when every marking group wants lower, and raising as soon as one does.
   A group with no marking has no say.
 
-``pias/<class>`` changes are not expressible (the intent names a shipped workload, not
-thresholds) and are returned as such, with the evidence naming the nearest workload.
+* ``pias/<class>`` -> ``service_classes[<class>].pias.thresholds_bytes`` (the thresholds the
+  hosts run instead of the workload's; the evidence names the nearest shipped workload).
+
 The result is parsed again, so a tuned intent that fails validation is refused like any other.
 """
 
@@ -51,6 +52,12 @@ def apply_changes(intent: Intent, changes: Sequence[Change]) -> Applied:
             continue  # decided together below
         elif kind == "qjump" and data["fabric"].get("qjump") is not None:
             data["fabric"]["qjump"][rest] = change.proposed
+        elif (
+            kind == "pias"
+            and isinstance(change.proposed, tuple)
+            and classes.get(rest, {}).get("pias") is not None
+        ):
+            classes[rest]["pias"]["thresholds_bytes"] = list(change.proposed)
         elif kind == "ecn_lambda":
             continue
         else:

@@ -3,10 +3,11 @@
 PIAS (Bai et al., NSDI'15) derives one set of thresholds for the whole fabric from the
 flow-size distribution and the load, and relies on ECN to absorb a moderate mismatch, so the
 thresholds need not change often; ``controller.qos.pias.demotion_thresholds`` derives them.
-The intent names a shipped workload; hosts report the sizes of the flows that finished
+The intent names a shipped workload (and, once tuned, the thresholds in force,
+``pias.thresholds_bytes``); hosts report the sizes of the flows that finished
 (docs/tuning.md, "How hosts report") as a cumulative histogram.
 
-* Distance: the Kolmogorov-Smirnov statistic D = max |F_measured(x) - F_in_use(x)|, taken at
+* Distance: the Kolmogorov-Smirnov statistic D = max |F_measured(x) - F_workload(x)|, taken at
   the histogram's bucket edges (the only sizes where the measured CDF is known, so D is a
   lower bound of the exact statistic; with edges a factor 2 apart it is close).
 * Drift: D above ``ks_threshold`` (default 0.1) with at least ``min_flows`` finished flows.
@@ -16,7 +17,9 @@ The intent names a shipped workload; hosts report the sizes of the flows that fi
 * New thresholds: ``demotion_thresholds`` on the measured CDF (flows above the largest finite
   bucket are counted at that bucket's edge) and the measured load (the intent's when none).
   The band (D) is the hysteresis; the minimum interval applies; a maximum step does not (a
-  partial step toward another distribution's thresholds is optimal for neither).
+  partial step toward another distribution's thresholds is optimal for neither). Drift is
+  judged against the named workload, so once the measured thresholds are in force the same
+  sizes propose the same thresholds, which are held ("already in force").
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class PiasInUse:
     workload: str
     load: float
     n_queues: int
+    # The thresholds the hosts run when the intent gives them (``pias.thresholds_bytes``,
+    # written by an earlier change); None: derived from the workload and load.
+    thresholds: tuple[int, ...] | None = None
 
 
 def parameter_key(service_class: str) -> str:
@@ -86,7 +92,7 @@ def tune_pias(
         return None  # no sizes measured (only +Inf, or no flows): no evidence at all
     key = parameter_key(current.service_class)
     in_use = load_workload(current.workload)
-    old = demotion_thresholds(in_use, current.load, current.n_queues)
+    old = current.thresholds or tuple(demotion_thresholds(in_use, current.load, current.n_queues))
     inputs: dict[str, Value] = {
         "class": current.service_class,
         "workload": current.workload,
@@ -99,7 +105,7 @@ def tune_pias(
 
     def held(reason: str, outputs: dict[str, Value]) -> Change:
         evidence = Evidence("pias.thresholds", SOURCE, inputs, outputs)
-        return Change(key, tuple(old), tuple(old), evidence, held=reason)
+        return Change(key, old, old, evidence, held=reason)
 
     if sample.flows < min_flows:
         return held(f"{sample.flows:g} finished flows, fewer than {min_flows}", {})
@@ -117,10 +123,13 @@ def tune_pias(
             outputs,
         )
     load, bounds = _load(sample, current.load)
-    new = demotion_thresholds(measured_cdf(sample), load, current.n_queues)
-    outputs |= {"load_used": load, "thresholds_bytes": tuple(new)}
+    new = tuple(demotion_thresholds(measured_cdf(sample), load, current.n_queues))
+    outputs |= {"load_used": load, "thresholds_bytes": new}
+    if new == old:
+        # Drift from the named workload, but the measured sizes' thresholds already run.
+        return held("the measured sizes' thresholds are already in force", outputs)
     evidence = Evidence("pias.thresholds", SOURCE, inputs, outputs, bounds)
-    return Change(key, tuple(old), tuple(new), evidence)
+    return Change(key, old, new, evidence)
 
 
 def _load(sample: FlowSizeSample, intent_load: float) -> tuple[float, tuple[str, ...]]:

@@ -44,6 +44,7 @@ def propose(
                     service_class.pias.workload.value,
                     service_class.pias.load,
                     len(service_class.pias.demotions) + 1,
+                    service_class.pias.thresholds_bytes,
                 ),
                 summary.flow_sizes.get(service_class.name),
                 ks_threshold=tuning.pias_ks_threshold,

@@ -19,9 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from controller.hosts.compile import ecn_vars, qjump_vars
+from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
 from controller.policy.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
-from controller.qos.pias import demotion_thresholds, load_workload
 from controller.sonic.compile import fleet_qos, port_profile
 from controller.sonic.context import FleetQos, PortProfile
 
@@ -232,9 +231,7 @@ def _marking(intent: Intent, notes: list[str]) -> list[JsonObject]:
         entry: JsonObject = {"dscp": service_class.dscp[0], "pias": None}
         pias = service_class.pias
         if pias is not None and service_class.hosts_match is not None:
-            thresholds = demotion_thresholds(
-                load_workload(pias.workload.value), pias.load, len(pias.demotions) + 1
-            )
+            thresholds = pias_thresholds(pias)
             entry["pias"] = {
                 "thresholds_bytes": thresholds,
                 "dscp": [stage.dscp for stage in pias.demotions],

@@ -8,6 +8,11 @@
 //! is nearest-rank over a log-linear histogram (32 buckets per power of two of nanoseconds),
 //! so it is the upper edge of its bucket, at most 1/32 above the true value, and never above
 //! the maximum.
+//!
+//! Each queue also counts the packets it marked CE and the packets it dropped, per switch
+//! port, hop position and class and position (a switch's per-queue ECN-marked and dropped
+//! counters; a twin's tuner reads them per class, `bench/tuning_twin.py`). Host NIC drops
+//! are not counted here (the run's tally has them).
 
 use std::fmt::Write as _;
 
@@ -64,6 +69,10 @@ pub struct DelayStats {
     max_ns: f64,
     /// Counts per log-linear bucket (see [`bucket_of`]).
     buckets: Vec<u64>,
+    /// Packets marked CE on arrival.
+    marked: u64,
+    /// Packets dropped on arrival.
+    dropped: u64,
 }
 
 /// Bucket 0 holds waits under 1 ns (a packet that found its port idle waits 0); bucket
@@ -101,7 +110,17 @@ impl DelayStats {
         self.buckets[b] += 1;
     }
 
-    /// Packets counted.
+    /// Packets marked CE on arrival.
+    pub fn marked(&self) -> u64 {
+        self.marked
+    }
+
+    /// Packets dropped on arrival.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Packets counted (departed).
     pub fn packets(&self) -> u64 {
         self.packets
     }
@@ -160,6 +179,10 @@ pub struct DelayRow {
     pub p99_us: f64,
     /// Longest queueing delay, µs.
     pub max_us: f64,
+    /// Packets marked CE there.
+    pub marked_packets: u64,
+    /// Packets dropped there.
+    pub dropped_packets: u64,
 }
 
 /// A run's queueing delays (rows only for queues some packet crossed).
@@ -210,6 +233,28 @@ impl HopRecorder {
         self.record(hop, class, wait_ns);
     }
 
+    /// A packet of `class` arriving at switch `sw`'s port `port` was marked CE.
+    pub fn switch_marked(&mut self, sw: usize, port: usize, class: usize) {
+        self.count(sw, port, class, |s| s.marked += 1);
+    }
+
+    /// A packet of `class` arriving at switch `sw`'s port `port` was dropped.
+    pub fn switch_dropped(&mut self, sw: usize, port: usize, class: usize) {
+        self.count(sw, port, class, |s| s.dropped += 1);
+    }
+
+    fn count(&mut self, sw: usize, port: usize, class: usize, add: impl Fn(&mut DelayStats)) {
+        let Some((hop, stats)) = self.by_port.get_mut(sw).and_then(|p| p.get_mut(port)) else {
+            return;
+        };
+        add(stats);
+        let hop = *hop;
+        add(&mut self.by_hop[hop.index()]);
+        if let Some(c) = self.by_class.get_mut(class) {
+            add(&mut c[hop.index()]);
+        }
+    }
+
     fn record(&mut self, hop: Hop, class: usize, wait_ns: f64) {
         self.by_hop[hop.index()].record(wait_ns);
         if let Some(c) = self.by_class.get_mut(class) {
@@ -230,7 +275,7 @@ impl HopRecorder {
     /// The report.
     pub fn report(&self) -> HopDelays {
         let row = |hop, switch, port, class, s: &DelayStats| {
-            (s.packets() > 0).then(|| DelayRow {
+            (s.packets() + s.marked() + s.dropped() > 0).then(|| DelayRow {
                 hop,
                 switch,
                 port,
@@ -239,6 +284,8 @@ impl HopRecorder {
                 mean_us: s.mean_ns() / 1e3,
                 p99_us: s.percentile_ns(99.0) / 1e3,
                 max_us: s.max_ns() / 1e3,
+                marked_packets: s.marked(),
+                dropped_packets: s.dropped(),
             })
         };
         HopDelays {
@@ -271,7 +318,7 @@ impl HopRecorder {
 
 /// The report as CSV: one row per hop position, class and position, and switch port.
 pub fn hops_csv(d: &HopDelays) -> String {
-    let mut out = String::from("scope,hop,switch,port,class,packets,mean_us,p99_us,max_us\n");
+    let mut out = String::from("scope,hop,switch,port,class,packets,mean_us,p99_us,max_us,marked,dropped\n");
     let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
     let scoped = [("hop", &d.by_hop), ("class", &d.by_class), ("port", &d.by_port)];
     for (scope, rows) in scoped {
@@ -282,14 +329,16 @@ pub fn hops_csv(d: &HopDelays) -> String {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{scope},{hop},{},{},{},{},{:.3},{:.3},{:.3}",
+                "{scope},{hop},{},{},{},{},{:.3},{:.3},{:.3},{},{}",
                 opt(r.switch),
                 opt(r.port),
                 opt(r.class),
                 r.packets,
                 r.mean_us,
                 r.p99_us,
-                r.max_us
+                r.max_us,
+                r.marked_packets,
+                r.dropped_packets
             );
         }
     }
@@ -317,17 +366,44 @@ mod tests {
         rec.switch_port(0, 0, 1, 1_200.0);
         let csv = hops_csv(&rec.report());
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], "scope,hop,switch,port,class,packets,mean_us,p99_us,max_us");
+        assert_eq!(lines[0], "scope,hop,switch,port,class,packets,mean_us,p99_us,max_us,marked,dropped");
         assert_eq!(
             &lines[1..],
             [
-                "hop,host_nic,,,,1,0.000,0.000,0.000",
-                "hop,leaf_down,,,,1,1.200,1.200,1.200",
-                "class,host_nic,,,1,1,0.000,0.000,0.000",
-                "class,leaf_down,,,1,1,1.200,1.200,1.200",
-                "port,leaf_down,0,0,,1,1.200,1.200,1.200",
+                "hop,host_nic,,,,1,0.000,0.000,0.000,0,0",
+                "hop,leaf_down,,,,1,1.200,1.200,1.200,0,0",
+                "class,host_nic,,,1,1,0.000,0.000,0.000,0,0",
+                "class,leaf_down,,,1,1,1.200,1.200,1.200,0,0",
+                "port,leaf_down,0,0,,1,1.200,1.200,1.200,0,0",
             ]
         );
+    }
+
+    #[test]
+    fn marks_and_drops_count_per_port_position_and_class() {
+        // Port 0 of switch 0 faces a host (leaf_down), port 1 a spine (leaf_up).
+        let mut rec = HopRecorder::new(2, vec![vec![Hop::LeafDown, Hop::LeafUp]]);
+        rec.switch_port(0, 0, 0, 0.0); // class 0 crossed leaf_down once, unmarked
+        for _ in 0..3 {
+            rec.switch_marked(0, 0, 1); // class 1: three marked at leaf_down
+        }
+        rec.switch_dropped(0, 0, 1); // and one dropped there
+        rec.switch_dropped(0, 1, 0); // class 0: one dropped at leaf_up, nothing crossed
+        rec.switch_marked(5, 0, 0); // no such switch: not counted
+        let d = rec.report();
+        let counts = |rows: &[DelayRow]| -> Vec<(Hop, Option<usize>, u64, u64, u64)> {
+            rows.iter().map(|r| (r.hop, r.class, r.packets, r.marked_packets, r.dropped_packets)).collect()
+        };
+        assert_eq!(
+            counts(&d.by_class),
+            [
+                (Hop::LeafUp, Some(0), 0, 0, 1),
+                (Hop::LeafDown, Some(0), 1, 0, 0),
+                (Hop::LeafDown, Some(1), 0, 3, 1)
+            ]
+        );
+        assert_eq!(counts(&d.by_hop), [(Hop::LeafUp, None, 0, 0, 1), (Hop::LeafDown, None, 1, 3, 1)]);
+        assert_eq!(counts(&d.by_port), [(Hop::LeafDown, None, 1, 3, 1), (Hop::LeafUp, None, 0, 0, 1)]);
     }
 
     #[test]

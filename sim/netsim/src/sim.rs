@@ -482,6 +482,7 @@ impl Fabric {
     fn arrive_at_switch(&mut self, sw: usize, packet: Packet) -> Result<(), SimError> {
         let Some(meta) = self.in_flight.get(packet.seq) else { return Ok(()) };
         let flow = &self.flows[packet.flow as usize];
+        let class = flow.spec.class;
         let (dst, reverse) = match meta {
             Meta::Data { .. } => (flow.spec.dst, false),
             Meta::Ack { .. } => (flow.spec.src, true),
@@ -489,10 +490,16 @@ impl Fabric {
         let port = self.topo.egress_port(sw, dst, ecmp_hash(packet.flow, reverse, self.salt));
         let (device, local) = self.port_device[sw][port];
         match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
-            EnqueueOutcome::Dropped(_) => self.drop_packet(packet),
+            EnqueueOutcome::Dropped(_) => {
+                self.hops.switch_dropped(sw, port, class);
+                self.drop_packet(packet);
+            }
             EnqueueOutcome::Queued { marked } => {
                 self.in_flight.set_queued(packet.seq, self.now_ns);
                 self.tally.marked_packets += u64::from(marked);
+                if marked {
+                    self.hops.switch_marked(sw, port, class);
+                }
                 self.schedule_wake(device);
             }
         }

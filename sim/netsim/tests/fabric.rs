@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use netsim::hops::Hop;
 use netsim::qos::FabricQos;
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
@@ -113,4 +114,34 @@ fn same_seed_same_result_other_seed_other_result() {
     let (a, b, c) = (run(9), run(9), run(10));
     assert_eq!(a, b);
     assert_ne!(a.0, c.0);
+}
+
+#[test]
+fn marks_and_drops_are_counted_per_class_where_they_happen() {
+    // Class 0: six senders answer host 7 at once into a 40 kB port buffer with K = 30 kB,
+    // so the port facing host 7 marks and drops. Class 1: one flow from host 6 to host 5,
+    // whose port carries nothing else but class 0's ACKs to host 5: it never marks or
+    // drops. No host buffer limit, so every drop is a switch's and the per-class counts
+    // must add up to the run's tally.
+    let topo = small_fabric();
+    let mut flows = workload::incast(&topo, 7, 6, 100_000, 0.0);
+    flows.push(FlowSpec { src: 6, dst: 5, bytes: 30 * MSS_BYTES, start_ns: 0.0, class: 1 });
+    let mut fabric = Fabric::new(topo, FabricQos::dctcp(30_000, 40_000), dctcp(), &flows, 9).unwrap();
+    fabric.run(f64::INFINITY, &mut |_| {}).unwrap();
+    let tally = fabric.tally();
+    let hops = fabric.hop_delays();
+    let total = |class: usize, field: fn(&netsim::hops::DelayRow) -> u64| -> u64 {
+        hops.by_class.iter().filter(|r| r.class == Some(class)).map(field).sum()
+    };
+    assert!(total(0, |r| r.marked_packets) > 0 && total(0, |r| r.dropped_packets) > 0);
+    assert_eq!((total(1, |r| r.marked_packets), total(1, |r| r.dropped_packets)), (0, 0));
+    assert!(total(1, |r| r.packets) > 0, "class 1 crossed the fabric");
+    assert_eq!(total(0, |r| r.marked_packets), tally.marked_packets);
+    assert_eq!(total(0, |r| r.dropped_packets), tally.dropped_packets);
+    // Where: at least at the receiver's leaf port, and every position adds up to the tally.
+    let at = |hop: Hop| hops.by_hop.iter().find(|r| r.hop == hop).map_or(0, |r| r.dropped_packets);
+    assert!(at(Hop::LeafDown) > 0);
+    assert_eq!(Hop::ALL.iter().map(|&h| at(h)).sum::<u64>(), tally.dropped_packets);
+    let per_port: u64 = hops.by_port.iter().map(|r| r.marked_packets).sum();
+    assert_eq!(per_port, tally.marked_packets);
 }

@@ -122,6 +122,10 @@ def test_overview_shows_health_rollouts_and_switches(
     gates = browser.find_elements(By.CSS_SELECTOR, "#rollout-gates tbody tr")
     # The pre-check over both leaves: leaf2 drops 5 packets/s (fabric_history.py).
     assert [g.text.split() for g in gates] == [["pre", "precheck", "drops", "5", "1000", "pass"]]
+    recent = browser.find_elements(By.CSS_SELECTOR, "#rollouts-recent tbody tr")
+    assert len(recent) == 1
+    assert "pending" in recent[0].text
+    assert recent[0].find_element(By.CSS_SELECTOR, ".badge").text == "pass (1 readings)"
     screenshot(browser, "overview")
     assert console_errors(browser) == []
 

@@ -34,13 +34,20 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromQL, 
 
 
 def auto_tuner(
-    db_url: str, promql: PromQL, end: datetime, clock: HandClock, policy: GatePolicy
+    db_url: str,
+    promql: PromQL,
+    end: datetime,
+    clock: HandClock,
+    policy: GatePolicy | None,
+    rollout: dict[str, object] | None = None,
 ) -> tuple[Engine, AutoTuner, RolloutService, TuningService]:
     engine = make_engine(db_url, pool_size=2)
     sessions = make_sessions(engine)
     intents = IntentService(sessions, clock=clock)
     auto = tuner_intent()
     auto["fabric"]["tuning"]["mode"] = "auto"
+    if rollout is not None:
+        auto["fabric"]["tuning"]["rollout"] = rollout
     intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
     tuning = TuningService(
         sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
@@ -72,6 +79,33 @@ def test_auto_mode_starts_a_gated_rollout_of_the_version_it_wrote(
         assert prechecks["agent_fallback"].value == 0.0
         clock.now = end + timedelta(seconds=599)  # window_s 600: not due yet
         assert tuner.tick() == 0
+    finally:
+        engine.dispose()
+
+
+def test_the_auto_rollout_takes_its_batches_and_gates_from_the_intent(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    settings = {
+        "batch_size": 2,
+        "soak_s": 7,
+        "drops_max_increase_pct": 20,
+        "on_fail": "halt",
+        "agent_fallback": "no_increase",
+    }
+    engine, tuner, rollouts, _ = auto_tuner(db_url, promql, end, clock, None, settings)
+    try:
+        assert tuner.tick() == 2
+        rollout = rollouts.get(rollouts.list(limit=10, offset=0).items[0].id)
+        assert rollout.batch_size == 2
+        policy = rollout.gate_policy or {}
+        assert (policy["soak_s"], policy["on_fail"]) == (7.0, "halt")
+        drops = next(g for g in policy["gates"] if g["name"] == "drops")
+        assert (drops["threshold"], drops["comparison"]) == (20.0, "max_increase_pct")
+        fallback = next(g for g in policy["gates"] if g["name"] == "agent_fallback")
+        assert (fallback["threshold"], fallback["comparison"]) == (0.0, "max_increase_pct")
     finally:
         engine.dispose()
 

@@ -153,6 +153,24 @@ def test_pias_thresholds_split_the_load_evenly_between_the_stages() -> None:
     assert cdf.truncated_mean(threshold) / cdf.mean_bytes() == pytest.approx(0.61257, abs=1e-4)
 
 
+def test_pias_thresholds_given_in_the_intent_are_the_ones_the_hosts_run() -> None:
+    data = marked_data()
+    rpc = next(c for c in data["service_classes"] if c["name"] == "rpc")
+    rpc["pias"]["thresholds_bytes"] = [610_575]  # what the tuner writes on drift
+    (pias,) = render(data)["host2"]["sluice_pias"]
+    assert pias["thresholds_bytes"] == [610_575]
+
+
+def test_pias_thresholds_must_fit_the_stages_and_increase() -> None:
+    data = intent_data()
+    rpc = next(c for c in data["service_classes"] if c["name"] == "rpc")
+    rpc["pias"]["demotions"].append({"dscp": 26, "queue": 4})
+    for given, why in (([5_000], "one per demotion"), ([9_000, 9_000], "must increase")):
+        rpc["pias"]["thresholds_bytes"] = given
+        with pytest.raises(IntentInvalid, match=why):
+            parse_intent(data)
+
+
 def test_tcp_ecn_asks_for_ecn_only_when_a_class_marks_it() -> None:
     assert render(marked_data())["host1"]["sluice_ecn"] == {"tcp_ecn": 1}
     data = marked_data()

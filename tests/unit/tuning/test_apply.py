@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from controller.errors import IntentInvalid
 from controller.policy.loader import parse_intent
 from controller.tuning.apply import apply_changes, fabric_lambda_from, reason_for
 from controller.tuning.evidence import Change, Evidence
@@ -14,7 +17,7 @@ def change(parameter: str, current: object, proposed: object, **inputs: object) 
     return Change(parameter, current, proposed, evidence, held=held)  # type: ignore[arg-type]
 
 
-def test_weights_algorithm_and_qjump_land_in_the_intent() -> None:
+def test_weights_algorithm_qjump_and_pias_land_in_the_intent() -> None:
     intent = parse_intent(intent_data())
     result = apply_changes(
         intent,
@@ -23,7 +26,7 @@ def test_weights_algorithm_and_qjump_land_in_the_intent() -> None:
             change("algorithm/bulk", "mqecn", "dynaq"),
             change("algorithm/storage", "mqecn", "dynaq"),
             change("qjump/hosts", 8, 6),
-            change("pias/rpc", (1,), (2,)),
+            change("pias/rpc", (4_517_081,), (610_575,)),
         ],
     )
     classes = {c.name: c for c in result.intent.service_classes}
@@ -31,8 +34,18 @@ def test_weights_algorithm_and_qjump_land_in_the_intent() -> None:
     assert classes["bulk"].ecn.value == classes["storage"].ecn.value == "dynaq"
     assert result.intent.fabric.qjump is not None
     assert result.intent.fabric.qjump.hosts == 6
-    assert [c.parameter for c in result.not_expressible] == ["pias/rpc"]
-    assert len(result.applied) == 4
+    rpc = classes["rpc"].pias
+    assert rpc is not None
+    assert rpc.thresholds_bytes == (610_575,)  # the hosts run these (controller/hosts)
+    assert result.not_expressible == ()
+    assert len(result.applied) == 5
+
+
+def test_pias_thresholds_that_do_not_fit_the_stages_are_refused() -> None:
+    intent = parse_intent(intent_data())
+    # rpc has one demotion, so one threshold; two would fail validation of the new intent.
+    with pytest.raises(IntentInvalid, match="one per demotion"):
+        apply_changes(intent, [change("pias/rpc", (4_517_081,), (10_000, 20_000))])
 
 
 def test_one_class_alone_cannot_leave_the_fabrics_dynamic_algorithm() -> None:

@@ -106,3 +106,21 @@ def test_a_histogram_without_finite_buckets_is_no_evidence() -> None:
 def test_one_finite_bucket_holding_every_flow_is_a_step_at_its_edge() -> None:
     sample = FlowSizeSample("rpc", ((5_000, 100), (math.inf, 100)))
     assert measured_cdf(sample).points == ((5_000, 1.0), (5_000, 1.0))
+
+
+def test_thresholds_in_force_are_the_current_ones_and_not_proposed_again() -> None:
+    first = tune_pias(
+        IN_USE, SMALL, ks_threshold=0.1, min_flows=1000, now_s=0, last_changed={}, policy=POLICY
+    )
+    assert first is not None
+    assert isinstance(first.proposed, tuple)
+    # The intent now carries them (pias.thresholds_bytes): the same sizes, long after the
+    # minimum interval, still drift from websearch but ask for what already runs.
+    tuned = PiasInUse("rpc", "websearch", 0.6, 2, first.proposed)
+    again = tune_pias(
+        tuned, SMALL, ks_threshold=0.1, min_flows=1000, now_s=1e6, last_changed={}, policy=POLICY
+    )
+    assert again is not None
+    assert again.current == first.proposed
+    assert not again.applies
+    assert again.held == "the measured sizes' thresholds are already in force"
