@@ -68,6 +68,7 @@ from controller.reconcile.apply import (
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
+from controller.sonic.digest import table_digests
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession
 
@@ -261,7 +262,10 @@ def run_reconcile(
             problems = plan_problems(plans)
         else:
             label = f"sluice: ReconcileLoop {parallel} parallel, {slots} in flight"
-            record = PassRecord([Target(s, 1, desired[s.name]) for s in switches])
+            fleet = [
+                Target(s, 1, desired[s.name], table_digests(desired[s.name])) for s in switches
+            ]
+            record = PassRecord(fleet)
             loop = ReconcileLoop(record, access, utc_now, random.random, max_parallel=parallel)
             figures, _ = measure(host, label, sessions, loop.run_pass)
             problems = run_problems(record.runs, desired)
