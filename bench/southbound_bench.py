@@ -15,7 +15,8 @@ HTTP/2 channel), each already holding its desired state. A pass Gets every table
 per target (one Get, all tables), plans against the desired state (``plan_switch``) and
 requires every plan to be empty. Baseline: one target after another, one RPC at a time.
 sluice: ``ReconcileLoop.run_pass`` (controller/reconcile/loop.py) in alert mode with
-``parallel`` workers under the pool's in-flight limit.
+``parallel`` workers under the pool's in-flight limit, each target with its table digests
+(answers compared by digest, decoded only when they differ).
 
 RPC counts are what the switches received (the helper process counts them); CPU seconds are
 given for the bench process and the switches' process, since the machine is shared.
