@@ -15,7 +15,8 @@ HTTP/2 channel), each already holding its desired state. A pass Gets every table
 per target (one Get, all tables), plans against the desired state (``plan_switch``) and
 requires every plan to be empty. Baseline: one target after another, one RPC at a time.
 sluice: ``ReconcileLoop.run_pass`` (controller/reconcile/loop.py) in alert mode with
-``parallel`` workers under the pool's in-flight limit.
+``parallel`` workers under the pool's in-flight limit, each target with its table digests
+(answers compared by digest, decoded only when they differ).
 
 RPC counts are what the switches received (the helper process counts them); CPU seconds are
 given for the bench process and the switches' process, since the machine is shared.
@@ -68,6 +69,7 @@ from controller.reconcile.apply import (
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
+from controller.sonic.digest import table_digests
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession
 
@@ -261,7 +263,10 @@ def run_reconcile(
             problems = plan_problems(plans)
         else:
             label = f"sluice: ReconcileLoop {parallel} parallel, {slots} in flight"
-            record = PassRecord([Target(s, 1, desired[s.name]) for s in switches])
+            fleet = [
+                Target(s, 1, desired[s.name], table_digests(desired[s.name])) for s in switches
+            ]
+            record = PassRecord(fleet)
             loop = ReconcileLoop(record, access, utc_now, random.random, max_parallel=parallel)
             figures, _ = measure(host, label, sessions, loop.run_pass)
             problems = run_problems(record.runs, desired)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
 from controller.policy.models import Switch
@@ -23,6 +23,7 @@ from controller.southbound.gnmi import (
     DEFAULT_USERNAME,
     SessionPool,
     SwitchSession,
+    TableAnswers,
     TlsOptions,
     target_for_switch,
 )
@@ -40,6 +41,16 @@ class SwitchAccess(Protocol):
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         """Write ``plan`` and verify it by read-back; never raises for a switch's failure."""
+        ...
+
+
+@runtime_checkable
+class TableReader(Protocol):
+    """A ``SwitchAccess`` that can also hand over tables as the switch answered them, so
+    the reconcile loop compares them by digest before decoding anything."""
+
+    def read_answers(self, switch: Switch, tables: Iterable[str]) -> TableAnswers:
+        """``read``'s Get, its tables' JSON kept undecoded; raises as ``read`` does."""
         ...
 
 
@@ -74,6 +85,9 @@ class GnmiAccess:
 
     def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
         return self.session(switch).get_tables(tables)
+
+    def read_answers(self, switch: Switch, tables: Iterable[str]) -> TableAnswers:
+        return self.session(switch).get_table_answers(tables)
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         try:

@@ -8,6 +8,12 @@ verify it (``correct``) or only record (``alert``). Thresholds the on-switch age
 (``SLUICE_Q_*`` WRED profiles) are planned around by ``plan_switch`` and so are never
 drift. Every switch gets a run record, whatever happened.
 
+A switch is first compared by table digests (``controller/sonic/digest.py``): the tables'
+JSON answers are hashed as they came, and when every owned table's digest equals the
+desired one the switch is converged without decoding an entry (its running state is then
+the desired state itself). Any difference, or a target without digests, takes the full
+path: decode every entry, plan, drift.
+
 Passes are spaced ``interval_s`` apart, each wait drawn uniformly within ± ``jitter_pct``:
 many controllers (or one restarted many times) then do not read every switch in lockstep.
 The clock, the random source, the switches and the store are passed in.
@@ -23,10 +29,12 @@ from typing import Literal, Protocol
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
 from controller.policy.models import Reconcile, ReconcileMode, Switch
-from controller.reconcile.access import OWNED_TABLES, SwitchAccess
+from controller.reconcile.access import OWNED_TABLES, SwitchAccess, TableReader
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch
+from controller.sonic.digest import AnswerDigests, TableDigests, changed_tables, table_digests
 from controller.sonic.model import Plan, SwitchConfig
+from controller.southbound.gnmi import TableAnswers
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +56,15 @@ class Drift:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A switch to reconcile: its definition, the version it runs, that version's tables."""
+    """A switch to reconcile: its definition, the version it runs, that version's tables.
+    ``digests``: those tables' digests (``table_digests(desired)``), which let a pass find
+    the switch converged without decoding its answer; None: always the full path. Targets
+    of one switch shape may share one ``desired`` mapping: nothing here modifies it."""
 
     switch: Switch
     version: int
     desired: SwitchConfig
+    digests: TableDigests | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +123,31 @@ def next_delay_s(policy: Reconcile, unit: float) -> float:
 # one switch
 
 
+def observed_digests(read: TableAnswers, answers: AnswerDigests) -> TableDigests | None:
+    """The digest of every table a Get answered (tables without entries left out); None
+    when some answer is not a JSON object or a table came in two forms: the caller then
+    decodes it all."""
+    from_text = answers.of_tables(read.raw)
+    if from_text is None:
+        return None
+    decoded = table_digests(read.decoded)
+    if from_text.keys() & decoded.keys():
+        return None
+    return {**from_text, **decoded}
+
+
 def reconcile_switch(
-    access: SwitchAccess, target: Target, mode: ReconcileMode, clock: Clock
+    access: SwitchAccess,
+    target: Target,
+    mode: ReconcileMode,
+    clock: Clock,
+    *,
+    answers: AnswerDigests | None = None,
 ) -> SwitchRun:
     """Read, diff, and correct or alert, for one switch; never raises for the switch's
-    own failures (they become the run's status and error)."""
+    own failures (they become the run's status and error). With ``answers`` (and a target
+    with digests, an access that is a ``TableReader``) the switch is compared by digest
+    first, as the module says."""
     name, version = target.switch.name, target.version
     started = clock()
 
@@ -131,12 +163,20 @@ def reconcile_switch(
         )
 
     try:
-        observed = access.read(target.switch, OWNED_TABLES)
+        if answers is not None and target.digests is not None and isinstance(access, TableReader):
+            read = access.read_answers(target.switch, OWNED_TABLES)
+            seen = observed_digests(read, answers)
+            if seen is not None and not changed_tables(target.digests, seen):
+                return run("converged", running=target.desired)
+            observed = read.config()
+            digests = (target.digests, seen) if seen is not None else None
+        else:
+            observed, digests = access.read(target.switch, OWNED_TABLES), None
     except SouthboundUnreachable as error:
         return run("unreachable", error=error.detail)
     except (SouthboundError, NotFound) as error:
         return run("failed", error=error.detail)
-    plan = plan_switch(name, target.desired, observed, target.desired)
+    plan = plan_switch(name, target.desired, observed, target.desired, digests)
     drift = drift_of(plan)
     if not drift:
         return run("converged", running=observed)
@@ -170,6 +210,9 @@ class ReconcileLoop:
         self._access = access
         self._clock = clock
         self._rand = rand
+        # Digests of the answers seen, kept across passes: a switch that has not changed
+        # answers the same bytes, which are then not decoded again.
+        self._answers = AnswerDigests()
         self.next_at: float | None = None  # monotonic seconds; None: the first tick runs
 
     def tick(self, now_s: float) -> list[SwitchRun] | None:
@@ -185,20 +228,37 @@ class ReconcileLoop:
         mode = self._store.policy().mode
         targets = self._store.targets()
         runs = map_parallel(
-            lambda target: reconcile_switch(self._access, target, mode, self._clock),
+            lambda target: self._reconcile(target, mode),
             targets,
             max_parallel=self._max_parallel,
             name="reconcile",
         )
         for one in runs:
-            self._store.record(one)
-            if one.status != "converged":
-                log.info(
-                    "reconcile %s (version %d): %s, %d drift%s",
-                    one.switch,
-                    one.version,
-                    one.status,
-                    len(one.drift),
-                    f": {one.error}" if one.error else "",
-                )
+            self._record(one)
         return runs
+
+    def reconcile_now(self, switch_name: str) -> SwitchRun | None:
+        """Reconcile one switch now, outside the pass schedule (a change seen on the switch
+        need not wait for the next pass); None when no target has that name (not
+        verified by a rollout, or a rollout is running)."""
+        target = next((t for t in self._store.targets() if t.switch.name == switch_name), None)
+        if target is None:
+            return None
+        run = self._reconcile(target, self._store.policy().mode)
+        self._record(run)
+        return run
+
+    def _reconcile(self, target: Target, mode: ReconcileMode) -> SwitchRun:
+        return reconcile_switch(self._access, target, mode, self._clock, answers=self._answers)
+
+    def _record(self, run: SwitchRun) -> None:
+        self._store.record(run)
+        if run.status != "converged":
+            log.info(
+                "reconcile %s (version %d): %s, %d drift%s",
+                run.switch,
+                run.version,
+                run.status,
+                len(run.drift),
+                f": {run.error}" if run.error else "",
+            )

@@ -21,6 +21,7 @@ from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.services.common import Actor, Page, WorkerWait
+from controller.sonic.digest import TableDigests, table_digests
 from controller.store.models import DriftEvent, ReconcileRun
 from controller.store.repositories import intents, reconcile, rollouts
 from controller.store.repositories.reconcile import NewDrift
@@ -92,6 +93,8 @@ class SqlReconcileStore:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
         self._intents: dict[int, Intent] = {}
+        # A version's desired state never changes once stored, nor then its table digests.
+        self._digests: dict[tuple[int, str], TableDigests] = {}
 
     def _intent(self, session: Session, version: int) -> Intent | None:
         if version not in self._intents:
@@ -121,7 +124,11 @@ class SqlReconcileStore:
                 )
                 stored = intents.desired_states(session=session, version=version, switches=[name])
                 if switch is not None and name in stored:
-                    found.append(Target(switch, version, decode_config(stored[name])))
+                    desired = decode_config(stored[name])
+                    digests = self._digests.get((version, name))
+                    if digests is None:
+                        digests = self._digests[version, name] = table_digests(desired)
+                    found.append(Target(switch, version, desired, digests))
             return found
 
     def record(self, run: SwitchRun) -> None:

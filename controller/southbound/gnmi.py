@@ -34,7 +34,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +62,7 @@ from controller.southbound.paths import (
     config_from_value,
     database_elems,
     decode_json,
+    parse_elems,
     set_parts,
     table_elems,
     text,
@@ -329,17 +330,22 @@ class SwitchSession:
     def get_tables(self, tables: Iterable[str]) -> SwitchConfig:
         """Every entry of ``tables`` (a missing table reads as empty), in one Get: the named
         tables when all of them are known to exist, else the CONFIG_DB root."""
+        return self.get_table_answers(tables).config()
+
+    def get_table_answers(self, tables: Iterable[str]) -> TableAnswers:
+        """``get_tables``' Get, each named table's JSON kept undecoded (``TableAnswers``):
+        a reconcile pass compares most tables by a hash of that text and never decodes them."""
         names = sorted(set(tables))
         if not names:
-            return {}
+            return TableAnswers(self.name, {}, {})
         if self._present is not None and set(names) <= self._present:
             try:
-                return self._get([table_elems(t) for t in names])
+                return self._get_answers([table_elems(t) for t in names])
             except SouthboundRejected as error:
                 if error.code != "NOT_FOUND":
                     raise
                 # A table emptied since the last read: the root read below says which.
-        return self._get_from_root(frozenset(names))
+        return TableAnswers(self.name, {}, self._get_from_root(frozenset(names)))
 
     def _get_from_root(self, names: frozenset[str]) -> SwitchConfig:
         """Read the whole CONFIG_DB (sonic-gnmi answers a database path whatever tables it
@@ -362,13 +368,13 @@ class SwitchSession:
         self._present = tables
         return config
 
-    def _get(self, paths: Sequence[Elems]) -> SwitchConfig:
+    def _get_answers(self, paths: Sequence[Elems]) -> TableAnswers:
         request = gnmi_pb2.GetRequest(
             prefix=self._prefix(), path=[_path(p) for p in paths], encoding=JSON_IETF
         )
         reply = self._call("Get", request)
         try:
-            return _config_from_reply(reply)
+            return _answers_from_reply(self.name, reply)
         except PathError as error:
             raise SouthboundProtocolError(self.name, f"Get answer: {error}") from None
 
@@ -459,14 +465,47 @@ def _database_from_reply(reply: Any, keep: frozenset[str]) -> tuple[frozenset[st
     return frozenset(tables), config
 
 
-def _config_from_reply(reply: Any) -> SwitchConfig:
-    config: SwitchConfig = {}
+@dataclass(frozen=True, slots=True)
+class TableAnswers:
+    """One Get of whole tables as the switch answered it: ``raw``, per table, the JSON text
+    of ``{key: {field: value}}`` not decoded yet; ``decoded``, entries that came otherwise
+    (a CONFIG_DB root read, or an answer at entry or field depth)."""
+
+    switch: str
+    raw: Mapping[str, bytes]
+    decoded: SwitchConfig
+
+    def config(self) -> SwitchConfig:
+        """Every entry, decoded and checked; ``SouthboundProtocolError`` when the switch
+        answered something that is not CONFIG_DB entries of strings."""
+        config: SwitchConfig = dict(self.decoded)
+        for table, raw in self.raw.items():
+            elems = table_elems(table)
+            try:
+                config.update(config_from_value(elems, decode_json(raw, elems)))
+            except PathError as error:
+                raise SouthboundProtocolError(self.switch, f"Get answer: {error}") from None
+        return config
+
+
+def _answers_from_reply(switch: str, reply: Any) -> TableAnswers:
+    raw: dict[str, bytes] = {}
+    decoded: SwitchConfig = {}
     for note in reply.notification:
         prefix = [e.name for e in note.prefix.elem]
         for update in note.update:
             elems = (*prefix, *(e.name for e in update.path.elem))
-            config.update(config_from_value(elems, _json_of(update, elems)))
-    return config
+            where = parse_elems(elems)
+            kind = update.val.WhichOneof("value")
+            if (
+                where.key is None
+                and kind in ("json_ietf_val", "json_val")
+                and where.table not in raw
+            ):
+                raw[where.table] = getattr(update.val, kind)
+            else:
+                decoded.update(config_from_value(elems, _json_of(update, elems)))
+    return TableAnswers(switch, raw, decoded)
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.policy.models import Intent, Port
 from controller.sonic.compile import compile_fleet, compile_fleet_digested, compile_switch
 from controller.sonic.diff import diff_fleet, plan_switch
-from controller.sonic.digest import DigestPair, changed_tables, table_digests
+from controller.sonic.digest import (
+    EMPTY_TABLE,
+    AnswerDigests,
+    DigestPair,
+    changed_tables,
+    table_digests,
+    table_json_digest,
+)
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from tests.unit.sonic import intents as t
 from tests.unit.sonic.test_diff_properties import desired_config, observed_config
@@ -201,3 +211,65 @@ def test_diff_fleet_with_digests_plans_what_the_full_diff_plans() -> None:
     with_digests = diff_fleet(desired, observed, desired, digests)
     assert with_digests == diff_fleet(desired, observed, desired)
     assert {n for n, plan in with_digests.items() if plan.ops} == {"leaf3", "leaf4"}
+
+
+# --------------------------------------------------------------------------------------------
+# digests straight from a switch's JSON answer
+
+
+def _table_texts(config: SwitchConfig, *, reverse: bool = False) -> dict[str, bytes]:
+    """Each table of ``config`` as a switch renders it, ``{key: {field: value}}``; reversed
+    key and field order, and sonic-gnmi's spacing, when ``reverse``."""
+    tables: dict[str, dict[str, Fields]] = {}
+    for (table, key), fields in config.items():
+        tables.setdefault(table, {})[key] = dict(reversed(fields.items())) if reverse else fields
+    if reverse:
+        tables = {t: dict(reversed(entries.items())) for t, entries in tables.items()}
+    return {
+        t: json.dumps(entries, indent=1 if reverse else None).encode()
+        for t, entries in tables.items()
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(config=observed_config(), reverse=st.booleans())
+def test_a_table_answer_has_the_digest_of_its_decoded_entries(
+    config: SwitchConfig, reverse: bool
+) -> None:
+    texts = _table_texts(config, reverse=reverse)
+    assert {t: table_json_digest(text) for t, text in texts.items()} == dict(table_digests(config))
+    assert AnswerDigests().of_tables(texts) == dict(table_digests(config))
+
+
+def test_an_answer_that_is_not_entries_of_strings_never_matches() -> None:
+    config = compiled()
+    texts = _table_texts(config)
+    desired = table_digests(config)
+    # A number where CONFIG_DB has the string "20": decoded, the two would look alike.
+    numeric = json.loads(texts["SCHEDULER"])
+    numeric["SLUICE_SCHED_1"]["weight"] = int(numeric["SLUICE_SCHED_1"]["weight"])
+    assert table_json_digest(json.dumps(numeric).encode()) != desired["SCHEDULER"]
+    assert table_json_digest(b"[1, 2]") is None
+    assert table_json_digest(b"{not json") is None
+    assert AnswerDigests().of_tables({**texts, "QUEUE": b"[]"}) is None
+    # A table without entries is left out, as table_digests leaves out an absent table.
+    assert table_json_digest(b"{}") == EMPTY_TABLE
+    assert AnswerDigests().of_tables({**texts, "FLEX_COUNTER_TABLE": b"{}"}) == {
+        t: d for t, d in desired.items() if t != "FLEX_COUNTER_TABLE"
+    }
+
+
+def test_identical_answers_are_decoded_once_and_memory_is_bounded() -> None:
+    texts = _table_texts(compiled())
+    answers = AnswerDigests(max_entries=len(texts))
+    first = answers.of_tables(texts)
+    assert answers.decoded == len(texts)
+    assert answers.of_tables(dict(texts)) == first
+    assert answers.decoded == len(texts)  # every answer remembered
+    # One more distinct answer pushes out the least recently used; that one is decoded again.
+    oldest = next(iter(texts.values()))
+    answers.of_text(b'{"k": {"f": "v"}}')
+    answers.of_text(oldest)
+    assert answers.decoded == len(texts) + 2
+    with pytest.raises(ValueError, match="at least 1"):
+        AnswerDigests(max_entries=0)
