@@ -182,8 +182,18 @@ class ReconcileLoop:
         return runs
 
     def run_pass(self) -> list[SwitchRun]:
+        return self._run(self._store.targets())
+
+    def reconcile_now(self, *switch_names: str) -> list[SwitchRun]:
+        """A pass over only the named switches (those that are targets): what a drift the
+        watcher saw (``controller/reconcile/watch.py``) asks for, without reading the rest."""
+        wanted = set(switch_names)
+        if not wanted:
+            return []
+        return self._run([t for t in self._store.targets() if t.switch.name in wanted])
+
+    def _run(self, targets: list[Target]) -> list[SwitchRun]:
         mode = self._store.policy().mode
-        targets = self._store.targets()
         runs = map_parallel(
             lambda target: reconcile_switch(self._access, target, mode, self._clock),
             targets,
