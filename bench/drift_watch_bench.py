@@ -16,14 +16,16 @@ Measured in one run, on this machine:
   the intent's default 60 s interval, about 30 s plus half a pass.
 - the watcher (``controller.reconcile.watch.DriftWatcher``, one ON_CHANGE stream per target
   on the tables sluice owns, in this process): time until every stream has synced, this
-  process's RSS and the hosts' RSS with every stream open;
+  process's RSS and the hosts' RSS with every stream open; then ``--idle-s`` seconds idle,
+  counting re-subscriptions (a stream torn down, e.g. by a GOAWAY for keepalive pings) and
+  reports (none is expected);
 - ``--drifts`` times: one switch picked at random gets a new ``SCHEDULER`` entry by a gNMI Set
   from another client (behind sluice's back); the time from sending that Set until the
   watcher reports the switch (``on_drift``), and any report for another switch (none is
   expected).
 
 Reproduce: ``uv run python -m bench.drift_watch_bench --switches 1000 --ports 32``
-(``--per-host``, ``--drifts``, ``--parallel``, ``--skip-pass``).
+(``--per-host``, ``--drifts``, ``--parallel``, ``--idle-s``, ``--skip-pass``).
 """
 
 from __future__ import annotations
@@ -162,7 +164,9 @@ async def _wait_watching(watcher: DriftWatcher, count: int, timeout_s: float) ->
         await asyncio.sleep(0.1)
 
 
-async def measure_watch(fleet: Fleet, password: str, drifts: int, seed: int) -> dict[str, Any]:
+async def measure_watch(
+    fleet: Fleet, password: str, drifts: int, seed: int, idle_s: float
+) -> dict[str, Any]:
     resolve = password_resolver(password)
     targets: dict[str, GnmiTarget] = {
         s.name: target_for_switch(s, resolve, username=USERNAME) for s in fleet.switches
@@ -182,7 +186,10 @@ async def measure_watch(fleet: Fleet, password: str, drifts: int, seed: int) -> 
         result["rss_before_mb"] = rss_before
         result["hosts_mb"] = sum(_rss_mb(pid) for pid in fleet.host_pids)
         result["hosts_before_mb"] = hosts_before
-        result["spurious_before"] = sum(len(v) for v in reports.at.values())
+        # Idle streams must stay up (no GOAWAY for keepalive pings, no re-subscription).
+        await asyncio.sleep(idle_s)
+        result["resubscribed"] = watcher.resubscriptions()
+        result["idle_reports"] = sum(len(v) for v in reports.at.values())
         reports.at.clear()
         result.update(await _inject(fleet, targets, reports, password, drifts, seed))
     finally:
@@ -241,8 +248,8 @@ def render(
     median, worst = statistics.median(lat), max(lat)
     lines = [
         f"reproduce: {REPRODUCE} --switches {args.switches} --per-host {args.per_host} "
-        f"--ports {args.ports} --drifts {args.drifts} --parallel {args.parallel}"
-        + (" --skip-pass" if base is None else ""),
+        f"--ports {args.ports} --drifts {args.drifts} --parallel {args.parallel} "
+        f"--idle-s {args.idle_s:g}" + (" --skip-pass" if base is None else ""),
         f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"targets: {args.switches} ({hosts} fleet vsonic process(es) x {args.per_host}), "
         f"{args.ports} ports each, CONFIG_DB converged",
@@ -259,6 +266,8 @@ def render(
         f"controller RSS {w['rss_before_mb']:.0f} -> {w['rss_mb']:.0f} MB "
         f"({(w['rss_mb'] - w['rss_before_mb']) / args.switches * 1024:.1f} KB per target); "
         f"vsonic hosts RSS {w['hosts_before_mb']:.0f} -> {w['hosts_mb']:.0f} MB",
+        f"idle {args.idle_s:g} s with every stream open: {w['resubscribed']} re-subscriptions, "
+        f"{w['idle_reports']} reports",
         f"drift on one of {args.switches} targets, Set sent -> reported ({len(lat)} drifts): "
         f"median {median * 1e3:.0f} ms, max {worst * 1e3:.0f} ms; reports for other targets "
         f"{w['other_reports']}",
@@ -279,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drifts", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--idle-s", type=float, default=0.0, help="idle wait before drifts")
     parser.add_argument("--skip-pass", action="store_true")
     args = parser.parse_args(argv)
     if args.switches % args.per_host:
@@ -288,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     with _hosts(hosts, args.per_host, args.ports, password) as started:
         fleet = _fleet(started, args.per_host, args.ports)
         # The watcher first: its memory figure must not include what the pass left behind.
-        watched = asyncio.run(measure_watch(fleet, password, args.drifts, args.seed))
+        watched = asyncio.run(measure_watch(fleet, password, args.drifts, args.seed, args.idle_s))
         base = (
             None
             if args.skip_pass

@@ -44,7 +44,7 @@ from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s
 from controller.sonic.model import EntryKey
-from controller.southbound.gnmi import GnmiTarget, TlsOptions
+from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
 from controller.southbound.paths import PathError, parse_elems, table_elems
 from controller.southbound.retry import RetryPolicy, backoff_delay
 from controller.southbound.subscribe import (
@@ -62,6 +62,12 @@ log = logging.getLogger("controller.reconcile.watch")
 # on_drift(switch, table): table None means "anything may have changed" (a re-subscription).
 DriftCallback = Callable[[str, str | None], None]
 Volatile = Callable[[EntryKey], frozenset[str]]
+# A watch stream is idle for hours. gRPC servers answer a client that pings an idle connection
+# more often than every 5 minutes with GOAWAY "too_many_pings" (gRPC core's
+# grpc.http2.min_ping_interval_without_data_ms, and grpc-go's keepalive EnforcementPolicy
+# MinTime, both 5 min by default), which would tear every stream of the channel down: ping
+# less often than that. A peer that vanished is then noticed within about 6 minutes.
+WATCH_CHANNEL = ChannelOptions(keepalive_time_ms=360_000)
 # What a switch answers when its gNMI server does not stream changes for a path.
 UNSUPPORTED_CODES = frozenset({grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INVALID_ARGUMENT})
 
@@ -322,6 +328,10 @@ class DriftWatcher:
         with self._lock:
             return dict(self._states)
 
+    def resubscriptions(self) -> int:
+        """Streams synced again after their first sync, over every switch."""
+        return sum(max(0, r.watch.syncs - 1) for r in self._running.values())
+
     def watch_of(self, name: str) -> SwitchWatch | None:
         running = self._running.get(name)
         return running.watch if running is not None else None
@@ -330,7 +340,7 @@ class DriftWatcher:
         key = (target.endpoint, target.tls)
         channel = self._channels.get(key)
         if channel is None:
-            channel = self._channels[key] = open_channel(target)
+            channel = self._channels[key] = open_channel(target, WATCH_CHANNEL)
         return channel
 
     async def close(self) -> None:

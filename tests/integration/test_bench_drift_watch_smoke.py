@@ -21,5 +21,6 @@ def test_tiny_run_reports_each_drift_for_its_switch_only(
     assert "4 ON_CHANGE streams synced" in text
     assert "(3 drifts)" in text
     assert "reports for other targets 0" in text
+    assert "0 re-subscriptions, 0 reports" in text
     assert "baseline: one reconcile pass over 4 targets" in text
     assert "uv run python -m bench.drift_watch_bench --switches 4 --per-host 2 --ports 2" in text
