@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
 
 from controller.reconcile.watch import (
     AuditPolicy,
@@ -24,6 +28,7 @@ from controller.services.reconcile import SqlReconcileStore
 
 from .conftest import Controller, wait_for
 from .test_reconcile import ALL, roll_out, service, static_wred_key, with_reconcile
+from .test_worker import worker_process
 
 DAY_S = 86_400.0
 INTERVAL_S = 600.0  # the intent's reconcile interval: the fallback's period
@@ -152,3 +157,42 @@ def test_a_switch_without_on_change_falls_back_to_the_periodic_pass(
         assert [(r.switch, r.status) for r in runs] == [("spine1", "corrected")]
         assert not redis.exists("SCHEDULER|SLUICE_SCHED_STRAY")
         assert watched.fallback_at >= INTERVAL_S  # the next one an interval (± jitter) later
+
+
+def test_the_worker_process_corrects_a_drift_through_its_watcher(
+    controller: Controller, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m controller.worker`` with its defaults (watch on): the reconcile interval
+    and the audit are a day away, so only the watcher can bring leaf1 back."""
+    roll_out(controller, with_reconcile(controller.fabric.intent, interval_s=DAY_S))
+    monkeypatch.setenv("SLUICE_WORKER_AUDIT_S", str(DAY_S))
+    reconciler = service(controller)
+    key = static_wred_key(controller, "leaf1")
+    redis = controller.fabric.switches["leaf1"].store.client(4)
+    wanted = redis.hget(f"WRED_PROFILE|{key}", "green_max_threshold")
+    tls = controller.fabric.tls
+    assert tls is not None
+    assert tls.root_cert is not None
+    with worker_process(db_url, controller.fabric.password, tmp_path / "worker.log", tls.root_cert):
+        wait_for("the first full pass", lambda: len(reconciler.last_runs()) == len(ALL))
+        first = {r.switch: r.id for r in reconciler.last_runs()}
+
+        writes = iter(str(value) for value in range(900_000, 1_000_000))
+
+        def drifted_and_corrected() -> bool:
+            # Written again (a new value) every 2 s until corrected: a write before the
+            # worker's stream synced is not seen (the first subscription reports nothing).
+            if reconciler.drift(limit=5, offset=0, switch="leaf1").items:
+                return redis.hget(f"WRED_PROFILE|{key}", "green_max_threshold") == wanted
+            redis.hset(f"WRED_PROFILE|{key}", "green_max_threshold", next(writes))
+            time.sleep(2.0)
+            return False
+
+        wait_for("the drift corrected by the worker", drifted_and_corrected)
+    events = reconciler.drift(limit=10, offset=0).items
+    assert events
+    assert {(e.switch, e.key, e.field, e.expected, e.action) for e in events} == {
+        ("leaf1", key, "green_max_threshold", wanted, "corrected")
+    }
+    later = {r.switch: r.id for r in reconciler.last_runs()}
+    assert all(later[name] == first[name] for name in ALL if name != "leaf1")
