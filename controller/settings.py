@@ -9,7 +9,8 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
   ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
 - ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
 - ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``, ``SLUICE_WORKER_ENGINE``
-  (and in engine mode ``SLUICE_WORKER_HEARTBEAT_S``, ``SLUICE_WORKER_STALLED_AFTER_S``);
+  (and in engine mode ``SLUICE_WORKER_HEARTBEAT_S``, ``SLUICE_WORKER_STALLED_AFTER_S``),
+  ``SLUICE_WORKER_WATCH_DRIFT``, ``SLUICE_WORKER_AUDIT_S``;
 - ``hosts``: ``SLUICE_HOSTS_*`` (how this controller runs Ansible, ``HostsSettings``);
 - ``prometheus``: ``SLUICE_PROMETHEUS_URL``, ``SLUICE_PROMETHEUS_TIMEOUT_S`` (where the API
   reads telemetry history).
@@ -138,6 +139,13 @@ class WorkerSettings(BaseSettings):
     )
     stalled_after_s: float = Field(
         default=30.0, gt=0, le=86400, description="engine mode: silence that declares it dead"
+    )
+    # Drift detection by ON_CHANGE streams (controller/reconcile/watch.py): drifted switches
+    # are reconciled at once, and the full pass slows to ``audit_s``; a switch that refuses
+    # ON_CHANGE keeps the intent's reconcile interval.
+    watch_drift: bool = Field(default=True, description="watch owned tables with ON_CHANGE")
+    audit_s: float = Field(
+        default=3600.0, ge=1, le=86400, description="full reconcile pass while watching"
     )
 
 

@@ -13,6 +13,12 @@ Settings from the environment (``controller/settings.py``: the ``database``, ``w
 ``gnmi`` sections): ``DATABASE_URL``, the poll interval, the gNMI user name and deadline.
 gNMI passwords come from each switch's ``credential_ref`` (``env:NAME`` reads this process's
 environment). SIGINT or SIGTERM stops it after the step in progress.
+
+With ``SLUICE_WORKER_WATCH_DRIFT`` (on by default) a watcher keeps one ON_CHANGE stream per
+switch of the head intent on the tables sluice owns (``controller/reconcile/watch.py``): a
+switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
+intent's reconcile interval, and the full pass becomes an audit every
+``SLUICE_WORKER_AUDIT_S``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
+from controller.reconcile.watch import AuditPolicy, DriftInbox, WatchedReconcile, WatcherThread
 from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
@@ -42,18 +49,19 @@ from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
-from controller.services.reconcile import ReconcileService
+from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.rollouts import RolloutService
 from controller.services.simulations import SimulationRunner, netsim_simulate
 from controller.services.tuning import TuningService
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import SessionPool
+from controller.southbound.gnmi import GnmiTarget, SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
+from controller.telemetry.collector import targets_of
 from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
@@ -76,7 +84,11 @@ class Worker:
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
         switch_jobs_busy: Callable[[], bool] = lambda: False,
+        watched: WatchedReconcile | None = None,
+        wake: threading.Event | None = None,
     ) -> None:
+        self._watched = watched  # drift watching: its tick replaces the loop's
+        self._wake = wake  # set when a switch drifted: an idle worker stops waiting
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
@@ -98,7 +110,10 @@ class Worker:
             # In engine mode a batch's switches are still being worked by jobs when this round
             # has nothing to step; a reconcile pass then waits, as it does in single mode.
             if not steps and not self._switch_jobs_busy():
-                self._loop.tick(self._monotonic())
+                if self._watched is not None:
+                    self._watched.tick(self._monotonic())
+                else:
+                    self._loop.tick(self._monotonic())
                 # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
                 # mode it starts a gated rollout, stepped from the next round on.
                 steps += self._tune() if self._tune is not None else 0
@@ -121,7 +136,14 @@ class Worker:
             if backoff.succeeded():
                 log.warning("worker: database reachable again; resuming")
             if not busy:
-                stop.wait(poll_s)
+                self._idle(stop, poll_s)
+
+    def _idle(self, stop: threading.Event, poll_s: float) -> None:
+        if self._wake is None:
+            stop.wait(poll_s)
+            return
+        self._wake.wait(poll_s)  # a stop is seen within poll_s, as after a busy round
+        self._wake.clear()
 
 
 # The longest a worker waits between rounds while the database is away.
@@ -177,6 +199,12 @@ def build_worker(
     )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
     loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
+    inbox = DriftInbox()
+    watcher = (
+        WatcherThread(inbox.on_drift, rand=rand or random.Random().random)
+        if settings.worker.watch_drift
+        else None
+    )
     worker = Worker(
         runner,
         loop,
@@ -192,15 +220,57 @@ def build_worker(
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
+        watched=_watched(settings, sessions, loop, watcher, inbox, environ, rand, clock),
+        wake=inbox.wake if watcher is not None else None,
     )
 
     def close() -> None:
+        if watcher is not None:
+            watcher.close()
         promql.close()
         if dispatch is not None:
             dispatch.close()
         engine.dispose()
 
     return worker, close
+
+
+def _watched(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    loop: ReconcileLoop,
+    watcher: WatcherThread | None,
+    inbox: DriftInbox,
+    environ: Mapping[str, str],
+    rand: Callable[[], float] | None,
+    clock: Clock,
+) -> WatchedReconcile | None:
+    """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off)."""
+    if watcher is None:
+        return None
+    intents = IntentService(sessions, clock=clock)
+    store = SqlReconcileStore(sessions)
+    known: dict[int, dict[str, GnmiTarget]] = {}
+
+    def targets() -> dict[str, GnmiTarget]:
+        """The head intent's switches (parsed again only when the head moves)."""
+        head = intents.head()
+        if head == 0:
+            return {}
+        if head not in known:
+            known.clear()
+            known[head] = targets_of(intents.current().intent, settings, environ)
+        return known[head]
+
+    return WatchedReconcile(
+        loop,
+        watcher,
+        inbox,
+        targets=targets,
+        policy=store.policy,
+        rand=rand or random.Random().random,
+        audit=AuditPolicy(audit_s=settings.worker.audit_s),
+    )
 
 
 def _job_dispatch(settings: Settings) -> JobDispatch | None:

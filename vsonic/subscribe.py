@@ -35,7 +35,7 @@ from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from vsonic.changes import feed_for
 from vsonic.db import SEPARATORS, redis_key
-from vsonic.errors import InvalidRequestError, PathNotFoundError
+from vsonic.errors import InvalidRequestError, PathNotFoundError, UnsupportedError
 from vsonic.gnmi_codec import (
     JSON_IETF,
     check_encoding,
@@ -111,15 +111,19 @@ class SubscribeSession:
         switch = self._targets.resolve(request.prefix.target)
         if not request.subscription:
             raise InvalidRequestError("the SubscriptionList has no subscription")
-        subs = tuple(self._sub(request, s) for s in request.subscription)
+        subs = tuple(self._sub(request, s, switch) for s in request.subscription)
         for sub in subs:
             _snapshot(switch, sub.path)  # refuses unreadable paths (a whole COUNTERS_DB) up front
         return Plan(switch, request.prefix, request.mode, encoding, request.updates_only, subs)
 
-    def _sub(self, request: Any, sub: Any) -> Sub:
+    def _sub(self, request: Any, sub: Any, switch: Switch) -> Sub:
         path = db_path(request.prefix, sub.path)
         if request.mode != STREAM:
             return Sub(sub.path, path, sub.mode, 0.0, False)
+        if sub.mode == ON_CHANGE and not switch.on_change:
+            # A switch whose gNMI server only samples refuses the mode (UNIMPLEMENTED, as for
+            # any feature it lacks) rather than pretending to stream changes.
+            raise UnsupportedError(f"ON_CHANGE is not supported for {path.text()}")
         if sub.mode == ON_CHANGE:
             return Sub(sub.path, path, ON_CHANGE, self._timing.on_change_poll_s, False)
         if sub.mode != SAMPLE:

@@ -42,6 +42,8 @@ class Switch:
     # doc/mgmt/gnmi/SONiC_GNMI_Server_Interface_Design.md); so does each switch here.
     set_lock: threading.Lock = field(default_factory=threading.Lock)
     gcu: GcuBehaviour = field(default_factory=GcuBehaviour)
+    # False models a gNMI server that serves SAMPLE only: ON_CHANGE is refused (Unimplemented).
+    on_change: bool = True
     # Every Set operation applied, by path: shows a write that arrived twice.
     applied: Counter[str] = field(default_factory=Counter)
     # The JSON text of table Gets on an in-memory store, by (db, table), with the table's

@@ -225,8 +225,18 @@ class ReconcileLoop:
         return runs
 
     def run_pass(self) -> list[SwitchRun]:
+        return self._run(self._store.targets())
+
+    def reconcile_now(self, *switch_names: str) -> list[SwitchRun]:
+        """A pass over only the named switches (those that are targets): what a drift the
+        watcher saw (``controller/reconcile/watch.py``) asks for, without reading the rest."""
+        wanted = set(switch_names)
+        if not wanted:
+            return []
+        return self._run([t for t in self._store.targets() if t.switch.name in wanted])
+
+    def _run(self, targets: list[Target]) -> list[SwitchRun]:
         mode = self._store.policy().mode
-        targets = self._store.targets()
         runs = map_parallel(
             lambda target: self._reconcile(target, mode),
             targets,
@@ -236,17 +246,6 @@ class ReconcileLoop:
         for one in runs:
             self._record(one)
         return runs
-
-    def reconcile_now(self, switch_name: str) -> SwitchRun | None:
-        """Reconcile one switch now, outside the pass schedule (a change seen on the switch
-        need not wait for the next pass); None when no target has that name (not
-        verified by a rollout, or a rollout is running)."""
-        target = next((t for t in self._store.targets() if t.switch.name == switch_name), None)
-        if target is None:
-            return None
-        run = self._reconcile(target, self._store.policy().mode)
-        self._record(run)
-        return run
 
     def _reconcile(self, target: Target, mode: ReconcileMode) -> SwitchRun:
         return reconcile_switch(self._access, target, mode, self._clock, answers=self._answers)

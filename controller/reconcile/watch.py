@@ -1,0 +1,494 @@
+"""Event-driven drift detection: one gNMI ON_CHANGE subscription per switch on the CONFIG_DB
+tables sluice owns, so a change made behind sluice's back is reconciled within moments
+instead of at the next periodic pass.
+
+- ``ChangeFilter`` (pure) decides which notified changes can be drift. The switch sends an
+  entry whenever any of its fields changes, and the on-switch agent rewrites the thresholds
+  of ``SLUICE_Q_*`` WRED profiles at run time (``controller/sonic/schema.py``
+  ``agent_owned``); for entries with such fields it keeps a digest of the other fields and
+  reports the entry only when that digest moves. Every other update or delete is reported.
+- ``SwitchWatch`` keeps one switch subscribed: STREAM of ON_CHANGE table paths (sonic-gnmi
+  serves these from Redis keyspace notifications, sonic_data_client/db_client.go), re-opened
+  with backoff and jitter when it ends or fails. A switch that refuses ON_CHANGE
+  (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is marked ``unsupported`` and asked
+  again only after ``WatchPolicy.unsupported_retry_s``. After a re-subscription the switch is
+  reported with table None: what changed while the stream was down is unknown.
+- ``Debouncer`` coalesces a burst (one Set writes many keys) into one report per switch and
+  table, ``debounce_s`` after the first change.
+- ``DriftWatcher`` holds the streams of many switches on one event loop (channels shared per
+  endpoint, as the collector does); ``WatcherThread`` runs it beside a synchronous worker.
+- ``WatchedReconcile`` is how the worker uses it: switches the watcher reported are
+  reconciled at once (``ReconcileLoop.reconcile_now``), switches it does not cover (no
+  ON_CHANGE, stream down) every policy interval, and every switch in a full pass every
+  ``audit_s``, the safety net for whatever a stream could miss.
+
+The clock, random source and transport are passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+import grpc  # type: ignore[import-untyped]
+
+from controller.policy.models import Reconcile
+from controller.reconcile.access import OWNED_TABLES
+from controller.reconcile.apply import agent_fields
+from controller.reconcile.loop import SwitchRun, next_delay_s
+from controller.sonic.model import EntryKey
+from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
+from controller.southbound.paths import PathError, parse_elems, table_elems
+from controller.southbound.retry import RetryPolicy, backoff_delay
+from controller.southbound.subscribe import (
+    SYNC,
+    Change,
+    ListMode,
+    SubMode,
+    Subscription,
+    open_channel,
+    subscribe,
+)
+
+log = logging.getLogger("controller.reconcile.watch")
+
+# on_drift(switch, table): table None means "anything may have changed" (a re-subscription).
+DriftCallback = Callable[[str, str | None], None]
+Volatile = Callable[[EntryKey], frozenset[str]]
+# A watch stream is idle for hours. gRPC servers answer a client that pings an idle connection
+# more often than every 5 minutes with GOAWAY "too_many_pings" (gRPC core's
+# grpc.http2.min_ping_interval_without_data_ms, and grpc-go's keepalive EnforcementPolicy
+# MinTime, both 5 min by default), which would tear every stream of the channel down: ping
+# less often than that. A peer that vanished is then noticed within about 6 minutes.
+WATCH_CHANNEL = ChannelOptions(keepalive_time_ms=360_000)
+# What a switch answers when its gNMI server does not stream changes for a path.
+UNSUPPORTED_CODES = frozenset({grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INVALID_ARGUMENT})
+
+
+class WatchState(Enum):
+    CONNECTING = "connecting"
+    WATCHING = "watching"  # synced: a change on the switch reaches the callback
+    DOWN = "down"  # the stream failed; retried with backoff
+    UNSUPPORTED = "unsupported"  # the switch refused ON_CHANGE
+
+
+@dataclass(frozen=True)
+class WatchPolicy:
+    tables: tuple[str, ...] = OWNED_TABLES
+    debounce_s: float = 0.05
+    unsupported_retry_s: float = 600.0
+    retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(base_delay_s=0.2, max_delay_s=10.0)
+    )
+
+
+def watch_subscriptions(tables: Iterable[str]) -> list[Subscription]:
+    """``/CONFIG_DB/localhost/<TABLE>`` ON_CHANGE for each table."""
+    return [Subscription(table_elems(table), SubMode.ON_CHANGE) for table in tables]
+
+
+# --------------------------------------------------------------------------------------------
+# pure: which changes can be drift
+
+
+def _digest(fields: Mapping[str, Any], ignored: frozenset[str]) -> int:
+    return hash(frozenset((str(k), str(v)) for k, v in fields.items() if k not in ignored))
+
+
+class ChangeFilter:
+    """The tables a switch's notifications may have drifted, given what it sent before.
+
+    Only entries with agent-moved fields are remembered (as one digest each), so the memory
+    per switch is one int per per-queue WRED profile, not a copy of its configuration."""
+
+    def __init__(self, volatile: Volatile = agent_fields) -> None:
+        self._volatile = volatile
+        self._digests: dict[EntryKey, int] = {}
+
+    def changed_tables(self, changes: Iterable[Change], *, initial: bool) -> set[str]:
+        """Tables with a change that is not only the agent's; ``initial``: the values sent
+        before the sync response, remembered and never reported."""
+        tables: set[str] = set()
+        for change in changes:
+            try:
+                where = parse_elems(change.elems)
+            except PathError:
+                continue  # not a CONFIG_DB path: nothing this watcher subscribed to
+            if where.key is None:
+                entries = change.value if isinstance(change.value, dict) else None
+                if entries is None:  # the whole table went away
+                    self._forget_table(where.table)
+                    tables.add(where.table)
+                    continue
+                for key, fields in entries.items():
+                    if self._entry(where.table, str(key), fields) and not initial:
+                        tables.add(where.table)
+            elif where.field is not None or self._entry(where.table, where.key, change.value):
+                tables.update([] if initial else [where.table])
+        return tables
+
+    def _entry(self, table: str, key: str, fields: Any) -> bool:
+        """Remember an entry's digest; True when it may be drift."""
+        if not isinstance(fields, dict):  # deleted (None) or malformed: report it
+            self._digests.pop((table, key), None)
+            return True
+        ignored = self._volatile((table, key))
+        if not ignored:
+            return True
+        digest = _digest(fields, ignored)
+        before = self._digests.get((table, key))
+        self._digests[(table, key)] = digest
+        return before != digest
+
+    def _forget_table(self, table: str) -> None:
+        for entry in [e for e in self._digests if e[0] == table]:
+            del self._digests[entry]
+
+    def __len__(self) -> int:
+        return len(self._digests)
+
+
+class Debouncer:
+    """Reports each (switch, table) once per burst, ``delay_s`` after the burst's first
+    change, on the event loop it is used from."""
+
+    def __init__(self, delay_s: float, report: DriftCallback) -> None:
+        self._delay_s = delay_s
+        self._report = report
+        self._pending: dict[str, set[str | None]] = {}
+
+    def add(self, switch: str, tables: Iterable[str | None]) -> None:
+        batch = set(tables)
+        if not batch:
+            return
+        if switch not in self._pending:
+            self._pending[switch] = set()
+            asyncio.get_running_loop().call_later(self._delay_s, self._flush, switch)
+        self._pending[switch] |= batch
+
+    def _flush(self, switch: str) -> None:
+        tables = self._pending.pop(switch, set())
+        for table in sorted(tables, key=lambda t: t or ""):
+            try:
+                self._report(switch, table)
+            except Exception:  # the receiver's bug must not stop the other switches' reports
+                log.exception("drift watch: on_drift(%s, %s) failed", switch, table)
+
+
+# --------------------------------------------------------------------------------------------
+# one switch
+
+
+class SwitchWatch:
+    """Keeps one switch subscribed until cancelled; its ``state`` says whether it is covered."""
+
+    def __init__(
+        self,
+        target: GnmiTarget,
+        channel: Any,
+        debouncer: Debouncer,
+        policy: WatchPolicy,
+        *,
+        rand: Callable[[], float],
+        on_state: Callable[[str, WatchState], None] = lambda _n, _s: None,
+        volatile: Volatile = agent_fields,
+    ) -> None:
+        self.target = target
+        self._channel = channel
+        self._debouncer = debouncer
+        self._policy = policy
+        self._rand = rand
+        self._on_state = on_state
+        self._filter = ChangeFilter(volatile)
+        self.state = WatchState.CONNECTING
+        self.syncs = 0
+        self.failures = 0
+        self.last_error: str | None = None
+
+    def _set(self, state: WatchState) -> None:
+        self.state = state
+        self._on_state(self.target.name, state)
+
+    async def run(self) -> None:
+        retry_index = 0
+        while True:
+            try:
+                delivered = await self._one_stream()
+                self.last_error = None
+            except grpc.RpcError as error:
+                delivered = False
+                self.failures += 1
+                code = error.code() if hasattr(error, "code") else None
+                self.last_error = code.name if code is not None else "UNKNOWN"
+                if code in UNSUPPORTED_CODES:
+                    log.warning(
+                        "drift watch: %s refuses ON_CHANGE (%s); the periodic pass covers it",
+                        self.target.name,
+                        self.last_error,
+                    )
+                    self._set(WatchState.UNSUPPORTED)
+                    await asyncio.sleep(self._policy.unsupported_retry_s)
+                    continue
+            except Exception as error:  # a malformed answer: count it and subscribe again
+                delivered = False
+                self.failures += 1
+                self.last_error = type(error).__name__
+            self._set(WatchState.DOWN)
+            retry_index = 0 if delivered else retry_index + 1
+            await asyncio.sleep(backoff_delay(self._policy.retry, retry_index, self._rand()))
+
+    async def _one_stream(self) -> bool:
+        """One Subscribe until it ends; True once it had synced."""
+        synced = False
+        subs = watch_subscriptions(self._policy.tables)
+        notes = subscribe(self._channel, self.target, subs, ListMode.STREAM)
+        async with aclosing(notes):
+            async for note in notes:
+                if note is SYNC:
+                    synced = True
+                    self.syncs += 1
+                    self._set(WatchState.WATCHING)
+                    if self.syncs > 1:  # re-subscribed: changes while down were not seen
+                        self._debouncer.add(self.target.name, [None])
+                    continue
+                tables = self._filter.changed_tables(note.changes, initial=not synced)
+                self._debouncer.add(self.target.name, tables)
+        return synced
+
+
+# --------------------------------------------------------------------------------------------
+# many switches
+
+
+@dataclass
+class _Running:
+    target: GnmiTarget
+    watch: SwitchWatch
+    task: asyncio.Task[None]
+
+
+class DriftWatcher:
+    """The watched switches and their streams; use from its event loop."""
+
+    def __init__(
+        self,
+        on_drift: DriftCallback,
+        policy: WatchPolicy | None = None,
+        *,
+        rand: Callable[[], float],
+        volatile: Volatile = agent_fields,
+    ) -> None:
+        self._policy = policy or WatchPolicy()
+        self._debouncer = Debouncer(self._policy.debounce_s, on_drift)
+        self._rand = rand
+        self._volatile = volatile
+        self._running: dict[str, _Running] = {}
+        self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
+        self._lock = threading.Lock()
+        self._states: dict[str, WatchState] = {}
+
+    def sync(self, targets: Mapping[str, GnmiTarget]) -> None:
+        """Watch exactly ``targets`` (a changed endpoint or credential is re-subscribed)."""
+        for name in list(self._running):
+            if targets.get(name) != self._running[name].target:
+                self._running.pop(name).task.cancel()
+                with self._lock:
+                    self._states.pop(name, None)
+        for name, target in sorted(targets.items()):
+            if name in self._running:
+                continue
+            watch = SwitchWatch(
+                target,
+                self._channel(target),
+                self._debouncer,
+                self._policy,
+                rand=self._rand,
+                on_state=self._state_changed,
+                volatile=self._volatile,
+            )
+            with self._lock:
+                self._states[name] = WatchState.CONNECTING
+            task = asyncio.get_running_loop().create_task(watch.run(), name=f"watch-{name}")
+            self._running[name] = _Running(target, watch, task)
+
+    def _state_changed(self, name: str, state: WatchState) -> None:
+        with self._lock:
+            if name in self._states:
+                self._states[name] = state
+
+    def states(self) -> dict[str, WatchState]:
+        """Each watched switch's state (safe from any thread)."""
+        with self._lock:
+            return dict(self._states)
+
+    def resubscriptions(self) -> int:
+        """Streams synced again after their first sync, over every switch."""
+        return sum(max(0, r.watch.syncs - 1) for r in self._running.values())
+
+    def watch_of(self, name: str) -> SwitchWatch | None:
+        running = self._running.get(name)
+        return running.watch if running is not None else None
+
+    def _channel(self, target: GnmiTarget) -> Any:
+        key = (target.endpoint, target.tls)
+        channel = self._channels.get(key)
+        if channel is None:
+            channel = self._channels[key] = open_channel(target, WATCH_CHANNEL)
+        return channel
+
+    async def close(self) -> None:
+        for running in self._running.values():
+            running.task.cancel()
+        await asyncio.gather(*(r.task for r in self._running.values()), return_exceptions=True)
+        self._running.clear()
+        with self._lock:
+            self._states.clear()
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
+
+
+class WatcherThread:
+    """A ``DriftWatcher`` on an event loop of its own thread, for a synchronous process."""
+
+    def __init__(
+        self,
+        on_drift: DriftCallback,
+        policy: WatchPolicy | None = None,
+        *,
+        rand: Callable[[], float],
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="drift-watch")
+        self._thread.daemon = True
+        self._thread.start()
+        self.watcher = self._call(lambda: DriftWatcher(on_drift, policy, rand=rand))
+
+    def _call(self, work: Callable[[], Any]) -> Any:
+        async def run() -> Any:
+            return work()
+
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return future.result(timeout=60)
+
+    def sync(self, targets: Mapping[str, GnmiTarget]) -> None:
+        self._call(lambda: self.watcher.sync(targets))
+
+    def states(self) -> dict[str, WatchState]:
+        result: dict[str, WatchState] = self.watcher.states()
+        return result
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self.watcher.close(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(60)
+        self._loop.close()
+
+
+# --------------------------------------------------------------------------------------------
+# the worker's side
+
+
+class DriftInbox:
+    """Switches reported drifted, collected across threads until the worker takes them;
+    ``wake`` is set at each report so an idle worker need not wait out its poll."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._switches: set[str] = set()
+        self.wake = threading.Event()
+
+    def on_drift(self, switch: str, table: str | None) -> None:
+        with self._lock:
+            self._switches.add(switch)
+        self.wake.set()
+
+    def take(self) -> set[str]:
+        with self._lock:
+            taken, self._switches = self._switches, set()
+        return taken
+
+
+class Reconciler(Protocol):
+    """What ``WatchedReconcile`` needs of ``ReconcileLoop``."""
+
+    def run_pass(self) -> list[SwitchRun]: ...
+
+    def reconcile_now(self, *switch_names: str) -> list[SwitchRun]: ...
+
+
+class Watcher(Protocol):
+    def sync(self, targets: Mapping[str, GnmiTarget]) -> None: ...
+
+    def states(self) -> dict[str, WatchState]: ...
+
+
+def uncovered(states: Mapping[str, WatchState]) -> list[str]:
+    """Switches whose changes the watcher would not see now."""
+    return sorted(name for name, state in states.items() if state is not WatchState.WATCHING)
+
+
+@dataclass(frozen=True)
+class AuditPolicy:
+    audit_s: float = 3600.0  # the full pass's period while the watcher covers the switches
+    refresh_s: float = 30.0  # how often the watched switches are re-read from the intent
+
+
+class WatchedReconcile:
+    """The worker's reconcile turn with a watcher: ``tick`` instead of ``ReconcileLoop.tick``."""
+
+    def __init__(
+        self,
+        loop: Reconciler,
+        watcher: Watcher,
+        inbox: DriftInbox,
+        *,
+        targets: Callable[[], Mapping[str, GnmiTarget]],
+        policy: Callable[[], Reconcile],
+        rand: Callable[[], float],
+        audit: AuditPolicy | None = None,
+    ) -> None:
+        self._loop = loop
+        self._watcher = watcher
+        self._inbox = inbox
+        self._targets = targets
+        self._policy = policy
+        self._rand = rand
+        self._audit = audit or AuditPolicy()
+        self.audit_at: float | None = None  # monotonic; None: the first tick runs a full pass
+        self.fallback_at: float | None = None
+        self.refresh_at: float | None = None
+
+    def tick(self, now_s: float) -> list[SwitchRun]:
+        """Re-read the watched switches if due; reconcile what drifted; a full pass if the
+        audit is due, else the uncovered switches if their interval is due."""
+        if self.refresh_at is None or now_s >= self.refresh_at:
+            self._watcher.sync(self._targets())
+            self.refresh_at = now_s + self._audit.refresh_s
+        runs: list[SwitchRun] = []
+        drifted = self._inbox.take()
+        if self.audit_at is None or now_s >= self.audit_at:
+            runs += self._loop.run_pass()  # covers the drifted ones too
+            policy = self._policy()
+            # The audit's wait is jittered as the passes are (``fabric.reconcile.jitter_pct``).
+            audit = policy.model_copy(update={"interval_s": self._audit.audit_s})
+            self.audit_at = now_s + next_delay_s(audit, self._rand())
+            self.fallback_at = now_s + next_delay_s(policy, self._rand())
+            return runs
+        if drifted:
+            runs += self._loop.reconcile_now(*sorted(drifted))
+        if self.fallback_at is not None and now_s >= self.fallback_at:
+            left_out = [n for n in uncovered(self._watcher.states()) if n not in drifted]
+            if left_out:
+                runs += self._loop.reconcile_now(*left_out)
+            self.fallback_at = now_s + next_delay_s(self._policy(), self._rand())
+        return runs
