@@ -89,7 +89,9 @@ class RolloutStore(Protocol):
 
     def runnable(self) -> list[int]: ...
 
-    def load(self, rollout_id: int) -> RolloutView: ...
+    def load(self, rollout_id: int, *, switch: str | None = None) -> RolloutView:
+        """The rollout with every result, or only ``switch``'s when it is given."""
+        ...
 
     def intent(self, version: int) -> Intent | None: ...
 
@@ -307,7 +309,8 @@ class RolloutRunner:
         recorded it) or the rollout is no longer running. Whether it converged the switch.
 
         The caller holds the switch's job lock, so no other worker is on this switch."""
-        view = self._store.load(rollout_id)
+        # Only this switch's rows: a job reads its own progress, not the whole fleet's.
+        view = self._store.load(rollout_id, switch=switch)
         if view.state != "running":
             return False
         mine = [r for r in view.of(FORWARD) if r.switch == switch and r.status == "pending"]
@@ -325,12 +328,9 @@ class RolloutRunner:
         switches: Sequence[str],
         baselines: Mapping[str, float | None],
     ) -> list[Evaluation]:
-        def no_reader(_: str) -> float | None:
-            return None
-
         evaluations = read_all(
             policy,
-            self._gates or no_reader,
+            self._gates,
             stage=stage,
             batch=batch,
             switches=switches,
