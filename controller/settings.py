@@ -139,6 +139,9 @@ class WorkerSettings(BaseSettings):
     stalled_after_s: float = Field(
         default=30.0, gt=0, le=86400, description="engine mode: silence that declares it dead"
     )
+    job_retention_h: int = Field(
+        default=24, ge=0, le=8760, description="engine mode: hours a finished job is kept"
+    )
 
 
 class HostsSettings(BaseSettings):

@@ -15,6 +15,7 @@ from sqlalchemy import text
 
 from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
 from controller.policy.loader import dump_intent
+from controller.rollout.shard import TASK, EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
@@ -160,3 +161,42 @@ def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
     # A paused rollout's jobs do nothing: only a running rollout's switches are converged.
     assert runner.converge_one(info.id, "leaf2") is False
     assert controller.fabric.switches["leaf2"].sets.count == 0
+
+
+def test_finished_jobs_are_pruned_by_the_periodic_cleanup(db_url: str) -> None:
+    """procrastinate's own cleanup as a periodic task, here every second with no retention:
+    the switch jobs a worker finished are deleted. The job body is a stand-in recording its
+    calls (the subject is the queue's bookkeeping, not converging a switch)."""
+    converged: list[tuple[int, str]] = []
+
+    def converge(rollout_id: int, switch: str) -> bool:
+        converged.append((rollout_id, switch))
+        return True
+
+    engine = make_engine(db_url, pool_size=1)
+
+    def switch_jobs() -> int:
+        with engine.connect() as connection:
+            found: int = connection.execute(
+                text("SELECT count(*) FROM procrastinate_jobs WHERE task_name = :task"),
+                {"task": TASK},
+            ).scalar_one()
+        return found
+
+    dispatch = JobDispatch(db_url)
+    dispatch.open()
+    options = EngineOptions(
+        concurrency=2, heartbeat_s=0.5, stalled_after_s=5, retention_h=0, prune_cron="* * * * * *"
+    )
+    worker = EngineWorker(db_url, converge, options)
+    try:
+        assert dispatch(7, ["sw1", "sw2"]) == 2
+        assert switch_jobs() == 2
+        worker.start()
+        wait_for("both switch jobs to run", lambda: len(converged) == 2)
+        wait_for("the finished switch jobs to be pruned", lambda: switch_jobs() == 0)
+    finally:
+        worker.stop()
+        dispatch.close()
+        engine.dispose()
+    assert sorted(converged) == [(7, "sw1"), (7, "sw2")]
