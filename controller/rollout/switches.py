@@ -79,6 +79,7 @@ class RolloutView:
     soak_batch: int | None = None
     soak_until: datetime | None = None
     baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
+    soaked: frozenset[int] = frozenset()  # batches whose soak readings are recorded
 
     def of(self, phase: Phase) -> list[SwitchProgress]:
         return [r for r in self.results if r.phase == phase]
@@ -169,6 +170,17 @@ def converge_switch(
         return Converged(result, None)
 
 
+def _unsoaked_done_batch(view: RolloutView) -> int | None:
+    """Engine mode's gated batch whose jobs have all finished (no switch pending) and whose
+    soak has not been read yet: it was started (its baseline is read) but not judged."""
+    forward = view.of(FORWARD)
+    for number in sorted(view.baselines):
+        in_batch = [r for r in forward if r.batch == number]
+        if number not in view.soaked and all(r.status != "pending" for r in in_batch):
+            return number
+    return None
+
+
 def _switch_of(intents: Sequence[Intent | None], name: str) -> Switch | None:
     """The switch definition (endpoint, credential) from the first intent that has it."""
     for intent in intents:
@@ -252,8 +264,17 @@ class RolloutRunner:
 
     def _forward(self, view: RolloutView) -> bool:
         results = view.of(FORWARD)
-        if view.gate_policy is not None and view.soak_batch is not None:
-            return self._soak(view, view.gate_policy, view.soak_batch)
+        policy = view.gate_policy
+        if policy is not None and view.soak_batch is not None:
+            return self._soak(view, policy, view.soak_batch)
+        gated = policy is not None and bool(policy.gates)
+        if self._dispatch is not None and policy is not None and gated:
+            # Engine mode: a gated batch's jobs have all finished; its soak starts now, as it
+            # does right after the batch in single mode.
+            done = _unsoaked_done_batch(view)
+            if done is not None:
+                self._start_soak(view.id, policy, done)
+                return True
         stage = next_stage(results, view.failure_budget)
         if isinstance(stage, Halt):
             reason = (
@@ -270,22 +291,28 @@ class RolloutRunner:
                 f"not verified: {failed}" if stage.failures else None,
             )
         batch = stage.batch
-        policy = view.gate_policy
-        if self._dispatch is not None and (policy is None or not policy.gates):
-            # Engine mode: the batch's switches become jobs that any worker may take; their
-            # results land in the same rows, and the next step sees the batch done.
-            return self._dispatch(view.id, [r.switch for r in batch]) > 0
-        work = self._forward_work(view, [r.switch for r in batch])
         number = batch[0].batch
-        if policy is not None and policy.gates:
+        if self._dispatch is not None:
+            # Engine mode: the batch's switches become jobs that any worker may take; their
+            # results land in the same rows, and the next step sees the batch done. A gated
+            # batch reads its baseline once, before its first job is queued.
+            names = [r.switch for r in batch]
+            baseline = policy is not None and gated and number not in view.baselines
+            if policy is not None and baseline:
+                self._read_gates(view.id, policy, "baseline", number, names, {})
+            return self._dispatch(view.id, names) > 0 or baseline
+        work = self._forward_work(view, [r.switch for r in batch])
+        if policy is not None and gated:
             # The baseline: what the gates read before this batch changes anything.
             self._read_gates(view.id, policy, "baseline", number, [w.name for w in work], {})
         log.info("rollout %d: batch %d: %s", view.id, number, [w.name for w in work])
         self._run(view.id, FORWARD, work)
-        if policy is not None and policy.gates:
-            until = self._clock() + timedelta(seconds=policy.soak_s)
-            self._store.set_soak(view.id, number, until)
+        if policy is not None and gated:
+            self._start_soak(view.id, policy, number)
         return True
+
+    def _start_soak(self, rollout_id: int, policy: GatePolicy, batch: int) -> None:
+        self._store.set_soak(rollout_id, batch, self._clock() + timedelta(seconds=policy.soak_s))
 
     def _forward_work(self, view: RolloutView, names: Sequence[str]) -> list[_Work]:
         to_desired = self._store.desired(view.to_version)

@@ -46,6 +46,7 @@ def view_of(
     for e in evaluations:
         if e.stage == "baseline":
             baselines.setdefault(e.batch, {})[e.gate] = e.value
+    soaked = frozenset(e.batch for e in evaluations if e.stage == "soak")
     return RolloutView(
         row.id,
         row.state,
@@ -59,6 +60,7 @@ def view_of(
         row.soak_batch,
         row.soak_until,
         baselines,
+        soaked,
     )
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import text
 
 from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
 from controller.policy.loader import dump_intent
+from controller.rollout.gates import Gate, GatePolicy
 from controller.rollout.shard import TASK, EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
@@ -26,6 +27,7 @@ from tests.integration.conftest import StepClock
 from vsonic.gnmi_server import TlsFiles
 
 from .conftest import Controller, wait_for
+from .test_gates import HandClock
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 1000
@@ -200,3 +202,62 @@ def test_finished_jobs_are_pruned_by_the_periodic_cleanup(db_url: str) -> None:
         dispatch.close()
         engine.dispose()
     assert sorted(converged) == [(7, "sw1"), (7, "sw2")]
+
+
+def test_engine_mode_gates_each_batch_baseline_jobs_then_soak(controller: Controller) -> None:
+    """A gated rollout in engine mode: each batch's baseline is read before its jobs are
+    queued, the soak starts once every job of the batch has finished, and the next batch is
+    queued only after the soak's readings pass. The gates read a stand-in reader (a fixed
+    value per expression, counted) in place of Prometheus: the subject is the runner's order,
+    tests/integration/rollout/test_gates.py reads a real Prometheus."""
+    controller.store_intent(controller.fabric.intent)
+    reads: list[str] = []
+
+    def read(expression: str) -> float | None:
+        reads.append(expression)
+        return 0.0
+
+    gates = GatePolicy((Gate("fallback", 0.0, "absolute", builtin="agent_fallback"),), soak_s=30)
+    info = controller.rollouts.start(
+        RolloutPolicy(None, batch_size=2, gates=gates), actor=OPERATOR, gates=read
+    )
+    queued: list[list[str]] = []
+
+    def dispatch(_: int, switches: Sequence[str]) -> int:
+        fresh = [s for s in switches if not any(s in q for q in queued)]
+        if fresh:
+            queued.append(fresh)
+        return len(fresh)
+
+    clock = HandClock()
+    store = SqlRolloutStore(controller.sessions, clock=clock)
+    runner = RolloutRunner(store, controller.access(), clock, gates=read, dispatch=dispatch)
+
+    def readings() -> list[tuple[str, int, str]]:
+        done = controller.rollouts.get(info.id).evaluations or []
+        return [(e.stage, e.batch, e.verdict) for e in done if e.stage != "precheck"]
+
+    assert runner.step(info.id)  # pending -> running
+    for number, batch in enumerate((["leaf1", "leaf2"], ["spine1", "spine2"])):
+        assert runner.step(info.id)  # the baseline, then the batch's jobs queued
+        assert queued[-1] == batch
+        assert readings()[-1] == ("baseline", number, "pass")
+        assert not runner.step(info.id)  # its jobs are still to run: nothing to do
+        for switch in batch:
+            assert runner.converge_one(info.id, switch)
+        assert runner.step(info.id)  # every job done: the soak starts
+        assert not runner.step(info.id)  # soaking on the runner's clock
+        clock.advance(30.0)
+        assert runner.step(info.id)  # soak over: the gates pass
+        assert readings()[-1] == ("soak", number, "pass")
+    assert runner.step(info.id)  # nothing pending: completed
+    final = controller.rollouts.get(info.id)
+    assert final.state == "completed"
+    assert {r.status for r in final.results} == {"applied_verified"}
+    assert readings() == [
+        ("baseline", 0, "pass"),
+        ("soak", 0, "pass"),
+        ("baseline", 1, "pass"),
+        ("soak", 1, "pass"),
+    ]
+    assert 'switch=~"spine1|spine2"' in reads[-1]  # the last soak read the last batch
