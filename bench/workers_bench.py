@@ -16,6 +16,7 @@ speed-up of separate machines.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -45,6 +46,7 @@ class Row:
     label: str
     wall_s: float
     switches: int
+    load: float  # the machine's 1-minute load average at the row's end (other sessions too)
 
     @property
     def per_s(self) -> float:
@@ -103,7 +105,7 @@ def run_one(
     finally:
         db.dispose()
         shutil.rmtree(logs, ignore_errors=True)
-    return Row(label, wall_s, args.switches)
+    return Row(label, wall_s, args.switches, os.getloadavg()[0])
 
 
 def main() -> None:
@@ -131,10 +133,12 @@ def main() -> None:
         f"rollout of {args.switches} switches, batches of {args.batch}, {args.parallel} at once"
         f" per worker, Set held {args.set_delay_ms:.0f} ms"
     )
-    print(f"  {'mode':<36} {'wall':>8} {'switches/s':>11} {'vs baseline':>12}")
+    print(f"  {'mode':<36} {'wall':>8} {'switches/s':>11} {'vs baseline':>12} {'load':>6}")
     for row in rows:
         ratio = row.per_s / base.per_s
-        print(f"  {row.label:<36} {row.wall_s:7.2f}s {row.per_s:11.1f} {ratio:11.2f}x")
+        print(
+            f"  {row.label:<36} {row.wall_s:7.2f}s {row.per_s:11.1f} {ratio:11.2f}x {row.load:6.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -64,10 +64,15 @@ def view_of(
     )
 
 
-def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+def existing_rollout(session: Session, rollout_id: int) -> Rollout:
     row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
     if row is None:
         raise NotFound(f"rollout {rollout_id} does not exist")
+    return row
+
+
+def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+    row = existing_rollout(session, rollout_id)
     return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
 
 
@@ -87,9 +92,7 @@ class SqlRolloutStore:
 
     def load(self, rollout_id: int, *, switch: str | None = None) -> RolloutView:
         with self._sessions() as session:
-            row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
-            if row is None:
-                raise NotFound(f"rollout {rollout_id} does not exist")
+            row = existing_rollout(session, rollout_id)
             rows = rollouts.progress_of(session=session, rollout_id=rollout_id, switch_name=switch)
             evaluations = rollouts.evaluations_of(session=session, rollout_ids=[rollout_id])
             return view_of(row, tuple(SwitchProgress(*r) for r in rows), evaluations)
