@@ -77,13 +77,17 @@ class JobDispatch:
         )
         return {row["lock"] for row in rows}
 
+    def live(self) -> frozenset[str]:
+        """The switches with a job queued or running (the runner reads this before the
+        rollout's rows: see ``RolloutRunner.step``)."""
+        return frozenset(lock for lock in self._live_locks() if lock is not None)
+
     def busy(self) -> bool:
         """Whether any switch job is queued or running: the coordinator's reconcile pass
         waits until none is, so it never plans a switch from a version a job is replacing."""
         return bool(self._live_locks())
 
-    def __call__(self, rollout_id: int, switches: Sequence[str]) -> int:
-        live = self._live_locks()
+    def __call__(self, rollout_id: int, switches: Sequence[str], live: frozenset[str]) -> int:
         queued = 0
         for switch in switches:
             if switch in live:

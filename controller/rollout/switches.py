@@ -22,7 +22,7 @@ store are all passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
@@ -204,9 +204,16 @@ class _Work:
     owned: SwitchConfig
 
 
-# Engine mode (``controller/rollout/shard.py``): hand a rollout's pending forward switches to
-# the job queue; how many were newly queued.
-Dispatch = Callable[[int, Sequence[str]], int]
+class Dispatch(Protocol):
+    """Engine mode's job queue (``controller/rollout/shard.py``, ``JobDispatch``)."""
+
+    def live(self) -> frozenset[str]:
+        """The switches that have a job queued or running now."""
+        ...
+
+    def __call__(self, rollout_id: int, switches: Sequence[str], live: frozenset[str]) -> int:
+        """Queue a job for each of ``switches`` not in ``live``; how many were newly queued."""
+        ...
 
 
 class RolloutRunner:
@@ -245,11 +252,14 @@ class RolloutRunner:
         return steps
 
     def step(self, rollout_id: int) -> bool:
+        # Engine mode: which switches have a job, read BEFORE the rollout's rows, so a job
+        # that finishes in between shows as recorded there, and is never queued again.
+        live = self._dispatch.live() if self._dispatch is not None else frozenset()
         view = self._store.load(rollout_id)
         if view.state == "pending":
             return self._move(view, "running", ("pending",), None)
         if view.state == "running":
-            return self._forward(view)
+            return self._forward(view, live)
         if view.state == "rolling_back":
             return self._backward(view)
         return False
@@ -262,7 +272,7 @@ class RolloutRunner:
             log.info("rollout %d: %s%s", view.id, state, f" ({reason})" if reason else "")
         return moved
 
-    def _forward(self, view: RolloutView) -> bool:
+    def _forward(self, view: RolloutView, live: frozenset[str]) -> bool:
         results = view.of(FORWARD)
         policy = view.gate_policy
         if policy is not None and view.soak_batch is not None:
@@ -300,7 +310,7 @@ class RolloutRunner:
             baseline = policy is not None and gated and number not in view.baselines
             if policy is not None and baseline:
                 self._read_gates(view.id, policy, "baseline", number, names, {})
-            return self._dispatch(view.id, names) > 0 or baseline
+            return self._dispatch(view.id, names, live) > 0 or baseline
         work = self._forward_work(view, [r.switch for r in batch])
         if policy is not None and gated:
             # The baseline: what the gates read before this batch changes anything.

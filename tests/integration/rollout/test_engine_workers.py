@@ -113,9 +113,14 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
     survivors = sum(logs[i].read_text().count("applied_verified") for i in (0, 2))
     assert survivors >= SWITCHES - killed_at - MAX_PARALLEL
     with engine.connect() as connection:
+        # The switch jobs only: a worker also runs the periodic cleanup's jobs.
         jobs: dict[str, int] = dict(
             connection.execute(
-                text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status")
+                text(
+                    "SELECT status::text, count(*) FROM procrastinate_jobs"
+                    " WHERE task_name = :task GROUP BY status"
+                ),
+                {"task": TASK},
             ).all()
         )
     engine.dispose()
@@ -123,7 +128,28 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
     # and failed, which freed their switch locks; their switches were queued again.
     assert jobs.get("failed", 0) >= 1, jobs
     assert set(jobs) <= {"succeeded", "failed"}, jobs  # nothing left queued or running
+    # No switch queued again once its job had finished: a job per switch, plus one for each
+    # reaped job's switch at most (the coordinator reads the live jobs before the rows).
+    assert jobs["succeeded"] <= SWITCHES + jobs["failed"], jobs
     print(f"jobs by status: {jobs}; killed worker had converged {killed_at}")
+
+
+class QueueStandIn:
+    """Engine mode's job queue without procrastinate (the runner's side is the subject):
+    records what each step queues, and queues a switch once, as ``queueing_lock`` does."""
+
+    def __init__(self) -> None:
+        self.queued: list[tuple[int, list[str]]] = []
+
+    def live(self) -> frozenset[str]:
+        return frozenset()
+
+    def __call__(self, rollout_id: int, switches: Sequence[str], live: frozenset[str]) -> int:
+        seen = {switch for _, batch in self.queued for switch in batch}
+        fresh = [s for s in switches if s not in live and s not in seen]
+        if fresh:
+            self.queued.append((rollout_id, fresh))
+        return len(fresh)
 
 
 def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
@@ -136,12 +162,8 @@ def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
     info = controller.rollouts.start(
         RolloutPolicy(None, canary=("leaf1",), batch_size=4, failure_budget=0), actor=OPERATOR
     )
-    queued: list[tuple[int, list[str]]] = []
-
-    def dispatch(rollout_id: int, switches: Sequence[str]) -> int:
-        queued.append((rollout_id, list(switches)))
-        return len(switches)
-
+    dispatch = QueueStandIn()
+    queued = dispatch.queued
     store = SqlRolloutStore(controller.sessions, clock=controller.clock)
     runner = RolloutRunner(store, controller.access(), controller.clock, dispatch=dispatch)
     assert runner.run_once() == 1  # pending -> running
@@ -192,7 +214,9 @@ def test_finished_jobs_are_pruned_by_the_periodic_cleanup(db_url: str) -> None:
     )
     worker = EngineWorker(db_url, converge, options)
     try:
-        assert dispatch(7, ["sw1", "sw2"]) == 2
+        assert dispatch(7, ["sw1", "sw2"], dispatch.live()) == 2
+        assert dispatch.live() == {"sw1", "sw2"}
+        assert dispatch(7, ["sw1", "sw2"], dispatch.live()) == 0  # queued once
         assert switch_jobs() == 2
         worker.start()
         wait_for("both switch jobs to run", lambda: len(converged) == 2)
@@ -221,14 +245,7 @@ def test_engine_mode_gates_each_batch_baseline_jobs_then_soak(controller: Contro
     info = controller.rollouts.start(
         RolloutPolicy(None, batch_size=2, gates=gates), actor=OPERATOR, gates=read
     )
-    queued: list[list[str]] = []
-
-    def dispatch(_: int, switches: Sequence[str]) -> int:
-        fresh = [s for s in switches if not any(s in q for q in queued)]
-        if fresh:
-            queued.append(fresh)
-        return len(fresh)
-
+    dispatch = QueueStandIn()
     clock = HandClock()
     store = SqlRolloutStore(controller.sessions, clock=clock)
     runner = RolloutRunner(store, controller.access(), clock, gates=read, dispatch=dispatch)
@@ -240,7 +257,7 @@ def test_engine_mode_gates_each_batch_baseline_jobs_then_soak(controller: Contro
     assert runner.step(info.id)  # pending -> running
     for number, batch in enumerate((["leaf1", "leaf2"], ["spine1", "spine2"])):
         assert runner.step(info.id)  # the baseline, then the batch's jobs queued
-        assert queued[-1] == batch
+        assert dispatch.queued[-1] == (info.id, batch)
         assert readings()[-1] == ("baseline", number, "pass")
         assert not runner.step(info.id)  # its jobs are still to run: nothing to do
         for switch in batch:
