@@ -1,9 +1,9 @@
 """A fleet of virtual switches and engine-mode worker processes, shared by the multi-worker
 test (tests/integration/rollout/test_engine_workers.py) and bench/workers_bench.py.
 
-One vsonic fleet-mode server in this process serves every switch (each its own in-memory
-CONFIG_DB, picked by the gNMI prefix target); each Set is held for ``set_delay_s`` first, a
-stand-in for a real switch's apply time, and counted per switch. Workers are real
+One vsonic fleet-mode server in this process serves every switch over TLS (each its own
+in-memory CONFIG_DB, picked by the gNMI prefix target); each Set is held for ``set_delay_s``
+first, a stand-in for a real switch's apply time, and counted per switch. Workers are real
 ``python -m controller.worker`` processes in engine mode (docs/scaling.md)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Fleet:
     port: int
     targets: Targets
     counter: SetCounter
-    tls: TlsFiles | None
+    tls: TlsFiles
 
     @property
     def names(self) -> list[str]:
@@ -76,7 +76,7 @@ class Fleet:
 
 
 @contextmanager
-def running_fleet(size: int, tls: TlsFiles | None, set_delay_s: float) -> Iterator[Fleet]:
+def running_fleet(size: int, tls: TlsFiles, set_delay_s: float) -> Iterator[Fleet]:
     names = [f"fleet-{i:04d}" for i in range(size)]
     targets = fleet_targets(names, default_ports(2, speed_gbps=100))
     counter = SetCounter(set_delay_s)
@@ -105,11 +105,8 @@ def start_worker(
         "SLUICE_WORKER_ENGINE": engine,
         "SLUICE_WORKER_HEARTBEAT_S": "0.5",
         "SLUICE_WORKER_STALLED_AFTER_S": "2",
+        "SLUICE_GNMI_TLS_CA": str(fleet.tls.cert),  # the fleet serves TLS, as a switch does
     }
-    if fleet.tls is not None:
-        env["SLUICE_GNMI_TLS_CA"] = str(fleet.tls.cert)
-    else:
-        env["SLUICE_GNMI_INSECURE"] = "true"  # a bench on loopback: plaintext, said explicitly
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "controller.worker"], env=env, stdout=out, stderr=out

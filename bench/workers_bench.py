@@ -1,9 +1,9 @@
 """Rollout throughput with 1, 2 and 3 worker processes sharing a fleet through the engine
 (docs/scaling.md, "Several workers"), beside today's single-worker mode in the same run.
 
-``uv run --frozen python -m bench.workers_bench [--switches 300] [--set-delay-ms 20]``
+``uv run --frozen python -m bench.workers_bench [--switches 1000] [--set-delay-ms 20]``
 
-Each row is a fresh database and a fresh fleet: one vsonic fleet-mode server in this
+Each row is a fresh database and a fresh fleet: one vsonic fleet-mode server (TLS) in this
 process (each Set held ``--set-delay-ms`` first, a stand-in for a switch's apply time), a
 rollout of every switch (canary, then batches of ``--batch``), and N real worker processes.
 The time is from the rollout's start to its completion; workers start first and are warm.
@@ -16,6 +16,7 @@ speed-up of separate machines.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -33,6 +34,8 @@ from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.store.db import make_engine, make_sessions
 from controller.store.migrate import upgrade
 from lab.localpg import LocalPostgres
+from vsonic.gnmi_server import TlsFiles
+from vsonic.tls import self_signed_tls
 
 OPERATOR = Actor(name="workers-bench", request_id="bench")
 WAIT_S = 600.0
@@ -43,6 +46,7 @@ class Row:
     label: str
     wall_s: float
     switches: int
+    load: float  # the machine's 1-minute load average at the row's end (other sessions too)
 
     @property
     def per_s(self) -> float:
@@ -50,7 +54,12 @@ class Row:
 
 
 def run_one(
-    server: LocalPostgres, label: str, engine: str, workers: int, args: argparse.Namespace
+    server: LocalPostgres,
+    tls: TlsFiles,
+    label: str,
+    engine: str,
+    workers: int,
+    args: argparse.Namespace,
 ) -> Row:
     name = f"workers_bench_{engine}_{workers}"
     admin = server.url().replace("postgresql+psycopg", "postgresql")
@@ -63,7 +72,8 @@ def run_one(
     logs = Path(tempfile.mkdtemp(prefix="workers-bench-"))
     try:
         with ExitStack() as stack:
-            fleet = stack.enter_context(running_fleet(args.switches, None, args.set_delay_ms / 1e3))
+            delay_s = args.set_delay_ms / 1e3
+            fleet = stack.enter_context(running_fleet(args.switches, tls, delay_s))
             sessions = make_sessions(db)
             intents = IntentService(sessions, clock=utc_now)
             intents.replace(
@@ -95,12 +105,12 @@ def run_one(
     finally:
         db.dispose()
         shutil.rmtree(logs, ignore_errors=True)
-    return Row(label, wall_s, args.switches)
+    return Row(label, wall_s, args.switches, os.getloadavg()[0])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--switches", type=int, default=300)
+    parser.add_argument("--switches", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--parallel", type=int, default=4, help="switches at once per worker")
     parser.add_argument("--set-delay-ms", type=float, default=20.0)
@@ -109,11 +119,12 @@ def main() -> None:
     root.chmod(0o755)
     server = LocalPostgres(root=root)
     server.start()
+    tls = self_signed_tls(root)  # the fleet serves gNMI over TLS, as the workers expect
     try:
-        rows = [run_one(server, "single mode, 1 worker (baseline)", "single", 1, args)]
+        rows = [run_one(server, tls, "single mode, 1 worker (baseline)", "single", 1, args)]
         for workers in (1, 2, 3):
             label = f"procrastinate, {workers} worker(s)"
-            rows.append(run_one(server, label, "procrastinate", workers, args))
+            rows.append(run_one(server, tls, label, "procrastinate", workers, args))
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -122,10 +133,12 @@ def main() -> None:
         f"rollout of {args.switches} switches, batches of {args.batch}, {args.parallel} at once"
         f" per worker, Set held {args.set_delay_ms:.0f} ms"
     )
-    print(f"  {'mode':<36} {'wall':>8} {'switches/s':>11} {'vs baseline':>12}")
+    print(f"  {'mode':<36} {'wall':>8} {'switches/s':>11} {'vs baseline':>12} {'load':>6}")
     for row in rows:
         ratio = row.per_s / base.per_s
-        print(f"  {row.label:<36} {row.wall_s:7.2f}s {row.per_s:11.1f} {ratio:11.2f}x")
+        print(
+            f"  {row.label:<36} {row.wall_s:7.2f}s {row.per_s:11.1f} {ratio:11.2f}x {row.load:6.1f}"
+        )
 
 
 if __name__ == "__main__":

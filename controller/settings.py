@@ -147,6 +147,9 @@ class WorkerSettings(BaseSettings):
     audit_s: float = Field(
         default=3600.0, ge=1, le=86400, description="full reconcile pass while watching"
     )
+    job_retention_h: int = Field(
+        default=24, ge=0, le=8760, description="engine mode: hours a finished job is kept"
+    )
 
 
 class HostsSettings(BaseSettings):

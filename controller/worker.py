@@ -289,6 +289,7 @@ def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
         concurrency=settings.worker.max_parallel,
         heartbeat_s=settings.worker.heartbeat_s,
         stalled_after_s=settings.worker.stalled_after_s,
+        retention_h=settings.worker.job_retention_h,
     )
     return EngineWorker(settings.database.required_url("worker"), worker.converge_one, options)
 

@@ -228,9 +228,15 @@ def _limit_text(gate: Gate, baseline: float | None, limit: float) -> str:
 Reader = Callable[[str], float | None]
 
 
+def no_reader(_: str) -> float | None:
+    """The reader when no metrics source is configured: every gate reads no value, and a gate
+    with no value fails (module docstring)."""
+    return None
+
+
 def read_all(
     policy: GatePolicy,
-    read: Reader,
+    read: Reader | None,
     *,
     stage: Stage,
     batch: int,
@@ -238,7 +244,9 @@ def read_all(
     baselines: Mapping[str, float | None],
     at: datetime,
 ) -> list[Evaluation]:
-    """Read and judge every gate of ``policy`` for ``switches`` (``read`` is the edge)."""
+    """Read and judge every gate of ``policy`` for ``switches`` (``read`` is the edge; None:
+    no metrics source, ``no_reader``)."""
+    read = read or no_reader
     found = []
     for gate in policy.gates:
         expression = gate.expression(switches)

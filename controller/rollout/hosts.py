@@ -168,12 +168,9 @@ class HostRunRunner:
         batch: int,
         baselines: Mapping[str, float | None],
     ) -> list[Evaluation]:
-        def no_reader(_: str) -> float | None:
-            return None
-
         evaluations = read_all(
             policy,
-            self._gates or no_reader,
+            self._gates,
             stage=stage,
             batch=batch,
             switches=run.switches,

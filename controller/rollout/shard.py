@@ -12,6 +12,10 @@ worker at a time, under the switch-work lock) queues every pending switch that h
 job. A worker that dies stops sending heartbeats; any other worker finds its ``doing`` jobs
 after ``stalled_after_s`` and marks them failed, which frees their locks, and the next step
 queues those switches again. docs/scaling.md says why this engine and how to run N workers.
+
+Finished jobs are pruned by procrastinate's own cleanup (``builtin_tasks.remove_old_jobs``)
+run as a periodic task: procrastinate's periodic deferrer records each tick in
+``procrastinate_periodic_defers``, so however many workers run, one job per tick is queued.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnector, builtin_tasks
 from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.jobs import Status
 from sqlalchemy import make_url
@@ -31,6 +35,10 @@ log = logging.getLogger("controller.rollout.shard")
 
 TASK = "sluice.rollout.converge_switch"
 QUEUE = "switches"
+PRUNE_TASK = "sluice.engine.prune_finished_jobs"
+MAINTENANCE_QUEUE = "maintenance"
+# Every ten minutes (cron; procrastinate takes an optional sixth field for seconds).
+PRUNE_CRON = "*/10 * * * *"
 LIVE = ("todo", "doing")
 LIVE_LOCKS = (
     "SELECT DISTINCT lock FROM procrastinate_jobs WHERE queue_name = %(queue)s"
@@ -69,13 +77,17 @@ class JobDispatch:
         )
         return {row["lock"] for row in rows}
 
+    def live(self) -> frozenset[str]:
+        """The switches with a job queued or running (the runner reads this before the
+        rollout's rows: see ``RolloutRunner.step``)."""
+        return frozenset(lock for lock in self._live_locks() if lock is not None)
+
     def busy(self) -> bool:
         """Whether any switch job is queued or running: the coordinator's reconcile pass
         waits until none is, so it never plans a switch from a version a job is replacing."""
         return bool(self._live_locks())
 
-    def __call__(self, rollout_id: int, switches: Sequence[str]) -> int:
-        live = self._live_locks()
+    def __call__(self, rollout_id: int, switches: Sequence[str], live: frozenset[str]) -> int:
         queued = 0
         for switch in switches:
             if switch in live:
@@ -98,6 +110,8 @@ class EngineOptions:
     concurrency: int  # jobs at once in this process
     heartbeat_s: float
     stalled_after_s: float
+    retention_h: int = 24  # finished jobs (succeeded or failed) older than this are pruned
+    prune_cron: str = PRUNE_CRON
 
 
 class EngineWorker:
@@ -138,6 +152,17 @@ class EngineWorker:
             self._converge(rollout_id, switch)
 
         app.task(name=TASK, queue=QUEUE)(converge_switch)
+        retention_h = self._options.retention_h
+
+        async def prune_finished_jobs(context: JobContext, timestamp: int) -> None:
+            # A job's rows are only the queue's bookkeeping: the rollout's own rows are the
+            # record, so finished jobs of every queue go once they are ``retention_h`` old.
+            await builtin_tasks.remove_old_jobs(
+                context, max_hours=retention_h, remove_failed=True, remove_cancelled=True
+            )
+
+        prune = app.task(name=PRUNE_TASK, queue=MAINTENANCE_QUEUE, pass_context=True)
+        app.periodic(cron=self._options.prune_cron, periodic_id="prune")(prune(prune_finished_jobs))
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         self._started.set()
@@ -145,7 +170,7 @@ class EngineWorker:
             reaper = asyncio.create_task(self._reap(app), name="reap-stalled")
             try:
                 await app.run_worker_async(
-                    queues=[QUEUE],
+                    queues=[QUEUE, MAINTENANCE_QUEUE],
                     concurrency=self._options.concurrency,
                     install_signal_handlers=False,
                     update_heartbeat_interval=self._options.heartbeat_s,

@@ -22,7 +22,7 @@ store are all passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
@@ -79,6 +79,7 @@ class RolloutView:
     soak_batch: int | None = None
     soak_until: datetime | None = None
     baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
+    soaked: frozenset[int] = frozenset()  # batches whose soak readings are recorded
 
     def of(self, phase: Phase) -> list[SwitchProgress]:
         return [r for r in self.results if r.phase == phase]
@@ -89,7 +90,9 @@ class RolloutStore(Protocol):
 
     def runnable(self) -> list[int]: ...
 
-    def load(self, rollout_id: int) -> RolloutView: ...
+    def load(self, rollout_id: int, *, switch: str | None = None) -> RolloutView:
+        """The rollout with every result, or only ``switch``'s when it is given."""
+        ...
 
     def intent(self, version: int) -> Intent | None: ...
 
@@ -167,6 +170,17 @@ def converge_switch(
         return Converged(result, None)
 
 
+def _unsoaked_done_batch(view: RolloutView) -> int | None:
+    """Engine mode's gated batch whose jobs have all finished (no switch pending) and whose
+    soak has not been read yet: it was started (its baseline is read) but not judged."""
+    forward = view.of(FORWARD)
+    for number in sorted(view.baselines):
+        in_batch = [r for r in forward if r.batch == number]
+        if number not in view.soaked and all(r.status != "pending" for r in in_batch):
+            return number
+    return None
+
+
 def _switch_of(intents: Sequence[Intent | None], name: str) -> Switch | None:
     """The switch definition (endpoint, credential) from the first intent that has it."""
     for intent in intents:
@@ -190,9 +204,16 @@ class _Work:
     owned: SwitchConfig
 
 
-# Engine mode (``controller/rollout/shard.py``): hand a rollout's pending forward switches to
-# the job queue; how many were newly queued.
-Dispatch = Callable[[int, Sequence[str]], int]
+class Dispatch(Protocol):
+    """Engine mode's job queue (``controller/rollout/shard.py``, ``JobDispatch``)."""
+
+    def live(self) -> frozenset[str]:
+        """The switches that have a job queued or running now."""
+        ...
+
+    def __call__(self, rollout_id: int, switches: Sequence[str], live: frozenset[str]) -> int:
+        """Queue a job for each of ``switches`` not in ``live``; how many were newly queued."""
+        ...
 
 
 class RolloutRunner:
@@ -231,11 +252,14 @@ class RolloutRunner:
         return steps
 
     def step(self, rollout_id: int) -> bool:
+        # Engine mode: which switches have a job, read BEFORE the rollout's rows, so a job
+        # that finishes in between shows as recorded there, and is never queued again.
+        live = self._dispatch.live() if self._dispatch is not None else frozenset()
         view = self._store.load(rollout_id)
         if view.state == "pending":
             return self._move(view, "running", ("pending",), None)
         if view.state == "running":
-            return self._forward(view)
+            return self._forward(view, live)
         if view.state == "rolling_back":
             return self._backward(view)
         return False
@@ -248,10 +272,19 @@ class RolloutRunner:
             log.info("rollout %d: %s%s", view.id, state, f" ({reason})" if reason else "")
         return moved
 
-    def _forward(self, view: RolloutView) -> bool:
+    def _forward(self, view: RolloutView, live: frozenset[str]) -> bool:
         results = view.of(FORWARD)
-        if view.gate_policy is not None and view.soak_batch is not None:
-            return self._soak(view, view.gate_policy, view.soak_batch)
+        policy = view.gate_policy
+        if policy is not None and view.soak_batch is not None:
+            return self._soak(view, policy, view.soak_batch)
+        gated = policy is not None and bool(policy.gates)
+        if self._dispatch is not None and policy is not None and gated:
+            # Engine mode: a gated batch's jobs have all finished; its soak starts now, as it
+            # does right after the batch in single mode.
+            done = _unsoaked_done_batch(view)
+            if done is not None:
+                self._start_soak(view.id, policy, done)
+                return True
         stage = next_stage(results, view.failure_budget)
         if isinstance(stage, Halt):
             reason = (
@@ -268,22 +301,28 @@ class RolloutRunner:
                 f"not verified: {failed}" if stage.failures else None,
             )
         batch = stage.batch
-        policy = view.gate_policy
-        if self._dispatch is not None and (policy is None or not policy.gates):
-            # Engine mode: the batch's switches become jobs that any worker may take; their
-            # results land in the same rows, and the next step sees the batch done.
-            return self._dispatch(view.id, [r.switch for r in batch]) > 0
-        work = self._forward_work(view, [r.switch for r in batch])
         number = batch[0].batch
-        if policy is not None and policy.gates:
+        if self._dispatch is not None:
+            # Engine mode: the batch's switches become jobs that any worker may take; their
+            # results land in the same rows, and the next step sees the batch done. A gated
+            # batch reads its baseline once, before its first job is queued.
+            names = [r.switch for r in batch]
+            baseline = policy is not None and gated and number not in view.baselines
+            if policy is not None and baseline:
+                self._read_gates(view.id, policy, "baseline", number, names, {})
+            return self._dispatch(view.id, names, live) > 0 or baseline
+        work = self._forward_work(view, [r.switch for r in batch])
+        if policy is not None and gated:
             # The baseline: what the gates read before this batch changes anything.
             self._read_gates(view.id, policy, "baseline", number, [w.name for w in work], {})
         log.info("rollout %d: batch %d: %s", view.id, number, [w.name for w in work])
         self._run(view.id, FORWARD, work)
-        if policy is not None and policy.gates:
-            until = self._clock() + timedelta(seconds=policy.soak_s)
-            self._store.set_soak(view.id, number, until)
+        if policy is not None and gated:
+            self._start_soak(view.id, policy, number)
         return True
+
+    def _start_soak(self, rollout_id: int, policy: GatePolicy, batch: int) -> None:
+        self._store.set_soak(rollout_id, batch, self._clock() + timedelta(seconds=policy.soak_s))
 
     def _forward_work(self, view: RolloutView, names: Sequence[str]) -> list[_Work]:
         to_desired = self._store.desired(view.to_version)
@@ -307,7 +346,8 @@ class RolloutRunner:
         recorded it) or the rollout is no longer running. Whether it converged the switch.
 
         The caller holds the switch's job lock, so no other worker is on this switch."""
-        view = self._store.load(rollout_id)
+        # Only this switch's rows: a job reads its own progress, not the whole fleet's.
+        view = self._store.load(rollout_id, switch=switch)
         if view.state != "running":
             return False
         mine = [r for r in view.of(FORWARD) if r.switch == switch and r.status == "pending"]
@@ -325,12 +365,9 @@ class RolloutRunner:
         switches: Sequence[str],
         baselines: Mapping[str, float | None],
     ) -> list[Evaluation]:
-        def no_reader(_: str) -> float | None:
-            return None
-
         evaluations = read_all(
             policy,
-            self._gates or no_reader,
+            self._gates,
             stage=stage,
             batch=batch,
             switches=switches,

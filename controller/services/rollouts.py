@@ -355,12 +355,9 @@ def precheck(
     if policy is None or not policy.gates:
         return []
 
-    def no_reader(_: str) -> float | None:
-        return None
-
     found = read_all(
         policy,
-        read or no_reader,
+        read,
         stage="precheck",
         batch=PRECHECK_BATCH,
         switches=switches,

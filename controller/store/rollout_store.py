@@ -32,14 +32,21 @@ def rollout_view(
     results: Sequence[RolloutResult],
     evaluations: Sequence[GateEvaluation] = (),
 ) -> RolloutView:
-    baselines: dict[int, dict[str, float | None]] = {}
-    for e in evaluations:
-        if e.stage == "baseline":
-            baselines.setdefault(e.batch, {})[e.gate] = e.value
     progress = tuple(
         SwitchProgress(r.phase, r.switch_name, r.batch, r.status, r.attempts, r.reason)
         for r in results
     )
+    return view_of(row, progress, evaluations)
+
+
+def view_of(
+    row: Rollout, progress: tuple[SwitchProgress, ...], evaluations: Sequence[GateEvaluation]
+) -> RolloutView:
+    baselines: dict[int, dict[str, float | None]] = {}
+    for e in evaluations:
+        if e.stage == "baseline":
+            baselines.setdefault(e.batch, {})[e.gate] = e.value
+    soaked = frozenset(e.batch for e in evaluations if e.stage == "soak")
     return RolloutView(
         row.id,
         row.state,
@@ -53,13 +60,19 @@ def rollout_view(
         row.soak_batch,
         row.soak_until,
         baselines,
+        soaked,
     )
 
 
-def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+def existing_rollout(session: Session, rollout_id: int) -> Rollout:
     row = rollouts.get_rollout(session=session, rollout_id=rollout_id)
     if row is None:
         raise NotFound(f"rollout {rollout_id} does not exist")
+    return row
+
+
+def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[RolloutResult]]:
+    row = existing_rollout(session, rollout_id)
     return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
 
 
@@ -77,11 +90,12 @@ class SqlRolloutStore:
         with self._sessions() as session:
             return rollouts.runnable_ids(session=session)
 
-    def load(self, rollout_id: int) -> RolloutView:
+    def load(self, rollout_id: int, *, switch: str | None = None) -> RolloutView:
         with self._sessions() as session:
-            row, results = load_rollout(session, rollout_id)
+            row = existing_rollout(session, rollout_id)
+            rows = rollouts.progress_of(session=session, rollout_id=rollout_id, switch_name=switch)
             evaluations = rollouts.evaluations_of(session=session, rollout_ids=[rollout_id])
-            return rollout_view(row, results, evaluations)
+            return view_of(row, tuple(SwitchProgress(*r) for r in rows), evaluations)
 
     def intent(self, version: int) -> Intent | None:
         if version not in self._intents:

@@ -15,13 +15,13 @@ import pytest
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import HostsSettings, Settings
+from controller.settings import Settings
 from lab import netns
 from tests.e2e.playbook import root_qdisc
 from tests.integration.ansible.conftest import Operator, operator_env
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
-from tests.support.namespaced_hosts import e2e_intent
+from tests.support.namespaced_hosts import e2e_intent, hosts_settings
 from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.e2e
@@ -54,12 +54,7 @@ def fabric() -> Iterator[netns.Fabric]:
 
 @pytest.fixture
 def operator(fabric: netns.Fabric, db_url: str, tmp_path: Path) -> Iterator[Operator]:
-    config = HostsSettings(
-        command_prefix=tuple(fabric.control_exec([])),
-        ssh_common_args=" ".join(fabric.ssh_options()),
-        control_path_dir=fabric.workdir / "cp",
-        workdir=tmp_path / "host-runs",
-    )
+    config = hosts_settings(fabric, tmp_path / "host-runs")
     # The API records host runs; the worker runs them (over SSH into the namespaces).
     settings = Settings.for_database(db_url, hosts=config)
     app = create_app(settings, clock=StepClock())

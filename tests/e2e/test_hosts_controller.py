@@ -21,13 +21,13 @@ from sqlalchemy import create_engine, pool, select
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import HostsSettings, Settings
+from controller.settings import Settings
 from controller.store.models import HostRunResult
 from lab import netns
 from tests.e2e.playbook import htb_classes, in_namespace, root_qdisc, sysctl
 from tests.integration.conftest import StepClock, issue_token, put_intent
 from tests.support.host_runs import finished
-from tests.support.namespaced_hosts import e2e_intent
+from tests.support.namespaced_hosts import e2e_intent, hosts_settings
 from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.e2e
@@ -75,12 +75,7 @@ def fabric() -> Iterator[netns.Fabric]:
 def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    config = HostsSettings(
-        command_prefix=tuple(fabric.control_exec([])),
-        ssh_common_args=" ".join(fabric.ssh_options()),
-        control_path_dir=fabric.workdir / "cp",
-        workdir=tmp_path_factory.mktemp("host-runs"),
-    )
+    config = hosts_settings(fabric, tmp_path_factory.mktemp("host-runs"))
     auth = {
         role.value: {"Authorization": f"Bearer {issue_token(module_db_url, role)}"}
         for role in AccessRole

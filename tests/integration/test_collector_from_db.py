@@ -21,8 +21,16 @@ from controller.services.intents import IntentService
 from controller.store.db import make_engine, make_sessions
 from controller.telemetry.collector import Shard
 from tests.integration.dataplane.conftest import eventually
+from tests.integration.tls_certs import self_signed_tls
 from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.redis_process import free_port
 from vsonic.seed import default_ports
 
@@ -31,16 +39,23 @@ PASSWORD = "collector-db-test"
 NAMES = ["rack0", "rack1", "rack2", "rack3"]
 
 
+@pytest.fixture(scope="module")
+def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """The switches' certificate (its own CA, naming 127.0.0.1), trusted by the collectors."""
+    return self_signed_tls(Path(tmp_path_factory.mktemp("switch-tls")))
+
+
 @pytest.fixture
-def fleet() -> Iterator[dict[str, int]]:
-    """One in-memory switch per server (an intent gives each switch its own endpoint)."""
+def fleet(switch_tls: TlsFiles) -> Iterator[dict[str, int]]:
+    """One in-memory switch per server (an intent gives each switch its own endpoint), each
+    serving gNMI over TLS."""
     running: list[RunningServer] = []
     try:
         for name in NAMES:
             service = GnmiService(
                 fleet_targets([name], default_ports(2)), Clock(), Credentials("admin", PASSWORD)
             )
-            running.append(start_server("127.0.0.1:0", service))
+            running.append(start_server("127.0.0.1:0", service, switch_tls))
         yield {name: server.port for name, server in zip(NAMES, running, strict=True)}
     finally:
         for server in running:
@@ -80,7 +95,7 @@ def _streaming(metrics_port: int) -> set[str]:
 
 
 def test_two_shards_stream_the_intents_switches_between_them(
-    db_url: str, fleet: dict[str, int], tmp_path: Path
+    db_url: str, fleet: dict[str, int], switch_tls: TlsFiles, tmp_path: Path
 ) -> None:
     _store_intent(db_url, fleet)
     processes = []
@@ -90,7 +105,7 @@ def test_two_shards_stream_the_intents_switches_between_them(
             ports[shard] = free_port()
             env = {**os.environ, "DATABASE_URL": db_url, "SLUICE_GNMI_PASSWORD": PASSWORD,
                    "SLUICE_TELEMETRY_METRICS_PORT": str(ports[shard]),
-                   "SLUICE_GNMI_INSECURE": "true"}  # fmt: skip
+                   "SLUICE_GNMI_TLS_CA": str(switch_tls.cert)}  # fmt: skip
             log = (tmp_path / f"collector-{shard.replace('/', '-')}.log").open("wb")
             processes.append(
                 subprocess.Popen(

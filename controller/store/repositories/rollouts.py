@@ -113,6 +113,32 @@ def results_of(
     return list(session.scalars(query.order_by(*order, RolloutResult.switch_name)))
 
 
+# A result's progress without its detail, what a runner's step reads every round: phase,
+# switch, batch, status, attempts, reason.
+Progress = tuple[str, str, int, str, int, str | None]
+
+
+def progress_of(
+    *, session: Session, rollout_id: int, switch_name: str | None = None
+) -> list[Progress]:
+    """Each result's progress columns (of one switch when ``switch_name`` is given), in the
+    order ``results_of`` gives: plain rows, no ORM objects and no ``detail`` JSON, since an
+    engine-mode worker reads this once per switch job and a 1,000-switch rollout has 1,000
+    rows."""
+    query = select(
+        RolloutResult.phase,
+        RolloutResult.switch_name,
+        RolloutResult.batch,
+        RolloutResult.status,
+        RolloutResult.attempts,
+        RolloutResult.reason,
+    ).where(RolloutResult.rollout_id == rollout_id)
+    if switch_name is not None:
+        query = query.where(RolloutResult.switch_name == switch_name)
+    order = (RolloutResult.phase.desc(), RolloutResult.batch, RolloutResult.switch_name)
+    return list(session.execute(query.order_by(*order)).tuples())
+
+
 def set_state(
     *,
     session: Session,

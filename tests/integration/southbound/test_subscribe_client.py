@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import pytest
 from pydantic import SecretStr
 
-from controller.southbound.gnmi import GnmiTarget
+from controller.southbound.gnmi import GnmiTarget, session_tls
 from controller.southbound.subscribe import (
     AGENT_STATE,
     QUEUE_NAME_MAP,
@@ -28,7 +28,14 @@ from controller.southbound.subscribe import (
 )
 from vsonic.db import STATE_DB, Store
 from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.seed import default_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -36,19 +43,27 @@ PASSWORD = "subscribe-client-test"
 
 
 @pytest.fixture
-def fleet() -> Iterator[tuple[RunningServer, GnmiService]]:
+def fleet(switch_tls: TlsFiles) -> Iterator[tuple[RunningServer, GnmiService]]:
     service = GnmiService(
         fleet_targets(["rack0", "rack1"], default_ports(2)), Clock(), Credentials("admin", PASSWORD)
     )
-    running = start_server("127.0.0.1:0", service)
+    running = start_server("127.0.0.1:0", service, switch_tls)
     try:
         yield running, service
     finally:
         running.stop(grace_s=0.2)
 
 
-def _target(port: int, name: str) -> GnmiTarget:
-    return GnmiTarget(name, "127.0.0.1", port, "admin", SecretStr(PASSWORD), prefix_target=name)
+@pytest.fixture
+def target(switch_tls: TlsFiles) -> Callable[[int, str], GnmiTarget]:
+    """A switch of the fleet server on ``port`` as the client reaches it, over TLS."""
+    tls = session_tls(insecure=False, ca=switch_tls.cert)
+
+    def make(port: int, name: str) -> GnmiTarget:
+        secret = SecretStr(PASSWORD)
+        return GnmiTarget(name, "127.0.0.1", port, "admin", secret, tls=tls, prefix_target=name)
+
+    return make
 
 
 def _store(service: GnmiService, name: str) -> Store:
@@ -56,10 +71,10 @@ def _store(service: GnmiService, name: str) -> Store:
 
 
 def test_once_poll_and_on_change_on_one_shared_channel(
-    fleet: tuple[RunningServer, GnmiService],
+    fleet: tuple[RunningServer, GnmiService], target: Callable[[int, str], GnmiTarget]
 ) -> None:
     running, service = fleet
-    rack0, rack1 = _target(running.port, "rack0"), _target(running.port, "rack1")
+    rack0, rack1 = target(running.port, "rack0"), target(running.port, "rack1")
     store = _store(service, "rack1")
 
     async def scenario() -> None:
@@ -129,15 +144,15 @@ GONE_OID = "oid:0x1000000deadbeef"
 
 
 def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
-    fleet: tuple[RunningServer, GnmiService],
+    fleet: tuple[RunningServer, GnmiService], target: Callable[[int, str], GnmiTarget]
 ) -> None:
     running, _ = fleet
     handler = _OneRealOneGoneOid()
 
     async def scenario() -> SwitchStream:
-        channel = open_channel(_target(running.port, "rack0"))
+        channel = open_channel(target(running.port, "rack0"))
         stream = SwitchStream(
-            _target(running.port, "rack0"), channel, handler, StreamPolicy(), rand=lambda: 0.5
+            target(running.port, "rack0"), channel, handler, StreamPolicy(), rand=lambda: 0.5
         )
         task = asyncio.create_task(stream.run())
         try:

@@ -1,4 +1,5 @@
-"""Fixtures for the virtual switch: a real redis-server on 127.0.0.1, stopped after."""
+"""Fixtures for the virtual switch: a real redis-server on 127.0.0.1, stopped after, and gNMI
+over TLS (the switch's own self-signed certificate, trusted by every client here)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
 
+from tests.integration.tls_certs import self_signed_tls
 from vsonic.db import RedisStore
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.subscribe import Timing
@@ -31,6 +33,29 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProc
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """The virtual switches' certificate (its own CA, naming 127.0.0.1)."""
+    return self_signed_tls(Path(tmp_path_factory.mktemp("switch-tls")))
+
+
+def tls_channel(port: int, tls: TlsFiles) -> grpc.Channel:
+    """A gRPC channel to a switch on 127.0.0.1 that trusts its certificate."""
+    trust = grpc.ssl_channel_credentials(root_certificates=tls.cert.read_bytes())
+    return grpc.secure_channel(f"127.0.0.1:{port}", trust)
+
+
+def tls_client(port: int, tls: TlsFiles, credentials: Credentials) -> gNMIclient:
+    """A pygnmi client (not yet connected) to a switch on 127.0.0.1, trusting its certificate."""
+    return gNMIclient(
+        target=("127.0.0.1", port),
+        username=credentials.username,
+        password=credentials.password,
+        path_root=str(tls.cert),
+        gnmi_timeout=5,
+    )
 
 
 @pytest.fixture
@@ -51,21 +76,19 @@ class RunningSwitch:
     port: int
     store: RedisStore
     credentials: Credentials
+    tls: TlsFiles
 
     def client(self, password: str | None = None) -> gNMIclient:
-        """A connected pygnmi client; close it after (``with``)."""
-        client = gNMIclient(
-            target=("127.0.0.1", self.port),
-            username=self.credentials.username,
-            password=self.credentials.password if password is None else password,
-            insecure=True,
-            gnmi_timeout=5,
-        )
+        """A connected pygnmi client over TLS; close it after (``with``)."""
+        credentials = self.credentials
+        if password is not None:
+            credentials = Credentials(credentials.username, password)
+        client = tls_client(self.port, self.tls, credentials)
         call_with_timeout(client.connect)
         return client
 
     def channel(self) -> grpc.Channel:
-        return grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        return tls_channel(self.port, self.tls)
 
     def metadata(self) -> list[tuple[str, str]]:
         return [("username", self.credentials.username), ("password", self.credentials.password)]
@@ -88,8 +111,8 @@ def status_code(error: BaseException) -> grpc.StatusCode:
 
 
 @pytest.fixture
-def vswitch(redis_store: RedisStore) -> Iterator[RunningSwitch]:
-    """Ethernet0 and Ethernet4 at 100G on real Redis, served on a free loopback port."""
+def vswitch(redis_store: RedisStore, switch_tls: TlsFiles) -> Iterator[RunningSwitch]:
+    """Ethernet0 and Ethernet4 at 100G on real Redis, served over TLS on a free loopback port."""
     seed_store(redis_store, SwitchSeed(hostname="vs1", ports=default_ports(2)))
     credentials = Credentials(username="admin", password=secrets.token_hex(8))
     # Short ON_CHANGE re-read period keeps subscription tests quick; SAMPLE keeps 1 s minimum.
@@ -99,8 +122,8 @@ def vswitch(redis_store: RedisStore) -> Iterator[RunningSwitch]:
         credentials,
         Timing(on_change_poll_s=0.05),
     )
-    running = start_server("127.0.0.1:0", service)
+    running = start_server("127.0.0.1:0", service, switch_tls)
     try:
-        yield RunningSwitch(running.port, redis_store, credentials)
+        yield RunningSwitch(running.port, redis_store, credentials, switch_tls)
     finally:
         running.stop(grace_s=0.5)

@@ -8,9 +8,9 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from pygnmi.client import gNMIclient, gNMIException  # type: ignore[import-untyped]
 
-from tests.integration.vsonic.conftest import call_with_timeout, status_code
+from tests.integration.vsonic.conftest import call_with_timeout, status_code, tls_client
 from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
 
 CFG = "/sonic-db:CONFIG_DB/localhost"
@@ -18,16 +18,10 @@ CREDS = Credentials("admin", "fleet-test-password")
 
 
 @pytest.fixture
-def fleet_client() -> Iterator[gNMIclient]:
+def fleet_client(switch_tls: TlsFiles) -> Iterator[gNMIclient]:
     targets = fleet_targets(["vs1", "vs2"], default_ports(2))
-    running = start_server("127.0.0.1:0", GnmiService(targets, Clock(), CREDS))
-    client = gNMIclient(
-        target=("127.0.0.1", running.port),
-        username=CREDS.username,
-        password=CREDS.password,
-        insecure=True,
-        gnmi_timeout=5,
-    )
+    running = start_server("127.0.0.1:0", GnmiService(targets, Clock(), CREDS), switch_tls)
+    client = tls_client(running.port, switch_tls, CREDS)
     try:
         call_with_timeout(client.connect)
         yield client

@@ -13,9 +13,17 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from tests.integration.vsonic.conftest import tls_channel
 from vsonic.db import CONFIG_DB, RedisStore
 from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.switch import Switch, Targets
 
@@ -38,13 +46,13 @@ SCHED = {"type": "DWRR", "weight": "40"}
 class Served:
     """A switch on real Redis behind vsonic's real gNMI service; raw stub calls."""
 
-    def __init__(self, store: RedisStore, gcu: GcuBehaviour) -> None:
+    def __init__(self, store: RedisStore, gcu: GcuBehaviour, tls: TlsFiles) -> None:
         self.store = store
         self.switch = Switch("vs1", store, gcu=gcu)
         self.credentials = Credentials("admin", secrets.token_hex(8))
         service = GnmiService(Targets([self.switch], fleet=False), Clock(), self.credentials)
-        self.server: RunningServer = start_server("127.0.0.1:0", service)
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.port}")
+        self.server: RunningServer = start_server("127.0.0.1:0", service, tls)
+        self.channel = tls_channel(self.server.port, tls)
         self.stub = gnmi_pb2_grpc.gNMIStub(self.channel)
 
     def metadata(self) -> list[tuple[str, str]]:
@@ -78,10 +86,12 @@ def path(*elems: str) -> Any:
 
 
 @pytest.fixture
-def served(redis_store: RedisStore, request: pytest.FixtureRequest) -> Iterator[Served]:
+def served(
+    redis_store: RedisStore, switch_tls: TlsFiles, request: pytest.FixtureRequest
+) -> Iterator[Served]:
     seed_store(redis_store, SwitchSeed(hostname="vs1", ports=default_ports(2)))
     gcu = getattr(request, "param", GcuBehaviour())
-    running = Served(redis_store, gcu)
+    running = Served(redis_store, gcu, switch_tls)
     try:
         yield running
     finally:
@@ -153,10 +163,13 @@ def test_the_extension_makes_agent_tables_acceptable(served: Served) -> None:
     assert served.store.client(CONFIG_DB).hgetall("SLUICE_AGENT|global") == AGENT
 
 
-def test_a_set_takes_the_gcu_time_for_its_size_and_counts_each_op(redis_store: RedisStore) -> None:
+def test_a_set_takes_the_gcu_time_for_its_size_and_counts_each_op(
+    redis_store: RedisStore, switch_tls: TlsFiles
+) -> None:
     seed_store(redis_store, SwitchSeed(hostname="vs1", ports=default_ports(2)))
     slept: list[float] = []
-    running = Served(redis_store, GcuBehaviour(per_set_s=2.0, per_op_s=0.25, sleep=slept.append))
+    gcu = GcuBehaviour(per_set_s=2.0, per_op_s=0.25, sleep=slept.append)
+    running = Served(redis_store, gcu, switch_tls)
     try:
         running.set({("SCHEDULER", "a"): SCHED, ("SCHEDULER", "b"): SCHED})
         running.set({("SCHEDULER", "c"): SCHED})

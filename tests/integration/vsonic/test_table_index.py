@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from tests.integration.vsonic.conftest import tls_channel
 from vsonic.db import CONFIG_DB, COUNTERS_DB, MemoryStore, RedisStore, Store, read_table
 from vsonic.errors import PathNotFoundError
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_codec import json_text
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.paths import DbPath
 from vsonic.seed import SwitchSeed, default_ports, seed_store
 from vsonic.setops import OpKind, SetOp
@@ -132,8 +132,8 @@ def test_cached_get_answers_match_redis_through_sets_and_deletes(redis_store: Re
 # ---- over gRPC: a fleet server, stopped and started again over the same switches ----------
 
 
-def _get(port: int, target: str, table: str) -> bytes:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+def _get(port: int, tls: TlsFiles, target: str, table: str) -> bytes:
+    with tls_channel(port, tls) as channel:
         request = gnmi_pb2.GetRequest(
             prefix=gnmi_pb2.Path(target=target),
             path=[
@@ -150,8 +150,10 @@ def _get(port: int, target: str, table: str) -> bytes:
     return text
 
 
-def _grpc_set(port: int, target: str, table: str, key: str, fields: dict[str, str]) -> None:
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+def _grpc_set(
+    port: int, tls: TlsFiles, target: str, table: str, key: str, fields: dict[str, str]
+) -> None:
+    with tls_channel(port, tls) as channel:
         update = gnmi_pb2.Update(
             path=gnmi_pb2.Path(
                 origin="sonic-db",
@@ -164,29 +166,29 @@ def _grpc_set(port: int, target: str, table: str, key: str, fields: dict[str, st
         gnmi_pb2_grpc.gNMIStub(channel).Set(request, metadata=metadata, timeout=10)
 
 
-def test_fleet_get_after_set_is_the_same_answer_across_a_server_restart() -> None:
+def test_fleet_get_after_set_is_the_same_answer_across_a_server_restart(
+    switch_tls: TlsFiles,
+) -> None:
     fleet = fleet_targets(["vs1", "vs2"], default_ports(2))
-    running = start_server("127.0.0.1:0", GnmiService(fleet, Clock(), CREDS))
+    running = start_server("127.0.0.1:0", GnmiService(fleet, Clock(), CREDS), switch_tls)
     try:
-        _grpc_set(running.port, "vs1", "WRED_PROFILE", "w1", WRED)
-        first = _get(running.port, "vs1", "WRED_PROFILE")
+        _grpc_set(running.port, switch_tls, "vs1", "WRED_PROFILE", "w1", WRED)
+        first = _get(running.port, switch_tls, "vs1", "WRED_PROFILE")
         assert json.loads(first) == {"w1": WRED}
-        assert _get(running.port, "vs1", "WRED_PROFILE") == first  # from the cache
-        _grpc_set(running.port, "vs1", "WRED_PROFILE", "w0", WRED)
-        second = _get(running.port, "vs1", "WRED_PROFILE")
+        assert _get(running.port, switch_tls, "vs1", "WRED_PROFILE") == first  # from the cache
+        _grpc_set(running.port, switch_tls, "vs1", "WRED_PROFILE", "w0", WRED)
+        second = _get(running.port, switch_tls, "vs1", "WRED_PROFILE")
         assert list(json.loads(second)) == ["w0", "w1"]  # in key order, the new entry first
-        port_table = _get(running.port, "vs2", "PORT")
+        port_table = _get(running.port, switch_tls, "vs2", "PORT")
     finally:
         running.stop(grace_s=0.5)
-    restarted = start_server("127.0.0.1:0", GnmiService(fleet, Clock(), CREDS))
+    restarted = start_server("127.0.0.1:0", GnmiService(fleet, Clock(), CREDS), switch_tls)
     try:
-        assert _get(restarted.port, "vs1", "WRED_PROFILE") == second
-        assert _get(restarted.port, "vs2", "PORT") == port_table
-        _grpc_set(restarted.port, "vs1", "WRED_PROFILE", "w1", {**WRED, "green_min_threshold": "7"})
-        assert json.loads(_get(restarted.port, "vs1", "WRED_PROFILE"))["w1"] == {
-            **WRED,
-            "green_min_threshold": "7",
-        }
+        assert _get(restarted.port, switch_tls, "vs1", "WRED_PROFILE") == second
+        assert _get(restarted.port, switch_tls, "vs2", "PORT") == port_table
+        changed = {**WRED, "green_min_threshold": "7"}
+        _grpc_set(restarted.port, switch_tls, "vs1", "WRED_PROFILE", "w1", changed)
+        assert json.loads(_get(restarted.port, switch_tls, "vs1", "WRED_PROFILE"))["w1"] == changed
     finally:
         restarted.stop(grace_s=0.5)
 
