@@ -18,7 +18,9 @@ With ``SLUICE_WORKER_WATCH_DRIFT`` (on by default) a watcher keeps one ON_CHANGE
 switch of the head intent on the tables sluice owns (``controller/reconcile/watch.py``): a
 switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
 intent's reconcile interval, and the full pass becomes an audit every
-``SLUICE_WORKER_AUDIT_S``.
+``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) the
+watcher stays off: its streams are not sharded across workers yet, and every worker watching
+every switch would multiply the streams each switch serves by the number of workers.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ def build_worker(
     inbox = DriftInbox()
     watcher = (
         WatcherThread(inbox.on_drift, rand=rand or random.Random().random)
-        if settings.worker.watch_drift
+        if _watches_drift(settings)
         else None
     )
     worker = Worker(
@@ -233,6 +235,17 @@ def build_worker(
         engine.dispose()
 
     return worker, close
+
+
+def _watches_drift(settings: Settings) -> bool:
+    """Whether this worker runs the drift watcher: asked for, and not in engine mode (where
+    each of N workers would open its own stream to every switch)."""
+    if not settings.worker.watch_drift:
+        return False
+    if settings.worker.engine != "single":
+        log.info("drift watcher off in engine mode (its streams are not sharded across workers)")
+        return False
+    return True
 
 
 def _watched(
