@@ -37,6 +37,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from controller.qos.buffers import dynaq_bounds
+
 ROOT = Path(__file__).resolve().parents[1]
 NETSIM = ROOT / "target" / "release" / "netsim"
 IMAGES = ROOT / "docs" / "img"
@@ -60,6 +62,10 @@ PIAS_THRESHOLDS = {
         0.8: [745, 1083, 1391, 13689, 14936, 21149, 27245],
     },
 }
+
+# PIAS's ns-2 ports (PIAS-NS2 scripts/run_pias_dctcp.py): queueSize 240 packets, DCTCP_K 65.
+PIAS_BUFFER_PACKETS = 240
+PIAS_K_PACKETS = 65
 
 # What the PIAS paper reports for small flows against DCTCP (NSDI'15 §6.2): reductions of
 # the mean of 37-47 % (web search) and 30-45 % (data mining), of the 99th percentile 40-51 %
@@ -102,7 +108,7 @@ def pias_fabric() -> dict[str, Any]:
 
 
 def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str, Any]:
-    k, buffer = 65 * PACKET, 240 * PACKET
+    k, buffer = PIAS_K_PACKETS * PACKET, PIAS_BUFFER_PACKETS * PACKET
     qos: dict[str, Any]
     if scheme == "pias":
         thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
@@ -114,14 +120,24 @@ def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str
         }
     else:
         qos = {"scheme": "dctcp", "k_bytes": k, "port_buffer_bytes": buffer}
-    # ns-2's host links have the same DropTail queue as the switch ports; without a limit a
-    # large flow alone on its NIC (no marks, no drops) grows its window without bound and
-    # the host's own queue delays its small flows past their RTO.
+    # ns-2's host links carry the same queue as the switch links (PIAS-NS2
+    # scripts/spine_empirical.tcl: every duplex-link is $switchAlg, Queue/Priority): the same
+    # 240-packet limit, the same strict priority queues and the same per-port marking at K.
+    # Without the marking, a large flow alone on its NIC sees no congestion signal, fills the
+    # NIC queue and delays its host's small flows (by up to an RTO under DCTCP's one queue).
     qos["host_buffer_bytes"] = buffer
+    qos["host_ecn"] = True
     return {
         "seed": 1,
         "topology": pias_fabric(),
-        "tcp": {"cc": "dctcp", "init_cwnd": 70.0, "min_rto_ns": 2e6, "initial_rto_ns": 2e6},
+        # maxcwnd_ = queueSize - 1 packets in the same script.
+        "tcp": {
+            "cc": "dctcp",
+            "init_cwnd": 70.0,
+            "min_rto_ns": 2e6,
+            "initial_rto_ns": 2e6,
+            "max_cwnd": float(PIAS_BUFFER_PACKETS - 1),
+        },
         "qos": qos,
         "traffic": [{"kind": "poisson", "workload": workload, "load": load, "flows": flows}],
     }
@@ -312,10 +328,48 @@ def mqecn_testbed() -> list[str]:
     return rows
 
 
-def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
+DYNAQ_WEIGHTS = [4, 3, 2, 1]
+DYNAQ_BUFFER = 200 * PACKET
+
+
+def dynaq_agent(interval_ms: int) -> dict[str, Any]:
+    """The qos-agent running DynaQ on the leaf's host ports, with the orders the controller
+    compiles for it: bounds from the port buffer (``controller.qos.buffers.dynaq_bounds``),
+    drop steps (the transport has no ECN)."""
+    total = sum(DYNAQ_WEIGHTS)
+    entries = []
+    for q, w in enumerate(DYNAQ_WEIGHTS):
+        b = dynaq_bounds(DYNAQ_BUFFER, w, total, PACKET)
+        fields = {
+            "wred_profile": f"SLUICE_Q_Ethernet0_{q}",
+            "weight": str(w),
+            "floor_bytes": str(b.floor_bytes),
+            "ceiling_bytes": str(b.ceiling_bytes),
+            "static_bytes": str(b.static_bytes),
+            "speed_gbps": "10",
+            "buffer_bytes": str(DYNAQ_BUFFER),
+        }
+        entries.append({"queue": q, "fields": fields})
+    orders = {
+        "algorithm": "dynaq",
+        "interval_ms": str(interval_ms),
+        "rtt_us": "100",
+        "lambda": "1",
+        "hysteresis_pct": "0",
+        "hdcq_k": "0.06",
+        "stale_after_ms": "1000",
+        "queues": "0,1,2,3",
+        "version": "repro",
+    }
+    return {"global": orders, "leaf_down": entries, "write": "drop_step"}
+
+
+def dynaq_config(
+    aqm: Any, dynamic_th: int | None, agent: dict[str, Any] | None = None
+) -> dict[str, Any]:
     # 4 DWRR queues weighted 4:3:2:1; queues 0 and 2 carry 8 flows, queues 1 and 3 carry 32;
     # NewReno without ECN, so only drops signal congestion. Senders: 80 hosts, one flow each.
-    weights = [4, 3, 2, 1]
+    weights = DYNAQ_WEIGHTS
     counts = [8, 32, 8, 32]
     queues = [{"sched": {"dwrr": w}, "dynamic_th": dynamic_th} for w in weights]
     flows, host = [], 0
@@ -339,11 +393,12 @@ def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
             "scheme": "custom",
             "queues": queues,
             "aqm": aqm,
-            "port_buffer_bytes": 200 * PACKET,
+            "port_buffer_bytes": DYNAQ_BUFFER,
             # The port's 300 KB are shared by its queues (netsim's default per-port buffer),
             # as in DynaQ's setting.
             "quantum_unit_bytes": PACKET,
             "tagging": "by_class",
+            "agent": agent,
         },
         "traffic": [{"kind": "flows", "flows": flows}],
         "end_ns": 200e6,
@@ -352,9 +407,11 @@ def dynaq_config(aqm: Any, dynamic_th: int | None) -> dict[str, Any]:
 
 
 def dynaq() -> None:
-    schemes: dict[str, tuple[Any, int | None]] = {
-        "shared buffer, dynamic_th 0": ("per_queue", 0),
-        "DynaQ": ("dynaq", None),
+    schemes: dict[str, tuple[Any, int | None, dict[str, Any] | None]] = {
+        "shared buffer, dynamic_th 0": ("per_queue", 0, None),
+        "DynaQ per packet": ("dynaq", None, None),
+        "DynaQ agent, 1 ms": ("per_queue", None, dynaq_agent(1)),
+        "DynaQ agent, 10 ms": ("per_queue", None, dynaq_agent(10)),
     }
     rows = [
         "DynaQ vs a dynamic-threshold shared buffer: 4 DWRR queues 4:3:2:1, "
@@ -362,22 +419,25 @@ def dynaq() -> None:
         f"{'scheme':<30}{'Gb/s per queue (fair: 4 3 2 1)':>34}{'Jain (weighted)':>17}",
     ]
     fig, ax = plt.subplots(figsize=(6, 4))
-    width = 0.35
-    for i, (name, (aqm, th)) in enumerate(schemes.items()):
-        w = run(dynaq_config(aqm, th))["watched"]
+    width = 0.8 / len(schemes)
+    for i, (name, (aqm, th, agent)) in enumerate(schemes.items()):
+        w = run(dynaq_config(aqm, th, agent))["watched"]
         gbps = [q["throughput_bps"] / 1e9 for q in w["queues"]]
         normalised = [g / wt for g, wt in zip(gbps, [4, 3, 2, 1], strict=True)]
         jain = sum(normalised) ** 2 / (len(normalised) * sum(x * x for x in normalised))
         rows.append(f"{name:<30}{' '.join(f'{g:6.2f}' for g in gbps):>34}{jain:>17.3f}")
         ax.bar([q + i * width for q in range(4)], gbps, width, label=name)
     ax.plot(
-        [q + width / 2 for q in range(4)],
+        [q + width * (len(schemes) - 1) / 2 for q in range(4)],
         [4, 3, 2, 1],
         "k_",
         markersize=30,
         label="weighted fair share",
     )
-    ax.set_xticks([q + width / 2 for q in range(4)], ["q0 (8)", "q1 (32)", "q2 (8)", "q3 (32)"])
+    ax.set_xticks(
+        [q + width * (len(schemes) - 1) / 2 for q in range(4)],
+        ["q0 (8)", "q1 (32)", "q2 (8)", "q3 (32)"],
+    )
     ax.set_ylabel("Gb/s")
     ax.legend()
     save(fig, "netsim_dynaq.png")

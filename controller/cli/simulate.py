@@ -122,12 +122,19 @@ def simulate(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    agent: Annotated[
+        bool,
+        typer.Option(
+            "--agent",
+            help="switch ports run the qos-agent's polling loop instead of per-packet MQ-ECN/DynaQ",
+        ),
+    ] = False,
 ) -> None:
     """What-if: flow completion times per class for an intent, before rolling it out."""
 
     def request() -> Request:
         try:
-            return Request(workload, load, flows, seed, parse_mix(mix))
+            return Request(workload, load, flows, seed, parse_mix(mix), agent)
         except TwinInputInvalid as error:
             raise IntentInvalid([FieldProblem("mix", str(error))]) from error
 

@@ -22,7 +22,8 @@ from typing import Any
 from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
 from controller.policy.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
 from controller.sonic.compile import fleet_qos, port_profile
-from controller.sonic.context import FleetQos, PortProfile
+from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
+from controller.sonic.tables import sluice_agent, sluice_agent_queue
 
 JsonObject = dict[str, Any]
 
@@ -39,13 +40,17 @@ class TwinInputInvalid(ValueError):
 class Request:
     """What to run: a workload at a load of every host link, so many flows, a seed.
 
-    ``mix``: each class's share of the load, by class name (default: equal shares)."""
+    ``mix``: each class's share of the load, by class name (default: equal shares).
+    ``agent``: switch ports run the qos-agent's loop (qos-core, polling counters every
+    ``interval_ms`` of simulated time) on the orders the controller compiles, instead of
+    vasic's per-packet MQ-ECN or DynaQ."""
 
     workload: str = "websearch"
     load: float = 0.6
     flows: int = 2000
     seed: int = 1
     mix: tuple[tuple[str, float], ...] = ()
+    agent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +175,18 @@ def _threshold(fields: dict[str, str] | None) -> int | None:
     return int(fields["green_min_threshold"])
 
 
-def _aqm(fleet: FleetQos, notes: list[str]) -> str | JsonObject:
+def _aqm(fleet: FleetQos, notes: list[str], agent: bool) -> str | JsonObject:
     """vasic's MQ-ECN and DynaQ modes are port-wide; the intent's other queues keep theirs on
-    the switch but follow the port's mode in the twin."""
+    the switch but follow the port's mode in the twin. With the agent, each queue keeps its
+    compiled profile and the agent rewrites the dynamic ones."""
     algorithm = fleet.algorithm
+    if agent and algorithm != "static":
+        notes.append(
+            f"{algorithm} runs as the qos-agent's loop (qos-core) every "
+            f"{fleet.fabric.agent.interval_ms} ms of simulated time, reading the counters SONiC "
+            "publishes (no occupancy: the watermark, read and cleared)"
+        )
+        return "per_queue"
     if algorithm in ("static", EcnMode.HDCQ.value):
         if algorithm == EcnMode.HDCQ.value:
             notes.append(
@@ -277,7 +290,35 @@ def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
     }
 
 
-def qos(intent: Intent, notes: list[str]) -> JsonObject:
+def agent_orders(fleet: FleetQos, profiles: dict[str, PortProfile | None]) -> JsonObject | None:
+    """netsim's agent spec: the compiled ``SLUICE_AGENT|global`` fields and, per port kind,
+    the ``SLUICE_AGENT_QUEUE`` rows of that kind's profile (a kind with no dynamic queue gets
+    no agent)."""
+    if fleet.algorithm == "static":
+        return None
+    spec: JsonObject = {"global": sluice_agent.orders_fields(fleet, "twin")}
+    # The agent rewrites thresholds only; whether a step marks or drops is the compiled
+    # profile's ``ecn`` field, which it keeps (agents/qos-agent/src/wred.rs).
+    dynamic = [
+        q for p in profiles.values() if p is not None for q in p.queues if q.bounds is not None
+    ]
+    if dynamic:
+        spec["write"] = "ecn_step" if _threshold(dynamic[0].wred_fields) else "drop_step"
+    for kind, profile in profiles.items():
+        rows = sluice_agent_queue.rows(profile) if profile is not None else []
+        if not rows:
+            continue
+        entries = []
+        for row in rows:
+            fields = dict(row.fields)
+            if row.port_named is not None:
+                fields[row.port_named] = dynamic_wred_name("Ethernet0", row.queue)
+            entries.append({"queue": row.queue, "fields": fields})
+        spec[kind] = entries
+    return spec if any(kind in spec for kind in profiles) else None
+
+
+def qos(intent: Intent, notes: list[str], agent: bool = False) -> JsonObject:
     fleet = fleet_qos(intent)
     spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
     groups = _port_groups(intent, spines)
@@ -285,7 +326,7 @@ def qos(intent: Intent, notes: list[str]) -> JsonObject:
     base = profiles["leaf_down"] or profiles["spine"] or profiles["leaf_up"]
     if base is None:
         raise TwinInputInvalid("the twin needs switch ports")
-    aqm = _aqm(fleet, notes)
+    aqm = _aqm(fleet, notes, agent)
     if isinstance(aqm, dict) and "mqecn" in aqm:
         aqm = {"mqecn": {"k_std_bytes": float(base.k_bytes)}}
     return {
@@ -307,6 +348,7 @@ def qos(intent: Intent, notes: list[str]) -> JsonObject:
             if profile is not None
         },
         "qjump": qjump_hosts(intent, notes),
+        "agent": agent_orders(fleet, profiles) if agent else None,
     }
 
 
@@ -366,7 +408,7 @@ def translate(intent: Intent, request: Request) -> TwinConfig:
         "seed": request.seed,
         "topology": topology(intent, notes),
         "tcp": tcp(intent, notes),
-        "qos": qos(intent, notes),
+        "qos": qos(intent, notes, request.agent),
         "traffic": traffic(intent, request),
         "end_ns": 60e9,
     }

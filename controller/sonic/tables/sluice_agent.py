@@ -10,7 +10,7 @@ that reacts to this entry finds everything it points at.
 
 from __future__ import annotations
 
-from controller.sonic.context import SwitchContext
+from controller.sonic.context import FleetQos, SwitchContext
 from controller.sonic.model import Fields
 from controller.sonic.schema import TableSchema
 from controller.sonic.sluice_yang import AGENT_FIELDS, AGENT_KEY_PATTERN
@@ -40,7 +40,11 @@ def _decimal(field: str, value: float) -> str:
 
 
 def agent_fields(ctx: SwitchContext) -> Fields:
-    fleet = ctx.fleet
+    return orders_fields(ctx.fleet, ctx.version)
+
+
+def orders_fields(fleet: FleetQos, version: str) -> Fields:
+    """The global orders for ``fleet``, stamped with ``version`` (the twin runs the same)."""
     fabric = fleet.fabric
     agent = fabric.agent
     return {
@@ -52,7 +56,7 @@ def agent_fields(ctx: SwitchContext) -> Fields:
         "hdcq_k": _decimal("hdcq_k", agent.hdcq_k),
         "stale_after_ms": str(agent.stale_after_ms),
         "queues": ",".join(str(q) for q in fleet.dynamic_queues),
-        "version": ctx.version,
+        "version": version,
     }
 
 

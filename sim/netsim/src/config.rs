@@ -25,6 +25,9 @@ pub enum QosChoice {
         /// Host NIC queue limit, bytes (none by default).
         #[serde(default)]
         host_buffer_bytes: Option<u64>,
+        /// Host NICs mark at K as the switch ports do (`FabricQos::host_ecn`).
+        #[serde(default)]
+        host_ecn: bool,
     },
     /// PIAS: 8 strict queues, per-port ECN at K, demotion thresholds.
     Pias {
@@ -37,6 +40,9 @@ pub enum QosChoice {
         /// Host NIC queue limit, bytes (none by default).
         #[serde(default)]
         host_buffer_bytes: Option<u64>,
+        /// Host NICs mark at K as the switch ports do (`FabricQos::host_ecn`).
+        #[serde(default)]
+        host_ecn: bool,
     },
     /// HDCQ: three queues, hosts' Priorities 1-3, switches' Algorithm 2 (`FabricQos::hdcq`).
     Hdcq {
@@ -61,14 +67,18 @@ impl QosChoice {
     /// The fabric QoS it stands for.
     pub fn fabric_qos(&self) -> FabricQos {
         match self {
-            Self::Dctcp { k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
+            Self::Dctcp { k_bytes, port_buffer_bytes, host_buffer_bytes, host_ecn } => FabricQos {
                 host_buffer_bytes: *host_buffer_bytes,
+                host_ecn: *host_ecn,
                 ..FabricQos::dctcp(*k_bytes, *port_buffer_bytes)
             },
-            Self::Pias { thresholds_bytes, k_bytes, port_buffer_bytes, host_buffer_bytes } => FabricQos {
-                host_buffer_bytes: *host_buffer_bytes,
-                ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
-            },
+            Self::Pias { thresholds_bytes, k_bytes, port_buffer_bytes, host_buffer_bytes, host_ecn } => {
+                FabricQos {
+                    host_buffer_bytes: *host_buffer_bytes,
+                    host_ecn: *host_ecn,
+                    ..FabricQos::pias(thresholds_bytes.clone(), *k_bytes, *port_buffer_bytes)
+                }
+            }
             Self::Hdcq {
                 flow_type_thresh_bytes,
                 port_buffer_bytes,

@@ -9,6 +9,8 @@
 //!
 //! - [`topology`]: the generated leaf-spine fabric, routing and ECMP;
 //! - [`qos`]: ports' queues, marking and buffer, hosts' tagging;
+//! - [`agent`]: the real qos-core agent polling switch ports' counters, in place of a
+//!   per-packet algorithm;
 //! - [`tcp`]: NewReno and DCTCP senders, receivers;
 //! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
 //! - [`hops`]: per-hop queueing delay, per switch port, hop position and class;
@@ -20,6 +22,7 @@
 //! The model, its sources and what it leaves out are in `docs/netsim.md`.
 #![deny(unsafe_code)]
 
+pub mod agent;
 pub mod config;
 pub mod hops;
 pub mod qos;

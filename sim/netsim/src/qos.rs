@@ -10,6 +10,7 @@ use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
 use vasic::wred::WredProfile;
 
+use crate::agent::AgentSpec;
 use crate::shaping::QjumpHosts;
 
 /// One queue's scheduling.
@@ -252,6 +253,15 @@ pub struct FabricQos {
     /// QJUMP token buckets on every host (none: hosts send unlimited).
     #[serde(default)]
     pub qjump: Option<QjumpHosts>,
+    /// Host NICs mark ECT packets as the switch ports do (a per-port or per-queue step at
+    /// the same K): ns-2's host links carry the same queue as the switch links (the PIAS
+    /// simulations, PIAS-NS2 `scripts/spine_empirical.tcl`). Default: hosts do not mark.
+    #[serde(default)]
+    pub host_ecn: bool,
+    /// The qos-core agent on switch ports, in place of a per-packet algorithm (none: ports
+    /// mark by `aqm`).
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
 }
 
 fn default_quantum() -> u64 {
@@ -273,6 +283,8 @@ impl FabricQos {
             ack_queue: None,
             ports: PortKinds::default(),
             qjump: None,
+            host_ecn: false,
+            agent: None,
         }
     }
 
@@ -290,6 +302,8 @@ impl FabricQos {
             ack_queue: None,
             ports: PortKinds::default(),
             qjump: None,
+            host_ecn: false,
+            agent: None,
         }
     }
 
@@ -323,6 +337,8 @@ impl FabricQos {
             ack_queue: Some(2),
             ports: PortKinds::default(),
             qjump: None,
+            host_ecn: false,
+            agent: None,
         }
     }
 
@@ -401,22 +417,31 @@ impl FabricQos {
         PortConfig { speed_bps, queues, aqm, quantum_unit_bytes: self.quantum_unit_bytes, buffer_bytes }
     }
 
-    /// A host NIC of `speed_bps`: the same queues and scheduling, no marking, the host
-    /// buffer as its pool (the caller sizes the pool).
+    /// A host NIC of `speed_bps`: the same queues and scheduling, the host buffer as its pool
+    /// (the caller sizes the pool); no marking unless `host_ecn`, then the fabric-wide
+    /// per-port or per-queue step (MQ-ECN and DynaQ are switch algorithms: hosts do not run
+    /// them).
     pub fn host_port(&self, speed_bps: f64) -> PortConfig {
         let queues = self
             .queues
             .iter()
             .map(|q| QueueConfig {
                 scheduling: scheduling(q.sched),
-                wred: None,
+                wred: match self.aqm {
+                    Aqm::PerQueue if self.host_ecn => q.ecn_k_bytes.map(WredProfile::ecn_step),
+                    _ => None,
+                },
                 buffer: BufferLimit::Static(self.host_buffer_bytes.unwrap_or(0)),
             })
             .collect();
+        let aqm = match self.aqm {
+            Aqm::PortEcn { k_bytes } if self.host_ecn => AqmMode::PortEcn { k_bytes },
+            _ => AqmMode::Wred,
+        };
         PortConfig {
             speed_bps,
             queues,
-            aqm: AqmMode::Wred,
+            aqm,
             quantum_unit_bytes: self.quantum_unit_bytes,
             buffer_bytes: u64::MAX / 4,
         }
@@ -470,6 +495,18 @@ mod tests {
         assert_eq!(kinds, vec![Scheduling::Wrr(1), Scheduling::Wrr(5), Scheduling::Strict]);
         assert_eq!((qos.ack_queue(0), qos.data_queue(0, 0), qos.data_queue(102_399, 0)), (2, 1, 1));
         assert_eq!(qos.data_queue(102_400, 0), 0);
+    }
+
+    #[test]
+    fn hosts_mark_only_when_asked() {
+        let pias = FabricQos::pias(vec![], 97_500, 360_000);
+        assert_eq!(pias.host_port(10e9).aqm, AqmMode::Wred);
+        let marking = FabricQos { host_ecn: true, ..pias };
+        assert_eq!(marking.host_port(10e9).aqm, AqmMode::PortEcn { k_bytes: 97_500 });
+        let dctcp = FabricQos::dctcp(97_500, 360_000);
+        assert_eq!(dctcp.host_port(10e9).queues[0].wred, None);
+        let marking = FabricQos { host_ecn: true, ..dctcp };
+        assert_eq!(marking.host_port(10e9).queues[0].wred, Some(WredProfile::ecn_step(97_500)));
     }
 
     #[test]

@@ -9,10 +9,12 @@
 
 use qos_core::counters::QueueCounters;
 use serde::Serialize;
+use vasic::agent_loop::AgentLoop;
 use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
+use crate::agent::AgentError;
 use crate::hops::{Hop, HopDelays, HopRecorder};
 use crate::qos::{BufferModel, FabricQos};
 use crate::shaping::TokenBucket;
@@ -42,6 +44,9 @@ pub enum SimError {
     /// A flow to itself.
     #[error("flow {0} has the same source and destination")]
     Loopback(usize),
+    /// The agent's orders cannot run.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
 }
 
 /// Byte and packet tallies over the whole run (all packets: data and ACKs).
@@ -105,6 +110,16 @@ enum Ev {
         host: usize,
         bucket: usize,
     },
+    /// Every switch port's agent reads its counters and writes thresholds.
+    AgentStep,
+}
+
+/// The qos-core agent of one switch port.
+struct PortAgent {
+    switch: usize,
+    port: usize,
+    device: usize,
+    agent: AgentLoop,
 }
 
 /// One QJUMP bucket of a host, and when its pending release event is due.
@@ -207,6 +222,10 @@ pub struct Fabric {
     hops: HopRecorder,
     /// Each host's QJUMP buckets (none without QJUMP).
     shapers: Vec<Vec<Shaper>>,
+    /// The agents on switch ports, and their polling interval, ns.
+    agents: Vec<PortAgent>,
+    agent_every_ns: f64,
+    agent_steps: u64,
     finished: usize,
     salt: u64,
     now_ns: f64,
@@ -231,14 +250,20 @@ impl Fabric {
             owner.push(None);
         }
         let mut port_device = Vec::with_capacity(topo.switches());
+        let plan = qos.agent.as_ref().map(|a| a.plan()).transpose()?;
         for sw in 0..topo.switches() {
-            let ports: Vec<_> = topo
+            let mut ports: Vec<_> = topo
                 .port_speeds(sw)
                 .into_iter()
                 .enumerate()
                 .map(|(p, s)| qos.switch_port(s, topo.port_kind(sw, p)))
                 .collect();
             let kinds: Vec<_> = (0..ports.len()).map(|p| topo.port_kind(sw, p)).collect();
+            if let Some(plan) = &plan {
+                for (port, &kind) in ports.iter_mut().zip(&kinds) {
+                    plan.configure_port(kind, port)?;
+                }
+            }
             let device_seed = |d: usize| seed.rotate_left(17) ^ d as u64;
             let mut map = Vec::with_capacity(ports.len());
             match qos.buffer {
@@ -263,6 +288,18 @@ impl Fabric {
             }
             port_device.push(map);
         }
+        let agents = plan.as_ref().map_or_else(Vec::new, |plan| {
+            port_device
+                .iter()
+                .enumerate()
+                .flat_map(|(sw, map)| map.iter().enumerate().map(move |(p, &(d, l))| (sw, p, d, l)))
+                .filter_map(|(switch, port, device, local)| {
+                    let agent = plan.agent_for(topo.port_kind(switch, port), local)?;
+                    Some(PortAgent { switch, port, device, agent })
+                })
+                .collect()
+        });
+        let agent_every_ns = plan.as_ref().map_or(0.0, |p| p.interval_ns());
         let switch_hops = (0..topo.switches())
             .map(|sw| (0..topo.port_speeds(sw).len()).map(|p| Hop::from(topo.port_kind(sw, p))).collect())
             .collect();
@@ -295,6 +332,9 @@ impl Fabric {
             });
             events.push(spec.start_ns, Ev::Start(i));
         }
+        if !agents.is_empty() {
+            events.push(agent_every_ns, Ev::AgentStep);
+        }
         Ok(Self {
             wake_at: vec![None; devices.len()],
             devices,
@@ -308,6 +348,9 @@ impl Fabric {
             tally: Tally::default(),
             hops: HopRecorder::new(classes, switch_hops),
             shapers,
+            agents,
+            agent_every_ns,
+            agent_steps: 0,
             finished: 0,
             salt: seed,
             now_ns: 0.0,
@@ -444,7 +487,36 @@ impl Fabric {
             Ev::Arrive { node: Node::Host(host), packet } => self.arrive_at_host(host, packet),
             Ev::Rto(flow) => self.rto_check(flow),
             Ev::Release { host, bucket } => self.release(host, bucket),
+            Ev::AgentStep => self.agent_step(),
         }
+    }
+
+    /// One polling step of every port's agent; the next is due one interval on, while
+    /// anything else is left to happen (an idle fabric stops).
+    fn agent_step(&mut self) -> Result<(), SimError> {
+        for i in 0..self.agents.len() {
+            let device = self.agents[i].device;
+            // Bring the port's counters up to now (departures since its last wake).
+            self.wake(device)?;
+            let PortAgent { agent, .. } = &mut self.agents[i];
+            agent.step(self.now_ns, &mut self.devices[device])?;
+        }
+        self.agent_steps += 1;
+        if self.events.next_at_ns().is_some() {
+            self.events.push(self.now_ns + self.agent_every_ns, Ev::AgentStep);
+        }
+        Ok(())
+    }
+
+    /// Agent steps taken so far (each reads every agent port once).
+    pub fn agent_steps(&self) -> u64 {
+        self.agent_steps
+    }
+
+    /// The thresholds in force on a switch port the agent runs, bytes, by managed queue in
+    /// the orders' queue order; None if no agent runs there.
+    pub fn agent_thresholds(&self, switch: usize, port: usize) -> Option<&[u64]> {
+        self.agents.iter().find(|a| a.switch == switch && a.port == port).map(|a| a.agent.thresholds())
     }
 
     fn wake(&mut self, device: usize) -> Result<(), SimError> {

@@ -49,6 +49,10 @@ pub struct TcpConfig {
     /// Whether pure ACKs go out ECN-capable; by default DCTCP's do (RFC 8257 §3.1, as Linux
     /// sends them) and classic ECN's do not (RFC 3168 §6.1.4).
     pub ect_acks: Option<bool>,
+    /// The largest congestion window, segments; growth stops there (ns-2's `maxcwnd_`, which
+    /// the PIAS simulations set to the port buffer less one packet, 239: PIAS-NS2
+    /// `scripts/spine_empirical.tcl`). None: no cap.
+    pub max_cwnd: Option<f64>,
 }
 
 impl Default for TcpConfig {
@@ -62,6 +66,7 @@ impl Default for TcpConfig {
             dctcp_g: 1.0 / 16.0,
             dctcp_alpha_init: 1.0,
             ect_acks: None,
+            max_cwnd: None,
         }
     }
 }
@@ -295,6 +300,9 @@ impl Sender {
         } else {
             self.cwnd += newly as f64 / self.cwnd;
         }
+        if let Some(cap) = self.config.max_cwnd {
+            self.cwnd = self.cwnd.min(cap.max(1.0));
+        }
         None
     }
 
@@ -419,6 +427,19 @@ mod tests {
 
     fn send_all(s: &mut Sender) -> Vec<u64> {
         std::iter::from_fn(|| s.next_segment()).collect()
+    }
+
+    #[test]
+    fn the_window_stops_growing_at_max_cwnd() {
+        // Slow start from 10 would reach 20 after one window of ACKs; the cap holds it at 15,
+        // so only five more segments than the ten acknowledged may go.
+        let mut s = Sender::new(TcpConfig { max_cwnd: Some(15.0), ..reno() }, 1_000);
+        assert_eq!(send_all(&mut s).len(), 10);
+        for ack in 1..=10 {
+            s.on_ack(1e3, ack, false, 0.0);
+        }
+        assert_eq!(s.cwnd(), 15.0);
+        assert_eq!(send_all(&mut s), (10..25).collect::<Vec<_>>());
     }
 
     #[test]

@@ -26,9 +26,9 @@ pub enum Readout {
     #[default]
     AllCounters,
     /// Only what SONiC's QUEUE and QUEUE_WATERMARK counter groups publish: packets, bytes,
-    /// drops and the shared watermark, which is read and cleared at every step (so the next
-    /// read sees the next interval's peak). With no occupancy published, qos-core reads the
-    /// watermark in its place (`QueueCounters::from_fields`).
+    /// drops and the shared watermark, which is read and cleared (the port's own) at every
+    /// step (so the next read sees the next interval's peak). With no occupancy published,
+    /// qos-core reads the watermark in its place (`QueueCounters::from_fields`).
     Published,
 }
 
@@ -112,7 +112,7 @@ impl AgentLoop {
             });
         }
         if self.readout == Readout::Published {
-            sw.clear_watermarks();
+            sw.clear_port_watermarks(self.port)?;
         }
         let inputs: Vec<QueueInput<'_>> = self
             .queues

@@ -125,6 +125,17 @@ impl Vasic {
         }
     }
 
+    /// Resets one port's queue watermarks to their current occupancy (an agent that reads a
+    /// switch port by port clears each port after reading it, so a second port's agent on the
+    /// same switch still sees its own interval's peak).
+    pub fn clear_port_watermarks(&mut self, port: usize) -> Result<(), VasicError> {
+        let p = self.ports.get_mut(port).ok_or(VasicError::NoSuchPort(port))?;
+        for c in &mut p.counters {
+            c.watermark_bytes = c.curr_occupancy_bytes;
+        }
+        Ok(())
+    }
+
     /// Bytes held in the shared pool.
     pub fn pool_used(&self) -> u64 {
         self.pool.used

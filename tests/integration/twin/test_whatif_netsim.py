@@ -67,6 +67,23 @@ def test_more_weight_for_storage_speeds_storage_and_slows_best_effort(intent: In
     assert delta["best-effort"]["mean_us"] > 0
 
 
+def test_switch_ports_can_run_the_agent_instead_of_per_packet_mqecn(intent: Intent) -> None:
+    # The example's agent polls every 100 ms, longer than this run; at 1 ms it steps
+    # throughout. Its thresholds move between the compiled floor and K as the queues'
+    # rates do, where vasic's MQ-ECN moves them per packet: a different run, as repeatable.
+    agent = intent.fabric.agent.model_copy(update={"interval_ms": 1})
+    fast = intent.model_copy(update={"fabric": intent.fabric.model_copy(update={"agent": agent})})
+    request = Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix, agent=True)
+    polled = _run(fast, request)
+    assert polled["unfinished"] == 0
+    notes = polled["not_modelled"]
+    assert isinstance(notes, list)
+    assert any("qos-agent's loop" in n and "every 1 ms" in n for n in notes)
+    assert _run(fast, request) == polled
+    per_packet = _run(fast, Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix))
+    assert per_packet["classes"] != polled["classes"]
+
+
 def test_a_missing_binary_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(NetsimFailed, match="not found"):
         run_netsim(tmp_path / "netsim", {}, timeout_s=5)

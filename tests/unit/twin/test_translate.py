@@ -179,3 +179,45 @@ def test_per_hop_rows_name_their_class() -> None:
     assert queueing["positions"] == [{"hop": "leaf_down", **figures}]
     assert queueing["classes"] == [{"name": "rpc", "hop": "leaf_down", **figures}]
     assert per_hop({}, ("control",)) == {"positions": [], "classes": []}
+
+
+def test_the_agent_runs_on_the_orders_the_controller_compiles(intent: Intent) -> None:
+    qos = translate(intent, Request(agent=True)).config["qos"]
+    agent = qos["agent"]
+    # SLUICE_AGENT|global as compiled: MQ-ECN on storage (3) and analytics (2), every
+    # 100 ms, K from the 40 us base RTT; the twin stamps its own version.
+    assert agent["global"]["algorithm"] == "mqecn"
+    assert agent["global"]["queues"] == "2,3"
+    assert agent["global"]["interval_ms"] == str(intent.fabric.agent.interval_ms)
+    assert agent["global"]["version"] == "twin"
+    assert agent["write"] == "ecn_step"
+    # Host ports (25 Gb/s): K = 125 000 B; storage's floor and fallback 50/100 of it, its
+    # ceiling K; best-effort (1) and the strict queues take part unmanaged.
+    down = {e["queue"]: e["fields"] for e in agent["leaf_down"]}
+    assert down[3]["managed"] == "true"
+    assert (down[3]["floor_bytes"], down[3]["ceiling_bytes"]) == ("62500", "125000")
+    assert down[3]["wred_profile"] == "SLUICE_Q_Ethernet0_3"
+    assert down[1] == {
+        "managed": "false",
+        "weight": "20",
+        "speed_gbps": "25",
+        "buffer_bytes": "2000000",
+    }
+    assert {e["queue"] for e in agent["spine"]} == set(down)
+    # The ports keep their compiled profiles; the agent rewrites the dynamic ones.
+    assert qos["aqm"] == "per_queue"
+    assert translate(intent, Request()).config["qos"]["agent"] is None
+
+
+def test_no_agent_where_nothing_is_dynamic(intent: Intent) -> None:
+    static = intent.model_copy(
+        update={
+            "service_classes": tuple(
+                c.model_copy(update={"ecn": EcnMode.PER_QUEUE_MINIMUM})
+                if c.ecn is EcnMode.MQECN
+                else c
+                for c in intent.service_classes
+            )
+        }
+    )
+    assert translate(static, Request(agent=True)).config["qos"]["agent"] is None

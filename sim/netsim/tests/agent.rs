@@ -1,0 +1,177 @@
+//! The real qos-core agent on a fabric's switch ports: its thresholds follow the traffic,
+//! it runs at its polling interval in simulated time, and a run stays a function of its seed.
+//!
+//! Worked scenario (MQ-ECN, NSDI 2016 §3.2, Eq. 5: K_i = min(quantum_i / T_round, C) / C x K):
+//! one leaf, four hosts on 10 Gb/s; the leaf's port to host 0 has two DWRR queues of equal
+//! weight; long-lived DCTCP flows from hosts 1 and 2 in queue 0 from t = 0 (two, so that the
+//! switch port, not a sender's NIC, is the bottleneck) and one from host 3 in queue 1 from
+//! t = 20 ms. The agent's orders are what the controller compiles for MQ-ECN:
+//! K = C x RTT x lambda = 1.25e9 B/s x 100 us x 1 = 125,000 B; each queue's floor and static
+//! fallback w_i / sum(w) x K = 62,500 B, its ceiling K (`controller.qos.ecn.mqecn_bounds`).
+//! Alone, queue 0 is served at the line rate, so its threshold is K; once queue 1 is
+//! backlogged too, a round serves each quantum once and both thresholds fall to K / 2.
+
+#![allow(clippy::unwrap_used)]
+
+use netsim::agent::{AgentReadout, AgentSpec, Fields, QueueEntry};
+use netsim::qos::{Aqm, FabricQos, QueueSpec, Sched, Tagging};
+use netsim::sim::Fabric;
+use netsim::tcp::{CongestionControl, TcpConfig};
+use netsim::topology::LeafSpine;
+use netsim::workload::{self, FlowSpec};
+
+const K: u64 = 125_000;
+const HALF_K: u64 = 62_500;
+
+fn fields(pairs: &[(&str, String)]) -> Fields {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn agent(interval_ms: u64, readout: AgentReadout) -> AgentSpec {
+    let global = fields(&[
+        ("algorithm", "mqecn".to_string()),
+        ("interval_ms", interval_ms.to_string()),
+        ("rtt_us", "100".to_string()),
+        ("lambda", "1".to_string()),
+        ("hysteresis_pct", "0".to_string()),
+        ("hdcq_k", "0.06".to_string()),
+        ("stale_after_ms", "1000".to_string()),
+        ("queues", "0,1".to_string()),
+        ("version", "test".to_string()),
+    ]);
+    let queue = |q: u8| QueueEntry {
+        queue: q,
+        fields: fields(&[
+            ("wred_profile", format!("SLUICE_Q{q}")),
+            ("weight", "1".to_string()),
+            ("floor_bytes", HALF_K.to_string()),
+            ("ceiling_bytes", K.to_string()),
+            ("static_bytes", HALF_K.to_string()),
+            ("speed_gbps", "10".to_string()),
+            ("buffer_bytes", "1000000".to_string()),
+        ]),
+    };
+    AgentSpec {
+        interval_ns: None,
+        global,
+        leaf_down: Some(vec![queue(0), queue(1)]),
+        leaf_up: None,
+        spine: None,
+        readout,
+        write: None,
+    }
+}
+
+fn qos(agent: AgentSpec) -> FabricQos {
+    let queue = QueueSpec { sched: Sched::Dwrr(1), ecn_k_bytes: None, dynamic_th: None };
+    FabricQos {
+        queues: vec![queue; 2],
+        // What the port would run without the agent; the agent replaces it.
+        aqm: Aqm::Mqecn { k_std_bytes: K as f64 },
+        tagging: Tagging::ByClass,
+        agent: Some(agent),
+        ..FabricQos::dctcp(K, 1_000_000)
+    }
+}
+
+fn topo() -> LeafSpine {
+    LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() }
+}
+
+fn flows() -> Vec<FlowSpec> {
+    vec![
+        workload::long_lived(1, 0, 0, 0.0),
+        workload::long_lived(2, 0, 0, 0.0),
+        workload::long_lived(3, 0, 1, 20e6),
+    ]
+}
+
+fn fabric(spec: AgentSpec, seed: u64) -> Fabric {
+    let tcp = TcpConfig { cc: CongestionControl::Dctcp, ..TcpConfig::default() };
+    Fabric::new(topo(), qos(spec), tcp, &flows(), seed).unwrap()
+}
+
+/// Queue 0's and queue 1's thresholds on the leaf's port to host 0 at each of `times`.
+fn thresholds_at(fabric: &mut Fabric, times: &[f64]) -> Vec<Vec<u64>> {
+    times
+        .iter()
+        .map(|&t| {
+            fabric.run(t, &mut |_| {}).unwrap();
+            fabric.agent_thresholds(0, 0).unwrap().to_vec()
+        })
+        .collect()
+}
+
+fn near(value: u64, target: u64) -> bool {
+    value.abs_diff(target) * 10 <= target
+}
+
+#[test]
+fn thresholds_follow_the_traffic() {
+    let mut f = fabric(agent(1, AgentReadout::Published), 3);
+    // Before the first step the static profiles are in force.
+    assert_eq!(f.agent_thresholds(0, 0).unwrap(), &[HALF_K, HALF_K]);
+    let seen = thresholds_at(&mut f, &[10.5e6, 19.5e6, 40.5e6, 60.5e6]);
+    eprintln!("thresholds at 10.5, 19.5, 40.5, 60.5 ms: {seen:?}");
+    // Queue 0 alone: served at C, so K.
+    for alone in &seen[..2] {
+        assert_eq!(alone[0], K, "queue 0 alone: {seen:?}");
+    }
+    // Both backlogged: each near K / 2 (measured rates move it a little), never under the
+    // floor.
+    for both in &seen[2..] {
+        assert!(both.iter().all(|&t| near(t, HALF_K) && t >= HALF_K), "both busy: {seen:?}");
+    }
+    // The port marked and lost nothing: the thresholds the agent wrote kept it under its
+    // buffer, and the link stayed shared.
+    let tally = f.tally();
+    assert_eq!(tally.dropped_packets, 0);
+    assert!(tally.marked_packets > 0);
+    let q0 = f.switch_counters(0, 0, 0).unwrap().bytes as f64;
+    let q1 = f.switch_counters(0, 0, 1).unwrap().bytes as f64;
+    assert!(q1 > 0.0 && q0 > q1, "queue 0 ran alone for 20 ms first: {q0} {q1}");
+}
+
+#[test]
+fn the_agent_reads_the_occupancy_when_told_to_and_still_follows() {
+    let mut f = fabric(agent(1, AgentReadout::AllCounters), 3);
+    let seen = thresholds_at(&mut f, &[15.5e6, 40.5e6]);
+    assert_eq!(seen[0][0], K, "{seen:?}");
+    assert!(seen[1].iter().all(|&t| near(t, HALF_K)), "{seen:?}");
+}
+
+#[test]
+fn the_agent_steps_at_its_polling_interval() {
+    for (interval_ms, steps) in [(1, 30), (5, 6)] {
+        let mut f = fabric(agent(interval_ms, AgentReadout::Published), 3);
+        f.run(30.5e6, &mut |_| {}).unwrap();
+        assert_eq!(f.agent_steps(), steps, "interval {interval_ms} ms");
+    }
+    // An interval given in simulated ns overrides the orders' interval_ms.
+    let spec = AgentSpec { interval_ns: Some(250_000.0), ..agent(1, AgentReadout::Published) };
+    let mut f = fabric(spec, 3);
+    f.run(10.1e6, &mut |_| {}).unwrap();
+    assert_eq!(f.agent_steps(), 40);
+}
+
+#[test]
+fn a_slower_agent_lags_the_traffic() {
+    // Queue 1 starts at 20 ms. At 21.5 ms a 1 ms agent has stepped at 21 ms, with a full
+    // interval of both queues busy, and lowered queue 0 from K; a 5 ms agent last stepped at
+    // 20 ms, when queue 1 had sent nothing yet, and still holds K.
+    let at = [21.5e6];
+    let fast = thresholds_at(&mut fabric(agent(1, AgentReadout::Published), 3), &at);
+    let slow = thresholds_at(&mut fabric(agent(5, AgentReadout::Published), 3), &at);
+    assert!(fast[0][0] < K, "1 ms agent: {fast:?}");
+    assert_eq!(slow[0][0], K, "5 ms agent: {slow:?}");
+}
+
+#[test]
+fn same_seed_same_run() {
+    let run = |seed| {
+        let mut f = fabric(agent(1, AgentReadout::Published), seed);
+        let seen = thresholds_at(&mut f, &[5e6, 25e6, 45e6]);
+        (seen, f.tally(), f.switch_counters(0, 0, 0).unwrap(), f.switch_counters(0, 0, 1).unwrap())
+    };
+    assert_eq!(run(3), run(3));
+}
