@@ -4,7 +4,9 @@ Switches: ``--switches`` targets spread over fleet-mode vsonic processes of ``--
 switches each (``bench/vsonic_host.py``, ``converged``: CONFIG_DB already holds the compiled
 desired state of ``bench.compile_bench.synthetic_intent``), so the streams' initial values are
 what a switch sluice configured holds. Several processes, not one: a fleet server is measured
-reliable up to about 1,000 concurrent streams (bench/vsonic_streams_bench.py).
+reliable up to about 1,000 concurrent streams (bench/vsonic_streams_bench.py). Every host
+serves gNMI over TLS with one certificate made for the run (bench/switch_tls.py), which the
+pass, the watcher and the drift injector trust.
 
 Measured in one run, on this machine:
 
@@ -47,6 +49,7 @@ from typing import Any
 from bench.compile_bench import synthetic_intent
 from bench.southbound_bench import PassRecord, run_problems, utc_now
 from bench.southbound_support import SwitchHost, password_resolver, switch_host
+from bench.switch_tls import bench_tls, client_tls
 from bench.vsonic_host import USERNAME
 from controller.policy.models import GnmiEndpoint, Switch
 from controller.reconcile.access import GnmiAccess
@@ -54,7 +57,9 @@ from controller.reconcile.loop import ReconcileLoop, Target
 from controller.reconcile.watch import DriftWatcher, WatchState
 from controller.sonic.compile import compile_fleet
 from controller.sonic.model import SwitchConfig
-from controller.southbound.gnmi import GnmiTarget, SessionPool, target_for_switch
+from controller.southbound.gnmi import GnmiTarget, SessionPool, TlsOptions, target_for_switch
+from controller.southbound.subscribe import open_channel
+from vsonic.gnmi_server import TlsFiles
 
 REPRODUCE = "uv run python -m bench.drift_watch_bench"
 DRIFT_TABLE = "SCHEDULER"
@@ -70,15 +75,19 @@ def _rss_mb(pid: int) -> float:
 @dataclass(frozen=True)
 class Fleet:
     """Every target: the intent's switches once per host, named ``<switch>-h<host>`` and
-    selected on their host by the original name (the gNMI prefix target)."""
+    selected on their host by the original name (the gNMI prefix target); ``tls``: what a
+    session to any host trusts."""
 
     switches: list[Switch]
     desired: dict[str, SwitchConfig]  # by the original (per-host) name
     original: dict[str, str]  # target name -> the name on its host
     host_pids: list[int]
+    tls: TlsOptions
 
 
-def _fleet(hosts: list[tuple[SwitchHost, int]], per_host: int, ports: int) -> Fleet:
+def _fleet(
+    hosts: list[tuple[SwitchHost, int]], per_host: int, ports: int, tls: TlsOptions
+) -> Fleet:
     intent = synthetic_intent(per_host, ports)
     desired = compile_fleet(intent)
     switches: list[Switch] = []
@@ -89,16 +98,16 @@ def _fleet(hosts: list[tuple[SwitchHost, int]], per_host: int, ports: int) -> Fl
             endpoint = GnmiEndpoint(address="127.0.0.1", port=port, target=switch.name)
             switches.append(switch.model_copy(update={"name": name, "gnmi": endpoint}))
             original[name] = switch.name
-    return Fleet(switches, desired, original, [host.pid for host, _ in hosts])
+    return Fleet(switches, desired, original, [host.pid for host, _ in hosts], tls)
 
 
 @contextmanager
 def _hosts(
-    count: int, per_host: int, ports: int, password: str
+    count: int, per_host: int, ports: int, password: str, tls: TlsFiles
 ) -> Iterator[list[tuple[SwitchHost, int]]]:
     spec = {"layout": "fleet", "switches": per_host, "ports": ports, "converged": True}
     with ExitStack() as stack:
-        started = [stack.enter_context(switch_host(spec, password)) for _ in range(count)]
+        started = [stack.enter_context(switch_host(spec, password, tls)) for _ in range(count)]
         yield [(host, port_of["fleet"]) for host, port_of in started]
 
 
@@ -109,7 +118,7 @@ def _hosts(
 def measure_pass(fleet: Fleet, password: str, parallel: int, drifted: set[str]) -> dict[str, Any]:
     """One pass, after the watcher's run: it must find exactly the switches that drifted."""
     with SessionPool() as pool:
-        access = GnmiAccess(pool, password_resolver(password), username=USERNAME, tls=None)
+        access = GnmiAccess(pool, password_resolver(password), username=USERNAME, tls=fleet.tls)
         record = PassRecord(
             [Target(s, 1, fleet.desired[fleet.original[s.name]]) for s in fleet.switches]
         )
@@ -169,7 +178,8 @@ async def measure_watch(
 ) -> dict[str, Any]:
     resolve = password_resolver(password)
     targets: dict[str, GnmiTarget] = {
-        s.name: target_for_switch(s, resolve, username=USERNAME) for s in fleet.switches
+        s.name: target_for_switch(s, resolve, username=USERNAME, tls=fleet.tls)
+        for s in fleet.switches
     }
     reports = Reports()
     rss_before = _rss_mb(os.getpid())
@@ -205,7 +215,6 @@ async def _inject(
     drifts: int,
     seed: int,
 ) -> dict[str, Any]:
-    import grpc  # type: ignore[import-untyped]
     from pygnmi.spec.v080 import gnmi_pb2_grpc
 
     picker = random.Random(seed)
@@ -220,7 +229,8 @@ async def _inject(
             target = targets[name]
             channel = channels.get(target.port)
             if channel is None:
-                channel = channels[target.port] = grpc.aio.insecure_channel(target.endpoint)
+                # Another client, over the same TLS as sluice's sessions.
+                channel = channels[target.port] = open_channel(target)
             stub = gnmi_pb2_grpc.gNMIStub(channel)
             reports.at.clear()
             reports.arrived.clear()
@@ -295,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--switches must be a multiple of --per-host")
     hosts = args.switches // args.per_host
     password = f"drift-{random.SystemRandom().getrandbits(64):x}"
-    with _hosts(hosts, args.per_host, args.ports, password) as started:
-        fleet = _fleet(started, args.per_host, args.ports)
+    with bench_tls() as tls, _hosts(hosts, args.per_host, args.ports, password, tls) as started:
+        fleet = _fleet(started, args.per_host, args.ports, client_tls(tls))
         # The watcher first: its memory figure must not include what the pass left behind.
         watched = asyncio.run(measure_watch(fleet, password, args.drifts, args.seed, args.idle_s))
         base = (

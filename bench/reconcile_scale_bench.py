@@ -5,6 +5,8 @@ The switches: ``bench.compile_bench.synthetic_intent(targets, ports)`` served by
 vsonic (bench/vsonic_host.py, MemoryStore, one gNMI endpoint per process), each switch
 already holding its desired state. ``--hosts`` processes share the fleet, each serving a
 contiguous slice; the bench machine's cores are shared between them and the controller.
+Every host serves gNMI over TLS with one certificate made for the run (bench/switch_tls.py);
+the controller trusts it, as a deployment trusts its switches' CA.
 
 The controller: each pass runs in a process of its own, started afresh, so its peak RSS
 (``ru_maxrss``) is that pass's alone: building the targets' desired state (outside the
@@ -39,16 +41,19 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from bench.compile_bench import synthetic_intent
 from bench.southbound_bench import PassRecord, run_problems, utc_now
 from bench.southbound_support import REPO, password_resolver, switch_host
+from bench.switch_tls import bench_tls
 from bench.vsonic_host import USERNAME
 from controller.policy.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.reconcile.loop import ReconcileLoop, Target
 from controller.sonic.compile import compile_fleet, compile_fleet_by_shape
-from controller.southbound.gnmi import SessionPool
+from controller.southbound.gnmi import SessionPool, TlsOptions
+from vsonic.gnmi_server import TlsFiles
 
 MODES = ("baseline", "sluice")
 DEFAULT_SIZES = (1000, 3000, 10000)
@@ -124,17 +129,22 @@ def process_cpu_s(pid: int) -> float:
 
 
 def one_pass(
-    mode: str, size: int, ports: int, hosts: Mapping[int, int], limits: Sequence[int]
+    mode: str,
+    size: int,
+    ports: int,
+    hosts: Mapping[int, int],
+    limits: Sequence[int],
+    tls: TlsOptions,
 ) -> PassFigures:
     """Build the targets, time one pass, check it: the figures as a JSON-ready dict.
-    ``hosts``: switch-host pid -> its gNMI port."""
+    ``hosts``: switch-host pid -> its gNMI port; ``tls``: what the sessions trust."""
     parallel, max_in_flight = limits
     intent = synthetic_intent(size, ports)
     switches = fleet_switches(intent, list(hosts.values()))
     record = PassRecord(fleet_targets(mode, intent, switches))
     resolve = password_resolver(os.environ[PASSWORD_ENV])
     with SessionPool(max_in_flight=max_in_flight) as pool:
-        access = GnmiAccess(pool, resolve, username=USERNAME, tls=None)  # loopback bench
+        access = GnmiAccess(pool, resolve, username=USERNAME, tls=tls)
         # The pass's sessions read once first, as a running controller's have: a session's
         # first Get reads the CONFIG_DB root to learn which tables exist, later ones name them.
         for switch in switches:
@@ -169,8 +179,11 @@ def one_pass(
 
 
 @contextmanager
-def fleet_hosts(size: int, ports: int, hosts: int, password: str) -> Iterator[dict[int, int]]:
-    """``hosts`` switch-host processes sharing ``size`` converged switches: {pid: port}."""
+def fleet_hosts(
+    size: int, ports: int, hosts: int, password: str, tls: TlsFiles
+) -> Iterator[dict[int, int]]:
+    """``hosts`` switch-host processes sharing ``size`` converged switches, serving TLS with
+    ``tls``: {pid: port}."""
     per_host = -(-size // hosts)
     with ExitStack() as stack:
         served: dict[int, int] = {}
@@ -183,18 +196,24 @@ def fleet_hosts(size: int, ports: int, hosts: int, password: str) -> Iterator[di
                 "validate_once": True,
                 "slice": [start, min(start + per_host, size)],
             }
-            host, port_of = stack.enter_context(switch_host(spec, password))
+            host, port_of = stack.enter_context(switch_host(spec, password, tls))
             served[host.pid] = port_of["fleet"]
         yield served
 
 
 def run_child(
-    mode: str, size: int, args: argparse.Namespace, hosts: Mapping[int, int], password: str
+    mode: str,
+    size: int,
+    args: argparse.Namespace,
+    hosts: Mapping[int, int],
+    password: str,
+    tls: TlsFiles,
 ) -> PassFigures:
     command = [
         sys.executable, "-m", "bench.reconcile_scale_bench", "--child", mode,
         "--sizes", str(size), "--ports", str(args.ports), "--parallel", str(args.parallel),
         "--max-in-flight", str(args.max_in_flight), "--host-ports", json.dumps(hosts),
+        "--tls-ca", str(tls.cert),
     ]  # fmt: skip
     done = subprocess.run(
         command,
@@ -243,6 +262,7 @@ def _parser() -> argparse.ArgumentParser:
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=default)
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--host-ports", help=argparse.SUPPRESS)
+    parser.add_argument("--tls-ca", type=Path, help=argparse.SUPPRESS)
     return parser
 
 
@@ -261,10 +281,12 @@ def main(argv: list[str] | None = None) -> None:
     if min(*sizes, *(getattr(args, name) for name in DEFAULTS if name != "baseline_max")) < 1:
         raise SystemExit("every size and limit must be at least 1")
     if args.child:
+        if args.tls_ca is None:
+            raise SystemExit("--child needs --tls-ca: the switch hosts serve TLS")
         hosts = {int(pid): int(port) for pid, port in json.loads(args.host_ports).items()}
-        figures = one_pass(
-            args.child, sizes[0], args.ports, hosts, (args.parallel, args.max_in_flight)
-        )
+        limits = (args.parallel, args.max_in_flight)
+        trust = TlsOptions(root_cert=args.tls_ca)
+        figures = one_pass(args.child, sizes[0], args.ports, hosts, limits, trust)
         print(json.dumps(asdict(figures)))
         return
     password = secrets.token_hex(16)
@@ -274,16 +296,18 @@ def main(argv: list[str] | None = None) -> None:
         f"no-drift pass, fleet mode, {args.ports} ports per target, {args.hosts} switch host"
         f" process(es), {args.parallel} parallel, {args.max_in_flight} in flight"
     )
+    print("gNMI over TLS: every switch host serves one self-signed certificate the bench trusts")
     print(HEADER)
     passes = []
-    for size in sizes:
-        with fleet_hosts(size, args.ports, args.hosts, password) as hosts:
-            modes = MODES if size <= args.baseline_max else MODES[1:]
-            for mode in modes:
-                figures = run_child(mode, size, args, hosts, password)
-                print(figures.row(), flush=True)
-                require_converged(figures)
-                passes.append(figures)
+    with bench_tls() as tls:
+        for size in sizes:
+            with fleet_hosts(size, args.ports, args.hosts, password, tls) as hosts:
+                modes = MODES if size <= args.baseline_max else MODES[1:]
+                for mode in modes:
+                    figures = run_child(mode, size, args, hosts, password, tls)
+                    print(figures.row(), flush=True)
+                    require_converged(figures)
+                    passes.append(figures)
     for line in linearity(passes) + speedups(passes):
         print(line)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())

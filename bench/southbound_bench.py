@@ -58,6 +58,7 @@ from bench.southbound_support import (
     switch_host,
     warm_up,
 )
+from bench.switch_tls import bench_tls
 from bench.vsonic_host import USERNAME
 from controller.policy.models import Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
@@ -72,6 +73,7 @@ from controller.sonic.diff import plan_switch
 from controller.sonic.digest import table_digests
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession
+from vsonic.gnmi_server import TlsFiles
 
 DEFAULTS = {
     "switches": 100,
@@ -146,7 +148,7 @@ def run_push(
 
 
 def bench_push(
-    args: argparse.Namespace, password: str, *, gcu_set_s: float = 0.0
+    args: argparse.Namespace, password: str, tls: TlsFiles, *, gcu_set_s: float = 0.0
 ) -> tuple[Figures, Figures]:
     intent = synthetic_intent(args.switches, args.ports)
     desired = compile_fleet(intent)
@@ -165,8 +167,8 @@ def bench_push(
         f"{section}: {args.switches} switches, one gNMI server each (one process, in memory),"
         f" {args.ports} ports, {per_switch:.0f} ops per switch, batches of {args.batch_size}"
     )
-    with switch_host(spec, password) as (host, ports):
-        targets = loopback_targets(intent, ports, password, fleet=False)
+    with switch_host(spec, password, tls) as (host, ports):
+        targets = loopback_targets(intent, ports, password, host.tls, fleet=False)
         warm_up(targets)
         base = run_push(host, targets, plans, args, baseline=True)
         host.reset()
@@ -252,7 +254,7 @@ def run_reconcile(
             password_resolver(password),
             username=USERNAME,
             batch_size=args.batch_size,
-            tls=None,  # a bench on loopback: plaintext, said explicitly
+            tls=host.tls,
         )
         sessions = {s.name: access.session(s) for s in switches}  # the ones the pass uses
         if baseline:
@@ -277,7 +279,9 @@ def run_reconcile(
     return replace(figures, ops=entries, targets=len(switches))
 
 
-def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, Figures]:
+def bench_reconcile(
+    args: argparse.Namespace, password: str, tls: TlsFiles
+) -> tuple[Figures, Figures]:
     intent = synthetic_intent(args.targets, args.ports)
     desired = compile_fleet(intent)
     per_target = sum(len(c) for c in desired.values()) / max(len(desired), 1)
@@ -293,8 +297,8 @@ def bench_reconcile(args: argparse.Namespace, password: str) -> tuple[Figures, F
         f" {args.ports} ports, {per_target:.0f} entries per target in {len(OWNED_TABLES)}"
         " owned tables; ops/s = entries compared per second"
     )
-    with switch_host(spec, password) as (host, ports):
-        warm_up(loopback_targets(intent, ports, password, fleet=True))
+    with switch_host(spec, password, tls) as (host, ports):
+        warm_up(loopback_targets(intent, ports, password, host.tls, fleet=True))
         switches = loopback_switches(intent, ports, fleet=True)
         base = run_reconcile(host, switches, desired, password, args, baseline=True)
         fast = run_reconcile(host, switches, desired, password, args, baseline=False)
@@ -360,7 +364,7 @@ def _flags(args: argparse.Namespace) -> str:
     return flags
 
 
-def bench_gcu_push(args: argparse.Namespace, password: str) -> None:
+def bench_gcu_push(args: argparse.Namespace, password: str, tls: TlsFiles) -> None:
     """The push to switches that take ``gcu_set_s`` per Set, next to its baseline."""
     gcu = argparse.Namespace(
         **{
@@ -371,7 +375,7 @@ def bench_gcu_push(args: argparse.Namespace, password: str) -> None:
         }
     )
     gcu.max_in_flight = max(args.max_in_flight, args.gcu_parallel)
-    print_section(*bench_push(gcu, password, gcu_set_s=args.gcu_set_s))
+    print_section(*bench_push(gcu, password, tls, gcu_set_s=args.gcu_set_s))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -386,14 +390,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"southbound bench: {os.cpu_count()} cores, load average {_load()} at start")
     if args.switch_latency_ms:
         print(f"modelled switch time: {args.switch_latency_ms:g} ms before each Get/Set answer")
-    print_section(*bench_push(args, password))
-    base, fast = bench_reconcile(args, password)
-    print_section(base, fast)
-    # run_reconcile has already stopped the run if any target was not converged.
-    every = f"{base.targets}/{args.targets} baseline, {fast.targets}/{args.targets} sluice"
-    print(f"  every plan empty: {every}")
-    if args.gcu_set_s:
-        bench_gcu_push(args, password)
+    print("gNMI over TLS: every switch serves one self-signed certificate the bench trusts")
+    with bench_tls() as tls:
+        print_section(*bench_push(args, password, tls))
+        base, fast = bench_reconcile(args, password, tls)
+        print_section(base, fast)
+        # run_reconcile has already stopped the run if any target was not converged.
+        every = f"{base.targets}/{args.targets} baseline, {fast.targets}/{args.targets} sluice"
+        print(f"  every plan empty: {every}")
+        if args.gcu_set_s:
+            bench_gcu_push(args, password, tls)
     print(f"load average {_load()} at end")
     print("reproduce: uv run python -m bench.southbound_bench" + _flags(args))
 

@@ -1,6 +1,7 @@
 """What the southbound bench needs around the code it measures: the switches' process
 (bench/vsonic_host.py) and its RPC tally, timing, and the intent's switches re-pointed at
-the loopback servers. No figure is computed here that the bench does not print.
+the loopback servers, reached over TLS (bench/switch_tls.py). No figure is computed here
+that the bench does not print.
 """
 
 from __future__ import annotations
@@ -18,11 +19,19 @@ from typing import IO, Any, TypeVar
 
 from pydantic import SecretStr
 
+from bench.switch_tls import as_json, client_tls, serve_flags
 from bench.vsonic_host import PASSWORD_ENV, USERNAME
 from controller.policy.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES
 from controller.southbound.credentials import SecretResolver, resolve_secret
-from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession, target_for_switch
+from controller.southbound.gnmi import (
+    GnmiTarget,
+    SessionPool,
+    SwitchSession,
+    TlsOptions,
+    target_for_switch,
+)
+from vsonic.gnmi_server import TlsFiles
 
 T = TypeVar("T")
 
@@ -39,10 +48,12 @@ class HostStats:
 
 
 class SwitchHost:
-    """The bench/vsonic_host.py process: one JSON line per command and per answer."""
+    """The bench/vsonic_host.py process: one JSON line per command and per answer. ``tls``:
+    what a session to its switches trusts (they serve the bench's certificate)."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    def __init__(self, process: subprocess.Popen[str], tls: TlsOptions) -> None:
         self._process = process
+        self.tls = tls
 
     @property
     def pid(self) -> int:
@@ -89,9 +100,10 @@ class SwitchHost:
 
 @contextmanager
 def switch_host(
-    spec: Mapping[str, object], password: str
+    spec: Mapping[str, object], password: str, tls: TlsFiles
 ) -> Iterator[tuple[SwitchHost, dict[str, int]]]:
-    """Start the switches' process, yield it and its ``{name: port}``, stop it after."""
+    """Start the switches' process, serving TLS with ``tls``; yield it and its
+    ``{name: port}``, stop it after."""
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.vsonic_host"],
         stdin=subprocess.PIPE,
@@ -100,9 +112,9 @@ def switch_host(
         cwd=REPO,
         env={**os.environ, PASSWORD_ENV: password},  # never on the command line
     )
-    host = SwitchHost(process)
+    host = SwitchHost(process, client_tls(tls))
     try:
-        ports = host.request(json.dumps(dict(spec)))["ports"]
+        ports = host.request(json.dumps({**spec, "tls": as_json(tls)}))["ports"]
         yield host, {str(name): int(port) for name, port in ports.items()}
     finally:
         host.stop()
@@ -219,14 +231,18 @@ def loopback_switches(intent: Intent, ports: Mapping[str, int], *, fleet: bool) 
 
 
 def loopback_targets(
-    intent: Intent, ports: Mapping[str, int], password: str, *, fleet: bool
+    intent: Intent, ports: Mapping[str, int], password: str, tls: TlsOptions, *, fleet: bool
 ) -> list[GnmiTarget]:
-    """Targets for ``loopback_switches``. Fleet: the switch is picked by the gNMI prefix
-    target, its name."""
+    """Targets for ``loopback_switches``, over ``tls``. Fleet: the switch is picked by the
+    gNMI prefix target, its name."""
     resolve = password_resolver(password)
     return [
         target_for_switch(
-            switch, resolve, username=USERNAME, prefix_target=switch.name if fleet else None
+            switch,
+            resolve,
+            username=USERNAME,
+            tls=tls,
+            prefix_target=switch.name if fleet else None,
         )
         for switch in loopback_switches(intent, ports, fleet=fleet)
     ]
@@ -244,12 +260,14 @@ def fleet_names(switches: int) -> list[str]:
 
 
 def start_fleet_server(
-    switches: int, ports: int, password: str
+    switches: int, ports: int, password: str, tls: TlsFiles
 ) -> tuple[subprocess.Popen[str], int]:
-    """One fleet-mode vsonic in its own process on a free loopback port: (process, port)."""
+    """One fleet-mode vsonic in its own process on a free loopback port, serving TLS with
+    ``tls``: (process, port)."""
     env = {**os.environ, "VSONIC_PASSWORD": password}  # never on the command line
     args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
-            "--ports", str(ports), "--names", *fleet_names(switches)]  # fmt: skip
+            *serve_flags(tls), "--ports", str(ports),
+            "--names", *fleet_names(switches)]  # fmt: skip
     server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"

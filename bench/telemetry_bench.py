@@ -16,6 +16,9 @@ server i x K / N): a real fabric has a gNMI server per switch, and one Python pr
 offer a few hundred switches' counters every second, so when every client sees about the
 same rate, the servers are the limit, not the client. After its window the collector times
 one Prometheus scrape of everything it holds (the metrics are built at scrape time).
+Every server serves gNMI over TLS with one certificate made for the run (bench/switch_tls.py)
+and every client, pygnmi's included, trusts it: the figures include TLS's cost, as a
+deployment pays it.
 
 Reproduce: ``uv run python -m bench.telemetry_bench`` (``--switches N``, ``--ports P``,
 ``--duration S``, ``--servers K``).
@@ -38,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.southbound_support import fleet_names
+from bench.switch_tls import bench_tls, channel_credentials, serve_flags
+from controller.southbound.gnmi import TlsOptions
+from vsonic.gnmi_server import TlsFiles
 
 REPRODUCE = "uv run python -m bench.telemetry_bench"
 PASSWORD = "telemetry-bench"
@@ -61,7 +67,7 @@ def server_of(index: int, switches: int, servers: int) -> int:
     return index * servers // switches
 
 
-def _targets(ports: list[int], switches: int) -> list[Any]:
+def _targets(ports: list[int], switches: int, tls: TlsOptions) -> list[Any]:
     from pydantic import SecretStr
 
     from controller.southbound.gnmi import GnmiTarget
@@ -73,6 +79,7 @@ def _targets(ports: list[int], switches: int) -> list[Any]:
             ports[server_of(i, switches, len(ports))],
             "admin",
             SecretStr(PASSWORD),
+            tls=tls,
             prefix_target=name,
         )
         for i, name in enumerate(fleet_names(switches))
@@ -98,7 +105,12 @@ SCRAPE: dict[str, float] = {}  # the collector's one scrape after its window
 
 
 async def _collector(
-    server_ports: list[int], switches: int, ports: int, warmup: float, duration: float
+    server_ports: list[int],
+    switches: int,
+    ports: int,
+    warmup: float,
+    duration: float,
+    tls: TlsOptions,
 ) -> int:
     from controller.policy.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
     from controller.southbound.subscribe import StreamPolicy, SubMode
@@ -123,7 +135,7 @@ async def _collector(
     )
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
     collector = Collector(Shard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
-    collector.sync(intent, {t.name: t for t in _targets(server_ports, switches)})
+    collector.sync(intent, {t.name: t for t in _targets(server_ports, switches, tls)})
 
     async def scrape_then_close() -> None:
         from prometheus_client import CollectorRegistry, generate_latest
@@ -140,7 +152,9 @@ async def _collector(
     return await _count_between(collector.updates, warmup, duration, scrape_then_close)
 
 
-async def _bare(server_ports: list[int], switches: int, warmup: float, duration: float) -> int:
+async def _bare(
+    server_ports: list[int], switches: int, warmup: float, duration: float, tls: TlsOptions
+) -> int:
     from controller.southbound.subscribe import (
         PORT_NAME_MAP,
         QUEUE_NAME_MAP,
@@ -151,7 +165,7 @@ async def _bare(server_ports: list[int], switches: int, warmup: float, duration:
         subscribe,
     )
 
-    targets = _targets(server_ports, switches)
+    targets = _targets(server_ports, switches, tls)
     channels = _channels(targets)
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
     count = 0
@@ -192,7 +206,9 @@ async def _count_between(read: Any, warmup: float, duration: float, close: Any) 
     return counted
 
 
-def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: float) -> int:
+def _pygnmi(
+    server_ports: list[int], switches: int, warmup: float, duration: float, ca: Path
+) -> int:
     import grpc  # type: ignore[import-untyped]
     from pygnmi.client import StreamSubscriber  # type: ignore[import-untyped]
 
@@ -207,7 +223,7 @@ def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: flo
         subscribe_request,
     )
 
-    targets = _targets(server_ports, switches)
+    targets = _targets(server_ports, switches, TlsOptions(root_cert=ca))
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
 
     async def oids_of() -> list[list[str]]:
@@ -223,7 +239,8 @@ def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: flo
         return out
 
     all_oids = asyncio.run(oids_of())
-    channels = {p: grpc.insecure_channel(f"127.0.0.1:{p}") for p in server_ports}
+    trust = channel_credentials(ca)
+    channels = {p: grpc.secure_channel(f"127.0.0.1:{p}", trust) for p in server_ports}
     metadata = [("username", "admin"), ("password", PASSWORD)]
     counts = [0] * switches
     stop = threading.Event()
@@ -281,19 +298,28 @@ MEMORY_STOP: list[int] = []
 
 
 def _run_role(
-    role: str, server_ports: list[int], switches: int, ports: int, warmup: float, duration: float
+    role: str,
+    server_ports: list[int],
+    switches: int,
+    ports: int,
+    window: tuple[float, float],
+    ca: Path,
 ) -> None:
+    """Run one client for ``window`` (warm-up, counted seconds) against the servers, trusting
+    the certificate at ``ca``; print its figures as one JSON line."""
     import pygnmi.client  # type: ignore[import-untyped]  # noqa: F401
 
     import controller.telemetry.collector  # noqa: F401  (imports are not per-switch memory)
 
+    warmup, duration = window
+    tls = TlsOptions(root_cert=ca)
     rss_before = _rss_kb()
     if role == "collector":
-        updates = asyncio.run(_collector(server_ports, switches, ports, warmup, duration))
+        updates = asyncio.run(_collector(server_ports, switches, ports, warmup, duration, tls))
     elif role == "bare":
-        updates = asyncio.run(_bare(server_ports, switches, warmup, duration))
+        updates = asyncio.run(_bare(server_ports, switches, warmup, duration, tls))
     else:
-        updates = _pygnmi(server_ports, switches, warmup, duration)
+        updates = _pygnmi(server_ports, switches, warmup, duration, ca)
     seconds = SCRAPE.pop("seconds_counted", duration)
     print(json.dumps({
         "role": role, "updates": updates, "seconds": seconds,
@@ -387,13 +413,18 @@ def _server_cpu_s(pid: int) -> float:
 
 
 def measure_idle(
-    server: subprocess.Popen[str], port: int, switches: int, streams: int, seconds: float
+    server: subprocess.Popen[str],
+    port: int,
+    switches: int,
+    streams: int,
+    seconds: float,
+    tls: TlsOptions,
 ) -> dict[str, float]:
     """Server CPU seconds per second with no stream (baseline) and with ``streams`` open
     ON_CHANGE streams on a table nobody writes, spread over the fleet's switches."""
     from controller.southbound.subscribe import AGENT_STATE, Subscription, open_channel, subscribe
 
-    targets = _targets([port], switches)
+    targets = _targets([port], switches, tls)
 
     async def run() -> dict[str, float]:
         before = _server_cpu_s(server.pid)
@@ -421,10 +452,11 @@ def measure_idle(
 
 
 def _start_servers(
-    switches: int, ports: int, servers: int
+    switches: int, ports: int, servers: int, tls: TlsFiles
 ) -> list[tuple[subprocess.Popen[str], int]]:
     """``servers`` fleet vsonic processes; server k serves the switches ``server_of`` gives
-    it. Each is started like ``start_fleet_server`` (password in the environment)."""
+    it. Each is started like ``start_fleet_server`` (password in the environment, TLS with
+    ``tls``)."""
     names = fleet_names(switches)
     started: list[tuple[subprocess.Popen[str], int]] = []
     try:
@@ -432,7 +464,7 @@ def _start_servers(
             mine = [n for i, n in enumerate(names) if server_of(i, switches, servers) == k]
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
             args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
-                    "--ports", str(ports), "--names", *mine]  # fmt: skip
+                    *serve_flags(tls), "--ports", str(ports), "--names", *mine]  # fmt: skip
             server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
             started.append((server, 0))
             assert server.stdout is not None
@@ -461,7 +493,20 @@ def measure(
     servers: int = 1,
     roles: tuple[str, ...] = ROLES,
 ) -> dict[str, Any]:
-    started = _start_servers(switches, ports, servers)
+    with bench_tls() as tls:
+        return _measure_with(tls, switches, ports, (warmup, duration), servers, roles)
+
+
+def _measure_with(
+    tls: TlsFiles,
+    switches: int,
+    ports: int,
+    window: tuple[float, float],
+    servers: int,
+    roles: tuple[str, ...],
+) -> dict[str, Any]:
+    warmup, duration = window
+    started = _start_servers(switches, ports, servers, tls)
     server_ports = [port for _, port in started]
     results: dict[str, Any] = {"switches": switches, "ports": ports, "duration": duration,
                                "servers": servers, "load_before": os.getloadavg()}  # fmt: skip
@@ -469,7 +514,12 @@ def measure(
         first, first_port = started[0]
         served = sum(1 for i in range(switches) if server_of(i, switches, servers) == 0)
         results["idle"] = measure_idle(
-            first, first_port, served, min(64, served * 16), min(duration, 5.0)
+            first,
+            first_port,
+            served,
+            min(64, served * 16),
+            min(duration, 5.0),
+            TlsOptions(root_cert=tls.cert),
         )
         for role in roles:
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
@@ -477,7 +527,8 @@ def measure(
             out = subprocess.run(
                 [sys.executable, "-m", "bench.telemetry_bench", "--role", role,
                  "--port", ",".join(map(str, server_ports)), "--switches", str(switches),
-                 "--ports", str(ports), "--duration", str(duration), "--warmup", str(warmup)],
+                 "--ports", str(ports), "--duration", str(duration), "--warmup", str(warmup),
+                 "--tls-ca", str(tls.cert)],
                 env=env, capture_output=True, text=True, timeout=600, check=True,
             )  # fmt: skip
             results[role] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -564,10 +615,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=1, help="fleet vsonic processes")
     parser.add_argument("--clients", default=",".join(ROLES), help="which clients to run")
     parser.add_argument("--port", help=argparse.SUPPRESS)  # the servers' ports, comma-separated
+    parser.add_argument("--tls-ca", type=Path, help=argparse.SUPPRESS)  # what a role trusts
     args = parser.parse_args(argv)
     if args.role is not None:
+        if args.tls_ca is None:
+            parser.error("--role needs --tls-ca: the servers serve TLS")
         server_ports = [int(p) for p in args.port.split(",")]
-        _run_role(args.role, server_ports, args.switches, args.ports, args.warmup, args.duration)
+        window = (args.warmup, args.duration)
+        _run_role(args.role, server_ports, args.switches, args.ports, window, args.tls_ca)
         return 0
     roles = tuple(r for r in args.clients.split(",") if r)
     if not set(roles) <= set(ROLES):

@@ -8,7 +8,9 @@ its own CPU, here they share one process and the controller has the other core.
 Protocol, one JSON line each way on stdin/stdout:
 
 - first line in: the spec ``{"layout": "standalone" | "fleet", "switches": N, "ports": P,
-  "converged": bool, "latency_ms": float, "gcu_set_s": float}``; the switches are those of
+  "tls": {"cert": path, "key": path}, "converged": bool, "latency_ms": float,
+  "gcu_set_s": float}``; every server answers gNMI over TLS with that certificate and key
+  (bench/switch_tls.py; required: a switch never serves plaintext); the switches are those of
   ``bench.compile_bench.synthetic_intent(N, P)``, booted with the intent's ports and speeds.
   ``converged``: CONFIG_DB already holds the compiled desired state, written through vsonic's
   own validation (``Switch.apply``), as a previous push would have left it;
@@ -45,12 +47,20 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from bench.compile_bench import synthetic_intent
+from bench.switch_tls import from_json
 from controller.policy.models import Intent
 from controller.sonic.compile import compile_fleet, compile_fleet_by_shape
 from controller.sonic.model import SwitchConfig
 from vsonic.db import CONFIG_DB, SEPARATORS, MemoryStore, Store, read_config, redis_key
 from vsonic.gcu import GcuBehaviour
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
+from vsonic.gnmi_server import (
+    Clock,
+    Credentials,
+    GnmiService,
+    RunningServer,
+    TlsFiles,
+    start_server,
+)
 from vsonic.paths import DbPath
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 from vsonic.setops import OpKind, SetOp, changed_entries
@@ -115,6 +125,7 @@ class HostSpec:
     layout: str
     switches: int
     ports: int
+    tls: TlsFiles
     converged: bool = False
     latency_ms: float = 0.0
     gcu_set_s: float = 0.0
@@ -128,6 +139,7 @@ class HostSpec:
             layout=str(raw["layout"]),
             switches=int(raw["switches"]),
             ports=int(raw["ports"]),
+            tls=from_json(raw.get("tls")),
             converged=bool(raw.get("converged", False)),
             latency_ms=float(raw.get("latency_ms", 0.0)),
             gcu_set_s=float(raw.get("gcu_set_s", 0.0)),
@@ -230,7 +242,7 @@ def build_host(spec: HostSpec, password: str) -> Host:
             service = CountingGnmiService(
                 targets, Clock(), credentials, tally=host.tally, latency_s=spec.latency_ms / 1000
             )
-            host.servers[name] = start_server(LISTEN, service)
+            host.servers[name] = start_server(LISTEN, service, spec.tls)
     except BaseException:
         host.stop()
         raise

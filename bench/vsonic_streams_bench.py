@@ -4,7 +4,8 @@ answered from the table index and the encoded-answer cache.
 Streams. A fleet vsonic (``python -m vsonic.serve --fleet``) runs in a process of its own; this
 process opens ``--streams`` ON_CHANGE Subscribe streams on CONFIG_DB ``SCHEDULER`` (a table
 the controller owns), spread round-robin over the fleet's switches, over a few asyncio gRPC
-channels. It measures, each beside its baseline in the same run:
+channels, over TLS (the server serves one certificate made for the run, bench/switch_tls.py,
+which this process trusts). It measures, each beside its baseline in the same run:
 
 - time until every stream has its initial values and ``sync_response``;
 - server CPU seconds per second with every stream open and idle, beside the same with none;
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.southbound_support import fleet_names, start_fleet_server
+from bench.switch_tls import bench_tls, channel_credentials
 
 REPRODUCE = "uv run python -m bench.vsonic_streams_bench"
 PASSWORD = "streams-bench"
@@ -150,18 +152,19 @@ async def _cpu_per_s(pid: int, seconds: float) -> float:
 
 
 async def _measure_streams(
-    pid: int, port: int, switches: int, streams: int, idle_s: float, gets: int
+    pid: int, port: int, ca: Path, switches: int, streams: int, idle_s: float, gets: int
 ) -> dict[str, Any]:
     import grpc  # type: ignore[import-untyped]
     from pygnmi.spec.v080 import gnmi_pb2_grpc
 
     names = fleet_names(switches)
+    trust = channel_credentials(ca)
     channels = [
-        grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        grpc.aio.secure_channel(f"127.0.0.1:{port}", trust)
         for _ in range(max(1, -(-streams // STREAMS_PER_CHANNEL)))
     ]
     stubs = [gnmi_pb2_grpc.gNMIStub(channel) for channel in channels]
-    get_stub = gnmi_pb2_grpc.gNMIStub(grpc.aio.insecure_channel(f"127.0.0.1:{port}"))
+    get_stub = gnmi_pb2_grpc.gNMIStub(grpc.aio.secure_channel(f"127.0.0.1:{port}", trust))
     result: dict[str, Any] = {}
     await _get_latencies(get_stub, names[0], 3)  # connect, warm caches: not counted
     result["get_none_s"] = await _get_latencies(get_stub, names[0], gets)
@@ -256,17 +259,18 @@ def measure(
         "load_before": os.getloadavg(),
     }
     results["index"] = measure_index(ports, rounds)
-    server, port = start_fleet_server(switches, ports, PASSWORD)
-    try:
-        results["streams_run"] = asyncio.run(
-            _measure_streams(server.pid, port, switches, streams, idle_s, gets)
-        )
-    finally:
-        server.terminate()
+    with bench_tls() as tls:
+        server, port = start_fleet_server(switches, ports, PASSWORD, tls)
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            results["streams_run"] = asyncio.run(
+                _measure_streams(server.pid, port, tls.cert, switches, streams, idle_s, gets)
+            )
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
     results["load_after"] = os.getloadavg()
     return results
 

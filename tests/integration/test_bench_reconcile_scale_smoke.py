@@ -2,7 +2,7 @@
 
 It runs as a command across two switch-host processes, prints a row per size and mode (no
 baseline above ``--baseline-max``), one Get per target and every target converged; a pass
-that finds targets not converged stops it. Real gRPC to real vsonic fleet servers on
+that finds targets not converged stops it. Real gRPC over TLS to real vsonic fleet servers on
 127.0.0.1; no timing assertions.
 """
 
@@ -18,6 +18,7 @@ import pytest
 
 from bench.reconcile_scale_bench import PASSWORD_ENV, one_pass, require_converged
 from bench.southbound_support import switch_host
+from bench.switch_tls import bench_tls
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +64,8 @@ def test_a_pass_that_finds_drift_stops_the_bench(
     monkeypatch.setenv(PASSWORD_ENV, password)
     # The switches hold the state for 4 ports; the controller wants 8: every target drifts.
     spec = {"layout": "fleet", "switches": 3, "ports": 4, "converged": True, "validate_once": True}
-    with switch_host(spec, password) as (host, ports):
-        figures = one_pass(mode, 3, 8, {host.pid: ports["fleet"]}, (2, 4))
+    with bench_tls() as tls, switch_host(spec, password, tls) as (host, ports):
+        figures = one_pass(mode, 3, 8, {host.pid: ports["fleet"]}, (2, 4), host.tls)
         assert host.stats().sets == 0  # alert mode: found, never written
     assert (figures.gets, figures.converged, len(figures.problems)) == (3, 0, 3)
     assert all("alerted" in why for _, why in figures.problems)

@@ -2,7 +2,8 @@
 
 It runs, its output parses, the RPC counts the switches received are the ones the plans
 call for, a drifted target or a refused push stops it loudly, and the switches' process is
-gone afterwards. Real gRPC to real vsonic servers on 127.0.0.1; no timing assertions.
+gone afterwards. Real gRPC over TLS to real vsonic servers on 127.0.0.1 (the switches serve
+the bench's certificate); no timing assertions.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import os
 import re
 import secrets
 import socket
+import ssl
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +25,11 @@ import pytest
 from bench.compile_bench import synthetic_intent
 from bench.southbound_bench import run_push, run_reconcile
 from bench.southbound_support import loopback_switches, loopback_targets, switch_host
+from bench.switch_tls import bench_tls
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
+from vsonic.gnmi_server import TlsFiles
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +42,26 @@ ROW = re.compile(
     r"\s+(?P<rpcs_s>\d+\.\d)\s+(?P<ops_s>\d+\.\d)\s+(?P<targets_s>\d+\.\d)"
     r"\s+(?P<cpu_bench>\d+\.\d{3})s\s+(?P<cpu_vsonic>\d+\.\d{3})s$"
 )
+
+
+@pytest.fixture(scope="module")
+def tls() -> Iterator[TlsFiles]:
+    with bench_tls() as files:
+        yield files
+
+
+def served_certificate(port: int, tls: TlsFiles) -> bytes:
+    """The DER certificate the server on ``port`` presents in a TLS handshake (HTTP/2 offered
+    by ALPN, as a gRPC client does), verified against ``tls``'s certificate."""
+    context = ssl.create_default_context(cafile=str(tls.cert))
+    context.set_alpn_protocols(["h2"])
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as wrapped,
+    ):
+        der = wrapped.getpeercert(binary_form=True)
+    assert der is not None
+    return der
 
 
 def parse_rows(stdout: str) -> dict[str, dict[str, dict[str, str]]]:
@@ -109,14 +134,17 @@ def _another_weight(config: SwitchConfig) -> SwitchConfig:
 
 @pytest.mark.parametrize("baseline", [True, False], ids=["sequential", "reconcile-loop"])
 def test_a_drifted_target_stops_the_reconcile_pass_and_the_switches_stop_after(
-    baseline: bool,
+    baseline: bool, tls: TlsFiles
 ) -> None:
     password = secrets.token_hex(8)
     intent = synthetic_intent(3, PORTS)
     desired = compile_fleet(intent)
     spec = {"layout": "fleet", "switches": 3, "ports": PORTS, "converged": True}
     args = argparse.Namespace(max_in_flight=4, parallel=2, batch_size=BATCH)
-    with switch_host(spec, password) as (host, ports):
+    with switch_host(spec, password, tls) as (host, ports):
+        # The switches serve the bench's certificate (bench/switch_tls.py), nothing else.
+        expected = ssl.PEM_cert_to_DER_cert(tls.cert.read_text())
+        assert served_certificate(ports["fleet"], tls) == expected
         switches = loopback_switches(intent, ports, fleet=True)
         converged = run_reconcile(host, switches, desired, password, args, baseline=baseline)
         assert (converged.sets, converged.gets, converged.targets) == (0, 3, 3)
@@ -134,7 +162,7 @@ def test_a_drifted_target_stops_the_reconcile_pass_and_the_switches_stop_after(
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
-def test_a_refused_push_stops_the_bench_naming_the_switch() -> None:
+def test_a_refused_push_stops_the_bench_naming_the_switch(tls: TlsFiles) -> None:
     password = secrets.token_hex(8)
     intent = synthetic_intent(2, PORTS)
     desired = compile_fleet(intent)
@@ -147,7 +175,7 @@ def test_a_refused_push_stops_the_bench_naming_the_switch() -> None:
     }
     args = argparse.Namespace(max_in_flight=4, parallel=2, batch_size=BATCH)
     spec = {"layout": "standalone", "switches": 2, "ports": PORTS}
-    with switch_host(spec, password) as (host, ports):
-        targets = loopback_targets(intent, ports, password, fleet=False)
+    with switch_host(spec, password, tls) as (host, ports):
+        targets = loopback_targets(intent, ports, password, host.tls, fleet=False)
         with pytest.raises(SystemExit, match=r"1 of 2 switches not verified: sw0000: failed"):
             run_push(host, targets, plans, args, baseline=False)

@@ -41,8 +41,9 @@ def two_free_ports() -> int:
 
 
 def gnmi_get(port: int, path: str, state_dir: Path | None, target: str | None = None) -> object:
-    """Over TLS, trusting the certificate ``vsonic up`` made in ``state_dir``; plaintext when
-    ``state_dir`` is None (switches started ``--insecure``)."""
+    """Over TLS, trusting the certificate ``vsonic up`` made in ``state_dir``. Plaintext only
+    when ``state_dir`` is None: for the test of ``vsonic up --insecure`` (test_cli.py), whose
+    subject is that plaintext; every other caller passes its state directory."""
     tls = {"insecure": True} if state_dir is None else {
         "path_root": str(tls_files(state_dir).cert)
     }  # fmt: skip

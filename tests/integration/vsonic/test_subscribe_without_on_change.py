@@ -1,6 +1,7 @@
 """A switch whose gNMI server only samples (``Switch.on_change = False``), over real gRPC: an
 ON_CHANGE subscription is refused with UNIMPLEMENTED before any data, SAMPLE still works, and
-the other switches of the same fleet server stream changes as before."""
+the other switches of the same fleet server stream changes as before. Over TLS, as every
+switch session is (the fleet serves the tests' switch certificate)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
+from tests.integration.vsonic.conftest import tls_channel
 from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import Clock, Credentials, GnmiService, start_server
+from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
 
 MODE = gnmi_pb2.SubscriptionList.Mode
@@ -35,13 +37,14 @@ def _request(target: str, mode: int) -> Any:
 
 
 @pytest.fixture
-def fleet() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
+def fleet(switch_tls: TlsFiles) -> Iterator[tuple[Any, list[tuple[str, str]]]]:
     """Fleet server of ``streams`` (ON_CHANGE) and ``samples`` (SAMPLE only)."""
     targets = fleet_targets(["streams", "samples"], default_ports(2))
     targets.resolve("samples").on_change = False
     credentials = Credentials(username="admin", password=secrets.token_hex(8))
-    running = start_server("127.0.0.1:0", GnmiService(targets, Clock(), credentials))
-    channel = grpc.insecure_channel(f"127.0.0.1:{running.port}")
+    service = GnmiService(targets, Clock(), credentials)
+    running = start_server("127.0.0.1:0", service, switch_tls)
+    channel = tls_channel(running.port, switch_tls)
     try:
         yield (
             gnmi_pb2_grpc.gNMIStub(channel),
