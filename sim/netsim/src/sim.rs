@@ -56,9 +56,9 @@ pub struct Tally {
     pub sent_bytes: u64,
     /// Bytes that reached their destination host.
     pub delivered_bytes: u64,
-    /// Bytes dropped (at switches, or at a host NIC with a limit).
+    /// Bytes dropped (at switches, at a host NIC with a limit, or at a QJUMP level's queue).
     pub dropped_bytes: u64,
-    /// Packets dropped (at switches, or at a host NIC with a limit).
+    /// Packets dropped (at switches, at a host NIC with a limit, or at a QJUMP level's queue).
     pub dropped_packets: u64,
     /// Packets marked CE at switches.
     pub marked_packets: u64,
