@@ -102,6 +102,50 @@ fn a_level_drops_what_its_queue_cannot_hold() {
     assert!(fabric.sender(0).unwrap().timeouts() > 0);
 }
 
+/// The most bytes host 0's level-7 bucket let out between any two samples (every 50 ns)
+/// at most `span_ns` apart, a long-lived flow keeping the level busy for 1 ms.
+fn busiest_window_bytes(level: QjumpLevel, span_ns: f64) -> u64 {
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 3, ..LeafSpine::default() };
+    let qjump = QjumpHosts { levels: vec![level], class_levels: vec![Some(7)] };
+    let qos = FabricQos { qjump: Some(qjump), ..FabricQos::dctcp(100_000, 1_000_000) };
+    let flows = [workload::long_lived(0, 2, 0, 0.0)];
+    let mut fabric = Fabric::new(topo, qos, TcpConfig::default(), &flows, 1).unwrap();
+    let mut samples = vec![(0.0, 0u64)];
+    for i in 1..=20_000 {
+        let t = f64::from(i) * 50.0;
+        fabric.run(t, &mut |_| {}).unwrap();
+        samples.push((t, fabric.shaped_bytes(0, 0).unwrap()));
+    }
+    let mut most = 0;
+    for (i, &(ti, bi)) in samples.iter().enumerate() {
+        for &(_, bj) in samples[i + 1..].iter().take_while(|&&(tj, _)| tj - ti <= span_ns) {
+            most = most.max(bj - bi);
+        }
+    }
+    most
+}
+
+#[test]
+fn each_window_mode_holds_its_bound_over_a_tcp_flow() {
+    // n = 16, P = 256 B, R = 10 Gb/s: E = 2nP/R = 6553.6 ns; f = 4, B = 1024 B.
+    // sliding (docs/algorithms.md §5.1): b = P, r x E = B - P - m with m = ceil(768 x
+    // 1.024 / 6.5536) + 1 B; the quotient is 120, which `host_limiter`'s floats make
+    // 120.000...01, so m = 122 B (one byte on the safe side): r x E = 646 B, r = floor(646 x 8 / 6553.6e-9) = 788 574 218 bit/s, queue 645 B. Every
+    // epoch-long window carries at most b + r x E = 902 B <= B: three 256 B packets.
+    // aligned: b = B, r = B / E = 1.25 Gb/s, queue B: a window may carry up to 2B, and the
+    // busy flow does carry more than B in one.
+    let level = |rate_bps, burst, limit| QjumpLevel {
+        mtu_bytes: Some(256),
+        limit_bytes: Some(limit),
+        ..QjumpLevel::bucket(7, rate_bps, burst)
+    };
+    let sliding = busiest_window_bytes(level(788_574_218.0, 256, 645), EPOCH_NS);
+    assert!(sliding <= 1_024, "sliding: {sliding} B in one epoch");
+    assert_eq!(sliding, 3 * 256);
+    let aligned = busiest_window_bytes(level(1.25e9, 1_024, 1_024), EPOCH_NS);
+    assert!(aligned > 1_024 && aligned <= 2_048, "aligned: {aligned} B in one epoch");
+}
+
 /// QJUMP's network epoch 2nP/R (NSDI'15 §3.1, Eq. 2) for n = 16, P = 256 B, R = 10 Gb/s,
 /// ns.
 const EPOCH_NS: f64 = 2.0 * 16.0 * 256.0 * 8.0 / 10e9 * 1e9;
