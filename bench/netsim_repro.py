@@ -38,6 +38,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from controller.qos.buffers import dynaq_bounds
+from controller.qos.qjump import QjumpWindow, epoch_seconds, host_limiter, plan_levels
+from controller.twin.translate import qjump_level
 
 ROOT = Path(__file__).resolve().parents[1]
 NETSIM = ROOT / "target" / "release" / "netsim"
@@ -449,19 +451,23 @@ QJUMP_HOSTS = 16
 
 
 def qjump_levels() -> dict[str, Any]:
-    # Hosts' token buckets as sluice plans them (controller/qos/qjump.py, plan_levels): epoch
-    # 2nP/R (eps = 0), level 7 with f = 1 (P per epoch, burst P), level 0 with f = n (the
-    # throughput level, R/2 with the mesochronous epoch).
-    epoch_s = 2 * QJUMP_HOSTS * QJUMP_P_BYTES * 8 / TEN_G
-
-    def level(number: int, factor: float) -> dict[str, Any]:
-        rate = factor * QJUMP_P_BYTES * 8 / epoch_s
-        return {"level": number, "rate_bps": rate, "burst_bytes": int(factor * QJUMP_P_BYTES)}
-
-    return {
-        "levels": [level(0, QJUMP_HOSTS), level(7, 1.0)],
-        "class_levels": [0, None, None, None, None, None, None, 7],
-    }
+    # Hosts' token buckets as sluice compiles them (controller/qos/qjump.py, plan_levels and
+    # host_limiter, window aligned) and the twin hands them to netsim (qjump_level: tbf mtu P
+    # and limit max(burst, P) on a level below the line rate): epoch 2nP/R (eps = 0), level 7
+    # with f = 1 (P per epoch, burst P), level 0 with f = n (the throughput level, R/2 with
+    # the mesochronous epoch).
+    epoch_s = epoch_seconds(QJUMP_HOSTS, QJUMP_P_BYTES, TEN_G, 0.0)
+    planned = plan_levels(QJUMP_HOSTS, QJUMP_P_BYTES, TEN_G, 0.0, {0: QJUMP_HOSTS, 7: 1.0})
+    levels = []
+    for p in planned:
+        limiter = host_limiter(p, QJUMP_P_BYTES, epoch_s, QjumpWindow.ALIGNED)
+        compiled = {
+            "level": p.level,
+            "rate_bps": limiter.rate_bps,
+            "burst_bytes": limiter.bucket_bytes,
+        }
+        levels.append(qjump_level(compiled, int(TEN_G), QJUMP_P_BYTES))
+    return {"levels": levels, "class_levels": [0, None, None, None, None, None, None, 7]}
 
 
 def qjump_config(

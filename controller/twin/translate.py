@@ -259,9 +259,9 @@ def _marking(intent: Intent, notes: list[str]) -> list[JsonObject]:
 
 
 def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
-    """Every host's QJUMP token buckets as the host compiler plans them (levels, rates f·P/E,
-    bursts f·P), and each class's level: a class the hosts mark (``hosts_match``) rides its
-    ``qjump_level``, any other the hosts' default level 0."""
+    """Every host's QJUMP token buckets as the host compiler plans them (rates and bursts for
+    the fabric's ``window``), and each class's level: a class the hosts mark (``hosts_match``)
+    rides its ``qjump_level``, any other the hosts' default level 0."""
     if intent.fabric.qjump is None or not intent.hosts:
         return None
     # The twin runs one host NIC speed (the slowest, as topology() notes); only the
@@ -270,24 +270,40 @@ def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
     planned = qjump_vars(intent, slowest)
     if planned is None:
         return None
+    packet_bytes = intent.fabric.qjump.packet_bytes
     notes.append(
-        "QJUMP token buckets shape each host's data packets per level; pure ACKs are not "
-        f"held back, packets stay {NETSIM_PACKET_BYTES} B (not clamped to "
-        f"P = {intent.fabric.qjump.packet_bytes} B) and a level's queue at the host has no limit"
+        "QJUMP token buckets shape each host's packets per level, pure ACKs included, with "
+        f"tbf's mtu P = {packet_bytes} B and limit counted in netsim's packet bytes (no "
+        "Ethernet header) and without the kernel's burst and rate rounding; a packet the "
+        "level's queue drops is lost to TCP as in the network (Linux's TCP sees a local "
+        "qdisc drop at once)"
     )
     return {
         "levels": [
-            {
-                "level": lv["level"],
-                "rate_bps": float(lv["rate_bps"]),
-                "burst_bytes": lv["burst_bytes"],
-            }
-            for lv in planned["levels"]
+            qjump_level(lv, planned["line_rate_bps"], packet_bytes) for lv in planned["levels"]
         ],
         "class_levels": [
             c.qjump_level if c.hosts_match is not None else None for c in intent.service_classes
         ],
     }
+
+
+def qjump_level(level: JsonObject, line_rate_bps: int, packet_bytes: int) -> JsonObject:
+    """netsim's bucket for one planned level. A level below the line rate is bounded: on the
+    host a tbf with ``mtu`` P (the level's MSS is clamped to fit) and ``limit`` the planned
+    ``queue_bytes`` (``window: sliding``) or the bucket, at least P (the ``sluice.fabric.htb``
+    module's ``TbfLeaf``, ``plugins/module_utils/hostqos.py``). The unbounded level is HTB
+    alone: no mtu, no limit."""
+    burst = int(level["burst_bytes"])
+    entry: JsonObject = {
+        "level": level["level"],
+        "rate_bps": float(level["rate_bps"]),
+        "burst_bytes": burst,
+    }
+    if int(level["rate_bps"]) < line_rate_bps:
+        entry["mtu_bytes"] = packet_bytes
+        entry["limit_bytes"] = int(level.get("queue_bytes", max(burst, packet_bytes)))
+    return entry
 
 
 def agent_orders(fleet: FleetQos, profiles: dict[str, PortProfile | None]) -> JsonObject | None:

@@ -56,9 +56,9 @@ pub struct Tally {
     pub sent_bytes: u64,
     /// Bytes that reached their destination host.
     pub delivered_bytes: u64,
-    /// Bytes dropped (at switches, or at a host NIC with a limit).
+    /// Bytes dropped (at switches, at a host NIC with a limit, or at a QJUMP level's queue).
     pub dropped_bytes: u64,
-    /// Packets dropped (at switches, or at a host NIC with a limit).
+    /// Packets dropped (at switches, at a host NIC with a limit, or at a QJUMP level's queue).
     pub dropped_packets: u64,
     /// Packets marked CE at switches.
     pub marked_packets: u64,
@@ -146,6 +146,8 @@ impl Meta {
 #[derive(Debug, Clone)]
 struct Flow {
     spec: FlowSpec,
+    /// Payload bytes per segment (its class's QJUMP level may clamp it, see `segment_bytes`).
+    mss: u64,
     sender: Sender,
     receiver: Receiver,
     done_ns: Option<f64>,
@@ -321,9 +323,11 @@ impl Fabric {
             if spec.src == spec.dst {
                 return Err(SimError::Loopback(i));
             }
-            let segments = spec.bytes.div_ceil(MSS_BYTES).max(1);
+            let mss = segment_bytes(&qos, spec.class);
+            let segments = spec.bytes.div_ceil(mss).max(1);
             state.push(Flow {
                 spec: *spec,
+                mss,
                 sender: Sender::new(tcp, segments),
                 receiver: Receiver::default(),
                 done_ns: None,
@@ -460,9 +464,10 @@ impl Fabric {
     /// there and back, and the last ACK's serialisation on the way back.
     pub fn ideal_fct_ns(&self, spec: &FlowSpec) -> f64 {
         let t = &self.topo;
-        let segments = spec.bytes.div_ceil(MSS_BYTES).max(1);
+        let mss = segment_bytes(&self.qos, spec.class);
+        let segments = spec.bytes.div_ceil(mss).max(1);
         let wire = spec.bytes + segments * HEADER_BYTES;
-        let packet_bits = wire.min(MSS_BYTES + HEADER_BYTES) as f64 * 8.0;
+        let packet_bits = wire.min(mss + HEADER_BYTES) as f64 * 8.0;
         let ack_bits = HEADER_BYTES as f64 * 8.0;
         // Links after the first: the fabric links (if the flow crosses a spine), then the
         // receiver's host link.
@@ -648,9 +653,9 @@ impl Fabric {
     }
 
     fn send_segment(&mut self, f: usize, seg: u64) -> Result<(), SimError> {
-        let spec = self.flows[f].spec;
-        let offset = seg * MSS_BYTES;
-        let payload = spec.bytes.saturating_sub(offset).clamp(1, MSS_BYTES);
+        let (spec, mss) = (self.flows[f].spec, self.flows[f].mss);
+        let offset = seg * mss;
+        let payload = spec.bytes.saturating_sub(offset).clamp(1, mss);
         let queue = self.qos.data_queue(offset, spec.class);
         let meta = Meta::Data { seg, sent_ns: self.now_ns, queue };
         let ect = self.flows[f].sender.config().ect();
@@ -669,17 +674,18 @@ impl Fabric {
         let packet = Packet { flow, seq: handle, bytes, ect, ce: false };
         self.tally.sent_bytes += u64::from(bytes);
         let class = self.flows[flow as usize].spec.class;
-        let bucket = match meta {
-            // QJUMP limits what a host sends at a level; pure ACKs are not held back.
-            Meta::Data { .. } => self.qos.qjump.as_ref().and_then(|q| q.bucket_of(class)),
-            Meta::Ack { .. } => None,
-        };
-        match bucket {
+        // QJUMP limits what a host sends at a level: a sluice host takes the level from the
+        // socket's priority, so the flow's pure ACKs (sent by its receiver's host) take the
+        // same level's bucket as its data.
+        match self.qos.qjump.as_ref().and_then(|q| q.bucket_of(class)) {
             None => self.nic_enqueue(host, packet, meta.queue()),
             Some(b) => {
-                let passed = self.shapers[host][b].bucket.offer(self.now_ns, (packet, meta.queue()), bytes);
-                for (p, q) in passed {
+                let offered = self.shapers[host][b].bucket.offer(self.now_ns, (packet, meta.queue()), bytes);
+                for (p, q) in offered.passed {
                     self.nic_enqueue(host, p, q)?;
+                }
+                if let Some((p, _)) = offered.dropped {
+                    self.drop_packet(p);
                 }
                 self.schedule_release(host, b);
                 Ok(())
@@ -716,6 +722,12 @@ impl Fabric {
         self.shapers.get(host)?.get(bucket).map(|s| s.bucket.released_bytes())
     }
 
+    /// Packets host `host`'s QJUMP bucket `bucket` has dropped (above its mtu or over its
+    /// limit).
+    pub fn shaper_drops(&self, host: usize, bucket: usize) -> Option<u64> {
+        self.shapers.get(host)?.get(bucket).map(|s| s.bucket.dropped_packets())
+    }
+
     /// One queue's counters at host `host`'s NIC.
     pub fn host_counters(&self, host: usize, queue: usize) -> Result<QueueCounters, SimError> {
         let nic = self
@@ -742,4 +754,13 @@ impl Fabric {
         self.tally.dropped_bytes += u64::from(packet.bytes);
         self.tally.dropped_packets += 1;
     }
+}
+
+/// Payload bytes per segment of a `class` flow: netsim's 1460 B, or, when the class's QJUMP
+/// level has an mtu P, P less the TCP/IP headers, so every packet is at most P. sluice clamps
+/// the level's TCP MSS to P less the Ethernet, IP and TCP headers (`docs/hosts.md`, QJUMP);
+/// netsim's packets carry no Ethernet header, so its P is counted in its own packet bytes.
+fn segment_bytes(qos: &FabricQos, class: usize) -> u64 {
+    let clamp = qos.qjump.as_ref().and_then(|q| q.mtu_of(class));
+    clamp.map_or(MSS_BYTES, |mtu| u64::from(mtu).saturating_sub(HEADER_BYTES).clamp(1, MSS_BYTES))
 }

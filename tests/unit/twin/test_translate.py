@@ -10,6 +10,7 @@ import pytest
 from controller.hosts.compile import pias_vars
 from controller.policy.loader import load_intent_file
 from controller.policy.models import EcnMode, Intent
+from controller.qos.qjump import QjumpWindow
 from controller.twin.results import compare, per_class, per_hop
 from controller.twin.translate import Request, TwinInputInvalid, translate
 
@@ -119,14 +120,41 @@ def test_hosts_get_the_qjump_buckets_the_host_compiler_plans(intent: Intent) -> 
     # 2 x 16 x 256 x 8 / 25e9 + 4e-6 = 6.62144 us, so level 7 may send 256 B per epoch:
     # floor(2048 / 6.62144e-6) = 309 298 279 bit/s. Level 0 has no factor: the unbounded
     # level at the line rate, burst rate / HZ + MTU = 3 125 000 + 9100 B.
+    # Level 7 is bounded: tbf mtu P and, window aligned, a queue of max(burst, P) = 256 B;
+    # level 0 is HTB alone.
     qjump = translate(intent, Request()).config["qos"]["qjump"]
     assert qjump["levels"] == [
         {"level": 0, "rate_bps": 25e9, "burst_bytes": 3_134_100},
-        {"level": 7, "rate_bps": 309_298_279.0, "burst_bytes": 256},
+        {
+            "level": 7,
+            "rate_bps": 309_298_279.0,
+            "burst_bytes": 256,
+            "mtu_bytes": 256,
+            "limit_bytes": 256,
+        },
     ]
     # control is marked by the hosts at level 7; the rest ride the default level 0.
     assert qjump["class_levels"] == [7, None, None, None, None]
     assert translate(_with(intent, qjump=None), Request()).config["qos"]["qjump"] is None
+
+
+def test_a_sliding_window_level_gets_its_sliding_bucket_and_queue(intent: Intent) -> None:
+    # f_7 = 4, window sliding (docs/algorithms.md §5.1): B = 1024 B, bucket P = 256 B,
+    # headroom 768 B, margin ceil(768 x 1.024 / 6.62144) + 1 = 120 B, r x E = 648 B, so
+    # r = floor(648 x 8 / 6.62144e-6) = 782 911 270 bit/s and the queue floor(r x 0.999 x E
+    # / 8) = 647 B.
+    assert intent.fabric.qjump is not None
+    sliding = intent.fabric.qjump.model_copy(
+        update={"factors": {7: 4.0}, "window": QjumpWindow.SLIDING}
+    )
+    qjump = translate(_with(intent, qjump=sliding), Request()).config["qos"]["qjump"]
+    assert qjump["levels"][1] == {
+        "level": 7,
+        "rate_bps": 782_911_270.0,
+        "burst_bytes": 256,
+        "mtu_bytes": 256,
+        "limit_bytes": 647,
+    }
 
 
 def test_dctcp_hosts_run_dctcp(intent: Intent) -> None:
