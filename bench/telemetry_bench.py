@@ -223,12 +223,7 @@ def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: flo
     metadata = [("username", "admin"), ("password", PASSWORD)]
     counts = [0] * switches
     stop = threading.Event()
-    subscribers = []
-    for i, (target, oids) in enumerate(zip(targets, all_oids, strict=True)):
-        request = subscribe_request(
-            stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
-        )
-        subscribers.append((i, StreamSubscriber(channels[target.port], request, metadata)))
+    subscribers: list[tuple[int, Any]] = []
 
     def drain(i: int, subscriber: Any) -> None:
         while not stop.is_set():
@@ -241,9 +236,18 @@ def _pygnmi(server_ports: list[int], switches: int, warmup: float, duration: flo
             update = response.get("update") if isinstance(response, dict) else None
             counts[i] += len(update.get("update", [])) if isinstance(update, dict) else 0
 
-    threads = [threading.Thread(target=drain, args=s, daemon=True) for s in subscribers]
-    for thread in threads:
-        thread.start()
+    # Each stream is drained from the moment it opens, and the memory limit is checked while
+    # they open: pygnmi queues responses faster than 250 streams' threads take them.
+    for i, (target, oids) in enumerate(zip(targets, all_oids, strict=True)):
+        if _rss_kb() > PYGNMI_RSS_LIMIT_KB:
+            MEMORY_STOP.append(_rss_kb())
+            break
+        request = subscribe_request(
+            stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
+        )
+        subscribers.append((i, StreamSubscriber(channels[target.port], request, metadata)))
+        threading.Thread(target=drain, args=subscribers[-1], daemon=True).start()
+    SCRAPE["streams_open"] = len(subscribers)
     _sleep_within_memory(warmup)
     start, cpu, began = sum(counts), _cpu_s(), time.monotonic()
     if not _sleep_within_memory(duration):
@@ -516,7 +520,8 @@ def render(r: dict[str, Any]) -> str:
         if x.get("memory_stop_kb"):
             lines.append(
                 f"  (stopped after {x['seconds']:.1f} s: RSS {x['memory_stop_kb'] / 2**20:.1f} GiB,"
-                " responses queued faster than handed out)"
+                " responses queued faster than handed out;"
+                f" {x['scrape'].get('streams_open', '?')} streams open)"
             )
     if "collector" in r and "bare" in r:
         c = r["collector"]["updates"] / max(r["collector"]["seconds"], 1e-9)
