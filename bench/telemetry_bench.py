@@ -138,12 +138,8 @@ async def _collector(
     collector.sync(intent, {t.name: t for t in _targets(server_ports, switches, tls)})
 
     async def scrape_then_close() -> None:
-        from prometheus_client import CollectorRegistry, generate_latest
-
-        registry = CollectorRegistry()
-        registry.register(collector.metrics)
         start, cpu = time.perf_counter(), time.process_time()
-        text = generate_latest(registry)
+        text = collector.metrics.render()
         SCRAPE["seconds"] = time.perf_counter() - start
         SCRAPE["cpu_s"] = time.process_time() - cpu
         SCRAPE["samples"] = text.count(b"\n") - text.count(b"\n#")
@@ -244,12 +240,7 @@ def _pygnmi(
     metadata = [("username", "admin"), ("password", PASSWORD)]
     counts = [0] * switches
     stop = threading.Event()
-    subscribers = []
-    for i, (target, oids) in enumerate(zip(targets, all_oids, strict=True)):
-        request = subscribe_request(
-            stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
-        )
-        subscribers.append((i, StreamSubscriber(channels[target.port], request, metadata)))
+    subscribers: list[tuple[int, Any]] = []
 
     def drain(i: int, subscriber: Any) -> None:
         while not stop.is_set():
@@ -262,9 +253,18 @@ def _pygnmi(
             update = response.get("update") if isinstance(response, dict) else None
             counts[i] += len(update.get("update", [])) if isinstance(update, dict) else 0
 
-    threads = [threading.Thread(target=drain, args=s, daemon=True) for s in subscribers]
-    for thread in threads:
-        thread.start()
+    # Each stream is drained from the moment it opens, and the memory limit is checked while
+    # they open: pygnmi queues responses faster than 250 streams' threads take them.
+    for i, (target, oids) in enumerate(zip(targets, all_oids, strict=True)):
+        if _rss_kb() > PYGNMI_RSS_LIMIT_KB:
+            MEMORY_STOP.append(_rss_kb())
+            break
+        request = subscribe_request(
+            stream_subscriptions(oids, policy), ListMode.STREAM, target.prefix_target
+        )
+        subscribers.append((i, StreamSubscriber(channels[target.port], request, metadata)))
+        threading.Thread(target=drain, args=subscribers[-1], daemon=True).start()
+    SCRAPE["streams_open"] = len(subscribers)
     _sleep_within_memory(warmup)
     start, cpu, began = sum(counts), _cpu_s(), time.monotonic()
     if not _sleep_within_memory(duration):
@@ -273,8 +273,8 @@ def _pygnmi(
     CPU_WINDOW.append(_cpu_s() - cpu)
     SCRAPE["seconds_counted"] = duration
     stop.set()
-    for _, subscriber in subscribers:
-        subscriber.close()
+    # No subscriber.close(): it joins pygnmi's enqueue thread, which can wait on its stream
+    # for good (seen at 250 switches, RSS growing meanwhile); the role leaves by os._exit.
     return counted
 
 
@@ -571,7 +571,8 @@ def render(r: dict[str, Any]) -> str:
         if x.get("memory_stop_kb"):
             lines.append(
                 f"  (stopped after {x['seconds']:.1f} s: RSS {x['memory_stop_kb'] / 2**20:.1f} GiB,"
-                " responses queued faster than handed out)"
+                " responses queued faster than handed out;"
+                f" {x['scrape'].get('streams_open', '?')} streams open)"
             )
     if "collector" in r and "bare" in r:
         c = r["collector"]["updates"] / max(r["collector"]["seconds"], 1e-9)

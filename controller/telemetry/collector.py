@@ -23,10 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-from prometheus_client import CollectorRegistry, start_http_server
 
 from controller.policy.loader import load_intent_file
 from controller.policy.models import Intent, Switch
@@ -46,7 +45,7 @@ from controller.southbound.subscribe import (
     SwitchStream,
     open_channel,
 )
-from controller.telemetry.metrics import TelemetryMetrics
+from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
 
 log = logging.getLogger("sluice.collector")
@@ -303,6 +302,28 @@ async def run(
         await collector.close()
 
 
+def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> ThreadingHTTPServer:
+    """The metrics endpoint on its own thread: every GET path answers the exposition (as
+    prometheus_client's server did), rendered per request by ``render``."""
+
+    class MetricsHandler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the name http.server dispatches to
+            body = render()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: a scrape every few seconds is not worth a log line."""
+
+    server = ThreadingHTTPServer((host, port), MetricsHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m controller.telemetry.collector")
     parser.add_argument("--shard", default="0/1", help="I/N: this process's share of switches")
@@ -327,10 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     window_ns = int(settings.telemetry.rate_window_s * NS_PER_S)
     collector = Collector(shard, policy, window_ns=window_ns, rand=random.Random().random)
-    registry = CollectorRegistry()
-    registry.register(collector.metrics)
-    server, _thread = start_http_server(
-        settings.telemetry.metrics_port, addr=settings.telemetry.metrics_host, registry=registry
+    server = serve_metrics(
+        settings.telemetry.metrics_host, settings.telemetry.metrics_port, collector.metrics.render
     )
     port = server.server_address[1]
     print(
@@ -348,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve())
     finally:
         server.shutdown()
+        server.server_close()
     return 0
 
 

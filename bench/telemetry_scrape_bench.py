@@ -1,0 +1,124 @@
+"""One scrape of a collector's metrics: sluice's own text exposition against prometheus_client.
+
+``uv run python -m bench.telemetry_scrape_bench --switches 250``
+
+Builds the state of N switches x 64 ports x 8 queues in one process (every queue and port
+with rates, an agent threshold per queue: the series a collector streaming those switches
+exports), then times, in the same run, ``TelemetryMetrics.render`` (controller/telemetry/
+metrics.py) and the baseline: the same samples as prometheus_client metric families
+(``GaugeMetricFamily.add_metric`` per sample, as the collector built them before) rendered by
+``generate_latest``. CPU seconds of this process, best of ``--repeats``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.telemetry.metrics import TelemetryMetrics
+from controller.telemetry.state import SwitchTelemetry
+
+S = 1_000_000_000
+
+
+def fleet(switches: int, ports: int) -> list[SwitchTelemetry]:
+    out = []
+    for s in range(switches):
+        names = [f"Ethernet{4 * i}" for i in range(ports)]
+        sw = SwitchTelemetry(f"leaf{s:04d}", dict.fromkeys(names, 100e9), {"3": "storage"})
+        queues = {f"{p}:{q}": f"oid:0x15{s:04x}{i:03x}{q}" for i, p in enumerate(names)
+                  for q in range(8)}  # fmt: skip
+        port_oids = {p: f"oid:0x10{s:04x}{i:03x}" for i, p in enumerate(names)}
+        sw.set_queue_map(queues)
+        sw.set_port_map(port_oids)
+        for t in (1, 2):
+            fields = {"SAI_QUEUE_STAT_PACKETS": str(1000 * t), "SAI_QUEUE_STAT_BYTES":
+                      str(1_500_000 * t), "SAI_QUEUE_STAT_DROPPED_PACKETS": str(t),
+                      "SAI_QUEUE_STAT_DROPPED_BYTES": str(1500 * t),
+                      "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS": str(10 * t),
+                      "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "5000"}  # fmt: skip
+            for oid in queues.values():
+                sw.counters(oid, fields, t * S)
+            octets = {"SAI_PORT_STAT_IF_OUT_OCTETS": str(10**9 * t),
+                      "SAI_PORT_STAT_IF_IN_OCTETS": str(10**9 * t)}  # fmt: skip
+            for oid in port_oids.values():
+                sw.counters(oid, octets, t * S)
+        agent = {"heartbeat": "1000", "mode": "active", "algorithm": "l2bm", "version": "ab",
+                 "loop_us": "200"}  # fmt: skip
+        sw.agent_state("global", agent, 2 * S)
+        for p in names:
+            for q in range(8):
+                state = {"threshold_bytes": "40000", "basis": "computed"}
+                sw.agent_state(f"{p}|{q}", state, 2 * S)
+        sw.stream_up = True
+        out.append(sw)
+    return out
+
+
+class FamiliesOf:
+    """The baseline: prometheus_client families made from the samples at each collect."""
+
+    def __init__(self, text: bytes) -> None:
+        self._families = [
+            (f.name, f.documentation, f.type, [(s.labels, s.value) for s in f.samples])
+            for f in text_string_to_metric_families(text.decode())
+        ]
+
+    def collect(self) -> Iterator[Metric]:
+        for name, doc, kind, samples in self._families:
+            labels = list(samples[0][0]) if samples else []
+            family_type = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            family = family_type(name, doc, labels=labels)
+            for values, value in samples:
+                family.add_metric(list(values.values()), value)
+            yield family
+
+
+def _best_cpu_s(run: Callable[[], bytes], repeats: int) -> tuple[float, bytes]:
+    best, text = float("inf"), b""
+    for _ in range(repeats):
+        start = time.process_time()
+        text = run()
+        best = min(best, time.process_time() - start)
+    return best, text
+
+
+def _samples(text: bytes) -> int:
+    return sum(1 for line in text.splitlines() if line and not line.startswith(b"#"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--switches", type=int, default=20)
+    parser.add_argument("--ports", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    switches = fleet(args.switches, args.ports)
+    metrics = TelemetryMetrics("0/1", lambda: switches, lambda: 3 * S)
+    ours_s, text = _best_cpu_s(metrics.render, args.repeats)
+    samples = _samples(text)
+    registry = CollectorRegistry()
+    registry.register(FamiliesOf(text))
+    base_s, base_text = _best_cpu_s(lambda: generate_latest(registry), args.repeats)
+    if _samples(base_text) != samples:
+        raise SystemExit("the baseline rendered a different number of samples")
+    print(
+        f"{args.switches} switches x {args.ports} ports: {samples:,} samples, "
+        f"{len(text) / 2**20:,.0f} MiB of text\n"
+        f"sluice render: {ours_s:.2f} CPU s ({ours_s / samples * 1e6:.2f} us a sample)\n"
+        f"prometheus_client families + generate_latest (baseline): {base_s:.2f} CPU s "
+        f"({base_s / samples * 1e6:.2f} us a sample)\n"
+        f"ratio baseline / render: {base_s / ours_s:.1f}x\n"
+        f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

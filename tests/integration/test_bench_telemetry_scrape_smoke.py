@@ -1,0 +1,21 @@
+"""Smoke test of the scrape benchmark (bench/telemetry_scrape_bench.py) at a tiny size: both
+renderings hold the same number of samples (the bench refuses otherwise) and the report names
+both. No timing assertions."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.telemetry_scrape_bench import main
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def test_tiny_scrape_bench_reports_both_renderings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--switches", "2", "--ports", "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    # 2 switches x 2 ports x 8 queues x (8 queue gauges + threshold + info), 4 per port,
+    # 6 per switch (heartbeat, mode, version, loop, stream up, update age), 4 collector.
+    assert "2 switches x 2 ports: 352 samples" in out
+    assert "sluice render:" in out
+    assert "generate_latest (baseline)" in out
