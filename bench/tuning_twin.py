@@ -127,6 +127,9 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
     * ``tx_bytes_per_s``: the class's flow bytes on the wire (1500 B per 1460 B of payload)
       / window / ports (counted from the flows: netsim's hop packet counts include ACKs);
     * ``utilisation``: every class's bytes there over the ports' line rate;
+    * ``offered_utilisation``: the same number, the port's offered demand: every flow of the
+      window is delivered (netsim runs them to completion), so over the arrival span the
+      port carries what it is offered; a switch cannot see demand (``None`` there);
     * ``occupancy_p50_bytes`` / ``p95``: mean / p99 queueing delay at leaf_down x line rate
       (the delay a packet saw is the backlog ahead of it drained at line rate; mean stands
       in for p50, p99 for p95, so both lean high);
@@ -164,6 +167,7 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
                 dropped_packets_per_s=int(row["dropped_packets"]) / seconds / ports,
                 tx_bytes_per_s=tx.get(index, 0.0),
                 threshold_bytes=None,
+                offered_utilisation=utilisation,
             )
         )
     # The window's times are the twin's (simulated seconds), not wall-clock ones.
@@ -301,7 +305,10 @@ def print_seed(doc: JsonObject) -> None:
                 ecn = c["inputs"]
                 print(
                     f"  round {number} evidence {c['parameter']}: utilisation "
-                    f"{ecn.get('utilisation_marking_mean')}, mark fraction "
+                    f"{ecn.get('utilisation_marking_mean')}, offered "
+                    f"{ecn.get('offered_utilisation_marking_mean')}, occupancy p50 "
+                    f"{ecn.get('occupancy_p50_marking_mean_bytes')} B (K "
+                    f"{ecn.get('standard_threshold_bytes')} B), mark fraction "
                     f"{ecn.get('mark_fraction_mean')}, target {ecn.get('utilisation_target')}"
                 )
         weights = [c for c in tuning["applied"] if c["parameter"].startswith("weight/")]
