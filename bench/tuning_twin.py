@@ -287,6 +287,13 @@ def one_seed(
             {
                 "applied": [_change(c) for c in p.applied],
                 "held": [_change(c) for c in p.changes if not c.applies],
+                # Verdicts that asked for a change apply_changes did not make (the fabric's
+                # one lambda is the largest any ECN group asks for, apply.py).
+                "not_applied": [
+                    _change(c)
+                    for c in p.changes
+                    if c.applies and c.parameter not in {a.parameter for a in p.applied}
+                ],
             }
             for p in passes
         ],
@@ -343,6 +350,11 @@ def print_seed(doc: JsonObject) -> None:
             print(f"  round {number}: {c['parameter']} {c['current']} -> {c['proposed']}")
         for c in tuning["held"]:
             print(f"  round {number}: {c['parameter']} held: {c['held']}")
+        for c in tuning["not_applied"]:
+            print(
+                f"  round {number}: {c['parameter']} asked {c['current']} -> {c['proposed']}, "
+                "not applied (apply.py: e.g. the fabric lambda is the largest any group asks)"
+            )
     for entry in doc["diff"]:
         print(f"  intent: {entry['path']}: {entry['before']} -> {entry['after']}")
     header = f"  {'class':<12}{'flows':>6}{'mean µs':>26}{'p99 µs':>28}{'small mean µs':>24}"
