@@ -113,7 +113,7 @@ def run_twin(intent: Intent, request: Request, binary: Path, timeout_s: float) -
     return Run(raw, flows, twin.classes, twin.config, twin.not_modelled)
 
 
-def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
+def summary_from_run(run: Run, intent: Intent, *, demand: bool = True) -> TelemetrySummary:
     """What the switches' telemetry would have shown for this traffic, from the twin.
 
     netsim reports, per class and hop position, the packets that crossed the queues (data
@@ -127,6 +127,10 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
     * ``tx_bytes_per_s``: the class's flow bytes on the wire (1500 B per 1460 B of payload)
       / window / ports (counted from the flows: netsim's hop packet counts include ACKs);
     * ``utilisation``: every class's bytes there over the ports' line rate;
+    * ``offered_utilisation``: the same number, the port's offered demand: every flow of the
+      window is delivered (netsim runs them to completion), so over the arrival span the
+      port carries what it is offered; a switch cannot see demand (``None`` there, and
+      here with ``demand=False``: ``--switch-view``);
     * ``occupancy_p50_bytes`` / ``p95``: mean / p99 queueing delay at leaf_down x line rate
       (the delay a packet saw is the backlog ahead of it drained at line rate; mean stands
       in for p50, p99 for p95, so both lean high);
@@ -164,6 +168,7 @@ def summary_from_run(run: Run, intent: Intent) -> TelemetrySummary:
                 dropped_packets_per_s=int(row["dropped_packets"]) / seconds / ports,
                 tx_bytes_per_s=tx.get(index, 0.0),
                 threshold_bytes=None,
+                offered_utilisation=utilisation if demand else None,
             )
         )
     # The window's times are the twin's (simulated seconds), not wall-clock ones.
@@ -182,7 +187,13 @@ class Round:
 
 
 def tune_in_twin(
-    static: Intent, request: Request, rounds: int, binary: Path, timeout_s: float
+    static: Intent,
+    request: Request,
+    rounds: int,
+    binary: Path,
+    timeout_s: float,
+    *,
+    demand: bool = True,
 ) -> tuple[Intent, list[Round], Run]:
     """Measure, tune, repeat: each round one minimum interval after the last, so the guards'
     interval never holds a change (the step limit still does). Returns the tuned intent, the
@@ -194,7 +205,7 @@ def tune_in_twin(
         run = run_twin(intent, request, binary, timeout_s)
         first = first or run
         now_s = number * max(interval, WINDOW_S)
-        summary = summary_from_run(run, intent)
+        summary = summary_from_run(run, intent, demand=demand)
         changes = propose(intent, summary, now_s=now_s, last_changed=last)
         applied = apply_changes(intent, changes)
         intent = validate_intent(applied.intent)
@@ -255,9 +266,17 @@ def compare_rows(static: list[JsonObject], tuned: list[JsonObject]) -> list[Json
 
 
 def one_seed(
-    static: Intent, request: Request, rounds: int, binary: Path, timeout_s: float
+    static: Intent,
+    request: Request,
+    rounds: int,
+    binary: Path,
+    timeout_s: float,
+    *,
+    demand: bool = True,
 ) -> JsonObject:
-    tuned, passes, static_run = tune_in_twin(static, request, rounds, binary, timeout_s)
+    tuned, passes, static_run = tune_in_twin(
+        static, request, rounds, binary, timeout_s, demand=demand
+    )
     tuned_run = run_twin(tuned, request, binary, timeout_s)
     before, after = fct_rows(static_run), fct_rows(tuned_run)
     return {
@@ -268,6 +287,13 @@ def one_seed(
             {
                 "applied": [_change(c) for c in p.applied],
                 "held": [_change(c) for c in p.changes if not c.applies],
+                # Verdicts that asked for a change apply_changes did not make (the fabric's
+                # one lambda is the largest any ECN group asks for, apply.py).
+                "not_applied": [
+                    _change(c)
+                    for c in p.changes
+                    if c.applies and c.parameter not in {a.parameter for a in p.applied}
+                ],
             }
             for p in passes
         ],
@@ -301,7 +327,10 @@ def print_seed(doc: JsonObject) -> None:
                 ecn = c["inputs"]
                 print(
                     f"  round {number} evidence {c['parameter']}: utilisation "
-                    f"{ecn.get('utilisation_marking_mean')}, mark fraction "
+                    f"{ecn.get('utilisation_marking_mean')}, offered "
+                    f"{ecn.get('offered_utilisation_marking_mean')}, occupancy p50 "
+                    f"{ecn.get('occupancy_p50_marking_mean_bytes')} B (K "
+                    f"{ecn.get('standard_threshold_bytes')} B), mark fraction "
                     f"{ecn.get('mark_fraction_mean')}, target {ecn.get('utilisation_target')}"
                 )
         weights = [c for c in tuning["applied"] if c["parameter"].startswith("weight/")]
@@ -321,6 +350,11 @@ def print_seed(doc: JsonObject) -> None:
             print(f"  round {number}: {c['parameter']} {c['current']} -> {c['proposed']}")
         for c in tuning["held"]:
             print(f"  round {number}: {c['parameter']} held: {c['held']}")
+        for c in tuning["not_applied"]:
+            print(
+                f"  round {number}: {c['parameter']} asked {c['current']} -> {c['proposed']}, "
+                "not applied (apply.py: e.g. the fabric lambda is the largest any group asks)"
+            )
     for entry in doc["diff"]:
         print(f"  intent: {entry['path']}: {entry['before']} -> {entry['after']}")
     header = f"  {'class':<12}{'flows':>6}{'mean µs':>26}{'p99 µs':>28}{'small mean µs':>24}"
@@ -345,17 +379,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--netsim", type=Path, default=NETSIM)
     parser.add_argument("--timeout-s", type=float, default=600.0)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--switch-view",
+        action="store_true",
+        help="leave offered demand out of the summary, as a switch's counters do",
+    )
     args = parser.parse_args(argv)
     static = static_intent()
     docs = []
     for seed in args.seeds:
         request = Request("websearch", args.load, args.flows, seed, MIX)
-        docs.append(one_seed(static, request, args.rounds, args.netsim, args.timeout_s))
+        docs.append(
+            one_seed(
+                static,
+                request,
+                args.rounds,
+                args.netsim,
+                args.timeout_s,
+                demand=not args.switch_view,
+            )
+        )
     if args.json:
         print(json.dumps(docs, indent=2, default=str))
         return 0
     mix = ", ".join(f"{n} {s:.0%}" for n, s in MIX)
-    print(f"websearch, load {args.load}, {args.flows} flows, {args.rounds} tuning rounds; {mix}")
+    view = "; switch view (no offered demand)" if args.switch_view else ""
+    print(
+        f"websearch, load {args.load}, {args.flows} flows, {args.rounds} tuning rounds; {mix}{view}"
+    )
     for doc in docs:
         print_seed(doc)
     if len(docs) > 1:

@@ -18,6 +18,9 @@ class QueueSummary:
     ``utilisation`` is the port's (tx bits/s over speed, 0..1, mean over the window);
     occupancy percentiles are over the window's samples; ``mark_fraction`` is marked over
     transmitted packets (mean); ``dropped_packets_per_s`` and ``tx_bytes_per_s`` are means.
+    ``offered_utilisation`` is the port's offered demand (every class) over its line rate,
+    where the source knows it: a switch's counters see only what the port carried, so
+    ``None`` there; the twin knows it from its flow list.
     """
 
     switch: str
@@ -31,6 +34,7 @@ class QueueSummary:
     dropped_packets_per_s: float | None = None
     tx_bytes_per_s: float | None = None
     threshold_bytes: float | None = None
+    offered_utilisation: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

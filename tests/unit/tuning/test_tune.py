@@ -18,10 +18,13 @@ LINE = 25e9 / 8
 
 
 def summary() -> TelemetrySummary:
+    # The port carries 0.6 of an offered 1.0 and its queue underflows (p50 20 000 B below
+    # K/2 = 62 500 B): the ECN rule's evidence that K limits it (controller/tuning/ecn.py).
     def q(name: str, tx: float, marks: float, drops: float = 0.0) -> QueueSummary:
         return QueueSummary(
             "leaf1", "Ethernet0", name, 25, utilisation=0.6, mark_fraction=marks,
             dropped_packets_per_s=drops, tx_bytes_per_s=tx, occupancy_p95_bytes=50_000,
+            occupancy_p50_bytes=20_000, offered_utilisation=1.0,
         )  # fmt: skip
 
     return TelemetrySummary(
@@ -43,7 +46,7 @@ def test_every_rule_speaks_with_the_intents_values() -> None:
     data["service_classes"][3]["scheduling"] |= {"weight_min": 10, "weight_max": 60}
     intent = parse_intent(data)
     found = {c.parameter: c for c in propose(intent, summary(), now_s=10_000, last_changed={})}
-    # ECN: storage marks at 0.6 < 0.9 -> lambda 1.0 -> 1.25 (25 % step); intent RTT 40 us.
+    # ECN: storage marks at 0.6 < 0.9, K-limited -> lambda 1.0 -> 1.25 (25 % step); RTT 40 us.
     assert found["ecn_lambda/storage/25gbps"].proposed == 1.25
     # bulk never marks but drops 3/s: its MQ-ECN queue should run DynaQ.
     assert found["algorithm/bulk"].proposed == "dynaq"
