@@ -4,6 +4,9 @@ It is the only process that touches switches and hosts; it does what the API onl
 switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans and applies),
 operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop``), one after
 the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
+In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
+are queued as one job per switch instead, which any worker's engine thread takes
+(``controller/rollout/shard.py``).
 Steps go on back to back while there are any; when none is runnable the loop gets its turn
 and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
 PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
@@ -45,7 +48,7 @@ from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
-from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch
+from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
@@ -94,7 +97,8 @@ class Worker:
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
-        self.converge_one = runner.converge_one  # engine mode's job body
+        self.converge_one = runner.converge_one  # engine mode's rollout job body
+        self.reconcile_one = loop.reconcile_now  # engine mode's reconcile job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
         self._simulate = simulate
@@ -200,7 +204,8 @@ def build_worker(
         host_store, AnsibleBatches(settings.hosts, host_store.intent), clock=clock, gates=gates
     )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
-    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
+    passes = _reconcile_dispatch(settings)
+    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel, dispatch=passes)
     inbox = DriftInbox()
     watcher = (
         WatcherThread(inbox.on_drift, rand=rand or random.Random().random)
@@ -232,6 +237,8 @@ def build_worker(
         promql.close()
         if dispatch is not None:
             dispatch.close()
+        if passes is not None:
+            passes.close()
         engine.dispose()
 
     return worker, close
@@ -295,6 +302,15 @@ def _job_dispatch(settings: Settings) -> JobDispatch | None:
     return dispatch
 
 
+def _reconcile_dispatch(settings: Settings) -> ReconcileDispatch | None:
+    """Engine mode's reconcile passes as switch jobs (None in single-worker mode)."""
+    if settings.worker.engine != "procrastinate":
+        return None
+    passes = ReconcileDispatch(settings.database.required_url("worker"))
+    passes.open()
+    return passes
+
+
 def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
     if settings.worker.engine != "procrastinate":
         return None
@@ -304,7 +320,12 @@ def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
         stalled_after_s=settings.worker.stalled_after_s,
         retention_h=settings.worker.job_retention_h,
     )
-    return EngineWorker(settings.database.required_url("worker"), worker.converge_one, options)
+    return EngineWorker(
+        settings.database.required_url("worker"),
+        worker.converge_one,
+        options,
+        reconcile=worker.reconcile_one,
+    )
 
 
 def _auto_tuner(
