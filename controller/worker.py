@@ -21,9 +21,10 @@ With ``SLUICE_WORKER_WATCH_DRIFT`` (on by default) a watcher keeps one ON_CHANGE
 switch of the head intent on the tables sluice owns (``controller/reconcile/watch.py``): a
 switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
 intent's reconcile interval, and the full pass becomes an audit every
-``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) the
-watcher stays off: its streams are not sharded across workers yet, and every worker watching
-every switch would multiply the streams each switch serves by the number of workers.
+``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) each
+worker watches only its share of the switches (``controller/reconcile/share.py``: rendezvous
+hashing over the live workers, recomputed when one joins or dies), and what it reports is
+queued as a reconcile job for any worker to take.
 """
 
 from __future__ import annotations
@@ -38,12 +39,20 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.watch import AuditPolicy, DriftInbox, WatchedReconcile, WatcherThread
+from controller.reconcile.share import QueuedReconciler, WatchShare
+from controller.reconcile.watch import (
+    AuditPolicy,
+    DriftInbox,
+    Reconciler,
+    WatchedReconcile,
+    WatcherThread,
+)
 from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
@@ -93,6 +102,7 @@ class Worker:
         wake: threading.Event | None = None,
     ) -> None:
         self._watched = watched  # drift watching: its tick replaces the loop's
+        self.share: WatchShare | None = None  # engine mode: this worker's share to watch
         self._wake = wake  # set when a switch drifted: an idle worker stops waiting
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
@@ -209,9 +219,19 @@ def build_worker(
     inbox = DriftInbox()
     watcher = (
         WatcherThread(inbox.on_drift, rand=rand or random.Random().random)
-        if _watches_drift(settings)
+        if settings.worker.watch_drift
         else None
     )
+    share = (
+        WatchShare(
+            partial(passes.live_workers, settings.worker.stalled_after_s),
+            time.monotonic,
+            recheck_s=settings.worker.heartbeat_s,
+        )
+        if passes is not None and watcher is not None
+        else None
+    )
+    watched_loop: Reconciler = loop if passes is None else QueuedReconciler(loop, passes)
     worker = Worker(
         runner,
         loop,
@@ -227,7 +247,9 @@ def build_worker(
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
-        watched=_watched(settings, sessions, loop, watcher, inbox, environ, rand, clock),
+        watched=_watched(
+            settings, sessions, watched_loop, watcher, inbox, environ, rand, clock, share
+        ),
         wake=inbox.wake if watcher is not None else None,
     )
 
@@ -241,31 +263,23 @@ def build_worker(
             passes.close()
         engine.dispose()
 
+    worker.share = share
     return worker, close
-
-
-def _watches_drift(settings: Settings) -> bool:
-    """Whether this worker runs the drift watcher: asked for, and not in engine mode (where
-    each of N workers would open its own stream to every switch)."""
-    if not settings.worker.watch_drift:
-        return False
-    if settings.worker.engine != "single":
-        log.info("drift watcher off in engine mode (its streams are not sharded across workers)")
-        return False
-    return True
 
 
 def _watched(
     settings: Settings,
     sessions: sessionmaker[Session],
-    loop: ReconcileLoop,
+    loop: Reconciler,
     watcher: WatcherThread | None,
     inbox: DriftInbox,
     environ: Mapping[str, str],
     rand: Callable[[], float] | None,
     clock: Clock,
+    share: WatchShare | None,
 ) -> WatchedReconcile | None:
-    """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off)."""
+    """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off); in
+    engine mode over this worker's ``share`` of the switches, re-read when it moves."""
     if watcher is None:
         return None
     intents = IntentService(sessions, clock=clock)
@@ -280,7 +294,10 @@ def _watched(
         if head not in known:
             known.clear()
             known[head] = targets_of(intents.current().intent, settings, environ)
-        return known[head]
+        every = known[head]
+        if share is None:
+            return every
+        return {name: every[name] for name in share.of(every)}
 
     return WatchedReconcile(
         loop,
@@ -290,6 +307,7 @@ def _watched(
         policy=store.policy,
         rand=rand or random.Random().random,
         audit=AuditPolicy(audit_s=settings.worker.audit_s),
+        moved=share.moved if share is not None else lambda: False,
     )
 
 
@@ -365,6 +383,8 @@ def main() -> int:
         engine_worker = _engine_worker(settings, worker)
         if engine_worker is not None:
             engine_worker.start()
+            if worker.share is not None:
+                worker.share.member = engine_worker.member_id
         log.info(
             "worker: started (%s mode); polling every %.1f s",
             settings.worker.engine,

@@ -40,6 +40,7 @@ from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnecto
 from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
+from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import make_url
 
 log = logging.getLogger("controller.rollout.shard")
@@ -64,6 +65,11 @@ RECENT_PASS = (
     " JOIN procrastinate_jobs j ON j.id = e.job_id"
     " WHERE j.task_name = %(task)s AND e.type = 'deferred'"
     " AND e.at > now() - make_interval(secs => %(seconds)s)) AS recent"
+)
+
+LIVE_WORKERS = (
+    "SELECT id FROM procrastinate_workers"
+    " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s) ORDER BY id"
 )
 
 
@@ -150,9 +156,16 @@ class ReconcileDispatch:
         )
         return bool(row["recent"])
 
+    def live_workers(self, stalled_after_s: float) -> tuple[int, ...]:
+        """The ids of the engine workers heard from within ``stalled_after_s`` (procrastinate's
+        ``procrastinate_workers``, one row per running worker with its last heartbeat)."""
+        rows = self._app.connector.execute_query_all(LIVE_WORKERS, seconds=stalled_after_s)
+        return tuple(int(row["id"]) for row in rows)
+
     def __call__(self, switches: Sequence[str], spacing_s: float) -> int:
-        """How many switch jobs were queued (0 when another worker's pass is recent)."""
-        if self._recently_queued(spacing_s):
+        """How many switch jobs were queued (0 when another worker's pass is recent; a
+        ``spacing_s`` of 0 always queues: a reported drift)."""
+        if spacing_s > 0 and self._recently_queued(spacing_s):
             return 0
         queued = 0
         for switch in switches:
@@ -198,6 +211,7 @@ class EngineWorker:
         self._converge = converge
         self._reconcile = reconcile
         self._options = options
+        self._worker: ProcrastinateWorker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task[None] | None = None
         self._started = threading.Event()
@@ -212,6 +226,13 @@ class EngineWorker:
         if loop is not None and main is not None:
             loop.call_soon_threadsafe(main.cancel)
         self._thread.join(timeout_s)
+
+    def member_id(self) -> int | None:
+        """This worker's id in ``procrastinate_workers`` (None before it registered or once
+        it stopped): the name the drift-watch share (``controller/reconcile/share.py``) knows
+        it by."""
+        worker = self._worker
+        return worker.worker_id if worker is not None else None
 
     def _run(self) -> None:
         asyncio.run(self._serve())
@@ -243,14 +264,18 @@ class EngineWorker:
         self._started.set()
         async with app.open_async():
             reaper = asyncio.create_task(self._reap(app), name="reap-stalled")
+            # The worker built here rather than by ``App.run_worker_async``, which takes the
+            # same options, so that its registered id can be read (``member_id``).
+            self._worker = ProcrastinateWorker(
+                app=app,
+                queues=[QUEUE, MAINTENANCE_QUEUE],
+                concurrency=self._options.concurrency,
+                install_signal_handlers=False,
+                update_heartbeat_interval=self._options.heartbeat_s,
+                stalled_worker_timeout=self._options.stalled_after_s,
+            )
             try:
-                await app.run_worker_async(
-                    queues=[QUEUE, MAINTENANCE_QUEUE],
-                    concurrency=self._options.concurrency,
-                    install_signal_handlers=False,
-                    update_heartbeat_interval=self._options.heartbeat_s,
-                    stalled_worker_timeout=self._options.stalled_after_s,
-                )
+                await self._worker.run()  # type: ignore[no-untyped-call]
             except asyncio.CancelledError:
                 pass
             finally:

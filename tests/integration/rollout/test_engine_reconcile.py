@@ -1,10 +1,13 @@
-"""Engine mode's reconcile passes with real processes: three ``python -m controller.worker``
-processes on a real PostgreSQL share one pass over a fleet of virtual switches served over TLS,
-each switch's drift corrected exactly once; one worker is killed with SIGKILL mid-pass and the
-others reconcile its switches within the same pass (its jobs are queued again by the reaper)."""
+"""Engine mode's reconcile with real processes on a real PostgreSQL and a fleet of virtual
+switches served over TLS. Three ``python -m controller.worker`` processes share one pass, each
+switch's drift corrected exactly once; one worker is killed with SIGKILL mid-pass and the others
+reconcile its switches within the same pass (its jobs are queued again by the reaper). Two
+workers split the drift watch (one ON_CHANGE stream per switch in all), each reported drift is
+reconciled as a job, and when one worker dies the other takes over its switches' streams."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -18,6 +21,7 @@ from bench.engine_fleet import CREDS, Fleet, running_fleet, start_worker, stop_w
 from controller.policy.loader import dump_intent
 from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
+from controller.reconcile.share import owner
 from controller.rollout.shard import RECONCILE_TASK
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
@@ -65,7 +69,7 @@ def roll_out_in_process(db_url: str, fleet: Fleet, intent: Intent) -> None:
     intents = IntentService(sessions, clock=clock)
     intents.replace(dump_intent(intent), expected=intents.head(), actor=OPERATOR, reason="fleet")
     rollouts = RolloutService(sessions, clock=clock)
-    info = rollouts.start(RolloutPolicy(None, batch_size=SWITCHES), actor=OPERATOR)
+    info = rollouts.start(RolloutPolicy(None, batch_size=len(fleet.names)), actor=OPERATOR)
     pool = SessionPool(policy=POLICY, max_in_flight=32, sleep=time.sleep)
     access = GnmiAccess(
         pool,
@@ -95,8 +99,10 @@ def drift(fleet: Fleet, name: str) -> tuple[str, str, str]:
 
 
 def test_three_workers_share_a_reconcile_pass_and_survive_one_killed(
-    db_url: str, fleet: Fleet, tmp_path: Path
+    db_url: str, fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The pass alone: the drift watch is the next test's subject.
+    monkeypatch.setenv("SLUICE_WORKER_WATCH_DRIFT", "false")
     names = fleet.names
     roll_out_in_process(db_url, fleet, one_pass_only(fleet.intent()))
     wanted = {name: drift(fleet, name) for name in names}
@@ -178,3 +184,104 @@ def test_three_workers_share_a_reconcile_pass_and_survive_one_killed(
     counts = [log.read_text().count(": corrected") for log in logs]
     assert all(count > 0 for count in counts), counts
     print(f"corrections logged per worker: {counts}; jobs queued again: {requeued}")
+
+
+WATCHED = 16
+SHARE_LINE = re.compile(r"this worker \((\d+)\) watches (\d+) of (\d+) switches \((\d+) live")
+
+
+@pytest.fixture
+def watch_fleet(switch_tls: TlsFiles) -> Iterator[Fleet]:
+    with running_fleet(WATCHED, switch_tls, 0.0) as running:
+        yield running
+
+
+def last_share(log: Path) -> tuple[int, int, int] | None:
+    """(worker id, switches watched, live workers) from a worker's last share line."""
+    found = SHARE_LINE.findall(log.read_text())
+    if not found:
+        return None
+    me, mine, _every, live = found[-1]
+    return int(me), int(mine), int(live)
+
+
+def streams(fleet: Fleet) -> dict[str, int]:
+    """How many change listeners each switch's store has: one per ON_CHANGE stream open on
+    it (vsonic's in-memory feed, ``vsonic/changes.py``)."""
+    return {
+        name: len(fleet.targets.resolve(name).store.feed()._listeners)  # type: ignore[attr-defined]
+        for name in fleet.names
+    }
+
+
+def test_two_workers_split_the_drift_watch_and_one_takes_over_when_the_other_dies(
+    db_url: str, watch_fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet, names = watch_fleet, watch_fleet.names
+    roll_out_in_process(db_url, fleet, one_pass_only(fleet.intent()))
+    monkeypatch.setenv("SLUICE_WORKER_WATCH_DRIFT", "true")
+    monkeypatch.setenv("SLUICE_WORKER_AUDIT_S", "86400")  # the first pass is the only one
+    logs = [tmp_path / f"watcher{i}.log" for i in range(2)]
+    engine = make_engine(db_url, pool_size=2)
+
+    def count(query: str, **params: object) -> int:
+        with engine.connect() as connection:
+            found: int = connection.execute(text(query), params).scalar_one()
+        return found
+
+    def split(live: int) -> bool:
+        shares = [last_share(log) for log in logs[2 - live :]]
+        return (
+            all(s is not None and s[2] == live for s in shares)
+            and sum(s[1] for s in shares if s is not None) == WATCHED
+            and streams(fleet) == dict.fromkeys(names, 1)
+        )
+
+    def corrected(name: str) -> int:
+        return count(
+            "SELECT count(*) FROM reconcile_runs WHERE switch_name = :name"
+            " AND status = 'corrected'",
+            name=name,
+        )
+
+    def drift_corrected(name: str) -> None:
+        rkey, field, value = drift(fleet, name)
+        wait_for(f"{name}'s drift corrected", lambda: corrected(name) == 1, within_s=WAIT_S)
+        stored = fleet.targets.resolve(name).store.read_hash(CONFIG_DB, rkey)
+        assert stored is not None
+        assert stored[field] == value
+
+    with ExitStack() as stack:
+        workers = [start_worker(db_url, fleet, log, max_parallel=2) for log in logs]
+        for worker in workers:
+            stack.callback(stop_worker, worker)
+        # The first pass (queued by one of them) finds every switch converged.
+        wait_for(
+            "the first pass",
+            lambda: count("SELECT count(*) FROM reconcile_runs") == WATCHED,
+            within_s=WAIT_S,
+        )
+        # One stream per switch in all, the switches split between the two.
+        wait_for("the watch split in two", lambda: split(2), within_s=WAIT_S)
+        ids = [share[0] for share in (last_share(log) for log in logs) if share is not None]
+        owners = {name: owner(name, ids) for name in names}
+        assert set(owners.values()) == set(ids)
+        # A drift on a switch either worker watches is reconciled as a job.
+        for member in ids:
+            drift_corrected(next(n for n in names if owners[n] == member))
+        victim = workers[0]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        # Once its heartbeat is stale the survivor watches every switch, one stream each.
+        wait_for("the survivor to watch everything", lambda: split(1), within_s=WAIT_S)
+        orphan = next(n for n in reversed(names) if owners[n] == ids[0])
+        drift_corrected(orphan)
+    jobs = count(
+        "SELECT count(*) FROM procrastinate_jobs WHERE task_name = :task", task=RECONCILE_TASK
+    )
+    engine.dispose()
+    # The first pass's jobs, one per reported drift (three), and one for each switch the
+    # survivor gained, once its new stream synced (what changed while unwatched is unknown).
+    watched_by_victim = sum(1 for member in owners.values() if member == ids[0])
+    assert jobs >= WATCHED + 3 + watched_by_victim
+    print(f"reconcile jobs: {jobs}; the killed worker watched {watched_by_victim} of {WATCHED}")
