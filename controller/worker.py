@@ -4,6 +4,9 @@ It is the only process that touches switches and hosts; it does what the API onl
 switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans and applies),
 operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop``), one after
 the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
+In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
+are queued as one job per switch instead, which any worker's engine thread takes
+(``controller/rollout/shard.py``).
 Steps go on back to back while there are any; when none is runnable the loop gets its turn
 and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
 PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
@@ -18,9 +21,10 @@ With ``SLUICE_WORKER_WATCH_DRIFT`` (on by default) a watcher keeps one ON_CHANGE
 switch of the head intent on the tables sluice owns (``controller/reconcile/watch.py``): a
 switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
 intent's reconcile interval, and the full pass becomes an audit every
-``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) the
-watcher stays off: its streams are not sharded across workers yet, and every worker watching
-every switch would multiply the streams each switch serves by the number of workers.
+``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) each
+worker watches only its share of the switches (``controller/reconcile/share.py``: rendezvous
+hashing over the live workers, recomputed when one joins or dies), and what it reports is
+queued as a reconcile job for any worker to take.
 """
 
 from __future__ import annotations
@@ -35,17 +39,25 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.watch import AuditPolicy, DriftInbox, WatchedReconcile, WatcherThread
+from controller.reconcile.share import QueuedReconciler, WatchShare
+from controller.reconcile.watch import (
+    AuditPolicy,
+    DriftInbox,
+    Reconciler,
+    WatchedReconcile,
+    WatcherThread,
+)
 from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
-from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch
+from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
@@ -90,11 +102,13 @@ class Worker:
         wake: threading.Event | None = None,
     ) -> None:
         self._watched = watched  # drift watching: its tick replaces the loop's
+        self.share: WatchShare | None = None  # engine mode: this worker's share to watch
         self._wake = wake  # set when a switch drifted: an idle worker stops waiting
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
-        self.converge_one = runner.converge_one  # engine mode's job body
+        self.converge_one = runner.converge_one  # engine mode's rollout job body
+        self.reconcile_one = loop.reconcile_now  # engine mode's reconcile job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
         self._simulate = simulate
@@ -200,13 +214,24 @@ def build_worker(
         host_store, AnsibleBatches(settings.hosts, host_store.intent), clock=clock, gates=gates
     )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
-    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel)
+    passes = _reconcile_dispatch(settings)
+    loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel, dispatch=passes)
     inbox = DriftInbox()
     watcher = (
         WatcherThread(inbox.on_drift, rand=rand or random.Random().random)
-        if _watches_drift(settings)
+        if settings.worker.watch_drift
         else None
     )
+    share = (
+        WatchShare(
+            partial(passes.live_workers, settings.worker.stalled_after_s),
+            time.monotonic,
+            recheck_s=settings.worker.heartbeat_s,
+        )
+        if passes is not None and watcher is not None
+        else None
+    )
+    watched_loop: Reconciler = loop if passes is None else QueuedReconciler(loop, passes)
     worker = Worker(
         runner,
         loop,
@@ -222,7 +247,9 @@ def build_worker(
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
-        watched=_watched(settings, sessions, loop, watcher, inbox, environ, rand, clock),
+        watched=_watched(
+            settings, sessions, watched_loop, watcher, inbox, environ, rand, clock, share
+        ),
         wake=inbox.wake if watcher is not None else None,
     )
 
@@ -232,33 +259,27 @@ def build_worker(
         promql.close()
         if dispatch is not None:
             dispatch.close()
+        if passes is not None:
+            passes.close()
         engine.dispose()
 
+    worker.share = share
     return worker, close
-
-
-def _watches_drift(settings: Settings) -> bool:
-    """Whether this worker runs the drift watcher: asked for, and not in engine mode (where
-    each of N workers would open its own stream to every switch)."""
-    if not settings.worker.watch_drift:
-        return False
-    if settings.worker.engine != "single":
-        log.info("drift watcher off in engine mode (its streams are not sharded across workers)")
-        return False
-    return True
 
 
 def _watched(
     settings: Settings,
     sessions: sessionmaker[Session],
-    loop: ReconcileLoop,
+    loop: Reconciler,
     watcher: WatcherThread | None,
     inbox: DriftInbox,
     environ: Mapping[str, str],
     rand: Callable[[], float] | None,
     clock: Clock,
+    share: WatchShare | None,
 ) -> WatchedReconcile | None:
-    """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off)."""
+    """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off); in
+    engine mode over this worker's ``share`` of the switches, re-read when it moves."""
     if watcher is None:
         return None
     intents = IntentService(sessions, clock=clock)
@@ -273,7 +294,10 @@ def _watched(
         if head not in known:
             known.clear()
             known[head] = targets_of(intents.current().intent, settings, environ)
-        return known[head]
+        every = known[head]
+        if share is None:
+            return every
+        return {name: every[name] for name in share.of(every)}
 
     return WatchedReconcile(
         loop,
@@ -283,6 +307,7 @@ def _watched(
         policy=store.policy,
         rand=rand or random.Random().random,
         audit=AuditPolicy(audit_s=settings.worker.audit_s),
+        moved=share.moved if share is not None else lambda: False,
     )
 
 
@@ -295,6 +320,15 @@ def _job_dispatch(settings: Settings) -> JobDispatch | None:
     return dispatch
 
 
+def _reconcile_dispatch(settings: Settings) -> ReconcileDispatch | None:
+    """Engine mode's reconcile passes as switch jobs (None in single-worker mode)."""
+    if settings.worker.engine != "procrastinate":
+        return None
+    passes = ReconcileDispatch(settings.database.required_url("worker"))
+    passes.open()
+    return passes
+
+
 def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
     if settings.worker.engine != "procrastinate":
         return None
@@ -304,7 +338,12 @@ def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
         stalled_after_s=settings.worker.stalled_after_s,
         retention_h=settings.worker.job_retention_h,
     )
-    return EngineWorker(settings.database.required_url("worker"), worker.converge_one, options)
+    return EngineWorker(
+        settings.database.required_url("worker"),
+        worker.converge_one,
+        options,
+        reconcile=worker.reconcile_one,
+    )
 
 
 def _auto_tuner(
@@ -344,6 +383,8 @@ def main() -> int:
         engine_worker = _engine_worker(settings, worker)
         if engine_worker is not None:
             engine_worker.start()
+            if worker.share is not None:
+                worker.share.member = engine_worker.member_id
         log.info(
             "worker: started (%s mode); polling every %.1f s",
             settings.worker.engine,

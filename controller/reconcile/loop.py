@@ -17,15 +17,19 @@ path: decode every entry, plan, drift.
 Passes are spaced ``interval_s`` apart, each wait drawn uniformly within ± ``jitter_pct``:
 many controllers (or one restarted many times) then do not read every switch in lockstep.
 The clock, the random source, the switches and the store are passed in.
+
+With a ``dispatch`` (engine mode, ``controller/rollout/shard.py``) a due pass runs nothing
+itself: it hands the targets' names to ``dispatch``, which queues one job per switch for any
+worker to take, and each job calls ``reconcile_now`` for its switch, recording its run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
 from controller.policy.models import Reconcile, ReconcileMode, Switch
@@ -39,6 +43,9 @@ from controller.southbound.gnmi import TableAnswers
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+# dispatch(switch names, spacing_s): queue a pass over those switches unless any worker queued
+# one in the last spacing_s seconds; returns how many switch jobs were queued.
+PassDispatch = Callable[[Sequence[str], float], int]
 RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable"]
 
 
@@ -88,6 +95,14 @@ class ReconcileStore(Protocol):
     def targets(self) -> list[Target]: ...
 
     def record(self, run: SwitchRun) -> None: ...
+
+
+@runtime_checkable
+class NamedTargets(Protocol):
+    """A store that reads only the named switches' targets: an engine job reconciles one
+    switch, and reading every target for each would make a pass quadratic in switches."""
+
+    def targets_named(self, names: Collection[str]) -> list[Target]: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,8 +219,10 @@ class ReconcileLoop:
         rand: Callable[[], float],
         *,
         max_parallel: int = 8,
+        dispatch: PassDispatch | None = None,
     ) -> None:
         self._max_parallel = checked_parallel(max_parallel)
+        self._dispatch = dispatch
         self._store = store
         self._access = access
         self._clock = clock
@@ -225,7 +242,17 @@ class ReconcileLoop:
         return runs
 
     def run_pass(self) -> list[SwitchRun]:
-        return self._run(self._store.targets())
+        """A pass over every target; with a ``dispatch``, queued as jobs instead (no runs
+        here: each job records its own)."""
+        targets = self._store.targets()
+        if self._dispatch is None:
+            return self._run(targets)
+        # Each worker keeps its own schedule; one whose pass falls due within half the
+        # shortest wait the policy allows after another worker's shares that pass instead
+        # of queueing a second (half: clocks and rounds drift, a pass must not be skipped).
+        spacing_s = next_delay_s(self._store.policy(), 0.0) / 2
+        self._dispatch([t.switch.name for t in targets], spacing_s)
+        return []
 
     def reconcile_now(self, *switch_names: str) -> list[SwitchRun]:
         """A pass over only the named switches (those that are targets): what a drift the
@@ -233,6 +260,8 @@ class ReconcileLoop:
         wanted = set(switch_names)
         if not wanted:
             return []
+        if isinstance(self._store, NamedTargets):
+            return self._run(self._store.targets_named(wanted))
         return self._run([t for t in self._store.targets() if t.switch.name in wanted])
 
     def _run(self, targets: list[Target]) -> list[SwitchRun]:

@@ -443,6 +443,10 @@ class AuditPolicy:
     refresh_s: float = 30.0  # how often the watched switches are re-read from the intent
 
 
+# A watch state after which a switch's changes are reported (or it is on the fallback pass).
+SETTLED = frozenset({WatchState.WATCHING, WatchState.UNSUPPORTED})
+
+
 class WatchedReconcile:
     """The worker's reconcile turn with a watcher: ``tick`` instead of ``ReconcileLoop.tick``."""
 
@@ -456,7 +460,9 @@ class WatchedReconcile:
         policy: Callable[[], Reconcile],
         rand: Callable[[], float],
         audit: AuditPolicy | None = None,
+        moved: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._moved = moved  # engine mode: the live workers changed, so the share did
         self._loop = loop
         self._watcher = watcher
         self._inbox = inbox
@@ -464,6 +470,11 @@ class WatchedReconcile:
         self._policy = policy
         self._rand = rand
         self._audit = audit or AuditPolicy()
+        # Switches this watcher gained after its first sync (a worker died, the intent grew):
+        # what changed on them before their stream synced is unknown, so each is reconciled
+        # once its stream is synced (or refused). The first sync has the audit pass instead.
+        self._gained: set[str] = set()
+        self._watching: set[str] = set()
         self.audit_at: float | None = None  # monotonic; None: the first tick runs a full pass
         self.fallback_at: float | None = None
         self.refresh_at: float | None = None
@@ -471,11 +482,16 @@ class WatchedReconcile:
     def tick(self, now_s: float) -> list[SwitchRun]:
         """Re-read the watched switches if due; reconcile what drifted; a full pass if the
         audit is due, else the uncovered switches if their interval is due."""
-        if self.refresh_at is None or now_s >= self.refresh_at:
-            self._watcher.sync(self._targets())
+        if self.refresh_at is None or now_s >= self.refresh_at or self._moved():
+            targets = self._targets()
+            if self.refresh_at is not None:
+                self._gained |= targets.keys() - self._watching
+            self._watching = set(targets)
+            self._gained &= self._watching
+            self._watcher.sync(targets)
             self.refresh_at = now_s + self._audit.refresh_s
         runs: list[SwitchRun] = []
-        drifted = self._inbox.take()
+        drifted = self._inbox.take() | self._take_synced()
         if self.audit_at is None or now_s >= self.audit_at:
             runs += self._loop.run_pass()  # covers the drifted ones too
             policy = self._policy()
@@ -492,3 +508,12 @@ class WatchedReconcile:
                 runs += self._loop.reconcile_now(*left_out)
             self.fallback_at = now_s + next_delay_s(self._policy(), self._rand())
         return runs
+
+    def _take_synced(self) -> set[str]:
+        """The gained switches whose stream has synced (or was refused), no longer pending."""
+        if not self._gained:
+            return set()
+        states = self._watcher.states()
+        done = {n for n in self._gained if states.get(n) in SETTLED}
+        self._gained -= done
+        return done

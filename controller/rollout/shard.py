@@ -13,6 +13,15 @@ job. A worker that dies stops sending heartbeats; any other worker finds its ``d
 after ``stalled_after_s`` and marks them failed, which frees their locks, and the next step
 queues those switches again. docs/scaling.md says why this engine and how to run N workers.
 
+Reconcile passes go the same way (``ReconcileDispatch``): a due pass queues one
+``RECONCILE_TASK`` job per target on the same queue with the same lock (the switch's name),
+so a pass is spread over every worker and never runs on a switch while a rollout job does.
+Its ``queueing_lock`` (``reconcile:<switch>``) keeps a switch queued once however many
+workers' passes fall due; a pass is queued only when no worker queued one within the policy's
+shortest spacing, read from procrastinate's ``deferred`` events. A dead worker's reconcile
+jobs are put back to ``todo`` by the reaper (a reconcile is safe to repeat), so another
+worker reconciles those switches within the same pass.
+
 Finished jobs are pruned by procrastinate's own cleanup (``builtin_tasks.remove_old_jobs``)
 run as a periodic task: procrastinate's periodic deferrer records each tick in
 ``procrastinate_periodic_defers``, so however many workers run, one job per tick is queued.
@@ -25,15 +34,19 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnector, builtin_tasks
 from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.jobs import Status
+from procrastinate.manager import JobManager
+from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import make_url
 
 log = logging.getLogger("controller.rollout.shard")
 
 TASK = "sluice.rollout.converge_switch"
+RECONCILE_TASK = "sluice.reconcile.switch"
 QUEUE = "switches"
 PRUNE_TASK = "sluice.engine.prune_finished_jobs"
 MAINTENANCE_QUEUE = "maintenance"
@@ -43,6 +56,20 @@ LIVE = ("todo", "doing")
 LIVE_LOCKS = (
     "SELECT DISTINCT lock FROM procrastinate_jobs WHERE queue_name = %(queue)s"
     " AND task_name = %(task)s AND status::text = ANY(%(statuses)s)"
+)
+
+# Whether a reconcile job was queued within the last ``seconds``, by any worker: the
+# ``deferred`` event procrastinate's trigger records for each job (its schema.sql).
+RECENT_PASS = (
+    "SELECT EXISTS (SELECT 1 FROM procrastinate_events e"
+    " JOIN procrastinate_jobs j ON j.id = e.job_id"
+    " WHERE j.task_name = %(task)s AND e.type = 'deferred'"
+    " AND e.at > now() - make_interval(secs => %(seconds)s)) AS recent"
+)
+
+LIVE_WORKERS = (
+    "SELECT id FROM procrastinate_workers"
+    " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s) ORDER BY id"
 )
 
 
@@ -105,6 +132,56 @@ class JobDispatch:
         return queued
 
 
+def reconcile_lock(switch: str) -> str:
+    return f"reconcile:{switch}"
+
+
+class ReconcileDispatch:
+    """A due reconcile pass's side (``ReconcileLoop``'s ``dispatch``): queue one job per
+    switch, unless a pass was queued by any worker in the last ``spacing_s`` seconds.
+    Synchronous, from the coordinating round; open with ``open``, ``close`` when done."""
+
+    def __init__(self, database_url: str) -> None:
+        self._app = App(connector=SyncPsycopgConnector(conninfo=libpq_conninfo(database_url)))
+
+    def open(self) -> None:
+        self._app.open()
+
+    def close(self) -> None:
+        self._app.close()
+
+    def _recently_queued(self, spacing_s: float) -> bool:
+        row = self._app.connector.execute_query_one(
+            RECENT_PASS, task=RECONCILE_TASK, seconds=spacing_s
+        )
+        return bool(row["recent"])
+
+    def live_workers(self, stalled_after_s: float) -> tuple[int, ...]:
+        """The ids of the engine workers heard from within ``stalled_after_s`` (procrastinate's
+        ``procrastinate_workers``, one row per running worker with its last heartbeat)."""
+        rows = self._app.connector.execute_query_all(LIVE_WORKERS, seconds=stalled_after_s)
+        return tuple(int(row["id"]) for row in rows)
+
+    def __call__(self, switches: Sequence[str], spacing_s: float) -> int:
+        """How many switch jobs were queued (0 when another worker's pass is recent; a
+        ``spacing_s`` of 0 always queues: a reported drift)."""
+        if spacing_s > 0 and self._recently_queued(spacing_s):
+            return 0
+        queued = 0
+        for switch in switches:
+            deferrer = self._app.configure_task(
+                RECONCILE_TASK, lock=switch, queueing_lock=reconcile_lock(switch), queue=QUEUE
+            )
+            try:
+                deferrer.defer(switch=switch)
+            except AlreadyEnqueued:  # still queued from an earlier pass: it will run once
+                continue
+            queued += 1
+        if queued:
+            log.info("reconcile: queued %d switch job(s)", queued)
+        return queued
+
+
 @dataclass(frozen=True, slots=True)
 class EngineOptions:
     concurrency: int  # jobs at once in this process
@@ -114,19 +191,27 @@ class EngineOptions:
     prune_cron: str = PRUNE_CRON
 
 
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 class EngineWorker:
     """The procrastinate worker of one process, on its own thread and event loop, running
-    ``converge(rollout_id, switch)`` for each job it takes, and reaping dead workers' jobs."""
+    ``converge(rollout_id, switch)`` for each rollout job it takes, ``reconcile(switch)`` for
+    each reconcile job, and reaping dead workers' jobs."""
 
     def __init__(
         self,
         database_url: str,
         converge: Callable[[int, str], bool],
         options: EngineOptions,
+        reconcile: Callable[[str], object] = lambda _switch: None,
     ) -> None:
         self._conninfo = libpq_conninfo(database_url)
         self._converge = converge
+        self._reconcile = reconcile
         self._options = options
+        self._worker: ProcrastinateWorker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task[None] | None = None
         self._started = threading.Event()
@@ -142,6 +227,13 @@ class EngineWorker:
             loop.call_soon_threadsafe(main.cancel)
         self._thread.join(timeout_s)
 
+    def member_id(self) -> int | None:
+        """This worker's id in ``procrastinate_workers`` (None before it registered or once
+        it stopped): the name the drift-watch share (``controller/reconcile/share.py``) knows
+        it by."""
+        worker = self._worker
+        return worker.worker_id if worker is not None else None
+
     def _run(self) -> None:
         asyncio.run(self._serve())
 
@@ -151,7 +243,11 @@ class EngineWorker:
         def converge_switch(rollout_id: int, switch: str) -> None:
             self._converge(rollout_id, switch)
 
+        def reconcile_switch(switch: str) -> None:
+            self._reconcile(switch)
+
         app.task(name=TASK, queue=QUEUE)(converge_switch)
+        app.task(name=RECONCILE_TASK, queue=QUEUE)(reconcile_switch)
         retention_h = self._options.retention_h
 
         async def prune_finished_jobs(context: JobContext, timestamp: int) -> None:
@@ -168,14 +264,18 @@ class EngineWorker:
         self._started.set()
         async with app.open_async():
             reaper = asyncio.create_task(self._reap(app), name="reap-stalled")
+            # The worker built here rather than by ``App.run_worker_async``, which takes the
+            # same options, so that its registered id can be read (``member_id``).
+            self._worker = ProcrastinateWorker(
+                app=app,
+                queues=[QUEUE, MAINTENANCE_QUEUE],
+                concurrency=self._options.concurrency,
+                install_signal_handlers=False,
+                update_heartbeat_interval=self._options.heartbeat_s,
+                stalled_worker_timeout=self._options.stalled_after_s,
+            )
             try:
-                await app.run_worker_async(
-                    queues=[QUEUE, MAINTENANCE_QUEUE],
-                    concurrency=self._options.concurrency,
-                    install_signal_handlers=False,
-                    update_heartbeat_interval=self._options.heartbeat_s,
-                    stalled_worker_timeout=self._options.stalled_after_s,
-                )
+                await self._worker.run()  # type: ignore[no-untyped-call]
             except asyncio.CancelledError:
                 pass
             finally:
@@ -183,8 +283,10 @@ class EngineWorker:
 
     async def _reap(self, app: App) -> None:
         """Jobs ``doing`` on a worker silent for ``stalled_after_s``: that worker is dead (or
-        cut off from the database), so fail them, freeing their switch locks; the
-        coordinating step queues those switches again from the rollout's pending rows."""
+        cut off from the database). A rollout job is failed, freeing its switch lock: the
+        coordinating step queues that switch again from the rollout's pending rows. A
+        reconcile job goes back to ``todo`` (reconciling twice is harmless), so another
+        worker takes it within the same pass."""
         manager = app.job_manager
         while True:
             await asyncio.sleep(self._options.heartbeat_s)
@@ -195,9 +297,28 @@ class EngineWorker:
                 for job in stalled:
                     if job.id is None:
                         continue
+                    if job.task_name == RECONCILE_TASK and await _requeued(manager, job.id):
+                        log.warning(
+                            "engine: reconcile job %d (%s) of a dead worker: queued again",
+                            job.id,
+                            job.lock,
+                        )
+                        continue
                     log.warning("engine: job %d (%s) of a dead worker: failed", job.id, job.lock)
                     await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
             except asyncio.CancelledError:
                 raise
             except Exception:  # another reaper raced us, or the database is away: next round
                 log.warning("engine: reaping stalled jobs failed; retrying", exc_info=True)
+
+
+async def _requeued(manager: JobManager, job_id: int) -> bool:
+    """Put a dead worker's reconcile job back to ``todo``; False when that is refused (a
+    later pass already queued the switch, whose ``queueing_lock`` allows one ``todo`` job):
+    the caller then fails it, as the queued one does the work."""
+    try:
+        await manager.retry_job_by_id_async(job_id, retry_at=utcnow())
+    except Exception:  # the unique queueing lock, or a race with another reaper
+        log.info("engine: reconcile job %d not queued again", job_id, exc_info=True)
+        return False
+    return True

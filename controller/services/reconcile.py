@@ -11,7 +11,7 @@ worker (``answer_requests``), the only process that talks to switches.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.policy.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
-from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
+from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun, Target
 from controller.services.common import Actor, Page, WorkerWait
 from controller.sonic.digest import TableDigests, table_digests
 from controller.store.models import DriftEvent, ReconcileRun
@@ -112,12 +112,21 @@ class SqlReconcileStore:
         return intent.fabric.reconcile if intent is not None else Reconcile()
 
     def targets(self) -> list[Target]:
+        return self._targets(None)
+
+    def targets_named(self, names: Collection[str]) -> list[Target]:
+        return self._targets(names)
+
+    def _targets(self, only: Collection[str] | None) -> list[Target]:
+        """Every switch a rollout verified (or those of them named in ``only``)."""
         with self._sessions() as session:
             active = rollouts.active_rollout(session=session)
             if active is not None and active.state in BUSY_STATES:
                 return []
             found: list[Target] = []
             for name, version in sorted(rollouts.verified_versions(session=session).items()):
+                if only is not None and name not in only:
+                    continue
                 intent = self._intent(session, version)
                 switch = (
                     next((s for s in intent.switches if s.name == name), None) if intent else None
@@ -189,9 +198,13 @@ class ReconcileService:
         with self._sessions() as session:
             return [_run_info(r) for r in reconcile.last_runs(session=session)]
 
-    def loop(self, access: SwitchAccess, *, max_parallel: int = 8) -> ReconcileLoop:
+    def loop(
+        self, access: SwitchAccess, *, max_parallel: int = 8, dispatch: PassDispatch | None = None
+    ) -> ReconcileLoop:
         store = SqlReconcileStore(self._sessions)
-        return ReconcileLoop(store, access, self._clock, self._rand, max_parallel=max_parallel)
+        return ReconcileLoop(
+            store, access, self._clock, self._rand, max_parallel=max_parallel, dispatch=dispatch
+        )
 
     def request_pass(self, *, actor: Actor) -> list[RunInfo]:
         """Record a request for one pass over every switch now, wait for the worker to
