@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import case, func, select, text, update
 from sqlalchemy.dialects.postgresql import distinct_on
@@ -136,7 +137,8 @@ def progress_of(
     if switch_name is not None:
         query = query.where(RolloutResult.switch_name == switch_name)
     order = (RolloutResult.phase.desc(), RolloutResult.batch, RolloutResult.switch_name)
-    return list(session.execute(query.order_by(*order)).tuples())
+    # Rows unpack as tuples (SQLAlchemy 2.1 deprecates ``Result.tuples()``).
+    return cast(list[Progress], [tuple(row) for row in session.execute(query.order_by(*order))])
 
 
 def set_state(
