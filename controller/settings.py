@@ -219,6 +219,12 @@ class TelemetrySettings(BaseSettings):
     sample_interval_s: float = Field(
         default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"
     )
+    # ``static``: ``--shard I/N`` says which switches (the default). ``engine``: the collector
+    # registers in the engine's worker records and streams its rendezvous share of the switches
+    # among the live collectors, re-read every ``SLUICE_WORKER_HEARTBEAT_S`` (docs/scaling.md).
+    share: Literal["static", "engine"] = Field(
+        default="static", description="how collectors split the switches"
+    )
 
 
 class SimulateSettings(BaseSettings):

@@ -67,9 +67,12 @@ RECENT_PASS = (
     " AND e.at > now() - make_interval(secs => %(seconds)s)) AS recent"
 )
 
+# A telemetry collector's record (``telemetry_collectors``, controller/telemetry/collector.py)
+# is a member of the collectors' share, not of the workers' drift watch.
 LIVE_WORKERS = (
     "SELECT id FROM procrastinate_workers"
-    " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s) ORDER BY id"
+    " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)"
+    " AND id NOT IN (SELECT worker_id FROM telemetry_collectors) ORDER BY id"
 )
 
 

@@ -6,6 +6,14 @@ subscribe``), turns the updates into rates and agent state (``controller.telemet
 and serves them as Prometheus metrics on ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` (127.0.0.1:
 9464 by default). The switch list is re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch
 that leaves the intent is unsubscribed, a new one subscribed.
+
+With ``SLUICE_TELEMETRY_SHARE=engine`` the collectors share the switches without ``--shard``:
+each registers as a worker record of the engine (procrastinate's ``procrastinate_workers``,
+named a collector's in ``telemetry_collectors``), heartbeats every ``SLUICE_WORKER_HEARTBEAT_S``
+and streams its rendezvous share among the collectors heard from within
+``SLUICE_WORKER_STALLED_AFTER_S`` (``controller.reconcile.share``, the drift watch's sharing).
+A collector that dies stops heartbeating, and the survivors take its switches at their next
+heartbeat after it counts as stalled; one that joins takes about 1/N of each other's.
 """
 
 from __future__ import annotations
@@ -27,8 +35,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from procrastinate import App, SyncPsycopgConnector
+from procrastinate.sql import queries as engine_queries
+
 from controller.policy.loader import load_intent_file
 from controller.policy.models import Intent, Switch
+from controller.reconcile.share import WatchShare
+from controller.rollout.shard import libpq_conninfo
 from controller.settings import Settings
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
@@ -50,6 +63,17 @@ from controller.telemetry.state import SwitchTelemetry
 
 log = logging.getLogger("sluice.collector")
 NS_PER_S = 1_000_000_000
+
+# A new engine worker record (procrastinate's own function, its schema.sql), named a collector's
+# in the same statement so no other member ever reads it as a worker.
+REGISTER_COLLECTOR = (
+    "WITH w AS (SELECT worker_id FROM procrastinate_register_worker_v1())"
+    " INSERT INTO telemetry_collectors (worker_id) SELECT worker_id FROM w RETURNING worker_id"
+)
+LIVE_COLLECTORS = (
+    "SELECT w.id FROM procrastinate_workers w JOIN telemetry_collectors c ON c.worker_id = w.id"
+    " WHERE w.last_heartbeat > now() - make_interval(secs => %(seconds)s) ORDER BY w.id"
+)
 
 
 @dataclass(frozen=True)
@@ -167,8 +191,46 @@ class Running:
     task: asyncio.Task[None]
 
 
+class EngineMembership:
+    """This collector's worker record in the engine: registered on ``open``, heartbeat by
+    ``beat``, removed on ``close``; ``live`` reads the collectors heard from within
+    ``stalled_after_s`` (synchronous: call off the event loop)."""
+
+    def __init__(self, database_url: str, stalled_after_s: float) -> None:
+        self._app = App(connector=SyncPsycopgConnector(conninfo=libpq_conninfo(database_url)))
+        self._stalled_after_s = stalled_after_s
+        self.member_id: int | None = None
+
+    def open(self) -> None:
+        self._app.open()
+
+    def beat(self) -> None:
+        """Register on the first beat (or again once this record was pruned as stalled, after
+        a long pause), else refresh the heartbeat."""
+        connector = self._app.connector
+        if self.member_id is None or self.member_id not in self.live():
+            row = connector.execute_query_one(REGISTER_COLLECTOR)
+            self.member_id = int(row["worker_id"])
+            log.info("collector: registered as engine member %d", self.member_id)
+            return
+        connector.execute_query(engine_queries["update_heartbeat"], worker_id=self.member_id)
+
+    def live(self) -> tuple[int, ...]:
+        rows = self._app.connector.execute_query_all(LIVE_COLLECTORS, seconds=self._stalled_after_s)
+        return tuple(int(row["id"]) for row in rows)
+
+    def close(self) -> None:
+        if self.member_id is not None:
+            with contextlib.suppress(Exception):  # a stalled record is pruned anyway
+                self._app.connector.execute_query(
+                    engine_queries["unregister_worker"], worker_id=self.member_id
+                )
+        self._app.close()
+
+
 class Collector:
-    """The switches of one shard and their streams."""
+    """The switches of one shard and their streams. With ``share`` (engine mode) the shard is
+    this collector's rendezvous share among the live collectors instead."""
 
     def __init__(
         self,
@@ -178,15 +240,18 @@ class Collector:
         window_ns: int,
         rand: Callable[[], float],
         wall_ns: Callable[[], int] = time.time_ns,
+        share: WatchShare | None = None,
     ) -> None:
         self.shard = shard
+        self.share = share
         self._policy = policy
         self._window_ns = window_ns
         self._rand = rand
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
         self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
-        self.metrics = TelemetryMetrics(shard.name, self._switches, wall_ns, self.lock)
+        self.metrics_label = "engine" if share is not None else shard.name
+        self.metrics = TelemetryMetrics(self.metrics_label, self._switches, wall_ns, self.lock)
 
     def _switches(self) -> Iterable[SwitchTelemetry]:
         """The switches streamed now (the metrics read them holding ``lock``)."""
@@ -203,7 +268,10 @@ class Collector:
 
     def sync(self, intent: Intent, targets: Mapping[str, GnmiTarget]) -> None:
         """Stream exactly the intent's switches of this shard (call on the event loop)."""
-        wanted = {s.name: s for s in intent.switches if self.shard.holds(s.name)}
+        wanted = {s.name: s for s in intent.switches if self._holds(s.name)}
+        if self.share is not None:
+            mine = set(self.share.of(wanted))
+            wanted = {name: switch for name, switch in wanted.items() if name in mine}
         for name in list(self._running):
             running = self._running[name]
             if name not in wanted or running.target != targets.get(name):
@@ -227,6 +295,9 @@ class Collector:
             )
             task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
             self._running[name] = Running(target, handler, task)
+
+    def _holds(self, switch: str) -> bool:
+        return self.share is not None or self.shard.holds(switch)
 
     def _channel(self, target: GnmiTarget) -> Any:
         """One channel per endpoint: the switches of a fleet server share it."""
@@ -288,18 +359,45 @@ async def run(
     settings: Settings,
     environ: Mapping[str, str],
     stop: asyncio.Event,
+    membership: EngineMembership | None = None,
 ) -> None:
+    """Stream the intent's switches until ``stop``. The intent is re-read every ``refresh_s``;
+    in engine mode a round is a heartbeat, and the switches are re-shared at once when the
+    live collectors moved."""
+    refresh_s = settings.telemetry.refresh_s
+    period_s = refresh_s if membership is None else min(refresh_s, settings.worker.heartbeat_s)
+    rounds_per_refresh = max(1, round(refresh_s / period_s))
+    intent: Intent | None = None
+    round_no = 0
     try:
         while not stop.is_set():
+            moved = False
+            if membership is not None and collector.share is not None:
+                try:
+                    moved = await asyncio.to_thread(beat_and_reshare, membership, collector.share)
+                except Exception as error:  # the engine is away: keep what we stream
+                    log.warning("collector: engine heartbeat failed: %s", type(error).__name__)
             try:
-                intent = await asyncio.to_thread(load)
-                collector.sync(intent, targets_of(intent, settings, environ))
+                if intent is None or round_no % rounds_per_refresh == 0:
+                    intent = await asyncio.to_thread(load)
+                    moved = True
+                if moved:
+                    collector.sync(intent, targets_of(intent, settings, environ))
             except Exception as error:  # keep streaming what we have; try again next round
                 log.warning("collector: could not read the intent: %s", error)
+            round_no += 1
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), settings.telemetry.refresh_s)
+                await asyncio.wait_for(stop.wait(), period_s)
     finally:
         await collector.close()
+        if membership is not None:
+            await asyncio.to_thread(membership.close)
+
+
+def beat_and_reshare(membership: EngineMembership, share: WatchShare) -> bool:
+    """Heartbeat, then whether the live collectors (or this one's id) moved since last read."""
+    membership.beat()
+    return share.moved()
 
 
 def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> ThreadingHTTPServer:
@@ -324,9 +422,24 @@ def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> Threadin
     return server
 
 
+def engine_membership(settings: Settings, shard_arg: str | None) -> EngineMembership | None:
+    """The engine record of a collector that shares through the engine (None when static)."""
+    if settings.telemetry.share != "engine":
+        return None
+    if shard_arg is not None:
+        raise ValueError("--shard is the static share: not with SLUICE_TELEMETRY_SHARE=engine")
+    if settings.database.url is None:
+        raise ValueError("SLUICE_TELEMETRY_SHARE=engine needs DATABASE_URL (the engine's)")
+    return EngineMembership(
+        settings.database.url.get_secret_value(), settings.worker.stalled_after_s
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m controller.telemetry.collector")
-    parser.add_argument("--shard", default="0/1", help="I/N: this process's share of switches")
+    parser.add_argument(
+        "--shard", help="I/N: this process's share of switches (static share; default 0/1)"
+    )
     parser.add_argument("--intent", type=Path, help="read switches from this file, not the DB")
     return parser
 
@@ -335,25 +448,33 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args = _parser().parse_args(argv)
     try:
-        shard = Shard.parse(args.shard)
+        shard = Shard.parse(args.shard or "0/1")
         settings = Settings()
         settings.gnmi.tls()  # a contradiction in the TLS settings is named here, not per switch
         load = intent_loader(settings, args.intent)
+        membership = engine_membership(settings, args.shard)
     except ValueError as error:
         log.error("collector: %s", error)
         return 2
+    share = None
+    if membership is not None:
+        share = WatchShare(membership.live, time.monotonic, recheck_s=0.0)  # read every round
+        share.member = lambda: membership.member_id
     policy = StreamPolicy(
         counter_mode=SubMode(settings.telemetry.counter_mode),
         sample_interval_s=settings.telemetry.sample_interval_s,
     )
     window_ns = int(settings.telemetry.rate_window_s * NS_PER_S)
-    collector = Collector(shard, policy, window_ns=window_ns, rand=random.Random().random)
+    collector = Collector(
+        shard, policy, window_ns=window_ns, rand=random.Random().random, share=share
+    )
     server = serve_metrics(
         settings.telemetry.metrics_host, settings.telemetry.metrics_port, collector.metrics.render
     )
     port = server.server_address[1]
     print(
-        f"collector {shard.name}: metrics on {settings.telemetry.metrics_host}:{port}", flush=True
+        f"collector {collector.metrics_label}: metrics on {settings.telemetry.metrics_host}:{port}",
+        flush=True,
     )
 
     async def serve() -> None:
@@ -361,7 +482,9 @@ def main(argv: list[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await run(collector, load, settings, os.environ, stop)
+        if membership is not None:
+            await asyncio.to_thread(membership.open)
+        await run(collector, load, settings, os.environ, stop, membership)
 
     try:
         asyncio.run(serve())

@@ -32,6 +32,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "procrastinate_workers",
     "procrastinate_events",
     "procrastinate_periodic_defers",
+    # 0010_collshard: which engine worker records are telemetry collectors
+    "telemetry_collectors",
 }
 
 
@@ -81,9 +83,16 @@ def test_walk_up_and_down_every_revision(empty_db_url: str) -> None:
     assert _tables(empty_db_url) == SCHEMA_TABLES
 
 
+# Keyed on procrastinate's worker records, so kept with its schema, outside our models.
+ENGINE_SIDE_TABLES = {"telemetry_collectors"}  # 0010_collshard
+
+
 def _ours(name: str | None, kind: str, _parents: object) -> bool:
     """procrastinate's tables are its own schema (0009_scaleengine), not our models'."""
-    return not (kind == "table" and (name or "").startswith("procrastinate_"))
+    table = name or ""
+    return not (
+        kind == "table" and (table.startswith("procrastinate_") or table in ENGINE_SIDE_TABLES)
+    )
 
 
 def _differences_from_models(url: str) -> list[object]:
