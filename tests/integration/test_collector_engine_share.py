@@ -13,32 +13,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from controller.reconcile.share import share_of
 from controller.rollout.shard import ReconcileDispatch
-from controller.services.common import Actor
-from controller.services.intents import IntentService
-from controller.store.db import make_engine, make_sessions
+from controller.store.db import make_engine
 from tests.integration.dataplane.conftest import eventually
 from tests.integration.tls_certs import self_signed_tls
-from vsonic.fleet import fleet_targets
-from vsonic.gnmi_server import (
-    Clock,
-    Credentials,
-    GnmiService,
-    RunningServer,
-    TlsFiles,
-    start_server,
-)
+from tests.support.collector_fleet import store_intent, streaming_switches, tls_switches
+from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
-from vsonic.seed import default_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 PASSWORD = "collector-engine-test"
@@ -58,51 +45,9 @@ def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 
 @pytest.fixture
 def fleet(switch_tls: TlsFiles) -> Iterator[dict[str, int]]:
-    """One in-memory switch per gNMI server over TLS, each its own endpoint in the intent."""
-    running: list[RunningServer] = []
-    try:
-        for name in NAMES:
-            service = GnmiService(
-                fleet_targets([name], default_ports(2)), Clock(), Credentials("admin", PASSWORD)
-            )
-            running.append(start_server("127.0.0.1:0", service, switch_tls))
-        yield {name: server.port for name, server in zip(NAMES, running, strict=True)}
-    finally:
-        for server in running:
-            server.stop(grace_s=0.2)
-
-
-def _store_intent(db_url: str, gnmi_ports: dict[str, int]) -> None:
-    switches = [
-        {
-            "name": name, "role": "leaf", "credential_ref": "env:SLUICE_GNMI_PASSWORD",
-            "gnmi": {"address": "127.0.0.1", "port": gnmi_ports[name], "target": name},
-            "ports": [{"name": "Ethernet0", "speed_gbps": 100},
-                      {"name": "Ethernet4", "speed_gbps": 100}],
-        }
-        for name in NAMES
-    ]  # fmt: skip
-    data = {"fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000}, "switches": switches}
-    engine = make_engine(db_url)
-    try:
-        service = IntentService(make_sessions(engine), clock=lambda: datetime.now(UTC))
-        service.replace(data, expected=0, actor=Actor("test", "r1"), reason="collector test")
-    finally:
-        engine.dispose()
-
-
-def _exported(metrics_port: int) -> set[str]:
-    """The switches whose series this collector exports (streaming)."""
-    try:
-        body = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
-    except httpx.HTTPError:
-        return set()
-    return {
-        s.labels["switch"]
-        for family in text_string_to_metric_families(body)
-        for s in family.samples
-        if s.name == "sluice_switch_stream_up" and s.value == 1.0
-    }
+    """One switch per gNMI server over TLS, each its own endpoint in the intent."""
+    with tls_switches(NAMES, switch_tls, PASSWORD) as ports:
+        yield ports
 
 
 def _collector_ids(db_url: str) -> list[int]:
@@ -132,7 +77,7 @@ def _start(db_url: str, tls: TlsFiles, port: int, log: Path) -> subprocess.Popen
 def test_two_collectors_share_the_switches_and_the_survivor_takes_a_dead_ones(
     db_url: str, fleet: dict[str, int], switch_tls: TlsFiles, tmp_path: Path
 ) -> None:
-    _store_intent(db_url, fleet)
+    store_intent(db_url, fleet)
     ports = [free_port(), free_port()]
     processes = [
         _start(db_url, switch_tls, port, tmp_path / f"collector-{i}.log")
@@ -143,10 +88,10 @@ def test_two_collectors_share_the_switches_and_the_survivor_takes_a_dead_ones(
         ids = _collector_ids(db_url)
         shares = {frozenset(share_of(me, NAMES, ids)) for me in ids}
         eventually(
-            lambda: {frozenset(_exported(p)) for p in ports} == shares,
+            lambda: {frozenset(streaming_switches(p)) for p in ports} == shares,
             f"the collectors export their rendezvous shares {sorted(map(sorted, shares))}",
         )
-        first, second = (_exported(p) for p in ports)
+        first, second = (streaming_switches(p) for p in ports)
         assert first.isdisjoint(second)
         assert first | second == set(NAMES)
 
@@ -162,7 +107,7 @@ def test_two_collectors_share_the_switches_and_the_survivor_takes_a_dead_ones(
         killed_at = time.monotonic()
         bound_s = STALLED_AFTER_S + HEARTBEAT_S + CONNECT_ALLOWANCE_S
         eventually(
-            lambda: _exported(ports[1]) == set(NAMES),
+            lambda: streaming_switches(ports[1]) == set(NAMES),
             "the survivor exports every switch",
             deadline_s=bound_s,
         )
