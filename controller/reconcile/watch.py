@@ -44,16 +44,16 @@ from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s
 from controller.sonic.model import EntryKey
-from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
+from controller.southbound.gnmi import ChannelOptions, GnmiTarget
 from controller.southbound.paths import PathError, parse_elems, table_elems
 from controller.southbound.retry import RetryPolicy, backoff_delay
 from controller.southbound.subscribe import (
     SYNC,
     Change,
+    EndpointChannels,
     ListMode,
     SubMode,
     Subscription,
-    open_channel,
     subscribe,
 )
 
@@ -290,7 +290,7 @@ class DriftWatcher:
         self._rand = rand
         self._volatile = volatile
         self._running: dict[str, _Running] = {}
-        self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
+        self._channels = EndpointChannels(WATCH_CHANNEL)
         self._lock = threading.Lock()
         self._states: dict[str, WatchState] = {}
 
@@ -306,7 +306,7 @@ class DriftWatcher:
                 continue
             watch = SwitchWatch(
                 target,
-                self._channel(target),
+                self._channels.for_target(target),
                 self._debouncer,
                 self._policy,
                 rand=self._rand,
@@ -336,13 +336,6 @@ class DriftWatcher:
         running = self._running.get(name)
         return running.watch if running is not None else None
 
-    def _channel(self, target: GnmiTarget) -> Any:
-        key = (target.endpoint, target.tls)
-        channel = self._channels.get(key)
-        if channel is None:
-            channel = self._channels[key] = open_channel(target, WATCH_CHANNEL)
-        return channel
-
     async def close(self) -> None:
         for running in self._running.values():
             running.task.cancel()
@@ -350,9 +343,7 @@ class DriftWatcher:
         self._running.clear()
         with self._lock:
             self._states.clear()
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
+        await self._channels.close()
 
 
 class WatcherThread:

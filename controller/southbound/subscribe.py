@@ -197,6 +197,27 @@ def open_channel(target: GnmiTarget, options: ChannelOptions | None = None) -> A
     return grpc.aio.secure_channel(target.endpoint, credentials, options=grpc_options)
 
 
+class EndpointChannels:
+    """One asyncio channel per endpoint and TLS, opened on first use: the switches of a
+    fleet server share it (streams to them multiplex over one HTTP/2 connection)."""
+
+    def __init__(self, options: ChannelOptions | None = None) -> None:
+        self._options = options
+        self._open: dict[tuple[str, TlsOptions | None], Any] = {}
+
+    def for_target(self, target: GnmiTarget) -> Any:
+        key = (target.endpoint, target.tls)
+        channel = self._open.get(key)
+        if channel is None:
+            channel = self._open[key] = open_channel(target, self._options)
+        return channel
+
+    async def close(self) -> None:
+        for channel in self._open.values():
+            await channel.close()
+        self._open.clear()
+
+
 def _credentials(tls: TlsOptions) -> Any:
     return grpc.ssl_channel_credentials(
         root_certificates=tls.root_cert.read_bytes() if tls.root_cert else None,

@@ -45,18 +45,18 @@ from controller.rollout.shard import libpq_conninfo
 from controller.settings import Settings
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
-from controller.southbound.gnmi import GnmiTarget, TlsOptions, target_for_switch
+from controller.southbound.gnmi import GnmiTarget, target_for_switch
 from controller.southbound.subscribe import (
     AGENT_STATE,
     COUNTERS,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
+    EndpointChannels,
     Handler,
     Notification,
     StreamPolicy,
     SubMode,
     SwitchStream,
-    open_channel,
 )
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
@@ -249,7 +249,7 @@ class Collector:
         self._rand = rand
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
-        self._channels: dict[tuple[str, TlsOptions | None], Any] = {}
+        self._channels = EndpointChannels()
         self.metrics_label = "engine" if share is not None else shard.name
         self.metrics = TelemetryMetrics(self.metrics_label, self._switches, wall_ns, self.lock)
 
@@ -291,7 +291,7 @@ class Collector:
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
             stream = SwitchStream(
-                target, self._channel(target), handler, self._policy, rand=self._rand
+                target, self._channels.for_target(target), handler, self._policy, rand=self._rand
             )
             task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
             self._running[name] = Running(target, handler, task)
@@ -299,22 +299,12 @@ class Collector:
     def _holds(self, switch: str) -> bool:
         return self.share is not None or self.shard.holds(switch)
 
-    def _channel(self, target: GnmiTarget) -> Any:
-        """One channel per endpoint: the switches of a fleet server share it."""
-        key = (target.endpoint, target.tls)
-        channel = self._channels.get(key)
-        if channel is None:
-            channel = self._channels[key] = open_channel(target)
-        return channel
-
     async def close(self) -> None:
         for running in self._running.values():
             running.task.cancel()
         await asyncio.gather(*(r.task for r in self._running.values()), return_exceptions=True)
         self._running.clear()
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
+        await self._channels.close()
 
 
 def targets_of(
