@@ -104,7 +104,7 @@ def start_worker(
         "SLUICE_WORKER_MAX_PARALLEL": str(max_parallel),
         "SLUICE_WORKER_ENGINE": engine,
         "SLUICE_WORKER_HEARTBEAT_S": "0.5",
-        "SLUICE_WORKER_STALLED_AFTER_S": "2",
+        "SLUICE_WORKER_STALLED_AFTER_S": "5",  # ten beats: a loaded machine is not a dead worker
         "SLUICE_GNMI_TLS_CA": str(fleet.tls.cert),  # the fleet serves TLS, as a switch does
     }
     with log.open("ab") as out:

@@ -35,9 +35,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+import psycopg
 from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnector, builtin_tasks
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
@@ -65,6 +67,17 @@ RECENT_PASS = (
     " JOIN procrastinate_jobs j ON j.id = e.job_id"
     " WHERE j.task_name = %(task)s AND e.type = 'deferred'"
     " AND e.at > now() - make_interval(secs => %(seconds)s)) AS recent"
+)
+
+# Every worker's reconcile dispatch takes this transaction-scoped advisory lock (an arbitrary
+# key sluice owns), so checking for a recent pass and queueing one is atomic across workers.
+PASS_LOCK = "SELECT pg_advisory_xact_lock(7345001)"
+# The stalled-job reaper's round lock: taken with ``pg_try_advisory_xact_lock``, so a reaper
+# that finds it held skips the round rather than waiting.
+REAP_LOCK = "SELECT pg_try_advisory_xact_lock(7345002)"
+QUEUED_RECONCILES = (
+    "SELECT queueing_lock FROM procrastinate_jobs"
+    " WHERE task_name = %(task)s AND status = 'todo' AND queueing_lock IS NOT NULL"
 )
 
 # A telemetry collector's record (``telemetry_collectors``, controller/telemetry/collector.py)
@@ -145,7 +158,8 @@ class ReconcileDispatch:
     Synchronous, from the coordinating round; open with ``open``, ``close`` when done."""
 
     def __init__(self, database_url: str) -> None:
-        self._app = App(connector=SyncPsycopgConnector(conninfo=libpq_conninfo(database_url)))
+        self._connector = SyncPsycopgConnector(conninfo=libpq_conninfo(database_url))
+        self._app = App(connector=self._connector)
 
     def open(self) -> None:
         self._app.open()
@@ -153,36 +167,53 @@ class ReconcileDispatch:
     def close(self) -> None:
         self._app.close()
 
-    def _recently_queued(self, spacing_s: float) -> bool:
-        row = self._app.connector.execute_query_one(
-            RECENT_PASS, task=RECONCILE_TASK, seconds=spacing_s
-        )
-        return bool(row["recent"])
-
     def live_workers(self, stalled_after_s: float) -> tuple[int, ...]:
         """The ids of the engine workers heard from within ``stalled_after_s`` (procrastinate's
         ``procrastinate_workers``, one row per running worker with its last heartbeat)."""
-        rows = self._app.connector.execute_query_all(LIVE_WORKERS, seconds=stalled_after_s)
+        rows = self._connector.execute_query_all(LIVE_WORKERS, seconds=stalled_after_s)
         return tuple(int(row["id"]) for row in rows)
 
     def __call__(self, switches: Sequence[str], spacing_s: float) -> int:
         """How many switch jobs were queued (0 when another worker's pass is recent; a
-        ``spacing_s`` of 0 always queues: a reported drift)."""
-        if spacing_s > 0 and self._recently_queued(spacing_s):
-            return 0
-        queued = 0
-        for switch in switches:
-            deferrer = self._app.configure_task(
-                RECONCILE_TASK, lock=switch, queueing_lock=reconcile_lock(switch), queue=QUEUE
-            )
-            try:
-                deferrer.defer(switch=switch)
-            except AlreadyEnqueued:  # still queued from an earlier pass: it will run once
-                continue
-            queued += 1
-        if queued:
-            log.info("reconcile: queued %d switch job(s)", queued)
-        return queued
+        ``spacing_s`` of 0 always queues: a reported drift).
+
+        A pass is queued whole or not at all: one transaction, under an advisory lock every
+        worker's dispatch takes, checks for a recent pass, reads which switches are still
+        queued, and inserts the rest in one statement. Queued one job at a time, a worker
+        killed part way left the rest of the fleet unqueued until the next pass (an
+        interval away), since the others found a pass recent; and two workers that both
+        found none due queued a switch twice once its first job had started."""
+        with self._connector.pool.connection() as connection, connection.transaction():
+            connection.execute(PASS_LOCK)
+            if spacing_s > 0 and self._recently_queued(connection, spacing_s):
+                return 0
+            queued = self._still_queued(connection)
+            jobs = [
+                self._app.configure_task(
+                    RECONCILE_TASK, lock=switch, queueing_lock=reconcile_lock(switch), queue=QUEUE
+                ).make_new_job(switch=switch)
+                for switch in dict.fromkeys(switches)
+                if reconcile_lock(switch) not in queued
+            ]
+            if jobs:
+                self._app.job_manager.batch_defer_jobs(jobs, connection=connection)
+        if jobs:
+            log.info("reconcile: queued %d switch job(s)", len(jobs))
+        return len(jobs)
+
+    def _recently_queued(self, connection: psycopg.Connection[Any], spacing_s: float) -> bool:
+        row = self._connector.execute_query_one_with_connection(
+            connection, RECENT_PASS, task=RECONCILE_TASK, seconds=spacing_s
+        )
+        return bool(row["recent"])
+
+    def _still_queued(self, connection: psycopg.Connection[Any]) -> set[str]:
+        """The queueing locks of reconcile jobs not yet started: a switch still queued from an
+        earlier pass runs once (its ``queueing_lock`` allows one ``todo`` job)."""
+        rows = self._connector.execute_query_all_with_connection(
+            connection, QUEUED_RECONCILES, task=RECONCILE_TASK
+        )
+        return {row["queueing_lock"] for row in rows}
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +272,12 @@ class EngineWorker:
         asyncio.run(self._serve())
 
     async def _serve(self) -> None:
-        app = App(connector=PsycopgConnector(conninfo=self._conninfo))
+        # Room beyond the jobs' connections for procrastinate's listener and heartbeat and
+        # for the reaper, which holds one for its round's lock while it queries on another.
+        connector = PsycopgConnector(
+            conninfo=self._conninfo, min_size=2, max_size=self._options.concurrency + 4
+        )
+        app = App(connector=connector)
 
         def converge_switch(rollout_id: int, switch: str) -> None:
             self._converge(rollout_id, switch)
@@ -266,7 +302,7 @@ class EngineWorker:
         self._main = asyncio.current_task()
         self._started.set()
         async with app.open_async():
-            reaper = asyncio.create_task(self._reap(app), name="reap-stalled")
+            reaper = asyncio.create_task(self._reap(app, connector), name="reap-stalled")
             # The worker built here rather than by ``App.run_worker_async``, which takes the
             # same options, so that its registered id can be read (``member_id``).
             self._worker = ProcrastinateWorker(
@@ -284,35 +320,47 @@ class EngineWorker:
             finally:
                 reaper.cancel()
 
-    async def _reap(self, app: App) -> None:
+    async def _reap(self, app: App, connector: PsycopgConnector) -> None:
         """Jobs ``doing`` on a worker silent for ``stalled_after_s``: that worker is dead (or
         cut off from the database). A rollout job is failed, freeing its switch lock: the
         coordinating step queues that switch again from the rollout's pending rows. A
         reconcile job goes back to ``todo`` (reconciling twice is harmless), so another
-        worker takes it within the same pass."""
-        manager = app.job_manager
+        worker takes it within the same pass.
+
+        One reaper at a time: a round runs only while its transaction holds an advisory lock
+        (``REAP_LOCK``), and others skip that round. Two reapers that read the same stalled
+        job raced: the one whose retry lost then failed the job the other had just queued
+        again (procrastinate fails a ``todo`` job too), so its switch was never reconciled
+        in that pass; or it put a job back that a live worker had meanwhile taken."""
         while True:
             await asyncio.sleep(self._options.heartbeat_s)
             try:
-                stalled = await manager.get_stalled_jobs(
-                    queue=QUEUE, seconds_since_heartbeat=self._options.stalled_after_s
-                )
-                for job in stalled:
-                    if job.id is None:
-                        continue
-                    if job.task_name == RECONCILE_TASK and await _requeued(manager, job.id):
-                        log.warning(
-                            "engine: reconcile job %d (%s) of a dead worker: queued again",
-                            job.id,
-                            job.lock,
-                        )
-                        continue
-                    log.warning("engine: job %d (%s) of a dead worker: failed", job.id, job.lock)
-                    await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
+                async with connector.pool.connection() as connection, connection.transaction():
+                    cursor = await connection.execute(REAP_LOCK)
+                    row = await cursor.fetchone()
+                    if row is not None and row[0]:
+                        await self._reap_round(app.job_manager)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # another reaper raced us, or the database is away: next round
+            except Exception:  # the database is away, or a job changed under us: next round
                 log.warning("engine: reaping stalled jobs failed; retrying", exc_info=True)
+
+    async def _reap_round(self, manager: JobManager) -> None:
+        stalled = await manager.get_stalled_jobs(
+            queue=QUEUE, seconds_since_heartbeat=self._options.stalled_after_s
+        )
+        for job in stalled:
+            if job.id is None:
+                continue
+            if job.task_name == RECONCILE_TASK and await _requeued(manager, job.id):
+                log.warning(
+                    "engine: reconcile job %d (%s) of a dead worker: queued again",
+                    job.id,
+                    job.lock,
+                )
+                continue
+            log.warning("engine: job %d (%s) of a dead worker: failed", job.id, job.lock)
+            await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
 
 
 async def _requeued(manager: JobManager, job_id: int) -> bool:
@@ -321,7 +369,7 @@ async def _requeued(manager: JobManager, job_id: int) -> bool:
     the caller then fails it, as the queued one does the work."""
     try:
         await manager.retry_job_by_id_async(job_id, retry_at=utcnow())
-    except Exception:  # the unique queueing lock, or a race with another reaper
+    except UniqueViolation:  # the switch's queueing lock: a later pass queued it
         log.info("engine: reconcile job %d not queued again", job_id, exc_info=True)
         return False
     return True
