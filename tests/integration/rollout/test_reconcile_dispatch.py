@@ -88,5 +88,5 @@ def test_a_switch_still_queued_is_not_queued_again(
     # A reported drift (spacing 0) always queues, but only what is not still waiting.
     assert second(SWITCHES[:5], 0.0) == 3
     jobs = reconcile_jobs(db_url)
-    assert [lock for lock, _ in jobs] == SWITCHES[:3] + [SWITCHES[0], *SWITCHES[3:5]]
+    assert [lock for lock, _ in jobs] == [*SWITCHES[:3], SWITCHES[0], *SWITCHES[3:5]]
     assert [status for _, status in jobs].count("todo") == 5
