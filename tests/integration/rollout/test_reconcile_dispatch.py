@@ -1,6 +1,7 @@
-"""A reconcile pass is queued by one worker, whole, on a real PostgreSQL: workers whose passes
-fall due at once queue one job per switch between them, and a switch still queued from an
-earlier pass is not queued again."""
+"""Reconcile jobs on a real PostgreSQL: a pass is queued by one worker, whole (workers whose
+passes fall due at once queue one job per switch between them; a switch still queued from an
+earlier pass is not queued again), and a dead worker's jobs run once however many reapers find
+them."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
-from controller.rollout.shard import RECONCILE_TASK, ReconcileDispatch
+from controller.rollout.shard import RECONCILE_TASK, EngineOptions, EngineWorker, ReconcileDispatch
 from controller.store.db import make_engine
+
+from .conftest import wait_for
 
 SWITCHES = [f"leaf{i}" for i in range(200)]
 WORKERS = 4
@@ -90,3 +93,53 @@ def test_a_switch_still_queued_is_not_queued_again(
     jobs = reconcile_jobs(db_url)
     assert [lock for lock, _ in jobs] == [*SWITCHES[:3], SWITCHES[0], *SWITCHES[3:5]]
     assert [status for _, status in jobs].count("todo") == 5
+
+
+def test_a_dead_workers_reconcile_jobs_run_once_whichever_reaper_finds_them(
+    db_url: str, dispatches: list[ReconcileDispatch]
+) -> None:
+    """Two live workers' reapers find the same dead worker's jobs at once: each of its
+    switches is reconciled exactly once, none left failed."""
+    switches = SWITCHES[:12]
+    orphaned = switches[:6]
+    assert dispatches[0](switches, 0.0) == len(switches)
+    engine = make_engine(db_url, pool_size=1)
+    try:
+        with engine.begin() as connection:
+            dead = connection.execute(
+                text(
+                    "INSERT INTO procrastinate_workers (last_heartbeat)"
+                    " VALUES (now() - interval '1 hour') RETURNING id"
+                )
+            ).scalar_one()
+            connection.execute(
+                text(
+                    "UPDATE procrastinate_jobs SET status = 'doing', worker_id = :dead"
+                    " WHERE lock = ANY(:orphaned)"
+                ),
+                {"dead": dead, "orphaned": orphaned},
+            )
+    finally:
+        engine.dispose()
+    reconciled: list[str] = []
+    guard = threading.Lock()
+
+    def reconcile(switch: str) -> None:
+        with guard:
+            reconciled.append(switch)
+
+    options = EngineOptions(concurrency=2, heartbeat_s=0.2, stalled_after_s=1.0)
+    workers = [EngineWorker(db_url, lambda _r, _s: True, options, reconcile) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_for(
+            "every reconcile job finished",
+            lambda: all(status in {"succeeded", "failed"} for _, status in reconcile_jobs(db_url)),
+            within_s=60.0,
+        )
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert {status for _, status in reconcile_jobs(db_url)} == {"succeeded"}
+    assert sorted(reconciled) == sorted(switches)
