@@ -1,13 +1,17 @@
 """The tuner's ``auto`` mode closed into a loop: each periodic tuning pass that wrote a new
 intent version (``TuningService.tick``) starts a health-gated switch rollout of it, and, when
-a change touches what the hosts run (QJUMP, PIAS), a host apply of it (docs/tuning.md).
+a change touches what the hosts run (QJUMP, PIAS), a host apply of it under the same gates
+(docs/tuning.md).
 
 The rollout's batches and gates come from the intent's ``fabric.tuning.rollout``
 (``auto_gates``; docs/tuning.md "Auto mode's rollout"): by default batches of one switch, each
 soaked 120 s, must not raise their drops by more than half over the baseline read before
 them, and no agent may be on its fallback (or, with ``agent_fallback: no_increase``, no more
 queues than before the batch); a failure rolls back every switch the rollout
-reached, so an automatic change never stays half applied.
+reached, so an automatic change never stays half applied. The host apply is staged the same
+way (batches of ``batch_size`` hosts, the same gates read over the fabric's switches, the same
+``on_fail``): a failed gate puts its hosts back to the version they ran before
+(``controller/rollout/hosts.py``).
 """
 
 from __future__ import annotations
@@ -88,10 +92,9 @@ class AutoTuner:
     def roll_out(self, record: ProposalRecord, actor: Actor) -> int:
         """Start the gated rollout of ``record``'s version (and the hosts' apply if needed)."""
         settings = self._tuning.settings().rollout
+        gates = self._policy or auto_gates(settings)
         policy = RolloutPolicy(
-            to_version=record.new_version,
-            batch_size=settings.batch_size,
-            gates=self._policy or auto_gates(settings),
+            to_version=record.new_version, batch_size=settings.batch_size, gates=gates
         )
         try:
             started = self._rollouts.start(policy, actor=actor, gates=self._gates)
@@ -102,7 +105,9 @@ class AutoTuner:
         if self._host_runs is None or not touches_hosts(record):
             return 1
         try:
-            run = self._host_runs.start_apply(actor=actor)
+            run = self._host_runs.start_apply(
+                actor=actor, batch_size=settings.batch_size, gates=gates, reader=self._gates
+            )
         except Conflict as error:
             log.warning("tuning: proposal %d: no host apply started: %s", record.id, error)
             return 1
