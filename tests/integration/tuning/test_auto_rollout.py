@@ -1,23 +1,28 @@
 """The tuner's auto mode closed into a loop (controller/services/auto_rollout.py): a due pass
 writes a version and starts a health-gated rollout of it, whose pre-checks read a real
 Prometheus (history.py backfilled) and are stored with it; a pass not yet due starts nothing;
-an unhealthy fabric refuses the rollout and the version stays written."""
+an unhealthy fabric refuses the rollout and the version stays written. A change the hosts run
+starts a host apply under the same gates (pre-checks stored with it), or none when the fabric
+is unhealthy (the same pre-checks refuse the switch rollout first)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 
+from controller.policy.models import TunerRollout
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy
-from controller.services.auto_rollout import AUTO_GATES, AutoTuner
-from controller.services.common import Actor
+from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
+from controller.services.common import Actor, WorkerWait
+from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import TuningService
+from controller.services.tuning import ProposalRecord, TuningService
 from controller.store.db import make_engine, make_sessions
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
@@ -121,5 +126,68 @@ def test_an_unhealthy_fabric_refuses_the_auto_rollout_and_keeps_the_version(
         assert tuner.tick() == 1  # the pass ran; the pre-check refused the rollout
         assert tuning.list()[0].new_version == 2
         assert rollouts.list(limit=10, offset=0).total == 0
+    finally:
+        engine.dispose()
+
+
+def _host_change(version: int, at: datetime) -> ProposalRecord:
+    """An approved proposal whose change the hosts run (QJUMP's n), as the tuner records one."""
+    change: dict[str, Any] = {"parameter": "qjump/hosts", "current": 8, "proposed": 12}
+    return ProposalRecord(
+        1, "approved", version - 1, version, [change], [], [], [], "fan-in", at, at, "tuner", at,
+        "tuner", at,
+    )  # fmt: skip
+
+
+def _hosted_auto_tuner(
+    db_url: str, promql: PromQL, end: datetime, policy: GatePolicy | None
+) -> tuple[Engine, AutoTuner, HostRunService]:
+    clock = HandClock(end)
+    engine = make_engine(db_url, pool_size=2)
+    sessions = make_sessions(engine)
+    intents = IntentService(sessions, clock=clock)
+    auto = tuner_intent()
+    auto["fabric"]["tuning"]["mode"] = "auto"
+    auto["fabric"]["tuning"]["rollout"] = {"batch_size": 2, "on_fail": "rollback_batch"}
+    auto["hosts"] = [{"name": f"h{i}", "address": f"10.0.1.{i}", "nic_gbps": 25} for i in (1, 2, 3)]
+    intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
+    tuning = TuningService(
+        sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
+    )
+    host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait())
+    tuner = AutoTuner(
+        tuning, RolloutService(sessions, clock=clock), host_runs, promql_reader(promql), policy
+    )
+    return engine, tuner, host_runs
+
+
+def test_a_change_the_hosts_run_starts_a_host_apply_under_the_same_gates(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    engine, tuner, host_runs = _hosted_auto_tuner(db_url, promql, end, None)
+    try:
+        assert tuner.roll_out(_host_change(1, end), ACTOR) == 2  # the rollout and the host apply
+        run = host_runs.runs(limit=10, offset=0).items[0]
+        shape = (run.mode, run.state, run.batch_size, run.batches_total)
+        assert shape == ("apply", "pending", 2, 2)
+        gates = auto_gates(TunerRollout(batch_size=2, on_fail="rollback_batch"))
+        detail = host_runs.run(run.id)
+        assert detail.gate_policy == gates.to_json()
+        readings = {(e.gate, e.stage, e.batch) for e in detail.evaluations or []}
+        assert readings == {("drops", "precheck", -1), ("agent_fallback", "precheck", -1)}
+    finally:
+        engine.dispose()
+
+
+def test_an_unhealthy_fabric_starts_neither_the_rollout_nor_the_host_apply(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    strict = GatePolicy((Gate("drops", 0.0, "absolute", builtin="drops"),), soak_s=60.0)
+    engine, tuner, host_runs = _hosted_auto_tuner(db_url, promql, end, strict)
+    try:
+        assert tuner.roll_out(_host_change(1, end), ACTOR) == 0
+        assert host_runs.runs(limit=10, offset=0).total == 0
     finally:
         engine.dispose()
