@@ -33,7 +33,7 @@ from controller.store.repositories.host_runs import NewHostRun
 from controller.store.rollout_store import evaluation_row
 from controller.types import Clock
 
-UNFINISHED = ("pending", "running")
+UNFINISHED = ("pending", "running", "rolling_back")
 
 
 @dataclass(frozen=True, slots=True)
