@@ -2,17 +2,17 @@
 writes a version and starts a health-gated rollout of it, whose pre-checks read a real
 Prometheus (history.py backfilled) and are stored with it; a pass not yet due starts nothing;
 an unhealthy fabric refuses the rollout and the version stays written. A change the hosts run
-starts a host apply under the same gates (pre-checks stored with it), or none when the fabric
-is unhealthy (the same pre-checks refuse the switch rollout first)."""
+gets its host apply under the same gates (pre-checks stored with it) once its switch rollout
+has completed, and none when that rollout rolled back."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 
 from controller.policy.models import TunerRollout
 from controller.rollout.gate_reads import promql_reader
@@ -22,14 +22,17 @@ from controller.services.common import Actor, WorkerWait
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import ProposalRecord, TuningService
+from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import rollouts as rollouts_repo
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
+from controller.tuning.summary import QjumpLevelSummary, TelemetrySummary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
 
 pytestmark = pytest.mark.integration
 ACTOR = Actor("test", "req-1")
+T_END = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -130,18 +133,11 @@ def test_an_unhealthy_fabric_refuses_the_auto_rollout_and_keeps_the_version(
         engine.dispose()
 
 
-def _host_change(version: int, at: datetime) -> ProposalRecord:
-    """An approved proposal whose change the hosts run (QJUMP's n), as the tuner records one."""
-    change: dict[str, Any] = {"parameter": "qjump/hosts", "current": 8, "proposed": 12}
-    return ProposalRecord(
-        1, "approved", version - 1, version, [change], [], [], [], "fan-in", at, at, "tuner", at,
-        "tuner", at,
-    )  # fmt: skip
-
-
 def _hosted_auto_tuner(
     db_url: str, promql: PromQL, end: datetime, policy: GatePolicy | None
-) -> tuple[Engine, AutoTuner, HostRunService]:
+) -> tuple[Engine, AutoTuner, RolloutService, HostRunService, sessionmaker[Session]]:
+    """Auto mode over an intent with three hosts and a QJUMP level, whose telemetry (a fan-in
+    of 3 at level 7, below n = 8) makes the tuner change what the hosts run: n 8 -> 6."""
     clock = HandClock(end)
     engine = make_engine(db_url, pool_size=2)
     sessions = make_sessions(engine)
@@ -149,45 +145,74 @@ def _hosted_auto_tuner(
     auto = tuner_intent()
     auto["fabric"]["tuning"]["mode"] = "auto"
     auto["fabric"]["tuning"]["rollout"] = {"batch_size": 2, "on_fail": "rollback_batch"}
+    auto["fabric"]["qjump"] = {"hosts": 8, "factors": {7: 1}}
+    auto["service_classes"].append(
+        {"name": "control", "dscp": [48], "queue": 7, "scheduling": {"type": "STRICT"},
+         "ecn": "off", "qjump_level": 7}
+    )  # fmt: skip
     auto["hosts"] = [{"name": f"h{i}", "address": f"10.0.1.{i}", "nic_gbps": 25} for i in (1, 2, 3)]
     intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
-    tuning = TuningService(
-        sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
-    )
+
+    def fan_in(_at: datetime, window_s: float) -> TelemetrySummary:
+        start = end.timestamp() - window_s
+        return TelemetrySummary(
+            start, end.timestamp(), qjump_levels=(QjumpLevelSummary(7, 3, 200),)
+        )
+
+    tuning = TuningService(sessions, intents, fan_in, clock=clock)
+    rollouts = RolloutService(sessions, clock=clock)
     host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait())
-    tuner = AutoTuner(
-        tuning, RolloutService(sessions, clock=clock), host_runs, promql_reader(promql), policy
-    )
-    return engine, tuner, host_runs
+    tuner = AutoTuner(tuning, rollouts, host_runs, promql_reader(promql), policy)
+    return engine, tuner, rollouts, host_runs, sessions
 
 
-def test_a_change_the_hosts_run_starts_a_host_apply_under_the_same_gates(
+def _as_the_worker_would_finish(
+    sessions: sessionmaker[Session], rollout_id: int, state: str
+) -> None:
+    """The rollout's end as the worker records it (its switch work is the rollout tests')."""
+    with sessions.begin() as session:
+        assert rollouts_repo.set_state(
+            session=session, rollout_id=rollout_id, state=state, expected=("pending",), at=T_END
+        )
+
+
+def test_the_host_half_of_a_change_starts_once_its_switches_completed_under_the_same_gates(
     db_url: str, history: tuple[PromQL, datetime]
 ) -> None:
     promql, end = history
-    engine, tuner, host_runs = _hosted_auto_tuner(db_url, promql, end, None)
+    engine, tuner, rollouts, host_runs, sessions = _hosted_auto_tuner(db_url, promql, end, None)
     try:
-        assert tuner.roll_out(_host_change(1, end), ACTOR) == 2  # the rollout and the host apply
+        assert tuner.tick() == 2  # the pass (n 8 -> 6) and its switch rollout
+        rollout = rollouts.list(limit=1, offset=0).items[0]
+        assert (rollout.to_version, rollout.state) == (2, "pending")
+        assert tuner.tick() == 0  # the switches are on their way: the hosts wait
+        assert host_runs.runs(limit=10, offset=0).total == 0
+        _as_the_worker_would_finish(sessions, rollout.id, "completed")
+        assert tuner.tick() == 1  # now the host apply, under the same gates
         run = host_runs.runs(limit=10, offset=0).items[0]
-        shape = (run.mode, run.state, run.batch_size, run.batches_total)
-        assert shape == ("apply", "pending", 2, 2)
-        gates = auto_gates(TunerRollout(batch_size=2, on_fail="rollback_batch"))
+        shape = (run.mode, run.state, run.intent_version, run.batch_size, run.batches_total)
+        assert shape == ("apply", "pending", 2, 2, 2)
         detail = host_runs.run(run.id)
+        gates = auto_gates(TunerRollout(batch_size=2, on_fail="rollback_batch"))
         assert detail.gate_policy == gates.to_json()
         readings = {(e.gate, e.stage, e.batch) for e in detail.evaluations or []}
         assert readings == {("drops", "precheck", -1), ("agent_fallback", "precheck", -1)}
+        assert tuner.tick() == 0  # one host apply per change
+        assert host_runs.runs(limit=10, offset=0).total == 1
     finally:
         engine.dispose()
 
 
-def test_an_unhealthy_fabric_starts_neither_the_rollout_nor_the_host_apply(
+def test_a_switch_rollout_that_rolled_back_leaves_the_hosts_alone(
     db_url: str, history: tuple[PromQL, datetime]
 ) -> None:
     promql, end = history
-    strict = GatePolicy((Gate("drops", 0.0, "absolute", builtin="drops"),), soak_s=60.0)
-    engine, tuner, host_runs = _hosted_auto_tuner(db_url, promql, end, strict)
+    engine, tuner, rollouts, host_runs, sessions = _hosted_auto_tuner(db_url, promql, end, None)
     try:
-        assert tuner.roll_out(_host_change(1, end), ACTOR) == 0
+        assert tuner.tick() == 2
+        rollout = rollouts.list(limit=1, offset=0).items[0]
+        _as_the_worker_would_finish(sessions, rollout.id, "rolled_back")
+        assert tuner.tick() == 0
         assert host_runs.runs(limit=10, offset=0).total == 0
     finally:
         engine.dispose()
