@@ -260,12 +260,21 @@ class HostResultOut(ViewOut):
     changed_tasks: list[dict[str, Any]] = Field(description="{task, role, msg, diff} each")
     failed_tasks: list[dict[str, Any]]
     message: str | None
+    phase: str = Field(
+        description="apply, or rollback: the host put back to from_version after a failed gate"
+    )
+    from_version: int | None = Field(
+        description="the intent version the host ran before this run (None: none)"
+    )
 
 
 class HostRunOut(ViewOut, GatesOut):
     id: int
     mode: str = Field(description="plan (check mode) or apply")
-    state: str = Field(description="running, completed, halted, interrupted or error")
+    state: str = Field(
+        description="pending, running, completed, halted, error, interrupted, rolling_back or "
+        "rolled_back (a health gate failed and hosts were put back)"
+    )
     intent_version: int
     hosts: list[str]
     batch_size: int

@@ -287,8 +287,8 @@ def one_seed(
             {
                 "applied": [_change(c) for c in p.applied],
                 "held": [_change(c) for c in p.changes if not c.applies],
-                # Verdicts that asked for a change apply_changes did not make (the fabric's
-                # one lambda is the largest any ECN group asks for, apply.py).
+                # Verdicts that asked for a change apply_changes did not make (a class's one
+                # lambda is the largest any of its ECN groups asks for, apply.py).
                 "not_applied": [
                     _change(c)
                     for c in p.changes
@@ -353,7 +353,7 @@ def print_seed(doc: JsonObject) -> None:
         for c in tuning["not_applied"]:
             print(
                 f"  round {number}: {c['parameter']} asked {c['current']} -> {c['proposed']}, "
-                "not applied (apply.py: e.g. the fabric lambda is the largest any group asks)"
+                "not applied (apply.py: e.g. a class's lambda is the largest its groups ask)"
             )
     for entry in doc["diff"]:
         print(f"  intent: {entry['path']}: {entry['before']} -> {entry['after']}")

@@ -71,6 +71,12 @@ class FakeHostRunStore:
     def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None:
         raise NotImplementedError("the fake host-run store keeps no soak")
 
+    def start_rollback(self, run_id: int, hosts: Sequence[HostProgress], message: str) -> bool:
+        raise NotImplementedError("the fake host-run store keeps no rollback (no gates)")
+
+    def record_rollback(self, run_id: int, results: Sequence[HostResult]) -> None:
+        raise NotImplementedError("the fake host-run store keeps no rollback (no gates)")
+
     @property
     def results(self) -> list[HostResult]:
         return [self.recorded[host] for host in self.hosts if host in self.recorded]

@@ -137,13 +137,13 @@ def _static_between_bounds(fields: Fields) -> list[str]:
 
 
 def _unmanaged_has_no_bounds(fields: Fields) -> list[str]:
-    # An unmanaged queue only counts in the agent's shares: a profile, bounds or HDCQ's
-    # per-port point on it would look like orders the agent silently ignores (qos-core
+    # An unmanaged queue only counts in the agent's shares: a profile, bounds, HDCQ's
+    # per-port point or a lambda on it would look like orders the agent silently ignores (qos-core
     # refuses them the same way).
     if fields.get("managed") != "false":
         return []
     reason = "only on a managed queue (managed true)"
-    managed_only = (*_MANAGED_ONLY, "port_threshold_bytes")
+    managed_only = (*_MANAGED_ONLY, "port_threshold_bytes", "lambda")
     return [f"field '{f}': {reason}" for f in managed_only if f in fields]
 
 

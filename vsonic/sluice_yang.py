@@ -43,6 +43,7 @@ AGENT_QUEUE_FIELDS: dict[str, FieldType] = {
     "speed_gbps": Integer(1, 800),
     "buffer_bytes": Integer(1, 4294967295),
     "port_threshold_bytes": Integer(0, 4294967295),
+    "lambda": Decimal(0.000001, 10, fraction_digits=6),
 }
 AGENT_QUEUE_MANDATORY = (
     "weight",

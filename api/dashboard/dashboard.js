@@ -89,6 +89,7 @@ function progress(rollout) {
 // --- overview -------------------------------------------------------------------------------
 
 const RECENT_ROLLOUTS = 5;
+const RECENT_HOST_RUNS = 5;
 
 // A rollout's health gates in a few words: "pass (n readings)", or the first failed reading
 // ("fail: gate value > limit, batch b"), or "none" for a rollout without gates.
@@ -118,8 +119,9 @@ function whyText(reasons) {
 async function renderOverview() {
   $("overview").hidden = false;
   $("crumbs").replaceChildren();
-  const [switches, rollouts, drift] = await Promise.all([
+  const [switches, rollouts, drift, hostRuns] = await Promise.all([
     api("/switches?limit=500"), api("/rollouts?limit=20"), api("/drift?limit=10"),
+    api("/hosts/runs?limit=" + RECENT_HOST_RUNS),
   ]);
   let health = null;
   try {
@@ -188,6 +190,22 @@ async function renderOverview() {
     cell(row, r.from_version + " → " + r.to_version);
     cell(row, r.created_by);
     cell(row, r.state);
+    const verdict = gateVerdict(d);
+    const shown = badge(verdict.state);
+    shown.textContent = verdict.text;
+    cell(row, "").appendChild(shown);
+    return row;
+  });
+  // Host applies are gated the same way (docs/rollouts.md, "Host applies"); a failed gate
+  // reads "fail: ..." beside a state of rolled_back or halted.
+  const applies = (hostRuns.items || []).filter((r) => r.mode === "apply");
+  const runDetails = await Promise.all(applies.map((r) => api("/hosts/runs/" + r.id)));
+  fill("host-runs-recent", applies.map((r, i) => [r, runDetails[i]]), ([r, d]) => {
+    const row = document.createElement("tr");
+    cell(row, r.id, "num");
+    cell(row, r.intent_version);
+    cell(row, r.requested_by);
+    cell(row, r.state + (r.message ? " (" + r.message + ")" : ""));
     const verdict = gateVerdict(d);
     const shown = badge(verdict.state);
     shown.textContent = verdict.text;

@@ -27,7 +27,15 @@ from controller.cli.app import (
 from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import NONE, Row
-from controller.cli.rollout import ForceOption, GateOption, SoakOption, gates_body
+from controller.cli.rollout import (
+    GATE_HEADERS,
+    ForceOption,
+    GateOption,
+    OnFailOption,
+    SoakOption,
+    gate_rows,
+    gates_body,
+)
 from controller.types import JsonObject
 
 hosts_app = typer.Typer(
@@ -38,7 +46,7 @@ hosts_app = typer.Typer(
 
 HOST_HEADERS = ("HOST", "BATCH", "STATUS", "CHANGED TASKS", "FAILED")
 RUN_HEADERS = ("RUN", "MODE", "STATE", "VERSION", "HOSTS", "BATCHES", "FAILED", "STARTED")
-TERMINAL_STATES = frozenset({"completed", "halted", "interrupted", "error"})
+TERMINAL_STATES = frozenset({"completed", "halted", "interrupted", "error", "rolled_back"})
 FAILING = frozenset({"failed", "unreachable"})
 
 Sleep = Callable[[float], None]
@@ -47,16 +55,18 @@ Sleep = Callable[[float], None]
 # --- pure rendering --------------------------------------------------------------------------
 
 
+def _rollback(result: Mapping[str, Any]) -> bool:
+    return result.get("phase") == "rollback"
+
+
 def host_row(result: Mapping[str, Any]) -> Row:
+    """One host's result; a rollback's row says so in its status (``rollback ok``) and names
+    why a host was not put back."""
     changed = ", ".join(str(t.get("task")) for t in result.get("changed_tasks", [])) or NONE
-    failed = str(result.get("message") or NONE) if result.get("status") in FAILING else NONE
-    return (
-        str(result["host"]),
-        str(result["batch"]),
-        str(result["status"]),
-        changed,
-        failed,
-    )
+    why = result.get("status") in FAILING or (_rollback(result) and result.get("status") != "ok")
+    failed = str(result.get("message") or NONE) if why else NONE
+    status = f"rollback {result['status']}" if _rollback(result) else str(result["status"])
+    return (str(result["host"]), str(result["batch"]), status, changed, failed)
 
 
 def run_row(run: Mapping[str, Any]) -> Row:
@@ -83,6 +93,10 @@ def run_summary(run: Mapping[str, Any]) -> str:
 
 
 def progress_line(run: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    if _rollback(result):
+        back = f"version {result.get('from_version')}"
+        line = f"rollback batch {result['batch']}: {result['host']} {result['status']} ({back})"
+        return line + (f": {result['message']}" if result.get("message") else "")
     line = f"batch {result['batch']}/{run['batches_total']}: {result['host']} {result['status']}"
     if result.get("status") in FAILING and result.get("message"):
         line += f" ({result['message']})"
@@ -103,6 +117,8 @@ def show_run(out: Console, run: JsonObject, fmt: Output) -> None:
     rows = [host_row(result) for result in run.get("results", [])]
     emit_rows(out, run, fmt, HOST_HEADERS, rows)
     if fmt is Output.TABLE:
+        if run.get("evaluations"):
+            emit_rows(out, run, fmt, GATE_HEADERS, gate_rows(run))
         say(out, run_summary(run))
 
 
@@ -110,11 +126,12 @@ def follow(
     api: ApiClient, run: JsonObject, out: Console, *, poll_s: float, sleep: Sleep = time.sleep
 ) -> JsonObject:
     """Poll the run until it ends, printing each host's result once, as it is recorded."""
-    shown: set[str] = set()
+    shown: set[tuple[str, str]] = set()
     while True:
         for result in run.get("results", []):
-            if result["host"] not in shown:
-                shown.add(result["host"])
+            key = (str(result.get("phase", "apply")), str(result["host"]))
+            if key not in shown:
+                shown.add(key)
                 say(out, progress_line(run, result))
         if run["state"] in TERMINAL_STATES:
             return run
@@ -151,16 +168,19 @@ def apply_hosts(
     poll: Annotated[float, typer.Option("--poll", min=0.1, help="seconds between checks")] = 1.0,
     gate: GateOption = None,
     soak_s: SoakOption = 60.0,
+    on_fail: OnFailOption = "rollback_batch",
     force: ForceOption = False,
     output: OutputOption = Output.TABLE,
 ) -> None:
     """Apply the current intent to the hosts in batches, with progress per host; with
-    ``--gate`` each batch soaks and a failed gate halts the run (docs/rollouts.md)."""
+    ``--gate`` each batch soaks, and a failed gate halts the run or puts the batch's hosts
+    (``rollback_batch``) or every host reached (``rollback_all``) back to their previous
+    version (docs/rollouts.md)."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         body: JsonObject = {"batch_size": batch_size, "failure_budget": failure_budget}
         if gate:
-            body["gates"] = gates_body(gate, soak_s, "halt", force)
+            body["gates"] = gates_body(gate, soak_s, on_fail, force)
         run: JsonObject = api.post_json("/hosts/apply", body)
         say(
             Console(stderr=True),

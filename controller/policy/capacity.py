@@ -220,6 +220,35 @@ def thresholds_fit_buffer(intent: Intent) -> list[FieldProblem]:
             )
             problems.append(FieldProblem("fabric.port_buffer_bytes", reason))
     problems += _thresholds_below_mtu(intent)
+    problems += _class_thresholds(intent)
+    return problems
+
+
+def _class_thresholds(intent: Intent) -> list[FieldProblem]:
+    """The same two bounds for each class with its own ``ecn_lambda`` (its K is its own):
+    below every port buffer it meets, at least one MTU. DynaQ queues do not mark at K."""
+    fabric = intent.fabric
+    ports = {
+        (port.speed_gbps, port.buffer_bytes or fabric.port_buffer_bytes)
+        for switch in intent.switches
+        for port in switch.ports
+    }
+    problems = []
+    for i, service_class in enumerate(intent.service_classes):
+        own = service_class.ecn_lambda
+        if own is None or service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ):
+            continue
+        for speed_gbps, buffer_bytes in sorted(ports):
+            k_bytes = standard_threshold_bytes(speed_gbps, fabric.base_rtt_us, own)
+            text = f"K = {speed_gbps} Gb/s x {fabric.base_rtt_us:g} us x {own:g} = {k_bytes} B"
+            if k_bytes >= buffer_bytes:
+                reason = f"{text} is not below a {buffer_bytes} B port buffer: it would drop first"
+            elif k_bytes < fabric.mtu_bytes:
+                reason = f"{text} is below one MTU ({fabric.mtu_bytes} B): every packet marked"
+            else:
+                continue
+            problems.append(FieldProblem(f"service_classes[{i}].ecn_lambda", reason))
+            break
     return problems
 
 

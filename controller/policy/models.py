@@ -330,6 +330,12 @@ class ServiceClass(Frozen):
     queue: QueueIndex
     scheduling: Scheduling
     ecn: EcnMode = EcnMode.STANDARD
+    ecn_lambda: float | None = Field(
+        default=None,
+        gt=0,
+        le=10,
+        description="this class's lambda of K = C x RTT x lambda; none: fabric.ecn_lambda",
+    )
     qjump_level: int | None = Field(default=None, ge=0, le=7, description="802.1p priority level")
     pias: Pias | None = None
     hdcq: Hdcq | None = None

@@ -9,18 +9,27 @@ lowest batch that still has pending hosts and record their results, or finish th
 picks up with the hosts not yet done; a batch whose results were recorded is never run again.
 A batch cut short by a hard kill of the worker (its results not recorded) runs again: the
 host roles are idempotent, and ``SIGTERM`` lets the batch in progress finish first.
-Time, Ansible and the store are passed in.
+
+With health gates (``controller/rollout/gates.py``, the switch rollouts' policy) each batch
+reads a baseline before it and soaks after it; a failed gate acts per ``on_fail``: ``halt``
+stops the run, ``rollback_batch`` puts the batch's hosts back to the version each ran before
+the run (``from_version``, recorded with the run), ``rollback_all`` every host the run
+reached. A rollback is ``rolling_back`` then ``rolled_back``, one rollback batch per step, the
+last batch reached first, each host applied the whole previous version (the roles converge a
+host to its variables, so applying version N again is how a host returns to it). A host that
+ran no earlier version has nothing to return to: its rollback is ``not_run`` and named in the
+run's message. Time, Ansible and the store are passed in.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
-from controller.hosts.runner import HostResult
+from controller.hosts.runner import HostResult, HostStatus
 from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, read_all
 from controller.rollout.gates import failed as failed_gates
 from controller.rollout.staging import (
@@ -34,6 +43,10 @@ from controller.rollout.staging import (
 log = logging.getLogger(__name__)
 
 NOT_REACHED = "failure budget exceeded"
+NO_EARLIER_VERSION = "the host ran no earlier version: nothing to put it back to"
+# Apply statuses whose host may have changed, and so is put back by a rollback (a failed host
+# may have run some of its tasks; an unreachable one was never reached).
+ATTEMPTED = frozenset({"ok", "changed", "failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +54,8 @@ class HostProgress:
     host: str
     batch: int
     status: str
+    # The version the host ran when the run was recorded (None: none); what a rollback restores.
+    from_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +75,9 @@ class HostRunState:
     soak_until: datetime | None = None
     baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
     switches: tuple[str, ...] = ()
+    # A rollback a failed gate started: one row per host being put back, and why.
+    rollback: tuple[HostProgress, ...] = ()
+    message: str | None = None
 
     @property
     def check(self) -> bool:
@@ -85,6 +103,14 @@ class HostRunStore(Protocol):
 
     def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None: ...
 
+    def start_rollback(self, run_id: int, hosts: Sequence[HostProgress], message: str) -> bool:
+        """``running`` -> ``rolling_back`` with a pending rollback of each of ``hosts`` (batch:
+        rollback order; ``from_version``: what it returns to); the hosts not reached are
+        ``not_run``. False when the run was no longer running."""
+        ...
+
+    def record_rollback(self, run_id: int, results: Sequence[HostResult]) -> None: ...
+
 
 # Runs one batch of a run with Ansible: (the run, its hosts in this batch, batch number).
 RunBatch = Callable[[HostRunState, Sequence[str], int], list[HostResult]]
@@ -93,6 +119,24 @@ RunBatch = Callable[[HostRunState, Sequence[str], int], list[HostResult]]
 def host_batches(hosts: Sequence[str], batch_size: int) -> list[tuple[str, int]]:
     """``(host, batch)`` in run order, batches numbered from 1 (hosts have no canary)."""
     return [(host, batch + 1) for host, batch in assign_batches(hosts, (), batch_size)]
+
+
+def rollback_hosts(results: Sequence[HostProgress], batch: int | None) -> list[HostProgress]:
+    """The hosts a rollback puts back, pending, the last batch reached first (rollback batch 1
+    is the apply's last): those of apply ``batch`` (None: of every batch) that it attempted."""
+    attempted = [r for r in results if r.status in ATTEMPTED and batch in (None, r.batch)]
+    order = sorted({r.batch for r in attempted}, reverse=True)
+    number = {apply_batch: i + 1 for i, apply_batch in enumerate(order)}
+    return [
+        HostProgress(r.host, number[r.batch], "pending", r.from_version)
+        for r in sorted(attempted, key=lambda r: number[r.batch])
+    ]
+
+
+def not_restored(rollback: Sequence[HostProgress]) -> str:
+    """``host (status)`` for each host the rollback did not put back, comma-separated."""
+    left = [r for r in rollback if r.status not in ("ok", "changed")]
+    return ", ".join(f"{r.host} ({r.status})" for r in left)
 
 
 def halt_message(failures: int, results: Sequence[HostProgress]) -> str:
@@ -125,6 +169,8 @@ class HostRunRunner:
         run = self._store.load(run_id)
         if run.state == "pending":
             return self._store.transition(run.id, "running", ("pending",))
+        if run.state == "rolling_back":
+            return self._backward(run)
         if run.state != "running":
             return False
         policy = run.gate_policy if run.gate_policy is not None and run.gate_policy.gates else None
@@ -181,9 +227,9 @@ class HostRunRunner:
         return evaluations
 
     def _soak(self, run: HostRunState, policy: GatePolicy, batch: int) -> bool:
-        """After a batch: wait out its soak by returning, then judge its gates. Hosts have no
-        automatic rollback (an apply of the previous version is a new run), so a failed gate
-        halts the run whatever ``on_fail`` says; the hosts not reached are ``not_run``."""
+        """After a batch: wait out its soak by returning, then judge its gates. A failure
+        halts the run (``halt``) or rolls back the batch's hosts (``rollback_batch``) or every
+        host the run reached (``rollback_all``); the hosts not reached are ``not_run``."""
         if run.soak_until is not None and self._now() < run.soak_until:
             return False
         evaluations = self._read_gates(run, policy, "soak", batch, run.baselines.get(batch, {}))
@@ -191,7 +237,43 @@ class HostRunRunner:
         bad = failed_gates(evaluations)
         if not bad:
             return True
-        message = f"batch {batch} failed its health gates: {describe(bad)}"
-        self._store.skip_pending(run.id, message)
-        log.info("host run %d: halted (%s)", run.id, message)
-        return self._store.transition(run.id, "halted", ("running",), message)
+        message = f"batch {batch} failed its health gates ({policy.on_fail}): {describe(bad)}"
+        if policy.on_fail == "halt":
+            self._store.skip_pending(run.id, message)
+            log.info("host run %d: halted (%s)", run.id, message)
+            return self._store.transition(run.id, "halted", ("running",), message)
+        scope = batch if policy.on_fail == "rollback_batch" else None
+        moved = self._store.start_rollback(run.id, rollback_hosts(run.results, scope), message)
+        if moved:
+            log.info("host run %d: rolling_back (%s)", run.id, message)
+        return moved
+
+    def _backward(self, run: HostRunState) -> bool:
+        """One rollback batch: its hosts applied the version each ran before, grouped by that
+        version (one Ansible run each); none left -> ``rolled_back``, keeping why."""
+        pending = [r for r in run.rollback if r.status == "pending"]
+        if not pending:
+            left = not_restored(run.rollback)
+            message = f"{run.message}; not restored: {left}" if left else run.message
+            log.info("host run %d: rolled_back%s", run.id, f" ({left})" if left else "")
+            return self._store.transition(run.id, "rolled_back", ("rolling_back",), message)
+        number = min(r.batch for r in pending)
+        batch = [r for r in pending if r.batch == number]
+        results = [
+            HostResult(r.host, number, HostStatus.NOT_RUN, message=NO_EARLIER_VERSION)
+            for r in batch
+            if r.from_version is None
+        ]
+        for version in sorted({r.from_version for r in batch if r.from_version is not None}):
+            hosts = [r.host for r in batch if r.from_version == version]
+            log.info("host run %d: rolling back %s to version %d", run.id, hosts, version)
+            # The same Ansible batch as an apply, of the version the hosts return to.
+            earlier = replace(run, intent_version=version, mode="apply")
+            try:
+                results += self._run_batch(earlier, hosts, number)
+            except Exception as error:  # the run must end in a state, whatever went wrong
+                log.exception("host run %d: rollback batch %d failed to run", run.id, number)
+                message = f"rollback: {type(error).__name__}: {error}"[:2000]
+                return self._store.transition(run.id, "error", ("rolling_back",), message)
+        self._store.record_rollback(run.id, results)
+        return True

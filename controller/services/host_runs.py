@@ -5,7 +5,9 @@ The API only records: a run is written ``pending`` with a ``pending`` result per
 worker (``controller/rollout/hosts.py``) runs it from PostgreSQL, so a run survives a restart
 of either process. An apply answers at once (the caller polls ``GET /hosts/runs/{id}``); a plan
 changes nothing and waits for the worker to finish it, so its answer is the finished run.
-At most one apply is pending or running at a time (a partial unique index).
+At most one apply is pending, running or rolling back at a time (a partial unique index).
+Each host's row of an apply records the version it runs then (``from_version``, from the
+runs before), which a failed health gate's rollback puts it back to.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from controller.store.repositories.host_runs import NewHostRun
 from controller.store.rollout_store import evaluation_row
 from controller.types import Clock
 
-UNFINISHED = ("pending", "running")
+UNFINISHED = ("pending", "running", "rolling_back")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class HostResultView:
     changed_tasks: list[dict[str, Any]]
     failed_tasks: list[dict[str, Any]]
     message: str | None
+    phase: str = "apply"  # "rollback": the host being put back to ``from_version``
+    from_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +72,16 @@ class HostRunView:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Hosts per status; hosts without a result yet count as ``pending``."""
+        """Hosts per status; hosts without a result yet count as ``pending``. A rollback's
+        hosts count under ``rollback_<status>``, as a switch rollout's do."""
         counts: dict[str, int] = {}
+        applied = 0
         for result in self.results:
-            counts[result.status] = counts.get(result.status, 0) + 1
-        counts["pending"] = len(self.hosts) - len(self.results)
+            rollback = result.phase == "rollback"
+            name = f"rollback_{result.status}" if rollback else result.status
+            counts[name] = counts.get(name, 0) + 1
+            applied += not rollback
+        counts["pending"] = len(self.hosts) - applied
         return counts
 
 
@@ -89,7 +98,7 @@ class HostRunService:
             row = host_runs.get_run(session=session, run_id=run_id)
             if row is None:
                 raise NotFound(f"host run {run_id} does not exist")
-            view = _view(row, host_runs.results_of(session=session, run_id=run_id))
+            view = _view(row, host_runs.results_of(session=session, run_id=run_id, phase=None))
             evaluations = [evaluation_info(e) for e in host_evaluations(session, run_id)]
             return replace(view, evaluations=evaluations)
 
@@ -98,7 +107,8 @@ class HostRunService:
         with self._sessions() as session:
             rows, total = host_runs.list_runs(session=session, limit=limit, offset=offset)
             views = [
-                _view(row, host_runs.results_of(session=session, run_id=row.id)) for row in rows
+                _view(row, host_runs.results_of(session=session, run_id=row.id, phase=None))
+                for row in rows
             ]
             return Page(views, total, limit, offset)
 
@@ -167,6 +177,8 @@ class HostRunService:
         self, actor: Actor, mode: str, version: int, hosts: list[str], size: int, budget: int
     ) -> int:
         planned = host_batches(hosts, size)
+        with self._sessions() as session:
+            running = host_runs.running_versions(session=session, hosts=hosts)
         new = NewHostRun(
             mode=mode,
             intent_version=version,
@@ -178,6 +190,7 @@ class HostRunService:
             requested_by=actor.name,
             request_id=actor.request_id,
             started_at=self._clock(),
+            from_versions=running if mode == "apply" else {},
         )
         try:
             with self._sessions.begin() as session:
@@ -215,6 +228,8 @@ def _view(row: HostRun, results: list[HostRunResult]) -> HostRunView:
                 changed_tasks=list(r.changed_tasks),
                 failed_tasks=list(r.failed_tasks),
                 message=r.message,
+                phase=r.phase,
+                from_version=r.from_version,
             )
             for r in results
             if r.status != "pending"

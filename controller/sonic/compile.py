@@ -128,6 +128,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
             weights.get(str(q), 0),
             c.ecn,
             c.hdcq.port_threshold_pct if c.hdcq is not None else None,
+            c.ecn_lambda,
         )
         for q, name, c in owners
     )
@@ -146,6 +147,8 @@ def fleet_qos(intent: Intent) -> FleetQos:
             fabric.agent.model_dump(mode="json"),
             [fabric.base_rtt_us, fabric.ecn_lambda],
             [[q.queue, q.scheduling, q.weight, q.ecn.value, q.port_threshold_pct] for q in queues],
+            # only when some class has its own lambda: other intents keep their versions
+            *([[q.queue, q.ecn_lambda] for q in queues if q.ecn_lambda is not None] or []),
             dscp_to_tc,
         ]
     )
@@ -202,6 +205,15 @@ def _port_threshold_bytes(queue: QueueClass, buffer_bytes: int) -> int | None:
     return math.floor(buffer_bytes * queue.port_threshold_pct / 100)
 
 
+def _ordered_lambda(queue: QueueClass, bounds: Bounds | None) -> float | None:
+    """The lambda the agent is ordered for a queue: the class's own, on a queue whose
+    threshold the agent computes from K (MQ-ECN: min(share, C) / C x K). DynaQ's limits come
+    from the buffer and HDCQ's from its marked fraction, so those queues need none."""
+    if bounds is None or queue.ecn is not EcnMode.MQECN:
+        return None
+    return queue.ecn_lambda
+
+
 def _dynamic_th(n_queues: int, k_bytes: int, buffer_bytes: int) -> int:
     """dynamic_th for every sluice queue of a port.
 
@@ -226,8 +238,18 @@ def _wred_for(
     return _static_threshold(queue, k, total, fabric.mtu_bytes), None, True
 
 
+def queue_threshold_bytes(queue: QueueClass, fabric: Fabric, speed_gbps: int) -> int:
+    """The queue's standard threshold K = C x RTT x lambda with its class's own lambda, else
+    the fabric's (MQ-ECN, NSDI 2016, §2 Eq. 1; the lambda that suits a class's traffic is the
+    tuner's per class, docs/tuning.md)."""
+    ecn_lambda = fabric.ecn_lambda if queue.ecn_lambda is None else queue.ecn_lambda
+    return standard_threshold_bytes(speed_gbps, fabric.base_rtt_us, ecn_lambda)
+
+
 def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortProfile:
-    """K, WRED profiles, buffer profiles and per-queue settings for one (speed, buffer)."""
+    """K, WRED profiles, buffer profiles and per-queue settings for one (speed, buffer). The
+    port's K (the buffer split, ``PortProfile.k``) is the fabric's; each queue's thresholds and
+    bounds come from its own class's K (``queue_threshold_bytes``)."""
     fabric = fleet.fabric
     k = standard_threshold_bytes(speed_gbps, fabric.base_rtt_us, fabric.ecn_lambda)
     total = _dwrr_total(fleet.queues)
@@ -241,7 +263,8 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
     static_wred: dict[str, Fields] = {}
     queues: list[QueueProfile] = []
     for queue in fleet.queues:
-        threshold, bounds, mark = _wred_for(queue, k, total, fabric, buffer_bytes)
+        own_k = queue_threshold_bytes(queue, fabric, speed_gbps)
+        threshold, bounds, mark = _wred_for(queue, own_k, total, fabric, buffer_bytes)
         name: str | None = None
         fields: Fields | None = None
         if threshold is not None:
@@ -262,9 +285,12 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
                 bounds,
                 buf_name,
                 _port_threshold_bytes(queue, buffer_bytes),
+                _ordered_lambda(queue, bounds),
             )
         )
-    digest = _digest([speed_gbps, buffer_bytes, [repr(q) for q in queues], buf_fields])
+    lambdas = [[q.queue, q.ecn_lambda] for q in queues if q.ecn_lambda is not None]
+    own = [lambdas] if lambdas else []  # none: the versions of intents without one stay
+    digest = _digest([speed_gbps, buffer_bytes, [repr(q) for q in queues], buf_fields, *own])
     return PortProfile(
         speed_gbps, buffer_bytes, k, tuple(queues), static_wred, {buf_name: buf_fields}, digest
     )

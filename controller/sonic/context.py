@@ -8,7 +8,7 @@ table builders only stamp out per-port entries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.policy.models import EcnMode, Fabric
 from controller.sonic.model import Fields
@@ -29,6 +29,8 @@ class QueueClass:
     ecn: EcnMode
     # HDCQ's per-port ECN point as a share of the port buffer (HDCQ 2021 §4.2.1: 60 %)
     port_threshold_pct: float | None = None
+    # The class's own lambda of K = C x RTT x lambda (None: the fabric's)
+    ecn_lambda: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,9 @@ class QueueProfile:
     bounds: Bounds | None
     buffer_profile: str
     port_threshold_bytes: int | None = None  # HDCQ per-port ECN point on this port
+    # The class's own lambda, ordered to the agent with the queue (None: the fabric's). Left out
+    # of repr, which the port digest hashes, so an intent without one keeps its versions.
+    ecn_lambda: float | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -44,4 +44,5 @@ AGENT_QUEUE_FIELDS = (
     FieldSpec("speed_gbps", "uint", 1, 800, required=True),
     FieldSpec("buffer_bytes", "uint", 1, 4294967295, required=True),
     FieldSpec("port_threshold_bytes", "uint", 0, 4294967295),
+    FieldSpec("lambda", "decimal", decimal_range=("0.000001", "10"), fraction_digits=6),
 )

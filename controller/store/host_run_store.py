@@ -13,13 +13,13 @@ from controller.hosts.runner import HostResult
 from controller.policy.models import Intent
 from controller.rollout.gates import Evaluation, parse_policy
 from controller.rollout.hosts import HostProgress, HostRunState
-from controller.store.models import GateEvaluation, HostRun
+from controller.store.models import GateEvaluation, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
-from controller.store.repositories.host_runs import HostResultRow
+from controller.store.repositories.host_runs import ROLLBACK, HostResultRow, RollbackHost
 from controller.store.rollout_store import evaluation_row
 from controller.types import Clock
 
-FINAL_STATES = ("completed", "halted", "error")
+FINAL_STATES = ("completed", "halted", "error", "rolled_back")
 
 
 def result_row(result: HostResult) -> HostResultRow:
@@ -48,6 +48,7 @@ class SqlHostRunStore:
             if row is None:
                 raise NotFound(f"host run {run_id} does not exist")
             results = host_runs.results_of(session=session, run_id=run_id)
+            rollback = host_runs.results_of(session=session, run_id=run_id, phase=ROLLBACK)
             baselines: dict[int, dict[str, float | None]] = {}
             for e in host_evaluations(session, run_id):
                 if e.stage == "baseline":
@@ -60,12 +61,14 @@ class SqlHostRunStore:
                 state=row.state,
                 intent_version=row.intent_version,
                 failure_budget=row.failure_budget,
-                results=tuple(HostProgress(r.host_name, r.batch, r.status) for r in results),
+                results=tuple(_progress(r) for r in results),
                 gate_policy=parse_policy(row.gate_policy),
                 soak_batch=row.soak_batch,
                 soak_until=row.soak_until,
                 baselines=baselines,
                 switches=switches,
+                rollback=tuple(_progress(r) for r in rollback),
+                message=row.message,
             )
 
     def intent(self, version: int) -> Intent | None:
@@ -108,11 +111,34 @@ class SqlHostRunStore:
         with self._sessions.begin() as session:
             session.add_all(evaluation_row(e, host_run_id=run_id) for e in evaluations)
 
+    def start_rollback(self, run_id: int, hosts: Sequence[HostProgress], message: str) -> bool:
+        with self._sessions.begin() as session:
+            return host_runs.start_rollback(
+                session=session,
+                run_id=run_id,
+                hosts=[RollbackHost(h.host, h.batch, h.from_version) for h in hosts],
+                message=message,
+                at=self._clock(),
+            )
+
+    def record_rollback(self, run_id: int, results: Sequence[HostResult]) -> None:
+        with self._sessions.begin() as session:
+            host_runs.record_rollback(
+                session=session,
+                run_id=run_id,
+                results=[result_row(r) for r in results],
+                recorded_at=self._clock(),
+            )
+
     def set_soak(self, run_id: int, batch: int | None, until: datetime | None) -> None:
         with self._sessions.begin() as session:
             row = session.get(HostRun, run_id)
             if row is not None:
                 row.soak_batch, row.soak_until = batch, until
+
+
+def _progress(row: HostRunResult) -> HostProgress:
+    return HostProgress(row.host_name, row.batch, row.status, row.from_version)
 
 
 def _switch_names(intent: object) -> tuple[str, ...]:

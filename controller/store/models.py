@@ -307,14 +307,27 @@ class DriftEvent(Base):
         )
 
 
-# --- host configuration runs through Ansible (revisions 0004, 0005_house) ---------------------
+# --- host configuration runs through Ansible (revisions 0004, 0005_house, 0011_hostgates) ------
 
 HOST_RUN_MODES = ("plan", "apply")
 # ``interrupted``: only runs from before revision 0005_house (the worker resumes runs now).
-HOST_RUN_STATES = ("pending", "running", "completed", "halted", "interrupted", "error")
+# ``rolling_back``/``rolled_back``: a failed health gate put hosts back (0011_hostgates).
+HOST_RUN_STATES = (
+    "pending",
+    "running",
+    "completed",
+    "halted",
+    "interrupted",
+    "error",
+    "rolling_back",
+    "rolled_back",
+)
 HOST_RESULT_STATUSES = ("pending", "ok", "changed", "failed", "unreachable", "not_run")
-UQ_HOST_RESULT = "uq_host_results_run_id_host_name"
-# At most one apply pending or running at a time: two would race each other on the same hosts.
+# ``apply``: the host brought to the run's version; ``rollback``: put back to ``from_version``.
+HOST_RESULT_PHASES = ("apply", "rollback")
+UQ_HOST_RESULT = "uq_host_results_run_id_phase_host_name"
+# At most one apply pending, running or rolling back at a time: two would race each other on
+# the same hosts.
 UQ_HOST_RUN_ONE_ACTIVE_APPLY = "uq_host_runs_one_active_apply"
 
 
@@ -334,7 +347,9 @@ class HostRun(Base):
             UQ_HOST_RUN_ONE_ACTIVE_APPLY,
             "mode",
             unique=True,
-            postgresql_where=text("state IN ('pending', 'running') AND mode = 'apply'"),
+            postgresql_where=text(
+                "state IN ('pending', 'running', 'rolling_back') AND mode = 'apply'"
+            ),
         ),
     )
 
@@ -369,8 +384,9 @@ class HostRunResult(Base):
 
     __tablename__ = "host_results"
     __table_args__ = (
-        UniqueConstraint("run_id", "host_name", name=UQ_HOST_RESULT),
+        UniqueConstraint("run_id", "phase", "host_name", name=UQ_HOST_RESULT),
         CheckConstraint(_one_of("status", HOST_RESULT_STATUSES), name="status_known"),
+        CheckConstraint(_one_of("phase", HOST_RESULT_PHASES), name="phase_known"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -378,6 +394,9 @@ class HostRunResult(Base):
     host_name: Mapped[str] = mapped_column(String(63))
     batch: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))
+    phase: Mapped[str] = mapped_column(String(8), default="apply")
+    # The version the host ran when the run was recorded (None: none), what a rollback restores.
+    from_version: Mapped[int | None] = mapped_column(Integer)
     changed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
     failed_tasks: Mapped[list[JsonObject]] = mapped_column(JSONB)
     message: Mapped[str | None] = mapped_column(Text)

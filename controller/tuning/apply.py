@@ -7,11 +7,13 @@ What the intent can express today:
   dynamic algorithm ends up on the same one (the agent runs one dynamic algorithm for the
   fabric, docs/intent.md); otherwise the changes are returned as not expressible;
 * ``qjump/hosts``, ``qjump/packet_bytes`` -> ``fabric.qjump.hosts`` / ``.packet_bytes``;
-* ``ecn_lambda/<class>/<speed>`` -> the one ``fabric.ecn_lambda`` (the agent's orders carry a
-  single lambda, ``SLUICE_AGENT|global``): it becomes the largest lambda any group with
-  evidence asks for (a group at its target or held by a guard asks for the current one), so
-  lowering happens only when every marking group wants lower, and raising as soon as one does.
-  A group with no marking has no say.
+* ``ecn_lambda/<class>/<speed>`` -> ``service_classes[<class>].ecn_lambda``, the class's own
+  lambda (the compiler gives the class its own K and orders it to the agent with the class's
+  queues, ``SLUICE_AGENT_QUEUE`` ``lambda``). A class has one lambda over its port speeds: the
+  largest any of its groups with evidence asks for (a group at its target or held by a guard
+  asks for the current one), so it is lowered only when every marking speed wants lower, and
+  raised as soon as one does. A group with no marking has no say. ``fabric.ecn_lambda`` stays
+  what the operator set: the lambda of every class without its own.
 
 * ``pias/<class>`` -> ``service_classes[<class>].pias.thresholds_bytes`` (the thresholds the
   hosts run instead of the workload's; the evidence names the nearest shipped workload).
@@ -73,11 +75,28 @@ def apply_changes(intent: Intent, changes: Sequence[Change]) -> Applied:
         applied.extend(algorithm_changes)
     else:
         skipped.extend(algorithm_changes)
-    fabric_lambda, lambda_changes = fabric_lambda_from(intent.fabric.ecn_lambda, changes)
-    if lambda_changes:
-        data["fabric"]["ecn_lambda"] = fabric_lambda
-        applied.extend(lambda_changes)
+    for service_class in intent.service_classes:
+        current = class_lambda(intent, service_class.name)
+        own = [c for c in changes if lambda_class(c.parameter) == service_class.name]
+        wanted, moved = lambda_from(current, own)
+        if moved:
+            classes[service_class.name]["ecn_lambda"] = wanted
+            applied.extend(moved)
     return Applied(parse_intent(data), tuple(applied), tuple(skipped))
+
+
+def lambda_class(parameter: str) -> str | None:
+    """The class of an ``ecn_lambda/<class>/<speed>`` parameter (None: another parameter)."""
+    kind, _, rest = parameter.partition("/")
+    return rest.partition("/")[0] if kind == "ecn_lambda" else None
+
+
+def class_lambda(intent: Intent, name: str) -> float:
+    """The lambda a class runs: its own, else the fabric's."""
+    for service_class in intent.service_classes:
+        if service_class.name == name and service_class.ecn_lambda is not None:
+            return service_class.ecn_lambda
+    return intent.fabric.ecn_lambda
 
 
 def _one_dynamic_algorithm(classes: dict[str, dict[str, Any]], changes: Sequence[Change]) -> bool:
@@ -90,9 +109,9 @@ def _one_dynamic_algorithm(classes: dict[str, dict[str, Any]], changes: Sequence
     return len({m for m in modes.values() if EcnMode(m).is_dynamic}) <= 1
 
 
-def fabric_lambda_from(current: float, changes: Sequence[Change]) -> tuple[float, list[Change]]:
-    """The fabric lambda the ECN groups ask for, and the changes that moved it (none: no
-    move)."""
+def lambda_from(current: float, changes: Sequence[Change]) -> tuple[float, list[Change]]:
+    """The lambda one class's ECN groups (one per port speed) ask for, and the changes that
+    moved it (none: no move)."""
     asks: list[tuple[float, Change]] = []
     for change in changes:
         if not change.parameter.startswith("ecn_lambda/"):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from controller.policy.models import EcnMode, Intent, SchedulingType, ServiceClass
 from controller.tuning import algorithm, ecn, pias, qjump, weights
+from controller.tuning.apply import class_lambda, lambda_class
 from controller.tuning.evidence import Change
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
 from controller.tuning.summary import QueueSummary, TelemetrySummary
@@ -75,12 +76,10 @@ def _ecn(
 ) -> list[Change]:
     tuning = intent.fabric.tuning
     bounds = ecn.EcnBounds(tuning.ecn_lambda_min, tuning.ecn_lambda_max, tuning.utilisation_target)
-    # The fabric has one lambda (controller/tuning/apply.py): a change asked for by any group
-    # changed it for all, so every group's minimum interval counts from the latest of them.
-    lambda_times = [t for k, t in last_changed.items() if k.startswith("ecn_lambda/")]
-    if lambda_times:
-        latest = max(lambda_times)
-        last_changed = {**last_changed, **_every_group_key(intent, by_class, latest)}
+    # A class has one lambda over its port speeds (controller/tuning/apply.py): a change asked
+    # for by one of its groups changed it for all of them, so each group's minimum interval
+    # counts from the latest of its class's.
+    last_changed = {**last_changed, **_class_lambda_times(intent, by_class, last_changed)}
     dwrr = [c for c in intent.service_classes if c.scheduling.type is SchedulingType.DWRR]
     total = sum(c.scheduling.weight or 0 for c in dwrr) or None
     changes: list[Change] = []
@@ -94,7 +93,7 @@ def _ecn(
             group = ecn.EcnGroup(
                 service_class.name,
                 speed,
-                intent.fabric.ecn_lambda,
+                class_lambda(intent, service_class.name),
                 intent.fabric.base_rtt_us,
                 intent.fabric.mtu_bytes,
                 service_class.scheduling.weight if service_class in dwrr else None,
@@ -107,12 +106,19 @@ def _ecn(
     return changes
 
 
-def _every_group_key(
-    intent: Intent, by_class: dict[str, list[QueueSummary]], at: float
+def _class_lambda_times(
+    intent: Intent, by_class: dict[str, list[QueueSummary]], last_changed: ChangeTimes
 ) -> dict[str, float]:
+    """Every group key of a class whose lambda changed, at the latest change of the class."""
+    latest: dict[str, float] = {}
+    for key, at in last_changed.items():
+        name = lambda_class(key)
+        if name is not None:
+            latest[name] = max(at, latest.get(name, at))
     return {
-        ecn.parameter_key(c.name, q.speed_gbps): at
+        ecn.parameter_key(c.name, q.speed_gbps): latest[c.name]
         for c in intent.service_classes
+        if c.name in latest
         for q in by_class.get(c.name, [])
     }
 

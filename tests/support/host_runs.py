@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from controller.settings import HostsSettings
 from tests.integration.conftest import small_intent
 
-UNFINISHED = ("pending", "running")
+UNFINISHED = ("pending", "running", "rolling_back")
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_PLAY = REPO / "tests" / "unit" / "hosts" / "playbooks" / "local_batch.yml"
 HOSTS = ["host1", "host2", "host3", "host4"]

@@ -354,3 +354,22 @@ async fn orders_faster_than_the_switch_polls_its_queue_counters_are_refused_by_n
     assert_eq!((db.threshold(3).await, db.threshold(4).await), (STATIC_BYTES, STATIC_BYTES));
     agent.stop().await;
 }
+
+#[tokio::test]
+async fn a_queue_ordered_its_own_lambda_moves_to_its_own_k() {
+    // Queue 3's class has lambda 0.6 (SLUICE_AGENT_QUEUE lambda): alone and busy it gets the
+    // whole link, so K3 = 125_000 B x 0.6 = 75_000 B instead of K_ALONE (a move of 25 % from
+    // the 60_000 B start, outside the 5 % hysteresis); the idle queue 4 keeps the global
+    // lambda 1 and its shared K, 31_250 B.
+    let server = RedisServer::start();
+    let mut db = Db::connect(server.port).await;
+    db.seed_config("v1", "mqecn").await;
+    let own = [("lambda".to_string(), "0.6".to_string())];
+    Db::hset(&mut db.config, &format!("SLUICE_AGENT_QUEUE|{PORT}|3"), &own).await;
+    db.seed_counters().await;
+    let agent = start_agent(server.port);
+    let mut q3 = FlexQueue::default();
+    busy_until(&mut db, &mut q3, "queue 3 alone at its own K", |t| t == 75_000).await;
+    eventually!("idle queue 4 at its shared K", db.threshold(4).await == K4_SHARED);
+    agent.stop().await;
+}

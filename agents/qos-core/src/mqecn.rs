@@ -145,13 +145,27 @@ pub struct MqecnQueue {
 /// The threshold each queue should have: `K_i = min(share_i, C) / C x K`, clamped to the
 /// queue's bounds, kept at the current value when the change is within the hysteresis band.
 pub fn mqecn_thresholds(params: &MqecnParams, queues: &[MqecnQueue]) -> Vec<u64> {
+    let standard = vec![params.standard_threshold_bytes; queues.len()];
+    mqecn_thresholds_per_queue(params, queues, &standard)
+}
+
+/// [`mqecn_thresholds`] where each queue has its own standard threshold `K` (a service class's
+/// own lambda in `K = C x RTT x lambda`): `K_i = min(share_i, C) / C x K_q`. The shares are the
+/// port's, as before; only the scale of each queue's threshold differs. `standard` holds one
+/// `K` per queue, in the order of `queues` (a missing one: the port's).
+pub fn mqecn_thresholds_per_queue(params: &MqecnParams, queues: &[MqecnQueue], standard: &[f64]) -> Vec<u64> {
     let demands: Vec<QueueDemand> = queues.iter().map(|q| q.demand).collect();
     let shares = fair_shares(params.capacity_bps, &demands);
     queues
         .iter()
         .zip(shares)
-        .map(|(q, share)| {
-            let k = threshold_for_share(params, share);
+        .enumerate()
+        .map(|(i, (q, share))| {
+            let own = MqecnParams {
+                standard_threshold_bytes: standard.get(i).copied().unwrap_or(params.standard_threshold_bytes),
+                ..*params
+            };
+            let k = threshold_for_share(&own, share);
             with_hysteresis(q.current_bytes, q.bounds.clamp(k), params.hysteresis_pct)
         })
         .collect()

@@ -141,7 +141,7 @@ impl AgentOrders {
 /// An unmanaged queue (`managed == false`) takes part in the port's computation (its rates
 /// count) but gets no threshold: its `wred_profile` is empty, its byte bounds are 0, it has
 /// no `port_threshold_bytes`, and nothing reads them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QueueOrders {
     /// Port name, e.g. `Ethernet0`.
     pub port: String,
@@ -167,9 +167,13 @@ pub struct QueueOrders {
     /// §4.2.1: 60 % of the buffer): while the port holds more than this, the queue marks at
     /// its floor. Only on a managed queue of an HDCQ class; `None`: no per-port rule.
     pub port_threshold_bytes: Option<u64>,
+    /// This queue's own lambda of K = C x RTT x lambda (its service class's; MQ-ECN, NSDI
+    /// 2016, §2 Eq. 1, with lambda per class). Only on a managed queue; `None`: the global
+    /// lambda of [`AgentOrders`].
+    pub lambda: Option<f64>,
 }
 
-const QUEUE_FIELDS: [&str; 9] = [
+const QUEUE_FIELDS: [&str; 10] = [
     "managed",
     "wred_profile",
     "weight",
@@ -179,12 +183,14 @@ const QUEUE_FIELDS: [&str; 9] = [
     "speed_gbps",
     "buffer_bytes",
     "port_threshold_bytes",
+    "lambda",
 ];
 
 /// The fields only a managed queue may carry (the first four it must carry; the per-port
-/// point is optional). On an unmanaged queue the agent would silently ignore them.
-const MANAGED_ONLY: [&str; 5] =
-    ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes", "port_threshold_bytes"];
+/// point and the queue's lambda are optional). On an unmanaged queue the agent would silently
+/// ignore them.
+const MANAGED_ONLY: [&str; 6] =
+    ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes", "port_threshold_bytes", "lambda"];
 
 impl QueueOrders {
     /// Parses one `SLUICE_AGENT_QUEUE` entry; `key` is `<port>|<q>` (the part after the
@@ -213,6 +219,7 @@ impl QueueOrders {
             speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
             buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
             port_threshold_bytes: f.optional_integer("port_threshold_bytes", 0, u64::MAX)?,
+            lambda: f.optional_real("lambda", Range::Open(0.0, f64::MAX))?,
         };
         check_order(&orders)?;
         Ok(orders)
@@ -241,12 +248,18 @@ impl QueueOrders {
             speed_gbps: f.integer("speed_gbps", 1, u64::MAX)?,
             buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
             port_threshold_bytes: None,
+            lambda: None,
         })
     }
 
     /// The line rate in bit/s.
     pub fn line_rate_bps(&self) -> f64 {
         self.speed_gbps as f64 * 1e9
+    }
+
+    /// The lambda this queue's standard threshold uses: its own, else the global one.
+    pub fn lambda_or(&self, global: f64) -> f64 {
+        self.lambda.unwrap_or(global)
     }
 }
 
@@ -349,6 +362,13 @@ impl Fields<'_> {
         match self.0.get(field) {
             None => Ok(None),
             Some(_) => self.integer(field, min, max).map(Some),
+        }
+    }
+
+    fn optional_real(&self, field: &'static str, range: Range) -> Result<Option<f64>, OrdersError> {
+        match self.0.get(field) {
+            None => Ok(None),
+            Some(_) => self.real(field, range).map(Some),
         }
     }
 
@@ -488,6 +508,23 @@ mod tests {
             QueueOrders::parse("Ethernet0|1", &f),
             Err(OrdersError::Invalid { field: "managed", .. })
         ));
+    }
+
+    #[test]
+    fn queue_lambda_is_optional_positive_and_managed_only() {
+        assert_eq!(QueueOrders::parse("Ethernet8|3", &queue_fields()).unwrap().lambda, None);
+        let mut f = queue_fields();
+        f.insert("lambda".to_string(), "0.25".to_string());
+        let parsed = QueueOrders::parse("Ethernet8|3", &f).unwrap();
+        assert_eq!(parsed.lambda, Some(0.25));
+        assert_eq!(parsed.lambda_or(1.0), 0.25);
+        for bad in ["0", "-1", "abc", "inf"] {
+            f.insert("lambda".to_string(), bad.to_string());
+            assert!(matches!(
+                QueueOrders::parse("Ethernet8|3", &f),
+                Err(OrdersError::Invalid { field: "lambda", .. })
+            ));
+        }
     }
 
     #[test]

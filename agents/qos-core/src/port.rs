@@ -23,7 +23,7 @@
 use crate::counters::QueueRates;
 use crate::dynaq::{dynaq_limits, DynaqQueue};
 use crate::hdcq::{port_over_its_point, HdcqState};
-use crate::mqecn::{mqecn_thresholds, MqecnParams, MqecnQueue, QueueDemand};
+use crate::mqecn::{mqecn_thresholds_per_queue, MqecnParams, MqecnQueue, QueueDemand};
 use crate::orders::{AgentOrders, Algorithm, QueueOrders};
 use crate::threshold::{standard_threshold_bytes, Bounds};
 
@@ -135,7 +135,12 @@ fn mqecn_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
             current_bytes: q.current_bytes,
         })
         .collect();
-    mqecn_thresholds(&params, &input)
+    // A queue whose class has its own lambda has its own K (SLUICE_AGENT_QUEUE `lambda`).
+    let standard: Vec<f64> = queues
+        .iter()
+        .map(|q| standard_threshold_bytes(capacity_bps, orders.rtt_us, q.orders.lambda_or(orders.lambda)))
+        .collect();
+    mqecn_thresholds_per_queue(&params, &input, &standard)
 }
 
 fn dynaq_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {

@@ -83,6 +83,28 @@ fn mqecn_port_step_splits_k_by_weight() {
 }
 
 #[test]
+fn a_queue_with_its_own_lambda_scales_its_threshold_by_it() {
+    // The same port and shares as above (7.5 and 2.5 G of 10 G); q0's class orders lambda 0.5
+    // (SLUICE_AGENT_QUEUE lambda), q1 keeps the global 1. q0: 7.5/10 x (100_000 x 0.5) =
+    // 37_500 B; q1: 2.5/10 x 100_000 = 25_000 B, as without it.
+    let own = [
+        ("wred_profile", "SLUICE_Q"),
+        ("floor_bytes", "1000"),
+        ("ceiling_bytes", "100000"),
+        ("static_bytes", "25000"),
+        ("lambda", "0.5"),
+    ];
+    let (q0, q1) = (orders_of(0, 3, &own), queue(1, 1));
+    assert_eq!(q0.lambda, Some(0.5));
+    let inputs = [
+        QueueInput { orders: &q0, rates: Some(busy(7.5, 0)), stale: false, current_bytes: 0 },
+        QueueInput { orders: &q1, rates: Some(busy(2.5, 0)), stale: false, current_bytes: 0 },
+    ];
+    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    assert_eq!(thresholds(&d), vec![Some(37_500), Some(25_000)]);
+}
+
+#[test]
 fn one_stale_queue_sends_the_whole_port_to_static() {
     let (q0, q1) = (queue(0, 3), queue(1, 1));
     let inputs = [

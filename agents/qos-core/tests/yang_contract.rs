@@ -40,7 +40,7 @@ const MANAGED_ONLY: [&str; 4] = ["wred_profile", "floor_bytes", "ceiling_bytes",
 
 /// The leaf-level `must "../managed = 'true'"` on an optional leaf: a managed queue may have
 /// it, an unmanaged one may not.
-const MANAGED_OPTIONAL: [&str; 1] = ["port_threshold_bytes"];
+const MANAGED_OPTIONAL: [&str; 2] = ["port_threshold_bytes", "lambda"];
 
 /// The byte bounds are tied by `floor <= static <= ceiling`: probes move them together.
 const BYTE_BOUNDS: [&str; 3] = ["floor_bytes", "ceiling_bytes", "static_bytes"];
@@ -86,6 +86,7 @@ fn good_queue() -> HashMap<String, String> {
         ("speed_gbps", "100"),
         ("buffer_bytes", "2000000"),
         ("port_threshold_bytes", "1200000"),
+        ("lambda", "0.5"),
     ])
 }
 

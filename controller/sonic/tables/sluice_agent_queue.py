@@ -13,8 +13,10 @@ its profile (its threshold is the controller's static one, or it has none).
 
 ``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress
 buffer (DynaQ's budget). ``port_threshold_bytes`` (HDCQ's three queues only) is HDCQ's per-port
-ECN point, a share of that buffer (HDCQ 2021 Algorithm 2, §4.2.1: 60 %). A port with no
-dynamic queue gets no entries.
+ECN point, a share of that buffer (HDCQ 2021 Algorithm 2, §4.2.1: 60 %). ``lambda`` (an
+MQ-ECN queue of a class with its own ``ecn_lambda``) is that class's lambda: the agent scales
+the queue's threshold from K = C x RTT x lambda with it instead of SLUICE_AGENT|global's. A
+port with no dynamic queue gets no entries.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from controller.sonic.context import PortProfile, SwitchContext
 from controller.sonic.schema import TableSchema
 from controller.sonic.sluice_yang import AGENT_QUEUE_FIELDS, QUEUE_INDEX_MAX
 from controller.sonic.tables._common import PORT_KEY, Entries, Row, per_port_queue_entries
+from controller.sonic.tables.sluice_agent import decimal
 
 TABLE = "SLUICE_AGENT_QUEUE"
+# The model's fraction-digits of ``lambda`` (6).
+LAMBDA_DIGITS = next(f.fraction_digits or 0 for f in AGENT_QUEUE_FIELDS if f.name == "lambda")
 
 
 MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
-# Optional, but only on a managed queue: the agent applies it to the thresholds it moves.
-MANAGED_OPTIONAL = ("port_threshold_bytes",)
+# Optional, but only on a managed queue: the agent applies them to the thresholds it moves.
+MANAGED_OPTIONAL = ("port_threshold_bytes", "lambda")
 
 
 def _managed_fields(fields: Mapping[str, str]) -> str | None:
@@ -79,6 +84,9 @@ def rows(profile: PortProfile) -> list[Row]:
         hdcq = {}
         if queue.port_threshold_bytes is not None:
             hdcq = {"port_threshold_bytes": str(queue.port_threshold_bytes)}
+        own = {}
+        if queue.ecn_lambda is not None:
+            own = {"lambda": decimal(queue.ecn_lambda, LAMBDA_DIGITS)}
         if queue.bounds is None:
             # HDCQ's queues are dynamic, so an unmanaged queue never has a per-port point.
             fields = {"managed": "false", "weight": str(queue.weight), **port_wide}
@@ -92,6 +100,7 @@ def rows(profile: PortProfile) -> list[Row]:
             "static_bytes": str(queue.bounds.static_bytes),
             **port_wide,
             **hdcq,
+            **own,
         }
         out.append(Row(queue.queue, fields, port_named="wred_profile"))
     return out

@@ -1,12 +1,13 @@
 """Host runs (Ansible plan/apply over the hosts) and their per-host results.
 
 A run is recorded ``pending`` with one ``pending`` result per host, in its batch; the worker
-moves it to ``running``, fills the results batch by batch and finishes it."""
+moves it to ``running``, fills the results batch by batch and finishes it. A run that a
+health gate rolls back gets a second row for each host it puts back (phase ``rollback``)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -16,7 +17,9 @@ from controller.store.models import HostRun, HostRunResult
 from controller.store.repositories.paging import page_of
 from controller.types import JsonObject
 
-RUNNABLE_STATES = ("pending", "running")
+RUNNABLE_STATES = ("pending", "running", "rolling_back")
+APPLY, ROLLBACK = "apply", "rollback"
+SUCCEEDED = ("ok", "changed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,8 @@ class NewHostRun:
     requested_by: str
     request_id: str
     started_at: datetime
+    # The version each host runs now (``running_versions``), what a rollback restores.
+    from_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,8 @@ def create_run(*, session: Session, run: NewHostRun) -> HostRun:
             host_name=host,
             batch=batch,
             status="pending",
+            phase=APPLY,
+            from_version=run.from_versions.get(host),
             changed_tasks=[],
             failed_tasks=[],
             message=None,
@@ -91,10 +98,30 @@ def record_batch(
     recorded_at: datetime,
 ) -> None:
     """One batch's host results and the run's progress, in the caller's transaction."""
+    _record(session, run_id, APPLY, results, recorded_at)
+    session.execute(
+        update(HostRun)
+        .where(HostRun.id == run_id)
+        .values(batches_done=batches_done, failures=failures)
+    )
+    session.flush()
+
+
+def _record(
+    session: Session,
+    run_id: int,
+    phase: str,
+    results: Sequence[HostResultRow],
+    recorded_at: datetime,
+) -> None:
     for r in results:
         session.execute(
             update(HostRunResult)
-            .where(HostRunResult.run_id == run_id, HostRunResult.host_name == r.host_name)
+            .where(
+                HostRunResult.run_id == run_id,
+                HostRunResult.phase == phase,
+                HostRunResult.host_name == r.host_name,
+            )
             .values(
                 status=r.status,
                 changed_tasks=r.changed_tasks,
@@ -103,12 +130,83 @@ def record_batch(
                 recorded_at=recorded_at,
             )
         )
-    session.execute(
-        update(HostRun)
-        .where(HostRun.id == run_id)
-        .values(batches_done=batches_done, failures=failures)
+
+
+def record_rollback(
+    *, session: Session, run_id: int, results: Sequence[HostResultRow], recorded_at: datetime
+) -> None:
+    """Rolled-back hosts' results (phase ``rollback``), in the caller's transaction."""
+    _record(session, run_id, ROLLBACK, results, recorded_at)
+    session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackHost:
+    host_name: str
+    batch: int  # rollback order: batch 1 first
+    version: int | None  # what it is put back to (None: it ran no earlier version)
+
+
+def start_rollback(
+    *,
+    session: Session,
+    run_id: int,
+    hosts: Sequence[RollbackHost],
+    message: str,
+    at: datetime,
+) -> bool:
+    """``running`` -> ``rolling_back`` with a pending rollback row per host; the hosts not
+    reached yet are ``not_run``. False (nothing written) when the run was no longer running."""
+    if not set_state(
+        session=session, run_id=run_id, state="rolling_back", expected=("running",), message=message
+    ):
+        return False
+    skip_pending(session=session, run_id=run_id, message=message, at=at)
+    session.add_all(
+        HostRunResult(
+            run_id=run_id,
+            host_name=h.host_name,
+            batch=h.batch,
+            status="pending",
+            phase=ROLLBACK,
+            from_version=h.version,
+            changed_tasks=[],
+            failed_tasks=[],
+            message=None,
+            recorded_at=at,
+        )
+        for h in hosts
     )
     session.flush()
+    return True
+
+
+def running_versions(*, session: Session, hosts: Collection[str]) -> dict[str, int]:
+    """The intent version each of ``hosts`` runs now, from the host runs' history: the last
+    apply that succeeded on it, or the version a later rollback put it back to. Hosts no apply
+    reached are absent. Applies never overlap (one active at a time), so run order is time
+    order, and within a run its rollback follows its apply."""
+    query = (
+        select(
+            HostRunResult.host_name,
+            HostRunResult.phase,
+            HostRunResult.from_version,
+            HostRun.intent_version,
+        )
+        .join(HostRun, HostRun.id == HostRunResult.run_id)
+        .where(
+            HostRun.mode == APPLY,
+            HostRunResult.status.in_(SUCCEEDED),
+            HostRunResult.host_name.in_(list(hosts)),
+        )
+        .order_by(HostRun.id, HostRunResult.phase)  # "apply" sorts before "rollback"
+    )
+    versions: dict[str, int] = {}
+    for host, phase, from_version, intent_version in session.execute(query):
+        version = from_version if phase == ROLLBACK else intent_version
+        if version is not None:
+            versions[host] = version
+    return versions
 
 
 def set_state(
@@ -133,7 +231,11 @@ def skip_pending(*, session: Session, run_id: int, message: str, at: datetime) -
     """The hosts a halted run did not reach: ``not_run``."""
     session.execute(
         update(HostRunResult)
-        .where(HostRunResult.run_id == run_id, HostRunResult.status == "pending")
+        .where(
+            HostRunResult.run_id == run_id,
+            HostRunResult.phase == APPLY,
+            HostRunResult.status == "pending",
+        )
         .values(status="not_run", message=message, recorded_at=at)
     )
 
@@ -142,14 +244,14 @@ def get_run(*, session: Session, run_id: int) -> HostRun | None:
     return session.get(HostRun, run_id)
 
 
-def results_of(*, session: Session, run_id: int) -> list[HostRunResult]:
-    """In rollout order: by batch, then by the order the hosts were recorded."""
-    query = (
-        select(HostRunResult)
-        .where(HostRunResult.run_id == run_id)
-        .order_by(HostRunResult.batch, HostRunResult.id)
-    )
-    return list(session.scalars(query))
+def results_of(*, session: Session, run_id: int, phase: str | None = APPLY) -> list[HostRunResult]:
+    """In rollout order: by batch, then by the order the hosts were recorded; one ``phase``
+    (None: the apply's rows, then the rollback's)."""
+    query = select(HostRunResult).where(HostRunResult.run_id == run_id)
+    if phase is not None:
+        query = query.where(HostRunResult.phase == phase)
+    order = (HostRunResult.phase, HostRunResult.batch, HostRunResult.id)
+    return list(session.scalars(query.order_by(*order)))
 
 
 def list_runs(*, session: Session, limit: int, offset: int) -> tuple[list[HostRun], int]:

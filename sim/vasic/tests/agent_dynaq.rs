@@ -109,6 +109,7 @@ fn orders(case: Case) -> (AgentOrders, Vec<QueueOrders>) {
                 speed_gbps: 10,
                 buffer_bytes,
                 port_threshold_bytes: None,
+                lambda: None,
             }
         })
         .collect();

@@ -83,6 +83,7 @@ fn agent(weights: &[u8]) -> AgentLoop {
             speed_gbps: 10,
             buffer_bytes: 4_000_000,
             port_threshold_bytes: None,
+            lambda: None,
         })
         .collect();
     AgentLoop::new(0, orders, queues)

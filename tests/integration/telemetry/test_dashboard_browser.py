@@ -37,7 +37,8 @@ WAIT_S = 30
 
 @pytest.fixture(scope="module")
 def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> Iterator[str]:
-    """The API on 127.0.0.1 with the telemetry intent and one rollout waiting for a worker."""
+    """The API on 127.0.0.1 with the telemetry intent (and a host), one rollout and one host
+    apply waiting for a worker, both gated."""
     app = create_app(
         Settings.for_database(
             module_db_url, prometheus=PrometheusSettings(url=history_prometheus.url)
@@ -45,11 +46,15 @@ def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> It
     )
     admin = {"Authorization": f"Bearer {issue_token(module_db_url, AccessRole.ADMIN)}"}
     with served(app) as url, httpx.Client(base_url=url) as http:
-        assert put_intent(http, admin, telemetry_intent(), 0).status_code == 201  # type: ignore[arg-type]
+        intent = telemetry_intent()
+        intent["hosts"] = [{"name": "h1", "address": "10.0.1.11", "nic_gbps": 25}]
+        assert put_intent(http, admin, intent, 0).status_code == 201  # type: ignore[arg-type]
         gates = {"gates": [{"builtin": "drops", "threshold": 1000}], "soak_s": 30}
         body = {"canary": ["leaf1"], "gates": gates}
         started = http.post("/api/v1/rollouts", json=body, headers=admin)
         assert started.status_code == 201, started.text
+        applying = http.post("/api/v1/hosts/apply", json={"gates": gates}, headers=admin)
+        assert applying.status_code == 202, applying.text
         yield url
 
 
@@ -126,6 +131,11 @@ def test_overview_shows_health_rollouts_and_switches(
     assert len(recent) == 1
     assert "pending" in recent[0].text
     assert recent[0].find_element(By.CSS_SELECTOR, ".badge").text == "pass (1 readings)"
+    # The host apply's pre-check, read over the same switches, shown beside it.
+    host_runs = browser.find_elements(By.CSS_SELECTOR, "#host-runs-recent tbody tr")
+    assert len(host_runs) == 1
+    assert "pending" in host_runs[0].text
+    assert host_runs[0].find_element(By.CSS_SELECTOR, ".badge").text == "pass (1 readings)"
     screenshot(browser, "overview")
     assert console_errors(browser) == []
 

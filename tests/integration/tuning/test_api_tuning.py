@@ -61,8 +61,11 @@ def test_propose_explain_approve_then_the_interval_holds(
     assert made.status_code == 201, made.text
     proposal = made.json()
     assert (proposal["state"], proposal["base_version"]) == ("pending", 1)
-    # storage marks 0.15 at utilisation 0.5: lambda 1 -> 1.25 (25 % step), the fabric's lambda.
-    assert proposal["diff"] == [{"path": "fabric.ecn_lambda", "before": 1.0, "after": 1.25}]
+    # storage marks 0.15 at utilisation 0.5: lambda 1 -> 1.25 (25 % step), storage's own
+    # lambda (it ran the fabric's until now).
+    assert proposal["diff"] == [
+        {"path": "service_classes[storage].ecn_lambda", "before": None, "after": 1.25}
+    ]
     (change,) = proposal["changes"]
     assert change["parameter"] == "ecn_lambda/storage/25gbps"
     assert change["evidence"]["rule"] == "ecn.lambda"
@@ -72,13 +75,13 @@ def test_propose_explain_approve_then_the_interval_holds(
     assert change["evidence"]["outputs"]["standard_threshold_bytes"] == 156_250
     # The switch plan: the compiler's agent bounds for storage's queue on the 25 Gb/s port
     # are the rule's outputs (floor 70/100 x 156 250 = 109 375 B, ceiling K), and the
-    # agent's orders carry the new lambda.
+    # agent's orders for that queue carry the class's new lambda.
     (plan,) = proposal["plans"]
     ops = {(op["table"], op["key"]): op for op in plan["ops"]}
     queue = ops["SLUICE_AGENT_QUEUE", "Ethernet0|3"]["fields"]
     assert (queue["floor_bytes"], queue["ceiling_bytes"]) == ("109375", "156250")
     assert change["evidence"]["outputs"]["agent_floor_bytes"] == 109_375
-    assert ops["SLUICE_AGENT", "global"]["fields"]["lambda"] == "1.25"
+    assert queue["lambda"] == "1.25"
     # bulk would move to DynaQ alone, but the fabric runs one dynamic algorithm: held.
     held = {h["parameter"]: h["held"] for h in proposal["held"]}
     assert held["algorithm/bulk"] == "not expressible in the intent"
@@ -94,7 +97,9 @@ def test_propose_explain_approve_then_the_interval_holds(
     assert version["version"]["number"] == 2
     assert version["version"]["author"] == "tuner"
     assert "mark_fraction_mean=0.15" in version["version"]["reason"]
-    assert version["intent"]["fabric"]["ecn_lambda"] == 1.25
+    classes = {c["name"]: c for c in version["intent"]["service_classes"]}
+    assert classes["storage"]["ecn_lambda"] == 1.25
+    assert version["intent"]["fabric"]["ecn_lambda"] == 1.0
 
     # At once again: lambda 1.25 would go further (the telemetry is unchanged) but it changed
     # less than min_interval_s (900 s) ago: nothing to approve.

@@ -1,30 +1,38 @@
 """The tuner's auto mode closed into a loop (controller/services/auto_rollout.py): a due pass
 writes a version and starts a health-gated rollout of it, whose pre-checks read a real
 Prometheus (history.py backfilled) and are stored with it; a pass not yet due starts nothing;
-an unhealthy fabric refuses the rollout and the version stays written."""
+an unhealthy fabric refuses the rollout and the version stays written. A change the hosts run
+gets its host apply under the same gates (pre-checks stored with it) once its switch rollout
+has completed, and none when that rollout rolled back."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 
+from controller.policy.models import TunerRollout
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy
-from controller.services.auto_rollout import AUTO_GATES, AutoTuner
-from controller.services.common import Actor
+from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
+from controller.services.common import Actor, WorkerWait
+from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import rollouts as rollouts_repo
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
+from controller.tuning.summary import QjumpLevelSummary, TelemetrySummary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
 
 pytestmark = pytest.mark.integration
 ACTOR = Actor("test", "req-1")
+T_END = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -121,5 +129,90 @@ def test_an_unhealthy_fabric_refuses_the_auto_rollout_and_keeps_the_version(
         assert tuner.tick() == 1  # the pass ran; the pre-check refused the rollout
         assert tuning.list()[0].new_version == 2
         assert rollouts.list(limit=10, offset=0).total == 0
+    finally:
+        engine.dispose()
+
+
+def _hosted_auto_tuner(
+    db_url: str, promql: PromQL, end: datetime, policy: GatePolicy | None
+) -> tuple[Engine, AutoTuner, RolloutService, HostRunService, sessionmaker[Session]]:
+    """Auto mode over an intent with three hosts and a QJUMP level, whose telemetry (a fan-in
+    of 3 at level 7, below n = 8) makes the tuner change what the hosts run: n 8 -> 6."""
+    clock = HandClock(end)
+    engine = make_engine(db_url, pool_size=2)
+    sessions = make_sessions(engine)
+    intents = IntentService(sessions, clock=clock)
+    auto = tuner_intent()
+    auto["fabric"]["tuning"]["mode"] = "auto"
+    auto["fabric"]["tuning"]["rollout"] = {"batch_size": 2, "on_fail": "rollback_batch"}
+    auto["fabric"]["qjump"] = {"hosts": 8, "factors": {7: 1}}
+    auto["service_classes"].append(
+        {"name": "control", "dscp": [48], "queue": 7, "scheduling": {"type": "STRICT"},
+         "ecn": "off", "qjump_level": 7}
+    )  # fmt: skip
+    auto["hosts"] = [{"name": f"h{i}", "address": f"10.0.1.{i}", "nic_gbps": 25} for i in (1, 2, 3)]
+    intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
+
+    def fan_in(_at: datetime, window_s: float) -> TelemetrySummary:
+        start = end.timestamp() - window_s
+        return TelemetrySummary(
+            start, end.timestamp(), qjump_levels=(QjumpLevelSummary(7, 3, 200),)
+        )
+
+    tuning = TuningService(sessions, intents, fan_in, clock=clock)
+    rollouts = RolloutService(sessions, clock=clock)
+    host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait())
+    tuner = AutoTuner(tuning, rollouts, host_runs, promql_reader(promql), policy)
+    return engine, tuner, rollouts, host_runs, sessions
+
+
+def _as_the_worker_would_finish(
+    sessions: sessionmaker[Session], rollout_id: int, state: str
+) -> None:
+    """The rollout's end as the worker records it (its switch work is the rollout tests')."""
+    with sessions.begin() as session:
+        assert rollouts_repo.set_state(
+            session=session, rollout_id=rollout_id, state=state, expected=("pending",), at=T_END
+        )
+
+
+def test_the_host_half_of_a_change_starts_once_its_switches_completed_under_the_same_gates(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    engine, tuner, rollouts, host_runs, sessions = _hosted_auto_tuner(db_url, promql, end, None)
+    try:
+        assert tuner.tick() == 2  # the pass (n 8 -> 6) and its switch rollout
+        rollout = rollouts.list(limit=1, offset=0).items[0]
+        assert (rollout.to_version, rollout.state) == (2, "pending")
+        assert tuner.tick() == 0  # the switches are on their way: the hosts wait
+        assert host_runs.runs(limit=10, offset=0).total == 0
+        _as_the_worker_would_finish(sessions, rollout.id, "completed")
+        assert tuner.tick() == 1  # now the host apply, under the same gates
+        run = host_runs.runs(limit=10, offset=0).items[0]
+        shape = (run.mode, run.state, run.intent_version, run.batch_size, run.batches_total)
+        assert shape == ("apply", "pending", 2, 2, 2)
+        detail = host_runs.run(run.id)
+        gates = auto_gates(TunerRollout(batch_size=2, on_fail="rollback_batch"))
+        assert detail.gate_policy == gates.to_json()
+        readings = {(e.gate, e.stage, e.batch) for e in detail.evaluations or []}
+        assert readings == {("drops", "precheck", -1), ("agent_fallback", "precheck", -1)}
+        assert tuner.tick() == 0  # one host apply per change
+        assert host_runs.runs(limit=10, offset=0).total == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_switch_rollout_that_rolled_back_leaves_the_hosts_alone(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    engine, tuner, rollouts, host_runs, sessions = _hosted_auto_tuner(db_url, promql, end, None)
+    try:
+        assert tuner.tick() == 2
+        rollout = rollouts.list(limit=1, offset=0).items[0]
+        _as_the_worker_would_finish(sessions, rollout.id, "rolled_back")
+        assert tuner.tick() == 0
+        assert host_runs.runs(limit=10, offset=0).total == 0
     finally:
         engine.dispose()

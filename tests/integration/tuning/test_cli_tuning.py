@@ -49,11 +49,12 @@ def test_propose_explain_approve(cli: Cli) -> None:
     assert shown.code == ExitCode.OK, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0] == f"proposal {proposal}: pending (on version 1)"
-    assert lines[1] == "  fabric.ecn_lambda: 1.0 -> 1.25"
+    assert lines[1] == "  service_classes[storage].ecn_lambda: None -> 1.25"
     assert "change ecn_lambda/storage/25gbps: 1.0 -> 1.25" in lines
     assert any(
         line.startswith(
-            "  leaf1: change SLUICE_AGENT_QUEUE|Ethernet0|3 floor_bytes 87500 -> 109375"
+            "  leaf1: change SLUICE_AGENT_QUEUE|Ethernet0|3 lambda - -> 1.25, "
+            "floor_bytes 87500 -> 109375"
         )
         for line in lines
     )

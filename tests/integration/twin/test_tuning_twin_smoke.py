@@ -28,8 +28,10 @@ def test_static_and_tuned_run_the_same_flows_and_differ_in_config() -> None:
     assert applied or held
     assert bool(applied) == bool(doc["diff"])
     diffed = {entry["path"] for entry in doc["diff"]}
-    if any(c["parameter"].startswith("ecn_lambda/") for c in applied):
-        assert "fabric.ecn_lambda" in diffed
+    for c in applied:
+        if c["parameter"].startswith("ecn_lambda/"):
+            name = c["parameter"].split("/")[1]
+            assert f"service_classes[{name}].ecn_lambda" in diffed
     ecn_opinions = [
         c
         for c in held
@@ -47,7 +49,7 @@ def test_static_and_tuned_run_the_same_flows_and_differ_in_config() -> None:
     # Weights stay inside the operator's ranges (the tuner's hard bound).
     for entry in doc["diff"]:
         if not entry["path"].endswith(".scheduling.weight"):
-            continue  # the fabric's lambda, when the ECN rule acts on the twin's marks
+            continue  # a class's lambda, when the ECN rule acts on the twin's marks
         name = entry["path"].split("[")[1].split("]")[0]
         low, high = tuning_twin.RANGES[name]
         assert low <= entry["after"] <= high

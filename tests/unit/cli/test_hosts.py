@@ -86,3 +86,11 @@ def test_follow_prints_each_host_once_and_stops_at_the_end() -> None:
     assert api.paths == ["/hosts/runs/7"]
     assert sleeps == [0.5]
     assert console.export_text().splitlines() == ["batch 1/2: a ok", "batch 2/2: b failed"]
+
+
+def test_a_rollback_row_says_so_and_why_a_host_was_not_put_back() -> None:
+    back = result("a", 1, "changed", phase="rollback", from_version=2)
+    assert host_row(back) == ("a", "1", "rollback changed", "-", "-")
+    kept = result("b", 1, "not_run", phase="rollback", message="no earlier version")
+    assert host_row(kept)[2:] == ("rollback not_run", "-", "no earlier version")
+    assert progress_line(run(), back) == "rollback batch 1: a changed (version 2)"

@@ -126,6 +126,37 @@ def test_threshold_below_one_mtu() -> None:
     assert "leaf1 Ethernet0" in problems[0].reason
 
 
+def _ecn_class_index(data: dict[str, object]) -> int:
+    classes = data["service_classes"]
+    assert isinstance(classes, list)
+    marking = [i for i, c in enumerate(classes) if c.get("ecn", "standard") not in ("off", "dynaq")]
+    return marking[0]
+
+
+def test_a_class_lambda_whose_k_fills_the_buffer() -> None:
+    # The fabric's lambda 1 fits (500 000 B at 100 Gb/s < 2 000 000 B); a class's own lambda 4:
+    # 12.5e9 B/s x 40e-6 s x 4 = 2 000 000 B, not below the 2 000 000 B default buffer.
+    data = intent_data()
+    data["fabric"]["port_buffer_bytes"] = 2_000_000
+    i = _ecn_class_index(data)
+    data["service_classes"][i]["ecn_lambda"] = 4.0
+    assert_only_problem(
+        problems_of(data), f"service_classes[{i}].ecn_lambda", "= 2000000 B is not below a"
+    )
+    data["service_classes"][i]["ecn_lambda"] = 3.9  # 1 950 000 B: fits
+    assert intent_problems(parse_intent(data)) == []
+
+
+def test_a_class_lambda_whose_k_is_below_one_mtu() -> None:
+    # 25 Gb/s x 40 us x 0.001 = 3.125e9 B/s x 40e-6 s x 0.001 = 125 B < 1500 B.
+    data = intent_data()
+    i = _ecn_class_index(data)
+    data["service_classes"][i]["ecn_lambda"] = 0.001
+    assert_only_problem(
+        problems_of(data), f"service_classes[{i}].ecn_lambda", "= 125 B is below one MTU"
+    )
+
+
 def test_thresholds_are_not_checked_when_no_queue_uses_ecn() -> None:
     data = intent_data()
     for service_class in data["service_classes"]:

@@ -286,3 +286,44 @@ def test_dangling_reference_fails_loudly() -> None:
         CompiledConfigInvalid, match=r"QUEUE.scheduler names SCHEDULER\|SLUICE_SCHED_7"
     ):
         check_references(split_by_table(config))
+
+
+def test_a_class_with_its_own_lambda_gets_its_own_k_and_orders_it_to_the_agent() -> None:
+    # Fabric lambda 1: K = 12 500 B at 10 Gb/s and 10 us (above). bulk (per-queue-minimum,
+    # weight 3 of 4) with ecn_lambda 2: K_bulk = 25 000 B, threshold 25 000 x 3 / 4 = 18 750.
+    # storage (MQ-ECN, weight 1 of 4) with ecn_lambda 0.5: K_storage = 6 250 B, ceiling 6 250,
+    # floor = static = 6 250 x 1 / 4 = 1 562.5 -> 1 562 (whole bytes, rounded down; above the
+    # 1 500 B MTU).
+    # voice keeps the fabric's: 12 500.
+    bulk = t.BULK.model_copy(update={"ecn_lambda": 2.0})
+    storage = t.STORAGE_MQECN.model_copy(update={"ecn_lambda": 0.5})
+    intent = t.intent(t.VOICE, bulk, storage)
+    config = compile_switch(intent, intent.switches[0])
+    queues = only(config, "QUEUE")
+    wred = only(config, "WRED_PROFILE")
+    assert thresholds(wred[queues["Ethernet0|1"]["wred_profile"]]) == {"18750"}
+    assert thresholds(wred[queues["Ethernet0|5"]["wred_profile"]]) == {"12500"}
+    orders = config[("SLUICE_AGENT_QUEUE", "Ethernet0|3")]
+    assert (orders["floor_bytes"], orders["ceiling_bytes"], orders["static_bytes"]) == (
+        "1562",
+        "6250",
+        "1562",
+    )
+    assert orders["lambda"] == "0.5"
+    # The agent's global lambda stays the fabric's; unmanaged queues carry no lambda.
+    assert config[("SLUICE_AGENT", "global")]["lambda"] == "1"
+    assert "lambda" not in config[("SLUICE_AGENT_QUEUE", "Ethernet0|1")]
+
+
+def test_a_class_lambda_equal_to_none_keeps_the_version_and_another_changes_it() -> None:
+    def version(intent: object) -> str:
+        config = compile_fleet(intent)["leaf1"]  # type: ignore[arg-type]
+        return config[("SLUICE_AGENT", "global")]["version"]
+
+    plain = t.intent(t.VOICE, t.STORAGE_MQECN)
+    tuned = t.intent(t.VOICE, t.STORAGE_MQECN.model_copy(update={"ecn_lambda": 0.5}))
+    same_k = t.intent(t.VOICE, t.STORAGE_MQECN.model_copy(update={"ecn_lambda": 1.0}))
+    assert version(plain) != version(tuned)
+    # lambda 1.0 on the class gives the fabric's K, but the agent is ordered it explicitly.
+    assert version(plain) != version(same_k)
+    assert version(plain) == version(t.intent(t.VOICE, t.STORAGE_MQECN))

@@ -1,4 +1,4 @@
-"""Changes into the next intent: what maps where, and the one fabric lambda."""
+"""Changes into the next intent: what maps where, and each class's one lambda."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from controller.errors import IntentInvalid
 from controller.policy.loader import parse_intent
-from controller.tuning.apply import apply_changes, fabric_lambda_from, reason_for
+from controller.tuning.apply import apply_changes, lambda_from, reason_for
 from controller.tuning.evidence import Change, Evidence
 from tests.unit.policy.intents import intent_data
 
@@ -56,15 +56,15 @@ def test_one_class_alone_cannot_leave_the_fabrics_dynamic_algorithm() -> None:
     assert [c.parameter for c in result.not_expressible] == ["algorithm/bulk"]
 
 
-def test_the_fabric_lambda_is_the_largest_any_group_with_evidence_asks_for() -> None:
-    # storage/25 wants 1.25, bulk/100 is at its target (held: asks for the current 1.0),
-    # ctrl/25 has no marking (no say): 1.25.
-    lam, moved = fabric_lambda_from(
+def test_a_class_lambda_is_the_largest_any_of_its_groups_with_evidence_asks_for() -> None:
+    # storage/25 wants 1.25, storage/100 is at its target (held: asks for the current 1.0),
+    # storage/40 has no marking (no say): 1.25.
+    lam, moved = lambda_from(
         1.0,
         [
             change("ecn_lambda/storage/25gbps", 1.0, 1.25),
-            change("ecn_lambda/bulk/100gbps", 1.0, 1.0),
-            change("ecn_lambda/ctrl/25gbps", 1.0, 1.0, opinion=False),
+            change("ecn_lambda/storage/100gbps", 1.0, 1.0),
+            change("ecn_lambda/storage/40gbps", 1.0, 1.0, opinion=False),
         ],
     )
     assert lam == 1.25
@@ -72,18 +72,47 @@ def test_the_fabric_lambda_is_the_largest_any_group_with_evidence_asks_for() -> 
 
 
 def test_lambda_is_lowered_only_when_every_group_with_evidence_wants_lower() -> None:
-    # storage wants 0.8 but bulk holds at 1.0: stays 1.0.
-    lam, moved = fabric_lambda_from(
+    # storage/25 wants 0.8 but storage/100 holds at 1.0: stays 1.0.
+    lam, moved = lambda_from(
         1.0,
-        [change("ecn_lambda/storage/25gbps", 1.0, 0.8), change("ecn_lambda/bulk/25gbps", 1.0, 1.0)],
+        [
+            change("ecn_lambda/storage/25gbps", 1.0, 0.8),
+            change("ecn_lambda/storage/100gbps", 1.0, 1.0),
+        ],
     )
     assert (lam, moved) == (1.0, [])
     # Both lower (0.8 and 0.9): the larger, 0.9.
-    lam, _ = fabric_lambda_from(
+    lam, _ = lambda_from(
         1.0,
-        [change("ecn_lambda/storage/25gbps", 1.0, 0.8), change("ecn_lambda/bulk/25gbps", 1.0, 0.9)],
+        [
+            change("ecn_lambda/storage/25gbps", 1.0, 0.8),
+            change("ecn_lambda/storage/100gbps", 1.0, 0.9),
+        ],
     )
     assert lam == 0.9
+
+
+def test_each_class_gets_its_own_lambda_and_the_fabrics_stays() -> None:
+    # storage asks 1.25, bulk asks 0.8 (a standing queue) and nothing holds either: each class
+    # gets its own, one lowered while the other is raised; the fabric's 1.0 is untouched and
+    # rpc (no ask) keeps running on it.
+    intent = parse_intent(intent_data())
+    result = apply_changes(
+        intent,
+        [
+            change("ecn_lambda/storage/25gbps", 1.0, 1.25),
+            change("ecn_lambda/bulk/25gbps", 1.0, 0.8),
+        ],
+    )
+    classes = {c.name: c for c in result.intent.service_classes}
+    assert (classes["storage"].ecn_lambda, classes["bulk"].ecn_lambda) == (1.25, 0.8)
+    assert classes["rpc"].ecn_lambda is None
+    assert result.intent.fabric.ecn_lambda == 1.0
+    assert len(result.applied) == 2
+    # The next pass starts from the class's own lambda: 1.25 asked again moves nothing.
+    again = apply_changes(result.intent, [change("ecn_lambda/storage/25gbps", 1.25, 1.25)])
+    assert again.intent == result.intent
+    assert again.applied == ()
 
 
 def test_the_reason_cites_the_metric_values() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from controller.policy.loader import parse_intent
+from controller.tuning.evidence import Change
 from controller.tuning.summary import (
     FlowSizeSample,
     QjumpLevelSummary,
@@ -63,20 +64,36 @@ def test_every_rule_speaks_with_the_intents_values() -> None:
     assert not any(key.startswith("ecn_lambda/control") for key in found)
 
 
-def test_the_one_fabric_lambda_keeps_one_interval_for_every_group() -> None:
-    # bulk/100gbps changed the fabric's lambda 60 s ago: storage/25gbps is held as well,
-    # although its own key never changed (900 s interval by default).
+def test_a_class_lambda_keeps_one_interval_for_its_speeds_only() -> None:
+    # storage/100gbps changed storage's lambda 60 s ago: storage/25gbps is held as well,
+    # although its own key never changed (900 s interval by default). bulk's lambda is its own:
+    # its change 60 s ago holds nothing of storage's.
     intent = parse_intent(intent_data())
+
+    def storage_after(last_changed: dict[str, float]) -> Change:
+        found = {
+            c.parameter: c
+            for c in propose(intent, summary(), now_s=10_000, last_changed=last_changed)
+        }
+        return found["ecn_lambda/storage/25gbps"]
+
+    held = storage_after({"ecn_lambda/storage/100gbps": 9_940})
+    assert not held.applies
+    assert "minimum interval" in (held.held or "")
+    free = storage_after({"ecn_lambda/bulk/100gbps": 9_940})
+    assert free.applies
+    assert free.proposed == 1.25
+
+
+def test_a_class_with_its_own_lambda_is_tuned_from_it() -> None:
+    # storage already runs lambda 1.25 (its own): the same telemetry asks 1.25 -> 1.5625
+    # (0.9 / 0.6 x 1.25 = 1.875 wanted, the 25 % step), not 1.0 -> 1.25.
+    data = intent_data()
+    storage = next(c for c in data["service_classes"] if c["name"] == "storage")
+    storage["ecn_lambda"] = 1.25
     found = {
         c.parameter: c
-        for c in propose(
-            intent,
-            summary(),
-            now_s=10_000,
-            last_changed={"ecn_lambda/bulk/100gbps": 9_940},
-        )
+        for c in propose(parse_intent(data), summary(), now_s=10_000, last_changed={})
     }
-    storage = found["ecn_lambda/storage/25gbps"]
-    assert not storage.applies
-    assert storage.held is not None
-    assert "minimum interval" in storage.held
+    change = found["ecn_lambda/storage/25gbps"]
+    assert (change.current, change.proposed) == (1.25, 1.5625)

@@ -55,4 +55,5 @@ pub const SLUICE_AGENT_QUEUE: &[Leaf] = &[
     Leaf { name: "speed_gbps", kind: Kind::Uint(1, 800), mandatory: true },
     Leaf { name: "buffer_bytes", kind: Kind::Uint(1, 4294967295), mandatory: true },
     Leaf { name: "port_threshold_bytes", kind: Kind::Uint(0, 4294967295), mandatory: false },
+    Leaf { name: "lambda", kind: Kind::Decimal("0.000001", "10"), mandatory: false },
 ];

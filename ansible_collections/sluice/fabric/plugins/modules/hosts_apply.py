@@ -96,7 +96,7 @@ from ansible_collections.sluice.fabric.plugins.module_utils.api import (
 
 BAD = frozenset({"failed", "unreachable", "not_run"})
 # The API records an apply as pending; the controller's worker picks it up and runs it.
-UNFINISHED = frozenset({"pending", "running"})
+UNFINISHED = frozenset({"pending", "running", "rolling_back"})
 
 
 def wait_for(module: AnsibleModule, api: SluiceApi, run: dict) -> dict:
@@ -149,7 +149,7 @@ def run_hosts(module: AnsibleModule, api: SluiceApi) -> dict:
         for r in results
         if r["status"] in BAD
     ]
-    if failed or run["state"] in ("halted", "error", "interrupted"):
+    if failed or run["state"] in ("halted", "error", "interrupted", "rolled_back"):
         named = ", ".join(f"{f['host']} ({f['status']}: {f['message']})" for f in failed)
         module.fail_json(
             msg=f"host run {run['id']} is {run['state']}: {named or run.get('message')}",
