@@ -40,7 +40,7 @@ from procrastinate.sql import queries as engine_queries
 
 from controller.policy.loader import load_intent_file
 from controller.policy.models import Intent, Switch
-from controller.reconcile.share import WatchShare
+from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
 from controller.rollout.shard import libpq_conninfo
 from controller.settings import Settings
 from controller.sonic.compile import fleet_qos
@@ -448,7 +448,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     share = None
     if membership is not None:
-        share = WatchShare(membership.live, time.monotonic, recheck_s=0.0)  # read every round
+        share = WatchShare(  # read every round
+            membership.live, time.monotonic, recheck_s=0.0, kind=TELEMETRY_COLLECTORS
+        )
         share.member = lambda: membership.member_id
     policy = StreamPolicy(
         counter_mode=SubMode(settings.telemetry.counter_mode),
