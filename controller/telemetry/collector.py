@@ -51,12 +51,13 @@ from controller.southbound.subscribe import (
     COUNTERS,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
+    CounterSession,
     EndpointChannels,
     Handler,
     Notification,
     StreamPolicy,
     SubMode,
-    SwitchStream,
+    SupervisedStream,
 )
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
@@ -290,8 +291,12 @@ class Collector:
                 continue
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
-            stream = SwitchStream(
-                target, self._channels.for_target(target), handler, self._policy, rand=self._rand
+            stream = SupervisedStream(
+                target,
+                self._channels.for_target(target),
+                CounterSession(handler, self._policy),
+                self._policy.retry,
+                rand=self._rand,
             )
             task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
             self._running[name] = Running(target, handler, task)
