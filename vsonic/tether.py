@@ -15,6 +15,8 @@ created this process"), so every child is forked from one daemon thread that liv
 as the process: a child started from a pool's worker thread does not die with that thread.
 
 Left open: a parent killed in the instant between fork and setpriv's prctl leaves that child.
+What a child forks off into a session of its own on purpose (``vsonic up``'s servers) is out
+of a tether's reach; ``CleanupGuard`` runs the command that stops it instead.
 """
 
 from __future__ import annotations
@@ -93,3 +95,35 @@ def start_tethered(
     most, SIGINT for PostgreSQL's fast shutdown.)"""
     command = tethered_command(args, death_signal)
     return _FORKER.run(lambda: subprocess.Popen(command, **popen))
+
+
+# Reads its stdin: a line means dismissed; end of file (every writer gone) runs "$@".
+_GUARD_SCRIPT = 'if read -r _; then exit 0; fi; exec "$@"'
+
+
+class CleanupGuard:
+    """Runs ``command`` once this process has ended without calling ``dismiss`` (a killed
+    test run), for servers a child forks off beyond a tether's reach (``vsonic up``'s, each
+    in a session of its own, which outlive ``vsonic up`` on purpose). The guard is a ``sh``
+    reading a pipe whose only writer is this process: the kernel closes it when this process
+    ends, however it ends, and the guard's read then reaches end of file. The guard has a
+    session of its own, so a signal to this process's group (Ctrl-C) does not take it too."""
+
+    def __init__(self, command: Sequence[str | os.PathLike[str]], **popen: Any) -> None:
+        quiet = subprocess.DEVNULL
+        self._guard = subprocess.Popen(
+            ["sh", "-c", _GUARD_SCRIPT, "cleanup-guard", *(os.fspath(a) for a in command)],
+            stdin=subprocess.PIPE,
+            stdout=quiet,
+            stderr=quiet,
+            start_new_session=True,
+            **popen,
+        )
+
+    def dismiss(self) -> None:
+        """The cleanup is done another way: the guard exits without running it."""
+        stdin = self._guard.stdin
+        if stdin is not None and not stdin.closed:
+            stdin.write(b"dismissed\n")
+            stdin.close()
+        self._guard.wait()

@@ -78,3 +78,44 @@ def test_children_die_with_a_parent_killed_by_sigkill(tmp_path: Path) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+# The parent: two guards, one dismissed; it prints once both are in place, then waits.
+GUARDED = """
+import sys, time
+from vsonic.tether import CleanupGuard
+
+kept = CleanupGuard(["touch", sys.argv[1]])
+dismissed = CleanupGuard(["touch", sys.argv[2]])
+dismissed.dismiss()
+print("guarded", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_guard_runs_its_cleanup_when_its_process_is_killed_unless_dismissed(
+    tmp_path: Path,
+) -> None:
+    ran, not_ran = tmp_path / "ran", tmp_path / "not-ran"
+    repo = Path(__file__).resolve().parents[3]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", GUARDED, str(ran), str(not_ran)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=repo,
+    )
+    try:
+        assert parent.stdout is not None
+        assert parent.stdout.readline().strip() == "guarded"
+        assert not ran.exists()  # nothing runs while the process lives
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30  # a hang guard, not a timing assertion
+        while not ran.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ran.exists()
+        assert not not_ran.exists()
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
