@@ -11,10 +11,10 @@ instead of at the next periodic pass.
   southbound.subscribe.SupervisedStream``, which the collector's streams use too): STREAM of
   ON_CHANGE table paths (sonic-gnmi serves these from Redis keyspace notifications,
   sonic_data_client/db_client.go), re-opened with backoff and jitter when it ends or fails.
-  A switch that refuses ON_CHANGE
-  (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is marked ``unsupported`` and asked
-  again only after ``WatchPolicy.unsupported_retry_s``. After a re-subscription the switch is
-  reported with table None: what changed while the stream was down is unknown.
+  A switch that refuses ON_CHANGE (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is
+  marked ``unsupported`` and asked again only after ``WatchPolicy.unsupported_retry_s``.
+  After a re-subscription the switch is reported with table None: what changed while the
+  stream was down is unknown.
 - ``Debouncer`` coalesces a burst (one Set writes many keys) into one report per switch and
   table, ``debounce_s`` after the first change.
 - ``DriftWatcher`` holds the streams of many switches on one event loop (channels shared per
