@@ -26,6 +26,7 @@ from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_
 from vsonic.seed import default_ports
 from vsonic.setops import SetOp
 from vsonic.switch import Targets
+from vsonic.tether import start_tethered
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "intent.yaml"
 CREDS = Credentials("admin", "engine-fleet-password")
@@ -108,7 +109,7 @@ def start_worker(
         "SLUICE_GNMI_TLS_CA": str(fleet.tls.cert),  # the fleet serves TLS, as a switch does
     }
     with log.open("ab") as out:
-        return subprocess.Popen(
+        return start_tethered(
             [sys.executable, "-m", "controller.worker"], env=env, stdout=out, stderr=out
         )
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vsonic.tether import start_tethered
+
 ROOT = Path(__file__).resolve().parents[1]
 NETSIM = ROOT / "target" / "release" / "netsim"
 NS3_SOURCE = ROOT / "bench" / "netsim_ns3.cc"
@@ -60,7 +62,7 @@ def run_measured(cmd: list[str]) -> tuple[Measured, str]:
     """Runs ``cmd`` to completion; its wall time, CPU time and peak memory (wait4's rusage)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        proc = start_tethered(cmd, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -32,6 +32,7 @@ from controller.southbound.gnmi import (
     target_for_switch,
 )
 from vsonic.gnmi_server import TlsFiles
+from vsonic.tether import start_tethered
 
 T = TypeVar("T")
 
@@ -104,7 +105,7 @@ def switch_host(
 ) -> Iterator[tuple[SwitchHost, dict[str, int]]]:
     """Start the switches' process, serving TLS with ``tls``; yield it and its
     ``{name: port}``, stop it after."""
-    process = subprocess.Popen(
+    process = start_tethered(
         [sys.executable, "-m", "bench.vsonic_host"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -268,7 +269,7 @@ def start_fleet_server(
     args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
             *serve_flags(tls), "--ports", str(ports),
             "--names", *fleet_names(switches)]  # fmt: skip
-    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+    server = start_tethered(args, env=env, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"
     if "on port" not in line:

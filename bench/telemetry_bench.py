@@ -44,6 +44,7 @@ from bench.southbound_support import fleet_names
 from bench.switch_tls import bench_tls, channel_credentials, serve_flags
 from controller.southbound.gnmi import TlsOptions
 from vsonic.gnmi_server import TlsFiles
+from vsonic.tether import start_tethered
 
 REPRODUCE = "uv run python -m bench.telemetry_bench"
 PASSWORD = "telemetry-bench"
@@ -465,7 +466,7 @@ def _start_servers(
             env = {**os.environ, "VSONIC_PASSWORD": PASSWORD}
             args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
                     *serve_flags(tls), "--ports", str(ports), "--names", *mine]  # fmt: skip
-            server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+            server = start_tethered(args, env=env, stdout=subprocess.PIPE, text=True)
             started.append((server, 0))
             assert server.stdout is not None
             line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"

@@ -37,7 +37,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from lab.demo_common import DemoError, run, say, stop_process
+from lab.demo_common import DemoError, run, say, start_process, stop_process
 from lab.demo_hosts import (
     HostFabricEnv,
     HostFabricUnavailable,
@@ -93,7 +93,7 @@ def local_database(keep: bool) -> Iterator[str]:
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     for parent in (REPO / ".run", RUN_DIR):
         parent.chmod(0o755)
-    server = LocalPostgres(root=root)
+    server = LocalPostgres(root=root, tethered=not keep)
     say(f"starting a local PostgreSQL on 127.0.0.1:{server.port} ({root})")
     server.start()
     try:
@@ -109,7 +109,7 @@ def local_prometheus(keep: bool) -> Iterator[str]:
     target = f"127.0.0.1:{os.environ.get('SLUICE_TELEMETRY_METRICS_PORT', '9464')}"
     root = RUN_DIR / "prometheus"
     shutil.rmtree(root, ignore_errors=True)
-    server = LocalPrometheus(root, targets=[target])
+    server = LocalPrometheus(root, targets=[target], tethered=not keep)
     say(f"starting a local Prometheus on {server.url}, scraping the collector at {target}")
     try:
         server.start()
@@ -136,8 +136,8 @@ def pick_api_port(preferred: int = 8000) -> int:
 @contextmanager
 def api_server(env: dict[str, str], url: str, keep: bool) -> Iterator[None]:
     log = (RUN_DIR / "api.log").open("w")
-    proc = subprocess.Popen(
-        [str(BIN / "python"), "-m", "api"], env=env, stdout=log, stderr=subprocess.STDOUT
+    proc = start_process(
+        [str(BIN / "python"), "-m", "api"], keep, env=env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
         wait_healthy(url, proc)

@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from vsonic.tether import start_tethered
+
 # Generous: ``vsonic up`` builds the Rust binaries on first use, and ``sluice rollout start
 # --watch`` lasts as long as the rollout.
 COMMAND_TIMEOUT_S = 600
@@ -53,6 +55,14 @@ def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> s
     return done.stdout or ""
 
 
+def start_process(args: Sequence[str], keep: bool, **popen: Any) -> subprocess.Popen[Any]:
+    """A demo's server process: tethered to the demo (``vsonic.tether``: it stops when the
+    demo ends, however it ends) unless ``keep`` leaves it running after the demo."""
+    if keep:
+        return subprocess.Popen(args, **popen)
+    return start_tethered(args, **popen)
+
+
 def stop_process(process: subprocess.Popen[Any], how: signal.Signals, timeout_s: float) -> None:
     """Ask ``process`` to stop with the signal ``how`` (so it can close its sockets and
     children); kill it, and reap it, when it has not exited within ``timeout_s``."""
@@ -74,8 +84,9 @@ def controller_process(
     """``python -m MODULE ARGS`` (the worker, the collector) with ``env``, its output in
     ``log``; stopped with SIGTERM (after its step in progress) on exit unless ``keep``."""
     with log.open("w") as out:
-        process = subprocess.Popen(
+        process = start_process(
             [str(BIN / "python"), "-m", module, *args],
+            keep,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

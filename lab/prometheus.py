@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.localpg import free_port
+from vsonic.tether import start_tethered
 
 RULES_FILE = Path(__file__).resolve().parent.parent / "docker" / "prometheus" / "sluice.rules.yml"
 COLLECTOR_JOB = "sluice-collector"
@@ -65,6 +66,7 @@ class LocalPrometheus:
     scrape_interval_s: float = 1.0
     rules_file: Path = RULES_FILE
     port: int = field(default_factory=free_port)
+    tethered: bool = True  # stops when this process ends (``vsonic.tether``); False: outlives it
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -122,7 +124,8 @@ class LocalPrometheus:
             "--storage.tsdb.allow-overlapping-blocks",
         ]
         with self.log_file.open("ab") as log:
-            self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+            start = start_tethered if self.tethered else subprocess.Popen
+            self._process = start(args, stdout=log, stderr=subprocess.STDOUT)
         try:
             self._wait_ready(ready_timeout_s)
         except LocalPrometheusError:

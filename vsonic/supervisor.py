@@ -154,7 +154,7 @@ def start(
         for i, name in enumerate(layout.names()):
             redis_port = free_port()
             started.redis_ports.append(redis_port)
-            RedisProcess(redis_port, state_dir).start()
+            RedisProcess(redis_port, state_dir, daemon=True).start()
             port = layout.gnmi_port(i)
             listen = f"{layout.listen}:{port}"
             args = ["--names", name, "--address", listen, "--redis-port", str(redis_port)]

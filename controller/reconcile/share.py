@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun
 
@@ -49,10 +50,24 @@ def share_of(me: int, switches: Iterable[str], members: Collection[int]) -> list
     return [switch for switch in switches if owner(switch, everyone) == me]
 
 
+class MemberKind(NamedTuple):
+    """Who shares the switches, as the share's log line names them: the drift watch of the
+    reconcile workers, or the telemetry collectors (which share the same way)."""
+
+    room: str  # the line's prefix
+    member: str  # one member, and with an "s" the live ones
+    verb: str  # what a member does with its switches
+
+
+DRIFT_WATCH = MemberKind("drift watch", "worker", "watches")
+TELEMETRY_COLLECTORS = MemberKind("telemetry collector", "collector", "streams")
+
+
 class WatchShare:
-    """This worker's share of the switches to watch. ``member`` gives its own worker id (None
-    until its engine worker has registered: then it watches nothing); ``live`` reads the live
-    workers' ids; ``monotonic`` is the clock the re-reads are spaced by."""
+    """This member's share of the switches. ``member`` gives its own worker id (None until
+    its engine worker has registered: then it takes nothing); ``live`` reads the live
+    members' ids; ``monotonic`` is the clock the re-reads are spaced by; ``kind`` names the
+    members in the log."""
 
     def __init__(
         self,
@@ -60,7 +75,9 @@ class WatchShare:
         monotonic: Callable[[], float],
         *,
         recheck_s: float,
+        kind: MemberKind = DRIFT_WATCH,
     ) -> None:
+        self.kind = kind
         self.member: Callable[[], int | None] = lambda: None
         self._live = live
         self._monotonic = monotonic
@@ -83,18 +100,22 @@ class WatchShare:
         return True
 
     def of(self, switches: Mapping[str, object]) -> list[str]:
-        """The names among ``switches`` this worker watches now."""
+        """The names among ``switches`` this member takes now."""
         if self._read_at is None:
             self.moved()
         if self._me is None:
             return []
         mine = share_of(self._me, sorted(switches), self._members)
         log.info(
-            "drift watch: this worker (%d) watches %d of %d switches (%d live workers)",
+            "%s: this %s (%d) %s %d of %d switches (%d live %ss)",
+            self.kind.room,
+            self.kind.member,
             self._me,
+            self.kind.verb,
             len(mine),
             len(switches),
             len(self._members | {self._me}),
+            self.kind.member,
         )
         return mine
 

@@ -7,12 +7,14 @@ instead of at the next periodic pass.
   of ``SLUICE_Q_*`` WRED profiles at run time (``controller/sonic/schema.py``
   ``agent_owned``); for entries with such fields it keeps a digest of the other fields and
   reports the entry only when that digest moves. Every other update or delete is reported.
-- ``SwitchWatch`` keeps one switch subscribed: STREAM of ON_CHANGE table paths (sonic-gnmi
-  serves these from Redis keyspace notifications, sonic_data_client/db_client.go), re-opened
-  with backoff and jitter when it ends or fails. A switch that refuses ON_CHANGE
-  (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is marked ``unsupported`` and asked
-  again only after ``WatchPolicy.unsupported_retry_s``. After a re-subscription the switch is
-  reported with table None: what changed while the stream was down is unknown.
+- ``SwitchWatch`` is the watch's part of one switch's supervised stream (``controller.
+  southbound.subscribe.SupervisedStream``, which the collector's streams use too): STREAM of
+  ON_CHANGE table paths (sonic-gnmi serves these from Redis keyspace notifications,
+  sonic_data_client/db_client.go), re-opened with backoff and jitter when it ends or fails.
+  A switch that refuses ON_CHANGE (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is
+  marked ``unsupported`` and asked again only after ``WatchPolicy.unsupported_retry_s``.
+  After a re-subscription the switch is reported with table None: what changed while the
+  stream was down is unknown.
 - ``Debouncer`` coalesces a burst (one Set writes many keys) into one report per switch and
   table, ``debounce_s`` after the first change.
 - ``DriftWatcher`` holds the streams of many switches on one event loop (channels shared per
@@ -30,9 +32,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -46,15 +47,15 @@ from controller.reconcile.loop import SwitchRun, next_delay_s
 from controller.sonic.model import EntryKey
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget
 from controller.southbound.paths import PathError, parse_elems, table_elems
-from controller.southbound.retry import RetryPolicy, backoff_delay
+from controller.southbound.retry import RetryPolicy
 from controller.southbound.subscribe import (
-    SYNC,
     Change,
     EndpointChannels,
-    ListMode,
+    Notification,
+    StreamEnd,
     SubMode,
     Subscription,
-    subscribe,
+    SupervisedStream,
 )
 
 log = logging.getLogger("controller.reconcile.watch")
@@ -187,80 +188,58 @@ class Debouncer:
 
 
 class SwitchWatch:
-    """Keeps one switch subscribed until cancelled; its ``state`` says whether it is covered."""
+    """The drift watch's part of one switch's supervised stream (``controller.southbound.
+    subscribe.SupervisedStream``): the owned tables ON_CHANGE, what may be drift to the
+    debouncer, a switch that refuses ON_CHANGE asked again only after
+    ``unsupported_retry_s``; its ``state`` says whether the switch is covered."""
 
     def __init__(
         self,
-        target: GnmiTarget,
-        channel: Any,
+        name: str,
         debouncer: Debouncer,
         policy: WatchPolicy,
         *,
-        rand: Callable[[], float],
         on_state: Callable[[str, WatchState], None] = lambda _n, _s: None,
         volatile: Volatile = agent_fields,
     ) -> None:
-        self.target = target
-        self._channel = channel
+        self.name = name
         self._debouncer = debouncer
         self._policy = policy
-        self._rand = rand
         self._on_state = on_state
         self._filter = ChangeFilter(volatile)
         self.state = WatchState.CONNECTING
         self.syncs = 0
-        self.failures = 0
-        self.last_error: str | None = None
 
     def _set(self, state: WatchState) -> None:
         self.state = state
-        self._on_state(self.target.name, state)
+        self._on_state(self.name, state)
 
-    async def run(self) -> None:
-        retry_index = 0
-        while True:
-            try:
-                delivered = await self._one_stream()
-                self.last_error = None
-            except grpc.RpcError as error:
-                delivered = False
-                self.failures += 1
-                code = error.code() if hasattr(error, "code") else None
-                self.last_error = code.name if code is not None else "UNKNOWN"
-                if code in UNSUPPORTED_CODES:
-                    log.warning(
-                        "drift watch: %s refuses ON_CHANGE (%s); the periodic pass covers it",
-                        self.target.name,
-                        self.last_error,
-                    )
-                    self._set(WatchState.UNSUPPORTED)
-                    await asyncio.sleep(self._policy.unsupported_retry_s)
-                    continue
-            except Exception as error:  # a malformed answer: count it and subscribe again
-                delivered = False
-                self.failures += 1
-                self.last_error = type(error).__name__
-            self._set(WatchState.DOWN)
-            retry_index = 0 if delivered else retry_index + 1
-            await asyncio.sleep(backoff_delay(self._policy.retry, retry_index, self._rand()))
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        return watch_subscriptions(self._policy.tables)
 
-    async def _one_stream(self) -> bool:
-        """One Subscribe until it ends; True once it had synced."""
-        synced = False
-        subs = watch_subscriptions(self._policy.tables)
-        notes = subscribe(self._channel, self.target, subs, ListMode.STREAM)
-        async with aclosing(notes):
-            async for note in notes:
-                if note is SYNC:
-                    synced = True
-                    self.syncs += 1
-                    self._set(WatchState.WATCHING)
-                    if self.syncs > 1:  # re-subscribed: changes while down were not seen
-                        self._debouncer.add(self.target.name, [None])
-                    continue
-                tables = self._filter.changed_tables(note.changes, initial=not synced)
-                self._debouncer.add(self.target.name, tables)
-        return synced
+    def synced(self) -> str | None:
+        self.syncs += 1
+        self._set(WatchState.WATCHING)
+        if self.syncs > 1:  # re-subscribed: changes while down were not seen
+            self._debouncer.add(self.name, [None])
+        return None
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        tables = self._filter.changed_tables(note.changes, initial=not synced)
+        self._debouncer.add(self.name, tables)
+        return False
+
+    def ended(self, end: StreamEnd) -> float | None:
+        if end.code in UNSUPPORTED_CODES:
+            log.warning(
+                "drift watch: %s refuses ON_CHANGE (%s); the periodic pass covers it",
+                self.name,
+                end.error,
+            )
+            self._set(WatchState.UNSUPPORTED)
+            return self._policy.unsupported_retry_s
+        self._set(WatchState.DOWN)
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,17 +284,22 @@ class DriftWatcher:
             if name in self._running:
                 continue
             watch = SwitchWatch(
-                target,
-                self._channels.for_target(target),
+                name,
                 self._debouncer,
                 self._policy,
-                rand=self._rand,
                 on_state=self._state_changed,
                 volatile=self._volatile,
             )
+            stream = SupervisedStream(
+                target,
+                self._channels.for_target(target),
+                watch,
+                self._policy.retry,
+                rand=self._rand,
+            )
             with self._lock:
                 self._states[name] = WatchState.CONNECTING
-            task = asyncio.get_running_loop().create_task(watch.run(), name=f"watch-{name}")
+            task = asyncio.get_running_loop().create_task(stream.run(), name=f"watch-{name}")
             self._running[name] = _Running(target, watch, task)
 
     def _state_changed(self, name: str, state: WatchState) -> None:

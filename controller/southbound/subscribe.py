@@ -280,8 +280,110 @@ async def read_once(
 # one supervised stream per switch
 
 
+class StreamEnd(NamedTuple):
+    """How one Subscribe of a supervised stream ended: ``error`` None when the server ended it
+    (or the session asked to subscribe again), else the gRPC status code's name or the
+    exception's type name (never its text: gRPC details may echo request metadata); ``code``
+    the status of a failed RPC."""
+
+    error: str | None
+    code: Any = None  # grpc.StatusCode
+
+
+def _failed_rpc(error: grpc.RpcError) -> StreamEnd:
+    code = error.code() if hasattr(error, "code") else None
+    return StreamEnd(code.name if code is not None else "UNKNOWN", code)
+
+
+class StreamSession(Protocol):
+    """A caller's part of a supervised stream: what to subscribe to, and what to do with
+    what arrives. The collector's is ``CounterSession``; the drift watch's is
+    ``controller.reconcile.watch.SwitchWatch``."""
+
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        """The paths of the next Subscribe (it may read the switch first)."""
+
+    def synced(self) -> str | None:
+        """The initial values are in (sync_response); a problem found in them, named (kept
+        as the stream's ``last_error``; the stream goes on), or None."""
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        """One notification (``synced``: after the initial values); True to end this
+        Subscribe and subscribe again (the paths it should cover moved)."""
+
+    def ended(self, end: StreamEnd) -> float | None:
+        """The Subscribe ended or failed; the wait before the next one, or None for the
+        backoff. (A cancelled stream reports nothing: its canceller knows.)"""
+
+
+class SupervisedStream:
+    """Keeps one switch subscribed (STREAM) until cancelled, on what ``session`` asks for; on
+    any end or failure waits (backoff with jitter from ``rand``, from the start again once a
+    Subscribe synced) and subscribes again."""
+
+    def __init__(
+        self,
+        target: GnmiTarget,
+        channel: Any,
+        session: StreamSession,
+        retry: RetryPolicy,
+        *,
+        rand: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.target = target
+        self.session = session
+        self._channel = channel
+        self._retry = retry  # its ``attempts`` is ignored: retried for as long as it is wanted
+        self._rand = rand
+        self._sleep = sleep
+        self.failures = 0
+        self.last_error: str | None = None
+
+    async def run(self) -> None:
+        retry_index = 0
+        while True:
+            delivered = False
+            try:
+                delivered = await self._one_subscribe()
+                end = StreamEnd(None)
+            except grpc.RpcError as error:
+                end = _failed_rpc(error)
+            except Exception as error:  # a malformed answer: count it and subscribe again
+                end = StreamEnd(type(error).__name__)
+            self.last_error = end.error
+            self.failures += end.error is not None
+            wait = self.session.ended(end)
+            if wait is None:
+                retry_index = 0 if delivered else retry_index + 1
+                wait = backoff_delay(self._retry, retry_index, self._rand())
+            await self._sleep(wait)
+
+    async def _one_subscribe(self) -> bool:
+        """One Subscribe until it ends; True once it synced or the session asked to subscribe
+        again, False when nothing was delivered (so consecutive failures back off further)."""
+        subs = await self.session.subscriptions(self._channel, self.target)
+        synced = False
+        notes = subscribe(self._channel, self.target, subs)
+        async with aclosing(notes):
+            async for note in notes:
+                if note is SYNC:
+                    synced = True
+                    problem = self.session.synced()
+                    if problem is not None:
+                        self.last_error = problem
+                    continue
+                if self.session.notification(note, synced=synced):
+                    return True
+        return synced
+
+
+# ---------------------------------------------------------------------------------------------
+# the collector's session: counters by oid
+
+
 class Handler(Protocol):
-    """What a supervised stream reports to (the collector implements it)."""
+    """What a counter stream reports to (the collector implements it)."""
 
     def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
         """The maps just read; returns the oids to subscribe to."""
@@ -340,86 +442,50 @@ def stream_subscriptions(oids: Sequence[str], policy: StreamPolicy) -> list[Subs
     return subs
 
 
-class SwitchStream:
-    """Keeps one switch subscribed until ``stop``: read the maps, stream, and on any failure
-    wait (backoff with jitter from ``rand``) and start again."""
+class CounterSession:
+    """The collector's part of a switch's supervised stream: read both name maps (ONCE), then
+    stream the maps and the agent state ON_CHANGE and each counter by its oid; a map that
+    changes makes the stream again with the new oids."""
 
-    def __init__(
-        self,
-        target: GnmiTarget,
-        channel: Any,
-        handler: Handler,
-        policy: StreamPolicy,
-        *,
-        rand: Callable[[], float],
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self.target = target
-        self._channel = channel
+    def __init__(self, handler: Handler, policy: StreamPolicy) -> None:
         self._handler = handler
         self._policy = policy
-        self._rand = rand
-        self._sleep = sleep
-        self.failures = 0
-        self.last_error: str | None = None
+        self._switch = ""
+        self._subs: list[Subscription] = []
+        self._delivered: list[tuple[str, ...]] = []
         # Set at each sync: the paths that delivered nothing (None when every one did).
         self.empty: EmptySubscription | None = None
 
-    async def run(self) -> None:
-        retry_index = 0
-        while True:
-            try:
-                delivered = await self._one_stream()
-                self.last_error = None
-            except grpc.RpcError as error:
-                delivered = False
-                self.failures += 1
-                code = error.code().name if hasattr(error, "code") and error.code() else "UNKNOWN"
-                self.last_error = code  # never the details: they may echo request metadata
-            except Exception as error:  # a malformed answer: count it and subscribe again
-                delivered = False
-                self.failures += 1
-                self.last_error = type(error).__name__
-            finally:
-                self._handler.stream_up(False)
-            retry_index = 0 if delivered else retry_index + 1
-            await self._sleep(backoff_delay(self._policy.retry, retry_index, self._rand()))
-
-    def _report_empty(self, missing: list[tuple[str, ...]]) -> None:
-        """A counter path that answered only with sync is an error, logged once per stream."""
-        self.empty = EmptySubscription(missing) if missing else None
-        if self.empty is not None:
-            self.last_error = "EmptySubscription"
-            log.warning("%s: %s", self.target.name, self.empty)
-
-    async def _one_stream(self) -> bool:
-        """Maps, then the stream until it ends; True once anything was delivered, False when
-        nothing was (so consecutive failures back off further)."""
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
         maps = await read_once(
-            self._channel,
-            self.target,
-            [QUEUE_NAME_MAP, PORT_NAME_MAP],
-            self._policy.connect_deadline_s,
+            channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], self._policy.connect_deadline_s
         )
         oids = self._handler.name_maps(
             _as_map(maps.get(QUEUE_NAME_MAP)), _as_map(maps.get(PORT_NAME_MAP))
         )
-        subs = stream_subscriptions(oids, self._policy)
-        synced = False
-        delivered: list[tuple[str, ...]] = []
-        notes = subscribe(self._channel, self.target, subs)
-        async with aclosing(notes):
-            async for note in notes:
-                if note is SYNC:
-                    synced = True
-                    self._report_empty(paths_without_data(subs, delivered))
-                    self._handler.stream_up(True)
-                    continue
-                if not synced:
-                    delivered.extend(change.elems for change in note.changes)
-                if self._handler.notification(note):
-                    return True  # a name map changed: subscribe again with the new oids
-        return synced
+        self._switch = target.name
+        self._subs = stream_subscriptions(oids, self._policy)
+        self._delivered = []
+        return self._subs
+
+    def synced(self) -> str | None:
+        """A counter path that answered only with sync is an error, logged once per stream."""
+        missing = paths_without_data(self._subs, self._delivered)
+        self.empty = EmptySubscription(missing) if missing else None
+        self._handler.stream_up(True)
+        if self.empty is None:
+            return None
+        log.warning("%s: %s", self._switch, self.empty)
+        return "EmptySubscription"
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        if not synced:
+            self._delivered.extend(change.elems for change in note.changes)
+        return self._handler.notification(note)
+
+    def ended(self, end: StreamEnd) -> float | None:
+        self._handler.stream_up(False)
+        return None
 
 
 def _as_map(value: Any) -> dict[str, str]:

@@ -40,7 +40,7 @@ from procrastinate.sql import queries as engine_queries
 
 from controller.policy.loader import load_intent_file
 from controller.policy.models import Intent, Switch
-from controller.reconcile.share import WatchShare
+from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
 from controller.rollout.shard import libpq_conninfo
 from controller.settings import Settings
 from controller.sonic.compile import fleet_qos
@@ -51,12 +51,13 @@ from controller.southbound.subscribe import (
     COUNTERS,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
+    CounterSession,
     EndpointChannels,
     Handler,
     Notification,
     StreamPolicy,
     SubMode,
-    SwitchStream,
+    SupervisedStream,
 )
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
@@ -290,8 +291,12 @@ class Collector:
                 continue
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
-            stream = SwitchStream(
-                target, self._channels.for_target(target), handler, self._policy, rand=self._rand
+            stream = SupervisedStream(
+                target,
+                self._channels.for_target(target),
+                CounterSession(handler, self._policy),
+                self._policy.retry,
+                rand=self._rand,
             )
             task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
             self._running[name] = Running(target, handler, task)
@@ -448,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     share = None
     if membership is not None:
-        share = WatchShare(membership.live, time.monotonic, recheck_s=0.0)  # read every round
+        share = WatchShare(  # read every round
+            membership.live, time.monotonic, recheck_s=0.0, kind=TELEMETRY_COLLECTORS
+        )
         share.member = lambda: membership.member_id
     policy = StreamPolicy(
         counter_mode=SubMode(settings.telemetry.counter_mode),

@@ -40,6 +40,7 @@ from lab.demo_hosts import (
 )
 from lab.localpg import free_port
 from tests.integration.conftest import issue_token
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.e2e
 
@@ -108,7 +109,7 @@ def api_process(db_url: str, hosts_env: Mapping[str, str], log: Path) -> Iterato
     env = {**os.environ, "DATABASE_URL": db_url, "SLUICE_API_PORT": str(port), **hosts_env}
     url = f"http://127.0.0.1:{port}"
     with log.open("w") as out:
-        proc = subprocess.Popen(
+        proc = start_tethered(
             [str(BIN / "python"), "-m", "api"], env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:

@@ -21,6 +21,7 @@ import pytest
 
 from lab import netns
 from tests.e2e.playbook import run_site
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +79,7 @@ def segments() -> Iterator[tuple[list[Segment], str]]:
         assert run.returncode == 0, run.stdout[-3000:]
         receiver = fabric.host("receiver").address
         pcap = fabric.workdir / "hdcq.pcap"
-        dump = subprocess.Popen(
+        dump = start_tethered(
             fabric.host_exec(
                 "receiver",
                 [
@@ -99,7 +100,7 @@ def segments() -> Iterator[tuple[list[Segment], str]]:
         )
         assert dump.stderr is not None
         assert "listening on" in dump.stderr.readline()
-        sink = subprocess.Popen(
+        sink = start_tethered(
             fabric.host_exec(
                 "receiver",
                 [sys.executable, str(TRAFFIC), "sink", "--bind", receiver, "--port", str(PORT)],

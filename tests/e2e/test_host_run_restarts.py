@@ -38,6 +38,7 @@ from lab.demo_common import stop_process
 from lab.localpg import free_port
 from tests.integration.conftest import issue_token
 from tests.support.namespaced_hosts import e2e_intent
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +80,7 @@ class Stack:
     def _start(self, argv: list[str], name: str) -> subprocess.Popen[bytes]:
         log = (self.workdir / f"{name}.log").open("ab")
         try:
-            return subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            return start_tethered(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
 

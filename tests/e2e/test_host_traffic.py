@@ -16,6 +16,7 @@ import pytest
 
 from lab import netns
 from tests.e2e.playbook import htb_classes, run_site
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.e2e
 
@@ -63,7 +64,7 @@ def transfer(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One TCP flow sender -> receiver; returns (sink report, sender report)."""
     receiver = fabric.host("receiver").address
-    sink = subprocess.Popen(
+    sink = start_tethered(
         fabric.host_exec(
             "receiver",
             [sys.executable, str(TRAFFIC), "sink", "--bind", receiver, "--port", str(port)],

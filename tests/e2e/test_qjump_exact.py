@@ -38,6 +38,7 @@ import pytest
 from controller.qos.qjump import QjumpLevel, QjumpWindow, budget_bytes, host_limiter
 from lab import netns
 from tests.e2e.playbook import run_site
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.e2e
 
@@ -203,7 +204,7 @@ def capture(fabric: netns.Fabric) -> dict[str, Any]:
     """Run the traffic once; the frames each level sent, the messages, the reports."""
     sender, receiver = fabric.host("sender").address, fabric.host("receiver").address
     pcap = fabric.workdir / "qjump.pcap"
-    dump = subprocess.Popen(
+    dump = start_tethered(
         fabric.host_exec(
             "sender",
             [
@@ -228,7 +229,7 @@ def capture(fabric: netns.Fabric) -> dict[str, Any]:
     assert dump.stderr is not None
     assert "listening on" in dump.stderr.readline()
     common = ["--udp-port", str(MESSAGE_PORT), "--seconds", "3"]
-    send = subprocess.Popen(
+    send = start_tethered(
         fabric.host_exec(
             "sender",
             [

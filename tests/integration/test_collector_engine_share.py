@@ -26,6 +26,7 @@ from tests.integration.tls_certs import self_signed_tls
 from tests.support.collector_fleet import store_intent, streaming_switches, tls_switches
 from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
+from vsonic.tether import start_tethered
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 PASSWORD = "collector-engine-test"
@@ -66,7 +67,7 @@ def _start(db_url: str, tls: TlsFiles, port: int, log: Path) -> subprocess.Popen
            "SLUICE_TELEMETRY_SHARE": "engine", "SLUICE_WORKER_HEARTBEAT_S": str(HEARTBEAT_S),
            "SLUICE_WORKER_STALLED_AFTER_S": str(STALLED_AFTER_S)}  # fmt: skip
     with log.open("wb") as out:
-        return subprocess.Popen(
+        return start_tethered(
             [sys.executable, "-m", "controller.telemetry.collector"],
             env=env,
             stdout=out,

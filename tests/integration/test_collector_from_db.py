@@ -19,6 +19,7 @@ from tests.integration.tls_certs import self_signed_tls
 from tests.support.collector_fleet import store_intent, streaming_switches, tls_switches
 from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
+from vsonic.tether import start_tethered
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 PASSWORD = "collector-db-test"
@@ -52,7 +53,7 @@ def test_two_shards_stream_the_intents_switches_between_them(
                    "SLUICE_GNMI_TLS_CA": str(switch_tls.cert)}  # fmt: skip
             log = (tmp_path / f"collector-{shard.replace('/', '-')}.log").open("wb")
             processes.append(
-                subprocess.Popen(
+                start_tethered(
                     [sys.executable, "-m", "controller.telemetry.collector", "--shard", shard],
                     env=env,
                     stdout=log,

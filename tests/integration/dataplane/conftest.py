@@ -17,6 +17,7 @@ from vsonic.dataplane import AGENT, BUILD_COMMAND, ROOT, find_binary
 from vsonic.db import COUNTERS_DB, RedisStore
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
+from vsonic.tether import start_tethered
 
 Fields = dict[str, str]
 
@@ -121,7 +122,7 @@ def start_dataplane(
         traffic_file.write_text(traffic)
         log = tmp_path / f"dataplane-{len(started)}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen(
+            process = start_tethered(
                 [
                     str(dataplane_binary),
                     "--redis-port",

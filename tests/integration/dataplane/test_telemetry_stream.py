@@ -42,6 +42,7 @@ from vsonic.gnmi_server import (
 )
 from vsonic.redis_process import free_port
 from vsonic.switch import Switch, Targets
+from vsonic.tether import start_tethered
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -152,7 +153,7 @@ def collector(tmp_path: Path, tls: TlsFiles) -> Iterator[Callable[..., Scraper]]
         }
         log = (tmp_path / "collector.log").open("wb")
         processes.append(
-            subprocess.Popen(
+            start_tethered(
                 [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent)],
                 env=env,
                 stdout=log,
@@ -309,7 +310,7 @@ def test_the_agents_state_and_classes_reach_the_metrics(
     switch.write_config({f"{table}|{key}": fields for (table, key), fields in config.items()})
     start_dataplane(TRAFFIC)
     agent_log = (tmp_path / "agent.log").open("wb")
-    agent = subprocess.Popen(
+    agent = start_tethered(
         agent_command(agent_binary, switch.port), stdout=agent_log, stderr=subprocess.STDOUT
     )
     gnmi_port = free_port()

@@ -37,6 +37,7 @@ from tests.unit.test_compose import (
     dockerfile_instructions,
     interpolate,
 )
+from vsonic.tether import start_tethered
 
 pytestmark = pytest.mark.integration
 
@@ -303,7 +304,7 @@ def prometheus(tmp_path: Path) -> Iterator[str]:
         flag = flag.replace("/etc/prometheus", str(etc)).replace("=/prometheus", f"={tmp_path}")
         flags.append(flag.replace("0.0.0.0:9090", f"127.0.0.1:{port}"))
     log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen([find_binary("prometheus"), *flags], stdout=log, stderr=log)
+    process = start_tethered([find_binary("prometheus"), *flags], stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: answers(f"{url}/-/ready"), process, tmp_path / "prometheus.log")
@@ -370,8 +371,8 @@ def test_migrate_api_and_worker_run_with_the_compose_environment(
     api_log = tmp_path / "api.log"
     worker_log = tmp_path / "worker.log"
     with api_log.open("w") as a_out, worker_log.open("w") as w_out:
-        api = subprocess.Popen(argv("api"), env=api_env, stdout=a_out, stderr=a_out)
-        worker = subprocess.Popen(
+        api = start_tethered(argv("api"), env=api_env, stdout=a_out, stderr=a_out)
+        worker = start_tethered(
             argv("worker"), env=local_env("worker", moved), stdout=w_out, stderr=w_out
         )
         try:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from vsonic.tether import start_tethered
+
 ROOT = Path(__file__).resolve().parents[3]
 ENTRYPOINT = ROOT / "docker" / "vsonic-entrypoint.sh"
 
@@ -57,7 +59,7 @@ def test_entrypoint_runs_vsonic_in_the_foreground_and_stops_it_on_term(tmp_path:
         "VSONIC_STATE_DIR": str(state_dir),
         "VSONIC_PASSWORD": "lab-password",
     }
-    process = subprocess.Popen(
+    process = start_tethered(
         ["sh", str(ENTRYPOINT), "--switches", "1", "--base-port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -24,6 +24,7 @@ import yaml
 from lab import netns
 from tests.integration.docker.test_vsonic_entrypoint import clean_up_vsonic
 from tests.unit.test_compose import OPERATOR_VARIABLES, command_words, interpolate
+from vsonic.tether import start_tethered
 from vsonic.tls import certificate_dns_names
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,7 +90,7 @@ def test_the_lab_switch_answers_by_its_service_name_from_another_namespace(
     }
     words = vswitch_command()
     port = words[words.index("--base-port") + 1]
-    process = subprocess.Popen(
+    process = start_tethered(
         fabric.host_exec("vswitch", ["sh", str(ENTRYPOINT), *words]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -26,6 +26,7 @@ from lab.demo_switches import demo_intent
 from vsonic.dataplane import AGENT, DATAPLANE, ROOT, find_binary
 from vsonic.redis_process import free_port
 from vsonic.supervisor import load_state
+from vsonic.tether import CleanupGuard
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -85,6 +86,9 @@ def leaf1(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
         DATAPLANE.env: str(find_binary(build=False)),
         AGENT.env: str(find_binary(build=False, binary=AGENT)),
     }
+    # Should the test run be killed, ``vsonic down`` still stops the servers ``up`` forks off.
+    down_args = ["down", "--state-dir", str(state_dir)]
+    guard = CleanupGuard([sys.executable, "-m", "vsonic.cli", *down_args], env=env)
     up = _vsonic(env, "up", "--inventory", str(inventory), "--state-dir", str(state_dir),
                  "--traffic", str(traffic), "--base-port", str(free_port()))  # fmt: skip
     try:
@@ -92,7 +96,8 @@ def leaf1(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
         _write_rollout(state_dir, document)
         yield state_dir, intent_file, traffic
     finally:
-        down = _vsonic(env, "down", "--state-dir", str(state_dir))
+        down = _vsonic(env, *down_args)
+        guard.dismiss()
         assert down.returncode == 0, down.stderr
 
 

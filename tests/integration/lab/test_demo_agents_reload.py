@@ -21,6 +21,7 @@ from vsonic.dataplane import DATAPLANE, ROOT, find_binary
 from vsonic.db import COUNTERS_DB, RedisStore
 from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import SwitchSeed, default_ports, seed_store
+from vsonic.tether import start_tethered
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -59,7 +60,7 @@ def test_sighup_swaps_the_traffic_and_a_bad_file_keeps_it(
     traffic, log = tmp_path / "traffic.txt", tmp_path / "dataplane.log"
     traffic.write_text("first port=Ethernet0 queue=0 kind=dctcp\n")
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        process = start_tethered(
             [str(find_binary(build=False)), "--redis-port", str(redis_port),
              "--traffic", str(traffic), "--flex-interval-ms", "100"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

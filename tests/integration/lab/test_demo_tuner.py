@@ -32,6 +32,7 @@ from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import issue_token
 from vsonic.dataplane import AGENT, DATAPLANE, ROOT, find_binary
 from vsonic.redis_process import free_port
+from vsonic.tether import CleanupGuard
 from vsonic.tls import tls_files
 
 pytestmark = pytest.mark.integration
@@ -101,6 +102,9 @@ def lab(tmp_path: Path, db_url: str) -> Iterator[Lab]:
         stack.enter_context(prometheus)
         stack.enter_context(controller_process("api", env, tmp_path / "api.log", False))
         _wait_healthy(env["SLUICE_API_URL"])
+        # Should the test run be killed, ``vsonic down`` still stops what ``up`` forks off.
+        guard = CleanupGuard([BIN / "vsonic", "down", "--state-dir", state_dir], env=env)
+        stack.callback(guard.dismiss)
         run([str(BIN / "vsonic"), "up", "--inventory", str(intent), "--state-dir",
              str(state_dir), "--traffic", str(traffic), "--base-port", str(free_port())],
             env)  # fmt: skip

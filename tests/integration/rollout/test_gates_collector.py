@@ -28,6 +28,7 @@ from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
+from vsonic.tether import start_tethered
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 
@@ -67,7 +68,7 @@ def streaming(controller: Controller, switch_tls: TlsFiles, tmp_path: Path) -> I
         "SLUICE_GNMI_TLS_CA": str(switch_tls.cert),
     }
     with (tmp_path / "collector.log").open("wb") as log:
-        collector = subprocess.Popen(
+        collector = start_tethered(
             [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent_file)],
             env=env,
             stdout=log,

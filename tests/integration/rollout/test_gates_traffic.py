@@ -48,6 +48,7 @@ from tests.integration.dataplane.conftest import agent_binary, dataplane_binary
 from tests.integration.served import served
 from vsonic.dataplane import DataplaneOptions, agent_command, command
 from vsonic.redis_process import RedisProcess
+from vsonic.tether import start_tethered
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 from .test_gates_collector import settle, streaming
@@ -85,7 +86,7 @@ def carrying_traffic(
             ):
                 with (tmp_path / f"{kind}-{name}.log").open("wb") as log:
                     started.append(
-                        subprocess.Popen(
+                        start_tethered(
                             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
                         )
                     )

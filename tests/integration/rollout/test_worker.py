@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
+from vsonic.tether import start_tethered
 
 from .conftest import OPERATOR, Controller, wait_for
 
@@ -33,7 +34,7 @@ def worker_process(
         "SLUICE_GNMI_DEADLINE_S": "5",
     }
     with log.open("ab") as out:
-        process = subprocess.Popen(
+        process = start_tethered(
             [sys.executable, "-m", "controller.worker"], env=env, stdout=out, stderr=out
         )
     try:

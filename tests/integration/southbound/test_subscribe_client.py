@@ -12,15 +12,18 @@ import pytest
 from pydantic import SecretStr
 
 from controller.southbound.gnmi import GnmiTarget, session_tls
+from controller.southbound.retry import RetryPolicy
 from controller.southbound.subscribe import (
     AGENT_STATE,
     QUEUE_NAME_MAP,
     SYNC,
+    CounterSession,
     ListMode,
     Notification,
+    StreamEnd,
     StreamPolicy,
     Subscription,
-    SwitchStream,
+    SupervisedStream,
     counters_path,
     open_channel,
     read_once,
@@ -36,6 +39,7 @@ from vsonic.gnmi_server import (
     TlsFiles,
     start_server,
 )
+from vsonic.redis_process import free_port
 from vsonic.seed import default_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -149,10 +153,12 @@ def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
     running, _ = fleet
     handler = _OneRealOneGoneOid()
 
-    async def scenario() -> SwitchStream:
+    session = CounterSession(handler, StreamPolicy())
+
+    async def scenario() -> SupervisedStream:
         channel = open_channel(target(running.port, "rack0"))
-        stream = SwitchStream(
-            target(running.port, "rack0"), channel, handler, StreamPolicy(), rand=lambda: 0.5
+        stream = SupervisedStream(
+            target(running.port, "rack0"), channel, session, StreamPolicy().retry, rand=lambda: 0.5
         )
         task = asyncio.create_task(stream.run())
         try:
@@ -165,9 +171,85 @@ def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
         return stream
 
     stream = asyncio.run(scenario())
-    assert stream.empty is not None
+    assert session.empty is not None
     # The oid the switch lacks is named; the real one delivered its counters before the sync.
-    assert stream.empty.paths == (counters_path(GONE_OID),)
+    assert session.empty.paths == (counters_path(GONE_OID),)
     assert handler.real is not None
-    assert GONE_OID in str(stream.empty)
+    assert GONE_OID in str(session.empty)
     assert stream.last_error == "EmptySubscription"
+
+
+class _RecordingSession:
+    """A session that subscribes the queue map, records how each Subscribe ended and answers
+    the wait ``waits`` lists (None: the supervisor's backoff); with ``resubscribe`` each first
+    notification asks for a new Subscribe, as a changed name map does."""
+
+    def __init__(self, waits: list[float | None], *, resubscribe: bool = False) -> None:
+        self.ends: list[StreamEnd] = []
+        self._waits = iter(waits)
+        self._resubscribe = resubscribe
+
+    async def subscriptions(self, channel: object, target: GnmiTarget) -> list[Subscription]:
+        return [Subscription(QUEUE_NAME_MAP)]
+
+    def synced(self) -> str | None:
+        return None
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        return self._resubscribe
+
+    def ended(self, end: StreamEnd) -> float | None:
+        self.ends.append(end)
+        return next(self._waits)
+
+
+def _supervise(
+    target: GnmiTarget, session: _RecordingSession, retry: RetryPolicy, rounds: int
+) -> tuple[SupervisedStream, list[float]]:
+    """Runs the stream until it has waited ``rounds`` times; its stream and the waits."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == rounds:
+            raise asyncio.CancelledError  # the way a collector stops a stream
+
+    async def scenario() -> SupervisedStream:
+        channel = open_channel(target)
+        stream = SupervisedStream(target, channel, session, retry, rand=lambda: 0.0, sleep=sleep)
+        try:
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(stream.run(), 60)
+        finally:
+            await channel.close()
+        return stream
+
+    return asyncio.run(scenario()), waits
+
+
+RETRY = RetryPolicy(base_delay_s=1.0, max_delay_s=8.0)  # with rand 0: waits of half the step
+
+
+def test_a_supervised_stream_to_a_gone_switch_backs_off_further_and_names_the_status(
+    target: Callable[[int, str], GnmiTarget],
+) -> None:
+    session = _RecordingSession([None, None, 30.0, None])
+    gone = target(free_port(), "rack0")  # nobody listens there
+    stream, waits = _supervise(gone, session, RETRY, rounds=4)
+    # Steps 2, 4 s; the session's own wait (a switch that refuses, say) leaves the backoff
+    # where it was; then 8 s.
+    assert waits == [1.0, 2.0, 30.0, 4.0]
+    assert [end.error for end in session.ends] == ["UNAVAILABLE"] * 4
+    assert stream.failures == 4
+    assert stream.last_error == "UNAVAILABLE"
+
+
+def test_a_supervised_stream_that_delivered_starts_its_backoff_again(
+    fleet: tuple[RunningServer, GnmiService], target: Callable[[int, str], GnmiTarget]
+) -> None:
+    running, _ = fleet
+    session = _RecordingSession([None, None, None], resubscribe=True)
+    stream, waits = _supervise(target(running.port, "rack1"), session, RETRY, rounds=3)
+    assert waits == [0.5, 0.5, 0.5]  # the first step each time: nothing failed
+    assert session.ends == [StreamEnd(None)] * 3
+    assert (stream.failures, stream.last_error) == (0, None)

@@ -13,23 +13,36 @@ from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
 from tests.integration.vsonic.conftest import call_with_timeout
 from vsonic.redis_process import free_port
 from vsonic.supervisor import answers
+from vsonic.tether import CleanupGuard
 from vsonic.tls import tls_files
 
 PASSWORD = "cli-test-password"
+# A guard per state folder that ``up`` started and ``down`` has not stopped yet: should the
+# test run be killed in between, it runs ``vsonic down`` on the servers left.
+_GUARDS: dict[str, CleanupGuard] = {}
 
 
 def run_vsonic(*args: str, password: str | None = PASSWORD) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "VSONIC_PASSWORD"}
     if password is not None:
         env["VSONIC_PASSWORD"] = password
-    return subprocess.run(
-        [sys.executable, "-m", "vsonic.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    vsonic = [sys.executable, "-m", "vsonic.cli"]
+    state_dir = _state_dir(args)
+    guarded = args[0] == "up" and state_dir is not None and state_dir not in _GUARDS
+    if guarded and state_dir is not None:
+        _GUARDS[state_dir] = CleanupGuard([*vsonic, "down", "--state-dir", state_dir], env=env)
+    done = subprocess.run(
+        [*vsonic, *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
+    # A refused ``up`` started nothing (it stops what it had started).
+    stopped = args[0] == "down" or (guarded and done.returncode != 0)
+    if stopped and state_dir in _GUARDS:
+        _GUARDS.pop(state_dir).dismiss()
+    return done
+
+
+def _state_dir(args: tuple[str, ...]) -> str | None:
+    return args[args.index("--state-dir") + 1] if "--state-dir" in args else None
 
 
 def two_free_ports() -> int:

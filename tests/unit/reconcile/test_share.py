@@ -3,7 +3,18 @@ that engine mode relies on, and ``WatchShare`` noticing the live workers move.""
 
 from __future__ import annotations
 
-from controller.reconcile.share import WatchShare, owner, share_of
+import logging
+
+import pytest
+
+from controller.reconcile.share import (
+    DRIFT_WATCH,
+    TELEMETRY_COLLECTORS,
+    MemberKind,
+    WatchShare,
+    owner,
+    share_of,
+)
 
 SWITCHES = [f"sw-{i:04d}" for i in range(2000)]
 
@@ -61,3 +72,27 @@ def test_watch_share_rereads_members_at_most_every_recheck_and_reports_moves() -
     assert share.moved() is True  # member 2 died
     assert share.of(dict.fromkeys(SWITCHES)) == SWITCHES
     assert reads == [0.0, 5.0, 10.0, 15.0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "line"),
+    [
+        (
+            DRIFT_WATCH,
+            "drift watch: this worker (2) watches {mine} of 10 switches (2 live workers)",
+        ),
+        (
+            TELEMETRY_COLLECTORS,
+            "telemetry collector: this collector (2) streams {mine} of 10 switches"
+            " (2 live collectors)",
+        ),
+    ],
+)
+def test_the_share_line_names_the_kind_of_member(
+    kind: MemberKind, line: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    share = WatchShare(lambda: [1, 2], lambda: 0.0, recheck_s=0.0, kind=kind)
+    share.member = lambda: 2
+    with caplog.at_level(logging.INFO, logger="controller.reconcile.share"):
+        mine = share.of(dict.fromkeys(SWITCHES[:10]))
+    assert caplog.messages == [line.format(mine=len(mine))]
