@@ -12,6 +12,8 @@ about 52 B per packet, so it lands in the 4 000 B bucket, never the 2 000 B one.
 from __future__ import annotations
 
 import math
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -56,6 +58,7 @@ class Measured:
     fabric: netns.Fabric
     promql: PromQL
     summary: TelemetrySummary
+    host_vars: dict[str, dict[str, object]]
 
 
 def _host_vars(fabric: netns.Fabric, state_root: Path) -> dict[str, dict[str, object]]:
@@ -101,7 +104,8 @@ def _wait_for(promql: PromQL, query: str, wanted: float, timeout_s: float = 60) 
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measured]:
     root = tmp_path_factory.mktemp("host-exporter")
     with netns.running(len(HOSTS), names=HOSTS) as fabric:
-        run = run_site(fabric, _host_vars(fabric, root / "state"), tags="dscp,host_exporter")
+        host_vars = _host_vars(fabric, root / "state")
+        run = run_site(fabric, host_vars, tags="dscp,host_exporter")
         assert run.returncode == 0, run.stdout[-3000:]
         for host in HOSTS:
             # A closed connection's conntrack entry lives on in TIME_WAIT (120 s by default)
@@ -144,7 +148,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measured]:
                     _wait_for(promql, finished, 17)
                     time.sleep(2)  # one more scrape of every host
                     summary = read_summary(promql, datetime.now(UTC), 120)
-                    yield Measured(fabric, promql, summary)
+                    yield Measured(fabric, promql, summary, host_vars)
                 finally:
                     promql.close()
         finally:
@@ -212,3 +216,26 @@ def test_the_pias_rule_proposes_thresholds_from_the_measured_sizes(measured: Mea
     assert isinstance(new, int)
     assert new < in_use[0]
     assert new <= 64_000
+
+
+def _supervisor_child(measured: Measured, host: str) -> int:
+    exporter = measured.host_vars[host]["sluice_host_exporter"]
+    assert isinstance(exporter, dict)
+    pidfile = Path(exporter["state_dir"]) / f"host-exporter-{exporter['listen_address']}-{PORT}.pid"
+    supervisor = pidfile.read_text().strip()
+    children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
+    (child,) = children
+    return int(child)
+
+
+def test_a_second_run_changes_nothing_and_a_dead_exporter_is_restarted(measured: Measured) -> None:
+    # counters and the senders' sets moved with the traffic; the table's definition did not
+    again = run_site(measured.fabric, measured.host_vars, tags="dscp,host_exporter")
+    assert again.returncode == 0, again.stdout[-3000:]
+    changed = {host: [t["task"] for t in again.tasks(host, "changed")] for host in HOSTS}
+    assert changed == dict.fromkeys(HOSTS, []), again.tasks("h1", "changed")
+    child = _supervisor_child(measured, "h2")
+    os.kill(child, signal.SIGKILL)
+    restarts = 'sluice_host_exporter_restarts_total{host="h2"}'
+    assert _wait_for(measured.promql, restarts, 1, timeout_s=30) == 1
+    assert _supervisor_child(measured, "h2") != child

@@ -125,8 +125,9 @@ def render_exporter_table(config: dict[str, Any]) -> str:
     inbound: list[str] = []
     outbound = [
         # A conntrack expression, so conntrack tracks this namespace's flows (and reports
-        # their end) even on a host whose DSCP rules use none.
-        "ct state new counter",
+        # their end) even on a host whose DSCP rules use none. No counter: its values would
+        # make the live table differ from the rendered one at every run.
+        "ct state new",
     ]
     for entry in config["levels"]:
         level = entry["level"]
