@@ -83,11 +83,10 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
 import time
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.sluice.fabric.plugins.module_utils.hostexporter import exporter_config
 from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import SchemaError
@@ -134,9 +133,9 @@ def answering(config: dict) -> bool:
     host = config["listen_address"]
     host = f"[{host}]" if ":" in host else host
     try:
-        with urllib.request.urlopen(f"http://{host}:{config['port']}/metrics", timeout=1) as page:
+        with open_url(f"http://{host}:{config['port']}/metrics", timeout=1) as page:
             return page.status == 200
-    except OSError:
+    except Exception:  # refused, reset, an HTTP error: not answering yet
         return False
 
 
@@ -144,11 +143,10 @@ def start(module: AnsibleModule, config: dict, paths: dict[str, str], text: str)
     with open(paths["json"], "w") as handle:
         handle.write(text)
     argv = [module.params["python"], module.params["script"], "supervise", paths["json"]]
-    argv += ["--pidfile", paths["pid"]]
-    with open(paths["log"], "ab") as log:
-        subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
-        )
+    argv += ["--pidfile", paths["pid"], "--detach-log", paths["log"]]
+    rc, _out, err = module.run_command(argv)  # returns once the supervisor has detached
+    if rc != 0:
+        module.fail_json(msg=f"sluice-host-exporter did not start: {err.strip()}")
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not answering(config):
         if time.monotonic() > deadline:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: sluice developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """sluice-host-exporter: what only a host sees, as Prometheus metrics (sluice docs/tuning.md,
@@ -64,6 +63,7 @@ NFTA_SET_ELEM_LIST_TABLE, NFTA_SET_ELEM_LIST_SET, NFTA_SET_ELEM_LIST_ELEMENTS = 
 CLASS_MARK_MASK = 0xFF  # the DSCP rules keep the class index in the ct mark's low byte
 BAND_BYTES = 64
 RECV_BUFFER = 4 * 1024 * 1024
+SO_RCVBUFFORCE = 33  # asm-generic/socket.h; not in Python's socket module everywhere
 # Flow-size buckets: 1 kB x 2^k up to about 1 GB (docs/tuning.md).
 FLOW_BUCKETS = tuple(1000 * 2**k for k in range(21))
 
@@ -304,7 +304,10 @@ class LocalAddresses:
 
 def conntrack_socket() -> socket.socket:
     events = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-    events.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER)
+    try:  # root may go past net.core.rmem_max (CAP_NET_ADMIN); a burst of ends needs room
+        events.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER)
+    except OSError:
+        events.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER)
     events.bind((0, 1 << (NFNLGRP_CONNTRACK_DESTROY - 1)))
     return events
 
@@ -394,7 +397,7 @@ def set_size(table: str, name: str, seq: int) -> int:
         elements = attributes(payload[NFGEN_HEADER.size :]).get(NFTA_SET_ELEM_LIST_ELEMENTS, b"")
         offset = 0
         while offset + NLA_HEADER.size <= len(elements):
-            length, _ = NLA_HEADER.unpack_from(elements, offset)
+            length = NLA_HEADER.unpack_from(elements, offset)[0]
             total += 1
             offset += max((length + 3) & ~3, NLA_HEADER.size)
     return total
@@ -491,6 +494,21 @@ def run(config_path: str) -> None:
     server.serve_forever()
 
 
+def detach(log_path: str) -> None:
+    """Carry on in a new session with stdio on the log; the caller (the Ansible module) gets
+    its exit status at once and the supervisor outlives the SSH connection."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+
+
 def supervise(config_path: str, pidfile: str) -> None:
     """Run the exporter as a child and start it again when it exits (1 s apart, so a broken
     config does not spin); SIGTERM stops both."""
@@ -525,11 +543,14 @@ def main(argv: list[str] | None = None) -> None:
     sup = sub.add_parser("supervise", help="run the exporter, restart it when it exits")
     sup.add_argument("config")
     sup.add_argument("--pidfile", required=True)
+    sup.add_argument("--detach-log", help="detach into a new session, stdio on this file")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.config)
-    else:
-        supervise(args.config, args.pidfile)
+        return
+    if args.detach_log:
+        detach(args.detach_log)
+    supervise(args.config, args.pidfile)
 
 
 if __name__ == "__main__":
