@@ -512,27 +512,32 @@ def detach(log_path: str) -> None:
 def supervise(config_path: str, pidfile: str) -> None:
     """Run the exporter as a child and start it again when it exits (1 s apart, so a broken
     config does not spin); SIGTERM stops both."""
-    child: subprocess.Popen[bytes] | None = None
+    stopping = threading.Event()
+    children: list[subprocess.Popen[bytes]] = []
 
     def stop(*_: Any) -> None:
-        if child is not None and child.poll() is None:
-            child.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=5)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pidfile)
-        sys.exit(0)
+        # Only signal here: the main thread is inside the child's wait(), holding the lock a
+        # second wait() would spin on; it returns once the child is gone.
+        stopping.set()
+        if children:
+            with contextlib.suppress(ProcessLookupError):
+                children[-1].terminate()
 
     signal.signal(signal.SIGTERM, stop)
     with open(pidfile, "w") as handle:
         handle.write(f"{os.getpid()}\n")
     restarts = 0
-    while True:
+    while not stopping.is_set():
         env = {**os.environ, "SLUICE_EXPORTER_RESTARTS": str(restarts)}
-        child = subprocess.Popen([sys.executable, __file__, "run", config_path], env=env)
-        child.wait()
+        children[:] = [subprocess.Popen([sys.executable, __file__, "run", config_path], env=env)]
+        if stopping.is_set():  # SIGTERM came while it was starting
+            children[0].terminate()
+        children[0].wait()
+        if stopping.wait(1.0):
+            break
         restarts += 1
-        time.sleep(1.0)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(pidfile)
 
 
 def main(argv: list[str] | None = None) -> None:
