@@ -154,6 +154,15 @@ def test_the_page_has_cumulative_buckets_and_per_scrape_level_gauges() -> None:
     )
 
 
+def test_large_counts_are_written_whole() -> None:
+    exporter = _exporter()
+    for _ in range(3):
+        exporter.record_flow("rpc", 1_500)
+    exporter.flows["rpc"].buckets[-1] = 12_345_678  # a long-lived host's count
+    page = exporter.render({})
+    assert 'le="1048576000"} 12345678\n' in page
+
+
 def test_lost_events_are_counted() -> None:
     exporter = _exporter()
     exporter.lost = 3

@@ -156,8 +156,8 @@ def band_top(band: int, protocol_tcp: bool, packet_cap: int | None, mtu: int) ->
     return min(top, mtu)
 
 
-def render_bucket_line(name: str, labels: str, le: str, value: float) -> str:
-    return f'{name}_bucket{{{labels},le="{le}"}} {value:g}'
+def render_bucket_line(name: str, labels: str, le: str, value: int) -> str:
+    return f'{name}_bucket{{{labels},le="{le}"}} {value}'
 
 
 def _escape(value: str) -> str:
