@@ -154,6 +154,18 @@ def test_the_page_has_cumulative_buckets_and_per_scrape_level_gauges() -> None:
     )
 
 
+def test_the_largest_packet_counts_only_what_was_sent_since_the_last_scrape() -> None:
+    exporter = _exporter()
+    exporter.prime({7: {(False, 20): 5}})  # sent before a restart: not this scrape's
+    first = exporter.render({7: {(False, 20): 5, (False, 2): 1}})
+    assert 'sluice_host_qjump_max_packet_bytes{host="h1",level="7"} 192\n' in first
+    # the table was reloaded (counters from zero) and one packet sent since
+    reloaded = exporter.render({7: {(False, 2): 1}})
+    assert 'sluice_host_qjump_max_packet_bytes{host="h1",level="7"} 0\n' in reloaded
+    after = exporter.render({7: {(False, 4): 1}})
+    assert 'sluice_host_qjump_max_packet_bytes{host="h1",level="7"} 320\n' in after
+
+
 def test_large_counts_are_written_whole() -> None:
     exporter = _exporter()
     for _ in range(3):

@@ -266,12 +266,20 @@ class Exporter:
             fan_in.append((level, state.fan_in_max))
             state.fan_in_max = 0
             now = bands.get(level, {})
-            grown = [key for key, count in now.items() if count > state.band_counts.get(key, 0)]
+            # a count below the last one: the table was reloaded (counters from zero)
+            grown = [key for key, n in now.items() if n and n != state.band_counts.get(key, 0)]
             cap = self.levels[level].get("packet_bytes")
             tops = [band_top(band, tcp, cap, self.mtu) for tcp, band in grown]
             packets.append((level, max(tops, default=0)))
             state.band_counts = dict(now)
         return fan_in, packets
+
+    def prime(self, bands: dict[int, dict[tuple[bool, int], int]]) -> None:
+        """Start from the counters as they are: what was sent before this process started
+        (the table outlives a restart) is no packet of the first scrape."""
+        with self.lock:
+            for level in self.levels:
+                self.level_state.setdefault(level, LevelState()).band_counts = bands.get(level, {})
 
     def record_fan_in(self, level: int, senders: int) -> None:
         with self.lock:
@@ -477,6 +485,7 @@ def run(config_path: str) -> None:
         restarts=int(os.environ.get("SLUICE_EXPORTER_RESTARTS", "0")),
     )
     table = config["table"]
+    exporter.prime(read_bands(table))
     events = conntrack_socket()  # before serving: no flow finishes unseen once we answer
     server = serve(exporter, config["listen_address"], int(config["port"]), table)
     workers = [
