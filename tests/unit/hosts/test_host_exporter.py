@@ -175,6 +175,14 @@ def test_large_counts_are_written_whole() -> None:
     assert 'le="1048576000"} 12345678\n' in page
 
 
+def test_a_level_without_a_dscp_reports_no_fan_in() -> None:
+    levels = {0: {"level": 0, "dscp": [], "packet_bytes": None}}
+    exporter = daemon.Exporter(host="h1", classes=[], levels=levels, mtu=1500)
+    page = exporter.render({})
+    assert "sluice_host_qjump_fan_in{" not in page
+    assert 'sluice_host_qjump_max_packet_bytes{host="h1",level="0"} 0' in page
+
+
 def test_lost_events_are_counted() -> None:
     exporter = _exporter()
     exporter.lost = 3

@@ -263,7 +263,8 @@ class Exporter:
         packets: list[tuple[int, int]] = []
         for level in sorted(self.levels):
             state = self.level_state.setdefault(level, LevelState())
-            fan_in.append((level, state.fan_in_max))
+            if self.watches_senders(level):
+                fan_in.append((level, state.fan_in_max))
             state.fan_in_max = 0
             now = bands.get(level, {})
             # a count below the last one: the table was reloaded (counters from zero)
@@ -273,6 +274,10 @@ class Exporter:
             packets.append((level, max(tops, default=0)))
             state.band_counts = dict(now)
         return fan_in, packets
+
+    def watches_senders(self, level: int) -> bool:
+        """A level no class marks with a DSCP has no input rule: nothing to count there."""
+        return bool(self.levels[level].get("dscp"))
 
     def prime(self, bands: dict[int, dict[tuple[bool, int], int]]) -> None:
         """Start from the counters as they are: what was sent before this process started
@@ -416,7 +421,7 @@ def sample_fan_in(exporter: Exporter, table: str, window_s: float) -> None:
     seq = 0
     while True:
         time.sleep(window_s)
-        for level in exporter.levels:
+        for level in [lv for lv in exporter.levels if exporter.watches_senders(lv)]:
             senders = 0
             for family in ("v4", "v6"):
                 seq += 1
