@@ -16,15 +16,17 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.localpg import free_port
+from lab.netns_forward import forwarded
 from vsonic.tether import start_tethered
 
 RULES_FILE = Path(__file__).resolve().parent.parent / "docker" / "prometheus" / "sluice.rules.yml"
 COLLECTOR_JOB = "sluice-collector"
+HOST_EXPORTER_JOB = "sluice-host-exporter"
 
 
 class LocalPrometheusError(RuntimeError):
@@ -40,9 +42,23 @@ def find_binary(name: str) -> str:
     return found
 
 
-def config_text(targets: Sequence[str], scrape_interval_s: float, rules_file: Path) -> str:
-    """The prometheus.yml: one job scraping ``targets`` (``host:port``), sluice's rules."""
+def config_text(
+    targets: Sequence[str],
+    scrape_interval_s: float,
+    rules_file: Path,
+    host_targets: Sequence[str] = (),
+) -> str:
+    """The prometheus.yml: one job scraping ``targets`` (``host:port``), sluice's rules; with
+    ``host_targets``, a second job scraping the hosts' exporters (docs/hosts.md)."""
     listed = ", ".join(f'"{target}"' for target in targets)
+    hosts = ""
+    if host_targets:
+        host_listed = ", ".join(f'"{target}"' for target in host_targets)
+        hosts = (
+            f"  - job_name: {HOST_EXPORTER_JOB}\n"
+            "    static_configs:\n"
+            f"      - targets: [{host_listed}]\n"
+        )
     return (
         "global:\n"
         f"  scrape_interval: {scrape_interval_s:g}s\n"
@@ -53,13 +69,16 @@ def config_text(targets: Sequence[str], scrape_interval_s: float, rules_file: Pa
         f"  - job_name: {COLLECTOR_JOB}\n"
         "    static_configs:\n"
         f"      - targets: [{listed}]\n"
+        f"{hosts}"
     )
 
 
 @dataclass
 class LocalPrometheus:
     """One server with its data and config in ``root``; ``start`` and ``stop`` it, or use it
-    as a context manager."""
+    as a context manager. With ``netns`` it runs inside that network namespace (to scrape the
+    namespaced hosts' exporters, ``host_targets``) and ``url`` leads to it through a
+    forwarder on this machine's loopback (``lab.netns_forward``)."""
 
     root: Path
     targets: Sequence[str] = ()
@@ -67,11 +86,15 @@ class LocalPrometheus:
     rules_file: Path = RULES_FILE
     port: int = field(default_factory=free_port)
     tethered: bool = True  # stops when this process ends (``vsonic.tether``); False: outlives it
+    host_targets: Sequence[str] = ()
+    netns: str | None = None
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _forward: ExitStack = field(default_factory=ExitStack, init=False, repr=False)
+    _url_port: int | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self._url_port or self.port}"
 
     @property
     def data_dir(self) -> Path:
@@ -88,7 +111,8 @@ class LocalPrometheus:
     def write_config(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(
-            config_text(self.targets, self.scrape_interval_s, self.rules_file), encoding="utf-8"
+            config_text(self.targets, self.scrape_interval_s, self.rules_file, self.host_targets),
+            encoding="utf-8",
         )
         return self.config_file
 
@@ -123,6 +147,9 @@ class LocalPrometheus:
             # Backfilled blocks may lie in the range the head would cover.
             "--storage.tsdb.allow-overlapping-blocks",
         ]
+        if self.netns is not None:
+            args = ["ip", "netns", "exec", self.netns, *args]  # ip execs: the pid is prometheus'
+            self._url_port = self._forward.enter_context(forwarded(self.netns, self.port))
         with self.log_file.open("ab") as log:
             start = start_tethered if self.tethered else subprocess.Popen
             self._process = start(args, stdout=log, stderr=subprocess.STDOUT)
@@ -148,6 +175,7 @@ class LocalPrometheus:
         raise LocalPrometheusError(f"prometheus was not ready on port {self.port}")
 
     def stop(self) -> None:
+        self._forward.close()
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return

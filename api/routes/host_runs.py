@@ -14,7 +14,11 @@ from fastapi import APIRouter, Path, Response
 from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
 from api.routes.telemetry import TelemetryDep
 from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
+from controller.errors import NotFound
+from controller.hosts.compile import exporter_targets
+from controller.policy.loader import parse_intent
 from controller.rollout.gate_reads import promql_reader
+from controller.types import JsonObject
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
 
@@ -48,6 +52,18 @@ def apply_hosts(
     )
     response.headers["Location"] = f"/api/v1/hosts/runs/{run.id}"
     return HostRunOut.of(run)
+
+
+@router.get("/exporter-targets", name="host_exporter_targets")
+def host_exporter_targets(services: ServicesDep, _: Viewer) -> list[JsonObject]:
+    """The current intent's host exporters in Prometheus' HTTP service-discovery format
+    (``http_sd_configs``): one target group per host, labelled ``host``. Empty when the
+    fabric runs no exporter (``fabric.host_exporter``) or no intent is stored."""
+    try:
+        data = services.intents.current().data
+    except NotFound:
+        return []
+    return exporter_targets(parse_intent(data))
 
 
 @router.get("/runs", response_model=PageOut[HostRunOut], name="list_host_runs")

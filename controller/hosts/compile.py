@@ -9,7 +9,9 @@ Each host gets:
   socket priority that selects the level's HTB class;
 - ``sluice_pias``: per PIAS class with a ``hosts_match``, the demotion thresholds computed from
   the workload's flow-size CDF and load (``controller.qos.pias.demotion_thresholds``) and the
-  DSCP of each stage.
+  DSCP of each stage;
+- ``sluice_host_exporter``: only with ``fabric.host_exporter``, the exporter on the host's
+  address.
 
 ``sluice_dscp`` and ``sluice_pias`` are always rendered (an empty list removes sluice's table
 from the host), so a class dropped from the intent is also dropped from the hosts.
@@ -87,7 +89,41 @@ def host_vars(intent: Intent, host: Host) -> tuple[str, JsonObject]:
         values["sluice_qjump"] = qjump
     values["sluice_dscp"] = dscp_vars(intent)
     values["sluice_pias"] = pias_vars(intent)
+    exporter = exporter_vars(intent, host)
+    if exporter is not None:
+        values["sluice_host_exporter"] = exporter
     return host.name, values
+
+
+def exporter_vars(intent: Intent, host: Host) -> JsonObject | None:
+    """``sluice_host_exporter`` (docs/hosts.md): on the host's address, or None when the
+    fabric runs no exporter."""
+    exporter = intent.fabric.host_exporter
+    if exporter is None:
+        return None
+    return {
+        "listen_address": host.address,
+        "port": exporter.port,
+        "fan_in_window_ms": exporter.fan_in_window_ms,
+        "reap_interval_s": exporter.reap_interval_s,
+        "mtu_bytes": intent.fabric.mtu_bytes,
+    }
+
+
+def exporter_targets(intent: Intent) -> list[JsonObject]:
+    """The hosts' exporters as Prometheus service-discovery target groups (the file_sd and
+    http_sd format): one group per host, labelled with its name."""
+    exporter = intent.fabric.host_exporter
+    if exporter is None:
+        return []
+    return [
+        {"targets": [_target(host.address, exporter.port)], "labels": {"host": host.name}}
+        for host in intent.hosts
+    ]
+
+
+def _target(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
 def connection_vars(host: Host) -> JsonObject:

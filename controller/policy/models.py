@@ -345,6 +345,20 @@ class ServiceClass(Frozen):
     )
 
 
+class HostExporter(Frozen):
+    """sluice-host-exporter on every host (docs/hosts.md): finished flows' sizes, QJUMP fan-in
+    and packet sizes, which only hosts see, for the tuner (docs/tuning.md). It listens on each
+    host's ``address``, so that must be an IP address while it is on."""
+
+    port: int = Field(default=9140, ge=1, le=65535)
+    fan_in_window_ms: int = Field(
+        default=10, ge=1, le=60_000, description="fan-in: distinct senders within this window"
+    )
+    reap_interval_s: float = Field(
+        default=5.0, ge=0.1, le=3600.0, description="how often expired flows are reported"
+    )
+
+
 class Qjump(Frozen):
     """QJUMP fabric parameters (QJUMP, NSDI 2015 §3): epoch = 2nP/R + eps."""
 
@@ -549,6 +563,7 @@ class Fabric(Frozen):
     reconcile: Reconcile = Field(default_factory=Reconcile)
     health: Health = Field(default_factory=Health)
     tuning: Tuning = Field(default_factory=Tuning)
+    host_exporter: HostExporter | None = None
 
 
 class Intent(Frozen):

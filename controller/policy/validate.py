@@ -134,6 +134,20 @@ def addresses_well_formed(intent: Intent) -> list[FieldProblem]:
     ]
 
 
+def exporter_addresses(intent: Intent) -> list[FieldProblem]:
+    """The host exporter listens on the host's address, which a DNS name cannot be bound to."""
+    if intent.fabric.host_exporter is None:
+        return []
+    problems = []
+    for i, host in enumerate(intent.hosts):
+        try:
+            ipaddress.ip_address(host.address)
+        except ValueError:
+            reason = f"{host.address!r} must be an IP address: fabric.host_exporter listens on it"
+            problems.append(FieldProblem(f"hosts[{i}].address", reason))
+    return problems
+
+
 def agent_timing(intent: Intent) -> list[FieldProblem]:
     """The agent calls its config stale after ``stale_after_ms``; anything not above one loop
     interval would make every loop stale."""
@@ -338,6 +352,7 @@ def ecn_modes(intent: Intent) -> list[FieldProblem]:
 # every host instead of one.
 RESERVED_HOST_NAMES = {
     "runs": "GET /api/v1/hosts/runs lists host runs",
+    "exporter-targets": "GET /api/v1/hosts/exporter-targets lists the hosts' exporters",
     "all": "Ansible's group of every host",
     "ungrouped": "an Ansible implicit group",
 }
@@ -418,6 +433,7 @@ def hdcq_layout(intent: Intent) -> list[FieldProblem]:
 RULES: tuple[Rule, ...] = (
     unique_names,
     addresses_well_formed,
+    exporter_addresses,
     known_speeds,
     agent_timing,
     health_thresholds_ordered,

@@ -4,8 +4,8 @@ that drifted from the intent's workload, its proposal (approved by an operator) 
 over real SSH to namespaced hosts, driven through the REST API) puts the new threshold into
 each host's ``sluice_pias`` nftables table, read back inside the namespace.
 
-The histogram is handed to the tuner as its telemetry summary: the host exporter that would
-put it in Prometheus is designed, not built (docs/tuning.md, "How hosts report")."""
+The histogram is handed to the tuner as its telemetry summary; the host exporter's own path
+to Prometheus and the PIAS rule is tests/e2e/test_host_exporter.py."""
 
 from __future__ import annotations
 

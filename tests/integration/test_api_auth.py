@@ -26,6 +26,7 @@ ENDPOINTS: list[tuple[str, str, AccessRole]] = [
     ("DELETE", "/api/v1/tokens/{token_id}", AccessRole.ADMIN),
     ("POST", "/api/v1/hosts/plan", AccessRole.OPERATOR),
     ("POST", "/api/v1/hosts/apply", AccessRole.OPERATOR),
+    ("GET", "/api/v1/hosts/exporter-targets", AccessRole.VIEWER),
     ("GET", "/api/v1/hosts/runs", AccessRole.VIEWER),
     ("GET", "/api/v1/hosts/runs/{run_id}", AccessRole.VIEWER),
 ]

@@ -214,3 +214,20 @@ def test_a_run_resumes_with_the_hosts_not_yet_done_each_host_once(service_parts:
     assert [(r.host, r.batch, r.status) for r in done.results] == [
         (host, n, "ok") for n, host in enumerate(HOSTS, start=1)
     ]
+
+
+def test_exporter_targets_follow_the_intent(
+    hosts_app: Callable[..., TestClient], auth: Any
+) -> None:
+    client = hosts_app()
+    url = "/api/v1/hosts/exporter-targets"
+    assert client.get(url, headers=auth["viewer"]).json() == []  # no fabric.host_exporter
+    intent = four_host_intent()
+    intent["fabric"]["host_exporter"] = {"port": 9200}
+    assert put_intent(client, auth["operator"], intent, 1).status_code == 200
+    groups = client.get(url, headers=auth["viewer"]).json()
+    assert groups == [
+        {"targets": [f"10.0.1.{11 + i}:9200"], "labels": {"host": name}}
+        for i, name in enumerate(HOSTS)
+    ]
+    assert client.get(url).status_code == 401

@@ -83,6 +83,7 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "run_reconcile",
         "plan_hosts",
         "apply_hosts",
+        "host_exporter_targets",
         "list_host_runs",
         "get_host_run",
         "get_switch_telemetry",

@@ -28,7 +28,7 @@ API_MODULES = (
     "switch_info",
     "rollout_info",
 )
-HOST_MODULES = ("sysctl", "route", "htb", "nft")
+HOST_MODULES = ("sysctl", "route", "htb", "nft", "host_exporter")
 SANITY_TIMEOUT_S = 1800  # the first run creates one virtual environment per sanity test
 
 
@@ -57,7 +57,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         names = set(archive.getnames())
     assert {f"plugins/modules/{m}.py" for m in API_MODULES + HOST_MODULES} <= names
     assert "plugins/inventory/sluice.py" in names
-    assert {f"roles/{r}/tasks/main.yml" for r in ("ecn", "qjump", "dscp", "pias")} <= names
+    roles = ("ecn", "qjump", "dscp", "pias", "host_exporter")
+    assert {f"roles/{r}/tasks/main.yml" for r in roles} <= names
+    assert "roles/host_exporter/files/sluice_host_exporter.py" in names
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/output")]
     target = tmp_path_factory.mktemp("collections")
     done = run(

@@ -173,9 +173,13 @@ def _priority_text(value: Any, path: str) -> str:
     return f"{priority >> 16:x}:{priority & 0xFFFF:x}"
 
 
-def render_dscp_table(table: str, classes: Any, path: str = "sluice_dscp") -> str:
+def render_dscp_table(
+    table: str, classes: Any, path: str = "sluice_dscp", *, conntrack_marks: bool = False
+) -> str:
     """``sluice_dscp`` to a table: per class, set DSCP (and skb->priority if given) on the
-    packets its match selects, then accept so the first matching class wins."""
+    packets its match selects, then accept so the first matching class wins. With
+    ``conntrack_marks`` the rule also puts the class's index + 1 in the ct mark's low byte,
+    so the host exporter names the class of a finished connection (docs/hosts.md)."""
     if not isinstance(classes, list):
         raise _fail(path, "must be a list of classes")
     seen: set[str] = set()
@@ -200,15 +204,20 @@ def render_dscp_table(table: str, classes: Any, path: str = "sluice_dscp") -> st
         reply = reply_match(spec["match"], f"{where}.match")
         if reply is not None:
             selectors.append(render_match(reply, f"{where}.match"))
-        priority = ""
+        statements = ""
         if "priority" in spec:
-            priority = f" meta priority set {_priority_text(spec['priority'], f'{where}.priority')}"
+            statements = (
+                f" meta priority set {_priority_text(spec['priority'], f'{where}.priority')}"
+            )
+        if conntrack_marks:
+            # low byte only: other users of the ct mark keep the upper bits
+            statements += f" ct mark set ct mark and 0xffffff00 or {index + 1}"
         clamps, inbound = _mss_clamps(spec, selectors, where)
         rules += [rule.replace("  ", " ") for rule in clamps]
         input_rules += [rule.replace("  ", " ") for rule in inbound]
         for selector in selectors:
             for family in FAMILIES:
-                action = f"{family} dscp set {dscp}{priority} accept"
+                action = f"{family} dscp set {dscp}{statements} accept"
                 rules.append(f'{selector} {action} comment "class {name}"'.lstrip())
     return _table(table, DSCP_CHAIN_PRIORITY, rules, "DSCP and priority per class", input_rules)
 

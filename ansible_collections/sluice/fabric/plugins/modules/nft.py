@@ -48,6 +48,22 @@ options:
   pias:
     description: The C(sluice_pias) variable (a mapping, or a list of them).
     type: raw
+  conntrack_marks:
+    description: With O(dscp_classes), also put each class's index + 1 in the ct mark's low
+      byte (the host exporter reads it from conntrack events).
+    type: bool
+    default: false
+  host_exporter:
+    description: The C(sluice_host_exporter) variable; renders the exporter's sets and
+      counters (with O(dscp_classes) and O(qjump) as context).
+    type: dict
+  qjump:
+    description: The C(sluice_qjump) variable, context for O(host_exporter).
+    type: raw
+  host:
+    description: The host's inventory name, context for O(host_exporter).
+    type: str
+    default: ""
   state:
     description: V(present) writes the rendered table; V(absent) deletes the table.
     type: str
@@ -80,6 +96,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.sluice.fabric.plugins.module_utils.hostexporter import (
+    exporter_config,
+    render_exporter_table,
+)
 from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import SchemaError
 from ansible_collections.sluice.fabric.plugins.module_utils.nftrules import (
     check_table,
@@ -91,6 +111,10 @@ SEPARATOR = "\n--sluice-listing--\n"
 ACCT_SYSCTL = "/proc/sys/net/netfilter/nf_conntrack_acct"
 
 
+# What traffic changes in a table, not its definition: counter values, dynamic set elements.
+LIVE_FIELDS = {"counter": {"packets", "bytes"}, "set": {"elem"}}
+
+
 def normalise(listing: str) -> list[dict]:
     """nft's JSON without what differs between two loads of the same rules."""
     items = []
@@ -98,7 +122,8 @@ def normalise(listing: str) -> list[dict]:
         if "metainfo" in item:
             continue
         ((kind, body),) = item.items()
-        items.append({kind: {k: v for k, v in body.items() if k != "handle"}})
+        dropped = {"handle"} | LIVE_FIELDS.get(kind, set())
+        items.append({kind: {k: v for k, v in body.items() if k not in dropped}})
     return items
 
 
@@ -150,8 +175,15 @@ def ensure_conntrack_accounting(module: AnsibleModule) -> bool:
 
 
 def render(params: dict, table: str) -> str:
+    if params["host_exporter"] is not None:
+        config = exporter_config(
+            params["host_exporter"], params["dscp_classes"], params["qjump"], params["host"]
+        )
+        return render_exporter_table(config)
     if params["dscp_classes"] is not None:
-        return render_dscp_table(table, params["dscp_classes"])
+        return render_dscp_table(
+            table, params["dscp_classes"], conntrack_marks=params["conntrack_marks"]
+        )
     return render_pias_table(table, params["pias"])
 
 
@@ -161,10 +193,14 @@ def main() -> None:
             "table": {"type": "str", "required": True},
             "dscp_classes": {"type": "list", "elements": "dict"},
             "pias": {"type": "raw"},
+            "conntrack_marks": {"type": "bool", "default": False},
+            "host_exporter": {"type": "dict"},
+            "qjump": {"type": "raw"},
+            "host": {"type": "str", "default": ""},
             "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
         },
-        mutually_exclusive=[("dscp_classes", "pias")],
-        required_if=[("state", "present", ("dscp_classes", "pias"), True)],
+        mutually_exclusive=[("dscp_classes", "pias"), ("host_exporter", "pias")],
+        required_if=[("state", "present", ("dscp_classes", "pias", "host_exporter"), True)],
         supports_check_mode=True,
     )
     try:
@@ -176,7 +212,8 @@ def main() -> None:
     wanted, wanted_text = scratch_table(module, table, script) if script else (None, "")
     changed = current != wanted
     accounting_changed = False
-    if module.params["pias"] is not None and module.params["state"] == "present":
+    counts_bytes = module.params["pias"] is not None or module.params["host_exporter"] is not None
+    if counts_bytes and module.params["state"] == "present":
         accounting_changed = ensure_conntrack_accounting(module)
     # Creating the table first makes 'delete' valid whether or not it exists, all in one
     # transaction.
