@@ -55,16 +55,12 @@ class ResetEvent:
 @dataclass(frozen=True, slots=True)
 class CounterView:
     """One object's counters as last computed: the rate of each rate field that has one
-    (per second) and the last value of each gauge (any other decimal field of the hash)."""
+    (per second; the core divides the exact count delta by the exact span and rounds once,
+    as Python divides two integers) and the last value of each gauge (any other decimal
+    field of the hash)."""
 
     rates: dict[str, float]
     gauges: dict[str, int]
-
-
-def _view(rates: list[tuple[str, int, int]], gauges: list[tuple[str, int]]) -> CounterView:
-    """The core keeps a rate as its exact delta and span; the division is done here, once,
-    as Python divides two integers (correctly rounded)."""
-    return CounterView({name: delta * NS_PER_S / span for name, delta, span in rates}, dict(gauges))
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +229,12 @@ class SwitchTelemetry:
     @property
     def queues(self) -> dict[QueueId, CounterView]:
         """Each queue that has had a hash (built at each read: a scrape reads it once)."""
-        return {QueueId(p, q): _view(r, g) for p, q, r, g in self.table.queues()}
+        return {QueueId(p, q): CounterView(*views) for p, q, views in self.table.queues()}
 
     @property
     def ports(self) -> dict[str, CounterView]:
         """Each port that has had a hash."""
-        return {port: _view(r, g) for port, r, g in self.table.ports()}
+        return {port: CounterView(*views) for port, views in self.table.ports()}
 
     def queue_views(self) -> dict[QueueId, QueueView]:
         return {q: queue_view(c) for q, c in sorted(self.queues.items())}
@@ -248,7 +244,7 @@ class SwitchTelemetry:
         found = self.table.port(port)
         if found is None:
             return None, None
-        rates = _view(*found).rates
+        rates = found[0]
         return rates.get(PORT_OUT_OCTETS), rates.get(PORT_IN_OCTETS)
 
     def utilisation(self, port: str) -> float | None:

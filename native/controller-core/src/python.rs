@@ -3,31 +3,55 @@
 //! metrics thread never sees a half-applied batch.
 
 use crate::gnmi::counter_batch;
-use crate::table::{CounterSet, Kind, SwitchCounters};
+use crate::table::{CounterSet, Kind, SwitchCounters, PORT_RATE_FIELDS, QUEUE_RATE_FIELDS};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-
-/// `(name, delta, span_ns)` per rate and `(name, value)` per gauge.
-type Rates = Vec<(&'static str, i128, i128)>;
-type Gauges = Vec<(String, u64)>;
 
 /// One switch's counter objects and rates (`table::SwitchCounters`).
 #[pyclass(module = "controller_core")]
 pub struct CounterTable {
     inner: SwitchCounters,
+    /// The rate field names as Python strings, made once (a scrape names 1.35 million rates).
+    queue_names: Vec<Py<PyString>>,
+    port_names: Vec<Py<PyString>>,
 }
 
-fn parts(kind: Kind, counters: &CounterSet) -> (Rates, Gauges) {
-    let rates = counters.rates(kind).into_iter();
-    let rates = rates.map(|(name, r)| (name, r.delta, r.span_ns)).collect();
-    (rates, counters.gauges().to_vec())
+type Views<'py> = (Bound<'py, PyDict>, Bound<'py, PyDict>);
+
+impl CounterTable {
+    /// `(rates, gauges)` of one object: field name to counts per second, and to the value.
+    fn views<'py>(&self, py: Python<'py>, kind: Kind, counters: &CounterSet) -> PyResult<Views<'py>> {
+        let names = match kind {
+            Kind::Queue => &self.queue_names,
+            Kind::Port => &self.port_names,
+        };
+        let rates = PyDict::new(py);
+        for (i, _, rate) in counters.indexed_rates(kind) {
+            if let Some(name) = names.get(i) {
+                rates.set_item(name.bind(py), rate.per_second())?;
+            }
+        }
+        let gauges = PyDict::new(py);
+        for (name, value) in counters.gauges() {
+            gauges.set_item(name, value)?;
+        }
+        Ok((rates, gauges))
+    }
+}
+
+fn strings(py: Python<'_>, names: &[&str]) -> Vec<Py<PyString>> {
+    names.iter().map(|n| PyString::intern(py, n).unbind()).collect()
 }
 
 #[pymethods]
 impl CounterTable {
     #[new]
-    fn new(window_ns: i64) -> Self {
-        CounterTable { inner: SwitchCounters::new(window_ns) }
+    fn new(py: Python<'_>, window_ns: i64) -> Self {
+        CounterTable {
+            inner: SwitchCounters::new(window_ns),
+            queue_names: strings(py, &QUEUE_RATE_FIELDS),
+            port_names: strings(py, &PORT_RATE_FIELDS),
+        }
     }
 
     /// The queue map as a whole: `(oid, port, queue)`, each oid once.
@@ -88,8 +112,8 @@ impl CounterTable {
     }
 
     /// `(rates, gauges)` of the port named `port`, once a hash of it arrived.
-    fn port(&self, port: &str) -> Option<(Rates, Gauges)> {
-        self.inner.port(port).map(|c| parts(Kind::Port, c))
+    fn port<'py>(&self, py: Python<'py>, port: &str) -> PyResult<Option<Views<'py>>> {
+        self.inner.port(port).map(|c| self.views(py, Kind::Port, c)).transpose()
     }
 
     /// `(port, queue, count)` per object that reset (queue empty for a port).
@@ -98,20 +122,20 @@ impl CounterTable {
     }
 
     /// `(port, queue, rates, gauges)` per queue that has had a hash.
-    fn queues(&self) -> Vec<(String, String, Rates, Gauges)> {
+    fn queues<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Views<'py>)>> {
         let queues = self.inner.queues().map(|(object, counters)| {
-            let (rates, gauges) = parts(Kind::Queue, counters);
-            (object.port.clone(), object.queue.clone(), rates, gauges)
+            let views = self.views(py, Kind::Queue, counters)?;
+            Ok((object.port.clone(), object.queue.clone(), views))
         });
         queues.collect()
     }
 
     /// `(port, rates, gauges)` per port that has had a hash.
-    fn ports(&self) -> Vec<(String, Rates, Gauges)> {
-        let ports = self.inner.ports().map(|(object, counters)| {
-            let (rates, gauges) = parts(Kind::Port, counters);
-            (object.port.clone(), rates, gauges)
-        });
+    fn ports<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Views<'py>)>> {
+        let ports = self
+            .inner
+            .ports()
+            .map(|(object, counters)| Ok((object.port.clone(), self.views(py, Kind::Port, counters)?)));
         ports.collect()
     }
 }

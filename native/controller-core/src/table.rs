@@ -58,6 +58,40 @@ pub struct Rate {
     pub span_ns: i128,
 }
 
+const NS_PER_S: i128 = 1_000_000_000;
+
+impl Rate {
+    /// Counts per second: `delta * 1e9 / span_ns` correctly rounded, the float Python's
+    /// division of the two integers gives.
+    pub fn per_second(self) -> f64 {
+        ratio(self.delta * NS_PER_S, self.span_ns)
+    }
+}
+
+/// `num / den` (`den` > 0) rounded once, to the nearest double, ties to even. Both below 2^53:
+/// a float division of exact operands (IEEE 754 rounds it once). Otherwise the integer
+/// quotient is taken with at least 55 significant bits and the remainder folded into its
+/// lowest bit (a sticky bit), so converting it rounds as the exact quotient would; the power
+/// of two it was scaled by comes off exactly.
+pub fn ratio(num: i128, den: i128) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    let (n, d) = (num.unsigned_abs(), den.unsigned_abs());
+    let magnitude = if n < EXACT && d < EXACT {
+        n as f64 / d as f64
+    } else {
+        let bits = |x: u128| 128 - x.leading_zeros() as i32;
+        let shift = (56 + bits(d) - bits(n)).max(0); // n < 2^95, d < 2^66: no overflow
+        let scaled = n << shift;
+        let quotient = (scaled / d) | u128::from(scaled % d != 0);
+        quotient as f64 * 2f64.powi(-shift)
+    };
+    if num < 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
 type Counts = [Option<u64>; MAX_RATE_FIELDS];
 
 /// One object's samples, rates and gauges.
@@ -151,11 +185,13 @@ impl CounterSet {
 
     /// The last rate of each rate field that has one, by name.
     pub fn rates(&self, kind: Kind) -> Vec<(&'static str, Rate)> {
-        kind.rate_fields()
-            .iter()
-            .zip(self.rates.iter())
-            .filter_map(|(name, rate)| rate.map(|r| (*name, r)))
-            .collect()
+        self.indexed_rates(kind).map(|(_, name, rate)| (name, rate)).collect()
+    }
+
+    /// The same with each field's index in `kind.rate_fields()`.
+    pub fn indexed_rates(&self, kind: Kind) -> impl Iterator<Item = (usize, &'static str, Rate)> + '_ {
+        let names = kind.rate_fields().iter().enumerate();
+        names.zip(self.rates.iter()).filter_map(|((i, name), rate)| rate.map(|r| (i, *name, r)))
     }
 
     /// The last value of each gauge, in the order first seen.
@@ -337,6 +373,20 @@ mod tests {
         assert_eq!(sw.resets(), &[("Ethernet0".into(), "3".into(), 1)]);
         assert_eq!(sw.counters("oid:0x9", hash(&[(bytes, "5")]), 5 * S), None);
         assert_eq!((sw.updates, sw.unknown_oids, sw.last_update_ns), (4, 1, Some(5 * S)));
+    }
+
+    #[test]
+    fn a_ratio_is_rounded_once() {
+        assert_eq!(ratio(300 * 1_000_000_000, 2_000_000_000), 150.0);
+        assert_eq!(ratio(-7, 2), -3.5);
+        // 2^64 - 1 over 3: the exact quotient 6148914691236517205 rounds to 2^62 + 2^61 ...
+        assert_eq!(ratio((1 << 64) - 1, 3), 6_148_914_691_236_517_205_f64);
+        // (2^53 + 1) / 1 is a tie between 2^53 and 2^53 + 2: to even, 2^53.
+        assert_eq!(ratio((1 << 53) + 1, 1), 9_007_199_254_740_992_f64);
+        // (2^54 + 3) / 1: nearer 2^54 + 4 than 2^54.
+        assert_eq!(ratio((1 << 54) + 3, 1), 18_014_398_509_481_988_f64);
+        // One count over a very long span: exact operand division.
+        assert_eq!(ratio(1_000_000_000, 3 * (1 << 60)), 1e9 / (3.0 * 2f64.powi(60)));
     }
 
     #[test]

@@ -225,3 +225,27 @@ def test_a_counter_value_that_is_not_json_fails_the_notification_as_before() -> 
     with pytest.raises(ValueError, match="Expecting"):
         pipes.decoder(raw)
     assert pipes.telemetry.updates == 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    first=st.integers(min_value=0, max_value=2**64 - 1),
+    growth=st.integers(min_value=0, max_value=2**64 - 1),
+    at=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    span=st.integers(min_value=1, max_value=2**64 - 1),
+)
+def test_a_rate_is_the_float_python_divides_the_exact_delta_and_span_into(
+    first: int, growth: int, at: int, span: int
+) -> None:
+    """The core divides wide integers itself (rounding once); Python's ``int / int`` is the
+    reference, over every 64-bit count and timestamp."""
+    second = min(first + growth, 2**64 - 1)
+    later = min(at + span, 2**63 - 1)
+    if later <= at:
+        return
+    telemetry = SwitchTelemetry("leaf1", {}, {})
+    telemetry.set_port_map({"Ethernet0": "oid:0x1"})
+    telemetry.counters("oid:0x1", {PORT_OUT_OCTETS: str(first)}, at)
+    telemetry.counters("oid:0x1", {PORT_OUT_OCTETS: str(second)}, later)
+    expected = (second - first) * S / (later - at)
+    assert telemetry.ports["Ethernet0"].rates == {PORT_OUT_OCTETS: expected}
