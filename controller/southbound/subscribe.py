@@ -3,8 +3,9 @@
 
 Same targets, credentials (username/password metadata), TLS and channel options as Get/Set
 (``controller.southbound.gnmi``); the channel is asyncio gRPC (``grpc.aio``) so one collector
-process holds hundreds of streams on one event loop instead of a thread each. Why the
-generated stub and not ``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
+process holds hundreds of streams on one event loop instead of a thread each. Why our own
+call (pygnmi's generated messages, responses taken as bytes for a per-stream decoder) and not
+``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
 that swallows errors (a stream that dies looks like a quiet one, so staleness and reconnects
 could not be told apart), has no asyncio form, and a client is bound to one target, while a
 fleet server needs the prefix target per switch on a shared channel (docs/southbound.md).
