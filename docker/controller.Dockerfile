@@ -9,11 +9,23 @@
 # runs as an unprivileged user and cannot write its own code.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG RUST_IMAGE=rust:1.95-bookworm
 
 FROM ghcr.io/astral-sh/uv:0.13.8 AS uv
+# The Rust toolchain only: maturin builds the collector's ingest core (native/controller-core,
+# a PyO3 extension) from the Cargo workspace when uv syncs.
+FROM ${RUST_IMAGE} AS rust
 
 FROM ${PYTHON_IMAGE} AS build
 COPY --from=uv /uv /usr/local/bin/uv
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+ENV RUSTUP_HOME=/usr/local/rustup \
+    CARGO_HOME=/usr/local/cargo \
+    PATH=/usr/local/cargo/bin:$PATH
 # Bytecode at build time (the runtime user cannot write /app); copy instead of hardlink
 # because the cache and the venv are on different layers; never download another Python.
 ENV UV_COMPILE_BYTECODE=1 \
@@ -22,7 +34,13 @@ ENV UV_COMPILE_BYTECODE=1 \
 WORKDIR /app
 # Dependencies first: a code change does not reinstall them.
 COPY pyproject.toml uv.lock README.md ./
-RUN uv sync --frozen --no-dev --no-install-project
+# The workspace the ingest core is a member of (cargo needs every member's manifest).
+COPY Cargo.toml Cargo.lock ./
+COPY agents ./agents
+COPY sim ./sim
+COPY native ./native
+# (cargo's build directory is not kept: the image needs only the installed extension)
+RUN uv sync --frozen --no-dev --no-install-project && rm -rf target
 COPY controller ./controller
 COPY api ./api
 COPY vsonic ./vsonic

@@ -16,17 +16,33 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY agents ./agents
 COPY sim ./sim
+COPY native ./native
 RUN cargo build --locked --release -p vswitch-dataplane --bin vswitch-dataplane \
     -p qos-agent --bin qos-agent
 
 FROM ${PYTHON_IMAGE} AS build
 COPY --from=uv /uv /usr/local/bin/uv
+# maturin builds the collector's ingest core (a dependency of the package) with this toolchain.
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+ENV RUSTUP_HOME=/usr/local/rustup \
+    CARGO_HOME=/usr/local/cargo \
+    PATH=/usr/local/cargo/bin:$PATH
 ENV UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
     UV_PYTHON_DOWNLOADS=never
 WORKDIR /app
 COPY pyproject.toml uv.lock README.md ./
-RUN uv sync --frozen --no-dev --no-install-project
+# The workspace the ingest core is a member of (cargo needs every member's manifest).
+COPY Cargo.toml Cargo.lock ./
+COPY agents ./agents
+COPY sim ./sim
+COPY native ./native
+# (cargo's build directory is not kept: the image needs only the installed extension)
+RUN uv sync --frozen --no-dev --no-install-project && rm -rf target
 COPY controller ./controller
 COPY api ./api
 COPY vsonic ./vsonic

@@ -36,6 +36,8 @@ if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   echo "bootstrap: cargo not found: this project needs the machine's Rust toolchain (rustup)" >&2
   exit 1
 fi
+# `uv sync` builds the collector's ingest core (native/controller-core) with maturin and cargo.
+export PATH="$HOME/.cargo/bin:$PATH"
 
 # Go comes with the machine too (/usr/local/go): tools/compose-check loads docker-compose.yml
 # with compose-go, which needs a newer Go than Debian's golang.

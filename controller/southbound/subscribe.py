@@ -3,8 +3,9 @@
 
 Same targets, credentials (username/password metadata), TLS and channel options as Get/Set
 (``controller.southbound.gnmi``); the channel is asyncio gRPC (``grpc.aio``) so one collector
-process holds hundreds of streams on one event loop instead of a thread each. Why the
-generated stub and not ``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
+process holds hundreds of streams on one event loop instead of a thread each. Why our own
+call (pygnmi's generated messages, responses taken as bytes for a per-stream decoder) and not
+``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
 that swallows errors (a stream that dies looks like a quiet one, so staleness and reconnects
 could not be told apart), has no asyncio form, and a client is bound to one target, while a
 fleet server needs the prefix target per switch on a shared channel (docs/southbound.md).
@@ -31,7 +32,7 @@ from typing import Any, NamedTuple, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import orjson
-from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
+from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
 from controller.southbound.paths import ORIGIN
@@ -186,6 +187,21 @@ def decode(response: Any, names: Callable[[Any], tuple[str, ...]] = _names) -> N
     return Notification(int(note.timestamp), tuple(changes))
 
 
+Decoder = Callable[[bytes], Notification | None]
+"""One stream's decoder: a SubscribeResponse as gRPC received it (its serialized bytes) to a
+Notification, or None for nothing to hand on."""
+
+SUBSCRIBE = "/gnmi.gNMI/Subscribe"  # the RPC's method path (gnmi.proto: service gNMI)
+
+
+def reference_decoder() -> Decoder:
+    """Each response through protobuf's objects and ``decode``, with a path cache of its own
+    (one per stream)."""
+    names = PathNames()
+    parse = gnmi_pb2.SubscribeResponse.FromString
+    return lambda raw: decode(parse(raw), names)
+
+
 def open_channel(target: GnmiTarget, options: ChannelOptions | None = None) -> Any:
     """An asyncio channel to ``target`` with the same TLS and options as Get/Set's."""
     grpc_options: list[tuple[str, Any]] = list((options or ChannelOptions()).as_grpc())
@@ -238,10 +254,14 @@ async def subscribe(
     mode: ListMode = ListMode.STREAM,
     polls: AsyncIterator[None] | None = None,
     deadline_s: float | None = None,
+    decoder: Decoder | None = None,
 ) -> AsyncGenerator[Notification, None]:
     """The notifications of one Subscribe RPC. ONCE ends after SYNC; POLL sends a Poll for
     each item of ``polls``; STREAM runs until the server ends it or it fails (grpc errors
-    propagate: the caller decides whether to reconnect). ``deadline_s`` bounds ONCE/POLL."""
+    propagate: the caller decides whether to reconnect). ``deadline_s`` bounds ONCE/POLL.
+    The responses arrive as bytes (no deserializer on the call) and go through ``decoder``
+    (``reference_decoder()`` when None): the collector's takes counter batches whole in its
+    compiled core, without building protobuf objects for them."""
     first = subscribe_request(subs, mode, target.prefix_target)
 
     async def requests() -> AsyncIterator[Any]:
@@ -250,12 +270,14 @@ async def subscribe(
             async for _ in polls:
                 yield gnmi_pb2.SubscribeRequest(poll=gnmi_pb2.Poll())
 
-    stub = gnmi_pb2_grpc.gNMIStub(channel)
-    call = stub.Subscribe(requests(), metadata=metadata(target), timeout=deadline_s)
-    names = PathNames()
+    method = channel.stream_stream(
+        SUBSCRIBE, request_serializer=gnmi_pb2.SubscribeRequest.SerializeToString
+    )
+    call = method(requests(), metadata=metadata(target), timeout=deadline_s)
+    decoded = decoder if decoder is not None else reference_decoder()
     try:
-        async for response in call:
-            note = decode(response, names)
+        async for raw in call:
+            note = decoded(raw)
             if note is not None:
                 yield note
     finally:
@@ -330,10 +352,12 @@ class SupervisedStream:
         *,
         rand: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        decoder: Callable[[], Decoder] = reference_decoder,
     ) -> None:
         self.target = target
         self.session = session
         self._channel = channel
+        self._decoder = decoder  # makes each Subscribe's decoder
         self._retry = retry  # its ``attempts`` is ignored: retried for as long as it is wanted
         self._rand = rand
         self._sleep = sleep
@@ -364,7 +388,7 @@ class SupervisedStream:
         again, False when nothing was delivered (so consecutive failures back off further)."""
         subs = await self.session.subscriptions(self._channel, self.target)
         synced = False
-        notes = subscribe(self._channel, self.target, subs)
+        notes = subscribe(self._channel, self.target, subs, decoder=self._decoder())
         async with aclosing(notes):
             async for note in notes:
                 if note is SYNC:

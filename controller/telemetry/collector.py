@@ -51,13 +51,16 @@ from controller.southbound.subscribe import (
     COUNTERS,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
+    SYNC,
     CounterSession,
+    Decoder,
     EndpointChannels,
     Handler,
     Notification,
     StreamPolicy,
     SubMode,
     SupervisedStream,
+    reference_decoder,
 )
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
@@ -135,6 +138,10 @@ class SwitchHandler(Handler):
         with self._lock:
             self.telemetry.stream_up = up
 
+    def decoder(self) -> Decoder:
+        """A new stream's decoder (``SupervisedStream`` makes one per Subscribe call)."""
+        return CounterIngest(self.telemetry, self._lock)
+
     def notification(self, note: Notification) -> bool:
         """One notification under one lock: a switch sends all its counters due at a tick in
         one, so the lock, the timestamp and the dispatch are paid per notification; each
@@ -177,6 +184,32 @@ class SwitchHandler(Handler):
         elif isinstance(value, dict):
             updated = {str(k): str(v) for k, v in value.items()}
         return updated != current
+
+
+class CounterIngest:
+    """One stream's decoder for the collector. Once the stream has synced, a response that
+    is a batch of counter hashes (a SAMPLE tick: the bulk of what a switch sends) goes whole
+    into the switch's compiled table as the bytes gRPC received, under the metrics lock, and
+    nothing is handed on; anything else (the maps, the agent's state, deletes, and every
+    response before the sync, whose paths the stream checks for empty subscriptions) goes
+    through the reference decoder to ``SwitchHandler.notification``."""
+
+    def __init__(self, telemetry: SwitchTelemetry, lock: threading.Lock) -> None:
+        self._telemetry = telemetry
+        self._lock = lock
+        self._reference = reference_decoder()
+        self._synced = False
+
+    def __call__(self, raw: bytes) -> Notification | None:
+        if self._synced:
+            with self._lock:
+                taken = self._telemetry.ingest(raw)
+            if taken is not None:
+                return None
+        note = self._reference(raw)
+        if note is SYNC:
+            self._synced = True
+        return note
 
 
 def _fields(value: Any) -> dict[str, str] | None:
@@ -297,6 +330,7 @@ class Collector:
                 CounterSession(handler, self._policy),
                 self._policy.retry,
                 rand=self._rand,
+                decoder=handler.decoder,
             )
             task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
             self._running[name] = Running(target, handler, task)

@@ -9,12 +9,20 @@ the switch's timestamp; rates come from ``controller.telemetry.rates``.
 A counter hash whose oid is in neither map is counted as unknown and otherwise ignored (a
 map not yet received, or an object the maps no longer name); a field that is not a decimal
 is ignored, never raised on.
+
+The counter objects and their rates live in the compiled core (``controller_core.
+CounterTable``, native/controller-core/src/table.rs, where the rule is written): a switch's
+SAMPLE notifications go into it as the bytes gRPC received (``SwitchTelemetry.ingest``), with
+no Python object per update; this class keeps the maps, the agent's report and the views.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
+
+from controller_core import CounterTable
 
 from controller.telemetry.rates import NS_PER_S, fraction, parse_count
 
@@ -28,17 +36,6 @@ QUEUE_SHARED_WATERMARK = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"
 QUEUE_WATERMARK = "SAI_QUEUE_STAT_WATERMARK_BYTES"
 PORT_OUT_OCTETS = "SAI_PORT_STAT_IF_OUT_OCTETS"
 PORT_IN_OCTETS = "SAI_PORT_STAT_IF_IN_OCTETS"
-
-QUEUE_RATE_FIELDS = frozenset(
-    (
-        QUEUE_BYTES,
-        QUEUE_PACKETS,
-        QUEUE_DROPPED_PACKETS,
-        QUEUE_DROPPED_BYTES,
-        QUEUE_ECN_MARKED_PACKETS,
-    )
-)
-PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -55,66 +52,15 @@ class ResetEvent:
     queue: str  # "" for a port's counters
 
 
-@dataclass(slots=True)
-class CounterSet:
-    """Rates of one object's counters; ``rates`` holds the last rate of each field.
+@dataclass(frozen=True, slots=True)
+class CounterView:
+    """One object's counters as last computed: the rate of each rate field that has one
+    (per second; the core divides the exact count delta by the exact span and rounds once,
+    as Python divides two integers) and the last value of each gauge (any other decimal
+    field of the hash)."""
 
-    A hash's fields arrive together under one timestamp, so the samples are kept per object
-    (``(timestamp_ns, {field: count})``, oldest first), not per field: one window check per
-    update instead of one per field. The rule is ``CounterTrack``'s, applied to every rate
-    field at once (tests/unit/telemetry/test_counter_set.py holds the two equal): a sample
-    not newer than the last changes no rate; a hash any of whose rate counters went
-    backwards is one reset (SONiC clears, and syncd restarts, a whole object) and starts
-    every rate afresh; a rate spans at least ``window_ns`` of switch time.
-    """
-
-    window_ns: int
-    samples: list[tuple[int, dict[str, int]]] = field(default_factory=list)
-    rates: dict[str, float] = field(default_factory=dict)
-    gauges: dict[str, int] = field(default_factory=dict)
-
-    def update(self, fields: Mapping[str, str], ts_ns: int, rate_fields: frozenset[str]) -> bool:
-        """Take one hash; True when any rate field went backwards (one reset for the hash)."""
-        counts: dict[str, int] = {}
-        gauges = self.gauges
-        for name, text in fields.items():
-            # parse_count inlined: this loop runs for every field of every update.
-            if not isinstance(text, str) or not text.isdigit():
-                continue
-            if name in rate_fields:
-                counts[name] = int(text)
-            else:
-                gauges[name] = int(text)
-        samples = self.samples
-        if not counts:  # nothing to rate (gauges only, or no decimal): no sample either
-            return False
-        if not samples:
-            samples.append((ts_ns, counts))
-            return False
-        last_ts, last = samples[-1]
-        if ts_ns <= last_ts:  # a duplicate or reordered notification
-            return False
-        for name, value in counts.items():
-            if value < last.get(name, 0):
-                samples.clear()
-                samples.append((ts_ns, counts))
-                self.rates = {}
-                return True
-        samples.append((ts_ns, counts))
-        # Drop samples older than needed: keep the newest one that still spans the window.
-        window = self.window_ns
-        while len(samples) > 2 and ts_ns - samples[1][0] >= window:
-            del samples[0]
-        oldest_ts, oldest = samples[0]
-        span = ts_ns - oldest_ts
-        if span < window:
-            return False
-        rates = self.rates
-        for name, value in counts.items():
-            base = oldest.get(name)
-            if base is not None:
-                rates[name] = (value - base) * NS_PER_S / span
-        return False
+    rates: dict[str, float]
+    gauges: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +75,7 @@ class QueueView:
     watermark_bytes: int | None
 
 
-def queue_view(counters: CounterSet) -> QueueView:
+def queue_view(counters: CounterView) -> QueueView:
     rates, gauges = counters.rates, counters.gauges
     marked = rates.get(QUEUE_ECN_MARKED_PACKETS)
     watermark = gauges.get(QUEUE_SHARED_WATERMARK, gauges.get(QUEUE_WATERMARK))
@@ -197,36 +143,29 @@ class SwitchTelemetry:
         self.window_ns = window_ns
         self.queue_oids: dict[str, QueueId] = {}
         self.port_oids: dict[str, str] = {}
-        self.queues: dict[QueueId, CounterSet] = {}
-        self.ports: dict[str, CounterSet] = {}
+        self.table = CounterTable(window_ns)
         self.agent: AgentGlobal | None = None
         self.agent_queues: dict[QueueId, AgentQueue] = {}
-        self.resets: dict[ResetEvent, int] = {}
-        self.unknown_oids = 0
-        self.updates = 0
-        self.last_update_ns: int | None = None
         self.stream_up = False
 
     # name maps -------------------------------------------------------------------------------
 
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
-        """``COUNTERS_QUEUE_NAME_MAP`` as a whole: ``Ethernet0:3`` -> oid."""
+        """``COUNTERS_QUEUE_NAME_MAP`` as a whole: ``Ethernet0:3`` -> oid. A queue under a
+        new oid is a new object (syncd restarted): its counts start afresh."""
         oids: dict[str, QueueId] = {}
         for name, oid in mapping.items():
             port, sep, index = name.rpartition(":")
             if sep and port and index.isdigit():
                 oids[oid] = QueueId(port, index)
-        # A queue under a new oid is a new object (syncd restarted): its counts start afresh.
-        kept = {q for oid, q in oids.items() if self.queue_oids.get(oid) == q}
         self.queue_oids = oids
-        self.queues = {q: c for q, c in self.queues.items() if q in kept}
+        self.table.set_queues([(oid, q.port, q.queue) for oid, q in oids.items()])
 
     def set_port_map(self, mapping: Mapping[str, str]) -> None:
         """``COUNTERS_PORT_NAME_MAP`` as a whole: ``Ethernet0`` -> oid."""
         oids = {oid: port for port, oid in mapping.items()}
-        kept = {p for oid, p in oids.items() if self.port_oids.get(oid) == p}
         self.port_oids = oids
-        self.ports = {p: c for p, c in self.ports.items() if p in kept}
+        self.table.set_ports(list(oids.items()))
 
     def counter_oids(self) -> list[str]:
         """Every oid the maps name, queues then ports, sorted: what to subscribe to."""
@@ -234,43 +173,21 @@ class SwitchTelemetry:
 
     # updates ---------------------------------------------------------------------------------
 
-    def _seen(self, ts_ns: int) -> None:
-        self.updates += 1
-        if self.last_update_ns is None or ts_ns > self.last_update_ns:
-            self.last_update_ns = ts_ns
+    def ingest(self, response: bytes) -> int | None:
+        """A serialized SubscribeResponse: when it is a batch of counter hashes (a SAMPLE
+        tick), every hash is taken and their number returned; otherwise nothing is taken and
+        None returned (decode it and feed its changes one by one)."""
+        taken: int | None = self.table.ingest(response)
+        return taken
 
-    def counters(self, oid: str, fields: Mapping[str, str], ts_ns: int) -> ResetEvent | None:
-        """One ``COUNTERS:<oid>`` hash; the reset it reveals, if any."""
-        self.updates += 1  # _seen inlined: this runs for every counter update
-        last = self.last_update_ns
-        if last is None or ts_ns > last:
-            self.last_update_ns = ts_ns
-        queue = self.queue_oids.get(oid)
-        if queue is not None:
-            counters = self.queues.get(queue)
-            if counters is None:
-                counters = self.queues[queue] = CounterSet(self.window_ns)
-            if counters.update(fields, ts_ns, QUEUE_RATE_FIELDS):
-                return self._reset(ResetEvent(queue.port, queue.queue))
-            return None
-        port = self.port_oids.get(oid)
-        if port is None:
-            self.unknown_oids += 1
-            return None
-        counters = self.ports.get(port)
-        if counters is None:
-            counters = self.ports[port] = CounterSet(self.window_ns)
-        if counters.update(fields, ts_ns, PORT_RATE_FIELDS):
-            return self._reset(ResetEvent(port, ""))
-        return None
-
-    def _reset(self, event: ResetEvent) -> ResetEvent:
-        self.resets[event] = self.resets.get(event, 0) + 1
-        return event
+    def counters(self, oid: str, fields: dict[str, Any], ts_ns: int) -> ResetEvent | None:
+        """One decoded ``COUNTERS:<oid>`` hash; the reset it reveals, if any."""
+        reset = self.table.counters(oid, fields, ts_ns)
+        return ResetEvent(*reset) if reset is not None else None
 
     def agent_state(self, key: str, fields: Mapping[str, str] | None, ts_ns: int) -> None:
         """``SLUICE_AGENT_STATE|<key>``: ``global`` or ``<port>|<queue>``; None: deleted."""
-        self._seen(ts_ns)
+        self.table.seen(ts_ns)
         if key == "global":
             self.agent = agent_global(fields) if fields is not None else None
             return
@@ -286,15 +203,49 @@ class SwitchTelemetry:
 
     # views -----------------------------------------------------------------------------------
 
+    @property
+    def updates(self) -> int:
+        """Counter hashes and agent reports taken."""
+        updates: int = self.table.updates
+        return updates
+
+    @property
+    def last_update_ns(self) -> int | None:
+        """The newest switch timestamp taken."""
+        last: int | None = self.table.last_update_ns
+        return last
+
+    @property
+    def unknown_oids(self) -> int:
+        """Counter hashes whose oid neither map names."""
+        unknown: int = self.table.unknown_oids
+        return unknown
+
+    @property
+    def resets(self) -> dict[ResetEvent, int]:
+        """Resets per object that had one (queue ``""`` for a port)."""
+        return {ResetEvent(port, queue): n for port, queue, n in self.table.resets()}
+
+    @property
+    def queues(self) -> dict[QueueId, CounterView]:
+        """Each queue that has had a hash (built at each read: a scrape reads it once)."""
+        return {QueueId(p, q): CounterView(*views) for p, q, views in self.table.queues()}
+
+    @property
+    def ports(self) -> dict[str, CounterView]:
+        """Each port that has had a hash."""
+        return {port: CounterView(*views) for port, views in self.table.ports()}
+
     def queue_views(self) -> dict[QueueId, QueueView]:
         return {q: queue_view(c) for q, c in sorted(self.queues.items())}
 
     def port_rates(self, port: str) -> tuple[float | None, float | None]:
         """(tx, rx) bytes per second of ``port``."""
-        counters = self.ports.get(port)
-        if counters is None:
+        found = self.table.port(port)
+        if found is None:
             return None, None
-        return counters.rates.get(PORT_OUT_OCTETS), counters.rates.get(PORT_IN_OCTETS)
+        rates = found[0]
+        return rates.get(PORT_OUT_OCTETS), rates.get(PORT_IN_OCTETS)
 
     def utilisation(self, port: str) -> float | None:
         tx, _ = self.port_rates(port)

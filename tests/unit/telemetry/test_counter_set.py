@@ -1,4 +1,5 @@
-"""The collector's per-object ``CounterSet`` against the per-field reference ``CounterTrack``
+"""The per-object ``CounterSet`` (tests/support/reference_counters.py, the rule the compiled
+core is held to) against the per-field reference ``CounterTrack``
 (controller/telemetry/rates.py): for every sequence of whole hashes, the same rates; at a
 reset, the object rule (one reset, every rate of the hash starts afresh, none negative)."""
 
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.telemetry.rates import CounterTrack
-from controller.telemetry.state import QUEUE_RATE_FIELDS, CounterSet
+from tests.support.reference_counters import QUEUE_RATE_FIELDS, CounterSet
 
 S = 1_000_000_000
 FIELDS = ("SAI_QUEUE_STAT_BYTES", "SAI_QUEUE_STAT_PACKETS", "SAI_QUEUE_STAT_DROPPED_PACKETS")

@@ -1,0 +1,147 @@
+//! `controller_core.CounterTable`: one switch's `SwitchCounters` for Python. Its callers hold
+//! the collector's lock; every method runs to its end holding the interpreter, so the
+//! metrics thread never sees a half-applied batch.
+
+use crate::gnmi::counter_batch;
+use crate::table::{CounterSet, Kind, SwitchCounters, PORT_RATE_FIELDS, QUEUE_RATE_FIELDS};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+/// One switch's counter objects and rates (`table::SwitchCounters`).
+#[pyclass(module = "controller_core")]
+pub struct CounterTable {
+    inner: SwitchCounters,
+    /// The rate field names as Python strings, made once (a scrape names 1.35 million rates).
+    queue_names: Vec<Py<PyString>>,
+    port_names: Vec<Py<PyString>>,
+}
+
+type Views<'py> = (Bound<'py, PyDict>, Bound<'py, PyDict>);
+
+impl CounterTable {
+    /// `(rates, gauges)` of one object: field name to counts per second, and to the value.
+    fn views<'py>(&self, py: Python<'py>, kind: Kind, counters: &CounterSet) -> PyResult<Views<'py>> {
+        let names = match kind {
+            Kind::Queue => &self.queue_names,
+            Kind::Port => &self.port_names,
+        };
+        let rates = PyDict::new(py);
+        for (i, _, rate) in counters.indexed_rates(kind) {
+            if let Some(name) = names.get(i) {
+                rates.set_item(name.bind(py), rate.per_second())?;
+            }
+        }
+        let gauges = PyDict::new(py);
+        for (name, value) in counters.gauges() {
+            gauges.set_item(name, value)?;
+        }
+        Ok((rates, gauges))
+    }
+}
+
+fn strings(py: Python<'_>, names: &[&str]) -> Vec<Py<PyString>> {
+    names.iter().map(|n| PyString::intern(py, n).unbind()).collect()
+}
+
+#[pymethods]
+impl CounterTable {
+    #[new]
+    fn new(py: Python<'_>, window_ns: i64) -> Self {
+        CounterTable {
+            inner: SwitchCounters::new(window_ns),
+            queue_names: strings(py, &QUEUE_RATE_FIELDS),
+            port_names: strings(py, &PORT_RATE_FIELDS),
+        }
+    }
+
+    /// The queue map as a whole: `(oid, port, queue)`, each oid once.
+    fn set_queues(&mut self, objects: Vec<(String, String, String)>) {
+        self.inner.set_queues(objects);
+    }
+
+    /// The port map as a whole: `(oid, port)`, each oid once.
+    fn set_ports(&mut self, objects: Vec<(String, String)>) {
+        self.inner.set_ports(objects);
+    }
+
+    /// A serialized `SubscribeResponse`: when it is a batch of counter hashes, take them all
+    /// and return how many; otherwise take nothing and return None (the caller decodes it).
+    fn ingest(&mut self, response: &[u8]) -> Option<usize> {
+        let batch = counter_batch(response)?;
+        let hashes: Vec<_> = batch.hashes.iter().map(|h| (h.oid, h.fields.as_slice())).collect();
+        self.inner.batch(batch.timestamp_ns, &hashes);
+        Some(hashes.len())
+    }
+
+    /// One decoded counter hash (a dict); the reset it revealed as `(port, queue)`, if any.
+    fn counters(&mut self, oid: &str, fields: &Bound<'_, PyDict>, ts_ns: i64) -> Option<(String, String)> {
+        let owned: Vec<(String, Option<String>)> = fields
+            .iter()
+            .filter_map(|(name, value)| {
+                let name = name.extract::<String>().ok()?;
+                let text =
+                    if value.is_instance_of::<PyString>() { value.extract::<String>().ok() } else { None };
+                Some((name, text))
+            })
+            .collect();
+        let borrowed = owned.iter().map(|(n, t)| (n.as_str(), t.as_deref()));
+        self.inner.counters(oid, borrowed, ts_ns)
+    }
+
+    /// An update that is not a counter hash (an agent report) at `ts_ns`.
+    fn seen(&mut self, ts_ns: i64) {
+        self.inner.seen(ts_ns);
+    }
+
+    /// Hashes and reports taken.
+    #[getter]
+    fn updates(&self) -> u64 {
+        self.inner.updates
+    }
+
+    /// The newest timestamp taken.
+    #[getter]
+    fn last_update_ns(&self) -> Option<i64> {
+        self.inner.last_update_ns
+    }
+
+    /// Hashes whose oid neither map names.
+    #[getter]
+    fn unknown_oids(&self) -> u64 {
+        self.inner.unknown_oids
+    }
+
+    /// `(rates, gauges)` of the port named `port`, once a hash of it arrived.
+    fn port<'py>(&self, py: Python<'py>, port: &str) -> PyResult<Option<Views<'py>>> {
+        self.inner.port(port).map(|c| self.views(py, Kind::Port, c)).transpose()
+    }
+
+    /// `(port, queue, count)` per object that reset (queue empty for a port).
+    fn resets(&self) -> Vec<(String, String, u64)> {
+        self.inner.resets().to_vec()
+    }
+
+    /// `(port, queue, rates, gauges)` per queue that has had a hash.
+    fn queues<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Views<'py>)>> {
+        let queues = self.inner.queues().map(|(object, counters)| {
+            let views = self.views(py, Kind::Queue, counters)?;
+            Ok((object.port.clone(), object.queue.clone(), views))
+        });
+        queues.collect()
+    }
+
+    /// `(port, rates, gauges)` per port that has had a hash.
+    fn ports<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Views<'py>)>> {
+        let ports = self
+            .inner
+            .ports()
+            .map(|(object, counters)| Ok((object.port.clone(), self.views(py, Kind::Port, counters)?)));
+        ports.collect()
+    }
+}
+
+/// The module: `import controller_core`.
+#[pymodule]
+fn controller_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<CounterTable>()
+}

@@ -1,0 +1,401 @@
+//! One switch's counter objects and their rates: the rule of the collector's state
+//! (docs/telemetry.md, "Rates and resets"), applied per object.
+//!
+//! Each object (a queue or a port, found by its oid through the name maps) keeps its recent
+//! samples `(timestamp, counts)` oldest first. A hash's fields arrive together under one
+//! timestamp, so the samples are per object, not per field. A sample not newer than the last
+//! changes no rate; a hash any of whose rate counters went backwards is one reset (SONiC
+//! clears, and syncd restarts, a whole object) and starts every rate afresh; a rate spans at
+//! least the window of switch time. A count is a decimal of ASCII digits that fits 64 bits
+//! (SAI's counters are `uint64_t`: saiqueue.h `sai_get_queue_stats_fn`); anything else in a
+//! field is ignored, never an error. A rate is kept as its exact count delta and span, and
+//! divided where it is read, so nothing here rounds.
+
+use crate::fields::{Field, FieldValue};
+use std::collections::HashMap;
+
+/// Queue counters that are rates (the rest of a queue hash's decimals are gauges).
+pub const QUEUE_RATE_FIELDS: [&str; 5] = [
+    "SAI_QUEUE_STAT_PACKETS",
+    "SAI_QUEUE_STAT_BYTES",
+    "SAI_QUEUE_STAT_DROPPED_PACKETS",
+    "SAI_QUEUE_STAT_DROPPED_BYTES",
+    "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
+];
+/// Port counters that are rates.
+pub const PORT_RATE_FIELDS: [&str; 2] = ["SAI_PORT_STAT_IF_OUT_OCTETS", "SAI_PORT_STAT_IF_IN_OCTETS"];
+const MAX_RATE_FIELDS: usize = 5;
+
+/// Which kind of object: it decides the rate fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A queue (`COUNTERS_QUEUE_NAME_MAP`).
+    Queue,
+    /// A port (`COUNTERS_PORT_NAME_MAP`).
+    Port,
+}
+
+impl Kind {
+    /// This kind's rate field names.
+    pub fn rate_fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::Queue => &QUEUE_RATE_FIELDS,
+            Kind::Port => &PORT_RATE_FIELDS,
+        }
+    }
+
+    fn rate_index(self, name: &str) -> Option<usize> {
+        self.rate_fields().iter().position(|f| *f == name)
+    }
+}
+
+/// A rate as its exact parts: `delta` counts over `span_ns` of switch time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// The count's growth (negative only when a field went missing and came back lower).
+    pub delta: i128,
+    /// The switch time it grew over, in ns (positive).
+    pub span_ns: i128,
+}
+
+const NS_PER_S: i128 = 1_000_000_000;
+
+impl Rate {
+    /// Counts per second: `delta * 1e9 / span_ns` correctly rounded, the float Python's
+    /// division of the two integers gives.
+    pub fn per_second(self) -> f64 {
+        ratio(self.delta * NS_PER_S, self.span_ns)
+    }
+}
+
+/// `num / den` (`den` > 0) rounded once, to the nearest double, ties to even. Both below 2^53:
+/// a float division of exact operands (IEEE 754 rounds it once). Otherwise the integer
+/// quotient is taken with at least 55 significant bits and the remainder folded into its
+/// lowest bit (a sticky bit), so converting it rounds as the exact quotient would; the power
+/// of two it was scaled by comes off exactly.
+pub fn ratio(num: i128, den: i128) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    let (n, d) = (num.unsigned_abs(), den.unsigned_abs());
+    let magnitude = if n < EXACT && d < EXACT {
+        n as f64 / d as f64
+    } else {
+        let bits = |x: u128| 128 - x.leading_zeros() as i32;
+        let shift = (56 + bits(d) - bits(n)).max(0); // n < 2^95, d < 2^66: no overflow
+        let scaled = n << shift;
+        let quotient = (scaled / d) | u128::from(scaled % d != 0);
+        quotient as f64 * 2f64.powi(-shift)
+    };
+    if num < 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+type Counts = [Option<u64>; MAX_RATE_FIELDS];
+
+/// One object's samples, rates and gauges.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CounterSet {
+    samples: Vec<(i64, Counts)>,
+    rates: [Option<Rate>; MAX_RATE_FIELDS],
+    gauges: Vec<(String, u64)>,
+}
+
+/// A decimal count as SONiC writes one, or `None`.
+pub fn count(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl CounterSet {
+    /// Take one hash of `kind` at `ts_ns`; true when a rate field went backwards (a reset).
+    pub fn update<'a>(
+        &mut self,
+        kind: Kind,
+        fields: impl Iterator<Item = (&'a str, Option<&'a str>)>,
+        ts_ns: i64,
+        window_ns: i64,
+    ) -> bool {
+        let mut counts: Counts = [None; MAX_RATE_FIELDS];
+        let mut any = false;
+        for (name, text) in fields {
+            let Some(value) = text.and_then(count) else {
+                continue;
+            };
+            match kind.rate_index(name) {
+                Some(i) => {
+                    counts[i] = Some(value);
+                    any = true;
+                }
+                None => self.gauge(name, value),
+            }
+        }
+        if !any {
+            return false; // gauges only, or no decimal: no sample either
+        }
+        let Some(&(last_ts, last)) = self.samples.last() else {
+            self.samples.push((ts_ns, counts));
+            return false;
+        };
+        if ts_ns <= last_ts {
+            return false; // a duplicate or reordered notification
+        }
+        let backwards = counts
+            .iter()
+            .zip(last.iter())
+            .any(|(now, before)| matches!(now, Some(v) if *v < before.unwrap_or(0)));
+        if backwards {
+            self.samples.clear();
+            self.samples.push((ts_ns, counts));
+            self.rates = [None; MAX_RATE_FIELDS];
+            return true;
+        }
+        self.samples.push((ts_ns, counts));
+        // Drop samples older than needed: keep the newest one that still spans the window.
+        let now = i128::from(ts_ns);
+        let window = i128::from(window_ns);
+        let mut drop = 0;
+        while self.samples.len() - drop > 2 && now - i128::from(self.samples[drop + 1].0) >= window {
+            drop += 1;
+        }
+        self.samples.drain(..drop);
+        let (oldest_ts, oldest) = self.samples[0];
+        let span_ns = now - i128::from(oldest_ts);
+        if span_ns < window {
+            return false;
+        }
+        for (i, value) in counts.iter().enumerate() {
+            if let (Some(value), Some(base)) = (value, oldest[i]) {
+                let delta = i128::from(*value) - i128::from(base);
+                self.rates[i] = Some(Rate { delta, span_ns });
+            }
+        }
+        false
+    }
+
+    fn gauge(&mut self, name: &str, value: u64) {
+        match self.gauges.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.gauges.push((name.to_owned(), value)),
+        }
+    }
+
+    /// The last rate of each rate field that has one, by name.
+    pub fn rates(&self, kind: Kind) -> Vec<(&'static str, Rate)> {
+        self.indexed_rates(kind).map(|(_, name, rate)| (name, rate)).collect()
+    }
+
+    /// The same with each field's index in `kind.rate_fields()`.
+    pub fn indexed_rates(&self, kind: Kind) -> impl Iterator<Item = (usize, &'static str, Rate)> + '_ {
+        let names = kind.rate_fields().iter().enumerate();
+        names.zip(self.rates.iter()).filter_map(|((i, name), rate)| rate.map(|r| (i, *name, r)))
+    }
+
+    /// The last value of each gauge, in the order first seen.
+    pub fn gauges(&self) -> &[(String, u64)] {
+        &self.gauges
+    }
+}
+
+/// A queue or port and, once a hash of it arrived, its counters.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// Queue or port.
+    pub kind: Kind,
+    /// The port's name.
+    pub port: String,
+    /// The queue index as the map writes it; empty for a port.
+    pub queue: String,
+    /// `None` until the first hash.
+    pub counters: Option<CounterSet>,
+}
+
+/// One switch's counter objects, found by oid.
+#[derive(Debug, Default)]
+pub struct SwitchCounters {
+    window_ns: i64,
+    queue_oids: HashMap<String, usize>,
+    port_oids: HashMap<String, usize>,
+    queues: Vec<Object>,
+    ports: Vec<Object>,
+    /// Hashes and agent reports taken.
+    pub updates: u64,
+    /// The newest timestamp taken.
+    pub last_update_ns: Option<i64>,
+    /// Hashes whose oid neither map names.
+    pub unknown_oids: u64,
+    resets: Vec<(String, String, u64)>,
+}
+
+impl SwitchCounters {
+    /// Rates over at least `window_ns` of switch time.
+    pub fn new(window_ns: i64) -> Self {
+        SwitchCounters { window_ns, ..SwitchCounters::default() }
+    }
+
+    /// The queue map as a whole, `(oid, port, queue)` with each oid once. An object whose oid
+    /// names the same queue as before keeps its counters; a queue under a new oid is a new
+    /// object (syncd restarted) and starts afresh.
+    pub fn set_queues(&mut self, objects: Vec<(String, String, String)>) {
+        let (oids, objects) = remap(&self.queue_oids, &mut self.queues, Kind::Queue, objects);
+        self.queue_oids = oids;
+        self.queues = objects;
+    }
+
+    /// The port map as a whole, `(oid, port)` with each oid once.
+    pub fn set_ports(&mut self, objects: Vec<(String, String)>) {
+        let objects = objects.into_iter().map(|(oid, port)| (oid, port, String::new()));
+        let (oids, objects) = remap(&self.port_oids, &mut self.ports, Kind::Port, objects.collect());
+        self.port_oids = oids;
+        self.ports = objects;
+    }
+
+    /// An agent report (or any update that is not a counter hash) at `ts_ns`.
+    pub fn seen(&mut self, ts_ns: i64) {
+        self.updates += 1;
+        match self.last_update_ns {
+            Some(last) if ts_ns <= last => {}
+            _ => self.last_update_ns = Some(ts_ns),
+        }
+    }
+
+    /// One counter hash; the reset it revealed as `(port, queue)`, if any.
+    pub fn counters<'a>(
+        &mut self,
+        oid: &str,
+        fields: impl Iterator<Item = (&'a str, Option<&'a str>)>,
+        ts_ns: i64,
+    ) -> Option<(String, String)> {
+        self.seen(ts_ns);
+        let object = if let Some(&i) = self.queue_oids.get(oid) {
+            &mut self.queues[i]
+        } else if let Some(&i) = self.port_oids.get(oid) {
+            &mut self.ports[i]
+        } else {
+            self.unknown_oids += 1;
+            return None;
+        };
+        let counters = object.counters.get_or_insert_with(CounterSet::default);
+        if !counters.update(object.kind, fields, ts_ns, self.window_ns) {
+            return None;
+        }
+        let (port, queue) = (object.port.clone(), object.queue.clone());
+        match self.resets.iter_mut().find(|(p, q, _)| *p == port && *q == queue) {
+            Some(entry) => entry.2 += 1,
+            None => self.resets.push((port.clone(), queue.clone(), 1)),
+        }
+        Some((port, queue))
+    }
+
+    /// Every hash of a batch, in order, at its timestamp.
+    pub fn batch(&mut self, ts_ns: i64, hashes: &[(&str, &[Field<'_>])]) {
+        for (oid, fields) in hashes {
+            let fields = fields.iter().map(|f| {
+                let text = match &f.value {
+                    FieldValue::Text(t) => Some(t.as_ref()),
+                    FieldValue::Other => None,
+                };
+                (f.name.as_ref(), text)
+            });
+            self.counters(oid, fields, ts_ns);
+        }
+    }
+
+    /// Queues that have had a hash, in map order.
+    pub fn queues(&self) -> impl Iterator<Item = (&Object, &CounterSet)> {
+        self.queues.iter().filter_map(|o| o.counters.as_ref().map(|c| (o, c)))
+    }
+
+    /// Ports that have had a hash, in map order.
+    pub fn ports(&self) -> impl Iterator<Item = (&Object, &CounterSet)> {
+        self.ports.iter().filter_map(|o| o.counters.as_ref().map(|c| (o, c)))
+    }
+
+    /// The port named `port`, once a hash of it arrived.
+    pub fn port(&self, port: &str) -> Option<&CounterSet> {
+        self.ports().find(|(o, _)| o.port == port).map(|(_, c)| c)
+    }
+
+    /// Resets seen per `(port, queue)` (queue empty for a port), in the order first seen.
+    pub fn resets(&self) -> &[(String, String, u64)] {
+        &self.resets
+    }
+}
+
+type Remapped = (HashMap<String, usize>, Vec<Object>);
+
+fn remap(
+    old_oids: &HashMap<String, usize>,
+    old: &mut [Object],
+    kind: Kind,
+    objects: Vec<(String, String, String)>,
+) -> Remapped {
+    let mut oids = HashMap::with_capacity(objects.len());
+    let mut out = Vec::with_capacity(objects.len());
+    for (oid, port, queue) in objects {
+        let kept = old_oids
+            .get(&oid)
+            .and_then(|&i| old.get_mut(i))
+            .filter(|o| o.port == port && o.queue == queue)
+            .and_then(|o| o.counters.take());
+        oids.insert(oid, out.len());
+        out.push(Object { kind, port, queue, counters: kept });
+    }
+    (oids, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn hash<'a>(fields: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, Option<&'a str>)> {
+        fields.iter().map(|(n, v)| (*n, Some(*v)))
+    }
+
+    #[test]
+    fn a_rate_is_the_delta_over_the_span_and_backwards_is_one_reset() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_queues(vec![("oid:0x1".into(), "Ethernet0".into(), "3".into())]);
+        let bytes = "SAI_QUEUE_STAT_BYTES";
+        assert_eq!(sw.counters("oid:0x1", hash(&[(bytes, "100")]), S), None);
+        assert_eq!(sw.counters("oid:0x1", hash(&[(bytes, "400")]), 3 * S), None);
+        let (queue, counters) = sw.queues().next().map(|(o, c)| (o.queue.clone(), c.clone())).unzip();
+        assert_eq!(queue.as_deref(), Some("3"));
+        let rates = counters.map(|c| c.rates(Kind::Queue));
+        assert_eq!(rates, Some(vec![(bytes, Rate { delta: 300, span_ns: 2 * S as i128 })]));
+        let reset = sw.counters("oid:0x1", hash(&[(bytes, "5")]), 4 * S);
+        assert_eq!(reset, Some(("Ethernet0".into(), "3".into())));
+        assert_eq!(sw.resets(), &[("Ethernet0".into(), "3".into(), 1)]);
+        assert_eq!(sw.counters("oid:0x9", hash(&[(bytes, "5")]), 5 * S), None);
+        assert_eq!((sw.updates, sw.unknown_oids, sw.last_update_ns), (4, 1, Some(5 * S)));
+    }
+
+    #[test]
+    fn a_ratio_is_rounded_once() {
+        assert_eq!(ratio(300 * 1_000_000_000, 2_000_000_000), 150.0);
+        assert_eq!(ratio(-7, 2), -3.5);
+        // 2^64 - 1 over 3: the exact quotient 6148914691236517205 rounds to 2^62 + 2^61 ...
+        assert_eq!(ratio((1 << 64) - 1, 3), 6_148_914_691_236_517_205_f64);
+        // (2^53 + 1) / 1 is a tie between 2^53 and 2^53 + 2: to even, 2^53.
+        assert_eq!(ratio((1 << 53) + 1, 1), 9_007_199_254_740_992_f64);
+        // (2^54 + 3) / 1: nearer 2^54 + 4 than 2^54.
+        assert_eq!(ratio((1 << 54) + 3, 1), 18_014_398_509_481_988_f64);
+        // One count over a very long span: exact operand division.
+        assert_eq!(ratio(1_000_000_000, 3 * (1 << 60)), 1e9 / (3.0 * 2f64.powi(60)));
+    }
+
+    #[test]
+    fn only_ascii_decimals_within_64_bits_are_counts() {
+        assert_eq!(count("0012"), Some(12));
+        assert_eq!(count("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(count("18446744073709551616"), None);
+        assert_eq!(count("١٢"), None);
+        assert_eq!(count("+1"), None);
+        assert_eq!(count(""), None);
+    }
+}

@@ -1,0 +1,149 @@
+"""The collector's counter rule written plainly in Python: the reference the compiled core
+(``controller_core.CounterTable``, native/controller-core/src/table.rs) is held equal to
+(tests/unit/telemetry/test_ingest_core.py). It is the rule the collector ran in Python before
+the core, with one change the core made: a count is a decimal of ASCII digits that fits 64
+bits (SAI's counters are ``uint64_t``), where ``str.isdigit`` also took other scripts' digits
+(``"١٢"``) and superscripts, on which ``int`` raised. ``CounterSet`` is itself held equal to
+the per-field ``CounterTrack`` (tests/unit/telemetry/test_counter_set.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.telemetry.rates import NS_PER_S
+from controller.telemetry.state import (
+    PORT_IN_OCTETS,
+    PORT_OUT_OCTETS,
+    QUEUE_BYTES,
+    QUEUE_DROPPED_BYTES,
+    QUEUE_DROPPED_PACKETS,
+    QUEUE_ECN_MARKED_PACKETS,
+    QUEUE_PACKETS,
+    QueueId,
+    ResetEvent,
+)
+
+QUEUE_RATE_FIELDS = frozenset(
+    (QUEUE_BYTES, QUEUE_PACKETS, QUEUE_DROPPED_PACKETS, QUEUE_DROPPED_BYTES,
+     QUEUE_ECN_MARKED_PACKETS)
+)  # fmt: skip
+PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS))
+COUNT_LIMIT = 2**64
+
+
+def count(text: object) -> int | None:
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if value < COUNT_LIMIT else None
+
+
+@dataclass(slots=True)
+class CounterSet:
+    """Rates of one object's counters: samples per object, one reset per hash that went
+    backwards, a rate spanning at least ``window_ns`` of switch time."""
+
+    window_ns: int
+    samples: list[tuple[int, dict[str, int]]] = field(default_factory=list)
+    rates: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, int] = field(default_factory=dict)
+
+    def update(self, fields: Mapping[str, Any], ts_ns: int, rate_fields: frozenset[str]) -> bool:
+        """Take one hash; True when any rate field went backwards (one reset for the hash)."""
+        counts: dict[str, int] = {}
+        for name, text in fields.items():
+            value = count(text)
+            if value is None:
+                continue
+            if name in rate_fields:
+                counts[name] = value
+            else:
+                self.gauges[name] = value
+        samples = self.samples
+        if not counts:
+            return False
+        if not samples:
+            samples.append((ts_ns, counts))
+            return False
+        last_ts, last = samples[-1]
+        if ts_ns <= last_ts:
+            return False
+        for name, value in counts.items():
+            if value < last.get(name, 0):
+                samples.clear()
+                samples.append((ts_ns, counts))
+                self.rates = {}
+                return True
+        samples.append((ts_ns, counts))
+        while len(samples) > 2 and ts_ns - samples[1][0] >= self.window_ns:
+            del samples[0]
+        oldest_ts, oldest = samples[0]
+        span = ts_ns - oldest_ts
+        if span < self.window_ns:
+            return False
+        for name, value in counts.items():
+            base = oldest.get(name)
+            if base is not None:
+                self.rates[name] = (value - base) * NS_PER_S / span
+        return False
+
+
+class ReferenceSwitch:
+    """One switch's counter objects by oid through the two name maps, as ``SwitchTelemetry``
+    holds them."""
+
+    def __init__(self, window_ns: int) -> None:
+        self.window_ns = window_ns
+        self.queue_oids: dict[str, QueueId] = {}
+        self.port_oids: dict[str, str] = {}
+        self.queues: dict[QueueId, CounterSet] = {}
+        self.ports: dict[str, CounterSet] = {}
+        self.resets: dict[ResetEvent, int] = {}
+        self.unknown_oids = 0
+        self.updates = 0
+        self.last_update_ns: int | None = None
+
+    def set_queue_map(self, mapping: Mapping[str, str]) -> None:
+        oids: dict[str, QueueId] = {}
+        for name, oid in mapping.items():
+            port, sep, index = name.rpartition(":")
+            if sep and port and index.isdigit():
+                oids[oid] = QueueId(port, index)
+        kept = {q for oid, q in oids.items() if self.queue_oids.get(oid) == q}
+        self.queue_oids = oids
+        self.queues = {q: c for q, c in self.queues.items() if q in kept}
+
+    def set_port_map(self, mapping: Mapping[str, str]) -> None:
+        oids = {oid: port for port, oid in mapping.items()}
+        kept = {p for oid, p in oids.items() if self.port_oids.get(oid) == p}
+        self.port_oids = oids
+        self.ports = {p: c for p, c in self.ports.items() if p in kept}
+
+    def seen(self, ts_ns: int) -> None:
+        self.updates += 1
+        if self.last_update_ns is None or ts_ns > self.last_update_ns:
+            self.last_update_ns = ts_ns
+
+    def counters(self, oid: str, fields: Mapping[str, Any], ts_ns: int) -> ResetEvent | None:
+        self.seen(ts_ns)
+        queue = self.queue_oids.get(oid)
+        if queue is not None:
+            counters = self.queues.setdefault(queue, CounterSet(self.window_ns))
+            if counters.update(fields, ts_ns, QUEUE_RATE_FIELDS):
+                return self._reset(ResetEvent(queue.port, queue.queue))
+            return None
+        port = self.port_oids.get(oid)
+        if port is None:
+            self.unknown_oids += 1
+            return None
+        counters = self.ports.setdefault(port, CounterSet(self.window_ns))
+        if counters.update(fields, ts_ns, PORT_RATE_FIELDS):
+            return self._reset(ResetEvent(port, ""))
+        return None
+
+    def _reset(self, event: ResetEvent) -> ResetEvent:
+        self.resets[event] = self.resets.get(event, 0) + 1
+        return event
