@@ -34,13 +34,10 @@ ENV UV_COMPILE_BYTECODE=1 \
 WORKDIR /app
 # Dependencies first: a code change does not reinstall them.
 COPY pyproject.toml uv.lock README.md ./
-# The workspace the ingest core is a member of (cargo needs every member's manifest).
-COPY Cargo.toml Cargo.lock ./
-COPY agents ./agents
-COPY sim ./sim
-COPY native ./native
-# (cargo's build directory is not kept: the image needs only the installed extension)
-RUN uv sync --frozen --no-dev --no-install-project && rm -rf target
+# The ingest core, its own Cargo workspace with its own lock file (no agent or simulator
+# source enters this image); cargo's build directory is not kept, only the installed extension.
+COPY native/controller-core ./native/controller-core
+RUN uv sync --frozen --no-dev --no-install-project && rm -rf native/controller-core/target
 COPY controller ./controller
 COPY api ./api
 COPY vsonic ./vsonic

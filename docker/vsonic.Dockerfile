@@ -16,7 +16,6 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY agents ./agents
 COPY sim ./sim
-COPY native ./native
 RUN cargo build --locked --release -p vswitch-dataplane --bin vswitch-dataplane \
     -p qos-agent --bin qos-agent
 
@@ -36,13 +35,9 @@ ENV UV_COMPILE_BYTECODE=1 \
     UV_PYTHON_DOWNLOADS=never
 WORKDIR /app
 COPY pyproject.toml uv.lock README.md ./
-# The workspace the ingest core is a member of (cargo needs every member's manifest).
-COPY Cargo.toml Cargo.lock ./
-COPY agents ./agents
-COPY sim ./sim
-COPY native ./native
-# (cargo's build directory is not kept: the image needs only the installed extension)
-RUN uv sync --frozen --no-dev --no-install-project && rm -rf target
+# The ingest core (a dependency of the package), its own Cargo workspace.
+COPY native/controller-core ./native/controller-core
+RUN uv sync --frozen --no-dev --no-install-project && rm -rf native/controller-core/target
 COPY controller ./controller
 COPY api ./api
 COPY vsonic ./vsonic

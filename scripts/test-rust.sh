@@ -5,11 +5,16 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"; cargo test --workspace "$@"
-# The collector's ingest core as the Python extension maturin builds (feature `python`; PyO3
-# reads the interpreter's configuration from the project's environment).
-echo "== cargo clippy (controller-core, python)"
+# The collector's ingest core, its own workspace (native/controller-core/Cargo.toml says why):
+# the same gate, then the Python extension maturin builds (feature `python`; PyO3 reads the
+# interpreter's configuration from the project's environment).
+core=native/controller-core/Cargo.toml
+echo "== controller-core: fmt, clippy, test"
+cargo fmt --manifest-path "$core" --check
+cargo clippy --manifest-path "$core" --all-targets -- -D warnings
+cargo test --manifest-path "$core" "$@"
 PYO3_PYTHON="${PYO3_PYTHON:-$PWD/.venv/bin/python}" \
-  cargo clippy -p controller-core --features python --all-targets -- -D warnings
+  cargo clippy --manifest-path "$core" --features python --all-targets -- -D warnings
 # The Python tests start these binaries (data plane, qos-agent, netsim); build every one.
 echo "== cargo build (binaries)"; cargo build --workspace --bins
 # The SAI backend is behind a feature (no SAI headers or library are needed for the default
