@@ -115,6 +115,21 @@ def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
     assert any("HDCQ" in n for n in twin.not_modelled)
 
 
+def test_a_class_lambda_the_per_packet_mqecn_cannot_carry_is_named(intent: Intent) -> None:
+    assert not any("own ecn_lambda" in n for n in translate(intent, Request()).not_modelled)
+    mqecn = next(c for c in intent.service_classes if c.ecn is EcnMode.MQECN)
+    own = intent.model_copy(
+        update={
+            "service_classes": tuple(
+                c.model_copy(update={"ecn_lambda": 0.5}) if c.name == mqecn.name else c
+                for c in intent.service_classes
+            )
+        }
+    )
+    notes = translate(own, Request()).not_modelled
+    assert any(f"own ecn_lambda ({mqecn.name} 0.5)" in n for n in notes), notes
+
+
 def test_hosts_get_the_qjump_buckets_the_host_compiler_plans(intent: Intent) -> None:
     # Example intent: n = 16, P = 256 B, eps = 4 us, f_7 = 1, hosts at 25 Gb/s. Epoch
     # 2 x 16 x 256 x 8 / 25e9 + 4e-6 = 6.62144 us, so level 7 may send 256 B per epoch:
