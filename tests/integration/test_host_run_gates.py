@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict
 from controller.rollout.ansible import AnsibleBatches
@@ -70,55 +71,57 @@ def gated(tmp_path: Path) -> Iterator[tuple[Exposition, Reader]]:
             server.stop()
 
 
-def test_a_failed_gate_halts_a_host_apply_after_its_batch(
-    db_url: str, tmp_path: Path, gated: tuple[Exposition, Reader]
-) -> None:
-    exposition, read = gated
+@pytest.fixture
+def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
     engine = make_engine(db_url, pool_size=2)
     try:
-        sessions = make_sessions(engine)
-        IntentService(sessions, clock=StepClock()).replace(
-            four_host_intent(), expected=0, actor=ACTOR, reason="hosts"
-        )
-        service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
-        # Pre-check: drops of 20 are above an absolute ceiling of 5, so no start.
-        strict = GatePolicy((Gate("drops", 5.0, builtin="drops"),))
-        with pytest.raises(Conflict, match="pre-check"):
-            service.start_apply(actor=ACTOR, batch_size=2, gates=strict, reader=read)
-
-        run = service.start_apply(actor=ACTOR, batch_size=2, gates=DROPS, reader=read)
-        store = SqlHostRunStore(sessions, clock=StepClock())
-        clock = HandClock()
-        runner = HostRunRunner(
-            store, AnsibleBatches(local_config(tmp_path), store.intent), clock=clock, gates=read
-        )
-        assert runner.step(run.id)  # pending -> running
-        assert runner.step(run.id)  # baseline, batch 1 (host1, host2), soak
-        exposition.set(drops={"spine1": 40.0})  # 20 -> 50 packets/s: over 150 % of 20
-        settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="spine1"})', 40.0)
-        assert not runner.step(run.id)  # soaking
-        clock.now += timedelta(seconds=30)
-        assert runner.step(run.id)  # the drops gate fails: halted
-
-        done = service.run(run.id)
-        assert done.state == "halted"
-        assert "batch 1 failed its health gates (halt): drops: value 50 > 30" in (
-            done.message or ""
-        )
-        assert {r.host: r.status for r in done.results} == {
-            "host1": "ok",
-            "host2": "ok",
-            "host3": "not_run",
-            "host4": "not_run",
-        }
-        readings = [(e.batch, e.stage, e.value, e.verdict) for e in done.evaluations or []]
-        assert readings == [
-            (-1, "precheck", 20.0, "pass"),
-            (1, "baseline", 20.0, "pass"),
-            (1, "soak", 50.0, "fail"),
-        ]
+        yield make_sessions(engine)
     finally:
         engine.dispose()
+
+
+def test_a_failed_gate_halts_a_host_apply_after_its_batch(
+    sessions: sessionmaker[Session], tmp_path: Path, gated: tuple[Exposition, Reader]
+) -> None:
+    exposition, read = gated
+    IntentService(sessions, clock=StepClock()).replace(
+        four_host_intent(), expected=0, actor=ACTOR, reason="hosts"
+    )
+    service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
+    # Pre-check: drops of 20 are above an absolute ceiling of 5, so no start.
+    strict = GatePolicy((Gate("drops", 5.0, builtin="drops"),))
+    with pytest.raises(Conflict, match="pre-check"):
+        service.start_apply(actor=ACTOR, batch_size=2, gates=strict, reader=read)
+
+    run = service.start_apply(actor=ACTOR, batch_size=2, gates=DROPS, reader=read)
+    store = SqlHostRunStore(sessions, clock=StepClock())
+    clock = HandClock()
+    runner = HostRunRunner(
+        store, AnsibleBatches(local_config(tmp_path), store.intent), clock=clock, gates=read
+    )
+    assert runner.step(run.id)  # pending -> running
+    assert runner.step(run.id)  # baseline, batch 1 (host1, host2), soak
+    exposition.set(drops={"spine1": 40.0})  # 20 -> 50 packets/s: over 150 % of 20
+    settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="spine1"})', 40.0)
+    assert not runner.step(run.id)  # soaking
+    clock.now += timedelta(seconds=30)
+    assert runner.step(run.id)  # the drops gate fails: halted
+
+    done = service.run(run.id)
+    assert done.state == "halted"
+    assert "batch 1 failed its health gates (halt): drops: value 50 > 30" in (done.message or "")
+    assert {r.host: r.status for r in done.results} == {
+        "host1": "ok",
+        "host2": "ok",
+        "host3": "not_run",
+        "host4": "not_run",
+    }
+    readings = [(e.batch, e.stage, e.value, e.verdict) for e in done.evaluations or []]
+    assert readings == [
+        (-1, "precheck", 20.0, "pass"),
+        (1, "baseline", 20.0, "pass"),
+        (1, "soak", 50.0, "fail"),
+    ]
 
 
 def _given(record_dir: Path) -> dict[str, int]:
@@ -136,119 +139,109 @@ def _with_tcp_ecn(value: int) -> dict[str, object]:
 
 
 def test_a_failed_gate_puts_the_batch_back_to_the_version_its_hosts_ran(
-    db_url: str, tmp_path: Path, gated: tuple[Exposition, Reader]
+    sessions: sessionmaker[Session], tmp_path: Path, gated: tuple[Exposition, Reader]
 ) -> None:
     exposition, read = gated
     record = tmp_path / "given"
     record.mkdir()
-    engine = make_engine(db_url, pool_size=2)
-    try:
-        sessions = make_sessions(engine)
-        intents = IntentService(sessions, clock=StepClock())
-        intents.replace(_with_tcp_ecn(1), expected=0, actor=ACTOR, reason="v1")
-        service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
-        store = SqlHostRunStore(sessions, clock=StepClock())
-        clock = HandClock()
-        batches = AnsibleBatches(local_config(tmp_path, record_dir=str(record)), store.intent)
-        runner = HostRunRunner(store, batches, clock=clock, gates=read)
-        first = service.start_apply(actor=ACTOR)  # version 1 everywhere, no gates
-        while runner.step(first.id):
-            pass
-        assert service.run(first.id).state == "completed"
-        assert _given(record) == {"host1": 1, "host2": 1, "host3": 1, "host4": 1}
+    intents = IntentService(sessions, clock=StepClock())
+    intents.replace(_with_tcp_ecn(1), expected=0, actor=ACTOR, reason="v1")
+    service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
+    store = SqlHostRunStore(sessions, clock=StepClock())
+    clock = HandClock()
+    batches = AnsibleBatches(local_config(tmp_path, record_dir=str(record)), store.intent)
+    runner = HostRunRunner(store, batches, clock=clock, gates=read)
+    first = service.start_apply(actor=ACTOR)  # version 1 everywhere, no gates
+    while runner.step(first.id):
+        pass
+    assert service.run(first.id).state == "completed"
+    assert _given(record) == {"host1": 1, "host2": 1, "host3": 1, "host4": 1}
 
-        intents.replace(_with_tcp_ecn(2), expected=1, actor=ACTOR, reason="v2")
-        policy = GatePolicy((DROP_GATE,), soak_s=30.0, on_fail="rollback_batch")
-        run = service.start_apply(actor=ACTOR, batch_size=2, gates=policy, reader=read)
-        assert runner.step(run.id)  # pending -> running
-        assert runner.step(run.id)  # baseline, batch 1 (host1, host2) to version 2, soak
-        assert _given(record) == {"host1": 2, "host2": 2, "host3": 1, "host4": 1}
-        exposition.set(drops={"spine1": 40.0})
-        settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="spine1"})', 40.0)
-        clock.now += timedelta(seconds=30)
-        assert runner.step(run.id)  # the gate fails: rolling_back over host1 and host2
-        assert service.run(run.id).state == "rolling_back"
-        assert runner.step(run.id)  # rollback batch 1: host1 and host2 given version 1 again
-        assert runner.step(run.id)  # nothing left: rolled_back
-        assert not runner.step(run.id)
+    intents.replace(_with_tcp_ecn(2), expected=1, actor=ACTOR, reason="v2")
+    policy = GatePolicy((DROP_GATE,), soak_s=30.0, on_fail="rollback_batch")
+    run = service.start_apply(actor=ACTOR, batch_size=2, gates=policy, reader=read)
+    assert runner.step(run.id)  # pending -> running
+    assert runner.step(run.id)  # baseline, batch 1 (host1, host2) to version 2, soak
+    assert _given(record) == {"host1": 2, "host2": 2, "host3": 1, "host4": 1}
+    exposition.set(drops={"spine1": 40.0})
+    settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="spine1"})', 40.0)
+    clock.now += timedelta(seconds=30)
+    assert runner.step(run.id)  # the gate fails: rolling_back over host1 and host2
+    assert service.run(run.id).state == "rolling_back"
+    assert runner.step(run.id)  # rollback batch 1: host1 and host2 given version 1 again
+    assert runner.step(run.id)  # nothing left: rolled_back
+    assert not runner.step(run.id)
 
-        done = service.run(run.id)
-        assert done.state == "rolled_back"
-        assert done.message is not None
-        assert done.message.startswith("batch 1 failed its health gates (rollback_batch): drops")
-        assert _given(record) == {"host1": 1, "host2": 1, "host3": 1, "host4": 1}
-        by_phase = {(r.phase, r.host): (r.status, r.from_version) for r in done.results}
-        assert by_phase == {
-            ("apply", "host1"): ("changed", 1),
-            ("apply", "host2"): ("changed", 1),
-            ("apply", "host3"): ("not_run", 1),
-            ("apply", "host4"): ("not_run", 1),
-            ("rollback", "host1"): ("changed", 1),
-            ("rollback", "host2"): ("changed", 1),
-        }
-        assert done.counts["rollback_changed"] == 2
-        stages = [(e.batch, e.stage, e.verdict) for e in done.evaluations or []]
-        assert stages == [(-1, "precheck", "pass"), (1, "baseline", "pass"), (1, "soak", "fail")]
+    done = service.run(run.id)
+    assert done.state == "rolled_back"
+    assert done.message is not None
+    assert done.message.startswith("batch 1 failed its health gates (rollback_batch): drops")
+    assert _given(record) == {"host1": 1, "host2": 1, "host3": 1, "host4": 1}
+    by_phase = {(r.phase, r.host): (r.status, r.from_version) for r in done.results}
+    assert by_phase == {
+        ("apply", "host1"): ("changed", 1),
+        ("apply", "host2"): ("changed", 1),
+        ("apply", "host3"): ("not_run", 1),
+        ("apply", "host4"): ("not_run", 1),
+        ("rollback", "host1"): ("changed", 1),
+        ("rollback", "host2"): ("changed", 1),
+    }
+    assert done.counts["rollback_changed"] == 2
+    stages = [(e.batch, e.stage, e.verdict) for e in done.evaluations or []]
+    assert stages == [(-1, "precheck", "pass"), (1, "baseline", "pass"), (1, "soak", "fail")]
 
-        # The next apply starts from what the hosts run now: version 1 on every host.
-        exposition.set(drops={"spine1": 10.0})
-        settle(read, "sum(sluice_queue_dropped_packets_per_second)", 20.0)
-        again = service.start_apply(actor=ACTOR, batch_size=4, gates=policy, reader=read)
-        assert runner.step(again.id)
-        assert runner.step(again.id)  # the one batch, soak
-        clock.now += timedelta(seconds=30)
-        assert runner.step(again.id)  # passes
-        assert runner.step(again.id)  # completed
-        passed = service.run(again.id)
-        assert passed.state == "completed"
-        assert {r.from_version for r in passed.results} == {1}
-        assert _given(record) == {"host1": 2, "host2": 2, "host3": 2, "host4": 2}
-    finally:
-        engine.dispose()
+    # The next apply starts from what the hosts run now: version 1 on every host.
+    exposition.set(drops={"spine1": 10.0})
+    settle(read, "sum(sluice_queue_dropped_packets_per_second)", 20.0)
+    again = service.start_apply(actor=ACTOR, batch_size=4, gates=policy, reader=read)
+    assert runner.step(again.id)
+    assert runner.step(again.id)  # the one batch, soak
+    clock.now += timedelta(seconds=30)
+    assert runner.step(again.id)  # passes
+    assert runner.step(again.id)  # completed
+    passed = service.run(again.id)
+    assert passed.state == "completed"
+    assert {r.from_version for r in passed.results} == {1}
+    assert _given(record) == {"host1": 2, "host2": 2, "host3": 2, "host4": 2}
 
 
 def test_a_rollback_of_hosts_that_ran_no_earlier_version_names_them(
-    db_url: str, tmp_path: Path, gated: tuple[Exposition, Reader]
+    sessions: sessionmaker[Session], tmp_path: Path, gated: tuple[Exposition, Reader]
 ) -> None:
     exposition, read = gated
-    engine = make_engine(db_url, pool_size=2)
-    try:
-        sessions = make_sessions(engine)
-        IntentService(sessions, clock=StepClock()).replace(
-            four_host_intent(), expected=0, actor=ACTOR, reason="hosts"
-        )
-        service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
-        store = SqlHostRunStore(sessions, clock=StepClock())
-        clock = HandClock()
-        batches = AnsibleBatches(local_config(tmp_path), store.intent)
-        runner = HostRunRunner(store, batches, clock=clock, gates=read)
-        policy = GatePolicy((DROP_GATE,), soak_s=30.0, on_fail="rollback_all")
-        run = service.start_apply(actor=ACTOR, batch_size=2, gates=policy, reader=read)
-        assert runner.step(run.id)
-        assert runner.step(run.id)  # batch 1
-        clock.now += timedelta(seconds=30)
-        assert runner.step(run.id)  # passes
-        assert runner.step(run.id)  # batch 2
-        exposition.set(drops={"leaf1": 40.0})
-        settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="leaf1"})', 40.0)
-        clock.now += timedelta(seconds=30)
-        assert runner.step(run.id)  # fails: every host reached is rolled back
-        while runner.step(run.id):
-            pass
-        done = service.run(run.id)
-        assert done.state == "rolled_back"
-        rollback = [(r.host, r.batch, r.status) for r in done.results if r.phase == "rollback"]
-        # The last batch reached goes back first; no host ran an earlier version.
-        assert rollback == [
-            ("host3", 1, "not_run"),
-            ("host4", 1, "not_run"),
-            ("host1", 2, "not_run"),
-            ("host2", 2, "not_run"),
-        ]
-        assert done.message is not None
-        assert "(rollback_all)" in done.message
-        assert done.message.endswith(
-            "not restored: host3 (not_run), host4 (not_run), host1 (not_run), host2 (not_run)"
-        )
-    finally:
-        engine.dispose()
+    IntentService(sessions, clock=StepClock()).replace(
+        four_host_intent(), expected=0, actor=ACTOR, reason="hosts"
+    )
+    service = HostRunService(sessions, clock=StepClock(), wait=WorkerWait())
+    store = SqlHostRunStore(sessions, clock=StepClock())
+    clock = HandClock()
+    batches = AnsibleBatches(local_config(tmp_path), store.intent)
+    runner = HostRunRunner(store, batches, clock=clock, gates=read)
+    policy = GatePolicy((DROP_GATE,), soak_s=30.0, on_fail="rollback_all")
+    run = service.start_apply(actor=ACTOR, batch_size=2, gates=policy, reader=read)
+    assert runner.step(run.id)
+    assert runner.step(run.id)  # batch 1
+    clock.now += timedelta(seconds=30)
+    assert runner.step(run.id)  # passes
+    assert runner.step(run.id)  # batch 2
+    exposition.set(drops={"leaf1": 40.0})
+    settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="leaf1"})', 40.0)
+    clock.now += timedelta(seconds=30)
+    assert runner.step(run.id)  # fails: every host reached is rolled back
+    while runner.step(run.id):
+        pass
+    done = service.run(run.id)
+    assert done.state == "rolled_back"
+    rollback = [(r.host, r.batch, r.status) for r in done.results if r.phase == "rollback"]
+    # The last batch reached goes back first; no host ran an earlier version.
+    assert rollback == [
+        ("host3", 1, "not_run"),
+        ("host4", 1, "not_run"),
+        ("host1", 2, "not_run"),
+        ("host2", 2, "not_run"),
+    ]
+    assert done.message is not None
+    assert "(rollback_all)" in done.message
+    assert done.message.endswith(
+        "not restored: host3 (not_run), host4 (not_run), host1 (not_run), host2 (not_run)"
+    )

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from controller.rollout.shard import RECONCILE_TASK, EngineOptions, EngineWorker, ReconcileDispatch
 from controller.store.db import make_engine
@@ -33,19 +34,26 @@ def dispatches(db_url: str) -> Iterator[list[ReconcileDispatch]]:
             dispatch.close()
 
 
-def reconcile_jobs(db_url: str) -> list[tuple[str, str]]:
+@contextmanager
+def database(db_url: str) -> Iterator[Connection]:
+    """One transaction on the test's database, committed at the end."""
     engine = make_engine(db_url, pool_size=1)
     try:
-        with engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    "SELECT lock, status::text FROM procrastinate_jobs WHERE task_name = :task"
-                    " ORDER BY id"
-                ),
-                {"task": RECONCILE_TASK},
-            ).all()
+        with engine.begin() as connection:
+            yield connection
     finally:
         engine.dispose()
+
+
+def reconcile_jobs(db_url: str) -> list[tuple[str, str]]:
+    with database(db_url) as connection:
+        rows = connection.execute(
+            text(
+                "SELECT lock, status::text FROM procrastinate_jobs WHERE task_name = :task"
+                " ORDER BY id"
+            ),
+            {"task": RECONCILE_TASK},
+        ).all()
     return [(lock, status) for lock, status in rows]
 
 
@@ -79,15 +87,11 @@ def test_a_switch_still_queued_is_not_queued_again(
     first, second = dispatches[:2]
     assert first(SWITCHES[:3], 0.0) == 3
     # A job that has started no longer holds its queueing lock: that switch is queued again.
-    engine = make_engine(db_url, pool_size=1)
-    try:
-        with engine.begin() as connection:
-            connection.execute(
-                text("UPDATE procrastinate_jobs SET status = 'doing' WHERE lock = :switch"),
-                {"switch": SWITCHES[0]},
-            )
-    finally:
-        engine.dispose()
+    with database(db_url) as connection:
+        connection.execute(
+            text("UPDATE procrastinate_jobs SET status = 'doing' WHERE lock = :switch"),
+            {"switch": SWITCHES[0]},
+        )
     # A reported drift (spacing 0) always queues, but only what is not still waiting.
     assert second(SWITCHES[:5], 0.0) == 3
     jobs = reconcile_jobs(db_url)
@@ -103,24 +107,20 @@ def test_a_dead_workers_reconcile_jobs_run_once_whichever_reaper_finds_them(
     switches = SWITCHES[:12]
     orphaned = switches[:6]
     assert dispatches[0](switches, 0.0) == len(switches)
-    engine = make_engine(db_url, pool_size=1)
-    try:
-        with engine.begin() as connection:
-            dead = connection.execute(
-                text(
-                    "INSERT INTO procrastinate_workers (last_heartbeat)"
-                    " VALUES (now() - interval '1 hour') RETURNING id"
-                )
-            ).scalar_one()
-            connection.execute(
-                text(
-                    "UPDATE procrastinate_jobs SET status = 'doing', worker_id = :dead"
-                    " WHERE lock = ANY(:orphaned)"
-                ),
-                {"dead": dead, "orphaned": orphaned},
+    with database(db_url) as connection:
+        dead = connection.execute(
+            text(
+                "INSERT INTO procrastinate_workers (last_heartbeat)"
+                " VALUES (now() - interval '1 hour') RETURNING id"
             )
-    finally:
-        engine.dispose()
+        ).scalar_one()
+        connection.execute(
+            text(
+                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = :dead"
+                " WHERE lock = ANY(:orphaned)"
+            ),
+            {"dead": dead, "orphaned": orphaned},
+        )
     reconciled: list[str] = []
     guard = threading.Lock()
 
