@@ -5,9 +5,12 @@ PostgreSQL database per test.
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,3 +146,38 @@ def wait_for(what: str, condition: Callable[[], bool], *, within_s: float = 120.
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.05)
+
+
+def jobs_in_flight(log: Path, task: str) -> int:
+    """Jobs of ``task`` a worker has started and not ended, from procrastinate's own log lines
+    ("Starting job <task>[id](...)", "Job <task>[id](...) ended with status ...")."""
+    lines = log.read_text().splitlines()
+    started = sum(1 for line in lines if f"Starting job {task}[" in line)
+    ended = sum(1 for line in lines if f"Job {task}[" in line and " ended " in line)
+    return started - ended
+
+
+def stopped(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the kernel has stopped the process (state T in /proc/<pid>/stat)."""
+    stat = Path(f"/proc/{process.pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+
+def kill_mid_job(
+    victim: subprocess.Popen[bytes], log: Path, task: str, *, within_s: float = 120.0
+) -> None:
+    """SIGKILL a worker while it has a job of ``task`` in flight. Killed the instant it logged
+    a finished job, it may sit between jobs with none for the others to take over (as once on
+    CI), so it is frozen first (SIGSTOP), its log read, and killed only with a job started and
+    not ended; otherwise it goes on (SIGCONT) and is tried again."""
+    deadline = time.monotonic() + within_s
+    while True:
+        victim.send_signal(signal.SIGSTOP)
+        wait_for("the worker to stop", lambda: stopped(victim), within_s=within_s)
+        if jobs_in_flight(log, task) > 0:
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            return
+        victim.send_signal(signal.SIGCONT)
+        assert time.monotonic() < deadline, f"the worker never had a {task} job in flight"
+        time.sleep(0.02)

@@ -35,7 +35,7 @@ from tests.integration.conftest import StepClock
 from vsonic.db import CONFIG_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
 
-from .conftest import POLICY, wait_for
+from .conftest import POLICY, kill_mid_job, wait_for
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 60
@@ -127,9 +127,7 @@ def test_three_workers_share_a_reconcile_pass_and_survive_one_killed(
             within_s=WAIT_S,
         )
         assert runs_recorded() < SWITCHES * 2 // 3, "killed too late to test a takeover"
-        victim = workers[1]
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
+        kill_mid_job(workers[1], logs[1], RECONCILE_TASK, within_s=WAIT_S)
         wait_for("every switch reconciled", lambda: runs_recorded() == SWITCHES, within_s=WAIT_S)
         with engine.connect() as connection:
             wait_for(

@@ -5,7 +5,6 @@ with no switch written twice."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -26,7 +25,7 @@ from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
 from vsonic.gnmi_server import TlsFiles
 
-from .conftest import Controller, wait_for
+from .conftest import Controller, kill_mid_job, wait_for
 from .test_gates import HandClock
 
 OPERATOR = Actor(name="test-operator", request_id="test")
@@ -83,9 +82,7 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
             within_s=WAIT_S,
         )
         assert pending() > SWITCHES // 3, "killed too late to test a takeover"
-        victim = workers[1]
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
+        kill_mid_job(workers[1], logs[1], TASK, within_s=WAIT_S)
         killed_at = logs[1].read_text().count("applied_verified")
         wait_for("completion", completed, within_s=WAIT_S)
 
