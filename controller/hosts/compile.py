@@ -152,8 +152,9 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
 
 
 def _bounded_level(level: int, limiter: HostLimiter) -> JsonObject:
-    """A bounded level's ``sluice_qjump`` entry; ``queue_bytes`` only where the fabric's
-    window sets it (``sliding``), else the host's default queue (the bucket, at least P)."""
+    """A bounded level's ``sluice_qjump`` entry; ``queue_bytes`` and ``mpu_bytes`` (every
+    packet charged as P) only where the fabric's window sets them (``sliding``), else the
+    host's default queue (the bucket, at least P) and packets charged their length."""
     entry: JsonObject = {
         "level": level,
         "rate_bps": limiter.rate_bps,
@@ -161,6 +162,8 @@ def _bounded_level(level: int, limiter: HostLimiter) -> JsonObject:
     }
     if limiter.queue_bytes is not None:
         entry["queue_bytes"] = limiter.queue_bytes
+    if limiter.charge_bytes is not None:
+        entry["mpu_bytes"] = limiter.charge_bytes
     return entry
 
 

@@ -146,8 +146,8 @@ def qjump_factors_shrink_with_priority(intent: Intent) -> list[FieldProblem]:
 
 
 def qjump_window_holds(intent: Intent) -> list[FieldProblem]:
-    """QjumpWindowTooSmall: with ``window: sliding`` every level must fit a one-packet bucket
-    and a one-packet queue drained within the epoch into f x P (``host_limiter``)."""
+    """QjumpWindowTooSmall: with ``window: sliding`` every level must buy at least one whole
+    packet per epoch (f >= 1) after the kernel's burst rounding (``host_limiter``)."""
     qjump = intent.fabric.qjump
     if qjump is None or qjump.window is not QjumpWindow.SLIDING or not intent.hosts:
         return []

@@ -350,8 +350,8 @@ class Qjump(Frozen):
     )
     window: QjumpWindow = Field(
         default=QjumpWindow.ALIGNED,
-        description="aligned: f x P per host epoch (the paper's limiter); sliding: f x P in "
-        "every epoch-long window, at the rate (f x P - P) per epoch",
+        description="aligned: f x P per host epoch (the paper's limiter); sliding: at most "
+        "floor(f) packets (every packet charged as P) in every epoch-long window, f >= 1",
     )
 
 

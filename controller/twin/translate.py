@@ -278,6 +278,12 @@ def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
         "level's queue drops is lost to TCP as in the network (Linux's TCP sees a local "
         "qdisc drop at once)"
     )
+    if any("mpu_bytes" in level for level in planned["levels"]):
+        notes.append(
+            "tbf's mpu (window: sliding charges every packet as P) is not modelled: netsim "
+            "charges a packet its own length, so a level sending packets below P passes more "
+            "of them than the host does"
+        )
     return {
         "levels": [
             qjump_level(lv, planned["line_rate_bps"], packet_bytes) for lv in planned["levels"]

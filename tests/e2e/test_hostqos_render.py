@@ -310,6 +310,35 @@ def test_a_level_queue_sets_the_tbf_limit_and_needs_p() -> None:
         qos.qjump_plan(qjump(levels=[sliding]))
 
 
+def test_a_level_charge_sets_the_tbf_mpu_and_a_different_live_mpu_is_reapplied() -> None:
+    # fabric.qjump.window sliding: every packet is charged as P (tc-tbf(8) mpu), docs/hosts.md.
+    htb = _load("modules.htb")
+    sliding = {
+        "level": 7,
+        "rate_bps": 8_180_000,
+        "burst_bytes": 512,
+        "queue_bytes": 1536,
+        "mpu_bytes": 512,
+    }
+    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
+    (level7,) = [c for c in plan.classes if c.tbf is not None]
+    assert level7.tbf.mpu_bytes == 512
+    (tbf,) = [c for c in htb.plan_commands(plan, None, {}, {}) if " tbf " in c]
+    assert tbf.endswith("mtu 512 limit 1536 mpu 512"), tbf
+    # what tc -j prints for that tbf less its mpu (as when the level was applied without one)
+    rate = qos.tc_rate_bps(level7.tbf.rate) // 8
+    lat = round((1536 - level7.tbf.kernel_burst_bytes) / rate * 1e6)
+    shown = {"rate": rate, "burst": level7.tbf.kernel_burst_bytes, "lat": lat}
+    have = {"kind": "tbf", "handle": "17:", "options": shown}
+    assert not htb.leaf_matches(level7, have)
+    assert htb.leaf_matches(level7, {**have, "options": {**shown, "mpu": 512}})
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.mpu_bytes: must be 1\.\.512"):
+        qos.qjump_plan(qjump(packet_bytes=512, levels=[{**sliding, "mpu_bytes": 513}]))
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.mpu_bytes: only for a level"):
+        qos.qjump_plan(qjump(levels=[{k: v for k, v in sliding.items() if k != "queue_bytes"}]))
+
+
 def test_rounding_is_reported_not_accepted_silently() -> None:
     htb = _load("modules.htb")
     plan = qos.qjump_plan(qjump(packet_bytes=256))

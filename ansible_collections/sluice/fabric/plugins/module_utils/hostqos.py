@@ -174,6 +174,9 @@ class TbfLeaf:
     packet_bytes: int  # P: tbf mtu, the largest packet the level sends
     peakrate: str  # line rate: the peak bucket only caps the packet size
     limit_bytes: int
+    # tbf mpu: the least a packet costs in tokens; P charges every packet as a full one, so
+    # the bucket counts packets (fabric.qjump.window sliding). 0: charged its length.
+    mpu_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,13 @@ def tc_rate_bps(text: str) -> int:
 
 
 def _tbf_leaf(
-    level: int, rate: int, burst: int, packet_bytes: int, line_rate: int, queue: int | None
+    level: int,
+    rate: int,
+    burst: int,
+    packet_bytes: int,
+    line_rate: int,
+    queue: int | None,
+    mpu: int = 0,
 ) -> TbfLeaf:
     asked = burst
     if kernel_burst_bytes(burst, rate) < packet_bytes:
@@ -248,6 +257,7 @@ def _tbf_leaf(
         # The controller sizes the queue for a sliding window (rate x epoch); otherwise the
         # bucket, so a full queue drains within one epoch either way.
         limit_bytes=queue if queue is not None else max(burst, packet_bytes),
+        mpu_bytes=mpu,
     )
 
 
@@ -257,7 +267,7 @@ def _level_class(
     spec = _require_mapping(
         raw,
         path,
-        {"level", "rate_bps", "ceil_bps", "burst_bytes", "queue_bytes"},
+        {"level", "rate_bps", "ceil_bps", "burst_bytes", "queue_bytes", "mpu_bytes"},
         {"level", "rate_bps", "burst_bytes"},
     )
     level = _int(spec["level"], f"{path}.level", 0, 7)
@@ -271,10 +281,15 @@ def _level_class(
         if packet_bytes is None or rate >= line_rate:
             raise _fail(f"{path}.queue_bytes", "only for a level below the line rate, with P")
         queue = _int(spec["queue_bytes"], f"{path}.queue_bytes", packet_bytes, 1 << 30)
+    mpu = 0
+    if "mpu_bytes" in spec:
+        if packet_bytes is None or rate >= line_rate:
+            raise _fail(f"{path}.mpu_bytes", "only for a level below the line rate, with P")
+        mpu = _int(spec["mpu_bytes"], f"{path}.mpu_bytes", 1, packet_bytes)
     # A level below the line rate is a QJUMP bound: exact tbf limiter under it when P is known.
     tbf = None
     if packet_bytes is not None and rate < line_rate:
-        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, queue)
+        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, queue, mpu)
     return level, HtbClass(
         classid=level_classid(level),
         parent=f"{HTB_MAJOR:x}:{HTB_PARENT_MINOR:x}",

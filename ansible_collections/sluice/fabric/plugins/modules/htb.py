@@ -181,8 +181,13 @@ def leaf_command(device: str, want: HtbClass) -> str | None:
     return (
         f"qdisc replace dev {device} parent {want.classid} handle {leaf.handle} tbf"
         f" rate {leaf.rate} burst {leaf.burst_bytes} peakrate {leaf.peakrate}"
-        f" mtu {leaf.packet_bytes} limit {leaf.limit_bytes}"
+        f" mtu {leaf.packet_bytes} limit {leaf.limit_bytes}{_mpu_option(leaf)}"
     )
+
+
+def _mpu_option(leaf: TbfLeaf) -> str:
+    """tbf's mpu only where a level charges every packet as P (``window: sliding``)."""
+    return f" mpu {leaf.mpu_bytes}" if leaf.mpu_bytes else ""
 
 
 def leaf_matches(want: HtbClass, have: dict | None) -> bool:
@@ -197,7 +202,9 @@ def leaf_matches(want: HtbClass, have: dict | None) -> bool:
     rate_ok = int(options.get("rate", -1)) * 8 == tc_rate_bps(leaf.rate)
     # tc prints the burst through whole microseconds again: compare like the HTB bursts.
     burst_ok = _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
-    return rate_ok and burst_ok and _queue_ok(leaf, options)
+    # tc prints mpu only when it is set; a charge that differs is re-applied.
+    mpu_ok = int(options.get("mpu", 0)) == leaf.mpu_bytes
+    return rate_ok and burst_ok and mpu_ok and _queue_ok(leaf, options)
 
 
 def _queue_ok(leaf: TbfLeaf, options: dict) -> bool:
@@ -321,7 +328,7 @@ def describe_plan(plan: HtbPlan) -> str:
             lines.append(
                 f"qdisc tbf {leaf.handle} parent {c.classid} rate {leaf.rate}"
                 f" burst {leaf.kernel_burst_bytes}b mtu {leaf.packet_bytes}"
-                f" limit {leaf.limit_bytes}"
+                f" limit {leaf.limit_bytes}{_mpu_option(leaf)}"
             )
     return "\n".join(lines) + "\n"
 
@@ -338,6 +345,15 @@ def read_state(
     if root is None or root.get("kind") != "htb":
         return root, {}, {}
     leaves = {q["parent"]: q for q in qdiscs if not q.get("root") and "parent" in q}
+    # tc prints a tbf's mpu only with -d (iproute2 q_tbf.c); -d also changes the burst's
+    # form, so only the mpu is taken from it.
+    rc, out, err = module.run_command(["tc", "-j", "-d", "qdisc", "show", "dev", device])
+    if rc != 0:
+        module.fail_json(msg=f"cannot read qdisc details of {device}: {err.strip()}")
+    for detailed in json.loads(out or "[]"):
+        leaf = leaves.get(detailed.get("parent", ""))
+        if leaf is not None and "mpu" in detailed.get("options", {}):
+            leaf.setdefault("options", {})["mpu"] = detailed["options"]["mpu"]
     rc, out, err = module.run_command(["tc", "class", "show", "dev", device])
     if rc != 0:
         module.fail_json(msg=f"cannot read classes of {device}: {err.strip()}")
