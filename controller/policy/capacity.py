@@ -156,7 +156,8 @@ def qjump_window_holds(intent: Intent) -> list[FieldProblem]:
     for level, factor in sorted(qjump.factors.items()):
         budget = QjumpLevel(level, factor, 0.0, budget_bytes(factor, qjump.packet_bytes))
         try:
-            host_limiter(budget, qjump.packet_bytes, epoch_s, qjump.window)
+            jitter_s = qjump.release_jitter_us * 1e-6
+            host_limiter(budget, qjump.packet_bytes, epoch_s, qjump.window, jitter_s)
         except IntentInvalid as refused:
             reasons = (problem.reason for problem in refused.problems)
             problems += [FieldProblem(f"fabric.qjump.factors.{level}", r) for r in reasons]

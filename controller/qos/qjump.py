@@ -169,17 +169,24 @@ class HostLimiter:
 
     ``queue_bytes`` is None when the host's default (the bucket, at least P) applies.
     ``charge_bytes`` is the least a packet costs in tokens (tbf's ``mpu``, tc-tbf(8)); None
-    charges every packet its own length.
+    charges every packet its own length. ``queue_packets`` counts the queue in packets (a
+    pfifo under the tbf) instead of bytes: where every packet costs P, a byte limit would let
+    small packets queue up many epochs' worth of tokens.
     """
 
     rate_bps: int
     bucket_bytes: int
     queue_bytes: int | None = None
     charge_bytes: int | None = None
+    queue_packets: int | None = None
 
 
 def host_limiter(
-    level: QjumpLevel, packet_bytes: int, epoch_s: float, window: QjumpWindow
+    level: QjumpLevel,
+    packet_bytes: int,
+    epoch_s: float,
+    window: QjumpWindow,
+    release_jitter_s: float = 0.0,
 ) -> HostLimiter:
     """The token bucket that keeps ``level`` to its budget B = floor(f x P) per epoch E.
 
@@ -195,16 +202,22 @@ def host_limiter(
     may add to hold P. The queue holds max(1, floor(r x E / P)) P-byte packets, so one
     waits at most max(E, P / r); refused with ``QjumpWindowTooSmall`` below one packet
     (f < 1) or when the epoch is too short for the rounding margin.
+
+    ``release_jitter_s`` (J, ``sliding`` only): the host may put a packet on the wire up to J
+    later than the limiter let it out, so two releases t apart may leave t - J apart. The
+    refill then spans E + J (r = (k x P - margin) / (E + J)): k + 1 packets take more than
+    E + J to release, so every window of one epoch holds k packets at the wire as well.
     """
     require_int_at_least("packet_bytes", packet_bytes, 1)
     require_positive("epoch_s", epoch_s)
+    require_non_negative("release_jitter_s", release_jitter_s)
     if window is QjumpWindow.ALIGNED:
         return HostLimiter(math.floor(level.rate_bps), level.bytes_per_epoch)
     packets = level.bytes_per_epoch // packet_bytes
     window_bytes = packets * packet_bytes
     margin = math.ceil(window_bytes * TC_BURST_STEP_S / epoch_s) + 1
     refill_bytes = window_bytes - margin  # r x E
-    rate_bps = math.floor(refill_bytes * BITS_PER_BYTE / epoch_s)
+    rate_bps = math.floor(refill_bytes * BITS_PER_BYTE / (epoch_s + release_jitter_s))
     if packets < 1 or rate_bps < 1:
         raise invalid(
             f"factors[{level.level}]",
@@ -218,4 +231,6 @@ def host_limiter(
     # sized in whole packets for that rate, so those ahead drain within one epoch.
     drained = rate_bps * (1 - TC_RATE_ROUNDING) * epoch_s / BITS_PER_BYTE
     queue_packets = max(1, math.floor(drained / packet_bytes))
-    return HostLimiter(rate_bps, packet_bytes, queue_packets * packet_bytes, packet_bytes)
+    return HostLimiter(
+        rate_bps, packet_bytes, charge_bytes=packet_bytes, queue_packets=queue_packets
+    )

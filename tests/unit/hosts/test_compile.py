@@ -105,12 +105,12 @@ def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() ->
     # epoch 5.31072 us (above); level 7, f = 4: k = 4 packets of P = 256 B, 1024 B; margin
     # ceil(1024 x 1.024e-6 / 5.31072e-6) + 1 = ceil(197.45) + 1 = 199 B; r x E = 825 B ->
     # 825 x 8 / 5.31072 us = 1 242 769 342.01 bit/s; queue r x 0.999 x E / 8 = 824.17 B =
-    # 3.22 packets -> 3 x 256 = 768 B; every packet charged as P (tbf mpu).
+    # 3.22 packets -> a queue of 3 packets; every packet charged as P (tbf mpu).
     assert levels[1] == {
         "level": 7,
         "rate_bps": 1_242_769_342,
         "burst_bytes": 256,
-        "queue_bytes": 768,
+        "queue_packets": 3,
         "mpu_bytes": 256,
     }
 

@@ -144,18 +144,19 @@ def test_sliding_limiter_charges_every_packet_as_p_and_refills_f_packets_per_epo
     # f = 4, P = 512 B, E = 2 ms: k = 4 packets, k x P = 2048 B; the kernel's burst step is
     # 1.024 us of sending, 2048 x 1.024e-6 / 2e-3 = 1.049 B -> 2 B, + 1 B = 3 B; r x E =
     # 2045 B -> 2045 x 8 / 2 ms = 8 180 000 bit/s; queue 8 180 000 x 0.999 x 2 ms / 8 =
-    # 2042.955 B = 3.99 packets -> 3 packets = 1536 B; every packet costs P (tbf mpu).
+    # 2042.955 B = 3.99 packets -> 3 packets, counted as packets; every packet costs P (mpu).
     limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING)
-    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes, limiter.charge_bytes)
-    assert shape == (8_180_000, 512, 1536, 512)
+    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_packets, limiter.charge_bytes)
+    assert shape == (8_180_000, 512, 3, 512)
+    assert limiter.queue_bytes is None
 
 
 def test_sliding_limiter_holds_f_equal_one_as_one_packet_per_epoch():
     # f = 1, P = 512 B, E = 2 ms: margin ceil(512 x 1.024e-6 / 2e-3) + 1 = 2 B; r x E = 510 B
     # -> 2 040 000 bit/s; a packet leaves, the next needs P of tokens: 512 / 510 epochs later.
     limiter = host_limiter(_level(1), 512, 0.002, QjumpWindow.SLIDING)
-    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes, limiter.charge_bytes)
-    assert shape == (2_040_000, 512, 512, 512)
+    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_packets, limiter.charge_bytes)
+    assert shape == (2_040_000, 512, 1, 512)
 
 
 @given(
@@ -174,11 +175,12 @@ def test_sliding_limiter_bound_and_latency_hold(factor, packet, epoch_s):
     most_packets = math.ceil(tokens / packet) - 1
     assert most_packets == math.floor(level.bytes_per_epoch / packet)
     assert most_packets * packet <= factor * packet
-    # a queue of whole P-byte packets; more than one drains within an epoch at tc's rate
-    assert limiter.queue_bytes % packet == 0
-    assert limiter.queue_bytes >= packet
-    if limiter.queue_bytes > packet:
-        assert limiter.queue_bytes <= limiter.rate_bps * 0.999 / 8 * epoch_s
+    # a queue counted in packets (each costs P); more than one drains within an epoch at
+    # tc's rate, so a packet waits at most max(E, P / r)
+    assert limiter.queue_packets is not None
+    assert limiter.queue_packets >= 1
+    if limiter.queue_packets > 1:
+        assert limiter.queue_packets * packet <= limiter.rate_bps * 0.999 / 8 * epoch_s
 
 
 @pytest.mark.parametrize("factor", [0.5, 0.99])
@@ -199,3 +201,35 @@ def test_sliding_window_buys_floor_f_packets_for_a_non_integer_factor():
     assert host_limiter(_level(2.5), 512, 0.002, QjumpWindow.SLIDING).rate_bps == (
         host_limiter(_level(2), 512, 0.002, QjumpWindow.SLIDING).rate_bps
     )
+
+
+def test_sliding_limiter_refills_over_the_epoch_plus_the_release_jitter():
+    # f = 4, P = 512 B, E = 2 ms, J = 200 us: r x (E + J) = 2045 B (the margin as above) ->
+    # 2045 x 8 / 2.2 ms = 7 436 363.6 -> 7 436 363 bit/s; queue 7 436 363 x 0.999 x 2 ms / 8
+    # = 1 857.23 B = 3.63 packets -> 3.
+    limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING, 200e-6)
+    assert (limiter.rate_bps, limiter.queue_packets) == (7_436_363, 3)
+    # aligned is the paper's limiter: the guard does not apply
+    aligned = host_limiter(_level(4), 512, 0.002, QjumpWindow.ALIGNED, 200e-6)
+    assert aligned == host_limiter(_level(4), 512, 0.002, QjumpWindow.ALIGNED)
+    with pytest.raises(IntentInvalid, match="release_jitter_s"):
+        host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING, -1e-6)
+
+
+@given(
+    factor=st.floats(1.0, 1000.0),
+    packet=st.integers(122, 9000),
+    epoch_s=st.floats(100e-6, 0.1),
+    jitter_share=st.floats(0.0, 2.0),
+)
+def test_sliding_limiter_holds_k_packets_over_an_epoch_plus_the_jitter(
+    factor, packet, epoch_s, jitter_share
+):
+    jitter_s = jitter_share * epoch_s
+    level = _level(factor, packet, epoch_s)
+    limiter = host_limiter(level, packet, epoch_s, QjumpWindow.SLIDING, jitter_s)
+    step = limiter.rate_bps / 8 * 1.024e-6 + 1
+    # releases within E + J cost less than (k + 1) x P: at most k packets, however late
+    # each one leaves within J
+    tokens = limiter.bucket_bytes + step + limiter.rate_bps / 8 * (epoch_s + jitter_s)
+    assert tokens < (math.floor(level.bytes_per_epoch / packet) + 1) * packet

@@ -1,0 +1,130 @@
+"""When a device's root qdisc takes each packet in and lets it out, from the kernel's
+``qdisc:qdisc_enqueue`` and ``qdisc:qdisc_dequeue`` trace events (Linux
+include/trace/events/qdisc.h), stamped with CLOCK_MONOTONIC (tracefs ``trace_clock`` mono).
+
+A token bucket qdisc bounds when it lets packets out; a capture point after it (tcpdump's tap
+in the transmit path) stamps each packet some time later, by an amount no qdisc controls: a
+virtual CPU descheduled between the two stamps shifts one packet by hundreds of microseconds
+and bunches it with the next. The dequeue event is stamped right where the root qdisc hands
+the packet on, so the bound the limiter holds is measured where it holds.
+
+Events go to a private tracefs instance (its own buffer and clock), removed on exit; tracefs
+is mounted on a temporary directory when it is not at /sys/kernel/tracing. Tracing is global:
+ifindexes and the handle "1:" repeat across network namespaces (other hosts of other tests), so
+the events are printed with their fields (``options/fields``) and grouped by the qdisc they
+came from; the caller picks its own qdisc's group.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+TRACEFS = Path("/sys/kernel/tracing")
+EVENTS = ("qdisc_enqueue", "qdisc_dequeue")
+HTB_ROOT_HANDLE = 0x10000  # "1:"
+LINE = re.compile(
+    r"\s(?P<time>\d+\.\d+): qdisc_(?P<event>enqueue|dequeue): qdisc=(?P<qdisc>0x[0-9a-f]+) "
+    r".*?(?:packets=0x[0-9a-f]+ \((?P<packets>\d+)\) )?skbaddr=(?P<skb>0x[0-9a-f]+) "
+)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One packet the root qdisc let out: when (s, monotonic), and when it was taken in
+    (None for a segment the qdisc cut from a larger packet: it was never enqueued whole)."""
+
+    time: float
+    enqueued: float | None
+
+
+class QdiscTrace:
+    def __init__(self, instance: Path) -> None:
+        self.instance = instance
+
+    def _enable(self, on: bool) -> None:
+        for event in EVENTS:
+            (self.instance / "events" / "qdisc" / event / "enable").write_text("1" if on else "0")
+
+    def released(self) -> dict[str, list[Release]]:
+        """Every packet let out so far, in order, by qdisc (its kernel address)."""
+        return releases((self.instance / "trace").read_text())
+
+    def stop(self) -> dict[str, list[Release]]:
+        """Stop recording; ``released``."""
+        self._enable(False)
+        return self.released()
+
+
+def releases(text: str) -> dict[str, list[Release]]:
+    """The trace's dequeued packets in order by qdisc, each with its enqueue time (same qdisc
+    and skb address, the latest enqueue before it). A bulk dequeue reports its first packet's
+    address only: the packets after it count with no enqueue time."""
+    enqueued: dict[tuple[str, str], float] = {}
+    out: dict[str, list[Release]] = {}
+    for line in text.splitlines():
+        match = LINE.search(line)
+        if match is None:
+            continue
+        time = float(match.group("time"))
+        key = (match.group("qdisc"), match.group("skb"))
+        if match.group("event") == "enqueue":
+            enqueued[key] = time
+            continue
+        packets = int(match.group("packets") or 0)
+        if packets < 1:
+            continue
+        ours = out.setdefault(key[0], [])
+        ours.append(Release(time, enqueued.pop(key, None)))
+        ours += [Release(time, None)] * (packets - 1)
+    return out
+
+
+def the_qdisc_that_sent(
+    frames: int, before: dict[str, list[Release]], after: dict[str, list[Release]]
+) -> list[Release]:
+    """The one qdisc's releases since ``before`` that number exactly ``frames`` (the packets a
+    capture on its device saw meanwhile)."""
+    since = {q: packets[len(before.get(q, [])) :] for q, packets in after.items()}
+    matching = [packets for packets in since.values() if len(packets) == frames]
+    if len(matching) != 1:
+        counts = {q: len(packets) for q, packets in since.items()}
+        raise AssertionError(f"not one qdisc let out the {frames} captured frames: {counts}")
+    return matching[0]
+
+
+@contextmanager
+def root_qdisc_trace(ifindex: int, handle: int = HTB_ROOT_HANDLE) -> Iterator[QdiscTrace]:
+    """Record the root qdisc ``handle`` of device ``ifindex`` (ifindexes are per network
+    namespace: the handle narrows the filter; the caller checks the count it gets)."""
+    mounted: Path | None = None
+    root = TRACEFS
+    if not (root / "instances").is_dir():
+        mounted = Path(tempfile.mkdtemp(prefix="sluice-tracefs-"))
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(mounted)], check=True)
+        root = mounted
+    instance = root / "instances" / f"sluice-qdisc-{os.getpid()}"
+    try:
+        instance.mkdir()
+        trace = QdiscTrace(instance)
+        (instance / "trace_clock").write_text("mono")
+        (instance / "options" / "fields").write_text("1")
+        (instance / "buffer_size_kb").write_text("16384")
+        for event in EVENTS:
+            where = instance / "events" / "qdisc" / event / "filter"
+            where.write_text(f"ifindex == {ifindex} && handle == {handle}")
+        trace._enable(True)
+        yield trace
+    finally:
+        if instance.is_dir():
+            QdiscTrace(instance)._enable(False)
+            instance.rmdir()
+        if mounted is not None:
+            subprocess.run(["umount", str(mounted)], check=True)
+            mounted.rmdir()
