@@ -37,11 +37,15 @@ LINE = re.compile(
 
 @dataclass(frozen=True)
 class Release:
-    """One packet the root qdisc let out: when (s, monotonic), and when it was taken in
-    (None for a segment the qdisc cut from a larger packet: it was never enqueued whole)."""
+    """One packet the root qdisc let out: its place in the qdisc's sequence of releases
+    (``seq``) and when (s, monotonic); when it was taken in, and how many packets the qdisc
+    had let out by then (both None for a segment the qdisc cut from a larger packet: it was
+    never enqueued whole)."""
 
+    seq: int
     time: float
     enqueued: float | None
+    released_before_enqueue: int | None = None
 
 
 class QdiscTrace:
@@ -66,7 +70,7 @@ def releases(text: str) -> dict[str, list[Release]]:
     """The trace's dequeued packets in order by qdisc, each with its enqueue time (same qdisc
     and skb address, the latest enqueue before it). A bulk dequeue reports its first packet's
     address only: the packets after it count with no enqueue time."""
-    enqueued: dict[tuple[str, str], float] = {}
+    enqueued: dict[tuple[str, str], tuple[float, int]] = {}
     out: dict[str, list[Release]] = {}
     for line in text.splitlines():
         match = LINE.search(line)
@@ -74,15 +78,16 @@ def releases(text: str) -> dict[str, list[Release]]:
             continue
         time = float(match.group("time"))
         key = (match.group("qdisc"), match.group("skb"))
+        ours = out.setdefault(key[0], [])
         if match.group("event") == "enqueue":
-            enqueued[key] = time
+            enqueued[key] = (time, len(ours))
             continue
         packets = int(match.group("packets") or 0)
         if packets < 1:
             continue
-        ours = out.setdefault(key[0], [])
-        ours.append(Release(time, enqueued.pop(key, None)))
-        ours += [Release(time, None)] * (packets - 1)
+        taken_in, before = enqueued.pop(key, (None, None))
+        ours.append(Release(len(ours), time, taken_in, before))
+        ours += [Release(len(ours) + n, time, None) for n in range(packets - 1)]
     return out
 
 
