@@ -115,6 +115,24 @@ def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() ->
     }
 
 
+def test_a_sliding_window_refills_over_the_epoch_plus_the_release_jitter() -> None:
+    data = marked_data()
+    data["fabric"]["qjump"]["factors"] = {0: 8.0, 7: 4.0}
+    data["fabric"]["qjump"]["window"] = "sliding"
+    data["fabric"]["qjump"]["release_jitter_us"] = 1.0
+    levels = render(data)["host1"]["sluice_qjump"]["levels"]
+    # as above, r x (E + J) = 825 B over 5.31072 + 1 us: 825 x 8 / 6.31072 us =
+    # 1 045 839 460.5 bit/s; queue 1 045 839 460 x 0.999 x 5.31072 us / 8 = 693.6 B = 2.71
+    # packets -> 2.
+    assert levels[1] == {
+        "level": 7,
+        "rate_bps": 1_045_839_460,
+        "burst_bytes": 256,
+        "queue_packets": 2,
+        "mpu_bytes": 256,
+    }
+
+
 def test_no_qjump_in_the_fabric_leaves_the_qdiscs_alone() -> None:
     data = marked_data()
     del data["fabric"]["qjump"]
