@@ -49,7 +49,12 @@ from controller.qos.qjump import (
 )
 from lab import netns
 from tests.e2e.playbook import run_site
-from tests.e2e.qdisc_trace import Release, root_qdisc_trace, the_qdisc_that_sent
+from tests.e2e.qdisc_trace import (
+    UNMATCHED_AT_THE_ENDS,
+    Release,
+    root_qdisc_trace,
+    the_qdisc_that_sent,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -184,8 +189,20 @@ def read_pcap(path: Path) -> list[Frame]:
 
 def as_released(frames: list[Frame], released: list[Release]) -> list[Frame]:
     """Each captured frame at the time its root qdisc let it out. Both lists hold every
-    frame the device sent while both ran, in the order it sent them (one transmit queue)."""
-    assert len(frames) == len(released), (len(frames), len(released))
+    frame the device sent while both ran, in the order it sent them (one transmit queue);
+    either may hold a few more at its ends. Of the ways to line them up, the right one is the
+    one where tcpdump's stamp follows the release by the most even lag (the clocks differ by
+    a constant; one frame off, the lag jumps by the gaps between frames, up to milliseconds).
+    """
+    pairings: list[tuple[float, list[Frame], list[Release]]] = []
+    for shift in range(-UNMATCHED_AT_THE_ENDS, UNMATCHED_AT_THE_ENDS + 1):
+        # frame i + shift is release i
+        pair = (frames[max(shift, 0) :], released[max(-shift, 0) :])
+        common = min(len(pair[0]), len(pair[1]))
+        pair = (pair[0][:common], pair[1][:common])
+        lags = [f.stamped - r.time for f, r in zip(*pair, strict=True)]
+        pairings.append((max(lags) - min(lags), *pair))
+    _spread, frames, released = min(pairings, key=lambda pairing: pairing[0])
     return [
         replace(
             frame,
