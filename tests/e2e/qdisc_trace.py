@@ -6,7 +6,8 @@ A token bucket qdisc bounds when it lets packets out; a capture point after it (
 in the transmit path) stamps each packet some time later, by an amount no qdisc controls: a
 virtual CPU descheduled between the two stamps shifts one packet by hundreds of microseconds
 and bunches it with the next. The dequeue event is stamped right where the root qdisc hands
-the packet on, so the bound the limiter holds is measured where it holds.
+the packet on, as close to the limiter's own clock as a record gets (a stall between the two
+still shows; sliding's ``release_jitter_us`` is the allowance for it).
 
 Events go to a private tracefs instance (its own buffer and clock), removed on exit; tracefs
 is mounted on a temporary directory when it is not at /sys/kernel/tracing. Tracing is global:
