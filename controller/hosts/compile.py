@@ -171,8 +171,11 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
         qjump.hosts, qjump.packet_bytes, fabric_rate_bps, epsilon_s, qjump.factors
     )
     epoch_s = epoch_seconds(qjump.hosts, qjump.packet_bytes, fabric_rate_bps, epsilon_s)
+    jitter_s = qjump.release_jitter_us * 1e-6
     levels = [
-        _bounded_level(p.level, host_limiter(p, qjump.packet_bytes, epoch_s, qjump.window))
+        _bounded_level(
+            p.level, host_limiter(p, qjump.packet_bytes, epoch_s, qjump.window, jitter_s)
+        )
         for p in planned
     ]
     if 0 not in qjump.factors:
@@ -188,8 +191,10 @@ def qjump_vars(intent: Intent, host: Host) -> JsonObject | None:
 
 
 def _bounded_level(level: int, limiter: HostLimiter) -> JsonObject:
-    """A bounded level's ``sluice_qjump`` entry; ``queue_bytes`` only where the fabric's
-    window sets it (``sliding``), else the host's default queue (the bucket, at least P)."""
+    """A bounded level's ``sluice_qjump`` entry; ``queue_packets`` and ``mpu_bytes`` (every
+    packet charged as P, queued by count) only where the fabric's window sets them
+    (``sliding``), else the host's default queue (the bucket in bytes, at least P) and
+    packets charged their length."""
     entry: JsonObject = {
         "level": level,
         "rate_bps": limiter.rate_bps,
@@ -197,6 +202,10 @@ def _bounded_level(level: int, limiter: HostLimiter) -> JsonObject:
     }
     if limiter.queue_bytes is not None:
         entry["queue_bytes"] = limiter.queue_bytes
+    if limiter.queue_packets is not None:
+        entry["queue_packets"] = limiter.queue_packets
+    if limiter.charge_bytes is not None:
+        entry["mpu_bytes"] = limiter.charge_bytes
     return entry
 
 

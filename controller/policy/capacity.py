@@ -146,8 +146,8 @@ def qjump_factors_shrink_with_priority(intent: Intent) -> list[FieldProblem]:
 
 
 def qjump_window_holds(intent: Intent) -> list[FieldProblem]:
-    """QjumpWindowTooSmall: with ``window: sliding`` every level must fit a one-packet bucket
-    and a one-packet queue drained within the epoch into f x P (``host_limiter``)."""
+    """QjumpWindowTooSmall: with ``window: sliding`` every level must buy at least one whole
+    packet per epoch (f >= 1) after the kernel's burst rounding (``host_limiter``)."""
     qjump = intent.fabric.qjump
     if qjump is None or qjump.window is not QjumpWindow.SLIDING or not intent.hosts:
         return []
@@ -156,7 +156,8 @@ def qjump_window_holds(intent: Intent) -> list[FieldProblem]:
     for level, factor in sorted(qjump.factors.items()):
         budget = QjumpLevel(level, factor, 0.0, budget_bytes(factor, qjump.packet_bytes))
         try:
-            host_limiter(budget, qjump.packet_bytes, epoch_s, qjump.window)
+            jitter_s = qjump.release_jitter_us * 1e-6
+            host_limiter(budget, qjump.packet_bytes, epoch_s, qjump.window, jitter_s)
         except IntentInvalid as refused:
             reasons = (problem.reason for problem in refused.problems)
             problems += [FieldProblem(f"fabric.qjump.factors.{level}", r) for r in reasons]

@@ -370,8 +370,16 @@ class Qjump(Frozen):
     )
     window: QjumpWindow = Field(
         default=QjumpWindow.ALIGNED,
-        description="aligned: f x P per host epoch (the paper's limiter); sliding: f x P in "
-        "every epoch-long window, at the rate (f x P - P) per epoch",
+        description="aligned: f x P per host epoch (the paper's limiter); sliding: at most "
+        "floor(f) packets (every packet charged as P) in every epoch-long window, f >= 1",
+    )
+    release_jitter_us: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1_000_000.0,
+        description="sliding: how much later than its limiter lets a packet out a host may "
+        "send it (interrupts, a descheduled virtual CPU); each level refills over an epoch "
+        "plus this, so a window of one epoch holds at the wire too",
     )
 
 

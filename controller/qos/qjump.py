@@ -47,7 +47,7 @@ class QjumpWindow(StrEnum):
     ``aligned``: the paper's limiter (§4: a token bucket refilled with f x P at each of the
     host's epochs); a window straddling a refill may carry up to 2 f x P, which is what the
     mesochronous epoch of Eq. 2 provisions for. ``sliding``: every window of one epoch, at
-    any phase, carries at most f x P; the level gets (f x P - P) per epoch instead of f x P.
+    any phase, carries at most floor(f) packets (each charged as P), so at most f x P bytes.
     """
 
     ALIGNED = "aligned"
@@ -168,56 +168,69 @@ class HostLimiter:
     """One level's token bucket on a host: rate (bit/s), bucket depth and queue (bytes).
 
     ``queue_bytes`` is None when the host's default (the bucket, at least P) applies.
+    ``charge_bytes`` is the least a packet costs in tokens (tbf's ``mpu``, tc-tbf(8)); None
+    charges every packet its own length. ``queue_packets`` counts the queue in packets (a
+    pfifo under the tbf) instead of bytes: where every packet costs P, a byte limit would let
+    small packets queue up many epochs' worth of tokens.
     """
 
     rate_bps: int
     bucket_bytes: int
     queue_bytes: int | None = None
+    charge_bytes: int | None = None
+    queue_packets: int | None = None
 
 
 def host_limiter(
-    level: QjumpLevel, packet_bytes: int, epoch_s: float, window: QjumpWindow
+    level: QjumpLevel,
+    packet_bytes: int,
+    epoch_s: float,
+    window: QjumpWindow,
+    release_jitter_s: float = 0.0,
 ) -> HostLimiter:
     """The token bucket that keeps ``level`` to its budget B = floor(f x P) per epoch E.
 
     A token bucket of depth b and rate r admits up to b + r x tau bytes in any window tau.
     ``aligned``: b = B, r = B / E (the paper's refill per host epoch; 2B in a sliding window).
-    ``sliding``: b = P (the least that passes one P-byte packet) and r x E = B - P - margin,
-    so b + r x E <= B in every window; the margin is one step of the kernel's burst rounding
-    (``TC_BURST_STEP_S`` of sending, plus a byte), which the host may add to hold P. The
-    queue holds r x E bytes, so a packet waits at most one epoch. Refused with
-    ``QjumpWindowTooSmall`` when the queue would not hold one P-byte packet (about B < 2P).
+    ``sliding``: every packet is charged as P (tbf ``mpu`` = P; no packet is larger, tbf
+    ``mtu`` = P), b = P and r x E = k x P - margin with k = floor(f) packets. N packets
+    leaving inside a half-open window [t, t + E) cost N x P < b + r x E < (k + 1) x P
+    tokens, so N <= k and the window carries at most k x P <= f x P bytes whatever the
+    packets' sizes; f = 1 is one packet per epoch. A non-integer f buys floor(f) packets: a
+    (k + 1)-th would need (k + 1) x P tokens, above f x P. The margin is one step of the
+    kernel's burst rounding (``TC_BURST_STEP_S`` of sending, plus a byte), which the host
+    may add to hold P. The queue holds max(1, floor(r x E / P)) P-byte packets, so one
+    waits at most max(E, P / r); refused with ``QjumpWindowTooSmall`` below one packet
+    (f < 1) or when the epoch is too short for the rounding margin.
+
+    ``release_jitter_s`` (J, ``sliding`` only): the host may put a packet on the wire up to J
+    later than the limiter let it out, so two releases t apart may leave t - J apart. The
+    refill then spans E + J (r = (k x P - margin) / (E + J)): k + 1 packets take more than
+    E + J to release, so every window of one epoch holds k packets at the wire as well.
     """
     require_int_at_least("packet_bytes", packet_bytes, 1)
     require_positive("epoch_s", epoch_s)
+    require_non_negative("release_jitter_s", release_jitter_s)
     if window is QjumpWindow.ALIGNED:
         return HostLimiter(math.floor(level.rate_bps), level.bytes_per_epoch)
-    headroom = level.bytes_per_epoch - packet_bytes
-    margin = math.ceil(headroom * TC_BURST_STEP_S / epoch_s) + 1
-    refill_bytes = headroom - margin  # r x E
-    rate_bps = math.floor(refill_bytes * BITS_PER_BYTE / epoch_s)
-    # The host applies the rate as tc prints it, up to TC_RATE_ROUNDING lower: the queue is
-    # sized for that rate, so it still drains within one epoch.
-    drained = rate_bps * (1 - TC_RATE_ROUNDING) * epoch_s / BITS_PER_BYTE
-    queue_bytes = math.floor(drained)
-    if queue_bytes < packet_bytes:
-        needed = _least_sliding_window(packet_bytes, epoch_s)
+    packets = level.bytes_per_epoch // packet_bytes
+    window_bytes = packets * packet_bytes
+    margin = math.ceil(window_bytes * TC_BURST_STEP_S / epoch_s) + 1
+    refill_bytes = window_bytes - margin  # r x E
+    rate_bps = math.floor(refill_bytes * BITS_PER_BYTE / (epoch_s + release_jitter_s))
+    if packets < 1 or rate_bps < 1:
         raise invalid(
             f"factors[{level.level}]",
             f"QjumpWindowTooSmall: a sliding epoch window allows f x P = "
-            f"{level.bytes_per_epoch} B; a bucket of one packet (P = {packet_bytes} B) and a "
-            f"queue of one packet drained within the epoch need {needed}, got f = "
-            f"{level.factor:g}",
+            f"{level.bytes_per_epoch} B, and the limiter charges every packet as P = "
+            f"{packet_bytes} B: it needs f >= 1 and an epoch above the kernel's burst "
+            f"rounding ({TC_BURST_STEP_S * 1e6:.3f} us); got f = {level.factor:g}, "
+            f"E = {epoch_s * 1e6:.3f} us",
         )
-    return HostLimiter(rate_bps, packet_bytes, queue_bytes)
-
-
-def _least_sliding_window(packet_bytes: int, epoch_s: float) -> str:
-    """What a sliding level needs, for the refusal: f x P >= P + h, the headroom h leaving a
-    refill of at least one packet at tc's rate after the rounding margin h x step / E + 2."""
-    step_share = TC_BURST_STEP_S / epoch_s
-    if step_share >= 1:
-        return f"an epoch above {TC_BURST_STEP_S * 1e6:.3f} us (the kernel's burst rounding)"
-    refill = packet_bytes / (1 - TC_RATE_ROUNDING) + 2
-    least = packet_bytes + math.ceil((refill + 2) / (1 - step_share))
-    return f"f x P >= about {least} B (f >= {least / packet_bytes:.3f})"
+    # The host applies the rate as tc prints it, up to TC_RATE_ROUNDING lower: the queue is
+    # sized in whole packets for that rate, so those ahead drain within one epoch.
+    drained = rate_bps * (1 - TC_RATE_ROUNDING) * epoch_s / BITS_PER_BYTE
+    queue_packets = max(1, math.floor(drained / packet_bytes))
+    return HostLimiter(
+        rate_bps, packet_bytes, charge_bytes=packet_bytes, queue_packets=queue_packets
+    )

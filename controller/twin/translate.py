@@ -293,6 +293,13 @@ def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
         "level's queue drops is lost to TCP as in the network (Linux's TCP sees a local "
         "qdisc drop at once)"
     )
+    if any("mpu_bytes" in level for level in planned["levels"]):
+        notes.append(
+            "tbf's mpu (window: sliding charges every packet as P) is not modelled: netsim "
+            "charges a packet its own length, so a level sending packets below P passes more "
+            "of them than the host does; the level's queue, a pfifo of queue_packets on the "
+            "host, is netsim's byte limit of queue_packets x P"
+        )
     return {
         "levels": [
             qjump_level(lv, planned["line_rate_bps"], packet_bytes) for lv in planned["levels"]
@@ -306,9 +313,9 @@ def qjump_hosts(intent: Intent, notes: list[str]) -> JsonObject | None:
 def qjump_level(level: JsonObject, line_rate_bps: int, packet_bytes: int) -> JsonObject:
     """netsim's bucket for one planned level. A level below the line rate is bounded: on the
     host a tbf with ``mtu`` P (the level's MSS is clamped to fit) and ``limit`` the planned
-    ``queue_bytes`` (``window: sliding``) or the bucket, at least P (the ``sluice.fabric.htb``
-    module's ``TbfLeaf``, ``plugins/module_utils/hostqos.py``). The unbounded level is HTB
-    alone: no mtu, no limit."""
+    ``queue_packets`` x P (``window: sliding``; the host counts that queue in packets) or the
+    bucket, at least P (the ``sluice.fabric.htb`` module's ``TbfLeaf``,
+    ``plugins/module_utils/hostqos.py``). The unbounded level is HTB alone: no mtu, no limit."""
     burst = int(level["burst_bytes"])
     entry: JsonObject = {
         "level": level["level"],
@@ -317,7 +324,10 @@ def qjump_level(level: JsonObject, line_rate_bps: int, packet_bytes: int) -> Jso
     }
     if int(level["rate_bps"]) < line_rate_bps:
         entry["mtu_bytes"] = packet_bytes
-        entry["limit_bytes"] = int(level.get("queue_bytes", max(burst, packet_bytes)))
+        default_limit = max(burst, packet_bytes)
+        if "queue_packets" in level:
+            default_limit = int(level["queue_packets"]) * packet_bytes
+        entry["limit_bytes"] = int(level.get("queue_bytes", default_limit))
     return entry
 
 

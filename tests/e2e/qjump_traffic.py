@@ -5,8 +5,8 @@
 ``--peer``): the sender's replies on that flow are what the test checks for classification.
 ``sender``: serves ``--serve PORT`` (writes for ``--seconds`` to whoever connects), sends a bulk
 TCP flow to each ``--bulk PORT`` of ``--peer`` in 1448-byte writes (MTU-size application
-writes) and, meanwhile, a small UDP message every 20 ms to ``--udp-port`` carrying its send
-time (CLOCK_REALTIME, the clock tcpdump stamps packets with).
+writes) and, meanwhile, every 20 ms a burst of ``--message-burst`` small UDP messages sent back
+to back to ``--udp-port``, each carrying its send time (CLOCK_REALTIME).
 
 Run as ``python qjump_traffic.py receiver|sender ...``; prints ``ready`` once listening and a
 JSON report as the last line.
@@ -89,7 +89,7 @@ def _bulk(peer: str, port: int, seconds: float, sent: dict[int, int]) -> None:
 
 
 def sender(
-    bind: str, peer: str, serve: int, bulk: list[int], udp_port: int, seconds: float
+    bind: str, peer: str, serve: int, bulk: list[int], udp_port: int, seconds: float, burst: int
 ) -> dict[str, object]:
     server = socket.create_server((bind, serve))
     print("ready", flush=True)
@@ -103,12 +103,13 @@ def sender(
     messages, refused = 0, 0
     end = time.monotonic() + seconds - 1.0
     while time.monotonic() < end:
-        body = MESSAGE_TAG + struct.pack("!d", time.time()) + b"y" * 47
-        try:
-            udp.sendto(body, (peer, udp_port))
-            messages += 1
-        except OSError:
-            refused += 1
+        for _ in range(burst):
+            body = MESSAGE_TAG + struct.pack("!d", time.time()) + b"y" * 47
+            try:
+                udp.sendto(body, (peer, udp_port))
+                messages += 1
+            except OSError:
+                refused += 1
         time.sleep(MESSAGE_GAP_S)
     for thread in threads:
         thread.join()
@@ -128,11 +129,20 @@ def main() -> None:
         p.add_argument("--pull", type=int, default=0)
         p.add_argument("--serve", type=int, default=0)
         p.add_argument("--bulk", type=lambda t: [int(x) for x in t.split(",")], default=[])
+        p.add_argument("--message-burst", type=int, default=1)
     args = parser.parse_args()
     if args.mode == "receiver":
         report = receiver(args.bind, args.peer, args.tcp_ports, args.udp_port, args.pull)
     else:
-        report = sender(args.bind, args.peer, args.serve, args.bulk, args.udp_port, args.seconds)
+        report = sender(
+            args.bind,
+            args.peer,
+            args.serve,
+            args.bulk,
+            args.udp_port,
+            args.seconds,
+            args.message_burst,
+        )
     print(json.dumps(report), flush=True)
 
 

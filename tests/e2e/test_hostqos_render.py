@@ -310,6 +310,90 @@ def test_a_level_queue_sets_the_tbf_limit_and_needs_p() -> None:
         qos.qjump_plan(qjump(levels=[sliding]))
 
 
+def test_a_level_charge_sets_the_tbf_mpu_and_a_different_live_mpu_is_reapplied() -> None:
+    # fabric.qjump.window sliding: every packet is charged as P (tc-tbf(8) mpu), docs/hosts.md.
+    htb = _load("modules.htb")
+    sliding = {
+        "level": 7,
+        "rate_bps": 8_180_000,
+        "burst_bytes": 512,
+        "queue_bytes": 1536,
+        "mpu_bytes": 512,
+    }
+    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
+    (level7,) = [c for c in plan.classes if c.tbf is not None]
+    assert level7.tbf.mpu_bytes == 512
+    (tbf,) = [c for c in htb.plan_commands(plan, None, {}, {}) if " tbf " in c]
+    assert tbf.endswith("mtu 512 limit 1536 mpu 512"), tbf
+    # what tc -j prints for that tbf less its mpu (as when the level was applied without one)
+    rate = qos.tc_rate_bps(level7.tbf.rate) // 8
+    lat = round((1536 - level7.tbf.kernel_burst_bytes) / rate * 1e6)
+    shown = {"rate": rate, "burst": level7.tbf.kernel_burst_bytes, "lat": lat}
+    have = {"kind": "tbf", "handle": "17:", "options": shown}
+    assert not htb.leaf_matches(level7, have)
+    assert htb.leaf_matches(level7, {**have, "options": {**shown, "mpu": 512}})
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.mpu_bytes: must be 1\.\.512"):
+        qos.qjump_plan(qjump(packet_bytes=512, levels=[{**sliding, "mpu_bytes": 513}]))
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.mpu_bytes: only for a level"):
+        qos.qjump_plan(qjump(levels=[{k: v for k, v in sliding.items() if k != "queue_bytes"}]))
+
+
+def test_a_packet_counted_queue_is_a_pfifo_under_the_tbf_reapplied_after_it() -> None:
+    # fabric.qjump.window sliding: every packet costs P, so the queue is counted in packets.
+    htb = _load("modules.htb")
+    sliding = {
+        "level": 4,
+        "rate_bps": 8_180_000,
+        "burst_bytes": 512,
+        "queue_packets": 3,
+        "mpu_bytes": 512,
+    }
+    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
+    (level4,) = [c for c in plan.classes if c.tbf is not None]
+    # tc needs a tbf limit; the pfifo of 3 packets of at most P holds at most 3 x 512 B
+    assert (level4.tbf.queue_packets, level4.tbf.limit_bytes) == (3, 1536)
+    pfifo = "qdisc replace dev eth0 parent 14:1 handle 114: pfifo limit 3"
+    fresh = htb.plan_commands(plan, None, {}, {})
+    assert fresh[-2:] == [htb.leaf_command("eth0", level4), pfifo]
+    # the live tree as tc -j shows it once applied (tbf with its mpu, our pfifo under it)
+    rate = qos.tc_rate_bps(level4.tbf.rate) // 8
+    lat = round((1536 - level4.tbf.kernel_burst_bytes) / rate * 1e6)
+    shown = {"rate": rate, "burst": level4.tbf.kernel_burst_bytes, "lat": lat, "mpu": 512}
+    tbf = {"kind": "tbf", "handle": "14:", "parent": "1:14", "options": shown}
+    child = {"kind": "pfifo", "handle": "114:", "parent": "14:1", "options": {"limit": 3}}
+    assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf, "14:1": child}) == []
+    # Changing a tbf sets its inner fifo's limit to the tbf's byte limit (read as 1536
+    # packets for a pfifo): whenever the tbf is re-applied, the pfifo follows it.
+    stale_tbf = {**tbf, "options": {**shown, "mpu": 0}}
+    assert htb.level_leaf_commands("eth0", level4, {"1:14": stale_tbf, "14:1": child}) == [
+        htb.leaf_command("eth0", level4),
+        pfifo,
+    ]
+    grown = {**child, "options": {"limit": 1536}}
+    assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf, "14:1": grown}) == [pfifo]
+    assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf}) == [pfifo]
+    # a level queued in bytes again: a new tbf brings back its own (unlisted) byte fifo
+    aligned = {"level": 4, "rate_bps": 8_192_000, "burst_bytes": 2048}
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=[levels[0], aligned]))
+    (bytes4,) = [c for c in plan.classes if c.tbf is not None]
+    assert htb.level_leaf_commands("eth0", bytes4, {"1:14": tbf, "14:1": child}) == [
+        "qdisc del dev eth0 parent 1:14",
+        htb.leaf_command("eth0", bytes4),
+    ]
+    assert "qdisc pfifo 114: parent 14:1 limit 3p" in htb.describe_plan(
+        qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
+    )
+    both = {**sliding, "queue_bytes": 1536}
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_packets: give queue_bytes"):
+        qos.qjump_plan(qjump(packet_bytes=512, levels=[both]))
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_packets: only for a level"):
+        qos.qjump_plan(qjump(levels=[{**sliding, "mpu_bytes": 1}]))
+    with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_packets: must be 1\.\."):
+        qos.qjump_plan(qjump(packet_bytes=512, levels=[{**sliding, "queue_packets": 0}]))
+
+
 def test_rounding_is_reported_not_accepted_silently() -> None:
     htb = _load("modules.htb")
     plan = qos.qjump_plan(qjump(packet_bytes=256))

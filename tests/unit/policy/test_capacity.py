@@ -216,11 +216,12 @@ def test_qjump_p_below_the_smallest_tcp_packet_is_refused_by_name() -> None:
 
 
 def test_a_sliding_window_refuses_a_level_too_small_to_hold_it_by_name() -> None:
-    # f = 1: a sliding epoch window allows P, but the bucket alone needs P and the queue one more.
+    # every packet is charged as P: f = 1 is one packet per epoch, f = 0.5 could send nothing.
     data = intent_data()
     data["fabric"]["qjump"]["window"] = "sliding"
+    data["fabric"]["qjump"]["factors"] = {7: 0.5}
     assert_has_problem(problems_of(data), "fabric.qjump.factors.7", "QjumpWindowTooSmall")
-    data["fabric"]["qjump"]["factors"] = {7: 3.0}
+    data["fabric"]["qjump"]["factors"] = {7: 1.0}
     assert intent_problems(parse_intent(data)) == []
     data["fabric"]["qjump"]["window"] = "aligned"
     data["fabric"]["qjump"]["factors"] = {7: 1.0}

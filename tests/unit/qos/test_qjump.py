@@ -3,6 +3,8 @@ camsas/qjump-ns2."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -138,35 +140,96 @@ def test_aligned_limiter_is_the_papers_bucket_of_f_times_p():
     assert (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes) == (8_192_000, 2048, None)
 
 
-def test_sliding_limiter_keeps_bucket_plus_one_epoch_of_refill_within_f_times_p():
-    # f = 4, P = 512 B, E = 2 ms: B = 2048 B; bucket P = 512 B; headroom 1536 B; the kernel's
-    # burst step is 1.024 us of sending, 1536 x 1.024e-6 / 2e-3 = 0.786 B -> 1 B, + 1 B = 2 B;
-    # r x E = 1534 B -> 1534 x 8 / 2 ms = 6 136 000 bit/s; queue 6 136 000 x 0.999 x 2 ms / 8
-    # = 1532.466 -> 1532 B.
+def test_sliding_limiter_charges_every_packet_as_p_and_refills_f_packets_per_epoch():
+    # f = 4, P = 512 B, E = 2 ms: k = 4 packets, k x P = 2048 B; the kernel's burst step is
+    # 1.024 us of sending, 2048 x 1.024e-6 / 2e-3 = 1.049 B -> 2 B, + 1 B = 3 B; r x E =
+    # 2045 B -> 2045 x 8 / 2 ms = 8 180 000 bit/s; queue 8 180 000 x 0.999 x 2 ms / 8 =
+    # 2042.955 B = 3.99 packets -> 3 packets, counted as packets; every packet costs P (mpu).
     limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING)
-    assert (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_bytes) == (6_136_000, 512, 1532)
-    assert limiter.bucket_bytes + limiter.rate_bps * 0.002 / 8 <= 2048
+    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_packets, limiter.charge_bytes)
+    assert shape == (8_180_000, 512, 3, 512)
+    assert limiter.queue_bytes is None
+
+
+def test_sliding_limiter_holds_f_equal_one_as_one_packet_per_epoch():
+    # f = 1, P = 512 B, E = 2 ms: margin ceil(512 x 1.024e-6 / 2e-3) + 1 = 2 B; r x E = 510 B
+    # -> 2 040 000 bit/s; a packet leaves, the next needs P of tokens: 512 / 510 epochs later.
+    limiter = host_limiter(_level(1), 512, 0.002, QjumpWindow.SLIDING)
+    shape = (limiter.rate_bps, limiter.bucket_bytes, limiter.queue_packets, limiter.charge_bytes)
+    assert shape == (2_040_000, 512, 1, 512)
 
 
 @given(
-    factor=st.floats(2.1, 1000.0),
+    factor=st.floats(1.0, 1000.0),
     packet=st.integers(122, 9000),
     epoch_s=st.floats(100e-6, 0.1),
 )
 def test_sliding_limiter_bound_and_latency_hold(factor, packet, epoch_s):
-    # E >= 100 us keeps the rounding margin under 1.03 % of the headroom, so f >= 2.1 is granted
     level = _level(factor, packet, epoch_s)
     limiter = host_limiter(level, packet, epoch_s, QjumpWindow.SLIDING)
+    assert limiter.charge_bytes == limiter.bucket_bytes == packet
     step = limiter.rate_bps / 8 * 1.024e-6 + 1  # the most the kernel may add to hold P
-    assert limiter.bucket_bytes + step + limiter.rate_bps / 8 * epoch_s <= level.bytes_per_epoch
-    # the full queue drains within an epoch even at tc's rate, up to 0.1 % below
-    assert packet <= limiter.queue_bytes <= limiter.rate_bps * 0.999 / 8 * epoch_s
+    # N packets in a half-open epoch window cost N x P < bucket + step + r x E tokens: at most
+    # floor(f) packets, so at most f x P bytes whatever their sizes.
+    tokens = limiter.bucket_bytes + step + limiter.rate_bps / 8 * epoch_s
+    most_packets = math.ceil(tokens / packet) - 1
+    assert most_packets == math.floor(level.bytes_per_epoch / packet)
+    assert most_packets * packet <= factor * packet
+    # a queue counted in packets (each costs P); more than one drains within an epoch at
+    # tc's rate, so a packet waits at most max(E, P / r)
+    assert limiter.queue_packets is not None
+    assert limiter.queue_packets >= 1
+    if limiter.queue_packets > 1:
+        assert limiter.queue_packets * packet <= limiter.rate_bps * 0.999 / 8 * epoch_s
 
 
-@pytest.mark.parametrize("factor", [1.0, 1.5, 2.0])
-def test_sliding_window_refuses_factors_below_two_packets_by_name(factor):
-    # b >= P to pass one packet, and the queue must hold one more P drained within E: f x P
-    # must hold 2P plus the kernel's rounding, so f = 2 exactly is just short.
-    with pytest.raises(IntentInvalid, match=r"factors\[4\]: QjumpWindowTooSmall.*f >= 2\.010"):
+@pytest.mark.parametrize("factor", [0.5, 0.99])
+def test_sliding_window_refuses_less_than_one_packet_per_epoch_by_name(factor):
+    # every packet costs P, so a level below one packet per epoch could send nothing.
+    with pytest.raises(IntentInvalid, match=r"factors\[4\]: QjumpWindowTooSmall.*f >= 1"):
         host_limiter(_level(factor), 512, 0.002, QjumpWindow.SLIDING)
-    assert host_limiter(_level(2.01), 512, 0.002, QjumpWindow.SLIDING).queue_bytes == 514
+
+
+def test_sliding_window_refuses_an_epoch_inside_the_kernels_burst_rounding():
+    # E = 1 us: the rounding margin (1.024 us of sending) exceeds a whole epoch's refill.
+    with pytest.raises(IntentInvalid, match=r"QjumpWindowTooSmall.*E = 1\.000 us"):
+        host_limiter(_level(1, 512, 1e-6), 512, 1e-6, QjumpWindow.SLIDING)
+
+
+def test_sliding_window_buys_floor_f_packets_for_a_non_integer_factor():
+    # f = 2.5: a third packet would need 3 P of tokens, above 2.5 P; the level gets 2 packets.
+    assert host_limiter(_level(2.5), 512, 0.002, QjumpWindow.SLIDING).rate_bps == (
+        host_limiter(_level(2), 512, 0.002, QjumpWindow.SLIDING).rate_bps
+    )
+
+
+def test_sliding_limiter_refills_over_the_epoch_plus_the_release_jitter():
+    # f = 4, P = 512 B, E = 2 ms, J = 200 us: r x (E + J) = 2045 B (the margin as above) ->
+    # 2045 x 8 / 2.2 ms = 7 436 363.6 -> 7 436 363 bit/s; queue 7 436 363 x 0.999 x 2 ms / 8
+    # = 1 857.23 B = 3.63 packets -> 3.
+    limiter = host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING, 200e-6)
+    assert (limiter.rate_bps, limiter.queue_packets) == (7_436_363, 3)
+    # aligned is the paper's limiter: the guard does not apply
+    aligned = host_limiter(_level(4), 512, 0.002, QjumpWindow.ALIGNED, 200e-6)
+    assert aligned == host_limiter(_level(4), 512, 0.002, QjumpWindow.ALIGNED)
+    with pytest.raises(IntentInvalid, match="release_jitter_s"):
+        host_limiter(_level(4), 512, 0.002, QjumpWindow.SLIDING, -1e-6)
+
+
+@given(
+    factor=st.floats(1.0, 1000.0),
+    packet=st.integers(122, 9000),
+    epoch_s=st.floats(100e-6, 0.1),
+    jitter_share=st.floats(0.0, 2.0),
+)
+def test_sliding_limiter_holds_k_packets_over_an_epoch_plus_the_jitter(
+    factor, packet, epoch_s, jitter_share
+):
+    jitter_s = jitter_share * epoch_s
+    level = _level(factor, packet, epoch_s)
+    limiter = host_limiter(level, packet, epoch_s, QjumpWindow.SLIDING, jitter_s)
+    step = limiter.rate_bps / 8 * 1.024e-6 + 1
+    # releases within E + J cost less than (k + 1) x P: at most k packets, however late
+    # each one leaves within J
+    tokens = limiter.bucket_bytes + step + limiter.rate_bps / 8 * (epoch_s + jitter_s)
+    assert tokens < (math.floor(level.bytes_per_epoch / packet) + 1) * packet

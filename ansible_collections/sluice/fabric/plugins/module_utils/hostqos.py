@@ -174,6 +174,24 @@ class TbfLeaf:
     packet_bytes: int  # P: tbf mtu, the largest packet the level sends
     peakrate: str  # line rate: the peak bucket only caps the packet size
     limit_bytes: int
+    # tbf mpu: the least a packet costs in tokens; P charges every packet as a full one, so
+    # the bucket counts packets (fabric.qjump.window sliding). 0: charged its length.
+    mpu_bytes: int = 0
+    # A queue counted in packets: a pfifo of this many packets grafted under the tbf in place
+    # of its default byte fifo (``queue_packets``). With every packet charged as P, a byte
+    # limit would hold limit / (smallest packet) packets, each costing P to send, so small
+    # packets could wait many epochs; a packet limit keeps the wait to limit x P / rate.
+    queue_packets: int | None = None
+
+    @property
+    def child_parent(self) -> str:
+        """tbf's one class, where its inner queue hangs (``17:`` -> ``17:1``)."""
+        return f"{self.handle}1"
+
+    @property
+    def child_handle(self) -> str:
+        """The pfifo under level L's tbf: ``1(10+L):`` (``117:`` under ``17:``)."""
+        return f"1{self.handle}"
 
 
 @dataclass(frozen=True)
@@ -230,7 +248,14 @@ def tc_rate_bps(text: str) -> int:
 
 
 def _tbf_leaf(
-    level: int, rate: int, burst: int, packet_bytes: int, line_rate: int, queue: int | None
+    level: int,
+    rate: int,
+    burst: int,
+    packet_bytes: int,
+    line_rate: int,
+    queue: int | None,
+    mpu: int = 0,
+    queue_packets: int | None = None,
 ) -> TbfLeaf:
     asked = burst
     if kernel_burst_bytes(burst, rate) < packet_bytes:
@@ -245,10 +270,22 @@ def _tbf_leaf(
         kernel_burst_bytes=kernel_burst_bytes(asked, rate),
         packet_bytes=packet_bytes,
         peakrate=tc_rate(line_rate),
-        # The controller sizes the queue for a sliding window (rate x epoch); otherwise the
-        # bucket, so a full queue drains within one epoch either way.
-        limit_bytes=queue if queue is not None else max(burst, packet_bytes),
+        # The controller sizes the queue for a sliding window (rate x epoch, in whole
+        # packets); otherwise the bucket, so a full queue drains within one epoch either way.
+        limit_bytes=_limit_bytes(burst, packet_bytes, queue, queue_packets),
+        mpu_bytes=mpu,
+        queue_packets=queue_packets,
     )
+
+
+def _limit_bytes(burst: int, packet_bytes: int, queue: int | None, packets: int | None) -> int:
+    """tbf's byte limit: the asked queue; for a packet-counted queue the most its packets can
+    hold (tc requires a limit; the pfifo under the tbf is what counts); else the bucket."""
+    if queue is not None:
+        return queue
+    if packets is not None:
+        return packets * packet_bytes
+    return max(burst, packet_bytes)
 
 
 def _level_class(
@@ -257,7 +294,15 @@ def _level_class(
     spec = _require_mapping(
         raw,
         path,
-        {"level", "rate_bps", "ceil_bps", "burst_bytes", "queue_bytes"},
+        {
+            "level",
+            "rate_bps",
+            "ceil_bps",
+            "burst_bytes",
+            "queue_bytes",
+            "queue_packets",
+            "mpu_bytes",
+        },
         {"level", "rate_bps", "burst_bytes"},
     )
     level = _int(spec["level"], f"{path}.level", 0, 7)
@@ -271,10 +316,22 @@ def _level_class(
         if packet_bytes is None or rate >= line_rate:
             raise _fail(f"{path}.queue_bytes", "only for a level below the line rate, with P")
         queue = _int(spec["queue_bytes"], f"{path}.queue_bytes", packet_bytes, 1 << 30)
+    queue_packets = None
+    if "queue_packets" in spec:
+        if packet_bytes is None or rate >= line_rate:
+            raise _fail(f"{path}.queue_packets", "only for a level below the line rate, with P")
+        if queue is not None:
+            raise _fail(f"{path}.queue_packets", "give queue_bytes or queue_packets, not both")
+        queue_packets = _int(spec["queue_packets"], f"{path}.queue_packets", 1, 65535)
+    mpu = 0
+    if "mpu_bytes" in spec:
+        if packet_bytes is None or rate >= line_rate:
+            raise _fail(f"{path}.mpu_bytes", "only for a level below the line rate, with P")
+        mpu = _int(spec["mpu_bytes"], f"{path}.mpu_bytes", 1, packet_bytes)
     # A level below the line rate is a QJUMP bound: exact tbf limiter under it when P is known.
     tbf = None
     if packet_bytes is not None and rate < line_rate:
-        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, queue)
+        tbf = _tbf_leaf(level, rate, burst, packet_bytes, line_rate, queue, mpu, queue_packets)
     return level, HtbClass(
         classid=level_classid(level),
         parent=f"{HTB_MAJOR:x}:{HTB_PARENT_MINOR:x}",

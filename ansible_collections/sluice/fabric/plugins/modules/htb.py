@@ -8,7 +8,8 @@ rate, and one leaf ``1:(10+L)`` per QJUMP level L at that level's rate, ceil = r
 cburst = burst (a level never borrows). A socket whose SO_PRIORITY is 0x10010 + L lands in
 level L's class with no filter at all, because HTB first looks skb->priority up as a class id.
 With ``packet_bytes`` (P) given, every level below the line rate gets a tbf qdisc under its
-class, the exact limiter (module_utils/hostqos.py ``TbfLeaf``). The live tree is read back
+class, the exact limiter (module_utils/hostqos.py ``TbfLeaf``), and a level whose queue is
+counted in packets (``queue_packets``) a pfifo under that tbf. The live tree is read back
 with ``tc`` and only the differences are applied (a foreign tree under ``1:`` is rebuilt); the
 result is read back again, and every burst the kernel holds differently from what was asked
 is reported in ``rounding`` (and as a warning), never accepted silently.
@@ -175,14 +176,69 @@ def class_command(device: str, want: HtbClass) -> str:
 
 
 def leaf_command(device: str, want: HtbClass) -> str | None:
+    return None if want.tbf is None else _tbf_command(device, want.classid, want.tbf)
+
+
+def _tbf_command(device: str, classid: str, leaf: TbfLeaf) -> str:
+    return (
+        f"qdisc replace dev {device} parent {classid} handle {leaf.handle} tbf"
+        f" rate {leaf.rate} burst {leaf.burst_bytes} peakrate {leaf.peakrate}"
+        f" mtu {leaf.packet_bytes} limit {leaf.limit_bytes}{_mpu_option(leaf)}"
+    )
+
+
+def child_command(device: str, want: HtbClass) -> str | None:
+    """The pfifo under a level's tbf when its queue is counted in packets. It follows every
+    tbf line: changing a tbf sets its inner fifo's limit to the tbf's byte limit, a pfifo's
+    as a packet count (Linux sch_tbf.c tbf_change, fifo_set_limit)."""
     leaf = want.tbf
-    if leaf is None:
+    if leaf is None or leaf.queue_packets is None:
         return None
     return (
-        f"qdisc replace dev {device} parent {want.classid} handle {leaf.handle} tbf"
-        f" rate {leaf.rate} burst {leaf.burst_bytes} peakrate {leaf.peakrate}"
-        f" mtu {leaf.packet_bytes} limit {leaf.limit_bytes}"
+        f"qdisc replace dev {device} parent {leaf.child_parent} handle {leaf.child_handle}"
+        f" pfifo limit {leaf.queue_packets}"
     )
+
+
+def child_matches(want: HtbClass, have: dict | None) -> bool:
+    """The queue under a level's tbf: our pfifo of ``queue_packets``, or, counted in bytes,
+    tbf's own default fifo, which tc does not list (any listed one is foreign)."""
+    leaf = want.tbf
+    if leaf is None or leaf.queue_packets is None:
+        return have is None
+    if have is None or have.get("kind") != "pfifo" or have.get("handle") != leaf.child_handle:
+        return False
+    return int(have.get("options", {}).get("limit", -1)) == leaf.queue_packets
+
+
+def level_leaf_commands(device: str, want: HtbClass, leaves: dict[str, dict]) -> list[str]:
+    """tc lines that take one level's leaf qdiscs to the plan (empty when they match)."""
+    leaf = want.tbf
+    if leaf is None:
+        if leaf_matches(want, leaves.get(want.classid)):
+            return []
+        # a foreign leaf qdisc under a level that should have none
+        return [f"qdisc del dev {device} parent {want.classid}"]
+    tbf_ok = leaf_matches(want, leaves.get(want.classid))
+    child = leaves.get(leaf.child_parent)
+    if tbf_ok and child_matches(want, child):
+        return []
+    lines: list[str] = []
+    if leaf.queue_packets is None and child is not None:
+        # a byte-counted queue wants tbf's own fifo back: a new tbf brings one
+        lines.append(f"qdisc del dev {device} parent {want.classid}")
+        tbf_ok = False
+    if not tbf_ok:
+        lines.append(_tbf_command(device, want.classid, leaf))
+    line = child_command(device, want)
+    if line is not None:
+        lines.append(line)
+    return lines
+
+
+def _mpu_option(leaf: TbfLeaf) -> str:
+    """tbf's mpu only where a level charges every packet as P (``window: sliding``)."""
+    return f" mpu {leaf.mpu_bytes}" if leaf.mpu_bytes else ""
 
 
 def leaf_matches(want: HtbClass, have: dict | None) -> bool:
@@ -197,7 +253,9 @@ def leaf_matches(want: HtbClass, have: dict | None) -> bool:
     rate_ok = int(options.get("rate", -1)) * 8 == tc_rate_bps(leaf.rate)
     # tc prints the burst through whole microseconds again: compare like the HTB bursts.
     burst_ok = _size_ok(leaf.burst_bytes, f"{options.get('burst', -1)}b", want.rate_bps)
-    return rate_ok and burst_ok and _queue_ok(leaf, options)
+    # tc prints mpu only when it is set; a charge that differs is re-applied.
+    mpu_ok = int(options.get("mpu", 0)) == leaf.mpu_bytes
+    return rate_ok and burst_ok and mpu_ok and _queue_ok(leaf, options)
 
 
 def _queue_ok(leaf: TbfLeaf, options: dict) -> bool:
@@ -234,7 +292,12 @@ def plan_commands(
         # with foreign classes would keep them, so that one is deleted first.
         prefix = [f"qdisc del dev {dev} root"] if ours else []
         fresh = qdisc.replace("qdisc add", "qdisc replace")
-        leaf_lines = [line for c in plan.classes if (line := leaf_command(dev, c))]
+        leaf_lines = [
+            line
+            for c in plan.classes
+            for line in (leaf_command(dev, c), child_command(dev, c))
+            if line is not None
+        ]
         return [*prefix, fresh, *(class_command(dev, c) for c in plan.classes), *leaf_lines]
     commands: list[str] = []
     if str(root.get("options", {}).get("default")) != hex(plan.default_minor):
@@ -244,13 +307,8 @@ def plan_commands(
     ]
     leaves = leaves or {}
     for c in plan.classes:
-        if c.classid == f"1:{1:x}" or leaf_matches(c, leaves.get(c.classid)):
-            continue
-        line = leaf_command(dev, c)
-        if line is not None:
-            commands.append(line)
-        else:  # a foreign leaf qdisc under a level that should have none
-            commands.append(f"qdisc del dev {dev} parent {c.classid}")
+        if c.classid != f"1:{1:x}":
+            commands += level_leaf_commands(dev, c, leaves)
     return commands
 
 
@@ -321,8 +379,13 @@ def describe_plan(plan: HtbPlan) -> str:
             lines.append(
                 f"qdisc tbf {leaf.handle} parent {c.classid} rate {leaf.rate}"
                 f" burst {leaf.kernel_burst_bytes}b mtu {leaf.packet_bytes}"
-                f" limit {leaf.limit_bytes}"
+                f" limit {leaf.limit_bytes}{_mpu_option(leaf)}"
             )
+            if leaf.queue_packets is not None:
+                lines.append(
+                    f"qdisc pfifo {leaf.child_handle} parent {leaf.child_parent}"
+                    f" limit {leaf.queue_packets}p"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -338,6 +401,15 @@ def read_state(
     if root is None or root.get("kind") != "htb":
         return root, {}, {}
     leaves = {q["parent"]: q for q in qdiscs if not q.get("root") and "parent" in q}
+    # tc prints a tbf's mpu only with -d (iproute2 q_tbf.c); -d also changes the burst's
+    # form, so only the mpu is taken from it.
+    rc, out, err = module.run_command(["tc", "-j", "-d", "qdisc", "show", "dev", device])
+    if rc != 0:
+        module.fail_json(msg=f"cannot read qdisc details of {device}: {err.strip()}")
+    for detailed in json.loads(out or "[]"):
+        leaf = leaves.get(detailed.get("parent", ""))
+        if leaf is not None and "mpu" in detailed.get("options", {}):
+            leaf.setdefault("options", {})["mpu"] = detailed["options"]["mpu"]
     rc, out, err = module.run_command(["tc", "class", "show", "dev", device])
     if rc != 0:
         module.fail_json(msg=f"cannot read classes of {device}: {err.strip()}")
