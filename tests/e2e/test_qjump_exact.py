@@ -11,15 +11,19 @@ controller's ``host_limiter``); docs/hosts.md ("QJUMP: what holds exactly") stat
 tested:
 
 * no packet of a level is larger than P (the MSS clamp; tbf's mtu);
-* in any window of length tau, a level sends at most b + r x tau bytes (tbf is a conformant
-  token bucket of depth b at rate r);
+* in any window of length tau, a level sends at most b + r x (tau + J) bytes (tbf is a
+  conformant token bucket of depth b at rate r; J = 600 us: how much later than tbf's release
+  this shared VM may record a packet);
 * ``sliding`` (level 4: f = 4, level 7: f = 1): at most f x P in **any** epoch-long window,
   the issue's bound, with no slack (every packet charged as P by tbf's mpu, b = P, r x (E + J)
   = f x P less the kernel's rounding margin, J the release-jitter guard: at most f packets in
   any window, each recorded up to J after tbf let it out);
 * ``aligned`` (level 4: f = 4, level 7: f = 1; b = f x P, r = f x P per epoch): at most 2 f P
   in any epoch-long window, the mesochronous allowance of the paper's Eq. 2 (its own limiter,
-  refilled at each host epoch boundary, allows the same across a boundary);
+  refilled at each host epoch boundary, allows the same across a boundary), plus r x J: the
+  paper's limiter has no release-jitter guard, so a record up to J late is allowed for here;
+* each level was pushed past its rate (its tbf dropped packets and held others back), filled
+  its budget in some epoch-long window, and never sent above its rate over the run;
 * a small message at a level leaves at most one epoch after its qdisc took it in (the level's
   queue holds at most r x E bytes, sliding: that many P-byte packets, counted in packets);
   one that finds the queue full is dropped, as the paper's limiter drops it.
@@ -75,7 +79,10 @@ MESSAGE_BURST = {QjumpWindow.ALIGNED: 1, QjumpWindow.SLIDING: 8}
 # release this shared two-CPU VM may record a packet. Measured at the qdisc's own dequeue
 # event: 5-20 us often, 97 us once, and once in about 30 runs a stall of at least 524 us (five
 # level-4 packets recorded within 1 744 us that tbf releases at least 2 204 us apart at
-# J = 200 us); at tcpdump's tap 262 us once.
+# J = 200 us); at tcpdump's tap 262 us once. The same figure bounds the records' error under
+# `aligned`, whose plan (the paper's limiter) has no such guard: there a window check allows
+# what the level refills while a record lags (r x J), as a stall of at least 104 us once showed
+# 4 202 B (four 512 B packets and a 106 B message too many) in a window of 4 096 B.
 RELEASE_JITTER_S = 600e-6
 
 
@@ -95,7 +102,14 @@ class Scenario:
 
     @property
     def jitter_s(self) -> float:
+        """The plan's release-jitter guard J: sliding's, none under aligned."""
         return RELEASE_JITTER_S if self.window is QjumpWindow.SLIDING else 0.0
+
+    def record_allowance_bytes(self, level: int) -> float:
+        """What a level refills while a record lags its release by up to RELEASE_JITTER_S and
+        the plan has not already paid for it: r x J under aligned, nothing under sliding."""
+        unguarded_s = RELEASE_JITTER_S - self.jitter_s
+        return self.limiter(level).rate_bps / 8 * unguarded_s
 
     def budget(self, level: int) -> int:
         return budget_bytes(self.factors[level], P)  # f x P
@@ -126,9 +140,6 @@ SCENARIOS = {
     "sliding": Scenario(QjumpWindow.SLIDING, {4: 4, 7: 1}),
 }
 LEVELS = (4, 7)
-# The least share of r x E bulk TCP must reach (test_a_busy_level_...): it shows the level
-# was pushed; measured shares are about 1.3-2x these.
-BUSY = {QjumpWindow.ALIGNED: {4: 0.6, 7: 0.05}, QjumpWindow.SLIDING: {4: 0.25, 7: 0.04}}
 DSCP_VARS: list[dict[str, Any]] = [
     {
         "name": "bulk4",
@@ -307,12 +318,39 @@ def ifindex(fabric: netns.Fabric, host: str, device: str) -> int:
     return int(shown.stdout)
 
 
+def level_counters(fabric: netns.Fabric) -> dict[int, dict[str, int]]:
+    """Each bounded level's tbf counters on the sender (tc -s): packets it dropped (its queue
+    full, or the pfifo under it) and times it held a packet back for want of tokens."""
+    shown = subprocess.run(
+        fabric.host_exec("sender", ["tc", "-s", "-j", "qdisc", "show", "dev", "eth0"]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    by_handle = {q.get("handle"): q for q in json.loads(shown.stdout)}
+    return {
+        level: {
+            "drops": by_handle[f"{0x10 + level:x}:"]["drops"],
+            "overlimits": by_handle[f"{0x10 + level:x}:"]["overlimits"],
+        }
+        for level in LEVELS
+    }
+
+
 @pytest.fixture(scope="module")
-def capture(fabric: netns.Fabric, scenario: Scenario) -> Iterator[dict[str, Any]]:
+def capture(fabric: netns.Fabric, scenario: Scenario) -> dict[str, Any]:
     """Run the traffic once; the frames each level sent (at the times the sender's root
-    qdisc let them out, qdisc_trace), the messages, the reports."""
+    qdisc let them out, qdisc_trace), the messages, the reports, and what each level's tbf
+    counted meanwhile."""
+    before = level_counters(fabric)
     with root_qdisc_trace(ifindex(fabric, "sender", "eth0")) as trace:
-        yield _run_traffic(fabric, trace, MESSAGE_BURST[scenario.window])
+        traffic = _run_traffic(fabric, trace, MESSAGE_BURST[scenario.window])
+    after = level_counters(fabric)
+    traffic["counted"] = {
+        level: {name: after[level][name] - before[level][name] for name in after[level]}
+        for level in LEVELS
+    }
+    return traffic
 
 
 def _run_traffic(fabric: netns.Fabric, trace: Any, message_burst: int) -> dict[str, Any]:
@@ -431,8 +469,8 @@ def test_bytes_in_any_window_stay_within_the_bucket_plus_the_refill(
 ) -> None:
     limiter = scenario.limiter(level)
     window = epochs * EPOCH_S
-    # depth + what it refills; a packet recorded up to J after its release (sliding's guard)
-    bound = limiter.bucket_bytes + limiter.rate_bps / 8 * (window + scenario.jitter_s)
+    # depth + what it refills, a packet recorded up to J after its release
+    bound = limiter.bucket_bytes + limiter.rate_bps / 8 * (window + RELEASE_JITTER_S)
     if scenario.window is QjumpWindow.SLIDING:
         # Here b + r x (E + J) sits just under whole frames (level 4: 2 045 B, four 512 B
         # frames are 2 048 B; aligned it is a whole number of them): the kernel may hold the
@@ -446,34 +484,42 @@ def test_bytes_in_any_window_stay_within_the_bucket_plus_the_refill(
 def test_bytes_in_any_epoch_long_window_stay_within_the_window_modes_bound(
     scenario: Scenario, capture: dict[str, Any], level: int
 ) -> None:
-    # sliding: f x P, the issue's bound, at any phase; aligned: 2 f x P (Eq. 2's allowance).
-    # No slack: the times are the qdisc's releases, and the plan's release-jitter guard makes
-    # f + 1 packets take E + J to release (J = RELEASE_JITTER_S). tcpdump's stamps lag the
-    # release further, by an amount no qdisc controls (262 us once, a frame bunched with the
-    # next): the dequeue event is the record closest to tbf's own clock.
+    # sliding: f x P, the issue's bound, at any phase, with no slack: the times are the
+    # qdisc's releases, and the plan's release-jitter guard makes f + 1 packets take E + J to
+    # release (J = RELEASE_JITTER_S). aligned: 2 f x P (Eq. 2's allowance), plus r x J for a
+    # record that lags its release (the paper's limiter has no guard). tcpdump's stamps lag
+    # the release further, by an amount no qdisc controls (262 us once, a frame bunched with
+    # the next): the dequeue event is the record closest to tbf's own clock.
     fullest = fullest_window(capture["levels"][level], EPOCH_S)
     most = sum(f.length for f in fullest)
+    bound = scenario.epoch_window_bound(level) + scenario.record_allowance_bytes(level)
     lag = capture["capture_lag_s"]  # how far tcpdump's stamps strayed from the releases
-    assert most <= scenario.epoch_window_bound(level), (most, when(fullest), lag)
+    assert most <= bound, (most, bound, when(fullest), lag)
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_a_busy_level_sends_close_to_but_never_above_its_rate(
+def test_each_level_is_pushed_past_its_rate_and_reaches_but_never_exceeds_its_budget(
     scenario: Scenario, capture: dict[str, Any], level: int
 ) -> None:
-    # TCP loses packets to the level's small queue (at most r x E bytes, by design: it is what
-    # bounds a packet's wait to one epoch), so bulk TCP keeps a level only partly busy
-    # (measured, of r x E: aligned level 4 0.79, level 7 0.11, its queue one packet; sliding,
-    # bucket one packet, every packet charged as P, level 4 (queue three) 0.64, level 7
-    # (f = 1, queue one) 0.085). The lower bound only shows the level was pushed
-    # (docs/hosts.md).
+    # What makes the window checks above mean something: the application offered the level
+    # more than it may send (its tbf dropped packets and held others back for want of
+    # tokens), the level filled its budget in some epoch-long window (f x P sliding; aligned
+    # may reach 2 f x P across a boundary), and it never sent above its rate over the run.
+    # How much of r x E bulk TCP gets is not asserted: through a queue of one or three
+    # packets (what bounds a packet's wait to one epoch) TCP recovers most losses by its
+    # retransmission timer, so its share is set by timer backoffs of 60-320 ms, not by the
+    # limiter (measured: aligned level 4 0.77-0.84, level 7 0.04-0.18; sliding level 4
+    # 0.29-0.47, level 7 0.07-0.16; docs/hosts.md).
+    counted = capture["counted"][level]
+    assert counted["drops"] > 0, counted
+    assert counted["overlimits"] > 0, counted
     frames = capture["levels"][level]
+    assert most_in_any_window(frames, EPOCH_S) >= scenario.budget(level)
     steady = [f for f in frames if f.time >= frames[0].time + 0.5]
     elapsed = steady[-1].time - steady[0].time
     per_epoch = sum(f.length for f in steady[1:]) / elapsed * EPOCH_S
     refill = scenario.limiter(level).rate_bps / 8 * EPOCH_S  # r x E
-    busy = BUSY[scenario.window][level]
-    assert busy * refill <= per_epoch <= 1.01 * refill, (per_epoch, refill)
+    assert per_epoch <= 1.01 * refill, (per_epoch, refill, counted)
 
 
 def test_server_replies_are_classified_by_their_source_port(capture: dict[str, Any]) -> None:
