@@ -46,6 +46,7 @@ import pytest
 
 from controller.qos.qjump import (
     TC_RATE_ROUNDING,
+    HostLimiter,
     QjumpLevel,
     QjumpWindow,
     budget_bytes,
@@ -93,7 +94,7 @@ class Scenario:
     window: QjumpWindow
     factors: dict[int, float]
 
-    def limiter(self, level: int) -> Any:
+    def limiter(self, level: int) -> HostLimiter:
         factor = self.factors[level]
         # f x P bytes per epoch: level 4 at f = 4 -> 4 x 512 x 8 / 2 ms = 8 192 000 bit/s
         rate = factor * P * 8 / EPOCH_S
