@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -25,17 +26,31 @@ nft = _load("module_utils.nftrules")
 route_module = _load("modules.route")
 
 
+LEVEL0 = {"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}
+
+
 def qjump(**overrides: object) -> dict[str, object]:
     spec: dict[str, object] = {
         "device": "eth0",
         "line_rate_bps": 10_000_000_000,
-        "levels": [
-            {"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536},
-            {"level": 7, "rate_bps": 78_000_000, "burst_bytes": 256},
-        ],
+        "levels": [LEVEL0, {"level": 7, "rate_bps": 78_000_000, "burst_bytes": 256}],
     }
     spec.update(overrides)
     return spec
+
+
+def one_bounded_level(level: dict[str, int]) -> tuple[Any, Any]:
+    """The plan for level 0 and ``level`` at P = 512 B, and ``level``'s HTB class."""
+    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=[LEVEL0, level]))
+    (bounded,) = [c for c in plan.classes if c.tbf is not None]
+    return plan, bounded
+
+
+def tbf_options_shown(bounded: Any, limit_bytes: int, **more: int) -> dict[str, int]:
+    """What tc -j prints as the options of ``bounded``'s tbf (its queue as a latency)."""
+    rate = qos.tc_rate_bps(bounded.tbf.rate) // 8
+    lat = round((limit_bytes - bounded.tbf.kernel_burst_bytes) / rate * 1e6)
+    return {"rate": rate, "burst": bounded.tbf.kernel_burst_bytes, "lat": lat, **more}
 
 
 @pytest.mark.parametrize(
@@ -300,10 +315,8 @@ def test_htb_commands_carry_cburst_and_the_tbf_leaf() -> None:
 def test_a_level_queue_sets_the_tbf_limit_and_needs_p() -> None:
     # fabric.qjump.window sliding: the controller sizes the queue to r x E (docs/hosts.md).
     sliding = {"level": 7, "rate_bps": 6_136_000, "burst_bytes": 512, "queue_bytes": 1532}
-    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
-    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
-    (leaf,) = [c.tbf for c in plan.classes if c.tbf is not None]
-    assert leaf.limit_bytes == 1532
+    _plan, level7 = one_bounded_level(sliding)
+    assert level7.tbf.limit_bytes == 1532
     with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_bytes: must be 512\.\."):
         qos.qjump_plan(qjump(packet_bytes=512, levels=[{**sliding, "queue_bytes": 511}]))
     with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_bytes: only for a level"):
@@ -320,16 +333,12 @@ def test_a_level_charge_sets_the_tbf_mpu_and_a_different_live_mpu_is_reapplied()
         "queue_bytes": 1536,
         "mpu_bytes": 512,
     }
-    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
-    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
-    (level7,) = [c for c in plan.classes if c.tbf is not None]
+    plan, level7 = one_bounded_level(sliding)
     assert level7.tbf.mpu_bytes == 512
     (tbf,) = [c for c in htb.plan_commands(plan, None, {}, {}) if " tbf " in c]
     assert tbf.endswith("mtu 512 limit 1536 mpu 512"), tbf
     # what tc -j prints for that tbf less its mpu (as when the level was applied without one)
-    rate = qos.tc_rate_bps(level7.tbf.rate) // 8
-    lat = round((1536 - level7.tbf.kernel_burst_bytes) / rate * 1e6)
-    shown = {"rate": rate, "burst": level7.tbf.kernel_burst_bytes, "lat": lat}
+    shown = tbf_options_shown(level7, 1536)
     have = {"kind": "tbf", "handle": "17:", "options": shown}
     assert not htb.leaf_matches(level7, have)
     assert htb.leaf_matches(level7, {**have, "options": {**shown, "mpu": 512}})
@@ -349,18 +358,14 @@ def test_a_packet_counted_queue_is_a_pfifo_under_the_tbf_reapplied_after_it() ->
         "queue_packets": 3,
         "mpu_bytes": 512,
     }
-    levels = [{"level": 0, "rate_bps": 10_000_000_000, "burst_bytes": 65536}, sliding]
-    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
-    (level4,) = [c for c in plan.classes if c.tbf is not None]
+    plan, level4 = one_bounded_level(sliding)
     # tc needs a tbf limit; the pfifo of 3 packets of at most P holds at most 3 x 512 B
     assert (level4.tbf.queue_packets, level4.tbf.limit_bytes) == (3, 1536)
     pfifo = "qdisc replace dev eth0 parent 14:1 handle 114: pfifo limit 3"
     fresh = htb.plan_commands(plan, None, {}, {})
     assert fresh[-2:] == [htb.leaf_command("eth0", level4), pfifo]
     # the live tree as tc -j shows it once applied (tbf with its mpu, our pfifo under it)
-    rate = qos.tc_rate_bps(level4.tbf.rate) // 8
-    lat = round((1536 - level4.tbf.kernel_burst_bytes) / rate * 1e6)
-    shown = {"rate": rate, "burst": level4.tbf.kernel_burst_bytes, "lat": lat, "mpu": 512}
+    shown = tbf_options_shown(level4, 1536, mpu=512)
     tbf = {"kind": "tbf", "handle": "14:", "parent": "1:14", "options": shown}
     child = {"kind": "pfifo", "handle": "114:", "parent": "14:1", "options": {"limit": 3}}
     assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf, "14:1": child}) == []
@@ -375,16 +380,12 @@ def test_a_packet_counted_queue_is_a_pfifo_under_the_tbf_reapplied_after_it() ->
     assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf, "14:1": grown}) == [pfifo]
     assert htb.level_leaf_commands("eth0", level4, {"1:14": tbf}) == [pfifo]
     # a level queued in bytes again: a new tbf brings back its own (unlisted) byte fifo
-    aligned = {"level": 4, "rate_bps": 8_192_000, "burst_bytes": 2048}
-    plan = qos.qjump_plan(qjump(packet_bytes=512, levels=[levels[0], aligned]))
-    (bytes4,) = [c for c in plan.classes if c.tbf is not None]
+    _plan, bytes4 = one_bounded_level({"level": 4, "rate_bps": 8_192_000, "burst_bytes": 2048})
     assert htb.level_leaf_commands("eth0", bytes4, {"1:14": tbf, "14:1": child}) == [
         "qdisc del dev eth0 parent 1:14",
         htb.leaf_command("eth0", bytes4),
     ]
-    assert "qdisc pfifo 114: parent 14:1 limit 3p" in htb.describe_plan(
-        qos.qjump_plan(qjump(packet_bytes=512, levels=levels))
-    )
+    assert "qdisc pfifo 114: parent 14:1 limit 3p" in htb.describe_plan(plan)
     both = {**sliding, "queue_bytes": 1536}
     with pytest.raises(qos.SchemaError, match=r"levels\[0\]\.queue_packets: give queue_bytes"):
         qos.qjump_plan(qjump(packet_bytes=512, levels=[both]))

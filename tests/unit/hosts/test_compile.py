@@ -97,16 +97,20 @@ def test_a_declared_level_zero_keeps_its_factor() -> None:
     assert [level["level"] for level in levels] == [0, 7]
 
 
-def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() -> None:
+def sliding_level7(**qjump: Any) -> dict[str, Any]:
+    """Level 7 (f = 4, beside level 0 at f = 8) as host1 gets it under the sliding window."""
     data = marked_data()
-    data["fabric"]["qjump"]["factors"] = {0: 8.0, 7: 4.0}
-    data["fabric"]["qjump"]["window"] = "sliding"
-    levels = render(data)["host1"]["sluice_qjump"]["levels"]
+    data["fabric"]["qjump"].update(factors={0: 8.0, 7: 4.0}, window="sliding", **qjump)
+    level7: dict[str, Any] = render(data)["host1"]["sluice_qjump"]["levels"][1]
+    return level7
+
+
+def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() -> None:
     # epoch 5.31072 us (above); level 7, f = 4: k = 4 packets of P = 256 B, 1024 B; margin
     # ceil(1024 x 1.024e-6 / 5.31072e-6) + 1 = ceil(197.45) + 1 = 199 B; r x E = 825 B ->
     # 825 x 8 / 5.31072 us = 1 242 769 342.01 bit/s; queue r x 0.999 x E / 8 = 824.17 B =
     # 3.22 packets -> a queue of 3 packets; every packet charged as P (tbf mpu).
-    assert levels[1] == {
+    assert sliding_level7() == {
         "level": 7,
         "rate_bps": 1_242_769_342,
         "burst_bytes": 256,
@@ -116,15 +120,10 @@ def test_a_sliding_window_renders_a_one_packet_bucket_and_an_epoch_of_queue() ->
 
 
 def test_a_sliding_window_refills_over_the_epoch_plus_the_release_jitter() -> None:
-    data = marked_data()
-    data["fabric"]["qjump"]["factors"] = {0: 8.0, 7: 4.0}
-    data["fabric"]["qjump"]["window"] = "sliding"
-    data["fabric"]["qjump"]["release_jitter_us"] = 1.0
-    levels = render(data)["host1"]["sluice_qjump"]["levels"]
     # as above, r x (E + J) = 825 B over 5.31072 + 1 us: 825 x 8 / 6.31072 us =
     # 1 045 839 460.5 bit/s; queue 1 045 839 460 x 0.999 x 5.31072 us / 8 = 693.6 B = 2.71
     # packets -> 2.
-    assert levels[1] == {
+    assert sliding_level7(release_jitter_us=1.0) == {
         "level": 7,
         "rate_bps": 1_045_839_460,
         "burst_bytes": 256,
