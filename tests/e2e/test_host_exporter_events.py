@@ -1,6 +1,8 @@
 """The exporter's conntrack event reader against a live kernel, in a throwaway network
-namespace (``unshare --net``): finished UDP flows reported with their bytes, and an event
-burst larger than the socket's buffer counted as lost (ENOBUFS), not silently dropped."""
+namespace (``unshare --net``): finished UDP flows reported with their bytes, TCP connections
+reported at their end (not TIME_WAIT later, when conntrack destroys the entry) and once, and
+an event burst larger than the socket's buffer counted as lost (ENOBUFS), not silently
+dropped."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +46,7 @@ with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
     for port in range(flows):
         sender.sendto(b"p" * 100, ("127.0.0.1", 20000 + port))
 time.sleep(2.5)
-exporter_module._dump(exporter_module.reap_request(1))
+exporter_module._request(exporter_module.reap_request(1))
 reader = threading.Thread(
     target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
 )
@@ -57,11 +60,66 @@ print(json.dumps({
 """
 
 
-def _run(flows: int, buffer: int) -> dict[str, int]:
-    argv = ["unshare", "--net", sys.executable, "-c", SCRIPT, str(DAEMON), str(flows), str(buffer)]
+# TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
+# reported half a second after the last one ended (all still in TIME_WAIT), then again once
+# TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
+TCP_SCRIPT = r"""
+import importlib.util, json, socket, subprocess, sys, threading, time
+spec = importlib.util.spec_from_file_location("exporter", sys.argv[1])
+exporter_module = importlib.util.module_from_spec(spec)
+sys.modules["exporter"] = exporter_module
+spec.loader.exec_module(exporter_module)
+flows, payload = int(sys.argv[2]), int(sys.argv[3])
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["nft", "-f", "-"], check=True, text=True, input=(
+    "table inet t {\n chain o {\n type filter hook output priority 0; policy accept;\n"
+    " ct state new\n }\n}\n"
+))
+for name, value in (("nf_conntrack_acct", "1"), ("nf_conntrack_tcp_timeout_time_wait", "3")):
+    with open(f"/proc/sys/net/netfilter/{name}", "w") as handle:
+        handle.write(value)
+exporter = exporter_module.Exporter(host="x", classes=[], levels={}, mtu=1500)
+events = exporter_module.conntrack_socket()
+threading.Thread(
+    target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
+).start()
+server = socket.create_server(("127.0.0.1", 7000))
+def sink():
+    for _ in range(flows):
+        conn, _ = server.accept()
+        with conn:
+            while conn.recv(65536):
+                pass
+threading.Thread(target=sink, daemon=True).start()
+for _ in range(flows):
+    with socket.create_connection(("127.0.0.1", 7000)) as client:
+        client.sendall(b"t" * payload)
+        client.shutdown(socket.SHUT_WR)
+        client.recv(1)
+time.sleep(0.5)
+def seen():
+    hist = exporter.flows.get("")
+    with open("/proc/net/nf_conntrack") as table:
+        tracked = sum(" tcp " in line for line in table)
+    return {"events": exporter.events, "flows": hist.count if hist else 0,
+            "bytes": hist.total if hist else 0, "tracked": tracked}
+at_end = seen()
+time.sleep(3.5)
+exporter_module._request(exporter_module.reap_request(1))
+time.sleep(1.0)
+print(json.dumps({"at_end": at_end, "after": seen()}))
+"""
+
+
+def _in_new_namespace(script: str, *args: int) -> Any:
+    argv = ["unshare", "--net", sys.executable, "-c", script, str(DAEMON), *map(str, args)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    result: dict[str, int] = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _run(flows: int, buffer: int) -> dict[str, int]:
+    result: dict[str, int] = _in_new_namespace(SCRIPT, flows, buffer)
     return result
 
 
@@ -75,3 +133,16 @@ def test_a_burst_beyond_the_buffer_is_counted_as_lost() -> None:
     seen = _run(flows=2000, buffer=4096)
     assert seen["lost"] >= 1
     assert seen["events"] < 2000
+
+
+def test_a_tcp_connection_is_reported_when_it_ends_and_not_again_when_destroyed() -> None:
+    flows, payload = 8, 30_000
+    seen = _in_new_namespace(TCP_SCRIPT, flows, payload)
+    at_end, after = seen["at_end"], seen["after"]
+    # every connection reported while its entry still sat in TIME_WAIT
+    assert at_end["tracked"] == flows, seen
+    assert (at_end["events"], at_end["flows"]) == (flows, flows), seen
+    # the client sent the larger direction: its payload plus at least one header per packet
+    assert at_end["bytes"] >= flows * (payload + 52), seen
+    # the entries are gone (their DESTROY events read) and nothing was counted twice
+    assert after == {**at_end, "tracked": 0}, seen

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import socket
+import struct
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -54,9 +56,20 @@ DESTROY = bytes.fromhex(
     "00000005"
 )
 
+# A ctnetlink update event as the same kernel sent it when a loopback connection
+# 127.0.0.1:52886 -> 127.0.0.1:5000 entered TIME_WAIT: tuples, status, timeout, id 0x4f019c62,
+# TCP protoinfo (state 7); no counters.
+TIME_WAIT_UPDATE = bytes.fromhex(
+    "020000003400018014000180080001007f000001080002007f0000011c000280050001000600000006000200"
+    "ce96000006000300138800003400028014000180080001007f000001080002007f0000011c00028005000100"
+    "06000000060002001388000006000300ce96000008000c004f019c62080003000000000e0800070000000078"
+    "300004802c0001800500010007000000050002000a000000050003000a000000060004002700000006000500"
+    "23000000"
+)
+
 
 def test_a_destroy_event_gives_the_opener_both_directions_bytes_and_the_mark() -> None:
-    flow = daemon.parse_destroy(DESTROY)
+    flow = daemon.parse_flow(DESTROY)
     assert flow == daemon.FinishedFlow("10.9.0.1", 100_528, 424, 5)
     # the opener sent the larger direction: it counts the flow; the peer does not
     assert daemon.sent_size(flow, opened_here=True) == 100_528
@@ -73,7 +86,37 @@ def test_the_answering_host_counts_a_larger_reply() -> None:
 
 def test_an_event_without_counters_is_no_flow() -> None:
     # the same message cut before its counters (accounting was off)
-    assert daemon.parse_destroy(DESTROY[: 4 + 0x34]) is None
+    assert daemon.parse_flow(DESTROY[: 4 + 0x34]) is None
+
+
+def test_a_tcp_connection_ends_at_its_time_wait_update_which_names_the_entry() -> None:
+    end = daemon.parse_tcp_end(TIME_WAIT_UPDATE)
+    assert end is not None
+    assert (end.conntrack_id, end.family) == (0x4F019C62, socket.AF_INET)
+    # the GET names the entry by the event's own original tuple, attribute and all
+    assert end.lookup == TIME_WAIT_UPDATE[4 : 4 + 0x34]
+    request = daemon.get_request(end, seq=7)
+    length, kind, flags, seq, _pid = struct.unpack_from("=IHHII", request)
+    assert (length, kind, seq) == (len(request), (1 << 8) | 1, 7)
+    assert flags == 0x1 | 0x4  # a request, acknowledged (a GET answers once, with no done)
+    assert request[16:] == bytes([socket.AF_INET, 0, 0, 0]) + end.lookup
+    # the same connection still established is no end; a DESTROY is read by its own rule
+    state = TIME_WAIT_UPDATE.index(bytes.fromhex("0500010007000000"))
+    established = bytearray(TIME_WAIT_UPDATE)
+    established[state + 4] = 3
+    assert daemon.parse_tcp_end(bytes(established)) is None
+    assert daemon.conntrack_id(DESTROY) == 0x37E16842
+
+
+def test_a_connection_reported_at_its_end_is_not_counted_at_its_destroy() -> None:
+    reported = daemon.Reported(limit=2)
+    reported.add(1)
+    assert reported.take(1)
+    assert not reported.take(1)  # its entry is gone: a later id 1 is another connection
+    assert not reported.take(None)
+    for conntrack in (2, 3, 4):
+        reported.add(conntrack)
+    assert (reported.take(2), reported.take(3), reported.take(4)) == (False, True, True)
 
 
 def test_the_class_is_the_marks_low_byte() -> None:

@@ -4,8 +4,10 @@
 "How hosts report what the switches cannot see"; docs/hosts.md, ``sluice_host_exporter``).
 
 - ``sluice_host_flow_size_bytes`` (histogram; ``host``, ``class``): one observation per
-  finished connection, from conntrack DESTROY events read on a netfilter netlink socket
-  (``nf_conntrack_acct`` gives each event its byte counters). The size is the connection's
+  finished connection, read from conntrack's events on a netfilter netlink socket: a TCP
+  connection when conntrack sees it end (TIME_WAIT or CLOSE, an update event; its byte
+  counters, which updates do not carry, are then asked for), any other when its entry is
+  destroyed (the DESTROY event carries them; ``nf_conntrack_acct``). The size is the connection's
   larger direction (bytes including IP headers, the unit PIAS thresholds are compared with),
   observed by the host that sent that direction, so each connection is counted once across
   the fabric. The class is the low byte of the ct mark the hosts' DSCP rules set.
@@ -46,14 +48,19 @@ NFGEN_HEADER = struct.Struct("=BBH")  # family, version, res_id (big endian, unu
 NLA_HEADER = struct.Struct("=HH")
 NLA_TYPE_MASK = 0x3FFF  # strips NLA_F_NESTED and NLA_F_NET_BYTEORDER
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-NFNLGRP_CONNTRACK_DESTROY = 3
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
+NLA_F_NESTED = 0x8000
+NFNLGRP_CONNTRACK_UPDATE, NFNLGRP_CONNTRACK_DESTROY = 2, 3
 NFNL_SUBSYS_CTNETLINK, NFNL_SUBSYS_NFTABLES = 1, 10
-IPCTNL_MSG_CT_GET, IPCTNL_MSG_CT_DELETE = 1, 2
+IPCTNL_MSG_CT_NEW, IPCTNL_MSG_CT_GET, IPCTNL_MSG_CT_DELETE = 0, 1, 2
 NFT_MSG_GETSETELEM = 13
 NFPROTO_INET = 1
 # ctnetlink attributes (linux/netfilter/nfnetlink_conntrack.h)
-CTA_TUPLE_ORIG, CTA_MARK, CTA_COUNTERS_ORIG, CTA_COUNTERS_REPLY, CTA_MARK_MASK = 1, 8, 9, 10, 21
+CTA_TUPLE_ORIG, CTA_PROTOINFO, CTA_MARK, CTA_COUNTERS_ORIG, CTA_COUNTERS_REPLY = 1, 4, 8, 9, 10
+CTA_ID, CTA_ZONE, CTA_MARK_MASK = 12, 18, 21
+CTA_PROTOINFO_TCP, CTA_PROTOINFO_TCP_STATE = 1, 1
+# enum tcp_conntrack (linux/netfilter/nf_conntrack_tcp.h): both FINs acknowledged, or reset
+TCP_CONNTRACK_TIME_WAIT, TCP_CONNTRACK_CLOSE = 7, 8
 CTA_TUPLE_IP = 1
 CTA_IP_V4_SRC, CTA_IP_V6_SRC = 1, 3
 CTA_COUNTERS_BYTES = 2
@@ -110,9 +117,10 @@ def _counter_bytes(raw: bytes | None) -> int:
     return int.from_bytes(value, "big") if value else 0
 
 
-def parse_destroy(payload: bytes) -> FinishedFlow | None:
-    """A ctnetlink DESTROY message (after the netlink header) to a FinishedFlow; None when it
-    carries no counters (accounting off) or no IP tuple."""
+def parse_flow(payload: bytes) -> FinishedFlow | None:
+    """A ctnetlink conntrack message (after the netlink header: a DESTROY event, or the
+    answer to a GET) to a FinishedFlow; None when it carries no counters (accounting off) or
+    no IP tuple."""
     top = attributes(payload[NFGEN_HEADER.size :])
     if CTA_COUNTERS_ORIG not in top or CTA_TUPLE_ORIG not in top:
         return None
@@ -130,6 +138,76 @@ def parse_destroy(payload: bytes) -> FinishedFlow | None:
         _counter_bytes(top.get(CTA_COUNTERS_REPLY)),
         mark,
     )
+
+
+@dataclass(frozen=True)
+class TcpEnd:
+    """An update event saying a TCP connection ended: its conntrack id and what a GET for
+    the entry needs (the family, the original tuple and zone as the event gave them)."""
+
+    conntrack_id: int
+    family: int
+    lookup: bytes  # CTA_TUPLE_ORIG (and CTA_ZONE), whole attributes
+
+
+def parse_tcp_end(payload: bytes) -> TcpEnd | None:
+    """A ctnetlink update event whose TCP state became TIME_WAIT or CLOSE (the connection is
+    over: both FINs acknowledged, or a reset), else None."""
+    top = attributes(payload[NFGEN_HEADER.size :])
+    tcp = attributes(attributes(top.get(CTA_PROTOINFO, b"")).get(CTA_PROTOINFO_TCP, b""))
+    state = tcp.get(CTA_PROTOINFO_TCP_STATE)
+    if not state or state[0] not in (TCP_CONNTRACK_TIME_WAIT, TCP_CONNTRACK_CLOSE):
+        return None
+    if CTA_ID not in top or CTA_TUPLE_ORIG not in top:
+        return None
+    lookup = _nla(CTA_TUPLE_ORIG | NLA_F_NESTED, top[CTA_TUPLE_ORIG])
+    if CTA_ZONE in top:
+        lookup += _nla(CTA_ZONE, top[CTA_ZONE])
+    return TcpEnd(int.from_bytes(top[CTA_ID], "big"), payload[0], lookup)
+
+
+def conntrack_id(payload: bytes) -> int | None:
+    raw = attributes(payload[NFGEN_HEADER.size :]).get(CTA_ID)
+    return int.from_bytes(raw, "big") if raw else None
+
+
+def _nla(kind: int, payload: bytes) -> bytes:
+    """One netlink attribute, padded to 4 bytes."""
+    return (
+        NLA_HEADER.pack(NLA_HEADER.size + len(payload), kind)
+        + payload
+        + b"\0" * (-len(payload) % 4)
+    )
+
+
+def get_request(end: TcpEnd, seq: int) -> bytes:
+    """A ctnetlink GET for the entry ``end`` names (the kernel answers with its counters)."""
+    body = NFGEN_HEADER.pack(end.family, 0, 0) + end.lookup
+    kind = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET
+    flags = NLM_F_REQUEST | NLM_F_ACK
+    return NLMSG_HEADER.pack(NLMSG_HEADER.size + len(body), kind, flags, seq, 0) + body
+
+
+class Reported:
+    """The conntrack ids of connections already reported at their end, so their DESTROY
+    event, up to TIME_WAIT later, is not counted again. Bounded: past ``limit`` the oldest
+    are forgotten (an entry lives at most TIME_WAIT after its end)."""
+
+    def __init__(self, limit: int = 65536) -> None:
+        self._ids: dict[int, None] = {}
+        self._limit = limit
+
+    def add(self, conntrack: int) -> None:
+        self._ids[conntrack] = None
+        if len(self._ids) > self._limit:
+            del self._ids[next(iter(self._ids))]
+
+    def take(self, conntrack: int | None) -> bool:
+        """Whether ``conntrack`` was reported (and forget it: its entry is gone)."""
+        if conntrack is None or conntrack not in self._ids:
+            return False
+        del self._ids[conntrack]
+        return True
 
 
 def sent_size(flow: FinishedFlow, opened_here: bool) -> int | None:
@@ -233,7 +311,7 @@ class Exporter:
                 "# HELP sluice_host_flow_events_lost_total Conntrack events lost (ENOBUFS).",
                 "# TYPE sluice_host_flow_events_lost_total counter",
                 f'sluice_host_flow_events_lost_total{{host="{host}"}} {self.lost}',
-                "# HELP sluice_host_flow_events_total Conntrack DESTROY events read.",
+                "# HELP sluice_host_flow_events_total Connection ends read from conntrack.",
                 "# TYPE sluice_host_flow_events_total counter",
                 f'sluice_host_flow_events_total{{host="{host}"}} {self.events}',
                 "# HELP sluice_host_exporter_restarts_total Times the supervisor restarted it.",
@@ -321,14 +399,20 @@ def conntrack_socket() -> socket.socket:
         events.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUFFER)
     except OSError:
         events.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER)
-    events.bind((0, 1 << (NFNLGRP_CONNTRACK_DESTROY - 1)))
+    groups = (1 << (NFNLGRP_CONNTRACK_UPDATE - 1)) | (1 << (NFNLGRP_CONNTRACK_DESTROY - 1))
+    events.bind((0, groups))
     return events
 
 
 def read_conntrack_events(exporter: Exporter, events: socket.socket) -> None:
-    """Forever: each DESTROY event becomes one flow observation (or none, see sent_size)."""
+    """Forever: each connection that ended becomes one flow observation (or none, see
+    sent_size): a TCP one at its TIME_WAIT or CLOSE update (its counters asked for with a
+    GET), any other at its DESTROY event; a DESTROY of one already reported is skipped."""
     local = LocalAddresses()
+    reported = Reported()
+    update = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_NEW
     destroy = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE
+    seq = 0
     while True:
         try:
             data = events.recv(65536)
@@ -339,7 +423,14 @@ def read_conntrack_events(exporter: Exporter, events: socket.socket) -> None:
                 continue
             raise
         for kind, payload in messages(data):
-            flow = parse_destroy(payload) if kind == destroy else None
+            flow = None
+            if kind == destroy and not reported.take(conntrack_id(payload)):
+                flow = parse_flow(payload)
+            elif kind == update and (end := parse_tcp_end(payload)) is not None:
+                seq += 1
+                flow = ended_flow(end, seq)
+                if flow is not None:
+                    reported.add(end.conntrack_id)
             if flow is None:
                 continue
             with exporter.lock:
@@ -347,6 +438,18 @@ def read_conntrack_events(exporter: Exporter, events: socket.socket) -> None:
             size = sent_size(flow, flow.source in local)
             if size is not None:
                 exporter.record_flow(class_of(flow.mark, exporter.classes), size)
+
+
+def ended_flow(end: TcpEnd, seq: int) -> FinishedFlow | None:
+    """The ended connection's entry with its counters; None when it is already gone (its
+    DESTROY event, read next, reports it) or has no counters."""
+    try:
+        answers = _request(get_request(end, seq))
+    except OSError:
+        return None
+    for _kind, payload in answers:
+        return parse_flow(payload)
+    return None
 
 
 def reap_request(seq: int) -> bytes:
@@ -363,7 +466,8 @@ def reap_request(seq: int) -> bytes:
     return header + body
 
 
-def _dump(request: bytes) -> list[tuple[int, bytes]]:
+def _request(request: bytes) -> list[tuple[int, bytes]]:
+    """Send one ctnetlink or nf_tables request; its answers up to the done or ack message."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER) as channel:
         channel.settimeout(5)
         channel.bind((0, 0))
@@ -387,14 +491,12 @@ def reap_expired(interval_s: float) -> None:
         time.sleep(interval_s)
         seq += 1
         with contextlib.suppress(OSError):
-            _dump(reap_request(seq))
+            _request(reap_request(seq))
 
 
 # --- I/O: nftables sets and counters --------------------------------------------------------
 def _nla_string(kind: int, text: str) -> bytes:
-    raw = text.encode() + b"\0"
-    padded = raw + b"\0" * (-len(raw) % 4)
-    return NLA_HEADER.pack(NLA_HEADER.size + len(raw), kind) + padded
+    return _nla(kind, text.encode() + b"\0")
 
 
 def set_size(table: str, name: str, seq: int) -> int:
@@ -406,7 +508,7 @@ def set_size(table: str, name: str, seq: int) -> int:
         NLMSG_HEADER.size + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, seq, 0
     )
     total = 0
-    for _kind, payload in _dump(header + body):
+    for _kind, payload in _request(header + body):
         elements = attributes(payload[NFGEN_HEADER.size :]).get(NFTA_SET_ELEM_LIST_ELEMENTS, b"")
         offset = 0
         while offset + NLA_HEADER.size <= len(elements):
