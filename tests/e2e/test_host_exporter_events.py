@@ -21,25 +21,33 @@ DAEMON = (
     / "ansible_collections/sluice/fabric/roles/host_exporter/files/sluice_host_exporter.py"
 )
 
-# Runs inside the new namespace: conntrack on (an nft ct expression), UDP flows on loopback
-# whose entries expire after 1 s, then one reap that ends them all at once.
-SCRIPT = r"""
+# What each script run inside a new namespace starts with: the exporter module loaded from
+# argv[1], conntrack on (an nft ct expression) with accounting and the netfilter sysctls given
+# as JSON in argv[2], the exporter and its event socket; the script's own arguments follow.
+PREAMBLE = r"""
 import importlib.util, json, socket, subprocess, sys, threading, time
 spec = importlib.util.spec_from_file_location("exporter", sys.argv[1])
 exporter_module = importlib.util.module_from_spec(spec)
 sys.modules["exporter"] = exporter_module
 spec.loader.exec_module(exporter_module)
-flows, buffer = int(sys.argv[2]), int(sys.argv[3])
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["nft", "-f", "-"], check=True, text=True, input=(
     "table inet t {\n chain o {\n type filter hook output priority 0; policy accept;\n"
     " ct state new\n }\n}\n"
 ))
-for name, value in (("nf_conntrack_acct", "1"), ("nf_conntrack_udp_timeout", "1")):
+for name, value in {"nf_conntrack_acct": 1, **json.loads(sys.argv[2])}.items():
     with open(f"/proc/sys/net/netfilter/{name}", "w") as handle:
-        handle.write(value)
+        handle.write(str(value))
 exporter = exporter_module.Exporter(host="x", classes=[], levels={}, mtu=1500)
 events = exporter_module.conntrack_socket()
+"""
+
+# UDP flows on loopback whose entries expire after 1 s, then one reap that ends them all at
+# once, read only then (a burst).
+UDP_BURST = (
+    PREAMBLE
+    + r"""
+flows, buffer = int(sys.argv[3]), int(sys.argv[4])
 if buffer:
     events.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buffer)
 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
@@ -58,28 +66,15 @@ print(json.dumps({
     "flows": hist.count if hist else 0, "bytes": hist.total if hist else 0,
 }))
 """
-
+)
 
 # TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
 # reported half a second after the last one ended (all still in TIME_WAIT), then again once
 # TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
-TCP_SCRIPT = r"""
-import importlib.util, json, socket, subprocess, sys, threading, time
-spec = importlib.util.spec_from_file_location("exporter", sys.argv[1])
-exporter_module = importlib.util.module_from_spec(spec)
-sys.modules["exporter"] = exporter_module
-spec.loader.exec_module(exporter_module)
-flows, payload = int(sys.argv[2]), int(sys.argv[3])
-subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-subprocess.run(["nft", "-f", "-"], check=True, text=True, input=(
-    "table inet t {\n chain o {\n type filter hook output priority 0; policy accept;\n"
-    " ct state new\n }\n}\n"
-))
-for name, value in (("nf_conntrack_acct", "1"), ("nf_conntrack_tcp_timeout_time_wait", "3")):
-    with open(f"/proc/sys/net/netfilter/{name}", "w") as handle:
-        handle.write(value)
-exporter = exporter_module.Exporter(host="x", classes=[], levels={}, mtu=1500)
-events = exporter_module.conntrack_socket()
+TCP_ENDS = (
+    PREAMBLE
+    + r"""
+flows, payload = int(sys.argv[3]), int(sys.argv[4])
 threading.Thread(
     target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
 ).start()
@@ -109,17 +104,21 @@ exporter_module._request(exporter_module.reap_request(1))
 time.sleep(1.0)
 print(json.dumps({"at_end": at_end, "after": seen()}))
 """
+)
 
 
-def _in_new_namespace(script: str, *args: int) -> Any:
-    argv = ["unshare", "--net", sys.executable, "-c", script, str(DAEMON), *map(str, args)]
+def _in_new_namespace(script: str, sysctls: dict[str, int], *args: int) -> Any:
+    argv = ["unshare", "--net", sys.executable, "-c", script, str(DAEMON), json.dumps(sysctls)]
+    argv += [str(arg) for arg in args]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
 def _run(flows: int, buffer: int) -> dict[str, int]:
-    result: dict[str, int] = _in_new_namespace(SCRIPT, flows, buffer)
+    result: dict[str, int] = _in_new_namespace(
+        UDP_BURST, {"nf_conntrack_udp_timeout": 1}, flows, buffer
+    )
     return result
 
 
@@ -137,7 +136,7 @@ def test_a_burst_beyond_the_buffer_is_counted_as_lost() -> None:
 
 def test_a_tcp_connection_is_reported_when_it_ends_and_not_again_when_destroyed() -> None:
     flows, payload = 8, 30_000
-    seen = _in_new_namespace(TCP_SCRIPT, flows, payload)
+    seen = _in_new_namespace(TCP_ENDS, {"nf_conntrack_tcp_timeout_time_wait": 3}, flows, payload)
     at_end, after = seen["at_end"], seen["after"]
     # every connection reported while its entry still sat in TIME_WAIT
     assert at_end["tracked"] == flows, seen
