@@ -204,23 +204,8 @@ def _aqm(fleet: FleetQos, notes: list[str], agent: bool) -> str | JsonObject:
         f"{algorithm} runs as vasic's ideal per-packet model, not the qos-agent's polling loop"
     )
     if algorithm == EcnMode.MQECN.value:
-        _note_class_lambdas(fleet, notes)
         return {"mqecn": {"k_std_bytes": 0.0}}  # per port kind, below
     return "dynaq"
-
-
-def _note_class_lambdas(fleet: FleetQos, notes: list[str]) -> None:
-    """vasic's per-packet MQ-ECN scales one K_std per port; a class's own ``ecn_lambda``
-    reaches a queue only through the agent's orders (``--agent``)."""
-    own = sorted(
-        f"{q.class_name} {q.ecn_lambda:g}" for q in fleet.queues if q.ecn_lambda is not None
-    )
-    if own:
-        notes.append(
-            f"classes with their own ecn_lambda ({', '.join(own)}) keep the fabric's "
-            f"{fleet.fabric.ecn_lambda:g} in the per-packet MQ-ECN model (one K_std per port); "
-            "run with the agent to model theirs"
-        )
 
 
 def _port_qos(profile: PortProfile, queues: int, aqm: str | JsonObject) -> JsonObject:
@@ -247,6 +232,9 @@ def _queues(fleet: FleetQos, profile: PortProfile) -> list[JsonObject]:
             "ecn_k_bytes": None,
             "dynamic_th": dynamic_th,
         }
+        if q.ecn_lambda is not None:
+            # MQ-ECN's K_std for this queue: the class's own lambda in C x RTT x lambda
+            specs[q.queue]["ecn_lambda_scale"] = q.ecn_lambda / fleet.fabric.ecn_lambda
     return specs
 
 

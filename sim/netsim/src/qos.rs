@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use vasic::buffer::BufferLimit;
 use vasic::hdcq::HdcqConfig;
-use vasic::ideal::MqecnConfig;
+use vasic::ideal::{MqecnConfig, SAME_LAMBDA};
 use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
 use vasic::wred::WredProfile;
@@ -37,6 +37,10 @@ pub struct QueueSpec {
     /// port buffer.
     #[serde(default)]
     pub dynamic_th: Option<i8>,
+    /// Under MQ-ECN: this queue's own lambda over the fabric's (sluice's per-class
+    /// `ecn_lambda`), scaling its K_std; none keeps the fabric's.
+    #[serde(default)]
+    pub ecn_lambda_scale: Option<f64>,
 }
 
 /// How ports mark beyond their queues' own profiles.
@@ -271,7 +275,12 @@ fn default_quantum() -> u64 {
 impl FabricQos {
     /// DCTCP on one queue with the marking step K (DCTCP SIGCOMM'10 §3.1).
     pub fn dctcp(k_bytes: u64, port_buffer_bytes: u64) -> Self {
-        let queue = QueueSpec { sched: Sched::Strict, ecn_k_bytes: Some(k_bytes), dynamic_th: None };
+        let queue = QueueSpec {
+            sched: Sched::Strict,
+            ecn_k_bytes: Some(k_bytes),
+            dynamic_th: None,
+            ecn_lambda_scale: None,
+        };
         Self {
             queues: vec![queue],
             aqm: Aqm::PerQueue,
@@ -290,7 +299,8 @@ impl FabricQos {
 
     /// PIAS: 8 strict queues, per-port ECN at K, hosts demoting at `thresholds_bytes`.
     pub fn pias(thresholds_bytes: Vec<u64>, k_bytes: u64, port_buffer_bytes: u64) -> Self {
-        let queue = QueueSpec { sched: Sched::Strict, ecn_k_bytes: None, dynamic_th: None };
+        let queue =
+            QueueSpec { sched: Sched::Strict, ecn_k_bytes: None, dynamic_th: None, ecn_lambda_scale: None };
         Self {
             queues: vec![queue; 8],
             aqm: Aqm::PortEcn { k_bytes },
@@ -314,7 +324,7 @@ impl FabricQos {
     /// switches run Algorithm 2 (`Aqm::Hdcq`) with the per-port point at 60 % of the buffer
     /// and Eq. (1)'s period `period_ns`.
     pub fn hdcq(flow_type_thresh_bytes: u64, port_buffer_bytes: u64, wrr_weight: u8, period_ns: f64) -> Self {
-        let queue = |sched| QueueSpec { sched, ecn_k_bytes: None, dynamic_th: None };
+        let queue = |sched| QueueSpec { sched, ecn_k_bytes: None, dynamic_th: None, ecn_lambda_scale: None };
         let stage = PiasMarking { thresholds_bytes: vec![flow_type_thresh_bytes], dscp: vec![1] };
         Self {
             queues: vec![queue(Sched::Wrr(1)), queue(Sched::Wrr(wrr_weight)), queue(Sched::Strict)],
@@ -373,6 +383,15 @@ impl FabricQos {
         self.port_qos(kind).map_or(self.port_buffer_bytes, |p| p.port_buffer_bytes)
     }
 
+    /// Each queue's own lambda over the fabric's, for MQ-ECN (1 where a queue has none).
+    fn lambda_scale(&self) -> [f64; 8] {
+        let mut scale = SAME_LAMBDA;
+        for (slot, queue) in scale.iter_mut().zip(&self.queues) {
+            *slot = queue.ecn_lambda_scale.unwrap_or(1.0);
+        }
+        scale
+    }
+
     /// The queue for a pure ACK of a flow of `class`.
     pub fn ack_queue(&self, class: usize) -> usize {
         let top = self.queues.len().saturating_sub(1);
@@ -410,6 +429,7 @@ impl FabricQos {
                 k_std_bytes: own.and_then(|p| p.k_std_bytes).unwrap_or(k_std_bytes),
                 beta: 0.75,
                 t_idle_ns: 1_500.0 * 8.0 / speed_bps * 1e9,
+                lambda_scale: self.lambda_scale(),
             }),
             Aqm::Dynaq => AqmMode::DynaqIdeal,
             Aqm::Hdcq(h) => AqmMode::HdcqIdeal(h.for_port(buffer_bytes)),
@@ -524,5 +544,21 @@ mod tests {
         let k = |kind| qos.switch_port(10e9, kind).queues[0].wred;
         assert_eq!(k(PortKind::Spine), Some(WredProfile::ecn_step(120_000)));
         assert_eq!(k(PortKind::LeafUp), Some(WredProfile::ecn_step(30_000)));
+    }
+
+    #[test]
+    fn mqecn_ports_scale_each_queues_k_std_by_its_own_lambda() {
+        // Queue 1's class asks lambda 0.42 of the fabric's: its K_std, 0.42 x 100 000 B.
+        let json = r#"{"sched": {"dwrr": 1}, "ecn_lambda_scale": 0.42}"#;
+        let scaled: QueueSpec = serde_json::from_str(json).expect("a queue spec");
+        let mut qos = FabricQos::dctcp(30_000, 100_000);
+        qos.queues = vec![qos.queues[0], scaled];
+        qos.aqm = Aqm::Mqecn { k_std_bytes: 100_000.0 };
+        let AqmMode::MqecnIdeal(mqecn) = qos.switch_port(10e9, PortKind::LeafDown).aqm else {
+            panic!("not MQ-ECN")
+        };
+        assert_eq!(mqecn.lambda_scale, [1.0, 0.42, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+        let port = vasic::ideal::MqecnIdeal::new(mqecn);
+        assert!((port.threshold_bytes(1, 1_500, 10e9) - 42_000.0).abs() < 1e-6);
     }
 }

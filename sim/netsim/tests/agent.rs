@@ -63,7 +63,8 @@ fn agent(interval_ms: u64, readout: AgentReadout) -> AgentSpec {
 }
 
 fn qos(agent: AgentSpec) -> FabricQos {
-    let queue = QueueSpec { sched: Sched::Dwrr(1), ecn_k_bytes: None, dynamic_th: None };
+    let queue =
+        QueueSpec { sched: Sched::Dwrr(1), ecn_k_bytes: None, dynamic_th: None, ecn_lambda_scale: None };
     FabricQos {
         queues: vec![queue; 2],
         // What the port would run without the agent; the agent replaces it.

@@ -169,7 +169,12 @@ fn incast_with_level7_bursts(shaped: bool) -> Fabric {
     for k in 0..2 {
         flows.extend(workload::incast(&topo, 0, n - 1, 200_000, f64::from(k) * 500e3 + 30e3));
     }
-    let queue = QueueSpec { sched: Sched::Strict, ecn_k_bytes: Some(65 * 1_500), dynamic_th: None };
+    let queue = QueueSpec {
+        sched: Sched::Strict,
+        ecn_k_bytes: Some(65 * 1_500),
+        dynamic_th: None,
+        ecn_lambda_scale: None,
+    };
     // As a sluice host's tbf: mtu P (the 216 B messages are one 256 B packet) and, the
     // window `aligned`, a queue of max(burst, P).
     let level = |level, factor: f64| {

@@ -23,6 +23,9 @@
 //!   it fits `T_i` and the buffer has room, else dropped.
 //!   A victim left above its new `T_v` has its arrivals dropped until it drains below it.
 
+/// Every queue on the port's own lambda (`MqecnConfig::lambda_scale`).
+pub const SAME_LAMBDA: [f64; 8] = [1.0; 8];
+
 /// MQ-ECN ideal settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MqecnConfig {
@@ -32,6 +35,11 @@ pub struct MqecnConfig {
     pub beta: f64,
     /// Idle slot length, ns (the seed's 1.2 us: one 1500 B packet at 10 Gb/s).
     pub t_idle_ns: f64,
+    /// Each queue's own lambda over the one in `k_std_bytes` (sluice's per-class
+    /// `ecn_lambda`, which qos-core's MQ-ECN step applies per queue as `K_i = min(share_i, C)
+    /// / C x C x RTT x lambda_i`): queue i's threshold is scaled by `lambda_scale[i]`. SONiC's
+    /// eight unicast queues; a queue past them keeps the port's lambda.
+    pub lambda_scale: [f64; 8],
 }
 
 /// MQ-ECN's per-port state: the round time estimate.
@@ -67,13 +75,14 @@ impl MqecnIdeal {
         self.t_round_ns *= self.config.beta.powf(slots);
     }
 
-    /// `K_i` for a queue with `quantum_bytes` on a port of `capacity_bps`.
-    pub fn threshold_bytes(&self, quantum_bytes: u64, capacity_bps: f64) -> f64 {
+    /// `K_i` for queue `queue` with `quantum_bytes` on a port of `capacity_bps`.
+    pub fn threshold_bytes(&self, queue: usize, quantum_bytes: u64, capacity_bps: f64) -> f64 {
+        let k_std = self.config.k_std_bytes * self.config.lambda_scale.get(queue).copied().unwrap_or(1.0);
         if self.t_round_ns <= 0.0 || capacity_bps <= 0.0 {
-            return self.config.k_std_bytes;
+            return k_std;
         }
         let rate_bps = quantum_bytes as f64 * 8.0 / (self.t_round_ns * 1e-9);
-        rate_bps.min(capacity_bps) / capacity_bps * self.config.k_std_bytes
+        rate_bps.min(capacity_bps) / capacity_bps * k_std
     }
 }
 
@@ -164,7 +173,12 @@ mod tests {
     #[test]
     fn t_round_ewma_and_idle_decay() {
         // From 0: 0.25 x 8000 = 2000; then 0.75 x 2000 + 0.25 x 4000 = 2500.
-        let mut m = MqecnIdeal::new(MqecnConfig { k_std_bytes: 100_000.0, beta: 0.75, t_idle_ns: 1_200.0 });
+        let mut m = MqecnIdeal::new(MqecnConfig {
+            k_std_bytes: 100_000.0,
+            beta: 0.75,
+            t_idle_ns: 1_200.0,
+            lambda_scale: SAME_LAMBDA,
+        });
         m.on_round_sample(8_000.0);
         m.on_round_sample(4_000.0);
         assert!((m.t_round_ns() - 2_500.0).abs() < 1e-9);
@@ -176,12 +190,37 @@ mod tests {
     #[test]
     fn threshold_is_quantum_rate_over_capacity() {
         // T_round 4800 ns, quantum 1500 B: 12_000 bit / 4.8 us = 2.5 Gb/s of 10 -> K/4.
-        let mut m = MqecnIdeal::new(MqecnConfig { k_std_bytes: 100_000.0, beta: 0.0, t_idle_ns: 1_200.0 });
-        assert_eq!(m.threshold_bytes(1_500, 10e9), 100_000.0);
+        let mut m = MqecnIdeal::new(MqecnConfig {
+            k_std_bytes: 100_000.0,
+            beta: 0.0,
+            t_idle_ns: 1_200.0,
+            lambda_scale: SAME_LAMBDA,
+        });
+        assert_eq!(m.threshold_bytes(0, 1_500, 10e9), 100_000.0);
         m.on_round_sample(4_800.0);
-        assert!((m.threshold_bytes(1_500, 10e9) - 25_000.0).abs() < 1e-6);
+        assert!((m.threshold_bytes(0, 1_500, 10e9) - 25_000.0).abs() < 1e-6);
         // A quantum worth more than C is capped at K.
-        assert!((m.threshold_bytes(150_000, 10e9) - 100_000.0).abs() < 1e-6);
+        assert!((m.threshold_bytes(0, 150_000, 10e9) - 100_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_queue_with_its_own_lambda_scales_its_threshold() {
+        // Queue 1 at lambda 0.42 where the port's is 1: its K_std is 42_000 B, and its share
+        // (2.5 Gb/s of 10, as above) gives a quarter of that.
+        let mut lambda_scale = SAME_LAMBDA;
+        lambda_scale[1] = 0.42;
+        let mut m = MqecnIdeal::new(MqecnConfig {
+            k_std_bytes: 100_000.0,
+            beta: 0.0,
+            t_idle_ns: 1_200.0,
+            lambda_scale,
+        });
+        assert!((m.threshold_bytes(1, 1_500, 10e9) - 42_000.0).abs() < 1e-6);
+        m.on_round_sample(4_800.0);
+        assert!((m.threshold_bytes(1, 1_500, 10e9) - 10_500.0).abs() < 1e-6);
+        assert!((m.threshold_bytes(0, 1_500, 10e9) - 25_000.0).abs() < 1e-6);
+        // past the eight queues: the port's own lambda
+        assert!((m.threshold_bytes(9, 1_500, 10e9) - 25_000.0).abs() < 1e-6);
     }
 
     #[test]

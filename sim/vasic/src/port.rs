@@ -224,7 +224,7 @@ impl Port {
         let depth = self.bytes[q];
         let action = match (self.config.aqm, self.mqecn.as_ref()) {
             (AqmMode::MqecnIdeal(_), Some(m)) => {
-                let k = m.threshold_bytes(self.scheduler.quantum_bytes(q), self.config.speed_bps);
+                let k = m.threshold_bytes(q, self.scheduler.quantum_bytes(q), self.config.speed_bps);
                 let over = (depth + u64::from(packet.bytes)) as f64 > k;
                 if packet.ect && over {
                     WredAction::Mark

@@ -14,7 +14,7 @@ use common::{port, queue, TEN_G};
 use qos_core::orders::{AgentOrders, Algorithm, QueueOrders};
 use vasic::agent_loop::AgentLoop;
 use vasic::closed_loop::{ClosedLoop, FlowSpec, RunReport};
-use vasic::ideal::MqecnConfig;
+use vasic::ideal::{MqecnConfig, SAME_LAMBDA};
 use vasic::port::{AqmMode, QueueConfig};
 use vasic::scheduler::Scheduling;
 use vasic::source::{Reaction, SourceConfig};
@@ -112,9 +112,12 @@ fn run_with_starts(
         Mode::MqecnIdeal => None,
     };
     let aqm = match mode {
-        Mode::MqecnIdeal => {
-            AqmMode::MqecnIdeal(MqecnConfig { k_std_bytes: K, beta: 0.75, t_idle_ns: 1_200.0 })
-        }
+        Mode::MqecnIdeal => AqmMode::MqecnIdeal(MqecnConfig {
+            k_std_bytes: K,
+            beta: 0.75,
+            t_idle_ns: 1_200.0,
+            lambda_scale: SAME_LAMBDA,
+        }),
         _ => AqmMode::Wred,
     };
     let queues: Vec<QueueConfig> = weights

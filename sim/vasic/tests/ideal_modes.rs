@@ -5,7 +5,7 @@
 mod common;
 
 use common::{packet, port, queue, TEN_G};
-use vasic::ideal::MqecnConfig;
+use vasic::ideal::{MqecnConfig, SAME_LAMBDA};
 use vasic::port::{AqmMode, PortConfig};
 use vasic::scheduler::Scheduling;
 use vasic::switch::Vasic;
@@ -13,7 +13,12 @@ use vasic::switch::Vasic;
 /// Four DWRR queues of weight 1 (quantum 1500 B), each kept at 32 packets of 1500 B, ECT.
 /// Returns the switch after `departures` packets and the marks of the last half.
 fn mqecn_saturated(k_std_bytes: f64, departures: usize) -> (Vasic, u64) {
-    let aqm = AqmMode::MqecnIdeal(MqecnConfig { k_std_bytes, beta: 0.75, t_idle_ns: 1_200.0 });
+    let aqm = AqmMode::MqecnIdeal(MqecnConfig {
+        k_std_bytes,
+        beta: 0.75,
+        t_idle_ns: 1_200.0,
+        lambda_scale: SAME_LAMBDA,
+    });
     let ports = vec![port(TEN_G, (0..4).map(|_| queue(Scheduling::Dwrr(1))).collect(), aqm)];
     let mut sw = Vasic::new(u64::MAX / 2, 5, ports).unwrap();
     for q in 0..4 {

@@ -115,8 +115,9 @@ def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
     assert any("HDCQ" in n for n in twin.not_modelled)
 
 
-def test_a_class_lambda_the_per_packet_mqecn_cannot_carry_is_named(intent: Intent) -> None:
-    assert not any("own ecn_lambda" in n for n in translate(intent, Request()).not_modelled)
+def test_a_class_lambda_scales_its_queues_mqecn_threshold(intent: Intent) -> None:
+    queues = translate(intent, Request()).config["qos"]["queues"]
+    assert not any("ecn_lambda_scale" in q for q in queues)
     mqecn = next(c for c in intent.service_classes if c.ecn is EcnMode.MQECN)
     own = intent.model_copy(
         update={
@@ -126,8 +127,15 @@ def test_a_class_lambda_the_per_packet_mqecn_cannot_carry_is_named(intent: Inten
             )
         }
     )
-    notes = translate(own, Request()).not_modelled
-    assert any(f"own ecn_lambda ({mqecn.name} 0.5)" in n for n in notes), notes
+    twin = translate(own, Request())
+    scaled = {
+        i: q["ecn_lambda_scale"]
+        for i, q in enumerate(twin.config["qos"]["queues"])
+        if "ecn_lambda_scale" in q
+    }
+    # the class's queue only, at its lambda over the fabric's
+    assert scaled == {mqecn.queue: 0.5 / intent.fabric.ecn_lambda}
+    assert not any("ecn_lambda" in n for n in twin.not_modelled)
 
 
 def test_hosts_get_the_qjump_buckets_the_host_compiler_plans(intent: Intent) -> None:
