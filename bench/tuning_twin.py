@@ -1,14 +1,15 @@
 """Tuned vs static in the packet-level twin: FCT per class before and after the tuner.
 
-One command: ``uv run --frozen python -m bench.tuning_twin`` (``--flows``, ``--load``,
-``--seeds``, ``--rounds``, ``--json``).
+One command: ``uv run --frozen python -m bench.tuning_twin`` (``--workload``, ``--flows``,
+``--load``, ``--seeds``, ``--rounds``, ``--json``).
 
 1. The static intent: ``examples/intent.yaml`` with DWRR weight ranges added (the example
    gives none, and a class without a range never moves, docs/tuning.md); the weights
    themselves are the example's (storage 50, analytics 30, best-effort 20).
 2. A workload whose per-class demand differs from what the weights assume: web-search flow
-   sizes (the twin's ``websearch`` CDF), analytics carrying most of the load although it has
-   the smallest-but-one weight (``MIX``).
+   sizes (the twin's ``websearch`` CDF; ``--workload datamining`` for flows unlike the
+   ``websearch`` the example's PIAS class names), analytics carrying most of the load
+   although it has the smallest-but-one weight (``MIX``).
 3. The static intent runs in the twin (``controller.twin``); its per-class, per-hop output
    becomes a ``TelemetrySummary`` (``summary_from_run``, which says what netsim measures and
    what it does not).
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -40,12 +42,13 @@ from controller.policy.loader import dump_intent, load_intent_file, parse_intent
 from controller.policy.models import Intent
 from controller.policy.validate import validate_intent
 from controller.settings import SimulateSettings
+from controller.telemetry.tuning_summary import class_loads
 from controller.tuning.apply import apply_changes, intent_diff
 from controller.tuning.evidence import Change
-from controller.tuning.summary import QueueSummary, TelemetrySummary
+from controller.tuning.summary import FlowSizeSample, QueueSummary, TelemetrySummary
 from controller.tuning.tune import propose
 from controller.twin.results import result
-from controller.twin.translate import NETSIM_PACKET_BYTES, Request, translate
+from controller.twin.translate import NETSIM_PACKET_BYTES, WORKLOADS, Request, translate
 
 JsonObject = dict[str, Any]
 
@@ -54,6 +57,12 @@ NETSIM = SimulateSettings().netsim  # target/debug/netsim (cargo build -p netsim
 EXAMPLE = ROOT / "examples" / "intent.yaml"
 MSS = 1460  # netsim's payload per packet
 SMALL_BYTES = 100_000  # PIAS NSDI'15 §6.1's small-flow bucket, as netsim's report uses
+# The host exporter's flow-size buckets (sluice_host_exporter.py FLOW_BUCKETS, docs/tuning.md):
+# what the twin's flows are binned into, as the hosts would report them.
+EXPORTER_FLOW_BUCKETS = tuple(1000 * 2**k for k in range(21))
+# A twin run holds a few hundred flows per class (260 of 2000 for rpc in MIX); the intent's
+# default, 1000 finished flows before PIAS drift is judged, suits a fabric's 10-minute window.
+TWIN_PIAS_MIN_FLOWS = 200
 # Each class's share of the offered load: analytics (weight 30 of 100) carries 60 %.
 MIX = (
     ("control", 0.02),
@@ -68,8 +77,10 @@ WINDOW_S = 600.0  # the tuning window each round stands for (fabric.tuning.windo
 
 
 def static_intent(example: Path = EXAMPLE) -> Intent:
-    """The example intent with weight ranges on its DWRR classes (weights unchanged)."""
+    """The example intent with weight ranges on its DWRR classes (weights unchanged), and
+    the PIAS rule judging drift from ``TWIN_PIAS_MIN_FLOWS`` finished flows."""
     data: dict[str, Any] = dump_intent(load_intent_file(example))
+    data["fabric"].setdefault("tuning", {})["pias_min_flows"] = TWIN_PIAS_MIN_FLOWS
     for service_class in data["service_classes"]:
         if service_class["name"] in RANGES:
             low, high = RANGES[service_class["name"]]
@@ -173,8 +184,31 @@ def summary_from_run(run: Run, intent: Intent, *, demand: bool = True) -> Teleme
         )
     # The window's times are the twin's (simulated seconds), not wall-clock ones.
     return TelemetrySummary(
-        start_s=min(starts) / 1e9, end_s=max(starts) / 1e9, queues=tuple(queues)
+        start_s=min(starts) / 1e9,
+        end_s=max(starts) / 1e9,
+        queues=tuple(queues),
+        flow_sizes=flow_sizes_from_run(run, intent, class_loads(queues)),
     )
+
+
+def flow_sizes_from_run(
+    run: Run, intent: Intent, loads: dict[str, float]
+) -> dict[str, FlowSizeSample]:
+    """Per class, its flows' sizes as the hosts' exporters would report them: bytes on the
+    wire (1500 B per 1460 B of payload, as conntrack counts IP bytes) in the exporter's
+    cumulative buckets, 1 kB x 2^k and +Inf; the class's load as the switches' summary
+    gives it (``class_loads``)."""
+    sizes: dict[int, list[float]] = {}
+    for flow in run.flows:
+        wire = int(flow["bytes"]) * NETSIM_PACKET_BYTES / MSS
+        sizes.setdefault(int(flow["class"]), []).append(wire)
+    out: dict[str, FlowSizeSample] = {}
+    for index, measured in sorted(sizes.items()):
+        name = intent.service_classes[index].name
+        edges = [*EXPORTER_FLOW_BUCKETS, math.inf]
+        buckets = tuple((edge, float(sum(size <= edge for size in measured))) for edge in edges)
+        out[name] = FlowSizeSample(name, buckets, loads.get(name))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +406,7 @@ def print_seed(doc: JsonObject) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--workload", default="websearch", choices=WORKLOADS)
     parser.add_argument("--flows", type=int, default=2000)
     parser.add_argument("--load", type=float, default=0.7)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -388,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     static = static_intent()
     docs = []
     for seed in args.seeds:
-        request = Request("websearch", args.load, args.flows, seed, MIX)
+        request = Request(args.workload, args.load, args.flows, seed, MIX)
         docs.append(
             one_seed(
                 static,
@@ -405,7 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     mix = ", ".join(f"{n} {s:.0%}" for n, s in MIX)
     view = "; switch view (no offered demand)" if args.switch_view else ""
     print(
-        f"websearch, load {args.load}, {args.flows} flows, {args.rounds} tuning rounds; {mix}{view}"
+        f"{args.workload}, load {args.load}, {args.flows} flows, {args.rounds} tuning rounds; "
+        f"{mix}{view}"
     )
     for doc in docs:
         print_seed(doc)

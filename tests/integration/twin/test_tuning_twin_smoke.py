@@ -5,6 +5,10 @@ asserted (the figures are in docs/tuning.md)."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from bench import tuning_twin
 from controller.twin.translate import Request
 
@@ -86,3 +90,33 @@ def test_summary_reads_each_class_from_the_twin() -> None:
         row = rows[queue.service_class]
         assert queue.mark_fraction == row["marked_packets"] / max(row["packets"], 1)
     assert any((q.mark_fraction or 0.0) > 0 for q in summary.queues)  # the load marks
+    # Flow sizes as the hosts' exporters would bin them: every class's finished flows, in
+    # cumulative buckets (+Inf last, holding them all), with the class's load.
+    per_class: dict[str, list[int]] = {}
+    for flow in run.flows:
+        name = static.service_classes[int(flow["class"])].name
+        per_class.setdefault(name, []).append(int(flow["bytes"]))
+    assert set(summary.flow_sizes) == set(per_class)
+    for name, sample in summary.flow_sizes.items():
+        counts = [count for _, count in sample.buckets]
+        assert counts == sorted(counts)
+        assert sample.buckets[-1] == (math.inf, len(per_class[name]))
+        # a flow of b payload bytes counts as b x 1500 / 1460 on the wire
+        smallest = min(per_class[name]) * 1500 / 1460
+        first = next(count for edge, count in sample.buckets if edge >= smallest)
+        assert first >= 1
+        loads = {q.service_class: q.tx_bytes_per_s for q in summary.queues}
+        assert sample.load == pytest.approx((loads[name] or 0.0) / line)
+
+
+def test_a_workload_unlike_the_pias_class_s_own_is_tuned_in_the_twin() -> None:
+    # The example's rpc class names websearch for its PIAS thresholds; data-mining flows
+    # drift from it (KS distance well above 0.1), and with enough finished flows the PIAS
+    # rule proposes thresholds from the measured sizes, which reach the tuned intent.
+    static = tuning_twin.static_intent()
+    request = Request("datamining", 0.7, 1600, 1, tuning_twin.MIX)
+    doc = tuning_twin.one_seed(static, request, 1, tuning_twin.NETSIM, 300.0)
+    pias = [c for c in doc["rounds"][0]["applied"] if c["parameter"].startswith("pias")]
+    assert [c["parameter"] for c in pias] == ["pias/rpc"], doc["rounds"][0]
+    assert pias[0]["outputs"]["nearest_workload"] == "datamining"
+    assert "service_classes[rpc].pias.thresholds_bytes" in {e["path"] for e in doc["diff"]}
