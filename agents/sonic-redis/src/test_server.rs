@@ -5,6 +5,7 @@
 // Test support: a failure to start the server is a failed test, so it panics with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,6 +18,37 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
+/// The process id of the redis-server answering on `port` (`INFO server`), if one does.
+fn serving_pid(port: u16) -> Option<u32> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // A bulk string: "$<length>\r\n", the text, "\r\n".
+    while !bulk_string_complete(&reply) {
+        let read = stream.read(&mut chunk).ok()?;
+        if read == 0 {
+            return None;
+        }
+        reply.extend_from_slice(&chunk[..read]);
+    }
+    let text = String::from_utf8_lossy(&reply);
+    let line = text.lines().find_map(|line| line.strip_prefix("process_id:"))?;
+    line.trim().parse().ok()
+}
+
+fn bulk_string_complete(reply: &[u8]) -> bool {
+    let Some(end) = reply.windows(2).position(|pair| pair == b"\r\n") else {
+        return false;
+    };
+    let length: usize = match std::str::from_utf8(&reply[1..end]).ok().and_then(|n| n.parse().ok()) {
+        Some(length) => length,
+        None => return true, // not a bulk string (an error reply): nothing more to wait for
+    };
+    reply.len() >= end + 2 + length + 2
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -24,18 +56,32 @@ pub fn free_port() -> u16 {
 }
 
 impl RedisServer {
-    /// Starts a server on a free port and waits until it accepts connections.
+    /// Starts a server on a free port and waits until it answers. Tests run in parallel, and
+    /// a port found free can be taken by another test's server before this one binds it: then
+    /// this server exits, another answers on the port, and the two tests would share it. So a
+    /// server counts as started only when the one answering is this child (its `INFO`
+    /// process id); otherwise another free port is tried.
     pub fn start() -> Self {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("sonic-redis-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut s = Self { port, dir, child: None };
-        s.restart();
-        s
+        for _ in 0..10 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!("sonic-redis-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut s = Self { port, dir, child: None };
+            if s.spawn_and_wait() {
+                return s;
+            }
+        }
+        panic!("redis-server did not start on any of 10 free ports");
     }
 
-    /// Starts the server (again) on the same port and waits until it accepts connections.
+    /// Starts the server (again) on the same port and waits until it answers.
     pub fn restart(&mut self) {
+        assert!(self.spawn_and_wait(), "redis-server did not restart on {}", self.port);
+    }
+
+    /// Spawns redis-server on `self.port`; true once it answers there, false if it exited
+    /// (the port was taken) or another server answers.
+    fn spawn_and_wait(&mut self) -> bool {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -53,10 +99,22 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server is installed");
-        self.child = Some(child);
+        let pid = child.id();
+        let child = self.child.insert(child);
         // Generous: a cold start on a loaded 2-core machine.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        loop {
+            if child.try_wait().ok().flatten().is_some() {
+                return false; // it exited: the port was not free after all
+            }
+            match serving_pid(self.port) {
+                Some(serving) if serving == pid => return true,
+                Some(_) => {
+                    self.kill();
+                    return false;
+                }
+                None => {}
+            }
             assert!(Instant::now() < deadline, "redis-server did not start on {}", self.port);
             std::thread::sleep(Duration::from_millis(10));
         }
