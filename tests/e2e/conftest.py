@@ -25,3 +25,13 @@ def small_fabric() -> Iterator[netns.Fabric]:
     _require_root()
     with netns.running(3) as fabric:
         yield fabric
+
+
+@pytest.fixture(scope="module")
+def fabric(request: pytest.FixtureRequest) -> Iterator[netns.Fabric]:
+    """The test module's hosts (its ``HOSTS`` names), shared by the module's tests; a module
+    that configures its fabric as it makes it defines its own ``fabric``."""
+    _require_root()
+    names = list(request.module.HOSTS)
+    with netns.running(len(names), names=names) as made:
+        yield made

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -90,12 +89,6 @@ def snapshot(fabric: netns.Fabric, host: str) -> dict[str, Any]:
         "classes": sorted(htb_classes(fabric, host)),
         "nft": nft_ruleset(fabric, host),
     }
-
-
-@pytest.fixture(scope="module")
-def fabric() -> Iterator[netns.Fabric]:
-    with netns.running(len(HOSTS), names=HOSTS) as made:
-        yield made
 
 
 @pytest.fixture(scope="module")

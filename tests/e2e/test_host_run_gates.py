@@ -104,12 +104,6 @@ def settle(read: Reader, expected: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def fabric() -> Iterator[netns.Fabric]:
-    with netns.running(len(HOSTS), names=HOSTS) as made:
-        yield made
-
-
-@pytest.fixture(scope="module")
 def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:

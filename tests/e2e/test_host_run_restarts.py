@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,12 +117,6 @@ def until(condition: Callable[[], bool], what: str) -> None:
 
 def done_hosts(run: dict[str, Any]) -> list[str]:
     return [r["host"] for r in run["results"]]
-
-
-@pytest.fixture(scope="module")
-def fabric() -> Iterator[netns.Fabric]:
-    with netns.running(len(HOSTS), names=HOSTS) as made:
-        yield made
 
 
 @pytest.fixture(scope="module")

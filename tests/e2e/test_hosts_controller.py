@@ -66,12 +66,6 @@ def statuses(run: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def fabric() -> Iterator[netns.Fabric]:
-    with netns.running(len(HOSTS), names=HOSTS) as made:
-        yield made
-
-
-@pytest.fixture(scope="module")
 def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,12 +43,6 @@ OPERATOR = Actor("operator", "req-1")
 SMALL = FlowSizeSample(
     "rpc", ((10_000, 500), (50_000, 900), (2_000_000, 1000), (math.inf, 1000)), load=0.5
 )
-
-
-@pytest.fixture(scope="module")
-def fabric() -> Iterator[netns.Fabric]:
-    with netns.running(len(HOSTS), names=HOSTS) as made:
-        yield made
 
 
 def _stage0_threshold(fabric: netns.Fabric, host: str) -> set[Any]:
