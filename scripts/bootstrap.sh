@@ -24,6 +24,15 @@ command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 # qos-agent's `sai` feature: bindgen generates the SAI bindings through libclang, and the
 # test's fake SAI library is compiled with the system C compiler (gcc, above).
 compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || apt_packages+=(libclang-dev)
+# SONiC's own software for the real-SONiC test tier and the demo's real switches (lab/realsonic.py):
+# its runtime bundles sit beside the clone (shared/sonic, or $SLUICE_SONIC_BUNDLE), each with the
+# Debian packages it needs listed; python3-venv and python3-yaml for its config updater (GCU).
+sonic_bundle="${SLUICE_SONIC_BUNDLE:-$PWD/../shared/sonic}"
+if [ -d "$sonic_bundle" ]; then
+  for pkg in $(cat "$sonic_bundle"/apt-packages*.txt 2>/dev/null) python3-venv python3-yaml; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || apt_packages+=("$pkg")
+  done
+fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,361 @@
+"""SONiC's own software as a component the tests, benches and the demo start and stop.
+
+SONiC's software is built from source outside this repository and kept beside it as three
+runtime bundles (``shared/sonic`` next to the clone, or ``$SLUICE_SONIC_BUNDLE``): the
+sonic-gnmi server (sonic-net/sonic-gnmi ``telemetry``, with a D-Bus host service for
+CONFIG_DB Sets), the Generic Config Updater (sonic-net/sonic-utilities
+``generic_config_updater`` behind sonic-net/sonic-host-services' ``gcu`` module: YANG
+validation and patch sorting, as on a switch), and orchagent + syncd over libsaivs (the
+control plane of SONiC's ``sonic-vs`` image). Each bundle carries its own start and stop
+scripts, which put the daemons in private mount namespaces so that the fixed paths SONiC
+expects (``/var/run/redis``, ``/usr/share/swss``, ``/etc/sonic``) never touch the machine's.
+
+This module treats them as the tests treat PostgreSQL: extracted once into a cache
+(``prepare_bundle``), then one ``RealSwitch`` per switch: its own redis in SONiC's layout,
+optionally syncd + orchagent (+ buffermgrd), and the gNMI server with either the bundle's
+stub host service (CONFIG_DB patches applied without validation) or the real GCU.
+Nothing here is part of the product; ``lab/`` is never shipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from vsonic.redis_process import free_port
+from vsonic.tether import CleanupGuard
+
+log = logging.getLogger("lab.realsonic")
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLES = ("sonic-gnmi-runtime", "gcu-runtime", "orchagent-runtime")
+# Short: the redis unix socket path under a run directory must stay under 100 characters.
+CACHE = Path(os.environ.get("SLUICE_SONIC_CACHE", "/var/tmp/sluice-sonic"))
+RUN_ROOT = Path("/tmp")
+SYSTEM_PYTHON = "/usr/bin/python3"  # the GCU venv needs Debian's python3-dbus and python3-gi
+
+# Redis database numbers of SONiC's layout (sonic-swss-common common/database_config.json).
+DB = {
+    "APPL_DB": 0,
+    "ASIC_DB": 1,
+    "COUNTERS_DB": 2,
+    "CONFIG_DB": 4,
+    "FLEX_COUNTER_DB": 5,
+    "STATE_DB": 6,
+}
+
+
+class RealSonicError(RuntimeError):
+    """SONiC's software is missing, or a daemon did not start or stop."""
+
+
+def bundle_source(repo: Path = REPO) -> Path:
+    """Where the bundles are: ``$SLUICE_SONIC_BUNDLE``, else ``shared/sonic`` beside the
+    clone (as CI checks it out)."""
+    explicit = os.environ.get("SLUICE_SONIC_BUNDLE")
+    source = Path(explicit) if explicit else repo.parent / "shared" / "sonic"
+    missing = [b for b in BUNDLES if not (source / f"{b}.tar.xz").is_file()]
+    if missing:
+        raise RealSonicError(
+            f"SONiC's runtime bundles are not at {source} (missing {', '.join(missing)}): "
+            "keep shared/sonic beside the clone or set SLUICE_SONIC_BUNDLE"
+        )
+    return source
+
+
+@dataclass(frozen=True)
+class SonicBundle:
+    """The three bundles, extracted, and the GCU's Python environment."""
+
+    source: Path
+    root: Path
+
+    @property
+    def gnmi(self) -> Path:
+        return self.root / "sonic-gnmi-runtime"
+
+    @property
+    def gcu(self) -> Path:
+        return self.root / "gcu-runtime"
+
+    @property
+    def orchagent(self) -> Path:
+        return self.root / "orchagent-runtime"
+
+    @property
+    def venv(self) -> Path:
+        return self.gcu / "venv"
+
+
+def _digest(source: Path) -> str:
+    """Names the extracted copy after the bundles' contents, so a new bundle is extracted
+    afresh and an unchanged one is reused."""
+    digest = hashlib.sha256()
+    for name in (*(f"{b}.tar.xz" for b in BUNDLES), "requirements-gcu.txt"):
+        path = source / name
+        if path.exists():
+            digest.update(name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One preparer at a time (parallel test processes share the cache)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prepare_bundle(source: Path | None = None, cache: Path = CACHE) -> SonicBundle:
+    """The bundles extracted into ``cache`` and the GCU venv made, once per bundle version."""
+    source = source or bundle_source()
+    root = cache / _digest(source)
+    with _locked(cache / ".lock"):
+        for name in BUNDLES:
+            if not (root / name / ".extracted").exists():
+                _extract(source / f"{name}.tar.xz", root, name)
+        bundle = SonicBundle(source, root)
+        if not (bundle.venv / ".ready").exists():
+            _make_gcu_venv(bundle)
+    return bundle
+
+
+def _extract(archive: Path, root: Path, name: str) -> None:
+    log.info("extracting %s into %s", archive.name, root)
+    shutil.rmtree(root / name, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="tar")
+    (root / name / ".extracted").touch()
+
+
+def _make_gcu_venv(bundle: SonicBundle) -> None:
+    """GCU runs on Debian's Python (the host modules need its dbus and gi bindings) with the
+    pinned PyPI packages and the bundle's patched libyang wheel (the bundle's README)."""
+    if not Path(SYSTEM_PYTHON).exists():
+        raise RealSonicError(f"{SYSTEM_PYTHON} is missing: run scripts/bootstrap.sh")
+    log.info("making GCU's Python environment in %s", bundle.venv)
+    shutil.rmtree(bundle.venv, ignore_errors=True)
+    _run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", str(bundle.venv)])
+    wheels = sorted((bundle.gcu / "wheels").glob("libyang-*.whl"))
+    _run(
+        [
+            str(bundle.venv / "bin" / "pip"),
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-r",
+            str(bundle.source / "requirements-gcu.txt"),
+            *map(str, wheels),
+        ]
+    )
+    (bundle.venv / ".ready").touch()
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 300) -> str:
+    done = subprocess.run(
+        argv,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RealSonicError(
+            f"{Path(argv[0]).name} failed (rc {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-2000:]}"
+        )
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class SwitchParts:
+    """Which of SONiC's daemons a switch runs.
+
+    ``orchagent``: syncd over libsaivs and orchagent, which turn CONFIG_DB into SAI objects in
+    ASIC_DB (and seed DEVICE_METADATA and 32 ports, as ``config load`` would);
+    ``buffermgrd`` with it turns CONFIG_DB buffers into APPL_DB for orchagent.
+    ``gcu``: CONFIG_DB Sets go through the real Generic Config Updater (YANG validation,
+    patch sorting, port flaps), else through the bundle's stub (patches applied unchecked).
+    ``yang_extra``: extra YANG models the GCU validates against (sluice's own tables).
+    ``gnmi_flags``: extra flags for the gNMI server (TLS: ``-server_crt=…``)."""
+
+    orchagent: bool = True
+    buffermgrd: bool = True
+    gcu: bool = True
+    yang_extra: tuple[Path, ...] = ()
+    gnmi_flags: tuple[str, ...] = ()
+
+
+def _new_run_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="ss.", dir=RUN_ROOT))
+
+
+@dataclass
+class RealSwitch:
+    """One SONiC switch made of SONiC's own daemons, on loopback ports."""
+
+    bundle: SonicBundle
+    parts: SwitchParts = field(default_factory=SwitchParts)
+    redis_port: int = 0
+    gnmi_port: int = 0
+    run_dir: Path = field(default_factory=lambda: _new_run_dir())
+    _guard: CleanupGuard | None = field(default=None, init=False, repr=False)
+    _up: list[str] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.redis_port = self.redis_port or free_port()
+        self.gnmi_port = self.gnmi_port or free_port()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> RealSwitch:
+        # A test run killed before stop() would leave daemons in their own sessions: the
+        # guard runs the stop scripts when this process ends without dismissing it.
+        self._guard = CleanupGuard([*self._stop_command()])
+        try:
+            self._script(self.bundle.gnmi / "scripts" / "env-up.sh", str(self.redis_port))
+            self._up.append("redis")
+            if self.parts.orchagent:
+                env = {"BUFFERMGRD": "1" if self.parts.buffermgrd else "0"}
+                self._script(
+                    self.bundle.orchagent / "scripts" / "switch-up.sh",
+                    str(self.redis_port),
+                    env=env,
+                    timeout=180,
+                )
+                self._up.append("switch")
+            else:
+                self._seed_without_orchagent()
+            self._start_gnmi()
+            self._up.append("gnmi")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stops what was started, newest first; safe to call twice."""
+        errors = []
+        steps = {
+            "gnmi": self.bundle.gnmi / "scripts" / "stop-server.sh",
+            "switch": self.bundle.orchagent / "scripts" / "switch-down.sh",
+            "redis": self.bundle.gnmi / "scripts" / "env-down.sh",
+        }
+        while self._up:
+            part = self._up.pop()
+            try:
+                self._script(steps[part], timeout=60)
+            except RealSonicError as err:
+                errors.append(f"{part}: {err}")
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if errors:
+            raise RealSonicError("; ".join(errors))
+
+    def __enter__(self) -> RealSwitch:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _stop_command(self) -> list[str]:
+        scripts = [
+            self.bundle.gnmi / "scripts" / "stop-server.sh",
+            self.bundle.orchagent / "scripts" / "switch-down.sh",
+            self.bundle.gnmi / "scripts" / "env-down.sh",
+        ]
+        chain = "; ".join(f"'{s}' '{self.run_dir}'" for s in scripts)
+        return ["sh", "-c", f"{chain}; rm -rf '{self.run_dir}'"]
+
+    def _script(
+        self, script: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+    ) -> str:
+        return _run(["bash", str(script), str(self.run_dir), *args], env=env, timeout=timeout)
+
+    def _seed_without_orchagent(self) -> None:
+        """What ``config load`` would leave without a switch behind it: the GCU needs
+        ``CONFIG_DB_INITIALIZED`` and a CONFIG_DB that validates (DEVICE_METADATA, ports)."""
+        config = self.db("CONFIG_DB")
+        config.hset(
+            "DEVICE_METADATA|localhost",
+            mapping={
+                "hostname": "sonic",
+                "hwsku": "Force10-S6000",
+                "platform": "x86_64-kvm_x86_64-r0",
+                "mac": "52:54:00:12:34:56",
+                "type": "LeafRouter",
+            },
+        )
+        for index in range(32):
+            config.hset(
+                f"PORT|Ethernet{4 * index}",
+                mapping={
+                    "lanes": ",".join(str(4 * index + lane + 1) for lane in range(4)),
+                    "alias": f"fortyGigE0/{4 * index}",
+                    "index": str(index),
+                    "speed": "40000",
+                    "mtu": "9100",
+                    "admin_status": "up",
+                },
+            )
+        config.set("CONFIG_DB_INITIALIZED", "1")
+
+    def _start_gnmi(self) -> None:
+        env: dict[str, str] = {}
+        if self.parts.gcu:
+            env = {"HOSTSERVICE": "gcu", "GCU_DIR": str(self.bundle.gcu)}
+            if self.parts.yang_extra:
+                extra = self.run_dir / "yang-extra"
+                extra.mkdir(exist_ok=True)
+                for model in self.parts.yang_extra:
+                    shutil.copy(model, extra / model.name)
+                env["YANG_EXTRA_DIR"] = str(extra)
+        self._script(
+            self.bundle.gnmi / "scripts" / "start-server.sh",
+            str(self.bundle.gnmi),
+            str(self.gnmi_port),
+            *self.parts.gnmi_flags,
+            env=env,
+            timeout=120,
+        )
+
+    # -- what tests read -----------------------------------------------------------------------
+
+    def db(self, name: str) -> redis.Redis[str]:
+        """A client of one of the switch's databases (decoded strings)."""
+        return redis.Redis(
+            host="127.0.0.1", port=self.redis_port, db=DB[name], decode_responses=True
+        )
+
+    def log(self, name: str) -> str:
+        """One daemon's log: ``telemetry``, ``hostsvc``, ``stub``, ``orchagent``, ``syncd``,
+        ``buffermgrd``."""
+        path = self.run_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def asic_objects(self, object_type: str) -> dict[str, dict[str, str]]:
+        """ASIC_DB's SAI objects of one type (``WRED``, ``QUEUE``, ``SCHEDULER``, …), by oid."""
+        asic = self.db("ASIC_DB")
+        prefix = f"ASIC_STATE:SAI_OBJECT_TYPE_{object_type}:"
+        return {key[len(prefix) :]: asic.hgetall(key) for key in asic.scan_iter(prefix + "*")}
