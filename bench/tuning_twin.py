@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.policy.loader import dump_intent, load_intent_file, parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import validate_intent
+from controller.intent.loader import dump_intent, load_intent_file, parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import validate_intent
 from controller.settings import SimulateSettings
 from controller.telemetry.tuning_summary import class_loads
 from controller.tuning.apply import apply_changes, intent_diff

@@ -17,9 +17,9 @@ from controller.cli.app import run_reporting_errors, run_with_api, say
 from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.loader import load_intent_file, parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import validate_intent
+from controller.intent.loader import load_intent_file, parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import validate_intent
 from controller.settings import SimulateSettings
 from controller.twin.results import compare, delta_lines, table_lines
 from controller.twin.runner import simulate as run_twin

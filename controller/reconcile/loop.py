@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.policy.models import Reconcile, ReconcileMode, Switch
+from controller.intent.models import Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, TableReader
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import FieldProblem, IntentInvalid, NotFound
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.services.common import Actor
 from controller.store.models import Simulation
 from controller.store.repositories import intents

@@ -38,8 +38,8 @@ from typing import Any
 from procrastinate import App, SyncPsycopgConnector
 from procrastinate.sql import queries as engine_queries
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import Intent, Switch
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent, Switch
 from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
 from controller.rollout.shard import libpq_conninfo
 from controller.settings import Settings

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import text
 
 from bench.engine_fleet import CREDS, Fleet, running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent, Reconcile
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.share import owner
 from controller.rollout.shard import RECONCILE_TASK

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.rollout.gates import Gate, GatePolicy
 from controller.rollout.shard import TASK, EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from api.main import create_app
 from controller.cli import CliDeps, app
 from controller.errors import Conflict
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner

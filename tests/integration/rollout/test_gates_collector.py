@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.policy.loader import dump_intent, parse_intent
+from controller.intent.loader import dump_intent, parse_intent
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.policy.models import TunerRollout
+from controller.intent.models import TunerRollout
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy
 from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates

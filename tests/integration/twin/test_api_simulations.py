@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from controller.policy.loader import parse_yaml
+from controller.intent.loader import parse_yaml
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.simulations import SimulationRunner, SimulationService, netsim_simulate

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import Intent, Scheduling, SchedulingType
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent, Scheduling, SchedulingType
 from controller.settings import SimulateSettings
 from controller.twin.results import compare
 from controller.twin.runner import NetsimFailed, run_netsim, simulate

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.reconcile.share import WatchShare, share_of
 from controller.settings import Settings
 from controller.southbound.subscribe import StreamPolicy
