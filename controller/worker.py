@@ -6,7 +6,7 @@ operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop`
 the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
 In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
 are queued as one job per switch instead, which any worker's engine thread takes
-(``controller/rollout/shard.py``).
+(``controller/rollout/engine.py``).
 Steps go on back to back while there are any; when none is runnable the loop gets its turn
 and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
 PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
@@ -54,10 +54,10 @@ from controller.reconcile.watch import (
     WatcherThread,
 )
 from controller.rollout.ansible import AnsibleBatches
+from controller.rollout.engine import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
-from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now

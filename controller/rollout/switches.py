@@ -205,7 +205,7 @@ class _Work:
 
 
 class Dispatch(Protocol):
-    """Engine mode's job queue (``controller/rollout/shard.py``, ``JobDispatch``)."""
+    """Engine mode's job queue (``controller/rollout/engine.py``, ``JobDispatch``)."""
 
     def live(self) -> frozenset[str]:
         """The switches that have a job queued or running now."""

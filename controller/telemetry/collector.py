@@ -41,7 +41,7 @@ from procrastinate.sql import queries as engine_queries
 from controller.intent.loader import load_intent_file
 from controller.intent.models import Intent, Switch
 from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
-from controller.rollout.shard import libpq_conninfo
+from controller.rollout.engine import libpq_conninfo
 from controller.settings import Settings
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from controller.reconcile.share import share_of
-from controller.rollout.shard import ReconcileDispatch
+from controller.rollout.engine import ReconcileDispatch
 from controller.store.db import make_engine
 from tests.integration.dataplane.conftest import eventually
 from tests.integration.tls_certs import self_signed_tls

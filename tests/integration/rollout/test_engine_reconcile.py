@@ -22,7 +22,7 @@ from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.share import owner
-from controller.rollout.shard import RECONCILE_TASK
+from controller.rollout.engine import RECONCILE_TASK
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService

@@ -45,7 +45,7 @@ from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import make_url
 
-log = logging.getLogger("controller.rollout.shard")
+log = logging.getLogger("controller.rollout.engine")
 
 TASK = "sluice.rollout.converge_switch"
 RECONCILE_TASK = "sluice.reconcile.switch"
