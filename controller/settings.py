@@ -220,9 +220,9 @@ class TelemetrySettings(BaseSettings):
         default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"
     )
     # ``static``: ``--shard I/N`` says which switches (the default). ``engine``: the collector
-    # registers in the engine's worker records and streams its rendezvous share of the switches
+    # registers in the engine's worker records and streams its rendezvous shard of the switches
     # among the live collectors, re-read every ``SLUICE_WORKER_HEARTBEAT_S`` (docs/scaling.md).
-    share: Literal["static", "engine"] = Field(
+    shard: Literal["static", "engine"] = Field(
         default="static", description="how collectors split the switches"
     )
 

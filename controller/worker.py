@@ -22,7 +22,7 @@ switch of the head intent on the tables sluice owns (``controller/reconcile/watc
 switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
 intent's reconcile interval, and the full pass becomes an audit every
 ``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) each
-worker watches only its share of the switches (``controller/reconcile/share.py``: rendezvous
+worker watches only its shard of the switches (``controller/reconcile/shard.py``: rendezvous
 hashing over the live workers, recomputed when one joins or dies), and what it reports is
 queued as a reconcile job for any worker to take.
 """
@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.share import QueuedReconciler, WatchShare
+from controller.reconcile.shard import LiveShard, QueuedReconciler
 from controller.reconcile.watch import (
     AuditPolicy,
     DriftInbox,
@@ -102,7 +102,7 @@ class Worker:
         wake: threading.Event | None = None,
     ) -> None:
         self._watched = watched  # drift watching: its tick replaces the loop's
-        self.share: WatchShare | None = None  # engine mode: this worker's share to watch
+        self.live_shard: LiveShard | None = None  # engine mode: this worker's shard to watch
         self._wake = wake  # set when a switch drifted: an idle worker stops waiting
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
@@ -222,8 +222,8 @@ def build_worker(
         if settings.worker.watch_drift
         else None
     )
-    share = (
-        WatchShare(
+    live_shard = (
+        LiveShard(
             partial(passes.live_workers, settings.worker.stalled_after_s),
             time.monotonic,
             recheck_s=settings.worker.heartbeat_s,
@@ -248,7 +248,7 @@ def build_worker(
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
         watched=_watched(
-            settings, sessions, watched_loop, watcher, inbox, environ, rand, clock, share
+            settings, sessions, watched_loop, watcher, inbox, environ, rand, clock, live_shard
         ),
         wake=inbox.wake if watcher is not None else None,
     )
@@ -263,7 +263,7 @@ def build_worker(
             passes.close()
         engine.dispose()
 
-    worker.share = share
+    worker.live_shard = live_shard
     return worker, close
 
 
@@ -276,10 +276,10 @@ def _watched(
     environ: Mapping[str, str],
     rand: Callable[[], float] | None,
     clock: Clock,
-    share: WatchShare | None,
+    live_shard: LiveShard | None,
 ) -> WatchedReconcile | None:
     """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off); in
-    engine mode over this worker's ``share`` of the switches, re-read when it moves."""
+    engine mode over this worker's ``live_shard`` of the switches, re-read when it moves."""
     if watcher is None:
         return None
     intents = IntentService(sessions, clock=clock)
@@ -295,9 +295,9 @@ def _watched(
             known.clear()
             known[head] = targets_of(intents.current().intent, settings, environ)
         every = known[head]
-        if share is None:
+        if live_shard is None:
             return every
-        return {name: every[name] for name in share.of(every)}
+        return {name: every[name] for name in live_shard.of(every)}
 
     return WatchedReconcile(
         loop,
@@ -307,7 +307,7 @@ def _watched(
         policy=store.policy,
         rand=rand or random.Random().random,
         audit=AuditPolicy(audit_s=settings.worker.audit_s),
-        moved=share.moved if share is not None else lambda: False,
+        moved=live_shard.moved if live_shard is not None else lambda: False,
     )
 
 
@@ -383,8 +383,8 @@ def main() -> int:
         engine_worker = _engine_worker(settings, worker)
         if engine_worker is not None:
             engine_worker.start()
-            if worker.share is not None:
-                worker.share.member = engine_worker.member_id
+            if worker.live_shard is not None:
+                worker.live_shard.member = engine_worker.member_id
         log.info(
             "worker: started (%s mode); polling every %.1f s",
             settings.worker.engine,

@@ -81,7 +81,7 @@ QUEUED_RECONCILES = (
 )
 
 # A telemetry collector's record (``telemetry_collectors``, controller/telemetry/collector.py)
-# is a member of the collectors' share, not of the workers' drift watch.
+# is a member of the collectors' shard, not of the workers' drift watch.
 LIVE_WORKERS = (
     "SELECT id FROM procrastinate_workers"
     " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)"
@@ -263,7 +263,7 @@ class EngineWorker:
 
     def member_id(self) -> int | None:
         """This worker's id in ``procrastinate_workers`` (None before it registered or once
-        it stopped): the name the drift-watch share (``controller/reconcile/share.py``) knows
+        it stopped): the name the drift-watch shard (``controller/reconcile/shard.py``) knows
         it by."""
         worker = self._worker
         return worker.worker_id if worker is not None else None

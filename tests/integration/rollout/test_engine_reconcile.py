@@ -21,7 +21,7 @@ from bench.engine_fleet import CREDS, Fleet, running_fleet, start_worker, stop_w
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
-from controller.reconcile.share import owner
+from controller.reconcile.shard import owner
 from controller.rollout.engine import RECONCILE_TASK
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
