@@ -65,8 +65,8 @@ from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.rollouts import RolloutService
-from controller.services.simulations import SimulationRunner, netsim_simulate
 from controller.services.tuning import TuningService
+from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool
@@ -94,7 +94,7 @@ class Worker:
         *,
         host_runner: HostRunRunner,
         answer_requests: Callable[[ReconcileLoop], int],
-        simulate: Callable[[], int] = lambda: 0,
+        twin_runs: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
         switch_jobs_busy: Callable[[], bool] = lambda: False,
@@ -111,14 +111,14 @@ class Worker:
         self.reconcile_one = loop.reconcile_now  # engine mode's reconcile job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
-        self._simulate = simulate
+        self._twin_runs = twin_runs
         self._loop = loop
         self._lock = lock
         self._monotonic = monotonic
 
     def tick(self) -> int:
         """Rollout and host-run steps and reconcile-now passes if any are due (how many),
-        else a reconcile pass if due (0); then one what-if simulation if one is pending."""
+        else a reconcile pass if due (0); then one twin run if one is pending."""
         with self._lock():
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
@@ -133,9 +133,9 @@ class Worker:
                 # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
                 # mode it starts a gated rollout, stepped from the next round on.
                 steps += self._tune() if self._tune is not None else 0
-        # What-if simulations touch no switch: run outside the work lock, so a long netsim
+        # Twin runs touch no switch: run outside the work lock, so a long netsim
         # run never holds up a rollout in another worker.
-        return steps + self._simulate()
+        return steps + self._twin_runs()
 
     def run(self, stop: threading.Event, poll_s: float, backoff: Backoff | None = None) -> None:
         """Rounds until ``stop``; a failed round waits with exponential backoff. The database
@@ -238,12 +238,12 @@ def build_worker(
         lambda: switch_work_lock(engine),
         host_runner=host_runner,
         answer_requests=reconciler.answer_requests,
-        simulate=SimulationRunner(
+        twin_runs=TwinRunRunner(
             sessions,
-            netsim_simulate(settings.simulate.netsim, settings.simulate.timeout_s),
+            run_twin_with(settings.twin.netsim, settings.twin.timeout_s),
             clock=clock,
             # Two netsim runs when comparing, each killed at its timeout; then a margin.
-            stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
+            stale_after=timedelta(seconds=2 * settings.twin.timeout_s + 60),
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
