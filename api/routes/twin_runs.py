@@ -85,3 +85,35 @@ def request_twin_run(
 def get_twin_run(twin_run_id: TwinRunId, request: Request, _: Viewer) -> TwinRunOut:
     """State, the last progress line and, once completed, the result."""
     return TwinRunOut.of(_service(request).get(twin_run_id))
+
+
+# The path twin runs had before the twin had one name (docs/architecture.md, "Renames"): it
+# still answers as the new one does, outside the published OpenAPI, marked deprecated in every
+# answer (RFC 9745's ``Deprecation`` with the date of the rename, RFC 8288's ``Link`` to the
+# successor). Remove it once clients have moved.
+DEPRECATED_PREFIX = "/simulations"
+DEPRECATED_SINCE = "@1795564800"  # 2026-11-25T00:00:00Z
+deprecated_router = APIRouter(prefix=DEPRECATED_PREFIX, include_in_schema=False)
+
+
+def _deprecated(response: Response) -> None:
+    response.headers["Deprecation"] = DEPRECATED_SINCE
+    response.headers["Link"] = '</api/v1/twin-runs>; rel="successor-version"'
+
+
+@deprecated_router.post("", response_model=TwinRunOut, status_code=202)
+def request_twin_run_deprecated(
+    body: TwinRunIn, request: Request, response: Response, actor: OperatorActor
+) -> TwinRunOut:
+    """``POST /twin-runs`` at its old path."""
+    _deprecated(response)
+    return request_twin_run(body, request, response, actor)
+
+
+@deprecated_router.get("/{twin_run_id}", response_model=TwinRunOut)
+def get_twin_run_deprecated(
+    twin_run_id: TwinRunId, request: Request, response: Response, viewer: Viewer
+) -> TwinRunOut:
+    """``GET /twin-runs/{id}`` at its old path."""
+    _deprecated(response)
+    return get_twin_run(twin_run_id, request, viewer)

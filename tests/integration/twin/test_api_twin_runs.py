@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from api.routes.twin_runs import DEPRECATED_PREFIX, DEPRECATED_SINCE
 from controller.intent.loader import parse_yaml
 from controller.services.common import Actor
 from controller.services.intents import IntentService
@@ -111,6 +112,31 @@ def test_bad_requests_are_problems_not_runs(
     )
     assert client.get("/api/v1/twin-runs/77", headers=auth["viewer"]).status_code == 404
     assert client.post("/api/v1/twin-runs", json={}, headers=auth["viewer"]).status_code == 403
+
+
+def test_the_old_path_is_a_deprecated_alias_with_the_same_checks(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    old = f"/api/v1{DEPRECATED_PREFIX}"
+    operator = auth["operator"]
+    assert client.post(old, json={}, headers=operator).status_code == 404  # no intent yet
+    assert put_intent(client, operator, example(), 0).status_code == 201
+    recorded = client.post(old, json={"flows": 100, "seed": 2}, headers=operator)
+    assert recorded.status_code == 202, recorded.text
+    assert recorded.headers["Deprecation"] == DEPRECATED_SINCE
+    assert recorded.headers["Link"] == '</api/v1/twin-runs>; rel="successor-version"'
+    run_id = recorded.json()["id"]
+    assert recorded.headers["Location"] == f"/api/v1/twin-runs/{run_id}"
+    read = client.get(f"{old}/{run_id}", headers=auth["viewer"])
+    assert read.status_code == 200
+    assert read.headers["Deprecation"] == DEPRECATED_SINCE
+    assert read.json()["id"] == run_id
+    assert read.json()["request"] == recorded.json()["request"]
+    assert client.post(old, json={"load": 1.5}, headers=operator).status_code == 422
+    assert client.post(old, json={}, headers=auth["viewer"]).status_code == 403
+    assert client.post(old, json={}).status_code == 401
+    assert client.get(f"{old}/77", headers=auth["viewer"]).status_code == 404
+    assert not any(path.startswith(old) for path in client.get("/openapi.json").json()["paths"])
 
 
 def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) -> None:
