@@ -115,7 +115,7 @@ def create_app(
     for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
-    guard_bodies(twin_runs.deprecated_router)  # /simulations, until clients move
+    guard_bodies(twin_runs.deprecated_router)  # the old path of twin runs, until clients move
     app.include_router(twin_runs.deprecated_router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)
     install_openapi(app)
