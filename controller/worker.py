@@ -55,7 +55,6 @@ from controller.reconcile.watch import (
 )
 from controller.rollout.ansible import AnsibleBatches
 from controller.rollout.engine import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
-from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
@@ -76,6 +75,7 @@ from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.collector import targets_of
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
