@@ -59,6 +59,16 @@ class DatabaseSettings(BaseSettings):
         return self.url.get_secret_value()
 
 
+def libpq_conninfo(database_url: str) -> str:
+    """The SQLAlchemy URL sluice is configured with, as psycopg's own connection string (what
+    engine mode's job queue and the collectors' engine records connect with)."""
+    # Imported here: the CLI reads these settings and never touches the database.
+    from sqlalchemy import make_url
+
+    url = make_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
 class ApiSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SLUICE_API_", extra="ignore", frozen=True, populate_by_name=True

@@ -43,7 +43,8 @@ from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
-from sqlalchemy import make_url
+
+from controller.settings import libpq_conninfo
 
 log = logging.getLogger("controller.rollout.engine")
 
@@ -87,12 +88,6 @@ LIVE_WORKERS = (
     " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)"
     " AND id NOT IN (SELECT worker_id FROM telemetry_collectors) ORDER BY id"
 )
-
-
-def libpq_conninfo(database_url: str) -> str:
-    """The SQLAlchemy URL sluice is configured with, as psycopg's own connection string."""
-    url = make_url(database_url).set(drivername="postgresql")
-    return url.render_as_string(hide_password=False)
 
 
 def queueing_lock(rollout_id: int, switch: str) -> str:

@@ -38,11 +38,11 @@ from typing import Any
 from procrastinate import App, SyncPsycopgConnector
 from procrastinate.sql import queries as engine_queries
 
+from controller.errors import NotFound
 from controller.intent.loader import load_intent_file
 from controller.intent.models import Intent, Switch
 from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard
-from controller.rollout.engine import libpq_conninfo
-from controller.settings import Settings
+from controller.settings import Settings, libpq_conninfo
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import GnmiTarget, target_for_switch
@@ -368,18 +368,20 @@ def intent_loader(settings: Settings, intent_file: Path | None) -> Callable[[], 
         return lambda: load_intent_file(intent_file)
     if settings.database.url is None:
         raise ValueError("DATABASE_URL is not set and no --intent file was given")
-    from controller.services.intents import IntentService
+    # TODO(issue 29 item 2): the collector's database reads move out with the collector split.
     from controller.store.db import make_engine, make_sessions
+    from controller.store.repositories import intents
 
-    engine = make_engine(settings.database.url.get_secret_value(), pool_size=1)
-    service = IntentService(make_sessions(engine), clock=_utc_now)
-    return lambda: service.current().intent
+    sessions = make_sessions(make_engine(settings.database.url.get_secret_value(), pool_size=1))
 
+    def current() -> Intent:
+        with sessions() as session:
+            row = intents.latest_version(session=session)
+            if row is None:
+                raise NotFound("no intent has been stored yet")
+            return Intent.model_validate(row.intent)
 
-def _utc_now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
+    return current
 
 
 async def run(
