@@ -293,17 +293,3 @@ class Settings(BaseSettings):
         """Settings whose database is ``url``, the other sections from the environment (or
         ``sections``); what tests and the lab build."""
         return cls(database=DatabaseSettings(url=SecretStr(url)), **sections)
-
-
-def env_names() -> set[str]:
-    """Every environment variable the settings tree reads."""
-    names: set[str] = set()
-    for section in SECTIONS.values():
-        prefix = str(section.model_config.get("env_prefix", ""))
-        for name, info in section.model_fields.items():
-            alias = info.validation_alias
-            if isinstance(alias, str):
-                names.add(alias)
-            else:
-                names.add(f"{prefix}{name}".upper())
-    return names

@@ -356,14 +356,6 @@ def check_references(by_table: Mapping[str, Mapping[EntryKey, Fields]]) -> None:
         raise CompiledConfigInvalid("dangling references: " + "; ".join(missing[:10]))
 
 
-def split_by_table(config: SwitchConfig) -> dict[str, dict[EntryKey, Fields]]:
-    """Group a switch's entries by table (for ``check_references`` on any config)."""
-    out: dict[str, dict[EntryKey, Fields]] = {}
-    for entry_key, fields in config.items():
-        out.setdefault(entry_key[0], {})[entry_key] = fields
-    return out
-
-
 def compile_switch(intent: Intent, switch: Switch) -> SwitchConfig:
     """The desired CONFIG_DB entries sluice owns on ``switch``."""
     return _FleetCompiler(intent).compile(switch)
