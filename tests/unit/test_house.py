@@ -361,7 +361,7 @@ def test_a_rust_loop_is_found_and_tests_and_comments_do_not_count(tmp_path: Path
     (tmp_path / "backend").mkdir()
     (tmp_path / "backend" / "mod.rs").write_text("use crate::state::Report;\n")
     (tmp_path / "state.rs").write_text(
-        "use crate::backend::QueueId;\n// see [`crate::wred`]\n"
+        "use crate::backend::Id;\n// see [`crate::wred`]\n"
         "#[cfg(test)]\nmod tests {\n    use crate::wred::X;\n}\n"
     )
     (tmp_path / "wred.rs").write_text("use crate::state::Report;\n")
