@@ -59,6 +59,16 @@ class DatabaseSettings(BaseSettings):
         return self.url.get_secret_value()
 
 
+def libpq_conninfo(database_url: str) -> str:
+    """The SQLAlchemy URL sluice is configured with, as psycopg's own connection string (what
+    engine mode's job queue and the collectors' engine records connect with)."""
+    # Imported here: the CLI reads these settings and never touches the database.
+    from sqlalchemy import make_url
+
+    url = make_url(database_url).set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
 class ApiSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="SLUICE_API_", extra="ignore", frozen=True, populate_by_name=True
@@ -220,17 +230,17 @@ class TelemetrySettings(BaseSettings):
         default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"
     )
     # ``static``: ``--shard I/N`` says which switches (the default). ``engine``: the collector
-    # registers in the engine's worker records and streams its rendezvous share of the switches
+    # registers in the engine's worker records and streams its rendezvous shard of the switches
     # among the live collectors, re-read every ``SLUICE_WORKER_HEARTBEAT_S`` (docs/scaling.md).
-    share: Literal["static", "engine"] = Field(
+    shard: Literal["static", "engine"] = Field(
         default="static", description="how collectors split the switches"
     )
 
 
-class SimulateSettings(BaseSettings):
-    """The packet-level twin (``sluice simulate``, ``POST /simulations``; docs/netsim.md)."""
+class TwinSettings(BaseSettings):
+    """The packet-level twin (``sluice twin``, ``POST /twin-runs``; docs/netsim.md)."""
 
-    model_config = _section("SLUICE_SIMULATE_")
+    model_config = _section("SLUICE_TWIN_")
 
     netsim: Path = Field(
         default=Path(__file__).resolve().parents[1] / "target" / "debug" / "netsim",
@@ -259,7 +269,7 @@ SECTIONS: dict[str, type[BaseSettings]] = {
     "worker": WorkerSettings,
     "hosts": HostsSettings,
     "telemetry": TelemetrySettings,
-    "simulate": SimulateSettings,
+    "twin": TwinSettings,
     "prometheus": PrometheusSettings,
 }
 
@@ -275,7 +285,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
-    simulate: SimulateSettings = Field(default_factory=SimulateSettings)
+    twin: TwinSettings = Field(default_factory=TwinSettings)
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
 
     @classmethod
@@ -283,17 +293,3 @@ class Settings(BaseSettings):
         """Settings whose database is ``url``, the other sections from the environment (or
         ``sections``); what tests and the lab build."""
         return cls(database=DatabaseSettings(url=SecretStr(url)), **sections)
-
-
-def env_names() -> set[str]:
-    """Every environment variable the settings tree reads."""
-    names: set[str] = set()
-    for section in SECTIONS.values():
-        prefix = str(section.model_config.get("env_prefix", ""))
-        for name, info in section.model_fields.items():
-            alias = info.validation_alias
-            if isinstance(alias, str):
-                names.add(alias)
-            else:
-                names.add(f"{prefix}{name}".upper())
-    return names

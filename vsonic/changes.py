@@ -21,7 +21,7 @@ from typing import Protocol
 
 import redis
 
-from vsonic.db import SEPARATORS, MemoryStore, RedisStore, Store
+from vsonic.db import CONFIG_DB, SEPARATORS, MemoryStore, RedisStore, Store
 
 Callback = Callable[[int, str | None], None]
 Unwatch = Callable[[], None]
@@ -142,11 +142,21 @@ class RedisFeed:
             self._listeners.emit(int(db_text), rkey)
 
 
+def redis_feed(store: RedisStore) -> RedisFeed | None:
+    """A keyspace-notification feed of the store's server, or None when it publishes none."""
+    client = store.client(CONFIG_DB)
+    if not keyspace_enabled(client):
+        return None
+    kwargs = client.connection_pool.connection_kwargs
+    return RedisFeed(str(kwargs.get("host", "127.0.0.1")), int(kwargs["port"]))
+
+
 def feed_for(store: Store) -> ChangeFeed | None:
-    """The store's change feed, or None when changes can only be found by reading again
-    (a Redis whose keyspace notifications are off: vsonic does not change another server's
-    settings)."""
-    feed: ChangeFeed | None = None
-    if isinstance(store, MemoryStore | RedisStore):
-        feed = store.feed()
-    return feed
+    """The store's change feed (one per store, kept by it), or None when changes can only be
+    found by reading again (a Redis whose keyspace notifications are off: vsonic does not
+    change another server's settings)."""
+    if isinstance(store, MemoryStore):
+        return store.feed(MemoryFeed)
+    if isinstance(store, RedisStore):
+        return store.feed(redis_feed)
+    return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import redis
 
@@ -39,6 +39,8 @@ SEPARATORS: dict[int, str] = {APPL_DB: ":", COUNTERS_DB: ":", CONFIG_DB: "|", ST
 EMPTY_ENTRY_MARKER = "NULL"
 
 Fields = dict[str, str]
+# A store's change feed (``vsonic.changes``), kept by the store: one per store, made on demand.
+FeedT = TypeVar("FeedT")
 EntryKey = tuple[str, str]  # (TABLE, key), e.g. ("QUEUE", "Ethernet0|3")
 Config = dict[EntryKey, Fields]
 
@@ -98,19 +100,14 @@ class RedisStore:
         self._feed: Any = None
         self._feed_lock = threading.Lock()
 
-    def feed(self) -> Any:
-        """The keyspace-notification feed (``vsonic.changes.RedisFeed``), or None when the
-        server does not publish them."""
-        from vsonic.changes import RedisFeed, keyspace_enabled
-
+    def feed(self, make: Callable[[RedisStore], FeedT | None]) -> FeedT | None:
+        """This store's change feed, made once by ``make`` (``vsonic.changes.feed_for``); None,
+        and asked again next time, while ``make`` finds none. Closed with the store."""
         with self._feed_lock:
             if self._feed is None:
-                client = self._clients[CONFIG_DB]
-                if not keyspace_enabled(client):
-                    return None
-                kwargs = client.connection_pool.connection_kwargs
-                self._feed = RedisFeed(str(kwargs.get("host", "127.0.0.1")), int(kwargs["port"]))
-            return self._feed
+                self._feed = make(self)
+            feed: FeedT | None = self._feed
+            return feed
 
     @classmethod
     def connect(cls, host: str, port: int) -> RedisStore:
@@ -177,13 +174,13 @@ class MemoryStore:
         """Call ``listener(db, key)`` after each write, outside the lock (the change log)."""
         self._listeners.append(listener)
 
-    def feed(self) -> Any:
-        from vsonic.changes import MemoryFeed
-
+    def feed(self, make: Callable[[MemoryStore], FeedT]) -> FeedT:
+        """This store's change feed, made once by ``make`` (``vsonic.changes.feed_for``)."""
         with self._lock:
             if self._feed is None:
-                self._feed = MemoryFeed(self)
-            return self._feed
+                self._feed = make(self)
+            feed: FeedT = self._feed
+            return feed
 
     def _table_of(self, db: int, rkey: str) -> str:
         # A key-less hash (a COUNTERS_DB name map) is its own table.

@@ -83,12 +83,6 @@ def select_dynamic_th(
     )
 
 
-def steady_queue_bytes(pool_bytes: int, dynamic_th: int, n_congested: int) -> int:
-    """Bytes each of N equally congested queues holds in steady state, rounded down."""
-    require_int_at_least("pool_bytes", pool_bytes, 1)
-    return math.floor(pool_bytes * steady_share(alpha_of(dynamic_th), n_congested))
-
-
 def dynaq_bounds(
     buffer_bytes: int, weight: int, total_weight: int, mtu_bytes: int
 ) -> ThresholdBounds:

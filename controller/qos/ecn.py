@@ -5,8 +5,10 @@ Three ways to set a queue's marking threshold, all in bytes:
 * standard: every queue gets K = C x RTT x lambda (§2, Eq. 1), the single-queue DCTCP rule;
 * per-queue minimum: K_i = w_i / sum(w) x K (§2, Eq. 2), a static split of K by weight;
 * MQ-ECN: K_i = min(quantum_i / T_round, C) / C x K (§3.2, Eq. 5), which moves with the
-  queue's current weighted fair-share rate. The on-switch agent evaluates it; the controller
-  computes the bounds it may move between (``mqecn_bounds``) and the EWMA constants.
+  queue's current weighted fair-share rate. The on-switch agent evaluates it
+  (``agents/qos-core/src/mqecn.rs``, over the water-filled fair share; the per-packet rule
+  with the T_round estimate is ``sim/vasic/src/ideal.rs``); the controller computes only the
+  bounds it may move between (``mqecn_bounds``).
 
 Rounding is stated per function: a threshold the controller writes is a whole number of
 bytes, and the direction of rounding is chosen so the rule's guarantee survives it.
@@ -19,17 +21,11 @@ from dataclasses import dataclass
 
 from controller.qos.checks import (
     invalid,
-    require_fraction,
     require_int_at_least,
-    require_non_negative,
     require_positive,
     snap,
 )
 from controller.qos.units import gbps_to_bytes_per_s, us_to_s
-
-# MQ-ECN's EWMA gain for the round time: estimate_round_alpha_ = 0.75 in the reference ns-2
-# code and "beta in (0, 1)" in §3.3 Eq. 6 (MQ-ECN-NS2 queue/dwrr.cc).
-DEFAULT_BETA = 0.75
 
 
 def standard_threshold_bytes(speed_gbps: float, rtt_us: float, ecn_lambda: float) -> int:
@@ -101,63 +97,3 @@ def mqecn_bounds(k_bytes: int, weight: int, total_weight: int, mtu_bytes: int) -
     require_int_at_least("mtu_bytes", mtu_bytes, 1)
     floor = per_queue_minimum_bytes(k_bytes, weight, total_weight, floor_bytes=mtu_bytes)
     return ThresholdBounds(floor_bytes=floor, ceiling_bytes=max(k_bytes, floor), static_bytes=floor)
-
-
-def mqecn_threshold_bytes(
-    quantum_bytes: float, t_round_s: float, capacity_bytes_per_s: float, k_bytes: int
-) -> int:
-    """K_i = min(quantum_i / T_round, C) / C x K (MQ-ECN, NSDI 2016 §3.2, Eq. 5).
-
-    quantum_i / T_round is queue i's output rate over the last round: its weighted fair share
-    when it is backlogged, a safe cap on its rate otherwise. With no round-time estimate yet
-    (T_round ~ 0) the queue gets K, as the reference ns-2 code does. Rounded DOWN, the same
-    direction as the per-queue minimum it equals when all queues are busy.
-    """
-    require_positive("quantum_bytes", quantum_bytes)
-    require_non_negative("t_round_s", t_round_s)
-    require_positive("capacity_bytes_per_s", capacity_bytes_per_s)
-    require_int_at_least("k_bytes", k_bytes, 1)
-    # A round shorter than a nanosecond is no estimate at all (at 800 Gb/s a single byte
-    # takes 10 ps, a minimum packet ~0.6 ns), so it is treated as "no estimate yet".
-    if t_round_s < 1e-9:
-        return k_bytes
-    share = min(quantum_bytes / t_round_s, capacity_bytes_per_s) / capacity_bytes_per_s
-    return math.floor(snap(share * k_bytes))
-
-
-def ewma_round_time(previous_s: float, sample_s: float, beta: float = DEFAULT_BETA) -> float:
-    """T_round <- beta x T_round + (1 - beta) x T_sample (MQ-ECN, NSDI 2016 §3.3, Eq. 6)."""
-    require_non_negative("previous_s", previous_s)
-    require_non_negative("sample_s", sample_s)
-    require_fraction("beta", beta)
-    return beta * previous_s + (1.0 - beta) * sample_s
-
-
-def idle_decay(
-    t_round_s: float, idle_s: float, t_idle_s: float, beta: float = DEFAULT_BETA
-) -> float:
-    """Decay T_round while the port idles (MQ-ECN, NSDI 2016 §3.3).
-
-    The paper sets T_round <- beta x T_round, "as if we get a T_sample of 0", once the port
-    has been idle for T_idle. Like the reference code, every whole T_idle slot of the idle
-    period counts as one such sample: T_round x beta^floor(idle / T_idle). Without this a
-    port that goes quiet keeps the long round of its last busy period, and the first queue
-    to wake would be throttled to a share it no longer has to give up.
-    """
-    require_non_negative("t_round_s", t_round_s)
-    require_non_negative("idle_s", idle_s)
-    require_positive("t_idle_s", t_idle_s)
-    require_fraction("beta", beta)
-    slots = math.floor(round(idle_s / t_idle_s, 9))
-    return t_round_s * beta**slots
-
-
-def idle_slot_seconds(idle_bytes: int, capacity_bytes_per_s: float) -> float:
-    """T_idle as the time to send ``idle_bytes`` at line rate.
-
-    The reference code uses one MTU: 1500 B -> 1.2 us at 10 Gb/s (ns-2) and 12 us at 1 Gb/s
-    (the Linux qdisc's idle_interval_ns = 12000) (MQ-ECN-NS2 queue/dwrr.cc).
-    """
-    require_int_at_least("idle_bytes", idle_bytes, 1)
-    require_positive("capacity_bytes_per_s", capacity_bytes_per_s)
-    return idle_bytes / capacity_bytes_per_s

@@ -41,7 +41,6 @@ from __future__ import annotations
 import bisect
 import csv
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +48,6 @@ from controller.qos.checks import (
     invalid,
     require_fraction,
     require_int_at_least,
-    require_positive,
 )
 
 WORKLOADS = ("websearch", "datamining", "cache", "hadoop")
@@ -149,35 +147,6 @@ def load_workload(name: str) -> FlowSizeCdf:
             (float(row["size_packets"]) * WORKLOAD_PACKET_BYTES, float(row["cdf"])) for row in rows
         )
     )
-
-
-def expected_fct(
-    cdf: FlowSizeCdf,
-    load: float,
-    thresholds: Sequence[float],
-    *,
-    capacity_bytes_per_s: float = 1.0,
-) -> float:
-    """The model's mean flow completion time: sum_m b_m / (C (1 - sigma_m)).
-
-    In seconds when ``capacity_bytes_per_s`` is given; with the default 1.0 it is in "byte
-    times", which is enough to compare thresholds. No thresholds (one queue) gives the M/M/1
-    value E[S] / (C (1 - rho)).
-    """
-    require_fraction("load", load)
-    require_positive("capacity_bytes_per_s", capacity_bytes_per_s)
-    for index, threshold in enumerate(thresholds):
-        if not threshold > (thresholds[index - 1] if index else 0):
-            raise invalid(f"thresholds[{index}]", "thresholds must be > 0 and strictly increasing")
-    mean = cdf.mean_bytes()
-    total, sent_before, sigma = 0.0, 0.0, 0.0
-    for edge in [*thresholds, math.inf]:
-        sent = cdf.truncated_mean(edge)
-        band = sent - sent_before
-        sigma += load * band / mean
-        total += band / (1.0 - sigma)
-        sent_before = sent
-    return total / capacity_bytes_per_s
 
 
 def optimal_load_split(load: float, n_queues: int) -> list[float]:

@@ -89,19 +89,6 @@ def level_rate_bps(factor: float, packet_bytes: int, epoch_s: float) -> float:
     return factor * packet_bytes * BITS_PER_BYTE / epoch_s
 
 
-def factor_for_rate(target_bps: float, packet_bytes: int, epoch_s: float) -> float:
-    """The throughput factor that gives a level ``target_bps``: f = T x epoch / (8P).
-
-    This is §6.5's f_i = n T_i / R with the epoch written out, so it stays right when eps is
-    not negligible. Example (§6.5): n = 12 at 10 Gb/s, memcached at 5 Gb/s -> f = 6 with the
-    single-switch epoch nP/R.
-    """
-    require_positive("target_bps", target_bps)
-    require_int_at_least("packet_bytes", packet_bytes, 1)
-    require_positive("epoch_s", epoch_s)
-    return target_bps * epoch_s / (packet_bytes * BITS_PER_BYTE)
-
-
 def budget_bytes(factor: float, packet_bytes: int) -> int:
     """floor(f x P): rounded down so a host never admits more than its share of the bound."""
     return math.floor(snap(factor * packet_bytes))

@@ -7,10 +7,9 @@ sonic-scheduler.yang); intent may state weights on any positive scale
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-from controller.qos.checks import invalid, require_int_at_least
+from controller.qos.checks import require_int_at_least
 
 SONIC_WEIGHT_MIN = 1
 SONIC_WEIGHT_MAX = 100
@@ -47,12 +46,3 @@ def normalise_weights(weights: Mapping[str, int]) -> dict[str, int]:
         )
         for name, weight in weights.items()
     }
-
-
-def share_of_port(weights: Mapping[str, int], name: str) -> float:
-    """w_name / sum(w): the queue's guaranteed fraction of the port when all are backlogged."""
-    for queue, weight in weights.items():
-        require_int_at_least(f"weights[{queue}]", weight, 1)
-    if name not in weights:
-        raise invalid("name", f"no queue {name!r} among the weights")
-    return weights[name] / math.fsum(weights.values())

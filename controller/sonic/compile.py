@@ -14,7 +14,7 @@ The work is split by what it depends on, so a large fleet does the arithmetic a 
   and gives every other switch of that shape a copy of the entries: a fleet of a thousand
   switches has a handful of shapes. So a table builder must not read the switch's name.
 
-``compile_*`` assume an intent that passed ``controller.policy.validate.validate_intent``.
+``compile_*`` assume an intent that passed ``controller.intent.validate.validate_intent``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
-from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
+from controller.intent.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
 from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
 from controller.qos.scheduling import normalise_weights
@@ -354,14 +354,6 @@ def check_references(by_table: Mapping[str, Mapping[EntryKey, Fields]]) -> None:
             ]
     if missing:
         raise CompiledConfigInvalid("dangling references: " + "; ".join(missing[:10]))
-
-
-def split_by_table(config: SwitchConfig) -> dict[str, dict[EntryKey, Fields]]:
-    """Group a switch's entries by table (for ``check_references`` on any config)."""
-    out: dict[str, dict[EntryKey, Fields]] = {}
-    for entry_key, fields in config.items():
-        out.setdefault(entry_key[0], {})[entry_key] = fields
-    return out
 
 
 def compile_switch(intent: Intent, switch: Switch) -> SwitchConfig:

@@ -468,17 +468,17 @@ class TuningProposal(Base):
         return f"TuningProposal(id={self.id}, state={self.state!r})"
 
 
-SIMULATION_STATES = ("pending", "running", "completed", "error")
+TWIN_RUN_STATES = ("pending", "running", "completed", "error")
 
 
-class Simulation(Base):
-    """A what-if run of an intent version in the packet-level twin (docs/netsim.md), recorded
-    by the API and run by the worker (revision 0007_whatif)."""
+class TwinRun(Base):
+    """A run of an intent version in the packet-level twin (docs/netsim.md), recorded by the
+    API and run by the worker (revision 0007_whatif; renamed from simulations by 0012_twin_runs)."""
 
-    __tablename__ = "simulations"
+    __tablename__ = "twin_runs"
     __table_args__ = (
-        CheckConstraint(_one_of("state", SIMULATION_STATES), name="state_known"),
-        Index("ix_simulations_state", "state"),
+        CheckConstraint(_one_of("state", TWIN_RUN_STATES), name="state_known"),
+        Index("ix_twin_runs_state", "state"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -495,7 +495,7 @@ class Simulation(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
-        return f"Simulation(id={self.id}, state={self.state!r})"
+        return f"TwinRun(id={self.id}, state={self.state!r})"
 
 
 # --- rollout health gates (revision 0008_gates) ---------------------------------------------

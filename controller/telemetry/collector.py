@@ -7,11 +7,11 @@ and serves them as Prometheus metrics on ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` 
 9464 by default). The switch list is re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch
 that leaves the intent is unsubscribed, a new one subscribed.
 
-With ``SLUICE_TELEMETRY_SHARE=engine`` the collectors share the switches without ``--shard``:
+With ``SLUICE_TELEMETRY_SHARD=engine`` the collectors shard the switches without ``--shard``:
 each registers as a worker record of the engine (procrastinate's ``procrastinate_workers``,
 named a collector's in ``telemetry_collectors``), heartbeats every ``SLUICE_WORKER_HEARTBEAT_S``
-and streams its rendezvous share among the collectors heard from within
-``SLUICE_WORKER_STALLED_AFTER_S`` (``controller.reconcile.share``, the drift watch's sharing).
+and streams its rendezvous shard among the collectors heard from within
+``SLUICE_WORKER_STALLED_AFTER_S`` (``controller.reconcile.shard``, the drift watch's sharing).
 A collector that dies stops heartbeating, and the survivors take its switches at their next
 heartbeat after it counts as stalled; one that joins takes about 1/N of each other's.
 """
@@ -38,11 +38,11 @@ from typing import Any
 from procrastinate import App, SyncPsycopgConnector
 from procrastinate.sql import queries as engine_queries
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import Intent, Switch
-from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
-from controller.rollout.shard import libpq_conninfo
-from controller.settings import Settings
+from controller.errors import NotFound
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent, Switch
+from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard
+from controller.settings import Settings, libpq_conninfo
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import GnmiTarget, target_for_switch
@@ -263,8 +263,8 @@ class EngineMembership:
 
 
 class Collector:
-    """The switches of one shard and their streams. With ``share`` (engine mode) the shard is
-    this collector's rendezvous share among the live collectors instead."""
+    """The switches of one shard and their streams. With ``live_shard`` (engine mode) the shard is
+    this collector's rendezvous shard among the live collectors instead."""
 
     def __init__(
         self,
@@ -274,17 +274,17 @@ class Collector:
         window_ns: int,
         rand: Callable[[], float],
         wall_ns: Callable[[], int] = time.time_ns,
-        share: WatchShare | None = None,
+        live_shard: LiveShard | None = None,
     ) -> None:
         self.shard = shard
-        self.share = share
+        self.live_shard = live_shard
         self._policy = policy
         self._window_ns = window_ns
         self._rand = rand
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
         self._channels = EndpointChannels()
-        self.metrics_label = "engine" if share is not None else shard.name
+        self.metrics_label = "engine" if live_shard is not None else shard.name
         self.metrics = TelemetryMetrics(self.metrics_label, self._switches, wall_ns, self.lock)
 
     def _switches(self) -> Iterable[SwitchTelemetry]:
@@ -303,8 +303,8 @@ class Collector:
     def sync(self, intent: Intent, targets: Mapping[str, GnmiTarget]) -> None:
         """Stream exactly the intent's switches of this shard (call on the event loop)."""
         wanted = {s.name: s for s in intent.switches if self._holds(s.name)}
-        if self.share is not None:
-            mine = set(self.share.of(wanted))
+        if self.live_shard is not None:
+            mine = set(self.live_shard.of(wanted))
             wanted = {name: switch for name, switch in wanted.items() if name in mine}
         for name in list(self._running):
             running = self._running[name]
@@ -336,7 +336,7 @@ class Collector:
             self._running[name] = Running(target, handler, task)
 
     def _holds(self, switch: str) -> bool:
-        return self.share is not None or self.shard.holds(switch)
+        return self.live_shard is not None or self.shard.holds(switch)
 
     async def close(self) -> None:
         for running in self._running.values():
@@ -368,18 +368,20 @@ def intent_loader(settings: Settings, intent_file: Path | None) -> Callable[[], 
         return lambda: load_intent_file(intent_file)
     if settings.database.url is None:
         raise ValueError("DATABASE_URL is not set and no --intent file was given")
-    from controller.services.intents import IntentService
+    # TODO(issue 29 item 2): the collector's database reads move out with the collector split.
     from controller.store.db import make_engine, make_sessions
+    from controller.store.repositories import intents
 
-    engine = make_engine(settings.database.url.get_secret_value(), pool_size=1)
-    service = IntentService(make_sessions(engine), clock=_utc_now)
-    return lambda: service.current().intent
+    sessions = make_sessions(make_engine(settings.database.url.get_secret_value(), pool_size=1))
 
+    def current() -> Intent:
+        with sessions() as session:
+            row = intents.latest_version(session=session)
+            if row is None:
+                raise NotFound("no intent has been stored yet")
+            return Intent.model_validate(row.intent)
 
-def _utc_now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
+    return current
 
 
 async def run(
@@ -391,7 +393,7 @@ async def run(
     membership: EngineMembership | None = None,
 ) -> None:
     """Stream the intent's switches until ``stop``. The intent is re-read every ``refresh_s``;
-    in engine mode a round is a heartbeat, and the switches are re-shared at once when the
+    in engine mode a round is a heartbeat, and the switches are re-sharded at once when the
     live collectors moved."""
     refresh_s = settings.telemetry.refresh_s
     period_s = refresh_s if membership is None else min(refresh_s, settings.worker.heartbeat_s)
@@ -401,9 +403,11 @@ async def run(
     try:
         while not stop.is_set():
             moved = False
-            if membership is not None and collector.share is not None:
+            if membership is not None and collector.live_shard is not None:
                 try:
-                    moved = await asyncio.to_thread(beat_and_reshare, membership, collector.share)
+                    moved = await asyncio.to_thread(
+                        beat_and_reshard, membership, collector.live_shard
+                    )
                 except Exception as error:  # the engine is away: keep what we stream
                     log.warning("collector: engine heartbeat failed: %s", type(error).__name__)
             try:
@@ -423,10 +427,10 @@ async def run(
             await asyncio.to_thread(membership.close)
 
 
-def beat_and_reshare(membership: EngineMembership, share: WatchShare) -> bool:
+def beat_and_reshard(membership: EngineMembership, live_shard: LiveShard) -> bool:
     """Heartbeat, then whether the live collectors (or this one's id) moved since last read."""
     membership.beat()
-    return share.moved()
+    return live_shard.moved()
 
 
 def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> ThreadingHTTPServer:
@@ -452,13 +456,13 @@ def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> Threadin
 
 
 def engine_membership(settings: Settings, shard_arg: str | None) -> EngineMembership | None:
-    """The engine record of a collector that shares through the engine (None when static)."""
-    if settings.telemetry.share != "engine":
+    """The engine record of a collector that shards through the engine (None when static)."""
+    if settings.telemetry.shard != "engine":
         return None
     if shard_arg is not None:
-        raise ValueError("--shard is the static share: not with SLUICE_TELEMETRY_SHARE=engine")
+        raise ValueError("--shard is the static shard: not with SLUICE_TELEMETRY_SHARD=engine")
     if settings.database.url is None:
-        raise ValueError("SLUICE_TELEMETRY_SHARE=engine needs DATABASE_URL (the engine's)")
+        raise ValueError("SLUICE_TELEMETRY_SHARD=engine needs DATABASE_URL (the engine's)")
     return EngineMembership(
         settings.database.url.get_secret_value(), settings.worker.stalled_after_s
     )
@@ -467,7 +471,7 @@ def engine_membership(settings: Settings, shard_arg: str | None) -> EngineMember
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m controller.telemetry.collector")
     parser.add_argument(
-        "--shard", help="I/N: this process's share of switches (static share; default 0/1)"
+        "--shard", help="I/N: this process's shard of the switches (static; default 0/1)"
     )
     parser.add_argument("--intent", type=Path, help="read switches from this file, not the DB")
     return parser
@@ -485,19 +489,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         log.error("collector: %s", error)
         return 2
-    share = None
+    live_shard = None
     if membership is not None:
-        share = WatchShare(  # read every round
+        live_shard = LiveShard(  # read every round
             membership.live, time.monotonic, recheck_s=0.0, kind=TELEMETRY_COLLECTORS
         )
-        share.member = lambda: membership.member_id
+        live_shard.member = lambda: membership.member_id
     policy = StreamPolicy(
         counter_mode=SubMode(settings.telemetry.counter_mode),
         sample_interval_s=settings.telemetry.sample_interval_s,
     )
     window_ns = int(settings.telemetry.rate_window_s * NS_PER_S)
     collector = Collector(
-        shard, policy, window_ns=window_ns, rand=random.Random().random, share=share
+        shard, policy, window_ns=window_ns, rand=random.Random().random, live_shard=live_shard
     )
     server = serve_metrics(
         settings.telemetry.metrics_host, settings.telemetry.metrics_port, collector.metrics.render

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.twin.results import result
 from controller.twin.translate import Request, translate
 
@@ -58,7 +58,7 @@ def run_netsim(
         return summary
 
 
-def simulate(
+def run_twin(
     intent: Intent,
     request: Request,
     binary: Path,
@@ -66,7 +66,7 @@ def simulate(
     timeout_s: float,
     on_progress: Callable[[str], None] = lambda _line: None,
 ) -> JsonObject:
-    """The what-if result of ``intent`` under ``request``: FCT per class and per bucket, and
+    """The twin's result for ``intent`` under ``request``: FCT per class and per bucket, and
     what the twin does not model."""
     twin = translate(intent, request)
     summary = run_netsim(binary, twin.config, timeout_s=timeout_s, on_progress=on_progress)

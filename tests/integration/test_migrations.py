@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, pool
+from sqlalchemy import create_engine, inspect, pool, text
 
 from controller.store.migrate import current_revision, downgrade, revisions, upgrade
 from controller.store.models import Base
@@ -23,8 +23,8 @@ SCHEMA_TABLES = TABLES_0001 | {
     "reconcile_requests",
     # 0006_tuner: tuning proposals
     "tuning_proposals",
-    # 0007_whatif: what-if simulations, run by the worker
-    "simulations",
+    # 0007_whatif: twin runs, run by the worker (named simulations until 0012_twin_runs)
+    "twin_runs",
     # 0008_gates: rollout health-gate readings
     "rollout_gate_evaluations",
     # 0009_scaleengine: procrastinate's job queue (engine mode)
@@ -128,3 +128,56 @@ def test_every_revision_steps_up_and_down_one_at_a_time(empty_db_url: str) -> No
         downgrade(empty_db_url, below or "base")
         assert current_revision(empty_db_url) == below
     assert _tables(empty_db_url) == set()
+
+
+def _rows_and_names(url: str, table: str) -> tuple[list[tuple[object, ...]], set[str]]:
+    """The (id, state, requested_by) rows of ``table`` and the names of its index, its
+    constraints and its identity sequence."""
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(f"SELECT id, state, requested_by FROM {table} ORDER BY id")
+            ).all()
+            constraints = connection.execute(
+                text("SELECT conname FROM pg_constraint WHERE conrelid = CAST(:t AS regclass)"),
+                {"t": table},
+            ).scalars()
+            sequence = connection.execute(
+                text("SELECT pg_get_serial_sequence(:t, 'id')"), {"t": table}
+            ).scalar_one()
+            names = {*constraints, *_index_names(url, table), str(sequence)}
+            return [tuple(row) for row in rows], names
+    finally:
+        engine.dispose()
+
+
+def test_0012_renames_simulations_to_twin_runs_keeping_rows(empty_db_url: str) -> None:
+    upgrade(empty_db_url, "0011_hostgates")
+    engine = create_engine(empty_db_url, poolclass=pool.NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO simulations (state, intent_version, request, requested_by,"
+                    " requested_at) VALUES ('completed', 1, '{}', 'ops', now())"
+                )
+            )
+    finally:
+        engine.dispose()
+    before = _rows_and_names(empty_db_url, "simulations")
+
+    upgrade(empty_db_url, "0012_twin_runs")
+    assert "simulations" not in _tables(empty_db_url)
+    rows, names = _rows_and_names(empty_db_url, "twin_runs")
+    assert rows == before[0] == [(1, "completed", "ops")]
+    assert names == {
+        "pk_twin_runs",
+        "ck_twin_runs_state_known",
+        "ix_twin_runs_state",
+        "public.twin_runs_id_seq",
+    }
+
+    downgrade(empty_db_url, "0011_hostgates")
+    assert "twin_runs" not in _tables(empty_db_url)
+    assert _rows_and_names(empty_db_url, "simulations") == before

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.settings import env_names
+from controller.settings import SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -79,7 +79,16 @@ def example_credential_variables() -> set[str]:
 
 def settings_env_names() -> set[str]:
     """Environment variables the ``controller.settings.Settings`` tree reads."""
-    return env_names()
+    names: set[str] = set()
+    for section in SECTIONS.values():
+        prefix = str(section.model_config.get("env_prefix", ""))
+        for name, info in section.model_fields.items():
+            alias = info.validation_alias
+            if isinstance(alias, str):
+                names.add(alias)
+            else:
+                names.add(f"{prefix}{name}".upper())
+    return names
 
 
 # --- Dockerfiles -------------------------------------------------------------------------------

@@ -34,9 +34,10 @@ use qos_core::orders::{Algorithm, QueueOrders};
 use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
 use tracing::{info, warn};
 
-use crate::backend::{Backend, BackendError, CounterRead, QueueId, WredWrite, WriteOutcome};
+use crate::backend::{Backend, BackendError, CounterRead, WredWrite, WriteOutcome};
 use crate::clock::Clock;
 use crate::orders::{OrderSet, OrderSetError};
+use crate::queue::QueueId;
 use crate::state::{basis_name, GlobalState, Mode, QueueState, StateReport};
 use crate::wred::plan_writes;
 

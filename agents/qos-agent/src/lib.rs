@@ -13,6 +13,7 @@
 //! - [`orders`]: the validated set of orders (last good wins).
 //! - [`wred`]: which WRED fields to write, in an order that keeps max >= min.
 //! - [`state`]: what is reported in STATE_DB.
+//! - [`queue`]: a managed queue's identity (`QueueId`), which all of the above share.
 //! - [`clock`]: injected time (the `switch-daemon` crate's, shared with the data plane).
 //! - [`cli`], [`exit_codes`]: the binary's flags and named exit codes.
 //!
@@ -27,5 +28,6 @@ pub mod control;
 pub mod daemon;
 pub mod exit_codes;
 pub mod orders;
+pub mod queue;
 pub mod state;
 pub mod wred;

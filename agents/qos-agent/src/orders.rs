@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use qos_core::orders::{AgentOrders, OrdersError, QueueOrders};
 
-use crate::backend::{QueueId, RawOrders};
+use crate::backend::RawOrders;
+use crate::queue::QueueId;
 
 /// A validated set of orders.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use common::*;
 use qos_agent::backend::memory::FakeMemoryBackend;
-use qos_agent::backend::{Fields, QueueId};
+use qos_agent::backend::Fields;
 use qos_agent::clock::{FakeClock, TokioClock};
 use qos_agent::control::{Agent, Iteration};
 use qos_agent::daemon::{run, LoopSettings, RunError};
+use qos_agent::queue::QueueId;
 use qos_agent::state::Mode;
 use qos_agent::wred::WredThresholds;
 

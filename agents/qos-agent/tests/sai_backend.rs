@@ -18,7 +18,8 @@ use qos_agent::exit_codes;
 
 use qos_agent::backend::memory::FakeMemoryBackend;
 use qos_agent::backend::sai::{SaiBackend, SaiLibrary, SaiObjects};
-use qos_agent::backend::{Backend, BackendError, CounterRead, QueueId, WriteOutcome};
+use qos_agent::backend::{Backend, BackendError, CounterRead, WriteOutcome};
+use qos_agent::queue::QueueId;
 use qos_agent::wred::{plan_writes, WredThresholds};
 
 /// Builds FakeSai as a shared library in its own directory (tests run in parallel).

@@ -279,4 +279,19 @@ mod tests {
         let q = [queue(heavy(1, 5.0), 52_000), queue(heavy(1, 5.0), 60_000)];
         assert_eq!(mqecn_thresholds(&params(5.0), &q), vec![52_000, 50_000]);
     }
+
+    #[test]
+    fn the_mqecn_testbed_by_hand() {
+        // MQ-ECN NSDI 2016 §5.1: 1 Gb/s, equal DWRR queues, K taken as 32 000 B. With b queues
+        // backlogged each one's fair share is C / b, so K_i = K / b (Eq. 5 with quantum_i /
+        // T_round = C / b); a share above C (an under-estimated round) is capped at K.
+        let testbed =
+            MqecnParams { capacity_bps: G, standard_threshold_bytes: 32_000.0, hysteresis_pct: 0.0 };
+        for (busy, expected) in [(4, 8_000.0), (2, 16_000.0), (1, 32_000.0)] {
+            assert_eq!(threshold_for_share(&testbed, G / f64::from(busy)), expected);
+        }
+        assert_eq!(threshold_for_share(&testbed, 2.0 * G), 32_000.0);
+        let four: Vec<QueueDemand> = (0..4).map(|_| heavy(1, 1.0)).collect();
+        assert!(close(&fair_shares(G, &four), &[0.25; 4]));
+    }
 }

@@ -12,6 +12,7 @@ use vasic::wred::WredProfile;
 
 use crate::agent::AgentSpec;
 use crate::shaping::QjumpHosts;
+use crate::topology::PortKind;
 
 /// One queue's scheduling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,17 +173,6 @@ impl ClassMarking {
             }
         }
     }
-}
-
-/// Where a switch port sits, for per-port settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortKind {
-    /// A leaf's port down to a host.
-    LeafDown,
-    /// A leaf's port up to a spine.
-    LeafUp,
-    /// A spine's port down to a leaf.
-    Spine,
 }
 
 /// What differs between ports of one kind: their buffer and marking thresholds (sluice

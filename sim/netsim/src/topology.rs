@@ -4,6 +4,17 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where a switch port sits, for per-port settings (`LeafSpine::port_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// A leaf's port down to a host.
+    LeafDown,
+    /// A leaf's port up to a spine.
+    LeafUp,
+    /// A spine's port down to a leaf.
+    Spine,
+}
+
 /// The fabric's shape, speeds and delays.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -97,8 +108,7 @@ impl LeafSpine {
     }
 
     /// Where switch `sw`'s port `port` sits.
-    pub fn port_kind(&self, sw: usize, port: usize) -> crate::qos::PortKind {
-        use crate::qos::PortKind;
+    pub fn port_kind(&self, sw: usize, port: usize) -> PortKind {
         match (self.is_leaf(sw), port < self.hosts_per_leaf) {
             (true, true) => PortKind::LeafDown,
             (true, false) => PortKind::LeafUp,

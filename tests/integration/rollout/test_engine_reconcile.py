@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import text
 
 from bench.engine_fleet import CREDS, Fleet, running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent, Reconcile
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
-from controller.reconcile.share import owner
-from controller.rollout.shard import RECONCILE_TASK
+from controller.reconcile.shard import owner
+from controller.rollout.engine import RECONCILE_TASK
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
@@ -32,6 +32,7 @@ from controller.southbound.gnmi import SessionPool, TlsOptions
 from controller.store.db import make_engine, make_sessions
 from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
+from vsonic.changes import MemoryFeed
 from vsonic.db import CONFIG_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
 
@@ -207,7 +208,7 @@ def streams(fleet: Fleet) -> dict[str, int]:
     """How many change listeners each switch's store has: one per ON_CHANGE stream open on
     it (vsonic's in-memory feed, ``vsonic/changes.py``)."""
     return {
-        name: len(fleet.targets.resolve(name).store.feed()._listeners)  # type: ignore[attr-defined]
+        name: len(fleet.targets.resolve(name).store.feed(MemoryFeed)._listeners)  # type: ignore[attr-defined]
         for name in fleet.names
     }
 

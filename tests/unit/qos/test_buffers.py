@@ -11,7 +11,6 @@ from controller.qos.buffers import (
     alpha_of,
     dynaq_bounds,
     select_dynamic_th,
-    steady_queue_bytes,
     steady_share,
 )
 from controller.qos.ecn import ThresholdBounds
@@ -84,13 +83,6 @@ def test_selected_is_the_largest_that_fits(n, target):
     assert steady_share(alpha_of(chosen), n) <= target + 1e-12
     if chosen < 6:
         assert steady_share(alpha_of(chosen + 1), n) > target
-
-
-def test_steady_queue_bytes():
-    # 1 MiB pool, dynamic_th 0, 1 queue: 1 048 576 / 2 = 524 288.
-    assert steady_queue_bytes(1_048_576, 0, 1) == 524_288
-    # dynamic_th 1, 2 queues: 2 / (1 + 4) = 0.4 -> 419 430.4 -> 419 430.
-    assert steady_queue_bytes(1_048_576, 1, 2) == 419_430
 
 
 # --- DynaQ bounds from the port buffer (DynaQ slides, Kim and Lee) --------------------------

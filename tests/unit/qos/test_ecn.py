@@ -9,15 +9,10 @@ from hypothesis import strategies as st
 from controller.errors import IntentInvalid
 from controller.qos.ecn import (
     ThresholdBounds,
-    ewma_round_time,
-    idle_decay,
-    idle_slot_seconds,
     mqecn_bounds,
-    mqecn_threshold_bytes,
     per_queue_minimum_bytes,
     standard_threshold_bytes,
 )
-from controller.qos.units import gbps_to_bytes_per_s
 
 # --- standard threshold K = C x RTT x lambda (§2, Eq. 1) -------------------------------------
 
@@ -122,77 +117,3 @@ def test_mqecn_bounds_ceiling_raised_when_k_below_mtu():
 def test_mqecn_bounds_are_ordered(k, weight, extra, mtu):
     bounds = mqecn_bounds(k, weight, weight + extra, mtu)
     assert mtu <= bounds.floor_bytes <= bounds.static_bytes <= bounds.ceiling_bytes
-
-
-# --- MQ-ECN dynamic threshold (§3.2, Eq. 5) --------------------------------------------------
-
-TESTBED_C = 125e6  # 1 Gb/s in bytes/s
-TESTBED_K = 32_000  # the testbed's "32 KB" taken as 32 000 B for round numbers
-QUANTUM = 1500  # §5.1: the quantum of each queue is 1 MTU
-
-
-@pytest.mark.parametrize(
-    ("busy_queues", "expected"),
-    [
-        # T_round = busy x 1500 / 125e6; quantum / T_round = C / busy; K_i = K / busy.
-        (4, 8_000),  # 48 us round
-        (2, 16_000),  # 24 us round
-        (1, 32_000),  # 12 us round: a queue alone gets the standard threshold
-    ],
-)
-def test_mqecn_threshold_follows_fair_share(busy_queues, expected):
-    t_round = busy_queues * QUANTUM / TESTBED_C
-    assert mqecn_threshold_bytes(QUANTUM, t_round, TESTBED_C, TESTBED_K) == expected
-
-
-def test_mqecn_threshold_caps_at_capacity():
-    # Under-estimated round 6 us: quantum / T_round = 250e6 B/s > C -> min(., C) / C = 1 -> K.
-    assert mqecn_threshold_bytes(QUANTUM, 6e-6, TESTBED_C, TESTBED_K) == TESTBED_K
-
-
-def test_mqecn_threshold_without_estimate_is_k():
-    assert mqecn_threshold_bytes(QUANTUM, 0.0, TESTBED_C, TESTBED_K) == TESTBED_K
-
-
-def test_mqecn_threshold_equals_per_queue_minimum_when_all_busy():
-    # 8 equal queues at 10 Gb/s, all busy: T_round = 8 x 1500 / 1.25e9 = 9.6 us.
-    c = gbps_to_bytes_per_s(10)
-    at_all_busy = mqecn_threshold_bytes(1500, 8 * 1500 / c, c, 97_500)
-    assert at_all_busy == per_queue_minimum_bytes(97_500, 1, 8) == 12_187
-
-
-def test_ewma_round_time_by_hand():
-    # 0.75 x 48 us + 0.25 x 24 us = 36 + 6 = 42 us.
-    assert ewma_round_time(48e-6, 24e-6) == pytest.approx(42e-6, rel=1e-12)
-    # beta 0.5: 0.5 x 10 + 0.5 x 20 = 15.
-    assert ewma_round_time(10.0, 20.0, beta=0.5) == pytest.approx(15.0)
-
-
-def test_ewma_round_time_rejects_beta_of_one():
-    with pytest.raises(IntentInvalid):
-        ewma_round_time(1.0, 2.0, beta=1.0)
-
-
-def test_idle_slot_matches_reference_defaults():
-    # 1500 B at 10 Gb/s = 1500 / 1.25e9 = 1.2 us (ns-2); at 1 Gb/s = 12 us (Linux qdisc).
-    assert idle_slot_seconds(1500, gbps_to_bytes_per_s(10)) == pytest.approx(1.2e-6)
-    assert idle_slot_seconds(1500, gbps_to_bytes_per_s(1)) == pytest.approx(12e-6)
-
-
-def test_idle_decay_counts_whole_slots():
-    # 3.6 us idle / 1.2 us slots = 3 slots: 40 us x 0.75^3 = 40 x 0.421875 = 16.875 us.
-    assert idle_decay(40e-6, 3.6e-6, 1.2e-6) == pytest.approx(16.875e-6)
-    # 1.1 us idle is not yet one slot: unchanged.
-    assert idle_decay(40e-6, 1.1e-6, 1.2e-6) == pytest.approx(40e-6)
-
-
-@given(
-    t_round=st.floats(1e-7, 1e-2),
-    idle_a=st.floats(0, 1e-3),
-    idle_b=st.floats(0, 1e-3),
-)
-def test_idle_decay_never_grows_and_longer_idle_decays_more(t_round, idle_a, idle_b):
-    short, long_ = sorted((idle_a, idle_b))
-    decayed_short = idle_decay(t_round, short, 1.2e-6)
-    decayed_long = idle_decay(t_round, long_, 1.2e-6)
-    assert decayed_long <= decayed_short <= t_round

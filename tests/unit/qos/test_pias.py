@@ -16,11 +16,11 @@ from controller.qos.pias import (
     WORKLOADS,
     FlowSizeCdf,
     demotion_thresholds,
-    expected_fct,
     load_workload,
     optimal_load_split,
     size_at_truncated_mean,
 )
+from tests.support.pias_model import expected_fct
 
 PKT = 1460
 PUBLISHED = Path(__file__).with_name("pias_thresholds_published.csv")

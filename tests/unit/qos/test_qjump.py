@@ -14,7 +14,6 @@ from controller.qos.qjump import (
     QjumpLevel,
     QjumpWindow,
     epoch_seconds,
-    factor_for_rate,
     host_limiter,
     level_rate_bps,
     plan_levels,
@@ -52,9 +51,8 @@ def test_thousand_hosts_guaranteed_level_is_under_5_mbps():
 
 def test_memcached_factor_from_testbed():
     # §6.5: n = 12 at R = 10 Gb/s, T = 5 Gb/s -> f = n T / R = 12 x 5 / 10 = 6
-    # (the single-switch epoch n P / R, eps 0).
+    # (the single-switch epoch n P / R, eps 0): level 6 sends 5 Gb/s.
     epoch = epoch_seconds(12, 1500, TEN_G, 0.0, mesochronous=False)
-    assert factor_for_rate(5e9, 1500, epoch) == pytest.approx(6.0)
     assert level_rate_bps(6, 1500, epoch) == pytest.approx(5e9)
 
 

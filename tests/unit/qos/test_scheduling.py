@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.errors import IntentInvalid
-from controller.qos.scheduling import normalise_weights, share_of_port
+from controller.qos.scheduling import normalise_weights
 
 
 def test_weights_that_fit_are_unchanged():
@@ -73,10 +73,3 @@ def test_order_of_weights_is_preserved(values):
         for b in weights:
             if weights[a] <= weights[b]:
                 assert result[a] <= result[b]
-
-
-def test_share_of_port():
-    # 30 / (40 + 30 + 25 + 5) = 0.3
-    assert share_of_port({"a": 40, "b": 30, "c": 25, "d": 5}, "b") == pytest.approx(0.3)
-    with pytest.raises(IntentInvalid):
-        share_of_port({"a": 1}, "z")

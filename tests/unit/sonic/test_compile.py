@@ -7,9 +7,9 @@ import re
 import pytest
 
 from controller.errors import CompiledConfigInvalid
-from controller.policy.models import EcnMode, Port, Qjump
-from controller.sonic.compile import check_references, compile_fleet, compile_switch, split_by_table
-from controller.sonic.model import SwitchConfig
+from controller.intent.models import EcnMode, Port, Qjump
+from controller.sonic.compile import check_references, compile_fleet, compile_switch
+from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from tests.unit.sonic import intents as t
 
@@ -23,6 +23,14 @@ def only(config: SwitchConfig, table: str) -> dict[str, dict[str, str]]:
 def thresholds(fields: dict[str, str]) -> set[str]:
     """Every min/max threshold value of a WRED profile (all colours)."""
     return {v for k, v in fields.items() if k.endswith(STEP_FIELDS)}
+
+
+def split_by_table(config: SwitchConfig) -> dict[str, dict[EntryKey, Fields]]:
+    """Group a switch's entries by table (for ``check_references`` on any config)."""
+    out: dict[str, dict[EntryKey, Fields]] = {}
+    for entry_key, fields in config.items():
+        out.setdefault(entry_key[0], {})[entry_key] = fields
+    return out
 
 
 def test_one_port_three_classes_gives_exact_tables() -> None:

@@ -1,6 +1,6 @@
 """The per-object ``CounterSet`` (tests/support/reference_counters.py, the rule the compiled
 core is held to) against the per-field reference ``CounterTrack``
-(controller/telemetry/rates.py): for every sequence of whole hashes, the same rates; at a
+(tests/support/reference_counters.py): for every sequence of whole hashes, the same rates; at a
 reset, the object rule (one reset, every rate of the hash starts afresh, none negative)."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.telemetry.rates import CounterTrack
-from tests.support.reference_counters import QUEUE_RATE_FIELDS, CounterSet
+from tests.support.reference_counters import QUEUE_RATE_FIELDS, CounterSet, CounterTrack
 
 S = 1_000_000_000
 FIELDS = ("SAI_QUEUE_STAT_BYTES", "SAI_QUEUE_STAT_PACKETS", "SAI_QUEUE_STAT_DROPPED_PACKETS")

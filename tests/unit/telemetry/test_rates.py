@@ -1,9 +1,12 @@
-"""Counter deltas to rates: switch timestamps, resets never negative, unknown oids counted."""
+"""Counter deltas to rates (the reference rule, tests/support/reference_counters.py, and one
+switch's state over the compiled core): switch timestamps, resets never negative, unknown oids
+counted."""
 
 from __future__ import annotations
 
-from controller.telemetry.rates import CounterTrack, fraction
+from controller.telemetry.rates import fraction
 from controller.telemetry.state import QueueId, ResetEvent, SwitchTelemetry
+from tests.support.reference_counters import CounterTrack
 
 S = 1_000_000_000
 

@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, RawOrders, WriteOutcome};
+use crate::queue::QueueId;
 use crate::state::{queue_state_key, StateReport};
 use crate::wred::{FieldSet, WredThresholds};
 

@@ -10,9 +10,9 @@
 //! choosing thresholds and ordering the WRED field writes all happen in the loop's pure core.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::future::Future;
 
+use crate::queue::QueueId;
 use crate::state::StateReport;
 use crate::wred::{FieldSet, WredThresholds};
 
@@ -20,28 +20,6 @@ pub mod memory;
 pub mod redis;
 #[cfg(feature = "sai")]
 pub mod sai;
-
-/// One managed queue: a port name (`Ethernet0`) and a queue index 0..7.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueId {
-    /// Port name as CONFIG_DB and COUNTERS_QUEUE_NAME_MAP spell it.
-    pub port: String,
-    /// Queue index 0..7.
-    pub queue: u8,
-}
-
-impl QueueId {
-    /// A queue id.
-    pub fn new(port: impl Into<String>, queue: u8) -> Self {
-        Self { port: port.into(), queue }
-    }
-}
-
-impl fmt::Display for QueueId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}|{}", self.port, self.queue)
-    }
-}
 
 /// A hash as Redis returns it: field name to string value.
 pub type Fields = HashMap<String, String>;

@@ -20,8 +20,9 @@ use sonic_redis::{DbError, SonicRedis};
 pub use sonic_redis::{RedisAddress, CONFIG_DB, COUNTERS_DB, STATE_DB};
 
 use super::{
-    Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WredWrite, WriteOutcome,
+    Backend, BackendError, CounterRead, Fields, FlexCounterTable, RawOrders, WredWrite, WriteOutcome,
 };
+use crate::queue::QueueId;
 use crate::state::{queue_state_key, StateReport, STATE_TABLE};
 use crate::wred::{FieldSet, WredThresholds};
 

@@ -22,7 +22,8 @@ use std::path::Path;
 
 use qos_core::counters::QueueCounters;
 
-use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, QueueId, RawOrders, WriteOutcome};
+use super::{Backend, BackendError, CounterRead, Fields, FlexCounterTable, RawOrders, WriteOutcome};
+use crate::queue::QueueId;
 use crate::state::StateReport;
 use crate::wred::{FieldSet, MinMax, WredThresholds, MAX_FIELDS, MIN_FIELDS};
 

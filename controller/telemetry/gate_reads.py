@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 from controller.errors import PrometheusError
-from controller.rollout.gates import Reader
 from controller.telemetry.promql import PromQL
 
 log = logging.getLogger(__name__)
 
 
-def promql_reader(promql: PromQL) -> Reader:
+def promql_reader(promql: PromQL) -> Callable[[str], float | None]:
+    """A ``controller.rollout.gates.Reader`` over ``promql`` (the gates name the shape they
+    read through; this edge does not import them)."""
+
     def read(expression: str) -> float | None:
         try:
             samples = promql.instant(expression)

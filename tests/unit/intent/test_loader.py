@@ -7,15 +7,14 @@ from pathlib import Path
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.check import check_intent_file
-from controller.policy.loader import (
+from controller.intent.loader import (
     dump_intent,
     load_intent_file,
     load_intent_yaml,
     parse_intent,
     render_path,
 )
-from controller.policy.models import EcnMode, Intent
+from controller.intent.models import EcnMode, Intent
 
 from .helpers import assert_has_problem, assert_only_problem, problems_of, yaml_problems_of
 from .intents import intent_data
@@ -186,8 +185,9 @@ def test_yaml_type_error_gets_a_field_path() -> None:
 
 def test_unreadable_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
-    problems = check_intent_file(missing)
-    assert_only_problem(problems, "intent", "cannot read")
+    with pytest.raises(IntentInvalid) as caught:
+        load_intent_file(missing)
+    assert_only_problem(caught.value.problems, "intent", "cannot read")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,7 +206,6 @@ def test_example_intent_is_valid_and_has_what_the_demo_needs() -> None:
     assert any(c.qjump_level is not None for c in intent.service_classes)
     assert any(c.pias is not None for c in intent.service_classes)
     assert 4 <= len(intent.service_classes) <= 6
-    assert check_intent_file(EXAMPLE) == []
 
 
 def test_example_round_trips_through_dump() -> None:

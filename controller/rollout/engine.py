@@ -43,9 +43,10 @@ from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
-from sqlalchemy import make_url
 
-log = logging.getLogger("controller.rollout.shard")
+from controller.settings import libpq_conninfo
+
+log = logging.getLogger("controller.rollout.engine")
 
 TASK = "sluice.rollout.converge_switch"
 RECONCILE_TASK = "sluice.reconcile.switch"
@@ -81,18 +82,12 @@ QUEUED_RECONCILES = (
 )
 
 # A telemetry collector's record (``telemetry_collectors``, controller/telemetry/collector.py)
-# is a member of the collectors' share, not of the workers' drift watch.
+# is a member of the collectors' shard, not of the workers' drift watch.
 LIVE_WORKERS = (
     "SELECT id FROM procrastinate_workers"
     " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)"
     " AND id NOT IN (SELECT worker_id FROM telemetry_collectors) ORDER BY id"
 )
-
-
-def libpq_conninfo(database_url: str) -> str:
-    """The SQLAlchemy URL sluice is configured with, as psycopg's own connection string."""
-    url = make_url(database_url).set(drivername="postgresql")
-    return url.render_as_string(hide_password=False)
 
 
 def queueing_lock(rollout_id: int, switch: str) -> str:
@@ -263,7 +258,7 @@ class EngineWorker:
 
     def member_id(self) -> int | None:
         """This worker's id in ``procrastinate_workers`` (None before it registered or once
-        it stopped): the name the drift-watch share (``controller/reconcile/share.py``) knows
+        it stopped): the name the drift-watch shard (``controller/reconcile/shard.py``) knows
         it by."""
         worker = self._worker
         return worker.worker_id if worker is not None else None

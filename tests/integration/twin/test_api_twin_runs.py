@@ -1,4 +1,4 @@
-"""What-if over the API: real PostgreSQL, the app, and the real worker running the real netsim
+"""The twin over the API: real PostgreSQL, the app, and the real worker running the real netsim
 binary (``target/debug/netsim``) for the example intent; a few hundred flows, seconds."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from controller.policy.loader import parse_yaml
+from api.routes.twin_runs import DEPRECATED_PREFIX, DEPRECATED_SINCE
+from controller.intent.loader import parse_yaml
 from controller.services.common import Actor
 from controller.services.intents import IntentService
-from controller.services.simulations import SimulationRunner, SimulationService, netsim_simulate
-from controller.settings import SimulateSettings
+from controller.services.twin_runs import TwinRunRunner, TwinRunService, run_twin_with
+from controller.settings import TwinSettings
 from controller.store.db import make_engine, make_sessions
-from controller.store.models import Simulation
+from controller.store.models import TwinRun
 from controller.twin.translate import Request
 from tests.integration.conftest import put_intent
 
@@ -42,7 +43,7 @@ def finished(client: TestClient, headers: dict[str, str], location: str) -> dict
 
 
 def post(client: TestClient, headers: dict[str, str], **body: Any) -> str:
-    response = client.post("/api/v1/simulations", json=body, headers=headers)
+    response = client.post("/api/v1/twin-runs", json=body, headers=headers)
     assert response.status_code == 202, response.text
     assert response.json()["state"] == "pending"
     location: str = response.headers["Location"]
@@ -99,18 +100,43 @@ def test_bad_requests_are_problems_not_runs(
     client: TestClient, auth: dict[str, dict[str, str]]
 ) -> None:
     operator = auth["operator"]
-    no_intent = client.post("/api/v1/simulations", json={}, headers=operator)
+    no_intent = client.post("/api/v1/twin-runs", json={}, headers=operator)
     assert no_intent.status_code == 404
     assert no_intent.headers["content-type"].startswith("application/problem+json")
     assert put_intent(client, operator, example(), 0).status_code == 201
     for body in ({"load": 1.5}, {"workload": "video"}, {"flows": 0}, {"mix": {"nosuch": 1}}):
-        response = client.post("/api/v1/simulations", json=body, headers=operator)
+        response = client.post("/api/v1/twin-runs", json=body, headers=operator)
         assert response.status_code == 422, (body, response.text)
     assert (
-        client.post("/api/v1/simulations", json={"version": 9}, headers=operator).status_code == 404
+        client.post("/api/v1/twin-runs", json={"version": 9}, headers=operator).status_code == 404
     )
-    assert client.get("/api/v1/simulations/77", headers=auth["viewer"]).status_code == 404
-    assert client.post("/api/v1/simulations", json={}, headers=auth["viewer"]).status_code == 403
+    assert client.get("/api/v1/twin-runs/77", headers=auth["viewer"]).status_code == 404
+    assert client.post("/api/v1/twin-runs", json={}, headers=auth["viewer"]).status_code == 403
+
+
+def test_the_old_path_is_a_deprecated_alias_with_the_same_checks(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    old = f"/api/v1{DEPRECATED_PREFIX}"
+    operator = auth["operator"]
+    assert client.post(old, json={}, headers=operator).status_code == 404  # no intent yet
+    assert put_intent(client, operator, example(), 0).status_code == 201
+    recorded = client.post(old, json={"flows": 100, "seed": 2}, headers=operator)
+    assert recorded.status_code == 202, recorded.text
+    assert recorded.headers["Deprecation"] == DEPRECATED_SINCE
+    assert recorded.headers["Link"] == '</api/v1/twin-runs>; rel="successor-version"'
+    run_id = recorded.json()["id"]
+    assert recorded.headers["Location"] == f"/api/v1/twin-runs/{run_id}"
+    read = client.get(f"{old}/{run_id}", headers=auth["viewer"])
+    assert read.status_code == 200
+    assert read.headers["Deprecation"] == DEPRECATED_SINCE
+    assert read.json()["id"] == run_id
+    assert read.json()["request"] == recorded.json()["request"]
+    assert client.post(old, json={"load": 1.5}, headers=operator).status_code == 422
+    assert client.post(old, json={}, headers=auth["viewer"]).status_code == 403
+    assert client.post(old, json={}).status_code == 401
+    assert client.get(f"{old}/77", headers=auth["viewer"]).status_code == 404
+    assert not any(path.startswith(old) for path in client.get("/openapi.json").json()["paths"])
 
 
 def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) -> None:
@@ -118,21 +144,21 @@ def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) ->
     try:
         sessions = make_sessions(engine)
         now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
-        service = SimulationService(sessions, clock=lambda: now)
+        service = TwinRunService(sessions, clock=lambda: now)
         actor = Actor("t-operator", "req-1")
         IntentService(sessions, clock=lambda: now).replace(
             example(), expected=0, actor=actor, reason="test"
         )
         recorded = service.request(actor=actor, request=Request(flows=100, seed=2))
         with sessions.begin() as session:  # a worker claimed it at 08:00, then stopped
-            row = session.get(Simulation, recorded.id)
+            row = session.get(TwinRun, recorded.id)
             assert row is not None
             row.state, row.started_at = "running", now
-        simulate = netsim_simulate(SimulateSettings().netsim, 120)
+        run_twin = run_twin_with(TwinSettings().netsim, 120)
 
-        def runner(at: datetime) -> SimulationRunner:
-            return SimulationRunner(
-                sessions, simulate, clock=lambda: at, stale_after=timedelta(minutes=5)
+        def runner(at: datetime) -> TwinRunRunner:
+            return TwinRunRunner(
+                sessions, run_twin, clock=lambda: at, stale_after=timedelta(minutes=5)
             )
 
         assert runner(now + timedelta(minutes=4)).run_once() == 0  # may still be running
