@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from controller.policy.models import GnmiEndpoint
-from controller.policy.models import Switch as IntentSwitch
+from controller.intent.models import GnmiEndpoint
+from controller.intent.models import Switch as IntentSwitch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.southbound.gnmi import SessionPool
 from lab.realsonic import RealSwitch
