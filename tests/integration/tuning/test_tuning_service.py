@@ -1,6 +1,8 @@
-"""TuningService.tick, the periodic entry: at most one pass per window, none while off.
-Real PostgreSQL (migrated) and a real Prometheus with history.py backfilled; the clock is
-stepped by hand (the summary is read at the history's end whatever the clock says)."""
+"""TuningService.tick, the periodic entry: at most one pass per window, none while off; and
+the tuner after a rollback: it builds on the restored head, never proposes the rejected
+version again, and refuses to build on a head that is itself rejected. Real PostgreSQL
+(migrated) and a real Prometheus with history.py backfilled; the clock is stepped by hand
+(the summary is read at the history's end whatever the clock says)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,16 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
+from controller.errors import Conflict
 from controller.services.common import Actor
 from controller.services.intents import IntentService
+from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import rollouts as rollouts_repo
+from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
@@ -54,5 +61,94 @@ def test_tick_runs_once_per_window_and_not_while_off(
         second = service.tick(ACTOR)
         assert second is not None
         assert second.id == first.id + 1
+    finally:
+        engine.dispose()
+
+
+def _rolled_back(sessions: sessionmaker[Session], clock: HandClock, version: int) -> int:
+    """A rollout of ``version`` that rolled back, its end recorded as the worker's runner
+    records it (``SqlRolloutStore.transition``: the rejection happens there); its switch work
+    is the rollout tests'."""
+    rollouts = RolloutService(sessions, clock=clock)
+    info = rollouts.start(RolloutPolicy(version, batch_size=1), actor=ACTOR)
+    with sessions.begin() as session:
+        assert rollouts_repo.set_state(
+            session=session,
+            rollout_id=info.id,
+            state="rolling_back",
+            expected=("pending",),
+            at=clock(),
+        )
+    store = SqlRolloutStore(sessions, clock=clock)
+    assert store.transition(info.id, "rolled_back", ("rolling_back",), "batch 0 failed")
+    return info.id
+
+
+def _completed(sessions: sessionmaker[Session], clock: HandClock, version: int) -> None:
+    info = RolloutService(sessions, clock=clock).start(RolloutPolicy(version), actor=ACTOR)
+    with sessions.begin() as session:
+        assert rollouts_repo.set_state(
+            session=session,
+            rollout_id=info.id,
+            state="completed",
+            expected=("pending",),
+            at=clock(),
+        )
+
+
+def test_the_tuner_builds_on_the_restored_head_and_never_proposes_a_rejected_version_again(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    engine = make_engine(db_url, pool_size=2)
+    try:
+        sessions = make_sessions(engine)
+        intents = IntentService(sessions, clock=clock)
+        intents.replace(tuner_intent(), expected=0, actor=ACTOR, reason="propose")
+        service = TuningService(
+            sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
+        )
+        _completed(sessions, clock, 1)
+        first = service.run(ACTOR)
+        assert first.state == "pending"
+        assert service.approve(first.id, ACTOR).new_version == 2
+        rollout = _rolled_back(sessions, clock, 2)
+
+        assert intents.head() == 3  # version 1's content again
+        assert intents.current().data == intents.version(1).data
+        # Past every parameter's minimum interval, the same telemetry asks for the same
+        # change, on the restored head: the intent it would make is version 2's, rejected.
+        clock.now = end + timedelta(seconds=1000)
+        again = service.run(ACTOR)
+        assert (again.state, again.base_version, again.new_version) == ("no_change", 3, None)
+        why = f"version 2's, which was rejected (rollout {rollout} rolled back: batch 0 failed)"
+        assert why in again.reason
+        assert again.changes == []
+        assert again.diff == []
+        assert {c["parameter"] for c in again.held if why in c["held"]} == {
+            c["parameter"] for c in first.changes
+        }
+    finally:
+        engine.dispose()
+
+
+def test_the_tuner_does_not_build_on_a_rejected_head(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    engine = make_engine(db_url, pool_size=2)
+    try:
+        sessions = make_sessions(engine)
+        intents = IntentService(sessions, clock=clock)
+        intents.replace(tuner_intent(), expected=0, actor=ACTOR, reason="propose")
+        service = TuningService(
+            sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
+        )
+        _rolled_back(sessions, clock, 1)  # the first rollout: no good version to return to
+        assert intents.head() == 1
+        with pytest.raises(Conflict, match="the tuner does not build on it"):
+            service.run(ACTOR)
     finally:
         engine.dispose()
