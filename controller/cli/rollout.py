@@ -20,6 +20,7 @@ from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.cli.render import Row, text
 from controller.errors import SluiceError
+from controller.rollout.gates import default_gate_name
 from controller.types import JsonObject
 
 ENDED = {"completed", "halted", "rolled_back"}
@@ -42,8 +43,10 @@ GateOption = Annotated[
     list[str] | None,
     typer.Option(
         "--gate",
-        help="a health gate, repeatable: drops:max_increase_pct:50, or "
-        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
+        help="a health gate, repeatable: drops:max_increase_pct:50, "
+        "fct_p99_small@rpc:objective:2000 (a per-class built-in, @ its class), or "
+        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback, "
+        "fct_p99_small)",
     ),
 ]
 SoakOption = Annotated[
@@ -169,12 +172,13 @@ def rollout_rows(rollouts: Sequence[JsonObject]) -> list[Row]:
 
 
 GATE_HEADERS = ("BATCH", "STAGE", "GATE", "VALUE", "BASELINE", "LIMIT", "VERDICT", "AT")
-GATE_COMPARISONS = ("absolute", "max_increase_pct")
+GATE_COMPARISONS = ("absolute", "max_increase_pct", "objective")
 
 
 def parse_gate_option(spec: str) -> JsonObject:
-    """``drops:max_increase_pct:50`` (a built-in) or ``NAME:absolute:5:PROMQL`` (a PromQL
-    gate; everything after the third colon is the query, colons included)."""
+    """``drops:max_increase_pct:50`` (a built-in; ``fct_p99_small@rpc:...`` names the class
+    of a per-class one) or ``NAME:absolute:5:PROMQL`` (a PromQL gate; everything after the
+    third colon is the query, colons included)."""
     parts = spec.split(":", 3)
     if len(parts) < 3 or parts[1] not in GATE_COMPARISONS:
         raise typer.BadParameter(
@@ -188,8 +192,11 @@ def parse_gate_option(spec: str) -> JsonObject:
     gate: JsonObject = {"name": parts[0], "comparison": parts[1], "threshold": threshold}
     if len(parts) == 4:
         gate["query"] = parts[3]
-    else:
-        gate["builtin"] = parts[0]
+        return gate
+    builtin, _, klass = parts[0].partition("@")
+    gate.update(name=default_gate_name(builtin, klass or None), builtin=builtin)
+    if klass:
+        gate["class"] = klass
     return gate
 
 
