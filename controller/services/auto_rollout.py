@@ -102,6 +102,8 @@ def fct_classes(intent: Intent, read: Reader | None) -> dict[str, float | None]:
 
 # What an intent that says nothing about it gets.
 AUTO_GATES = auto_gates(TunerRollout())
+# A host apply in these states is changing the hosts (one at a time, controller/store/models.py).
+HOST_APPLY_ACTIVE = ("pending", "running", "rolling_back")
 # Parameters the hosts run (``controller/tuning/``: ``qjump/...``, ``pias/...``).
 HOST_PARAMETERS = ("qjump", "pias")
 
@@ -136,8 +138,16 @@ class AutoTuner:
         self._refused: int | None = None
 
     def tick(self) -> int:
+        """The host half of the last change when due, then a tuning pass when due, unless the
+        fabric is still changing: while a switch rollout is unfinished (its version may yet be
+        rolled back and rejected) or a host apply runs, no pass builds on the head and none
+        reads a window of a fabric half changed."""
         actor = Actor(TUNER, "worker-tuning")
         followed = self.hosts_after_switches(actor)
+        settling = self._settling()
+        if settling is not None:
+            log.debug("tuning: no pass while %s", settling)
+            return followed
         try:
             record = self._tuning.tick(actor)
         except (Conflict, NotFound) as error:
@@ -149,6 +159,15 @@ class AutoTuner:
         if record.state != "approved" or record.new_version is None:
             return followed + 1
         return followed + 1 + self.roll_out(record, actor)
+
+    def _settling(self) -> str | None:
+        """What is still changing the fabric, if anything."""
+        active = self._rollouts.active()
+        if active is not None:
+            return f"rollout {active.id} is {active.state}"
+        runs = [] if self._host_runs is None else self._host_runs.runs(limit=5, offset=0).items
+        applying = [r for r in runs if r.mode == "apply" and r.state in HOST_APPLY_ACTIVE]
+        return f"host apply {applying[0].id} is {applying[0].state}" if applying else None
 
     def _policy_now(self) -> tuple[TunerRollout, GatePolicy]:
         intent = self._tuning.intent()

@@ -184,6 +184,15 @@ class RolloutService:
         items = [_info(row, by_id.get(row.id, [])) for row in rows]
         return Page(items, total, limit, offset)
 
+    def active(self) -> RolloutInfo | None:
+        """The rollout that is not finished (pending, running, paused, halted, rolling back),
+        if any: at most one exists."""
+        with self._sessions() as session:
+            row = rollouts.active_rollout(session=session)
+            if row is None:
+                return None
+            return _info(row, rollouts.results_of(session=session, rollout_ids=[row.id]))
+
     def get(self, rollout_id: int) -> RolloutInfo:
         with self._sessions() as session:
             row, results = load_rollout(session, rollout_id)
