@@ -68,13 +68,9 @@ print(json.dumps({
 """
 )
 
-# TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
-# reported half a second after the last one ended (all still in TIME_WAIT), then again once
-# TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
-TCP_ENDS = (
-    PREAMBLE
-    + r"""
-flows, payload = int(sys.argv[3]), int(sys.argv[4])
+# After a script has read ``flows``: the reader running, and a server on 127.0.0.1:7000 that
+# takes ``flows`` connections and reads each to its end.
+TCP_SINK = r"""
 threading.Thread(
     target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
 ).start()
@@ -86,6 +82,18 @@ def sink():
             while conn.recv(65536):
                 pass
 threading.Thread(target=sink, daemon=True).start()
+"""
+
+# TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
+# reported half a second after the last one ended (all still in TIME_WAIT), then again once
+# TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
+TCP_ENDS = (
+    PREAMBLE
+    + r"""
+flows, payload = int(sys.argv[3]), int(sys.argv[4])
+"""
+    + TCP_SINK
+    + r"""
 for _ in range(flows):
     with socket.create_connection(("127.0.0.1", 7000)) as client:
         client.sendall(b"t" * payload)
@@ -112,17 +120,9 @@ TCP_HELD = (
     PREAMBLE
     + r"""
 flows, payload, hold_ms = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-threading.Thread(
-    target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
-).start()
-server = socket.create_server(("127.0.0.1", 7000))
-def sink():
-    for _ in range(flows):
-        conn, _ = server.accept()
-        with conn:
-            while conn.recv(65536):
-                pass
-threading.Thread(target=sink, daemon=True).start()
+"""
+    + TCP_SINK
+    + r"""
 for _ in range(flows):
     with socket.create_connection(("127.0.0.1", 7000)) as client:
         time.sleep(hold_ms / 1000)
