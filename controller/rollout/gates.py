@@ -372,6 +372,8 @@ def explain_no_value(
     """Why ``gate`` read no value, asked of the same source: Prometheus did not answer, or
     the series that had no samples (a built-in's own, a raw query's selectors), or what a
     built-in's emptiness means when its series do have samples."""
+    if read is no_reader:
+        return f"{NO_VALUE}: no metrics source is configured (SLUICE_PROMETHEUS_URL)"
     if read("vector(1)") is None:
         return f"{NO_VALUE}: Prometheus did not answer (see the log)"
     builtin = BUILTINS[gate.builtin] if gate.builtin is not None else None

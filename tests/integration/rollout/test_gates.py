@@ -252,6 +252,10 @@ def test_gates_through_the_api_and_the_command_line(
             )
             assert bad.status_code == 422
             assert bad.headers["content-type"].startswith("application/problem+json")
+            classless = {"builtin": "fct_p99_small", "threshold": 1}  # a per-class built-in
+            bad = client.post("/api/v1/rollouts", json={"gates": {"gates": [classless]}})
+            assert bad.status_code == 422
+            assert "needs the class it reads" in bad.text
 
 
 def test_idle_switches_read_as_healthy_and_a_faulty_agent_beside_them_does_not(

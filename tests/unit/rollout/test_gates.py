@@ -15,6 +15,7 @@ from controller.rollout.gates import (
     Stage,
     explain_no_value,
     judge,
+    no_reader,
     parse_policy,
     read_all,
     switches_regex,
@@ -173,7 +174,10 @@ def test_a_gate_with_no_value_says_which_series_was_empty() -> None:
     def answers(known: dict[str, float]) -> dict[str, float]:
         return {"vector(1)": 1.0, **known}
 
-    # Prometheus does not answer at all.
+    # No metrics source, or Prometheus does not answer at all.
+    assert "no metrics source is configured" in explain_no_value(
+        fct, ["leaf1"], 30.0, expression, no_reader
+    )
     assert "Prometheus did not answer" in explain_no_value(
         fct, ["leaf1"], 30.0, expression, lambda _: None
     )
