@@ -17,8 +17,13 @@ class GateIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: GateName | None = Field(default=None, description="defaults to the built-in's name")
-    builtin: Literal["drops", "mark_fraction", "occupancy", "agent_fallback"] | None = Field(
-        default=None, description=f"a health-model check: {', '.join(sorted(BUILTINS))}"
+    builtin: (
+        Literal["drops", "mark_fraction", "occupancy", "agent_fallback", "fct_p99_small"] | None
+    ) = Field(default=None, description=f"a built-in check: {', '.join(sorted(BUILTINS))}")
+    service_class: GateName | None = Field(
+        default=None,
+        alias="class",
+        description="the service class a per-class built-in reads (fct_p99_small)",
     )
     query: str | None = Field(
         default=None,
@@ -27,7 +32,7 @@ class GateIn(BaseModel):
         description='raw PromQL answering one number; "$switches" becomes the batch\'s switches',
     )
     threshold: float = Field(allow_inf_nan=False, ge=-1e18, le=1e18)
-    comparison: Literal["absolute", "max_increase_pct"] = "absolute"
+    comparison: Literal["absolute", "max_increase_pct", "objective"] = "absolute"
 
     @model_validator(mode="after")
     def _one_source(self) -> GateIn:
@@ -48,14 +53,14 @@ class GatePolicyIn(BaseModel):
 
     def policy(self) -> GatePolicy:
         """The checked policy (unique names are checked here: a ValueError is a 422)."""
-        parsed = parse_policy(self.model_dump())
+        parsed = parse_policy(self.model_dump(by_alias=True, exclude_none=True))
         if parsed is None:  # pragma: no cover - min_length=1 keeps it non-empty
             raise ValueError("no gates")
         return parsed
 
     @model_validator(mode="after")
     def _parses(self) -> GatePolicyIn:
-        parse_policy(self.model_dump())
+        parse_policy(self.model_dump(by_alias=True, exclude_none=True))
         return self
 
 

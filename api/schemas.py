@@ -50,6 +50,11 @@ class VersionOut(ViewOut):
     reason: str
     created_at: datetime
     content_sha256: str
+    rejected_at: datetime | None = Field(
+        default=None, description="set when a rollout of this version rolled back"
+    )
+    rejected_by_rollout: int | None = Field(default=None, description="that rollout")
+    rejected_reason: str | None = Field(default=None, description="why it rolled back")
 
 
 class IntentOut(BaseModel):

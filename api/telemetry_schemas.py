@@ -23,7 +23,9 @@ class QueueNowOut(BaseModel):
     occupancy_bytes: float | None
     watermark_bytes: float | None
     threshold_bytes: float | None = Field(description="the agent's threshold in force")
-    basis: str | None = Field(description="computed, static_ordered, stale_fallback or kept")
+    basis: str | None = Field(
+        description="computed, static_ordered, stale_fallback (a fault), kept or idle"
+    )
 
     @classmethod
     def of(cls, queue: QueueNow) -> Self:
@@ -47,7 +49,9 @@ class PortNowOut(BaseModel):
 
 
 class AgentOut(BaseModel):
-    mode: str | None = Field(description="dynamic, fallback or stopped")
+    mode: str | None = Field(
+        description="dynamic, fallback (a fault), idle (no counter moving: no fault) or stopped"
+    )
     algorithm: str | None
     heartbeat_age_s: float | None
     orders_version: float | None
@@ -135,11 +139,16 @@ class SwitchHealthOut(BaseModel):
     switch: str
     state: str
     reasons: list[ReasonOut] = Field(description="the switch's own, then its queues'")
+    idle: bool = Field(
+        description="its agent reports it idle: no queue counter moving, nothing held (no fault)"
+    )
 
     @classmethod
     def of(cls, health: SwitchHealth) -> Self:
         reasons = [ReasonOut.of(r) for r in health.all_reasons]
-        return cls(switch=health.switch, state=health.state.value, reasons=reasons)
+        return cls(
+            switch=health.switch, state=health.state.value, reasons=reasons, idle=health.idle
+        )
 
 
 class FabricHealthOut(BaseModel):

@@ -124,7 +124,7 @@ def wait_for_orders(
         orders = link.config.hgetall("SLUICE_AGENT|global")
         report = link.state.hgetall("SLUICE_AGENT_STATE|global")
         runs = orders and all(report.get(f) == orders.get(f) for f in ("version", "algorithm"))
-        if runs and report.get("mode") in ("dynamic", "fallback"):
+        if runs and report.get("mode") in ("dynamic", "fallback", "idle"):
             return orders
         sleep(0.2)
     raise DemoError(
@@ -307,7 +307,7 @@ def agents_step(
         for line in text.splitlines()[1:]:
             out(f"  {line}")
         out("K = the queue's WRED marking threshold in force, then who set it: C agent computed, "
-            "K agent kept, F agent fell back, S static profile")  # fmt: skip
+            "K agent kept, F agent fell back, I agent idle, S static profile")  # fmt: skip
         baseline = read_port(
             link, demo.port, [q.queue for q in queues],
             queue_oids(link, demo.port, [q.queue for q in queues]), 0.0,

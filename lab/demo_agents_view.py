@@ -16,7 +16,13 @@ DEMO_SWITCH = "leaf1"
 DEMO_PORT = "Ethernet0"  # a 25 G host port: its line rate fits the data plane's real time
 # One letter for who set the threshold in force: the agent's basis (STATE_DB), or the
 # controller's static profile on a queue the agent does not manage.
-BASIS_FLAGS = {"computed": "C", "kept": "K", "stale_fallback": "F", "static_ordered": "O"}
+BASIS_FLAGS = {
+    "computed": "C",
+    "kept": "K",
+    "stale_fallback": "F",
+    "static_ordered": "O",
+    "idle": "I",
+}
 STATIC_FLAG = "S"
 
 

@@ -13,14 +13,17 @@ after the agent step. ``bad_config_step``
    0.2, baseline read before the batch, 6 s soak): after the apply most packets are marked,
    the gate fails and the worker rolls leaf1 back;
 4. prints the rolled-back rollout's gate readings (``sluice rollout status``) and the
-   dashboard's address, then applies the good intent again as the head version.
+   dashboard's address, then the intent's versions (``sluice get versions``): the rollback
+   rejected the bad version and returned the head to the good one by itself
+   (docs/rollouts.md, "Rejected versions"), which the step checks through the API, so the
+   operator has nothing to re-apply.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +99,29 @@ def bad_config_step(
         "(> 0.2): the batch was rolled back automatically")  # fmt: skip
     run([sluice, "rollout", "status", rollout], full)
     say(f"the dashboard shows it: {full['SLUICE_API_URL']}/dashboard (rollout {rollout})")
-    say("the operator puts the good intent back as the head version")
-    run([sluice, "apply", "-f", str(intent_file), "--summary", "--reason",
-         "demo: revert the bad ECN thresholds"], full)  # fmt: skip
+    say("the rollback rejected the bad version and returned the head to the good one: "
+        "nothing to re-apply by hand")  # fmt: skip
+    run([sluice, "get", "versions"], full)
+    versions = json.loads(
+        run_command([sluice, "get", "versions", "--output", "json"], full, capture=True)
+    )
+    intent = json.loads(
+        run_command([sluice, "get", "intent", "--output", "json"], full, capture=True)
+    )
+    check_head_restored(versions, intent, int(rollout))
+
+
+def check_head_restored(
+    versions: Sequence[Mapping[str, Any]], intent: Mapping[str, Any], rollout: int
+) -> None:
+    """The newest of ``versions`` is the rollback's of ``rollout``, the one before it is
+    rejected by that rollout, and the head ``intent`` is not the bad one; ``DemoError`` else."""
+    newest = max(versions, key=lambda v: int(v["number"]), default={})
+    rejected = [int(v["number"]) for v in versions if v.get("rejected_by_rollout") == rollout]
+    if newest.get("author") != "rollback" or f"rollout {rollout} " not in newest.get("reason", ""):
+        raise DemoError(f"the head after rollout {rollout} is not the rollback's: {newest}")
+    if not rejected:
+        raise DemoError(f"no version is marked rejected by rollout {rollout}")
+    lam = intent.get("fabric", {}).get("ecn_lambda")
+    if lam == BAD_LAMBDA:
+        raise DemoError(f"the head version {newest.get('number')} still has ecn_lambda {lam}")

@@ -11,22 +11,29 @@ after the agent step and before the bad-config step. ``tuner_step``
    holds a whole tuning window of only that traffic;
 2. writes a new intent version that turns the tuner on: ``fabric.tuning`` with ``mode:
    auto``, a ``WINDOW_S`` window and the auto rollout's batches and gates
-   (``fabric.tuning.rollout``: one batch of ``BATCH_SIZE`` switches, a ``SOAK_S`` soak, gates
-   on drops and on the agents' fallback, ``no_increase``: the idle switches' agents wait on
-   counters they do not get, which the change must not add to), and the DWRR weight ranges
-   the tuner may move the tenants in;
-3. waits for the worker's tuning pass (it runs at once: the tuner has not run before), which
-   proposes, approves (``auto``) and starts the gated rollout of the version it wrote; then
-   watches that rollout to its end (``sluice rollout watch``) and prints its gate readings;
+   (``fabric.tuning.rollout``: batches of ``BATCH_SIZE`` switches, a ``SOAK_S`` soak, gates
+   on drops and on agents falling back; the idle switches' agents report ``idle``, which is
+   no fault, so none may fall back and the idle switches pass on 0 drops), and the DWRR
+   weight ranges the tuner may move the tenants in;
+3. waits for the outcome of the worker's tuning pass (it runs at once: the tuner has not run
+   before): in auto mode a pass stores its proposal ``pending`` and approves it in a second
+   step, so the step waits until the proposal has left ``pending`` (``wait_for_pass``), never
+   judging a pass half done; an approved one has its gated rollout started by the worker, which
+   the step watches to its end (``sluice rollout watch``) and whose gate readings it prints;
 4. prints what changed and why: ``sluice tune explain`` (each change's rule, inputs and
-   outputs; held verdicts say why the rest did not move).
+   outputs; held verdicts say why the rest did not move);
+5. turns the tuner off again (the head with ``fabric.tuning.mode: off``) and rolls that out
+   (nothing to write on the switches), so the fabric runs a version without the tuner: the
+   next steps' changes are the operator's alone, and a rollback returns the head to a version
+   whose tuner does not start rollouts of its own.
 
-What it adds to the demo: ``WINDOW_S`` of traffic, then the pass and a rollout of one
-batch soaked ``SOAK_S`` (about 35 s in all here).
+What it adds to the demo: ``WINDOW_S`` of traffic, then the pass and a rollout of two
+batches, each soaked ``SOAK_S`` (about 40 s in all here).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,11 +46,12 @@ from lab.demo_agents import poll_counters_every, reload_traffic, switch_link
 from lab.demo_common import BIN, DemoError, Run, Say
 
 WINDOW_S = 20
-# One batch of the demo's four switches: a virtual switch that carries no traffic publishes
-# no counter changes, so a batch of idle switches has no drops reading at all, and a gate
-# that reads nothing fails (docs/rollouts.md). Only leaf1 carries traffic here.
-BATCH_SIZE = 4
-SOAK_S = 3
+# Two batches of the demo's four switches: leaf1 (which carries the traffic) with leaf2, then
+# the spines. An idle switch publishes no counter changes, so it has no drops reading of its
+# own; its agent reports idle, and the drops gate counts an idle switch as 0 (docs/rollouts.md),
+# so the spines' batch passes on 0 rather than failing on no value.
+BATCH_SIZE = 2
+SOAK_S = 5
 PASS_WAIT_S = 60.0
 TRAFFIC = (
     "storage port=Ethernet0 dscp=10 kind=dctcp flows=2 packet_bytes=9000 rtt_us=40\n"
@@ -55,13 +63,12 @@ WEIGHT_RANGES = {"storage": (20, 70), "analytics": (15, 75), "best-effort": (10,
 TUNING = {
     "mode": "auto",
     "window_s": WINDOW_S,
-    # The idle switches' agents wait on counters (their fallback) too: the change must not
-    # add to them, rather than find none.
+    # No agent may fall back: the idle switches' agents report idle, not a fallback.
     "rollout": {
         "batch_size": BATCH_SIZE,
         "soak_s": SOAK_S,
         "on_fail": "rollback_all",
-        "agent_fallback": "no_increase",
+        "agent_fallback": "none",
     },
 }
 
@@ -79,19 +86,37 @@ def tuned_intent(intent_file: Path, out: Path) -> Path:
     return out
 
 
+def tuner_off(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The intent ``document`` (as ``GET /intent`` answers it) with the tuner off."""
+    found = copy.deepcopy(dict(document))
+    found.setdefault("fabric", {}).setdefault("tuning", {})["mode"] = "off"
+    return found
+
+
 def wait_for_pass(
     read: Callable[[], list[dict[str, Any]]],
     clock: Callable[[], float],
     sleep: Callable[[float], None],
     timeout_s: float = PASS_WAIT_S,
 ) -> dict[str, Any]:
-    """The newest tuning proposal, once the worker has made one."""
+    """The newest tuning proposal, once the worker's pass has an outcome. In auto mode a
+    pass stores its proposal ``pending`` and approves it in a second step (controller/services/
+    tuning.py), so ``pending`` is the pass half done: read again until it is ``approved``,
+    ``no_change``, ``stale`` or ``rejected``."""
     deadline = clock() + timeout_s
+    newest: dict[str, Any] | None = None
     while clock() < deadline:
         proposals = read()
         if proposals:
-            return max(proposals, key=lambda p: int(p["id"]))
+            newest = max(proposals, key=lambda p: int(p["id"]))
+            if newest["state"] != "pending":
+                return newest
         sleep(0.5)
+    if newest is not None:
+        raise DemoError(
+            f"the tuner's proposal {newest['id']} was still pending after {timeout_s:.0f} s: "
+            "auto mode approves at once; see worker.log"
+        )
     raise DemoError(f"the worker made no tuning pass within {timeout_s:.0f} s; see worker.log")
 
 
@@ -157,8 +182,8 @@ def _step(
     tuned = tuned_intent(intent_file, intent_file.with_name("intent-tuner.yaml"))
     say(f"the operator turns the tuner on: mode auto, a {WINDOW_S} s window, each tuned version "
         f"rolled out {BATCH_SIZE} switches a batch, soaked {SOAK_S} s and gated on drops and on "
-        "no more agents falling back; the tenants' weights may move in storage 20..70, "
-        "analytics 15..75, best-effort 10..40")  # fmt: skip
+        "no agent falling back (an idle one is not); the tenants' weights may move in storage "
+        "20..70, analytics 15..75, best-effort 10..40")  # fmt: skip
     run([sluice, "apply", "-f", str(tuned), "--summary", "--reason",
          "demo: the tuner on, in auto mode"], full)  # fmt: skip
     say("the worker's tuning pass reads the window from Prometheus and proposes")
@@ -174,7 +199,14 @@ def _step(
     run([sluice, "rollout", "status", str(rollout["id"])], full)
     say("what changed and why: each change's rule, inputs and outputs (the evidence)")
     run([sluice, "tune", "explain", str(proposal["id"])], full)
-    return proposal, read(f"/rollouts/{rollout['id']}")
+    done = read(f"/rollouts/{rollout['id']}")
+    off = intent_file.with_name("intent-tuner-off.yaml")
+    off.write_text(yaml.safe_dump(tuner_off(read("/intent")["intent"]), sort_keys=False))
+    say("the operator turns the tuner off again and rolls that out (nothing changes on the "
+        "switches): the next changes are the operator's")  # fmt: skip
+    run([sluice, "apply", "-f", str(off), "--summary", "--reason", "demo: the tuner off"], full)
+    run([sluice, "rollout", "start", "--batch-size", "4", "--watch", "--interval", "0.5"], full)
+    return proposal, done
 
 
 def _wait_for_rollout(

@@ -116,6 +116,12 @@ function whyText(reasons) {
     .join("; ");
 }
 
+// An idle switch is healthy: its agent reports no queue counter moving and nothing held.
+function idleText(verdict) {
+  if (!verdict || !verdict.idle) return "";
+  return (verdict.reasons && verdict.reasons.length ? "; " : "") + "idle: no traffic (not a fault)";
+}
+
 async function renderOverview() {
   $("overview").hidden = false;
   $("crumbs").replaceChildren();
@@ -150,7 +156,7 @@ async function renderOverview() {
     cell(row, (sw.ports || []).length, "num");
     const verdict = bySwitch.get(sw.name);
     cell(row, "").appendChild(badge(verdict && verdict.state));
-    cell(row, whyText((verdict && verdict.reasons) || []));
+    cell(row, whyText((verdict && verdict.reasons) || []) + idleText(verdict));
     return row;
   });
   const items = rollouts.items || [];

@@ -16,6 +16,7 @@ from controller.cli.render import (
     pias,
     port_speeds,
     scheduling,
+    text,
 )
 from controller.types import JsonObject
 
@@ -36,6 +37,14 @@ def _audit_resource(entry: JsonObject) -> str:
 
 def _count(name: str) -> Column:
     return (name.upper(), lambda doc: str(len(doc.get(name) or [])))
+
+
+def rejected(version: JsonObject) -> str:
+    """``rollout 7`` for a version a rolled-back rollout rejected, else ``-``."""
+    rollout = version.get("rejected_by_rollout")
+    if version.get("rejected_at") is None:
+        return text(None)
+    return f"rollout {rollout}" if rollout is not None else "yes"
 
 
 RESOURCES: Mapping[str, Resource] = {
@@ -76,6 +85,7 @@ RESOURCES: Mapping[str, Resource] = {
             ("VERSION", field("number")),
             ("AUTHOR", field("author")),
             ("CREATED", field("created_at")),
+            ("REJECTED", rejected),
             ("REASON", field("reason")),
         ),
         item_key="number",

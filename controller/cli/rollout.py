@@ -42,8 +42,10 @@ GateOption = Annotated[
     list[str] | None,
     typer.Option(
         "--gate",
-        help="a health gate, repeatable: drops:max_increase_pct:50, or "
-        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback)",
+        help="a health gate, repeatable: drops:max_increase_pct:50, "
+        "fct_p99_small@rpc:objective:2000 (a per-class built-in, @ its class), or "
+        "NAME:absolute:5:PROMQL (built-ins: drops, mark_fraction, occupancy, agent_fallback, "
+        "fct_p99_small)",
     ),
 ]
 SoakOption = Annotated[
@@ -169,12 +171,13 @@ def rollout_rows(rollouts: Sequence[JsonObject]) -> list[Row]:
 
 
 GATE_HEADERS = ("BATCH", "STAGE", "GATE", "VALUE", "BASELINE", "LIMIT", "VERDICT", "AT")
-GATE_COMPARISONS = ("absolute", "max_increase_pct")
+GATE_COMPARISONS = ("absolute", "max_increase_pct", "objective")
 
 
 def parse_gate_option(spec: str) -> JsonObject:
-    """``drops:max_increase_pct:50`` (a built-in) or ``NAME:absolute:5:PROMQL`` (a PromQL
-    gate; everything after the third colon is the query, colons included)."""
+    """``drops:max_increase_pct:50`` (a built-in; ``fct_p99_small@rpc:...`` names the class
+    of a per-class one) or ``NAME:absolute:5:PROMQL`` (a PromQL gate; everything after the
+    third colon is the query, colons included)."""
     parts = spec.split(":", 3)
     if len(parts) < 3 or parts[1] not in GATE_COMPARISONS:
         raise typer.BadParameter(
@@ -188,8 +191,13 @@ def parse_gate_option(spec: str) -> JsonObject:
     gate: JsonObject = {"name": parts[0], "comparison": parts[1], "threshold": threshold}
     if len(parts) == 4:
         gate["query"] = parts[3]
-    else:
-        gate["builtin"] = parts[0]
+        return gate
+    builtin, _, klass = parts[0].partition("@")
+    # The API names a built-in gate (``fct_p99_small.rpc``) when the body gives no name.
+    del gate["name"]
+    gate["builtin"] = builtin
+    if klass:
+        gate["class"] = klass
     return gate
 
 

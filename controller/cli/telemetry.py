@@ -68,12 +68,19 @@ def health_lines(doc: Doc) -> list[str]:
     return lines
 
 
+IDLE_TEXT = "idle: no queue counter moving, nothing held (not a fault)"
+
+
 def health_rows(doc: Doc) -> list[Row]:
-    """One row per reason (a switch without reasons gets one row with ``-``)."""
+    """One row per reason, and one saying so for an idle switch (a switch with neither gets
+    one row with ``-``)."""
     rows: list[Row] = []
     for switch in doc.get("switches") or []:
         reasons = switch.get("reasons") or []
-        texts = [f"{r.get('state')}: {reason_text(r)}" for r in reasons] or ["-"]
+        texts = [f"{r.get('state')}: {reason_text(r)}" for r in reasons]
+        if switch.get("idle"):
+            texts.append(IDLE_TEXT)
+        texts = texts or ["-"]
         rows += [
             (
                 str(switch.get("switch")) if i == 0 else "",
@@ -107,6 +114,8 @@ def top_header(doc: Doc) -> str:
         + (f", orders v{orders_hex(orders)}" if orders is not None else ""),
         f"stream {stream}" + (f", updated {updated:.1f} s ago" if updated is not None else ""),
     ]
+    if agent.get("mode") == "idle":
+        parts.append("idle: no queue counter moving (rates are the last that moved)")
     return " | ".join(parts)
 
 

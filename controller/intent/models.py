@@ -324,6 +324,21 @@ class HostsMatch(Frozen):
         return value
 
 
+class Objective(Frozen):
+    """What the class's users should feel, as the hosts measure it (docs/intent.md). One
+    objective for now; more may be added beside it (each optional, so an intent that sets
+    none stays valid). The auto mode's rollouts gate each class on it
+    (``controller/services/auto_rollout.py``): a batch passes while the objective holds, or,
+    when it was already missed before the batch, while the batch made it no worse."""
+
+    p99_fct_us_small: float | None = Field(
+        default=None,
+        gt=0,
+        le=3.6e9,
+        description="the 99th percentile completion time of the class's flows up to 100 kB, us",
+    )
+
+
 class ServiceClass(Frozen):
     name: Name
     dscp: tuple[Dscp, ...] = Field(min_length=1)
@@ -342,6 +357,9 @@ class ServiceClass(Frozen):
     hosts_match: HostsMatch | None = Field(
         default=None,
         description="how hosts recognise this class's packets; none: hosts do not mark it",
+    )
+    objective: Objective | None = Field(
+        default=None, description="what the class's flows should see (hosts' measurements)"
     )
 
 
@@ -471,8 +489,9 @@ class TunerRollout(Frozen):
     """How ``auto`` mode rolls out a version the tuner wrote (controller/services/
     auto_rollout.py, docs/tuning.md "Auto mode's rollout"): batches of ``batch_size``
     switches, each soaked ``soak_s`` and gated on its drops (at most ``drops_max_increase_pct``
-    above the baseline read before the batch) and on the agents' fallback (``agent_fallback``);
-    a failure acts per ``on_fail``."""
+    above the baseline read before the batch), on the agents' fallback (``agent_fallback``)
+    and, where the hosts report it, on each busy class's small-flow FCT (its objective, or at
+    most ``fct_max_increase_pct`` above the baseline); a failure acts per ``on_fail``."""
 
     batch_size: int = Field(default=1, ge=1, le=10_000, description="switches per batch")
     soak_s: float = Field(
@@ -487,7 +506,16 @@ class TunerRollout(Frozen):
     agent_fallback: Literal["none", "no_increase"] = Field(
         default="none",
         description="none: no agent may be on its fallback (a pre-check refuses a fabric "
-        "with one); no_increase: a batch may not put more queues on it than it had before",
+        "with one); no_increase: the pre-check lets a fabric with faulty agents start, but "
+        "each batch must end with none on its switches (faults do not pass by standing "
+        "still). An idle agent is not on its fallback",
+    )
+    fct_max_increase_pct: float = Field(
+        default=50.0,
+        ge=0.0,
+        le=100_000.0,
+        description="with the host exporter on: each class's small-flow p99 FCT gate, % above "
+        "the baseline (a class with an objective is held to it instead)",
     )
 
 

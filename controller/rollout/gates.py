@@ -1,19 +1,33 @@
 """Health gates of a rollout: values in, verdicts out (pure; the reads are at the edge).
 
 A rollout's policy names gates. Each gate is a PromQL expression whose value is one number:
-a built-in check of the health model (``BUILTINS``, scoped to the switches of the batch) or
-a raw expression the operator writes. Before a batch is applied the runner reads every gate
-(its *baseline*); after the batch is applied and verified it waits ``soak_s`` (on its own
-clock, coming back rather than blocking) and reads them again. A gate passes when
+a built-in check (``BUILTINS``: the health model's checks scoped to the switches of the batch,
+and what the hosts measure of each service class's flows) or a raw expression the operator
+writes. Before a batch is applied the runner reads every gate (its *baseline*); after the batch
+is applied and verified it waits ``soak_s`` (on its own clock, coming back rather than
+blocking) and reads them again. A gate passes when
 
 - ``comparison = "absolute"``: value <= threshold;
 - ``comparison = "max_increase_pct"``: value <= baseline * (1 + threshold / 100)
-  (a baseline of 0 allows no increase at all).
+  (a baseline of 0 allows no increase at all); for a built-in that counts faults
+  (``agent_fallback``) a baseline above zero is no pass mark: faults that were there before the
+  batch and are still there after it do not pass by standing still, the limit is 0;
+- ``comparison = "objective"``: value <= threshold (a service class's objective), or, when the
+  baseline already missed it, value <= baseline (the batch made it no worse).
 
-A gate with no value (the query answered nothing) fails: a batch that silenced its own
-telemetry has not shown it is healthy. Pre-checks read every gate once before the rollout
-starts and refuse it when an ``absolute`` gate already fails (a relative gate has no baseline
-yet, so only its presence of data is checked), unless the operator forces it.
+A gate with no value fails: a batch that silenced its own telemetry has not shown it is
+healthy. Its detail says why there is none (``explain_no_value``): Prometheus did not answer,
+or which series had no samples, or, for a built-in whose series exist, what their emptiness
+means (no flow of the class finished in the window). Pre-checks read every gate once before
+the rollout starts and refuse it when an ``absolute`` gate already fails (a relative or
+objective gate has no baseline yet, so only its presence of data is checked), unless the
+operator forces it.
+
+An idle switch is not a faulty one: its agent reports mode ``idle`` (no queue counter moved
+for the agent's stale limit and none holds bytes; docs/qos-agent.md). The rate and occupancy
+built-ins count it as 0 (its last rates are those of the last interval that moved, not of
+now), so a batch of idle switches reads 0 drops rather than no value, and ``agent_fallback``
+does not count it.
 
 The comparison to a baseline and a soak window follow the progressive-delivery practice of
 Flagger (docs.flagger.app, "Metrics analysis": a threshold range per metric checked every
@@ -23,58 +37,151 @@ per measurement); the failure policy is sluice's own.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-Comparison = Literal["absolute", "max_increase_pct"]
+Comparison = Literal["absolute", "max_increase_pct", "objective"]
 OnFail = Literal["rollback_batch", "rollback_all", "halt"]
 Verdict = Literal["pass", "fail"]
 Stage = Literal["precheck", "baseline", "soak"]
 
-COMPARISONS: tuple[Comparison, ...] = ("absolute", "max_increase_pct")
+COMPARISONS: tuple[Comparison, ...] = ("absolute", "max_increase_pct", "objective")
 ON_FAIL: tuple[OnFail, ...] = ("rollback_batch", "rollback_all", "halt")
 SWITCHES_PLACEHOLDER = "$switches"
+CLASS_PLACEHOLDER = "$class"
+WINDOW_PLACEHOLDER = "$window"
+
+# A flow is small up to 100 kB, the band the papers report small-flow FCT in (HDCQ,
+# Information 2021, §5, Figs. 11-12: 0-100 KB, 100 KB-10 MB, 10 MB and above); the hosts'
+# exporter labels each finished flow with its band (``size``: small, medium, large).
+SMALL_FLOW_BYTES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A built-in check: its PromQL (``$switches``, ``$class``, ``$window`` filled in per
+    reading), the series whose emptiness explains a reading with no value, and what no value
+    means when those series do have samples."""
+
+    query: str
+    series: tuple[str, ...]
+    per_class: bool = False
+    counts_faults: bool = False
+    when_empty: str = ""
+
+
+def _idle_aware(aggregate: str, metric: str) -> str:
+    """``aggregate`` of ``metric`` over the batch, where a switch whose agent reports idle
+    counts 0: its counters have not moved, so its last rates are not now's."""
+    per_switch = f'{aggregate} by (switch) ({metric}{{switch=~"$switches"}})'
+    idle = 'sluice_agent_mode_info{switch=~"$switches",mode="idle"}'
+    return (
+        f"{aggregate}(({per_switch} unless on (switch) {idle})"
+        f" or on (switch) (0 * max by (switch) ({idle})))"
+    )
+
+
+_FCT_BUCKETS = 'sluice_host_flow_completion_seconds_bucket{class="$class",size="small"}'
 
 # The health model's checks (controller/telemetry/health.py) as one number over the switches
-# of a batch, in the collector's metric names (docs/telemetry.md). ``$switches`` becomes a
-# regular expression matching exactly those switch names.
-BUILTINS: Mapping[str, str] = {
+# of a batch, in the collector's metric names (docs/telemetry.md), and the hosts' flow
+# completion times (docs/tuning.md, the host exporter). ``$switches`` becomes a regular
+# expression matching exactly those switch names.
+BUILTINS: Mapping[str, Builtin] = {
     # dropped packets/s summed over every queue of the batch's switches
-    "drops": 'sum(sluice_queue_dropped_packets_per_second{switch=~"$switches"})',
+    "drops": Builtin(
+        _idle_aware("sum", "sluice_queue_dropped_packets_per_second"),
+        ('sluice_queue_dropped_packets_per_second{switch=~"$switches"}',),
+    ),
     # the worst ECN mark fraction of any queue
-    "mark_fraction": 'max(sluice_queue_mark_fraction{switch=~"$switches"})',
+    "mark_fraction": Builtin(
+        _idle_aware("max", "sluice_queue_mark_fraction"),
+        ('sluice_queue_mark_fraction{switch=~"$switches"}',),
+    ),
     # the largest queue occupancy in bytes
-    "occupancy": 'max(sluice_queue_occupancy_bytes{switch=~"$switches"})',
-    # queues whose agent threshold is on its stale fallback, plus agents in fallback mode
-    "agent_fallback": (
+    "occupancy": Builtin(
+        _idle_aware("max", "sluice_queue_occupancy_bytes"),
+        ('sluice_queue_occupancy_bytes{switch=~"$switches"}',),
+    ),
+    # queues whose agent threshold is on its stale fallback, plus agents in fallback mode (an
+    # idle switch's agent reports mode and basis ``idle``: not counted)
+    "agent_fallback": Builtin(
         'count(sluice_queue_threshold_info{switch=~"$switches",basis="stale_fallback"}'
-        ' or sluice_agent_mode_info{switch=~"$switches",mode="fallback"}) or vector(0)'
+        ' or sluice_agent_mode_info{switch=~"$switches",mode="fallback"}) or vector(0)',
+        (),
+        counts_faults=True,
+    ),
+    # the 99th percentile completion time of the class's small flows (up to 100 kB) that
+    # finished in the last ``$window`` (the policy's soak), in microseconds, over every host
+    "fct_p99_small": Builtin(
+        f"histogram_quantile(0.99, sum by (le) (increase({_FCT_BUCKETS}[$window]))) * 1e6",
+        (_FCT_BUCKETS,),
+        per_class=True,
+        when_empty=(
+            "no flow of class $class up to 100 kB finished in the last $window (the hosts'"
+            ' sluice_host_flow_completion_seconds_count{class="$class",size="small"} did not'
+            " grow)"
+        ),
     ),
 }
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+# A metric selector with label matchers: ``name{...}`` (what a raw query's emptiness is
+# explained by; functions and keywords are never followed by a brace).
+_SELECTOR_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*\{[^{}]*\}")
 
 
 class GatePolicyInvalid(ValueError):
     """A gate policy that cannot be evaluated (unknown built-in, bad comparison, ...)."""
 
 
+def window_text(window_s: float) -> str:
+    """A PromQL range of at least one second (``30s``)."""
+    return f"{max(1, math.ceil(window_s))}s"
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """One check: ``builtin`` names one of ``BUILTINS``; else ``query`` is raw PromQL."""
+    """One check: ``builtin`` names one of ``BUILTINS``; else ``query`` is raw PromQL. A
+    per-class built-in (``fct_p99_small``) names its ``service_class``."""
 
     name: str
     threshold: float
     comparison: Comparison = "absolute"
     builtin: str | None = None
     query: str | None = None
+    service_class: str | None = None
 
-    def expression(self, switches: Sequence[str]) -> str:
-        """The PromQL to read for a batch of ``switches`` (all of the rollout for pre-checks)."""
-        text = BUILTINS[self.builtin] if self.builtin is not None else (self.query or "")
-        return text.replace(SWITCHES_PLACEHOLDER, switches_regex(switches))
+    def expression(self, switches: Sequence[str], window_s: float = 60.0) -> str:
+        """The PromQL to read for a batch of ``switches`` (all of the rollout for pre-checks);
+        ``window_s`` is the range of a windowed built-in (the policy's soak)."""
+        text = BUILTINS[self.builtin].query if self.builtin is not None else (self.query or "")
+        return self.fill(text, switches, window_s)
+
+    def fill(self, text: str, switches: Sequence[str], window_s: float) -> str:
+        """``text`` with this gate's placeholders filled in for ``switches`` and the window."""
+        text = text.replace(SWITCHES_PLACEHOLDER, switches_regex(switches))
+        text = text.replace(WINDOW_PLACEHOLDER, window_text(window_s))
+        return text.replace(CLASS_PLACEHOLDER, _label_value(self.service_class or ""))
+
+    @property
+    def counts_faults(self) -> bool:
+        return self.builtin is not None and BUILTINS[self.builtin].counts_faults
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "name": self.name,
+            "threshold": self.threshold,
+            "comparison": self.comparison,
+            "builtin": self.builtin,
+            "query": self.query,
+        }
+        if self.service_class is not None:
+            found["class"] = self.service_class
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +193,7 @@ class GatePolicy:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "gates": [
-                {
-                    "name": g.name,
-                    "threshold": g.threshold,
-                    "comparison": g.comparison,
-                    "builtin": g.builtin,
-                    "query": g.query,
-                }
-                for g in self.gates
-            ],
+            "gates": [g.to_json() for g in self.gates],
             "soak_s": self.soak_s,
             "on_fail": self.on_fail,
             "force": self.force,
@@ -119,11 +217,16 @@ def parse_policy(data: Mapping[str, Any] | None) -> GatePolicy | None:
     return GatePolicy(gates, soak_s, on_fail, bool(data.get("force", False)))
 
 
+def default_gate_name(builtin: str, service_class: str | None) -> str:
+    """A built-in gate's name when the policy gives none: ``drops``, ``fct_p99_small.rpc``."""
+    return builtin if service_class is None else f"{builtin}.{service_class}"
+
+
 def _parse_gate(raw: Mapping[str, Any]) -> Gate:
-    name = str(raw.get("name") or raw.get("builtin") or "")
+    builtin, query, klass = raw.get("builtin"), raw.get("query"), raw.get("class")
+    name = str(raw.get("name") or (default_gate_name(builtin, klass) if builtin else ""))
     if not _NAME_RE.match(name):
         raise GatePolicyInvalid(f"gate name {name!r} is not a name (letters, digits, _.-)")
-    builtin, query = raw.get("builtin"), raw.get("query")
     if (builtin is None) == (query is None):
         raise GatePolicyInvalid(f"gate {name}: give exactly one of builtin or query")
     if builtin is not None and builtin not in BUILTINS:
@@ -132,6 +235,11 @@ def _parse_gate(raw: Mapping[str, Any]) -> Gate:
         )
     if query is not None and not str(query).strip():
         raise GatePolicyInvalid(f"gate {name}: the query is empty")
+    per_class = builtin is not None and BUILTINS[builtin].per_class
+    if per_class and not (isinstance(klass, str) and _NAME_RE.match(klass)):
+        raise GatePolicyInvalid(f"gate {name}: built-in {builtin} needs the class it reads")
+    if klass is not None and not per_class:
+        raise GatePolicyInvalid(f"gate {name}: only a per-class built-in takes a class")
     comparison = raw.get("comparison", "absolute")
     if comparison not in COMPARISONS:
         raise GatePolicyInvalid(f"gate {name}: comparison must be one of {', '.join(COMPARISONS)}")
@@ -143,12 +251,18 @@ def _parse_gate(raw: Mapping[str, Any]) -> Gate:
         raise GatePolicyInvalid(f"gate {name}: threshold must be finite")
     if comparison == "max_increase_pct" and threshold < 0:
         raise GatePolicyInvalid(f"gate {name}: max_increase_pct must not be negative")
-    return Gate(name, threshold, comparison, builtin, None if query is None else str(query))
+    query_text = None if query is None else str(query)
+    return Gate(name, threshold, comparison, builtin, query_text, klass)
 
 
 def switches_regex(switches: Sequence[str]) -> str:
     """A PromQL (RE2) alternation matching exactly these names (anchored by PromQL)."""
     return "|".join(re.escape(name) for name in sorted(set(switches)))
+
+
+def _label_value(text: str) -> str:
+    """A PromQL string literal's content (a class name is a plain name; escaped anyway)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +290,14 @@ def allowed_limit(gate: Gate, baseline: float | None) -> float | None:
         return gate.threshold
     if baseline is None:
         return None
+    if gate.comparison == "objective":
+        return max(gate.threshold, baseline)
+    if gate.counts_faults and baseline > 0:
+        return 0.0
     return baseline * (1.0 + gate.threshold / 100.0)
+
+
+NO_VALUE = "no value: the query returned no sample"
 
 
 def judge(
@@ -188,12 +309,14 @@ def judge(
     value: float | None,
     baseline: float | None,
     at: datetime,
+    no_value: str = NO_VALUE,
 ) -> Evaluation:
-    """The verdict of one reading against the gate's threshold (and baseline)."""
+    """The verdict of one reading against the gate's threshold (and baseline); ``no_value``
+    is the detail of a reading without one (``explain_no_value``)."""
     limit = allowed_limit(gate, baseline)
     verdict: Verdict
     if value is None:
-        verdict, detail = "fail", "no value: the query returned no sample"
+        verdict, detail = "fail", no_value
     elif stage in ("precheck", "baseline") and limit is None:
         # A relative gate before any batch: there is nothing to compare with yet.
         verdict, detail = "pass", f"value {value:g} recorded (relative gate, no baseline yet)"
@@ -220,8 +343,17 @@ def judge(
 
 
 def _limit_text(gate: Gate, baseline: float | None, limit: float) -> str:
-    if gate.comparison == "absolute":
+    if gate.comparison == "absolute" or baseline is None:
         return f"threshold {limit:g}"
+    if gate.comparison == "objective":
+        if baseline <= gate.threshold:
+            return f"objective {gate.threshold:g}"
+        return (
+            f"{limit:g} (the baseline {baseline:g} already missed the objective "
+            f"{gate.threshold:g}: no worse than before)"
+        )
+    if gate.counts_faults and baseline > 0:
+        return f"0 (the baseline's {baseline:g} faults do not pass by standing still)"
     return f"{limit:g} (baseline {baseline:g} + {gate.threshold:g} %)"
 
 
@@ -232,6 +364,30 @@ def no_reader(_: str) -> float | None:
     """The reader when no metrics source is configured: every gate reads no value, and a gate
     with no value fails (module docstring)."""
     return None
+
+
+def explain_no_value(
+    gate: Gate, switches: Sequence[str], window_s: float, expression: str, read: Reader
+) -> str:
+    """Why ``gate`` read no value, asked of the same source: Prometheus did not answer, or
+    the series that had no samples (a built-in's own, a raw query's selectors), or what a
+    built-in's emptiness means when its series do have samples."""
+    if read is no_reader:
+        return f"{NO_VALUE}: no metrics source is configured (SLUICE_PROMETHEUS_URL)"
+    if read("vector(1)") is None:
+        return f"{NO_VALUE}: Prometheus did not answer (see the log)"
+    builtin = BUILTINS[gate.builtin] if gate.builtin is not None else None
+    series = (
+        [gate.fill(s, switches, window_s) for s in builtin.series]
+        if builtin is not None
+        else _SELECTOR_RE.findall(expression)
+    )
+    empty = [s for s in series if read(f"count({s})") is None]
+    if empty:
+        return f"{NO_VALUE}: no samples of {', '.join(empty)}"
+    if builtin is not None and builtin.when_empty:
+        return f"{NO_VALUE}: {gate.fill(builtin.when_empty, switches, window_s)}"
+    return f"{NO_VALUE}: its series have samples, but the expression matched nothing or was NaN"
 
 
 def read_all(
@@ -245,20 +401,27 @@ def read_all(
     at: datetime,
 ) -> list[Evaluation]:
     """Read and judge every gate of ``policy`` for ``switches`` (``read`` is the edge; None:
-    no metrics source, ``no_reader``)."""
+    no metrics source, ``no_reader``). A windowed built-in reads the policy's soak."""
     read = read or no_reader
     found = []
     for gate in policy.gates:
-        expression = gate.expression(switches)
+        expression = gate.expression(switches, policy.soak_s)
+        value = read(expression)
+        no_value = (
+            explain_no_value(gate, switches, policy.soak_s, expression, read)
+            if value is None
+            else NO_VALUE
+        )
         found.append(
             judge(
                 gate,
                 stage=stage,
                 batch=batch,
                 expression=expression,
-                value=read(expression),
+                value=value,
                 baseline=baselines.get(gate.name),
                 at=at,
+                no_value=no_value,
             )
         )
     return found

@@ -6,24 +6,37 @@ a change touches what the hosts run (QJUMP, PIAS), a host apply of it under the 
 The rollout's batches and gates come from the intent's ``fabric.tuning.rollout``
 (``auto_gates``; docs/tuning.md "Auto mode's rollout"): by default batches of one switch, each
 soaked 120 s, must not raise their drops by more than half over the baseline read before
-them, and no agent may be on its fallback (or, with ``agent_fallback: no_increase``, no more
-queues than before the batch); a failure rolls back every switch the rollout
-reached, so an automatic change never stays half applied. The host half follows the switch
-half: once the tuner's rollout has completed (the switches run the version), a later tick starts
-the host apply, staged the same way (batches of ``batch_size`` hosts, the same gates read over
-the fabric's switches, the same ``on_fail``; a failed gate puts its hosts back to the version
-they ran before, ``controller/rollout/hosts.py``). One change at a time is soaking, so a gate
-that fails names the half that hurt; a switch rollout that rolled back or halted leaves the
-hosts as they are.
+them, and no agent may be on its fallback (an idle agent is not; with ``agent_fallback:
+no_increase`` a fabric with faulty agents may start, but each batch must end with none on its
+switches); a failure rolls back every switch the rollout reached, so an automatic change
+never stays half applied. Where the hosts report flow completion times (``fabric.
+host_exporter``), every class whose small flows finished in the last tuning window is gated
+on their p99 FCT too: held to the class's objective when the intent declares one, else at
+most ``fct_max_increase_pct`` above the baseline. A class that finished none has nothing to
+compare and gets no gate (a gate with no data fails, and would block every change). The host
+half follows the switch half: once the tuner's rollout has completed (the switches run the
+version), a later tick starts the host apply, staged the same way (batches of ``batch_size``
+hosts, the same gates read over the fabric's switches, the same ``on_fail``; a failed gate
+puts its hosts back to the version they ran before, ``controller/rollout/hosts.py``). One
+change at a time is soaking, so a gate that fails names the half that hurt; a switch rollout
+that rolled back or halted leaves the hosts as they are.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from controller.errors import Conflict, NotFound
-from controller.intent.models import TunerRollout
-from controller.rollout.gates import Comparison, Gate, GatePolicy, Reader
+from controller.intent.models import Intent, TunerRollout
+from controller.rollout.gates import (
+    Comparison,
+    Gate,
+    GatePolicy,
+    Reader,
+    default_gate_name,
+    window_text,
+)
 from controller.services.common import Actor
 from controller.services.host_runs import HostRunService
 from controller.services.rollouts import RolloutPolicy, RolloutService
@@ -32,23 +45,65 @@ from controller.services.tuning import TUNER, ProposalRecord, TuningService
 log = logging.getLogger(__name__)
 
 
-def auto_gates(settings: TunerRollout) -> GatePolicy:
+def auto_gates(
+    settings: TunerRollout, fct_classes: Mapping[str, float | None] | None = None
+) -> GatePolicy:
     """The gate policy of an auto-mode rollout, from ``fabric.tuning.rollout``. With
-    ``agent_fallback: no_increase`` the fallback gate compares with its baseline (0 % more):
-    a switch whose agent already waits on counters (an idle one) does not block a change."""
+    ``agent_fallback: no_increase`` the fallback gate compares with its baseline, so the
+    pre-check lets a fabric with faulty agents start; a batch still passes only with none
+    (faults do not pass by standing still, ``controller/rollout/gates.py``). ``fct_classes``:
+    the classes to gate on their small flows' p99 FCT, each with its objective in us (None:
+    relative to the baseline, ``fct_max_increase_pct``)."""
     fallback: Comparison = "absolute" if settings.agent_fallback == "none" else "max_increase_pct"
+    fct = tuple(
+        Gate(
+            default_gate_name(FCT_BUILTIN, name),
+            settings.fct_max_increase_pct if objective is None else objective,
+            "max_increase_pct" if objective is None else "objective",
+            builtin=FCT_BUILTIN,
+            service_class=name,
+        )
+        for name, objective in sorted((fct_classes or {}).items())
+    )
     return GatePolicy(
         gates=(
             Gate("drops", settings.drops_max_increase_pct, "max_increase_pct", builtin="drops"),
             Gate("agent_fallback", 0.0, fallback, builtin="agent_fallback"),
+            *fct,
         ),
         soak_s=settings.soak_s,
         on_fail=settings.on_fail,
     )
 
 
+FCT_BUILTIN = "fct_p99_small"
+
+
+def small_flows_finished(service_class: str, window_s: float) -> str:
+    """PromQL: how many of the class's small flows the hosts saw finish in the window."""
+    return (
+        "sum(increase(sluice_host_flow_completion_seconds_count"
+        f'{{class="{service_class}",size="small"}}[{window_text(window_s)}]))'
+    )
+
+
+def fct_classes(intent: Intent, read: Reader | None) -> dict[str, float | None]:
+    """The classes whose small flows the hosts saw finish in the last tuning window (only
+    with ``fabric.host_exporter`` on), each with its ``objective.p99_fct_us_small``."""
+    if intent.fabric.host_exporter is None or read is None:
+        return {}
+    window_s = intent.fabric.tuning.window_s
+    return {
+        c.name: None if c.objective is None else c.objective.p99_fct_us_small
+        for c in intent.service_classes
+        if (read(small_flows_finished(c.name, window_s)) or 0.0) > 0.0
+    }
+
+
 # What an intent that says nothing about it gets.
 AUTO_GATES = auto_gates(TunerRollout())
+# A host apply in these states is changing the hosts (one at a time, controller/store/models.py).
+HOST_APPLY_ACTIVE = ("pending", "running", "rolling_back")
 # Parameters the hosts run (``controller/tuning/``: ``qjump/...``, ``pias/...``).
 HOST_PARAMETERS = ("qjump", "pias")
 
@@ -83,8 +138,16 @@ class AutoTuner:
         self._refused: int | None = None
 
     def tick(self) -> int:
+        """The host half of the last change when due, then a tuning pass when due, unless the
+        fabric is still changing: while a switch rollout is unfinished (its version may yet be
+        rolled back and rejected) or a host apply runs, no pass builds on the head and none
+        reads a window of a fabric half changed."""
         actor = Actor(TUNER, "worker-tuning")
         followed = self.hosts_after_switches(actor)
+        settling = self._settling()
+        if settling is not None:
+            log.debug("tuning: no pass while %s", settling)
+            return followed
         try:
             record = self._tuning.tick(actor)
         except (Conflict, NotFound) as error:
@@ -97,9 +160,21 @@ class AutoTuner:
             return followed + 1
         return followed + 1 + self.roll_out(record, actor)
 
+    def _settling(self) -> str | None:
+        """What is still changing the fabric, if anything."""
+        active = self._rollouts.active()
+        if active is not None:
+            return f"rollout {active.id} is {active.state}"
+        runs = [] if self._host_runs is None else self._host_runs.runs(limit=5, offset=0).items
+        applying = [r for r in runs if r.mode == "apply" and r.state in HOST_APPLY_ACTIVE]
+        return f"host apply {applying[0].id} is {applying[0].state}" if applying else None
+
     def _policy_now(self) -> tuple[TunerRollout, GatePolicy]:
-        settings = self._tuning.settings().rollout
-        return settings, self._policy or auto_gates(settings)
+        intent = self._tuning.intent()
+        settings = intent.fabric.tuning.rollout
+        if self._policy is not None:
+            return settings, self._policy
+        return settings, auto_gates(settings, fct_classes(intent, self._gates))
 
     def roll_out(self, record: ProposalRecord, actor: Actor) -> int:
         """Start the gated rollout of ``record``'s version; a change the hosts run gets its

@@ -54,6 +54,10 @@ class VersionInfo:
     reason: str
     created_at: datetime
     content_sha256: str
+    # Set when a rollout of this version rolled back (controller/store/rejections.py).
+    rejected_at: datetime | None = None
+    rejected_by_rollout: int | None = None
+    rejected_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,15 @@ class IntentService:
     def fabric(self) -> tuple[int, JsonObject]:
         record = self.current()
         return record.info.number, dict(record.data["fabric"])
+
+    def rejected_like(self, data: JsonObject) -> VersionInfo | None:
+        """The newest rejected version whose content is ``data`` (an intent as stored), if
+        any: what a rollout that rolled back refused."""
+        with self._sessions() as session:
+            row = intents.rejected_with_content(
+                session=session, content_sha256=content_sha256(data)
+            )
+            return None if row is None else _info(row)
 
     @staticmethod
     def validate(data: object) -> Intent:
@@ -289,7 +302,16 @@ class IntentService:
 
 
 def _info(row: IntentVersion) -> VersionInfo:
-    return VersionInfo(row.number, row.author, row.reason, row.created_at, row.content_sha256)
+    return VersionInfo(
+        row.number,
+        row.author,
+        row.reason,
+        row.created_at,
+        row.content_sha256,
+        row.rejected_at,
+        row.rejected_by_rollout,
+        row.rejected_reason,
+    )
 
 
 def _record(row: IntentVersion) -> IntentRecord:

@@ -184,6 +184,15 @@ class RolloutService:
         items = [_info(row, by_id.get(row.id, [])) for row in rows]
         return Page(items, total, limit, offset)
 
+    def active(self) -> RolloutInfo | None:
+        """The rollout that is not finished (pending, running, paused, halted, rolling back),
+        if any: at most one exists."""
+        with self._sessions() as session:
+            row = rollouts.active_rollout(session=session)
+            if row is None:
+                return None
+            return _info(row, rollouts.results_of(session=session, rollout_ids=[row.id]))
+
     def get(self, rollout_id: int) -> RolloutInfo:
         with self._sessions() as session:
             row, results = load_rollout(session, rollout_id)
@@ -211,6 +220,8 @@ class RolloutService:
             to_version = head if policy.to_version is None else policy.to_version
             if to_version < 1 or to_version > head:
                 raise NotFound(f"intent version {to_version} does not exist (the newest is {head})")
+            if policy.to_version is None:
+                _refuse_rejected_head(session, head)
             switches = sorted(intents.desired_states(session=session, version=to_version))
             batches = _batches(switches, policy)
             now = self._clock()
@@ -333,6 +344,18 @@ class RolloutService:
                 "failure_budget": row.failure_budget,
             },
             at=at,
+        )
+
+
+def _refuse_rejected_head(session: Session, head: int) -> None:
+    """A plain start pushes the head; not when a rollback rejected it (the head stays rejected
+    only when there was no earlier version to return to, controller/store/rejections.py).
+    Naming the version pushes it anyway."""
+    row = intents.get_version(session=session, number=head)
+    if row is not None and row.rejected_at is not None:
+        raise Conflict(
+            f"intent version {head} was rejected ({row.rejected_reason}); write a new version, "
+            f"or name version {head} to push it anyway"
         )
 
 

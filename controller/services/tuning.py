@@ -24,7 +24,7 @@ from controller.errors import Conflict, NotFound
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Tuning, TuningMode
 from controller.services.common import Actor
-from controller.services.intents import IntentService
+from controller.services.intents import IntentService, VersionInfo
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.store.models import TuningProposal
@@ -77,25 +77,46 @@ class TuningService:
         tuning = current.intent.fabric.tuning
         if tuning.mode is TuningMode.OFF:
             raise Conflict("fabric.tuning.mode is off: set it to propose or auto to tune")
+        if current.info.rejected_at is not None:
+            raise Conflict(
+                f"intent version {current.info.number} was rejected "
+                f"({current.info.rejected_reason}): the tuner does not build on it"
+            )
         now = self._clock()
         summary = self._read_summary(now, tuning.window_s)
         changes = propose(
             current.intent, summary, now_s=now.timestamp(), last_changed=self._last_changed()
         )
         result = apply_changes(current.intent, changes)
-        applied_ids = {id(c) for c in result.applied}
-        held = [_held(c) for c in changes if id(c) not in applied_ids]
         proposed = dump_intent(result.intent)
+        applied = list(result.applied)
+        refused = self._intents.rejected_like(proposed) if applied else None
+        if refused is not None:
+            # The same intent a rollback refused: not proposed again.
+            applied = []
+            proposed = current.data
+        applied_ids, wanted = {id(c) for c in applied}, {id(c) for c in result.applied}
+        held = [
+            _held(c, refused if id(c) in wanted else None)
+            for c in changes
+            if id(c) not in applied_ids
+        ]
         row = TuningProposal(
-            state="pending" if result.applied else "no_change",
+            state="pending" if applied else "no_change",
             base_version=current.info.number,
             new_version=None,
-            changes=[c.as_dict() for c in result.applied],
+            changes=[c.as_dict() for c in applied],
             held=held,
             diff=intent_diff(current.data, proposed),
-            plans=switch_plans(current.intent, result.intent),
+            plans=switch_plans(current.intent, result.intent) if applied else [],
             proposed_intent=proposed,
-            reason=reason_for(result.applied) if result.applied else "tuner: no change",
+            reason=(
+                reason_for(applied)
+                if applied
+                else _refused_reason(refused)
+                if refused is not None
+                else "tuner: no change"
+            ),
             window_start=datetime.fromtimestamp(summary.start_s, UTC),
             window_end=datetime.fromtimestamp(summary.end_s, UTC),
             created_by=actor.name,
@@ -111,7 +132,11 @@ class TuningService:
 
     def settings(self) -> Tuning:
         """The head intent's ``fabric.tuning``."""
-        return self._intents.current().intent.fabric.tuning
+        return self.intent().fabric.tuning
+
+    def intent(self) -> Intent:
+        """The head intent."""
+        return self._intents.current().intent
 
     def tick(self, actor: Actor) -> ProposalRecord | None:
         """For a periodic caller (the worker): one pass when tuning is on and the last pass is
@@ -207,16 +232,26 @@ def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:
     return [plan.as_dict() for _, plan in sorted(plans.items()) if plan.ops]
 
 
-def _held(change: Change) -> dict[str, Any]:
-    """A change that is not in the proposal, with why: its own guard, or the intent."""
+def _held(change: Change, refused: VersionInfo | None = None) -> dict[str, Any]:
+    """A change that is not in the proposal, with why: its own guard, the intent, or a
+    rejected version with the same content (``refused``)."""
     found = change.as_dict()
     if found["held"] is None:
         found["held"] = (
-            "the fabric has one lambda: it follows the largest any marking group asks for"
+            _refused_reason(refused)
+            if refused is not None
+            else "the fabric has one lambda: it follows the largest any marking group asks for"
             if change.parameter.startswith("ecn_lambda/")
             else "not expressible in the intent"
         )
     return found
+
+
+def _refused_reason(refused: VersionInfo) -> str:
+    return (
+        f"tuner: the proposed intent is version {refused.number}'s, which was rejected "
+        f"({refused.rejected_reason}): not proposed again"
+    )
 
 
 def _record(row: TuningProposal) -> ProposalRecord:

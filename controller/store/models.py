@@ -66,6 +66,12 @@ class IntentVersion(Base):
     author: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # Set when a rollout of this version rolled back (revision 0013_rejected).
+    rejected_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    rejected_by_rollout: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("rollouts.id", ondelete="SET NULL")
+    )
+    rejected_reason: Mapped[str | None] = mapped_column(Text)
 
     def __repr__(self) -> str:
         return f"IntentVersion(number={self.number}, author={self.author!r})"

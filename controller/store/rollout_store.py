@@ -21,6 +21,7 @@ from controller.rollout.switches import (
 )
 from controller.sonic.model import SwitchConfig
 from controller.store.models import GateEvaluation, Rollout, RolloutResult
+from controller.store.rejections import accept_completed, reject_rolled_back
 from controller.store.repositories import intents, rollouts
 from controller.store.repositories.rollouts import NewResult
 from controller.store.snapshots import decode_fleet, save_running_state
@@ -114,15 +115,27 @@ class SqlRolloutStore:
     def transition(
         self, rollout_id: int, state: str, expected: Sequence[str], reason: str | None = None
     ) -> bool:
+        """Compare-and-set of the state; a rollout that ends ``rolled_back`` rejects its
+        version and returns the head to the last good one, one that completes with every
+        switch verified accepts it, in the same transaction (``controller/store/
+        rejections.py``)."""
         with self._sessions.begin() as session:
-            return rollouts.set_state(
+            at = self._clock()
+            moved = rollouts.set_state(
                 session=session,
                 rollout_id=rollout_id,
                 state=state,
                 expected=expected,
-                at=self._clock(),
+                at=at,
                 reason=reason,
             )
+            if moved and state in ("rolled_back", "completed"):
+                row = existing_rollout(session, rollout_id)
+                if state == "rolled_back":
+                    reject_rolled_back(session, row, at)
+                elif reason is None:
+                    accept_completed(session, row, at)
+            return moved
 
     def record(
         self,

@@ -11,6 +11,13 @@ Checks (docs/health.md):
 - switch: no telemetry at all, the gNMI stream down, counters not updated for a while, the
   agent's heartbeat old, the agent in fallback or stopped;
 - fabric: the collectors' lag.
+
+An idle switch is not a faulty one. Its agent reports mode ``idle`` (no queue counter moved
+for its stale limit and none holds bytes; docs/qos-agent.md) and its queues basis ``idle``:
+neither is a reason, and its queues' rates and occupancy are not judged, since with no counter
+moving they are those of the last interval that moved, not of now. A switch is marked
+``idle`` so a reader sees why it is quiet; an agent in fallback, stopped, or with an old
+heartbeat is still a reason on an idle-looking fabric.
 """
 
 from __future__ import annotations
@@ -111,6 +118,7 @@ class SwitchHealth:
     state: State
     reasons: tuple[Reason, ...]
     ports: tuple[PortHealth, ...]
+    idle: bool = False  # the agent reports the switch idle (no counter moving, nothing held)
 
     @property
     def all_reasons(self) -> tuple[Reason, ...]:
@@ -146,8 +154,20 @@ def graded(
     return Reason(check, state, where, f"{what} {value:g} >= {limit:g}")
 
 
-def queue_reasons(sample: QueueSample, limits: Health, buffer_bytes: int) -> list[Reason]:
+IDLE = "idle"  # the agent's mode and basis on an idle switch (docs/qos-agent.md)
+
+
+def queue_reasons(
+    sample: QueueSample, limits: Health, buffer_bytes: int, *, idle: bool = False
+) -> list[Reason]:
+    """The queue's reasons; on an idle switch (``idle``) only its agent's basis counts."""
     where = f"{sample.switch} {sample.port} queue {sample.queue}"
+    fallback = None
+    if sample.basis == "stale_fallback":
+        detail = "the agent holds this queue on its static fallback (its counters are stale)"
+        fallback = Reason("agent_fallback", State.WARN, where, detail)
+    if idle:
+        return [fallback] if fallback is not None else []
     occupancy_pct = (
         None if sample.occupancy_bytes is None else 100.0 * sample.occupancy_bytes / buffer_bytes
     )
@@ -176,10 +196,8 @@ def queue_reasons(sample: QueueSample, limits: Health, buffer_bytes: int) -> lis
             where=where,
             what=f"occupancy % of the {buffer_bytes} B port buffer",
         ),
+        fallback,
     ]
-    if sample.basis == "stale_fallback":
-        detail = "the agent holds this queue on its static fallback (its counters are stale)"
-        found.append(Reason("agent_fallback", State.WARN, where, detail))
     return [reason for reason in found if reason is not None]
 
 
@@ -263,9 +281,10 @@ def switch_health(
     default_buffer: int,
 ) -> SwitchHealth:
     by_port: dict[str, list[QueueHealth]] = {}
+    idle = sample is not None and sample.agent_mode == IDLE
     for queue in sorted(queues, key=_queue_key):
         buffer = buffers.get((name, queue.port), default_buffer)
-        reasons = tuple(queue_reasons(queue, limits, buffer))
+        reasons = tuple(queue_reasons(queue, limits, buffer, idle=idle))
         state = worst(r.state for r in reasons)
         verdict = QueueHealth(queue.port, queue.queue, queue.service_class, state, reasons)
         by_port.setdefault(queue.port, []).append(verdict)
@@ -275,7 +294,7 @@ def switch_health(
     )
     own = tuple(switch_reasons(sample, name, limits))
     state = worst([*(r.state for r in own), *(p.state for p in ports)])
-    return SwitchHealth(name, state, own, ports)
+    return SwitchHealth(name, state, own, ports, idle)
 
 
 def fabric_health(intent: Intent, samples: FabricSamples) -> FabricHealth:

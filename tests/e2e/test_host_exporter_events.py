@@ -68,13 +68,9 @@ print(json.dumps({
 """
 )
 
-# TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
-# reported half a second after the last one ended (all still in TIME_WAIT), then again once
-# TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
-TCP_ENDS = (
-    PREAMBLE
-    + r"""
-flows, payload = int(sys.argv[3]), int(sys.argv[4])
+# After a script has read ``flows``: the reader running, and a server on 127.0.0.1:7000 that
+# takes ``flows`` connections and reads each to its end.
+TCP_SINK = r"""
 threading.Thread(
     target=exporter_module.read_conntrack_events, args=(exporter, events), daemon=True
 ).start()
@@ -86,6 +82,18 @@ def sink():
             while conn.recv(65536):
                 pass
 threading.Thread(target=sink, daemon=True).start()
+"""
+
+# TCP connections on loopback, the reader running, conntrack's TIME_WAIT at 3 s: what was
+# reported half a second after the last one ended (all still in TIME_WAIT), then again once
+# TIME_WAIT is over and a reap has destroyed the entries (each DESTROY event read).
+TCP_ENDS = (
+    PREAMBLE
+    + r"""
+flows, payload = int(sys.argv[3]), int(sys.argv[4])
+"""
+    + TCP_SINK
+    + r"""
 for _ in range(flows):
     with socket.create_connection(("127.0.0.1", 7000)) as client:
         client.sendall(b"t" * payload)
@@ -103,6 +111,30 @@ time.sleep(3.5)
 exporter_module._request(exporter_module.reap_request(1))
 time.sleep(1.0)
 print(json.dumps({"at_end": at_end, "after": seen()}))
+"""
+)
+
+# TCP connections on loopback, each held open ``hold_ms`` before its payload is sent and it is
+# closed, the reader running: the completion times the exporter recorded, per size band.
+TCP_HELD = (
+    PREAMBLE
+    + r"""
+flows, payload, hold_ms = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+"""
+    + TCP_SINK
+    + r"""
+for _ in range(flows):
+    with socket.create_connection(("127.0.0.1", 7000)) as client:
+        time.sleep(hold_ms / 1000)
+        client.sendall(b"t" * payload)
+        client.shutdown(socket.SHUT_WR)
+        client.recv(1)
+time.sleep(0.5)
+print(json.dumps({
+    band: {"count": hist.count, "sum": hist.total,
+           "buckets": dict(zip(map(str, hist.bounds), hist.buckets))}
+    for (klass, band), hist in exporter.completions.items()
+}))
 """
 )
 
@@ -145,3 +177,25 @@ def test_a_tcp_connection_is_reported_when_it_ends_and_not_again_when_destroyed(
     assert at_end["bytes"] >= flows * (payload + 52), seen
     # the entries are gone (their DESTROY events read) and nothing was counted twice
     assert after == {**at_end, "tracked": 0}, seen
+
+
+def test_a_tcp_connection_s_completion_time_runs_from_its_first_packet_to_its_end() -> None:
+    # Each connection is held open 200 ms before it sends: its completion time is at least
+    # that (the entry starts at the SYN), and it is a small flow (20 000 B).
+    flows, payload, hold_ms = 5, 20_000, 200
+    seen = _in_new_namespace(
+        TCP_HELD, {"nf_conntrack_timestamp": 1, "nf_conntrack_tcp_timeout_time_wait": 3},
+        flows, payload, hold_ms,
+    )  # fmt: skip
+    assert set(seen) == {"small"}, seen  # no medium or large flow was recorded
+    small = seen["small"]
+    assert small["count"] == flows, seen
+    assert small["sum"] >= flows * hold_ms / 1000, seen
+    # no connection finished faster than it was held open (the buckets are cumulative)
+    assert small["buckets"][str(0.1024)] == 0, seen
+    # without conntrack's timestamps there is no start, so no completion time (sizes only)
+    without = _in_new_namespace(
+        TCP_HELD, {"nf_conntrack_timestamp": 0, "nf_conntrack_tcp_timeout_time_wait": 3},
+        flows, payload, 10,
+    )  # fmt: skip
+    assert without == {}, without

@@ -1,5 +1,6 @@
-"""A fake collector for the gate tests: serves the collector's metric names (docs/telemetry.md)
-on /metrics from values the test changes while Prometheus scrapes it. The real collector
+"""A fake collector for the gate tests: serves the collector's metric names (docs/telemetry.md),
+and a host exporter's flow completion times (docs/tuning.md), on /metrics from values the test
+changes while Prometheus scrapes it. The real collector
 (``python -m controller.telemetry.collector``) takes its place once its switches run the data
 plane; everything downstream (Prometheus, PromQL, the gates, the runner, the store) is real."""
 
@@ -11,13 +12,37 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+# The host exporter's completion-time buckets (roles/host_exporter: 50 us x 2^k).
+FCT_BUCKETS = tuple(50e-6 * 2**k for k in range(22))
+
+
+@dataclass
+class FlowCompletions:
+    """One class's small flows as a host's exporter counts them: cumulative per bucket."""
+
+    per_scrape: int = 0  # flows that finish between two scrapes
+    seconds: float = 0.0  # how long each of them took
+    buckets: list[int] = field(default_factory=lambda: [0] * len(FCT_BUCKETS))
+    count: int = 0
+    total: float = 0.0
+
+    def finish(self) -> None:
+        self.count += self.per_scrape
+        self.total += self.per_scrape * self.seconds
+        for index, bound in enumerate(FCT_BUCKETS):
+            if self.seconds <= bound:
+                self.buckets[index] += self.per_scrape
+
 
 @dataclass
 class Exposition:
-    """Per switch: dropped packets/s of queue 3 on Ethernet0, and the agent's mode."""
+    """Per switch: dropped packets/s of queue 3 on Ethernet0, and the agent's mode; per
+    class: host h1's small flows, ``per_scrape`` of them finishing at each scrape, each taking
+    the given seconds (``set_flows``)."""
 
     drops: dict[str, float] = field(default_factory=dict)
     agent_mode: dict[str, str] = field(default_factory=dict)
+    flows: dict[str, FlowCompletions] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def set(
@@ -26,6 +51,26 @@ class Exposition:
         with self.lock:
             self.drops.update(drops or {})
             self.agent_mode.update(modes or {})
+
+    def set_flows(self, klass: str, per_scrape: int, seconds: float) -> None:
+        with self.lock:
+            found = self.flows.setdefault(klass, FlowCompletions())
+            found.per_scrape, found.seconds = per_scrape, seconds
+
+    def _flow_lines(self) -> list[str]:
+        name = "sluice_host_flow_completion_seconds"
+        lines = [f"# TYPE {name} histogram"]
+        for klass, found in sorted(self.flows.items()):
+            found.finish()
+            labels = f'host="h1",class="{klass}",size="small"'
+            lines += [
+                f'{name}_bucket{{{labels},le="{bound!r}"}} {n}'
+                for bound, n in zip(FCT_BUCKETS, found.buckets, strict=True)
+            ]
+            lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {found.count}')
+            lines.append(f"{name}_count{{{labels}}} {found.count}")
+            lines.append(f"{name}_sum{{{labels}}} {found.total!r}")
+        return lines
 
     def text(self) -> str:
         with self.lock:
@@ -40,6 +85,7 @@ class Exposition:
                 f'sluice_agent_mode_info{{switch="{name}",mode="{mode}",algorithm="dynaq"}} 1'
                 for name, mode in sorted(self.agent_mode.items())
             ]
+            lines += self._flow_lines()
         return "\n".join(lines) + "\n"
 
 

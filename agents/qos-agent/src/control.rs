@@ -6,10 +6,14 @@
 //! with the time passed in through a [`Clock`]. Fallback rules, on top of qos-core's per-port
 //! ones (`port::decide_port`):
 //! - a queue whose counters are missing or unreadable counts as stale, so its port falls back;
-//! - the feed as a whole is stale when no queue's counters changed for longer than
-//!   `stale_after_ms` (qos-core can only see a stall on a queue that holds bytes, and SONiC's
-//!   default QUEUE group does not poll occupancy, sonic-swss orchagent/portsorch.cpp). An idle
-//!   switch then runs on its static thresholds, which is harmless: nothing is queued;
+//! - the switch is idle when no queue's counters changed for longer than `stale_after_ms` and
+//!   none holds bytes (a queue that holds bytes with unchanged counters is stale: qos-core's
+//!   estimator says so). Counters that do not move cannot tell an idle switch from a feed that
+//!   stopped (SONiC's default QUEUE group does not poll occupancy, sonic-swss
+//!   orchagent/portsorch.cpp), so every queue runs on its static threshold, which is safe for
+//!   both: nothing is queued if it is idle. It is reported as `idle` (mode and basis), not as a
+//!   fallback: the counters point to no fault. A port with a stale or missing queue still falls
+//!   back, and that is reported as the fault it is;
 //! - the first iteration after the backend came back falls back on every queue: the counters
 //!   may have restarted and the profiles may have been reloaded, so nothing is known fresh;
 //! - no good orders (an empty CONFIG_DB, or orders refused before any were good): fallback
@@ -31,7 +35,7 @@ use qos_core::counters::{QueueCounters, QueueRates, QueueSnapshot, RateEstimator
 use qos_core::flex::{check_counter_polls, keep_fresh_stats, CounterGroup, CounterPollError};
 use qos_core::hdcq::HdcqState;
 use qos_core::orders::{Algorithm, QueueOrders};
-use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
+use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput};
 use tracing::{info, warn};
 
 use crate::backend::{Backend, BackendError, CounterRead, WredWrite, WriteOutcome};
@@ -104,6 +108,8 @@ pub struct Agent {
     queues: BTreeMap<QueueId, QueueRuntime>,
     /// Monotonic time any queue's counters last changed.
     feed_changed_ns: Option<u64>,
+    /// No counter changed for longer than the stale limit, none holds bytes (this iteration).
+    idle: bool,
     /// Set at start and after a backend loss: re-read orders, fall back once.
     recovering: bool,
     iteration: u64,
@@ -185,11 +191,16 @@ impl Agent {
         };
         let decisions = self.decide(&orders, &ids, &observed);
         let moved = self.apply(backend, &orders, &ids, &decisions).await?;
-        let reason = self.fallback_reason(&ids, &decisions);
-        let mode = if reason.is_some() { Mode::Fallback } else { Mode::Dynamic };
+        let (mode, reason) = match self.fallback_reason(&ids, &decisions) {
+            Some(reason) => (Mode::Fallback, reason),
+            None if decisions.iter().flatten().any(|d| d.basis == Basis::Idle) => {
+                (Mode::Idle, idle_reason(orders.agent.stale_after_ms))
+            }
+            None => (Mode::Dynamic, String::new()),
+        };
         self.iteration += 1;
         let mut global = self.global_state(Some(&orders), mode, clock, started_ns);
-        global.reason = reason.unwrap_or_default();
+        global.reason = reason;
         let report = StateReport {
             global,
             queues: ids
@@ -202,7 +213,7 @@ impl Agent {
         backend.report_state(&report).await?;
         self.recovering = false;
         self.note_mode(mode);
-        self.note_reason(reason);
+        self.note_reason(mode, reason);
         Ok(Iteration { number: self.iteration, mode, moved })
     }
 
@@ -283,7 +294,7 @@ impl Agent {
         backend.report_state(&StateReport { global, queues: Vec::new() }).await?;
         self.recovering = false;
         self.note_mode(Mode::Fallback);
-        self.note_reason(reason);
+        self.note_reason(Mode::Fallback, reason);
         Ok(Iteration { number: self.iteration, mode: Mode::Fallback, moved: 0 })
     }
 
@@ -376,10 +387,15 @@ impl Agent {
             self.feed_changed_ns = Some(at_ns);
         }
         let quiet_ns = at_ns.saturating_sub(self.feed_changed_ns.unwrap_or(at_ns));
-        if self.recovering || quiet_ns > orders.agent.stale_after_ns() {
+        self.idle = false;
+        if self.recovering {
             for o in &mut out {
                 o.stale = true;
             }
+        } else if quiet_ns > orders.agent.stale_after_ns() {
+            // Nothing moved anywhere; a queue that holds bytes or has no counters is already
+            // stale (its port falls back), the others are idle.
+            self.idle = true;
         }
         out
     }
@@ -397,6 +413,11 @@ impl Agent {
         for queues in orders.ports.values() {
             let span = at..at + queues.len();
             let (Some(port_ids), Some(port_obs)) = (ids.get(span.clone()), observed.get(span)) else { break };
+            at += queues.len();
+            if self.idle && !port_obs.iter().any(|o| o.stale) {
+                out.extend(idle_port(&orders.agent, queues));
+                continue;
+            }
             let inputs: Vec<QueueInput<'_>> = queues
                 .iter()
                 .zip(port_obs)
@@ -416,7 +437,6 @@ impl Agent {
                     rt.hdcq = state;
                 }
             }
-            at += queues.len();
         }
         out
     }
@@ -501,10 +521,12 @@ impl Agent {
         }
     }
 
-    fn note_reason(&mut self, reason: String) {
+    fn note_reason(&mut self, mode: Mode, reason: String) {
         if reason != self.reason {
-            if !reason.is_empty() {
-                warn!(%reason, "falling back");
+            match mode {
+                _ if reason.is_empty() => {}
+                Mode::Idle => info!(%reason, "idle"),
+                _ => warn!(%reason, "falling back"),
             }
             self.reason = reason;
         }
@@ -581,6 +603,14 @@ fn observe_queue(
         RateOutcome::Stale { .. } => Observed { rates: None, stale: true },
         RateOutcome::Baseline(_) | RateOutcome::Late { .. } => Observed { rates: None, stale: false },
     }
+}
+
+/// The reason reported while the switch is idle (`Mode::Idle`).
+fn idle_reason(stale_after_ms: u64) -> String {
+    format!(
+        "idle: no queue counter moved for more than stale_after_ms {stale_after_ms} and none holds \
+         bytes; static thresholds until traffic returns"
+    )
 }
 
 /// The reason reported while `SLUICE_AGENT|global` does not exist.

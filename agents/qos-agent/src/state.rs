@@ -2,9 +2,11 @@
 //!
 //! `SLUICE_AGENT_STATE|global`: `heartbeat` (ms since the Unix epoch), `loop_us` (the last
 //! iteration's duration), `iteration` (iterations since start), `algorithm`, `version` (of the
-//! orders in force), `mode`, `reason` (why the agent is in fallback: a named cause first, e.g.
-//! `no_orders: ...`, `interval_shorter_than_counters: ...`; empty otherwise). `SLUICE_AGENT_STATE|<port>|<q>`: `threshold_bytes` (in force),
-//! `rate_bps` (transmitted), `occupancy_bytes`, `basis` (why that threshold).
+//! orders in force), `mode` (`dynamic`, `fallback`, `idle`, `stopped`), `reason` (why the agent
+//! is in fallback or idle: a named cause first, e.g. `no_orders: ...`,
+//! `interval_shorter_than_counters: ...`, `idle: ...`; empty otherwise). `SLUICE_AGENT_STATE|<port>|<q>`: `threshold_bytes` (in force),
+//! `rate_bps` (transmitted), `occupancy_bytes`, `basis` (why that threshold: `computed`,
+//! `static_ordered`, `stale_fallback`, `kept`, `idle`).
 
 use std::fmt;
 
@@ -26,6 +28,9 @@ pub enum Mode {
     Fallback,
     /// Shut down cleanly; thresholds stay as last written.
     Stopped,
+    /// The switch is idle: no queue counter moved for the stale limit and none holds bytes.
+    /// Every managed queue is on its static threshold (basis `idle`); nothing is wrong.
+    Idle,
 }
 
 impl Mode {
@@ -35,6 +40,7 @@ impl Mode {
             Self::Dynamic => "dynamic",
             Self::Fallback => "fallback",
             Self::Stopped => "stopped",
+            Self::Idle => "idle",
         }
     }
 }
@@ -52,6 +58,7 @@ pub fn basis_name(basis: Basis) -> &'static str {
         Basis::StaticOrdered => "static_ordered",
         Basis::StaleFallback => "stale_fallback",
         Basis::Kept => "kept",
+        Basis::Idle => "idle",
     }
 }
 
@@ -70,7 +77,7 @@ pub struct GlobalState {
     pub version: String,
     /// How the agent is running.
     pub mode: Mode,
-    /// Why it is in fallback (empty when it is not).
+    /// Why it is in fallback or idle (empty when it is neither).
     pub reason: String,
 }
 

@@ -159,6 +159,57 @@ async fn stalled_counters_fall_back_to_static_and_recover() {
 }
 
 #[tokio::test]
+async fn an_idle_switch_reports_idle_not_fallback_and_leaves_it_when_traffic_returns() {
+    let mut s = Switch::new("mqecn");
+    s.warm_up_with_queue_3_busy().await;
+    // The traffic stops: one last interval drains queue 3 (its counters change once more),
+    // then nothing moves and nothing is held. Idle means unchanged for more than 50 ms: steps
+    // 1..=5 after the last change are within the limit, step 6 (60 ms) is past it.
+    s.q3.send(LINE_10MS_BYTES / 10, LINE_10MS_PACKETS / 10, 0);
+    assert_eq!(s.step().await.mode, Mode::Dynamic);
+    for i in 1..=5 {
+        assert_eq!(s.step().await.mode, Mode::Dynamic, "step {i}");
+    }
+    let it = s.step().await;
+    assert_eq!(it.mode, Mode::Idle);
+    assert_eq!((threshold(&s.backend, 3), threshold(&s.backend, 4)), (STATIC_BYTES, STATIC_BYTES));
+    assert_eq!(queue_state(&s.backend, 3)["basis"], "idle");
+    assert_eq!(queue_state(&s.backend, 4)["basis"], "idle");
+    assert_eq!(global_state(&s.backend, "mode"), "idle");
+    assert!(
+        global_state(&s.backend, "reason").starts_with("idle: "),
+        "{}",
+        global_state(&s.backend, "reason")
+    );
+    // Still idle while nothing moves.
+    assert_eq!(s.step().await.mode, Mode::Idle);
+    // The traffic returns: computed thresholds on the next iteration, no fallback between.
+    s.q3.send(LINE_10MS_BYTES, LINE_10MS_PACKETS, 40_000);
+    assert_eq!(s.step().await.mode, Mode::Dynamic);
+    assert_eq!(queue_state(&s.backend, 3)["basis"], "computed");
+    assert_eq!(global_state(&s.backend, "reason"), "");
+}
+
+#[tokio::test]
+async fn missing_counters_on_an_idle_switch_are_a_fault_not_idle() {
+    let mut s = Switch::new("mqecn");
+    s.warm_up_with_queue_3_busy().await;
+    s.q3.send(0, 0, 0);
+    for _ in 0..7 {
+        s.step().await;
+    }
+    assert_eq!(global_state(&s.backend, "mode"), "idle");
+    // Queue 4's counters disappear while nothing moves: its port falls back, as a fault.
+    s.backend.tables().counters.remove(&QueueId::new(PORT, 4));
+    s.clock.advance_ms(10);
+    publish(&s.backend, 3, &s.q3);
+    let it = s.agent.iterate(&mut s.backend, &s.clock).await.unwrap();
+    assert_eq!(it.mode, Mode::Fallback);
+    assert_eq!(queue_state(&s.backend, 3)["basis"], "stale_fallback");
+    assert!(global_state(&s.backend, "reason").starts_with("stale_counters: "));
+}
+
+#[tokio::test]
 async fn missing_counters_make_the_port_fall_back() {
     let mut s = Switch::new("mqecn");
     s.warm_up_with_queue_3_busy().await;

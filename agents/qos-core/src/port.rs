@@ -12,7 +12,13 @@
 //! - any queue of the port `Stale`: the port's counter feed stopped, so every queue of the
 //!   port falls back to `static_bytes` until fresh counters arrive;
 //! - a queue with no rate this step (first sample, reset, late sample) keeps the threshold in
-//!   force (or `static_bytes` if none) and counts as idle for its neighbours.
+//!   force (or `static_bytes` if none) and counts as idle for its neighbours;
+//! - a whole switch idle (no queue's counters moved for the stale limit, and none holds bytes:
+//!   the caller decides, [`idle_port`]): every queue on `static_bytes` as well, but with its own
+//!   basis, `Idle`, because nothing is wrong. Counters that do not move cannot tell an idle
+//!   queue from a stopped feed; the static threshold is safe for both (nothing is queued if it
+//!   is idle), and the basis says which one the counters point to, so an idle switch is not
+//!   reported as a fault.
 //!
 //! HDCQ's per-port rule (HDCQ, Information 2021, §3.3.2 Algorithm 2 lines 1-3): the port's
 //! occupancy is the sum of every queue's occupancy this interval, managed or not (they share
@@ -51,6 +57,9 @@ pub enum Basis {
     StaleFallback,
     /// No usable interval for this queue this step: threshold kept.
     Kept,
+    /// The switch is idle: no counter moved for the stale limit and nothing is held, so the
+    /// queue is on `static_bytes` with nothing to adapt to. Not a fault.
+    Idle,
 }
 
 /// The threshold for one queue and why.
@@ -99,6 +108,17 @@ pub fn decide_port(
                 None => QueueDecision { threshold_bytes: kept(q), basis: Basis::Kept },
             })
         })
+        .collect()
+}
+
+/// Decides every queue of one port of an idle switch (see the module's fallback rules): each
+/// managed queue on `static_bytes`, basis `Idle` (`StaticOrdered` when the orders say
+/// `static`); `None` for an unmanaged queue.
+pub fn idle_port(orders: &AgentOrders, queues: &[QueueOrders]) -> Vec<Option<QueueDecision>> {
+    let basis = if orders.algorithm == Algorithm::Static { Basis::StaticOrdered } else { Basis::Idle };
+    queues
+        .iter()
+        .map(|q| q.managed.then_some(QueueDecision { threshold_bytes: q.static_bytes, basis }))
         .collect()
 }
 

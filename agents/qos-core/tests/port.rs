@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use qos_core::counters::QueueRates;
 use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, Basis, QueueDecision, QueueInput};
+use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput};
 
 fn orders(algorithm: &str) -> AgentOrders {
     let f: HashMap<String, String> = [
@@ -115,6 +115,18 @@ fn one_stale_queue_sends_the_whole_port_to_static() {
     assert!(d
         .iter()
         .all(|d| d.is_some_and(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaleFallback)));
+}
+
+#[test]
+fn an_idle_port_runs_on_static_with_its_own_basis_and_unmanaged_queues_get_none() {
+    let (q0, q1, q2) = (queue(0, 3), queue(1, 1), unmanaged(2, 1));
+    let d = idle_port(&orders("mqecn"), &[q0.clone(), q1.clone(), q2.clone()]);
+    let idle = Some(QueueDecision { threshold_bytes: 25_000, basis: Basis::Idle });
+    assert_eq!(d, vec![idle, idle, None]);
+    // Static orders stay static orders: idleness changes nothing about them.
+    let d = idle_port(&orders("static"), &[q0, q1, q2]);
+    let ordered = Some(QueueDecision { threshold_bytes: 25_000, basis: Basis::StaticOrdered });
+    assert_eq!(d, vec![ordered, ordered, None]);
 }
 
 #[test]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from controller.store.db import INTENT_WRITE_LOCK_KEY
@@ -89,3 +89,36 @@ def desired_states(
     if switches is not None:
         query = query.where(DesiredState.switch_name.in_(list(switches)))
     return dict(session.execute(query).all())
+
+
+def mark_rejected(
+    *, session: Session, number: int, rollout_id: int, reason: str, at: datetime
+) -> None:
+    session.execute(
+        update(IntentVersion)
+        .where(IntentVersion.number == number)
+        .values(rejected_at=at, rejected_by_rollout=rollout_id, rejected_reason=reason)
+    )
+
+
+def clear_rejection(*, session: Session, number: int) -> bool:
+    """Whether ``number`` was rejected (it is not any more)."""
+    done = session.execute(
+        update(IntentVersion)
+        .where(IntentVersion.number == number, IntentVersion.rejected_at.is_not(None))
+        .values(rejected_at=None, rejected_by_rollout=None, rejected_reason=None)
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def rejected_with_content(*, session: Session, content_sha256: str) -> IntentVersion | None:
+    """The newest rejected version whose content has this digest, if any."""
+    query = (
+        select(IntentVersion)
+        .where(
+            IntentVersion.content_sha256 == content_sha256, IntentVersion.rejected_at.is_not(None)
+        )
+        .order_by(IntentVersion.number.desc())
+        .limit(1)
+    )
+    return session.scalars(query).first()

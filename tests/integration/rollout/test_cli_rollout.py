@@ -117,8 +117,13 @@ def test_start_watch_drift_reconcile_rollback_from_the_command_line(
         assert code == ExitCode.ROLLOUT_NOT_CLEAN, out
         assert "rolled_back" in out
 
-    # No runner now: a new rollout stays pending, so pausing it is certain to land.
+    # The rollback rejected version 1 and there is no earlier version to return to: a plain
+    # start refuses the rejected head; named, it is pushed anyway.
     code, out = sluice("rollout", "start")
+    assert code == ExitCode.CONFLICT
+    assert "intent version 1 was rejected (rollout 1 rolled back)" in out
+    # No runner now: a new rollout stays pending, so pausing it is certain to land.
+    code, out = sluice("rollout", "start", "--to-version", "1")
     assert code == 0
     assert sluice("rollout", "pause", "2")[0] == 0
     code, out = sluice("rollout", "watch", "2")

@@ -2,7 +2,8 @@
 PostgreSQL, gates read through a real Prometheus scraping a fake collector whose values the
 test changes (tests/support/gate_collector.py): a gate that fails after a batch rolls that
 batch back and touches nothing else; passing gates let the rollout complete; a pre-check
-refuses to start on an unhealthy fabric unless forced."""
+refuses to start on an unhealthy fabric unless forced; idle switches read as healthy (0 drops,
+no fallback) and a faulty agent beside them does not."""
 
 from __future__ import annotations
 
@@ -251,3 +252,29 @@ def test_gates_through_the_api_and_the_command_line(
             )
             assert bad.status_code == 422
             assert bad.headers["content-type"].startswith("application/problem+json")
+            classless = {"builtin": "fct_p99_small", "threshold": 1}  # a per-class built-in
+            bad = client.post("/api/v1/rollouts", json={"gates": {"gates": [classless]}})
+            assert bad.status_code == 422
+            assert "needs the class it reads" in bad.text
+
+
+def test_idle_switches_read_as_healthy_and_a_faulty_agent_beside_them_does_not(
+    telemetry: Telemetry,
+) -> None:
+    # The spines carry no traffic: their agents report idle, and their last drops (10/s, the
+    # last interval that moved) are not now's. spine2's agent then falls back: a fault.
+    telemetry.exposition.set(modes={"spine1": "idle", "spine2": "idle"})
+    telemetry.settle('count(sluice_agent_mode_info{mode="idle"})', 2.0)
+    spines = ["spine1", "spine2"]
+    assert telemetry.read(DROPS.expression(spines)) == 0.0
+    assert telemetry.read(DROPS.expression(["leaf1", "spine1"])) == 10.0  # leaf1's own
+    assert telemetry.read(FALLBACK.expression(ALL)) == 0.0
+    with telemetry.exposition.lock:
+        for spine in spines:
+            del telemetry.exposition.drops[spine]  # an idle switch with no rate at all
+    telemetry.settle("count(sluice_queue_dropped_packets_per_second)", 2.0)
+    assert telemetry.read(DROPS.expression(spines)) == 0.0  # 0, not "no value"
+    telemetry.exposition.set(modes={"spine2": "fallback"})
+    telemetry.settle('count(sluice_agent_mode_info{mode="fallback"})', 1.0)
+    assert telemetry.read(FALLBACK.expression(ALL)) == 1.0
+    assert telemetry.read(DROPS.expression(["spine2"])) is None  # not idle, and no drops

@@ -20,10 +20,10 @@ from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
 from controller.services.common import Actor, WorkerWait
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
-from controller.services.rollouts import RolloutService
+from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
-from controller.store.repositories import rollouts as rollouts_repo
+from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
@@ -169,11 +169,10 @@ def _hosted_auto_tuner(
 def _as_the_worker_would_finish(
     sessions: sessionmaker[Session], rollout_id: int, state: str
 ) -> None:
-    """The rollout's end as the worker records it (its switch work is the rollout tests')."""
-    with sessions.begin() as session:
-        assert rollouts_repo.set_state(
-            session=session, rollout_id=rollout_id, state=state, expected=("pending",), at=T_END
-        )
+    """The rollout's end as the worker's runner records it (``SqlRolloutStore.transition``,
+    where a rollback rejects its version); its switch work is the rollout tests'."""
+    store = SqlRolloutStore(sessions, clock=lambda: T_END)
+    assert store.transition(rollout_id, state, ("pending",))
 
 
 def test_the_host_half_of_a_change_starts_once_its_switches_completed_under_the_same_gates(
@@ -214,5 +213,31 @@ def test_a_switch_rollout_that_rolled_back_leaves_the_hosts_alone(
         _as_the_worker_would_finish(sessions, rollout.id, "rolled_back")
         assert tuner.tick() == 0
         assert host_runs.runs(limit=10, offset=0).total == 0
+    finally:
+        engine.dispose()
+
+
+def test_no_pass_builds_on_the_head_while_its_rollout_may_still_roll_back(
+    db_url: str, history: tuple[PromQL, datetime]
+) -> None:
+    promql, end = history
+    clock = HandClock(end)
+    engine, tuner, rollouts, tuning = auto_tuner(db_url, promql, end, clock, AUTO_GATES)
+    sessions = make_sessions(engine)
+    try:
+        first = rollouts.start(RolloutPolicy(1), actor=ACTOR)  # the fabric runs version 1
+        _as_the_worker_would_finish(sessions, first.id, "completed")
+        assert tuner.tick() == 2  # the pass and its rollout of version 2, pending
+        rollout = rollouts.list(limit=1, offset=0).items[0]
+        clock.now = end + timedelta(seconds=3600)  # a pass is due again
+        assert tuner.tick() == 0  # but the rollout is unfinished: no pass
+        assert len(tuning.list()) == 1
+        _as_the_worker_would_finish(sessions, rollout.id, "rolled_back")
+        assert tuner.tick() == 1  # settled: the pass runs, on the restored head
+        newest = tuning.list()[0]
+        assert newest.base_version == 3  # version 2 rejected, the head back at version 1's
+        # The same telemetry asks for the same change: version 2's intent, not proposed again.
+        assert (newest.state, newest.new_version) == ("no_change", None)
+        assert "version 2's, which was rejected" in newest.reason
     finally:
         engine.dispose()

@@ -1,18 +1,26 @@
-"""TuningService.tick, the periodic entry: at most one pass per window, none while off.
-Real PostgreSQL (migrated) and a real Prometheus with history.py backfilled; the clock is
-stepped by hand (the summary is read at the history's end whatever the clock says)."""
+"""TuningService.tick, the periodic entry: at most one pass per window, none while off; and
+the tuner after a rollback: it builds on the restored head, never proposes the rejected
+version again, and refuses to build on a head that is itself rejected. Real PostgreSQL
+(migrated) and a real Prometheus with history.py backfilled; the clock is stepped by hand
+(the summary is read at the history's end whatever the clock says)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy.orm import Session, sessionmaker
 
+from controller.errors import Conflict
 from controller.services.common import Actor
 from controller.services.intents import IntentService
+from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import rollouts as rollouts_repo
+from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
@@ -27,32 +35,106 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromQL, 
         yield made
 
 
-def test_tick_runs_once_per_window_and_not_while_off(
-    db_url: str, history: tuple[PromQL, datetime]
-) -> None:
+@dataclass
+class Tuner:
+    """A tuning service over one fresh database and the history, on a hand-moved clock."""
+
+    sessions: sessionmaker[Session]
+    intents: IntentService
+    service: TuningService
+    clock: HandClock
+    end: datetime
+
+
+@pytest.fixture
+def tuner(db_url: str, history: tuple[PromQL, datetime]) -> Iterator[Tuner]:
     promql, end = history
     clock = HandClock(end)
     engine = make_engine(db_url, pool_size=2)
+    sessions = make_sessions(engine)
+    intents = IntentService(sessions, clock=clock)
+    service = TuningService(
+        sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
+    )
     try:
-        sessions = make_sessions(engine)
-        intents = IntentService(sessions, clock=clock)
-        off = tuner_intent()
-        off["fabric"]["tuning"]["mode"] = "off"
-        intents.replace(off, expected=0, actor=ACTOR, reason="off")
-        service = TuningService(
-            sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
-        )
-        assert service.tick(ACTOR) is None  # off: nothing runs
-
-        intents.replace(tuner_intent(), expected=1, actor=ACTOR, reason="propose")
-        first = service.tick(ACTOR)
-        assert first is not None
-        assert first.state == "pending"
-        clock.now = end + timedelta(seconds=599)  # window_s is 600 by default
-        assert service.tick(ACTOR) is None
-        clock.now = end + timedelta(seconds=600)
-        second = service.tick(ACTOR)
-        assert second is not None
-        assert second.id == first.id + 1
+        yield Tuner(sessions, intents, service, clock, end)
     finally:
         engine.dispose()
+
+
+def test_tick_runs_once_per_window_and_not_while_off(tuner: Tuner) -> None:
+    service, intents, clock, end = tuner.service, tuner.intents, tuner.clock, tuner.end
+    off = tuner_intent()
+    off["fabric"]["tuning"]["mode"] = "off"
+    intents.replace(off, expected=0, actor=ACTOR, reason="off")
+    assert service.tick(ACTOR) is None  # off: nothing runs
+
+    intents.replace(tuner_intent(), expected=1, actor=ACTOR, reason="propose")
+    first = service.tick(ACTOR)
+    assert first is not None
+    assert first.state == "pending"
+    clock.now = end + timedelta(seconds=599)  # window_s is 600 by default
+    assert service.tick(ACTOR) is None
+    clock.now = end + timedelta(seconds=600)
+    second = service.tick(ACTOR)
+    assert second is not None
+    assert second.id == first.id + 1
+
+
+def _finished(tuner: Tuner, version: int, state: str) -> int:
+    """A rollout of ``version`` ended ``state`` (completed, or rolled back after it began to),
+    recorded as the worker's runner records it (``SqlRolloutStore.transition``: a rollback
+    rejects there); its switch work is the rollout tests'."""
+    info = RolloutService(tuner.sessions, clock=tuner.clock).start(
+        RolloutPolicy(version), actor=ACTOR
+    )
+    expected, reason = "pending", None
+    if state == "rolled_back":
+        with tuner.sessions.begin() as session:
+            moved = rollouts_repo.set_state(
+                session=session,
+                rollout_id=info.id,
+                state="rolling_back",
+                expected=(expected,),
+                at=tuner.clock(),
+            )
+            assert moved
+        expected, reason = "rolling_back", "batch 0 failed"
+    store = SqlRolloutStore(tuner.sessions, clock=tuner.clock)
+    assert store.transition(info.id, state, (expected,), reason)
+    return info.id
+
+
+def test_the_tuner_builds_on_the_restored_head_and_never_proposes_a_rejected_version_again(
+    tuner: Tuner,
+) -> None:
+    service, intents = tuner.service, tuner.intents
+    intents.replace(tuner_intent(), expected=0, actor=ACTOR, reason="propose")
+    _finished(tuner, 1, "completed")
+    first = service.run(ACTOR)
+    assert first.state == "pending"
+    assert service.approve(first.id, ACTOR).new_version == 2
+    rollout = _finished(tuner, 2, "rolled_back")
+
+    assert intents.head() == 3  # version 1's content again
+    assert intents.current().data == intents.version(1).data
+    # Past every parameter's minimum interval, the same telemetry asks for the same change,
+    # on the restored head: the intent it would make is version 2's, rejected.
+    tuner.clock.now = tuner.end + timedelta(seconds=1000)
+    again = service.run(ACTOR)
+    assert (again.state, again.base_version, again.new_version) == ("no_change", 3, None)
+    why = f"version 2's, which was rejected (rollout {rollout} rolled back: batch 0 failed)"
+    assert why in again.reason
+    assert again.changes == []
+    assert again.diff == []
+    assert {c["parameter"] for c in again.held if why in c["held"]} == {
+        c["parameter"] for c in first.changes
+    }
+
+
+def test_the_tuner_does_not_build_on_a_rejected_head(tuner: Tuner) -> None:
+    tuner.intents.replace(tuner_intent(), expected=0, actor=ACTOR, reason="propose")
+    _finished(tuner, 1, "rolled_back")  # the first rollout: no good version to return to
+    assert tuner.intents.head() == 1
+    with pytest.raises(Conflict, match="the tuner does not build on it"):
+        tuner.service.run(ACTOR)

@@ -101,3 +101,21 @@ def test_top_rows_one_per_queue_and_a_dash_row_for_a_silent_port() -> None:
         ),
         ("Ethernet4", *("-",) * 10),
     ]
+
+
+def test_an_idle_switch_says_so_in_health_and_top() -> None:
+    doc = {
+        "switches": [
+            {"switch": "spine1", "state": "ok", "reasons": [], "idle": True},
+            {"switch": "leaf1", "state": "ok", "reasons": [], "idle": False},
+        ]
+    }
+    assert health_rows(doc) == [
+        ("spine1", "ok", "idle: no queue counter moving, nothing held (not a fault)"),
+        ("leaf1", "ok", "-"),
+    ]
+    header = top_header({"switch": "spine1", "agent": {"mode": "idle", "algorithm": "mqecn"}})
+    assert header.startswith("spine1 | agent idle (mqecn) |")
+    assert header.endswith("| idle: no queue counter moving (rates are the last that moved)")
+    busy = top_header({"switch": "leaf1", "agent": {"mode": "dynamic"}})
+    assert "idle" not in busy

@@ -84,6 +84,61 @@ def test_the_answering_host_counts_a_larger_reply() -> None:
     assert (daemon.sent_size(tie, True), daemon.sent_size(tie, False)) == (500, None)
 
 
+def _with_start(message: bytes, started_ns: int) -> bytes:
+    """``message`` with a CTA_TIMESTAMP (nested, its START as a big-endian u64) appended, as a
+    kernel with nf_conntrack_timestamp on adds it."""
+    start = daemon._nla(daemon.CTA_TIMESTAMP_START, started_ns.to_bytes(8, "big"))
+    nested: bytes = daemon._nla(daemon.CTA_TIMESTAMP | daemon.NLA_F_NESTED, start)
+    return message + nested
+
+
+def test_an_entry_with_a_timestamp_says_when_it_began_and_its_completion_time() -> None:
+    started = 1_764_000_000_123_456_789
+    flow = daemon.parse_flow(_with_start(DESTROY, started))
+    assert flow == daemon.FinishedFlow("10.9.0.1", 100_528, 424, 5, started)
+    # read 2.5 ms after its start: 0.0025 s; a clock stepped back before it gives none
+    assert daemon.completion_s(flow, started + 2_500_000) == 0.0025
+    assert daemon.completion_s(flow, started - 1) is None
+    assert daemon.completion_s(daemon.parse_flow(DESTROY), started) is None  # no timestamps
+
+
+def test_size_bands_are_inclusive_at_100_kb_and_10_mb() -> None:
+    bands = [daemon.size_band(n) for n in (1, 100_000, 100_001, 10_000_000, 10_000_001)]
+    assert bands == ["small", "small", "medium", "medium", "large"]
+
+
+def test_the_completion_times_are_a_histogram_per_class_and_size_band() -> None:
+    exporter = _exporter()
+    first = _lines(exporter.render({}), "sluice_host_flow_completion_seconds_count")
+    # every class and band from the start at zero (increase() needs a first sample)
+    assert first == {
+        f'sluice_host_flow_completion_seconds_count{{host="h1",class="rpc",size="{band}"}}': 0
+        for band in ("large", "medium", "small")
+    }
+    exporter.record_flow("rpc", 3_300, 0.00012)  # small, 120 us
+    exporter.record_flow("rpc", 52_000, 0.0003)  # small, 300 us
+    exporter.record_flow("rpc", 2_000_000, 0.04)  # medium
+    exporter.record_flow("rpc", 900, None)  # no end time: a size, no completion
+    page = exporter.render({})
+    buckets = _lines(page, "sluice_host_flow_completion_seconds_bucket")
+    label = 'sluice_host_flow_completion_seconds_bucket{host="h1",class="rpc",size="small",le="%s"}'
+    # 50 us x 2^k: 0.0001 holds neither, 0.0002 the first, 0.0004 both
+    assert [buckets[label % le] for le in ("0.0001", "0.0002", "0.0004", "+Inf")] == [0, 1, 2, 2]
+    counts = _lines(page, "sluice_host_flow_completion_seconds_count")
+    assert (
+        counts['sluice_host_flow_completion_seconds_count{host="h1",class="rpc",size="medium"}']
+        == 1
+    )
+    sums = _lines(page, "sluice_host_flow_completion_seconds_sum")
+    assert sums['sluice_host_flow_completion_seconds_sum{host="h1",class="rpc",size="small"}'] == (
+        pytest.approx(0.00042)
+    )
+    # the sizes count every flow, the one without an end time too
+    assert _lines(page, "sluice_host_flow_size_bytes_count") == {
+        'sluice_host_flow_size_bytes_count{host="h1",class="rpc"}': 4
+    }
+
+
 def test_an_event_without_counters_is_no_flow() -> None:
     # the same message cut before its counters (accounting was off)
     assert daemon.parse_flow(DESTROY[: 4 + 0x34]) is None

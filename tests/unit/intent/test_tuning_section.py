@@ -56,3 +56,17 @@ def test_an_unknown_mode_is_refused() -> None:
     data["fabric"]["tuning"] = {"mode": "sometimes"}
     with pytest.raises(IntentInvalid, match="mode"):
         parse_intent(data)
+
+
+def test_a_class_objective_is_optional_positive_and_names_only_what_exists() -> None:
+    data = intent_data()
+    data["service_classes"][1]["objective"] = {"p99_fct_us_small": 800}
+    objective = parse_intent(data).service_classes[1].objective
+    assert objective is not None
+    assert objective.p99_fct_us_small == 800.0
+    data["service_classes"][1]["objective"] = {}  # an empty objective says nothing
+    assert parse_intent(data).service_classes[1].objective is not None
+    for bad, message in (({"p99_fct_us_small": 0}, "greater than 0"), ({"p50": 1}, "p50")):
+        data["service_classes"][1]["objective"] = bad
+        with pytest.raises(IntentInvalid, match=message):
+            parse_intent(data)

@@ -148,3 +148,51 @@ def test_undeclared_switches_are_ignored_and_queues_sorted_numerically() -> None
 def test_worst() -> None:
     assert worst([]) is State.OK
     assert worst([State.WARN, State.OK, State.CRITICAL, State.WARN]) is State.CRITICAL
+
+
+def test_an_idle_fabric_is_healthy_even_with_the_last_rates_that_moved() -> None:
+    # Both agents report idle; leaf1's queue still shows the drops and marks of the last
+    # interval its counters moved (the collector keeps the last rate), and basis idle.
+    idle = FabricSamples(
+        queues=(q(dropped_packets_per_s=40.0, mark_fraction=0.95, basis="idle"),),
+        switches=(healthy("leaf1", agent_mode="idle"), healthy("leaf2", agent_mode="idle")),
+        collector_lag_s={"0": 0.5},
+    )
+    verdict = fabric_health(intent(), idle)
+    assert verdict.state is State.OK
+    assert [(s.switch, s.idle, s.all_reasons) for s in verdict.switches] == [
+        ("leaf1", True, ()),
+        ("leaf2", True, ()),
+    ]
+    # The same values on a switch that is not idle are its traffic's: critical drops.
+    busy = fabric_health(intent(), samples(q(dropped_packets_per_s=40.0, mark_fraction=0.95)))
+    assert busy.state is State.CRITICAL
+
+
+def test_a_faulty_agent_on_an_idle_looking_fabric_is_not_healthy() -> None:
+    # No traffic anywhere: leaf2's agent idles, leaf1's falls back (its counters are missing)
+    # and holds its queue on the stale fallback. That is a fault, not idleness.
+    quiet = FabricSamples(
+        queues=(q(dropped_packets_per_s=0.0, basis="stale_fallback"),),
+        switches=(healthy("leaf1", agent_mode="fallback"), healthy("leaf2", agent_mode="idle")),
+        collector_lag_s={"0": 0.5},
+    )
+    verdict = fabric_health(intent(), quiet)
+    assert verdict.state is State.WARN
+    leaf1, leaf2 = verdict.switches
+    assert (leaf1.idle, leaf1.state) == (False, State.WARN)
+    assert {r.check for r in leaf1.all_reasons} == {"agent_fallback"}
+    assert len(leaf1.all_reasons) == 2  # the agent's mode and the queue's basis
+    assert (leaf2.idle, leaf2.state) == (True, State.OK)
+    # A stopped agent or an old heartbeat on an idle switch is still reported.
+    stopped = fabric_health(
+        intent(),
+        FabricSamples(
+            switches=(
+                healthy("leaf1", agent_mode="stopped"),
+                healthy("leaf2", agent_mode="idle", heartbeat_age_s=40.0),
+            ),
+            collector_lag_s={"0": 0.5},
+        ),
+    )
+    assert [s.state for s in stopped.switches] == [State.CRITICAL, State.CRITICAL]

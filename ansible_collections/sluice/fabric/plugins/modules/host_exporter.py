@@ -21,7 +21,7 @@ description:
   - Renders the exporter's config from C(sluice_host_exporter), C(sluice_dscp) and
     C(sluice_qjump), starts its supervisor when it is not running or was started with another
     config or script, and waits for C(/metrics) to answer. Switches conntrack byte
-    accounting on. Schema in sluice's docs/hosts.md.
+    accounting and timestamps on. Schema in sluice's docs/hosts.md.
 author: sluice developers (!UNKNOWN)
 version_added: 0.2.0
 attributes:
@@ -91,7 +91,13 @@ from ansible.module_utils.urls import open_url
 from ansible_collections.sluice.fabric.plugins.module_utils.hostexporter import exporter_config
 from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import SchemaError
 
-ACCT_SYSCTL = "/proc/sys/net/netfilter/nf_conntrack_acct"
+# Conntrack's byte counters (DESTROY events carry them only with accounting on) and its start
+# timestamps (a connection's completion time is measured from its entry's start; the extension
+# is added only to entries made while it is on).
+CONNTRACK_SYSCTLS = {
+    "/proc/sys/net/netfilter/nf_conntrack_acct": "conntrack accounting",
+    "/proc/sys/net/netfilter/nf_conntrack_timestamp": "conntrack timestamps",
+}
 READY_TIMEOUT_S = 10.0
 
 
@@ -197,11 +203,12 @@ def main() -> None:
     changed = pid is None or current != stamp
     if changed and not module.check_mode:
         os.makedirs(config["state_dir"], mode=0o755, exist_ok=True)
-        try:
-            with open(ACCT_SYSCTL, "w") as handle:
-                handle.write("1\n")  # DESTROY events carry byte counters only with it
-        except OSError as exc:
-            module.fail_json(msg=f"cannot turn on conntrack accounting ({ACCT_SYSCTL}): {exc}")
+        for sysctl, what in CONNTRACK_SYSCTLS.items():
+            try:
+                with open(sysctl, "w") as handle:
+                    handle.write("1\n")
+            except OSError as exc:
+                module.fail_json(msg=f"cannot turn on {what} ({sysctl}): {exc}")
         stop(pid)
         start(module, config, paths, text)
         with open(paths["stamp"], "w") as handle:

@@ -11,6 +11,13 @@
   larger direction (bytes including IP headers, the unit PIAS thresholds are compared with),
   observed by the host that sent that direction, so each connection is counted once across
   the fabric. The class is the low byte of the ct mark the hosts' DSCP rules set.
+- ``sluice_host_flow_completion_seconds`` (histogram; ``host``, ``class``, ``size``): for the
+  same TCP connections, observed when they end, the time from their conntrack entry's start
+  (the first packet, ``nf_conntrack_timestamp``) to the end the exporter read; ``size`` is
+  ``small`` (up to 100 kB), ``medium`` (up to 10 MB) or ``large``, the bands small-flow FCT
+  is reported in (HDCQ, Information 2021, §5). Connections seen only at their DESTROY event
+  (UDP, or a TCP entry already gone) have no end time (their entry outlived them by a timeout)
+  and are left out.
 - ``sluice_host_flow_events_lost_total``: events the kernel dropped (ENOBUFS on the socket).
 - ``sluice_host_qjump_fan_in`` (gauge; ``host``, ``level``): the most distinct senders seen at
   the level within one sampling window since the last scrape, from an nftables set per level
@@ -57,7 +64,8 @@ NFT_MSG_GETSETELEM = 13
 NFPROTO_INET = 1
 # ctnetlink attributes (linux/netfilter/nfnetlink_conntrack.h)
 CTA_TUPLE_ORIG, CTA_PROTOINFO, CTA_MARK, CTA_COUNTERS_ORIG, CTA_COUNTERS_REPLY = 1, 4, 8, 9, 10
-CTA_ID, CTA_ZONE, CTA_MARK_MASK = 12, 18, 21
+CTA_ID, CTA_ZONE, CTA_TIMESTAMP, CTA_MARK_MASK = 12, 18, 20, 21
+CTA_TIMESTAMP_START = 1  # ns since the epoch (the kernel's real clock), when the entry began
 CTA_PROTOINFO_TCP, CTA_PROTOINFO_TCP_STATE = 1, 1
 # enum tcp_conntrack (linux/netfilter/nf_conntrack_tcp.h): both FINs acknowledged, or reset
 TCP_CONNTRACK_TIME_WAIT, TCP_CONNTRACK_CLOSE = 7, 8
@@ -73,6 +81,10 @@ RECV_BUFFER = 4 * 1024 * 1024
 SO_RCVBUFFORCE = 33  # asm-generic/socket.h; not in Python's socket module everywhere
 # Flow-size buckets: 1 kB x 2^k up to about 1 GB (docs/tuning.md).
 FLOW_BUCKETS = tuple(1000 * 2**k for k in range(21))
+# Completion-time buckets: 50 us x 2^k up to about 105 s.
+FCT_BUCKETS = tuple(50e-6 * 2**k for k in range(22))
+# Size bands of the completion times (bytes, inclusive upper bounds; the last is open).
+SIZE_BANDS = (("small", 100_000), ("medium", 10_000_000), ("large", None))
 
 
 # --- netlink parsing (pure) -----------------------------------------------------------------
@@ -102,12 +114,13 @@ def messages(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 @dataclass(frozen=True)
 class FinishedFlow:
-    """One destroyed conntrack entry: who opened it, bytes each way, its mark."""
+    """One finished conntrack entry: who opened it, bytes each way, its mark, when it began."""
 
     source: str  # the original direction's source address
     original_bytes: int
     reply_bytes: int
     mark: int
+    started_ns: int | None = None  # CTA_TIMESTAMP_START; None without nf_conntrack_timestamp
 
 
 def _counter_bytes(raw: bytes | None) -> int:
@@ -132,11 +145,13 @@ def parse_flow(payload: bytes) -> FinishedFlow | None:
     else:
         return None
     mark = int.from_bytes(top[CTA_MARK], "big") if CTA_MARK in top else 0
+    start = attributes(top.get(CTA_TIMESTAMP, b"")).get(CTA_TIMESTAMP_START)
     return FinishedFlow(
         source,
         _counter_bytes(top.get(CTA_COUNTERS_ORIG)),
         _counter_bytes(top.get(CTA_COUNTERS_REPLY)),
         mark,
+        int.from_bytes(start, "big") if start else None,
     )
 
 
@@ -218,6 +233,22 @@ def sent_size(flow: FinishedFlow, opened_here: bool) -> int | None:
     return None if opened_here else flow.reply_bytes
 
 
+def size_band(size: int) -> str:
+    """``small``, ``medium`` or ``large`` (``SIZE_BANDS``)."""
+    for name, bound in SIZE_BANDS:
+        if bound is None or size <= bound:
+            return name
+    return SIZE_BANDS[-1][0]
+
+
+def completion_s(flow: FinishedFlow, ended_ns: int) -> float | None:
+    """Seconds from the entry's start to ``ended_ns`` (the same real clock); None without a
+    start, or if the clock stepped back past it."""
+    if flow.started_ns is None or ended_ns < flow.started_ns:
+        return None
+    return (ended_ns - flow.started_ns) / 1e9
+
+
 def class_of(mark: int, classes: list[str]) -> str:
     """The class the DSCP rules named in the mark (index + 1), or "" for none."""
     index = mark & CLASS_MARK_MASK
@@ -245,16 +276,35 @@ def _escape(value: str) -> str:
 # --- state (shared between the reader threads and the HTTP handler) -------------------------
 @dataclass
 class Histogram:
-    buckets: list[int] = field(default_factory=lambda: [0] * len(FLOW_BUCKETS))
+    bounds: tuple[float, ...] = FLOW_BUCKETS
+    buckets: list[int] = field(default_factory=list)
     count: int = 0
-    total: int = 0
+    total: float = 0
 
-    def observe(self, value: int) -> None:
+    def __post_init__(self) -> None:
+        self.buckets = self.buckets or [0] * len(self.bounds)
+
+    def observe(self, value: float) -> None:
         self.count += 1
         self.total += value
-        for index, bound in enumerate(FLOW_BUCKETS):
+        for index, bound in enumerate(self.bounds):
             if value <= bound:
                 self.buckets[index] += 1
+
+    def lines(self, name: str, labels: str) -> list[str]:
+        """The histogram's samples in the text format (bounds as Python writes them)."""
+        found = [
+            render_bucket_line(name, labels, _number(bound), count)
+            for bound, count in zip(self.bounds, self.buckets, strict=True)
+        ]
+        found.append(render_bucket_line(name, labels, "+Inf", self.count))
+        found.append(f"{name}_count{{{labels}}} {self.count}")
+        found.append(f"{name}_sum{{{labels}}} {_number(self.total)}")
+        return found
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 @dataclass
@@ -273,6 +323,7 @@ class Exporter:
     mtu: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     flows: dict[str, Histogram] = field(default_factory=dict)
+    completions: dict[tuple[str, str], Histogram] = field(default_factory=dict)
     lost: int = 0
     events: int = 0
     level_state: dict[int, LevelState] = field(default_factory=dict)
@@ -283,10 +334,15 @@ class Exporter:
         # for a series' first sample, so one born at its first flow would lose that flow.
         for klass in self.classes:
             self.flows.setdefault(klass, Histogram())
+            for band, _bound in SIZE_BANDS:
+                self.completions.setdefault((klass, band), Histogram(FCT_BUCKETS))
 
-    def record_flow(self, klass: str, size: int) -> None:
+    def record_flow(self, klass: str, size: int, completion: float | None = None) -> None:
         with self.lock:
             self.flows.setdefault(klass, Histogram()).observe(size)
+            if completion is not None:
+                key = (klass, size_band(size))
+                self.completions.setdefault(key, Histogram(FCT_BUCKETS)).observe(completion)
 
     def render(self, bands: dict[int, dict[tuple[bool, int], int]]) -> str:
         """The exposition; the per-scrape gauges (fan-in, largest packet) restart here."""
@@ -298,15 +354,14 @@ class Exporter:
         with self.lock:
             for klass, hist in sorted(self.flows.items()):
                 labels = f'host="{host}",class="{_escape(klass)}"'
-                for bound, count in zip(FLOW_BUCKETS, hist.buckets, strict=True):
-                    lines.append(
-                        render_bucket_line("sluice_host_flow_size_bytes", labels, str(bound), count)
-                    )
-                lines.append(
-                    render_bucket_line("sluice_host_flow_size_bytes", labels, "+Inf", hist.count)
-                )
-                lines.append(f"sluice_host_flow_size_bytes_count{{{labels}}} {hist.count}")
-                lines.append(f"sluice_host_flow_size_bytes_sum{{{labels}}} {hist.total}")
+                lines += hist.lines("sluice_host_flow_size_bytes", labels)
+            lines += [
+                "# HELP sluice_host_flow_completion_seconds Finished TCP connections' durations.",
+                "# TYPE sluice_host_flow_completion_seconds histogram",
+            ]
+            for (klass, band), hist in sorted(self.completions.items()):
+                labels = f'host="{host}",class="{_escape(klass)}",size="{band}"'
+                lines += hist.lines("sluice_host_flow_completion_seconds", labels)
             lines += [
                 "# HELP sluice_host_flow_events_lost_total Conntrack events lost (ENOBUFS).",
                 "# TYPE sluice_host_flow_events_lost_total counter",
@@ -422,6 +477,7 @@ def read_conntrack_events(exporter: Exporter, events: socket.socket) -> None:
                     exporter.lost += 1
                 continue
             raise
+        ended_ns = time.time_ns()  # the ends this datagram reports were read now
         for kind, payload in messages(data):
             flow = None
             if kind == destroy and not reported.take(conntrack_id(payload)):
@@ -437,7 +493,8 @@ def read_conntrack_events(exporter: Exporter, events: socket.socket) -> None:
                 exporter.events += 1
             size = sent_size(flow, flow.source in local)
             if size is not None:
-                exporter.record_flow(class_of(flow.mark, exporter.classes), size)
+                completion = completion_s(flow, ended_ns) if kind == update else None
+                exporter.record_flow(class_of(flow.mark, exporter.classes), size, completion)
 
 
 def ended_flow(end: TcpEnd, seq: int) -> FinishedFlow | None:
