@@ -85,11 +85,26 @@ class OpOut(BaseModel):
     whole_entry: bool
 
 
+class PortFlapOut(BaseModel):
+    port: str = Field(description="the port SONiC's config updater takes admin down and up")
+    table: str
+    key: str
+    reason: str = Field(description="the entry and what happens to it")
+
+
 class PlanOut(BaseModel):
     switch: str
     counts: dict[str, int]
     counts_by_table: dict[str, dict[str, int]]
     ops: list[OpOut]
+    gcu_changes: int = Field(
+        description="how many changes SONiC's config updater sorts the plan into (estimate)"
+    )
+    ports_down: list[str] = Field(description="the ports the plan takes admin down and up")
+    port_flaps: list[PortFlapOut] = Field(
+        description="every port-critical change (QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...), "
+        "with its port and reason"
+    )
 
     @classmethod
     def of(cls, plan: Plan) -> PlanOut:
