@@ -14,6 +14,7 @@ from controller.sonic.gcu import (
     sorted_changes,
 )
 from controller.sonic.model import Op, Plan
+from vsonic import gcu as vsonic_gcu
 
 WRED = {"green_max_threshold": "125000", "ecn": "ecn_all"}
 
@@ -34,6 +35,8 @@ def test_the_port_critical_tables_are_gcus() -> None:
         "BUFFER_PORT_INGRESS_PROFILE_LIST",
         "BUFFER_PORT_EGRESS_PROFILE_LIST",
     } == PORT_CRITICAL_TABLES
+    # The virtual switch applies the same rule (vsonic/gcu.py), modelled on its own.
+    assert vsonic_gcu.PORT_CRITICAL_TABLES == PORT_CRITICAL_TABLES
     assert critical_port("QUEUE", "Ethernet48|3") == "Ethernet48"
     assert critical_port("PORT_QOS_MAP", "Ethernet4") == "Ethernet4"
     assert critical_port("BUFFER_PG", "Ethernet8|3-4") == "Ethernet8"
