@@ -36,6 +36,7 @@ from controller.errors import (
     SouthboundError,
     SouthboundProtocolError,
     SouthboundRejected,
+    SouthboundSetOutcomeUnknown,
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
@@ -74,6 +75,7 @@ STATUS_OF: dict[type[SluiceError], int] = {
     PrometheusBadAnswer: 502,
     PrometheusError: 502,
     SouthboundSetUnconfirmed: 504,
+    SouthboundSetOutcomeUnknown: 504,
     SluiceError: 400,
 }
 

@@ -191,7 +191,8 @@ class RolloutIn(Strict):
         strict=True,
         ge=0,
         le=DB_INTEGER_MAX,
-        description="halt once more switches than this failed, were unreachable or mismatched",
+        description="halt once more switches than this failed, were unreachable or unknown, "
+        "or mismatched",
     )
     gates: GatePolicyIn | None = Field(
         default=None, description="health gates read before and after each batch (soak)"
@@ -203,7 +204,7 @@ class ResultOut(ViewOut):
     switch: str
     batch: int
     status: str = Field(
-        description="pending, applied_verified, failed, unreachable, mismatch or skipped"
+        description="pending, applied_verified, failed, unreachable, unknown, mismatch or skipped"
     )
     reason: str | None
     attempts: int
@@ -254,7 +255,7 @@ class ReconcileRunOut(ViewOut):
     switch: str
     version: int = Field(description="the intent version the switch was reconciled against")
     mode: str
-    status: str = Field(description="converged, corrected, alerted, failed or unreachable")
+    status: str = Field(description="converged, corrected, alerted, failed, unreachable or unknown")
     drift_count: int
     error: str | None
     started_at: datetime

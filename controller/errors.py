@@ -123,6 +123,15 @@ class SouthboundSetUnconfirmed(SouthboundUnreachable):
         self.outcome_wait_s = outcome_wait_s
 
 
+class SouthboundSetOutcomeUnknown(SouthboundError):
+    """A Set got no answer and, after reading back for several of its deadlines, the switch
+    still does not show it: GCU may still be applying it, or it was lost. It is never sent
+    again while it may still be applying; the switch's state is unknown until a fresh read
+    (the next rollout or reconcile pass) plans from what it holds."""
+
+    title = "switch state unknown after an unanswered write"
+
+
 class SouthboundRejected(SouthboundError):
     """The switch answered and refused the request; ``message`` is the switch's own words
     (for a refused value it names the table, key and field)."""

@@ -46,7 +46,7 @@ Clock = Callable[[], datetime]
 # dispatch(switch names, spacing_s): queue a pass over those switches unless any worker queued
 # one in the last spacing_s seconds; returns how many switch jobs were queued.
 PassDispatch = Callable[[Sequence[str], float], int]
-RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable"]
+RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +198,8 @@ def reconcile_switch(
     if mode is ReconcileMode.ALERT:
         return run("alerted", drift)
     result = access.apply(target.switch, plan)
+    if result.status == "unknown":  # a Set that may still be applying: never sent again
+        return run("unknown", drift, error=result.reason)
     if result.status != "applied_verified":
         return run("failed", drift, error=f"{result.status}: {result.reason}")
     # The apply verified every written entry by read-back: the switch now runs this.

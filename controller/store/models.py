@@ -174,10 +174,18 @@ ROLLOUT_STATES = (
     "rolling_back",
     "rolled_back",
 )
-RESULT_STATUSES = ("pending", "applied_verified", "failed", "unreachable", "mismatch", "skipped")
+RESULT_STATUSES = (
+    "pending",
+    "applied_verified",
+    "failed",
+    "unreachable",
+    "mismatch",
+    "skipped",
+    "unknown",
+)
 RESULT_PHASES = ("rollout", "rollback")
 DRIFT_ACTIONS = ("corrected", "alerted")
-RECONCILE_STATUSES = ("converged", "corrected", "alerted", "failed", "unreachable")
+RECONCILE_STATUSES = ("converged", "corrected", "alerted", "failed", "unreachable", "unknown")
 UQ_ROLLOUT_RESULT = "uq_rollout_results_rollout_id_phase_switch_name"
 
 
