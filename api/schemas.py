@@ -197,6 +197,13 @@ class RolloutIn(Strict):
     gates: GatePolicyIn | None = Field(
         default=None, description="health gates read before and after each batch (soak)"
     )
+    allow_port_flaps: bool = Field(
+        default=False,
+        strict=True,
+        description="allow changes that take switch ports admin down and up (QUEUE, "
+        "BUFFER_QUEUE, PORT_QOS_MAP ...: a class or port added, a queue moved, a first "
+        "rollout); without it such a rollout is refused (409 port-flaps-not-allowed)",
+    )
 
 
 class ResultOut(ViewOut):
@@ -231,6 +238,9 @@ class RolloutSummaryOut(ViewOut):
     started_at: datetime | None
     finished_at: datetime | None
     counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
+    allow_port_flaps: bool = Field(
+        description="whether its changes may take switch ports admin down and up"
+    )
 
 
 class RolloutOut(RolloutSummaryOut, GatesOut):

@@ -58,6 +58,14 @@ class Conflict(SluiceError):
     title = "conflict"
 
 
+class PortFlapsNotAllowed(Conflict):
+    """A change would take switch ports admin down and up (SONiC's config updater does for
+    every change to QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...: ``controller/sonic/gcu.py``) and
+    nobody allowed it; nothing was written. The detail names each switch and port and why."""
+
+    title = "port flaps not allowed"
+
+
 class PreconditionFailed(SluiceError):
     """An If-Match precondition no longer holds: somebody changed the intent first."""
 

@@ -82,9 +82,10 @@ def plan_rows(plans: Sequence[JsonObject]) -> list[Row]:
     ]
 
 
-def plan_summary(plans: Sequence[JsonObject]) -> list[str]:
-    """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch, and a line for each port the
-    plan takes admin down and up (``port_flap_lines``); one line if nothing changes."""
+def plan_summary(plans: Sequence[JsonObject], *, ports: bool = True) -> list[str]:
+    """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch, how many ports it takes
+    admin down and up and (``ports``) a line for each (``port_flap_lines``); one line if
+    nothing changes."""
     if not plan_has_changes(plans):
         return [f"No changes ({len(plans)} switches checked)."]
     lines = []
@@ -96,7 +97,8 @@ def plan_summary(plans: Sequence[JsonObject]) -> list[str]:
             f"{plan.get('switch', '?')}: {kinds['add']} to add, {kinds['change']} to change, "
             f"{kinds['delete']} to delete{down}"
         )
-        lines += flaps
+        if ports:
+            lines += flaps
     return lines
 
 

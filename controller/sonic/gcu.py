@@ -99,6 +99,20 @@ def port_flaps(ops: Iterable[Op]) -> tuple[PortFlap, ...]:
     return tuple(found)
 
 
+def describe_port_flaps(flaps: Sequence[PortFlap], reasons_per_port: int = 2) -> str:
+    """``Ethernet0 (QUEUE|Ethernet0|1 added; ... and 11 more), Ethernet4 (...)``: each port
+    a change takes down, with its first reasons."""
+    by_port: dict[str, list[str]] = {}
+    for flap in flaps:
+        by_port.setdefault(flap.port, []).append(flap.reason)
+    parts = []
+    for port, reasons in by_port.items():
+        more = len(reasons) - reasons_per_port
+        tail = f"; and {more} more" if more > 0 else ""
+        parts.append(f"{port} ({'; '.join(reasons[:reasons_per_port])}{tail})")
+    return ", ".join(parts)
+
+
 def flapped_ports(ops: Iterable[Op]) -> tuple[str, ...]:
     """The ports ``ops`` take down, each once, in the order the plan first touches them."""
     ports = (critical_port(op.table, op.key) for op in ops)

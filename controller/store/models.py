@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -224,6 +225,8 @@ class Rollout(Base):
     gate_policy: Mapped[JsonObject | None] = mapped_column(JSONB)
     soak_batch: Mapped[int | None] = mapped_column(Integer)
     soak_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Whether the operator allowed changes that take switch ports down (revision 0013).
+    allow_port_flaps: Mapped[bool] = mapped_column(Boolean, default=False)
 
     def __repr__(self) -> str:
         return f"Rollout(id={self.id}, to_version={self.to_version}, state={self.state!r})"

@@ -80,9 +80,14 @@ def test_start_watch_drift_reconcile_rollback_from_the_command_line(
 ) -> None:
     controller.store_intent(controller.fabric.intent)
     with BackgroundRunner(controller):
+        code, out = sluice("rollout", "start", "--canary", "leaf1", "--batch-size", "2")
+        # The first rollout takes every port down and up once: refused, naming them.
+        assert code == ExitCode.CONFLICT, out
+        assert "would take 12 port(s) on 4 switch(es) admin down and up" in out
+        assert "--allow-port-flaps" in out
         code, out = sluice(
             "rollout", "start", "--canary", "leaf1", "--batch-size", "2", "--watch",
-            "--interval", "0.1",
+            "--interval", "0.1", "--allow-port-flaps",
         )  # fmt: skip
         assert code == ExitCode.OK, out
         assert "Started rollout 1" in out
@@ -117,8 +122,9 @@ def test_start_watch_drift_reconcile_rollback_from_the_command_line(
         assert code == ExitCode.ROLLOUT_NOT_CLEAN, out
         assert "rolled_back" in out
 
-    # No runner now: a new rollout stays pending, so pausing it is certain to land.
-    code, out = sluice("rollout", "start")
+    # No runner now: a new rollout stays pending, so pausing it is certain to land. The
+    # switches were rolled back to nothing: bringing them back takes their ports down.
+    code, out = sluice("rollout", "start", "--allow-port-flaps")
     assert code == 0
     assert sluice("rollout", "pause", "2")[0] == 0
     code, out = sluice("rollout", "watch", "2")

@@ -130,6 +130,10 @@ def test_plan_summary_names_each_port_a_plan_takes_down():
         "  leaf1 Ethernet4 goes admin down and up for 1 port-critical change(s): added",
         "leaf2: 0 to add, 1 to change, 0 to delete",
     ]
+    assert plan_summary(plans, ports=False) == [
+        "leaf1: 1 to add, 4 to change, 0 to delete; takes 2 port(s) down",
+        "leaf2: 0 to add, 1 to change, 0 to delete",
+    ]
 
 
 def test_table_counts_group_ops_by_switch_and_table_in_write_order():
