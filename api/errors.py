@@ -26,6 +26,7 @@ from controller.errors import (
     Forbidden,
     IntentInvalid,
     NotFound,
+    PortFlapsNotAllowed,
     PreconditionFailed,
     PreconditionRequired,
     PrometheusBadAnswer,
@@ -76,6 +77,7 @@ STATUS_OF: dict[type[SluiceError], int] = {
     PrometheusError: 502,
     SouthboundSetUnconfirmed: 504,
     SouthboundSetOutcomeUnknown: 504,
+    PortFlapsNotAllowed: 409,
     SluiceError: 400,
 }
 
