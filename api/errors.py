@@ -26,6 +26,7 @@ from controller.errors import (
     Forbidden,
     IntentInvalid,
     NotFound,
+    PortFlapsNotAllowed,
     PreconditionFailed,
     PreconditionRequired,
     PrometheusBadAnswer,
@@ -36,6 +37,7 @@ from controller.errors import (
     SouthboundError,
     SouthboundProtocolError,
     SouthboundRejected,
+    SouthboundSetOutcomeUnknown,
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
@@ -74,6 +76,8 @@ STATUS_OF: dict[type[SluiceError], int] = {
     PrometheusBadAnswer: 502,
     PrometheusError: 502,
     SouthboundSetUnconfirmed: 504,
+    SouthboundSetOutcomeUnknown: 504,
+    PortFlapsNotAllowed: 409,
     SluiceError: 400,
 }
 

@@ -90,11 +90,26 @@ class OpOut(BaseModel):
     whole_entry: bool
 
 
+class PortFlapOut(BaseModel):
+    port: str = Field(description="the port SONiC's config updater takes admin down and up")
+    table: str
+    key: str
+    reason: str = Field(description="the entry and what happens to it")
+
+
 class PlanOut(BaseModel):
     switch: str
     counts: dict[str, int]
     counts_by_table: dict[str, dict[str, int]]
     ops: list[OpOut]
+    gcu_changes: int = Field(
+        description="how many changes SONiC's config updater sorts the plan into (estimate)"
+    )
+    ports_down: list[str] = Field(description="the ports the plan takes admin down and up")
+    port_flaps: list[PortFlapOut] = Field(
+        description="every port-critical change (QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...), "
+        "with its port and reason"
+    )
 
     @classmethod
     def of(cls, plan: Plan) -> PlanOut:
@@ -181,10 +196,18 @@ class RolloutIn(Strict):
         strict=True,
         ge=0,
         le=DB_INTEGER_MAX,
-        description="halt once more switches than this failed, were unreachable or mismatched",
+        description="halt once more switches than this failed, were unreachable or unknown, "
+        "or mismatched",
     )
     gates: GatePolicyIn | None = Field(
         default=None, description="health gates read before and after each batch (soak)"
+    )
+    allow_port_flaps: bool = Field(
+        default=False,
+        strict=True,
+        description="allow changes that take switch ports admin down and up (QUEUE, "
+        "BUFFER_QUEUE, PORT_QOS_MAP ...: a class or port added, a queue moved, a first "
+        "rollout); without it such a rollout is refused (409 port-flaps-not-allowed)",
     )
 
 
@@ -193,7 +216,7 @@ class ResultOut(ViewOut):
     switch: str
     batch: int
     status: str = Field(
-        description="pending, applied_verified, failed, unreachable, mismatch or skipped"
+        description="pending, applied_verified, failed, unreachable, unknown, mismatch or skipped"
     )
     reason: str | None
     attempts: int
@@ -220,6 +243,9 @@ class RolloutSummaryOut(ViewOut):
     started_at: datetime | None
     finished_at: datetime | None
     counts: dict[str, int] = Field(description="switches per status (rollback_<status> too)")
+    allow_port_flaps: bool = Field(
+        description="whether its changes may take switch ports admin down and up"
+    )
 
 
 class RolloutOut(RolloutSummaryOut, GatesOut):
@@ -244,7 +270,7 @@ class ReconcileRunOut(ViewOut):
     switch: str
     version: int = Field(description="the intent version the switch was reconciled against")
     mode: str
-    status: str = Field(description="converged, corrected, alerted, failed or unreachable")
+    status: str = Field(description="converged, corrected, alerted, failed, unreachable or unknown")
     drift_count: int
     error: str | None
     started_at: datetime

@@ -71,6 +71,7 @@ from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.digest import table_digests
+from controller.sonic.gcu import GcuPace
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import GnmiTarget, SessionPool, SwitchSession
 from vsonic.gnmi_server import TlsFiles
@@ -94,6 +95,10 @@ DEFAULT_GCU_PARALLEL = 50
 # Ops per SetRequest in the paced push: a switch then gets two Sets (QoS tables, then the
 # agent's), so the sequential baseline takes 100 x 2 x 2 s, about 7 minutes, not half an hour.
 DEFAULT_GCU_BATCH_SIZE = 1000
+# The bench's switches take no time per change GCU would sort a Set into (the paced push
+# models a fixed time per Set), so apply sizes the Sets by op count alone, as before Sets were
+# sized to a real GCU's pace (controller/sonic/gcu.py): both modes send the same batches.
+VSONIC_PACE = GcuPace(per_set_s=0.0, per_change_s=1e-9, load_margin=1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,7 +109,7 @@ def push_sequential(
     sessions: Mapping[str, SwitchSession], plans: Mapping[str, Plan], batch_size: int
 ) -> dict[str, ApplyResult]:
     return {
-        name: apply_plan_to_switch(sessions[name], plan, batch_size=batch_size)
+        name: apply_plan_to_switch(sessions[name], plan, batch_size=batch_size, pace=VSONIC_PACE)
         for name, plan in plans.items()
     }
 
@@ -139,7 +144,11 @@ def run_push(
                 label,
                 sessions,
                 lambda: apply_fleet(
-                    plans, sessions, max_parallel=args.parallel, batch_size=args.batch_size
+                    plans,
+                    sessions,
+                    max_parallel=args.parallel,
+                    batch_size=args.batch_size,
+                    pace=VSONIC_PACE,
                 ),
             )
     require_verified(label, results)

@@ -86,8 +86,12 @@ def run_one(
                 stack.callback(stop_worker, process)
             time.sleep(2.0)  # let the workers start (imports, connections) before the clock
             rollouts = RolloutService(sessions, clock=utc_now)
-            policy = RolloutPolicy(
-                None, canary=(fleet.names[0],), batch_size=args.batch, failure_budget=0
+            policy = RolloutPolicy(  # the fleet's first rollout: every port goes down once
+                None,
+                canary=(fleet.names[0],),
+                batch_size=args.batch,
+                failure_budget=0,
+                allow_port_flaps=True,
             )
             started = time.perf_counter()
             info = rollouts.start(policy, actor=OPERATOR)

@@ -58,6 +58,14 @@ class Conflict(SluiceError):
     title = "conflict"
 
 
+class PortFlapsNotAllowed(Conflict):
+    """A change would take switch ports admin down and up (SONiC's config updater does for
+    every change to QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...: ``controller/sonic/gcu.py``) and
+    nobody allowed it; nothing was written. The detail names each switch and port and why."""
+
+    title = "port flaps not allowed"
+
+
 class PreconditionFailed(SluiceError):
     """An If-Match precondition no longer holds: somebody changed the intent first."""
 
@@ -121,6 +129,15 @@ class SouthboundSetUnconfirmed(SouthboundUnreachable):
     def __init__(self, switch: str, detail: str, outcome_wait_s: float) -> None:
         super().__init__(switch, detail)
         self.outcome_wait_s = outcome_wait_s
+
+
+class SouthboundSetOutcomeUnknown(SouthboundError):
+    """A Set got no answer and, after reading back for several of its deadlines, the switch
+    still does not show it: GCU may still be applying it, or it was lost. It is never sent
+    again while it may still be applying; the switch's state is unknown until a fresh read
+    (the next rollout or reconcile pass) plans from what it holds."""
+
+    title = "switch state unknown after an unanswered write"
 
 
 class SouthboundRejected(SouthboundError):

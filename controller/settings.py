@@ -26,7 +26,9 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from controller.sonic.gcu import GcuPace
 from controller.southbound.gnmi import (
+    DEFAULT_OUTCOME_WAIT_FACTOR,
     DEFAULT_SET_DEADLINE_S,
     DEFAULT_USERNAME,
     CallPolicy,
@@ -90,6 +92,9 @@ class ApiSettings(BaseSettings):
     )
 
 
+DEFAULT_PACE = GcuPace()
+
+
 class GnmiSettings(BaseSettings):
     model_config = _section("SLUICE_GNMI_")
 
@@ -98,6 +103,23 @@ class GnmiSettings(BaseSettings):
     # A Set is a GCU run on the switch; a switch's intent may set its own (gnmi.set_deadline_s).
     set_deadline_s: float = Field(
         default=DEFAULT_SET_DEADLINE_S, gt=0, le=3600, description="per gNMI Set (one GCU run)"
+    )
+    # How long GCU takes (measured, controller/sonic/gcu.py): sizes each Set to its deadline.
+    gcu_set_s: float = Field(
+        default=DEFAULT_PACE.per_set_s,
+        ge=0,
+        le=600,
+        description="GCU's time per Set",
+    )
+    gcu_change_s: float = Field(
+        default=DEFAULT_PACE.per_change_s, gt=0, le=600, description="GCU's time per sorted change"
+    )
+    outcome_wait_factor: float = Field(
+        default=DEFAULT_OUTCOME_WAIT_FACTOR,
+        gt=0,
+        le=100,
+        description="Set deadlines to keep reading back an unanswered Set before its outcome "
+        "is unknown (it is never sent again)",
     )
     max_in_flight: int = Field(default=64, ge=1, le=10_000, description="gNMI calls at once")
     # Switch sessions (gNMI Get, Set, Subscribe) use TLS unless ``insecure`` says otherwise.
@@ -129,7 +151,12 @@ class GnmiSettings(BaseSettings):
 
     def session_pool(self) -> SessionPool:
         """The gNMI sessions of a process that talks to switches (the worker)."""
-        policy = CallPolicy(deadline_s=self.deadline_s, set_deadline_s=self.set_deadline_s)
+        policy = CallPolicy(
+            deadline_s=self.deadline_s,
+            set_deadline_s=self.set_deadline_s,
+            outcome_wait_factor=self.outcome_wait_factor,
+            pace=GcuPace(per_set_s=self.gcu_set_s, per_change_s=self.gcu_change_s),
+        )
         return SessionPool(policy=policy, max_in_flight=self.max_in_flight)
 
 

@@ -9,7 +9,8 @@ the reconcile loop catching a change made behind sluice's back.
    50051-50054 are taken, with the intent re-pointed to match),
 2. starts the worker (``python -m controller.worker``),
 3. applies the intent with a short reconcile interval and runs
-   ``sluice rollout start --canary leaf1 --batch-size 2 --watch``,
+   ``sluice rollout start --canary leaf1 --batch-size 2 --allow-port-flaps --watch`` (a
+   first rollout takes every port down and up once; the plan names them),
 4. shows the verified result (``sluice rollout show``, ``sluice plan``: nothing left),
 5. raises a static WRED threshold on leaf1 by writing its CONFIG_DB in Redis directly,
 6. waits for the loop to find it and shows ``sluice drift`` and ``sluice reconcile status``,
@@ -220,9 +221,11 @@ def switches_step(
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the virtual switches"], full)  # fmt: skip
-        say("rolling it out: leaf1 first (canary), then two switches per batch")
+        say("rolling it out: leaf1 first (canary), then two switches per batch; a first rollout "
+            "adds every queue binding, which SONiC applies with each port taken down and up "
+            "once (the plan names them), so the operator allows it")  # fmt: skip
         run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
-             "--watch", "--interval", "0.5"], full)  # fmt: skip
+             "--allow-port-flaps", "--watch", "--interval", "0.5"], full)  # fmt: skip
         say("verified by read-back on every switch; nothing is left to change")
         run([sluice, "rollout", "list"], full)
         run([sluice, "plan", "--summary"], full)

@@ -10,19 +10,64 @@ the call's context to the D-Bus call. ``GcuBehaviour`` lets a virtual switch tak
 what GCU refuses before it validates anything: a patch that touches a table without a YANG
 model (sonic-net/sonic-utilities:generic_config_updater/generic_updater.py, the check
 ``validate_config_db_patch_has_yang_models``). A refused patch changes nothing.
+
+GCU's PatchSorter also takes a port admin down before any change to its port-critical entries
+and up again after them (sonic-net/sonic-utilities:generic_config_updater/patch_sorter.py,
+``RequiredValueIdentifier``: ``QUEUE``, ``BUFFER_QUEUE``, ``BUFFER_PG`` keyed ``<port>|...``,
+``PORT_QOS_MAP``, ``BUFFER_PORT_INGRESS_PROFILE_LIST`` and ``BUFFER_PORT_EGRESS_PROFILE_LIST``
+keyed ``<port>``), each a change of its own: ``flapped_ports`` says which ports a patch
+takes down, and the switch writes ``PORT|<port> admin_status`` down and back up around it.
+A port whose ``admin_status`` is already down (or unset: GCU's default is down) is not
+touched, nor a port with no ``PORT`` entry.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from vsonic.db import Config
 from vsonic.schema import GCU_NO_YANG_MESSAGE, SLUICE_YANG_TABLES
 
 # GCU's own words, and sluice's tables (one home: vsonic/schema.py, where the check runs).
 NO_YANG_MODEL = GCU_NO_YANG_MESSAGE
 SLUICE_TABLES = SLUICE_YANG_TABLES
+
+# patch_sorter.py RequiredValueIdentifier: "required_pattern": ["PORT", "@", "admin_status"],
+# "required_value": "down", "default_value": "down", and the "requiring_patterns".
+PORT_CRITICAL_TABLES = frozenset(
+    {
+        "BUFFER_PG",
+        "BUFFER_PORT_EGRESS_PROFILE_LIST",
+        "BUFFER_PORT_INGRESS_PROFILE_LIST",
+        "BUFFER_QUEUE",
+        "PORT_QOS_MAP",
+        "QUEUE",
+    }
+)
+ADMIN_STATUS = "admin_status"
+ADMIN_DOWN = "down"
+ADMIN_UP = "up"
+# Changes the sorter adds per port it takes down: admin down, admin up.
+FLAP_CHANGES = 2
+
+
+def _critical_ports(entries: Iterable[tuple[str, str]]) -> set[str]:
+    return {key.split("|", 1)[0] for table, key in entries if table in PORT_CRITICAL_TABLES}
+
+
+def flapped_ports(before: Config, after: Config) -> list[str]:
+    """The ports whose port-critical entries differ between ``before`` and ``after`` and
+    that GCU would take admin down for it: those with a ``PORT`` entry whose admin status is
+    not already down (``get_value_or_default``: unset reads as down; no entry, no flap)."""
+    changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    ports = []
+    for port in sorted(_critical_ports(changed)):
+        entry = before.get(("PORT", port))
+        if entry is not None and entry.get(ADMIN_STATUS, ADMIN_DOWN) != ADMIN_DOWN:
+            ports.append(port)
+    return ports
 
 
 @dataclass(frozen=True)
@@ -44,6 +89,10 @@ class GcuBehaviour:
     def run_seconds(self, op_count: int) -> float:
         """How long GCU takes for a Set of ``op_count`` operations."""
         return self.per_set_s + self.per_op_s * op_count
+
+    def flap_seconds(self, ports: int) -> float:
+        """What taking ``ports`` ports down and up adds: two changes each."""
+        return self.per_op_s * FLAP_CHANGES * ports
 
     def unmodelled(self) -> frozenset[str]:
         """The tables this switch has no YANG model for."""

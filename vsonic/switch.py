@@ -15,6 +15,8 @@ from typing import Any
 
 from vsonic.db import (
     CONFIG_DB,
+    Config,
+    Fields,
     MemoryStore,
     Store,
     read_config,
@@ -27,7 +29,7 @@ from vsonic.errors import (
     SchemaViolationError,
     UnknownTargetError,
 )
-from vsonic.gcu import GcuBehaviour
+from vsonic.gcu import ADMIN_DOWN, ADMIN_STATUS, ADMIN_UP, GcuBehaviour, flapped_ports
 from vsonic.gnmi_codec import json_text
 from vsonic.paths import DbPath
 from vsonic.schema import patch_problems, validate_change
@@ -46,6 +48,9 @@ class Switch:
     on_change: bool = True
     # Every Set operation applied, by path: shows a write that arrived twice.
     applied: Counter[str] = field(default_factory=Counter)
+    # Every time a Set took a port admin down and up (GCU's port-critical rule, vsonic/gcu.py),
+    # by port: shows a link flap a change caused.
+    port_flaps: Counter[str] = field(default_factory=Counter)
     # The JSON text of table Gets on an in-memory store, by (db, table), with the table's
     # generation when it was encoded (``json_for_get``).
     _encoded: dict[tuple[int, str], tuple[int, bytes]] = field(
@@ -148,10 +153,30 @@ class Switch:
             if problems:
                 raise SchemaViolationError(problems)
             changes = changed_entries(before, after)
+            # The sorter's admin down and up around the port-critical changes (vsonic/gcu.py).
+            flapped = flapped_ports(before, after)
+            self._admin_status(before, flapped, ADMIN_DOWN)
+            flap_s = self.gcu.flap_seconds(len(flapped))
+            if flap_s > 0:
+                self.gcu.sleep(flap_s)
             self.store.write_atomically(
                 CONFIG_DB, {redis_key(CONFIG_DB, t, k): f for (t, k), f in changes.items()}
             )
+            self._admin_status(after, flapped, ADMIN_UP)
             self.applied.update(op.path.text() for op in ops)
+            self.port_flaps.update(flapped)
+
+    def _admin_status(self, config: Config, ports: list[str], status: str) -> None:
+        """``PORT|<port> admin_status`` to ``status`` for each of ``ports``, as GCU's sorted
+        changes write it before and after a port's port-critical ones."""
+        if not ports:
+            return
+        writes: dict[str, Fields | None] = {}
+        for port in ports:
+            fields = dict(config.get(("PORT", port), {}))
+            fields[ADMIN_STATUS] = status
+            writes[redis_key(CONFIG_DB, "PORT", port)] = fields
+        self.store.write_atomically(CONFIG_DB, writes)
 
 
 class Targets:

@@ -25,13 +25,15 @@ def start_rollout(
     body: RolloutIn, services: ServicesDep, actor: OperatorActor, telemetry: TelemetryDep
 ) -> RolloutOut:
     """Roll an intent version out: canary switches first, then batches. 409 while another
-    rollout is unfinished, or when a health gate's pre-check fails (unless forced)."""
+    rollout is unfinished, when a health gate's pre-check fails (unless forced), or when
+    its changes would take switch ports down (unless ``allow_port_flaps``)."""
     policy = RolloutPolicy(
         to_version=body.to_version,
         canary=tuple(body.canary),
         batch_size=body.batch_size,
         failure_budget=body.failure_budget,
         gates=None if body.gates is None else body.gates.policy(),
+        allow_port_flaps=body.allow_port_flaps,
     )
     reader = promql_reader(telemetry.promql) if body.gates is not None else None
     return RolloutOut.of(services.rollouts.start(policy, actor=actor, gates=reader))

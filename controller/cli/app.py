@@ -217,7 +217,8 @@ def show_plans(
             out.print(table(COUNT_HEADERS, table_count_rows(plans)))
         elif plan_has_changes(plans):
             out.print(table(PLAN_HEADERS, plan_rows(plans)))
-        for line in plan_summary(plans):
+        # --summary: counts only; the ports each switch takes down are counted, not listed.
+        for line in plan_summary(plans, ports=not summary):
             say(out, line)
 
     emit(out, {"plans": list(plans)}, fmt, render)

@@ -82,16 +82,44 @@ def plan_rows(plans: Sequence[JsonObject]) -> list[Row]:
     ]
 
 
-def plan_summary(plans: Sequence[JsonObject]) -> list[str]:
-    """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch; one line if nothing changes."""
+def plan_summary(plans: Sequence[JsonObject], *, ports: bool = True) -> list[str]:
+    """``leaf1: 3 to add, 1 to change, 0 to delete`` per switch, how many ports it takes
+    admin down and up and (``ports``) a line for each (``port_flap_lines``); one line if
+    nothing changes."""
     if not plan_has_changes(plans):
         return [f"No changes ({len(plans)} switches checked)."]
     lines = []
     for plan in plans:
         kinds = Counter(str(op.get("kind")) for op in plan.get("ops", []))
+        flaps = port_flap_lines(plan)
+        down = f"; takes {len(flaps)} port(s) down" if flaps else ""
         lines.append(
             f"{plan.get('switch', '?')}: {kinds['add']} to add, {kinds['change']} to change, "
-            f"{kinds['delete']} to delete"
+            f"{kinds['delete']} to delete{down}"
+        )
+        if ports:
+            lines += flaps
+    return lines
+
+
+FLAP_REASONS_SHOWN = 3
+
+
+def port_flap_lines(plan: JsonObject) -> list[str]:
+    """``leaf1 Ethernet0 goes admin down and up for 2 port-critical change(s): ...`` per port a
+    plan's port-critical changes take down (SONiC's config updater; docs/rollouts.md), with
+    the first few reasons; ``-o json`` lists them all."""
+    by_port: dict[str, list[str]] = {}
+    for flap in plan.get("port_flaps") or ():
+        by_port.setdefault(str(flap.get("port")), []).append(str(flap.get("reason")))
+    lines = []
+    for port, reasons in by_port.items():
+        shown = "; ".join(reasons[:FLAP_REASONS_SHOWN])
+        more = len(reasons) - FLAP_REASONS_SHOWN
+        tail = f" (and {more} more)" if more > 0 else ""
+        lines.append(
+            f"  {plan.get('switch', '?')} {port} goes admin down and up for {len(reasons)} "
+            f"port-critical change(s): {shown}{tail}"
         )
     return lines
 

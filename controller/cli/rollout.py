@@ -307,16 +307,26 @@ def start(
     soak_s: SoakOption = 60.0,
     on_fail: OnFailOption = "rollback_batch",
     force: ForceOption = False,
+    allow_port_flaps: Annotated[
+        bool,
+        typer.Option(
+            "--allow-port-flaps",
+            help="allow changes that take switch ports admin down and up (a first rollout, "
+            "a class or port added, a queue moved); `sluice plan` names them",
+        ),
+    ] = False,
     watch: Annotated[bool, typer.Option("--watch", help="show progress until it ends")] = False,
     interval: IntervalOption = 1.0,
 ) -> None:
-    """Start rolling an intent version out (the worker applies it)."""
+    """Start rolling an intent version out (the worker applies it). A version whose changes
+    take switch ports down is refused unless --allow-port-flaps says they may."""
     names = [n.strip() for n in (canary or "").split(",") if n.strip()]
     body: JsonObject = {
         "to_version": to_version,
         "canary": names,
         "batch_size": batch_size,
         "failure_budget": failure_budget,
+        "allow_port_flaps": allow_port_flaps,
     }
     if gate:
         body["gates"] = gates_body(gate, soak_s, on_fail, force)

@@ -453,6 +453,11 @@ class Reconcile(Frozen):
     jitter_pct: float = Field(
         default=10.0, ge=0.0, le=50.0, description="each wait is interval_s +/- this percent"
     )
+    allow_port_flaps: bool = Field(
+        default=False,
+        description="correct drift even when the repair takes switch ports admin down and up "
+        "(QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...); otherwise such drift is only alerted",
+    )
 
 
 class Health(Frozen):

@@ -95,5 +95,9 @@ class GnmiAccess:
         except NotFound as error:
             return unapplied(switch.name, "failed", error.detail)
         return apply_plan_to_switch(
-            session, plan, batch_size=self.batch_size, volatile=agent_fields
+            session,
+            plan,
+            batch_size=self.batch_size,
+            pace=self.pool.policy.pace,
+            volatile=agent_fields,
         )

@@ -9,13 +9,26 @@ Per switch the outcome is one of:
   something malformed; earlier batches stay applied, the refused one changed nothing
   (a SetRequest is all-or-nothing, sonic-gnmi sonic_data_client/mixed_db_client.go);
 - ``unreachable``: no answer after the retries; earlier batches stay applied;
+- ``unknown``: a Set got no answer and the switch did not show it within several of its
+  deadlines: it may still be applying; earlier batches stay applied;
 - ``mismatch``: accepted, but the read-back differs (the differences are listed).
 
 A Set that got no answer (``SouthboundSetUnconfirmed``: the deadline passed or the connection
 dropped) may still be running on the switch, which applies it as one GCU run whatever the
-client does. It is never resent blindly: the tables it wrote are read back (for a few Set
-deadlines, ``CallPolicy.outcome_wait_factor``) until the switch shows the outcome; only the
-ops still missing then are sent, once.
+client does. It is never sent again while it may be applying: the tables it wrote are read
+back, for ``CallPolicy.outcome_wait_factor`` of its deadlines (GCU took more than three of
+them on a loaded switch), until the switch shows it; when it still does not, the switch's
+state is ``unknown`` and nothing more is written. The next rollout or reconcile pass plans
+from a fresh read.
+
+Sets are sized for GCU (``controller/sonic/gcu.py``): each carries at most what GCU applies
+within the Set deadline on a loaded switch (its sorted changes at ``CallPolicy.pace``), and
+a Set that must carry more (one port's port-critical changes, which are never split, so a
+port goes down once) gets a deadline that fits it. The plan's ops go in four groups, each
+valid on its own because the plan is in dependency order: the profiles and maps written,
+then the port-critical changes (``QUEUE``, ``BUFFER_QUEUE``, ``PORT_QOS_MAP``) port by port,
+then the deletes of what no queue names any more, in Sets of their own: GCU strips a profile
+deleted in the Set that repoints its queues one field at a time while they still use it.
 
 The tables sluice invents (``SLUICE_AGENT``, ``SLUICE_AGENT_QUEUE``) are checked on a switch
 only by sluice's YANG extension, and GCU refuses a whole patch that touches a table without
@@ -40,16 +53,24 @@ from typing import Literal, Protocol
 from controller.errors import (
     SouthboundError,
     SouthboundRejected,
+    SouthboundSetOutcomeUnknown,
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
 )
 from controller.reconcile.fanout import checked_parallel, map_parallel
+from controller.sonic.gcu import (
+    FLAP_CHANGES,
+    PORT_CRITICAL_TABLES,
+    GcuPace,
+    critical_port,
+    sorted_changes,
+)
 from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS, sluice_agent, sluice_agent_queue
 
 log = logging.getLogger(__name__)
 
-ApplyStatus = Literal["applied_verified", "failed", "unreachable", "mismatch"]
+ApplyStatus = Literal["applied_verified", "failed", "unreachable", "unknown", "mismatch"]
 Stage = Literal["batch_written", "verifying", "finished"]
 Volatile = Callable[[EntryKey], frozenset[str]]
 """Fields of an entry that something on the switch may rewrite right after sluice wrote
@@ -64,6 +85,7 @@ EXTENSION_TABLES = frozenset({sluice_agent.TABLE, sluice_agent_queue.TABLE})
 YANG_EXTENSION = "sonic-sluice-agent.yang"
 # How often the outcome of an unanswered Set is read while waiting for it.
 OUTCOME_POLLS = 8
+DEFAULT_PACE = GcuPace()
 
 
 class ConfigSession(Protocol):
@@ -72,7 +94,12 @@ class ConfigSession(Protocol):
     @property
     def name(self) -> str: ...
 
-    def set(self, ops: Sequence[Op]) -> None: ...
+    @property
+    def set_deadline_s(self) -> float:
+        """How long one Set may run on this switch unless the caller gives it longer."""
+        ...
+
+    def set(self, ops: Sequence[Op], deadline_s: float | None = None) -> None: ...
 
     def get_tables(self, tables: Iterable[str]) -> SwitchConfig: ...
 
@@ -238,9 +265,93 @@ def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], tuple[Op, ...], tup
     return first, middle, last
 
 
-def grouped_batches(ops: Sequence[Op], batch_size: int) -> list[tuple[Op, ...]]:
-    """Batches that never mix extension-table writes with anything else (``write_groups``)."""
-    return [chunk for group in write_groups(ops) for chunk in batches(group, batch_size)]
+def qos_groups(
+    ops: Sequence[Op],
+) -> tuple[tuple[Op, ...], tuple[tuple[Op, ...], ...], tuple[Op, ...]]:
+    """``(writes, port blocks, deletes)`` of QoS ops: the profile, scheduler and map writes
+    in plan order; the port-critical ops (``controller/sonic/gcu.py``) as one block per port,
+    ports in the order the plan first names them, each block in plan order; the other
+    deletes in plan order. Valid in that order: nothing port-critical is named by another
+    table, a port-critical write names only what the writes made, and what the deletes
+    remove is no longer named once the port blocks are applied."""
+    writes = tuple(op for op in ops if op.table not in PORT_CRITICAL_TABLES and op.kind != "delete")
+    deletes = tuple(
+        op for op in ops if op.table not in PORT_CRITICAL_TABLES and op.kind == "delete"
+    )
+    by_port: dict[str, list[Op]] = {}
+    for op in ops:
+        port = critical_port(op.table, op.key)
+        if port is not None:
+            by_port.setdefault(port, []).append(op)
+    return writes, tuple(tuple(block) for block in by_port.values()), deletes
+
+
+@dataclass
+class _SetSize:
+    """What a Set holds so far, as GCU would sort it (``controller.sonic.gcu.sorted_changes``
+    kept up to date op by op, so packing a plan is linear in its ops)."""
+
+    ops: list[Op] = field(default_factory=list)
+    critical: int = 0
+    ports: set[str] = field(default_factory=set)
+    grouped: set[tuple[str, str]] = field(default_factory=set)
+
+    def changes_with(self, unit: Sequence[Op]) -> int:
+        ports = self.ports | {p for op in unit if (p := critical_port(op.table, op.key))}
+        grouped = self.grouped | {
+            (op.table, op.kind) for op in unit if op.table not in PORT_CRITICAL_TABLES
+        }
+        critical = self.critical + sum(1 for op in unit if op.table in PORT_CRITICAL_TABLES)
+        return critical + FLAP_CHANGES * len(ports) + len(grouped)
+
+    def add(self, unit: Sequence[Op]) -> None:
+        for op in unit:
+            self.ops.append(op)
+            port = critical_port(op.table, op.key)
+            if port is None:
+                self.grouped.add((op.table, op.kind))
+            else:
+                self.critical += 1
+                self.ports.add(port)
+
+
+def _packed(
+    units: Iterable[Sequence[Op]], batch_size: int, max_changes: int
+) -> list[tuple[Op, ...]]:
+    """Consecutive units in Sets of at most ``batch_size`` ops and ``max_changes`` sorted
+    changes; a unit is never split (one larger than either limit is a Set of its own)."""
+    out: list[tuple[Op, ...]] = []
+    current = _SetSize()
+    for unit in units:
+        if current.ops and (
+            len(current.ops) + len(unit) > batch_size or current.changes_with(unit) > max_changes
+        ):
+            out.append(tuple(current.ops))
+            current = _SetSize()
+        current.add(unit)
+    if current.ops:
+        out.append(tuple(current.ops))
+    return out
+
+
+def gcu_batches(ops: Sequence[Op], batch_size: int, max_changes: int) -> list[tuple[Op, ...]]:
+    """The Sets a plan goes in (module docstring): extension deletes; the QoS writes and the
+    port blocks, packed to ``batch_size`` ops and ``max_changes`` sorted changes with no
+    port block split; the other deletes; extension writes. Each Set is valid on its own."""
+    if batch_size < 1 or max_changes < 1:
+        raise ValueError("batch_size and max_changes must be at least 1")
+    first, middle, last = write_groups(ops)
+    writes, blocks, deletes = qos_groups(middle)
+    return [
+        *_packed(_each(first), batch_size, max_changes),
+        *_packed([*_each(writes), *blocks], batch_size, max_changes),
+        *_packed(_each(deletes), batch_size, max_changes),
+        *_packed(_each(last), batch_size, max_changes),
+    ]
+
+
+def _each(ops: Iterable[Op]) -> list[tuple[Op]]:
+    return [(op,) for op in ops]
 
 
 def still_missing(
@@ -349,49 +460,57 @@ def _await_outcome(
     error: SouthboundSetUnconfirmed,
     volatile: Volatile,
     sleep: Callable[[float], None],
-) -> tuple[Op, ...]:
-    """The ops of an unanswered Set that the switch still lacks after ``outcome_wait_s``:
-    read back until all of it shows (a GCU run applies all or none), so a Set still running
-    is never sent a second time."""
+) -> None:
+    """Read back an unanswered Set until the switch shows all of it (a GCU run applies all
+    or none), for ``outcome_wait_s``; never send it again, since it may still be applying.
+    Raises ``SouthboundSetOutcomeUnknown`` when it still does not show."""
     tables = {op.table for op in chunk}
     interval = error.outcome_wait_s / OUTCOME_POLLS
     missing = chunk
     for poll in range(OUTCOME_POLLS + 1):
         missing = still_missing(chunk, session.get_tables(tables), volatile)
         if not missing:
-            log.info("%s: the unanswered Set was applied; nothing to resend", session.name)
-            return ()
+            log.info("%s: the unanswered Set was applied", session.name)
+            return
         if poll < OUTCOME_POLLS:
             sleep(interval)
-    return missing
+    raise SouthboundSetOutcomeUnknown(
+        session.name,
+        f"{error.detail}; after reading back for {error.outcome_wait_s:g} s more, "
+        f"{len(missing)} of its {len(chunk)} op(s) still do not show. It was not sent again "
+        "(GCU may still be applying it): the next rollout or reconcile pass plans from what "
+        "the switch then holds",
+    )
 
 
 def _send(
     session: ConfigSession,
     run: _Run,
     chunk: tuple[Op, ...],
+    deadline_s: float,
     volatile: Volatile,
     sleep: Callable[[float], None],
 ) -> None:
-    """One batch; after an unanswered Set, only what the switch still lacks, once more."""
+    """One batch, sent once; an unanswered one is read back, never resent."""
     run.set_requests += 1
     try:
-        session.set(chunk)
-        return
+        session.set(chunk, deadline_s)
     except SouthboundSetUnconfirmed as error:
-        log.warning("%s: %s; reading back before anything is resent", session.name, error.detail)
-        missing = _await_outcome(session, chunk, error, volatile, sleep)
-    if missing:
-        log.warning("%s: resending the %d op(s) still missing", session.name, len(missing))
-        run.chunk = missing
-        run.set_requests += 1
-        session.set(missing)
+        log.warning("%s: %s; reading back, nothing is resent", session.name, error.detail)
+        _await_outcome(session, chunk, error, volatile, sleep)
+
+
+def set_deadline(base_s: float, chunk: Sequence[Op], pace: GcuPace) -> float:
+    """The deadline of one Set: the switch's, or longer when GCU needs longer for what the
+    Set carries on a loaded switch (a port block larger than a Set should be)."""
+    return max(base_s, pace.deadline_for(sorted_changes(chunk)))
 
 
 def _write(
     session: ConfigSession,
     run: _Run,
     chunks: list[tuple[Op, ...]],
+    pace: GcuPace,
     progress: Progress,
     volatile: Volatile,
     sleep: Callable[[float], None],
@@ -401,8 +520,9 @@ def _write(
     run.phase = "write"
     for done, chunk in enumerate(chunks, start=1):
         run.chunk = chunk
+        deadline = set_deadline(session.set_deadline_s, chunk, pace)
         try:
-            _send(session, run, chunk, volatile, sleep)
+            _send(session, run, chunk, deadline, volatile, sleep)
         except SouthboundRejected as error:
             if not all(op.table in EXTENSION_TABLES and op.kind != "delete" for op in chunk):
                 raise
@@ -435,6 +555,8 @@ def _verify(
 def _failure(run: _Run, error: SouthboundError) -> ApplyResult:
     """The result for a southbound error in the phase ``run`` was in."""
     context = "" if run.phase == "write" else f"{run.phase}: "
+    if isinstance(error, SouthboundSetOutcomeUnknown):
+        return run.result("unknown", context + error.detail)
     if isinstance(error, SouthboundUnreachable):
         return run.result("unreachable", context + error.detail)
     if isinstance(error, SouthboundRejected):
@@ -448,20 +570,22 @@ def apply_plan_to_switch(
     plan: Plan,
     *,
     batch_size: int = 100,
+    pace: GcuPace = DEFAULT_PACE,
     progress: Progress = _no_progress,
     volatile: Volatile = _nothing_volatile,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ApplyResult:
-    """Write ``plan`` in batches of ``batch_size`` ops (one SetRequest each, in plan order,
-    extension-table writes last: ``grouped_batches``), then read back the tables written and
-    compare. An empty plan sends nothing. ``sleep`` paces the read-back after an unanswered
-    Set."""
+    """Write ``plan`` in Sets sized for GCU (``gcu_batches``: at most ``batch_size`` ops and
+    what GCU applies at ``pace`` within the session's Set deadline, in plan order,
+    extension-table writes last), then read back the tables written and compare. An empty
+    plan sends nothing. ``sleep`` paces the read-back after an unanswered Set."""
     run = _Run(plan.switch, len(plan.ops))
-    chunks = grouped_batches(plan.ops, batch_size)
+    max_changes = pace.changes_within(session.set_deadline_s)
+    chunks = gcu_batches(plan.ops, batch_size, max_changes)
     try:
         ops = _settle(session, run, plan.ops)
-        chunks = grouped_batches(ops, batch_size)
-        _write(session, run, chunks, progress, volatile, sleep)
+        chunks = gcu_batches(ops, batch_size, max_changes)
+        _write(session, run, chunks, pace, progress, volatile, sleep)
         if ops:
             progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
             result = _verify(session, run, run.written, volatile)
@@ -479,6 +603,7 @@ def apply_fleet(
     *,
     max_parallel: int = 8,
     batch_size: int = 100,
+    pace: GcuPace = DEFAULT_PACE,
     progress: Progress = _no_progress,
     volatile: Volatile = _nothing_volatile,
 ) -> dict[str, ApplyResult]:
@@ -493,7 +618,12 @@ def apply_fleet(
             return _Run(switch, len(plan.ops)).result("unreachable", "no gNMI session")
         try:
             return apply_plan_to_switch(
-                session, plan, batch_size=batch_size, progress=progress, volatile=volatile
+                session,
+                plan,
+                batch_size=batch_size,
+                pace=pace,
+                progress=progress,
+                volatile=volatile,
             )
         except Exception as error:  # a bug for one switch must not cost the others theirs
             log.exception("apply to %s failed unexpectedly", switch)

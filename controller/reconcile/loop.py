@@ -4,7 +4,10 @@ Each pass, for every switch a rollout has verified: Get the tables sluice owns, 
 what it runs to the desired state of its version (owned = that same desired state, the last
 thing sluice applied), and turn the plan into drift events, one per field (what, where,
 expected and observed). Then, per the fabric's ``reconcile.mode``, write the plan and
-verify it (``correct``) or only record (``alert``). Thresholds the on-switch agent moves
+verify it (``correct``) or only record (``alert``). A repair that takes a port down (a
+``QUEUE``, ``BUFFER_QUEUE`` or ``PORT_QOS_MAP`` change: SONiC's config updater flaps the
+port, ``controller/sonic/gcu.py``) is written only when ``reconcile.allow_port_flaps`` says so;
+otherwise the run is ``alerted`` and names the ports. Thresholds the on-switch agent moves
 (``SLUICE_Q_*`` WRED profiles) are planned around by ``plan_switch`` and so are never
 drift. Every switch gets a run record, whatever happened.
 
@@ -37,6 +40,7 @@ from controller.reconcile.access import OWNED_TABLES, SwitchAccess, TableReader
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.digest import AnswerDigests, TableDigests, changed_tables, table_digests
+from controller.sonic.gcu import describe_port_flaps
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import TableAnswers
 
@@ -46,7 +50,7 @@ Clock = Callable[[], datetime]
 # dispatch(switch names, spacing_s): queue a pass over those switches unless any worker queued
 # one in the last spacing_s seconds; returns how many switch jobs were queued.
 PassDispatch = Callable[[Sequence[str], float], int]
-RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable"]
+RunStatus = Literal["converged", "corrected", "alerted", "failed", "unreachable", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +138,16 @@ def next_delay_s(policy: Reconcile, unit: float) -> float:
     return policy.interval_s * (1.0 + spread * (2.0 * unit - 1.0))
 
 
+def withheld_repair(plan: Plan) -> str:
+    """Why a drift repair was not written: the ports it would take down, and how to allow it."""
+    return (
+        f"not corrected: the repair takes {len(plan.ports_down)} port(s) admin down and up "
+        f"(port-critical changes, SONiC's config updater): {describe_port_flaps(plan.port_flaps)}"
+        "; set fabric.reconcile.allow_port_flaps to let the loop repair it, or roll the "
+        "version out again with allow_port_flaps"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # one switch
 
@@ -158,11 +172,13 @@ def reconcile_switch(
     clock: Clock,
     *,
     answers: AnswerDigests | None = None,
+    allow_port_flaps: bool = False,
 ) -> SwitchRun:
     """Read, diff, and correct or alert, for one switch; never raises for the switch's
     own failures (they become the run's status and error). With ``answers`` (and a target
     with digests, an access that is a ``TableReader``) the switch is compared by digest
-    first, as the module says."""
+    first, as the module says. A repair that takes ports down is only alerted unless
+    ``allow_port_flaps``."""
     name, version = target.switch.name, target.version
     started = clock()
 
@@ -197,7 +213,11 @@ def reconcile_switch(
         return run("converged", running=observed)
     if mode is ReconcileMode.ALERT:
         return run("alerted", drift)
+    if plan.port_flaps and not allow_port_flaps:
+        return run("alerted", drift, error=withheld_repair(plan))
     result = access.apply(target.switch, plan)
+    if result.status == "unknown":  # a Set that may still be applying: never sent again
+        return run("unknown", drift, error=result.reason)
     if result.status != "applied_verified":
         return run("failed", drift, error=f"{result.status}: {result.reason}")
     # The apply verified every written entry by read-back: the switch now runs this.
@@ -265,9 +285,9 @@ class ReconcileLoop:
         return self._run([t for t in self._store.targets() if t.switch.name in wanted])
 
     def _run(self, targets: list[Target]) -> list[SwitchRun]:
-        mode = self._store.policy().mode
+        policy = self._store.policy()
         runs = map_parallel(
-            lambda target: self._reconcile(target, mode),
+            lambda target: self._reconcile(target, policy),
             targets,
             max_parallel=self._max_parallel,
             name="reconcile",
@@ -276,8 +296,15 @@ class ReconcileLoop:
             self._record(one)
         return runs
 
-    def _reconcile(self, target: Target, mode: ReconcileMode) -> SwitchRun:
-        return reconcile_switch(self._access, target, mode, self._clock, answers=self._answers)
+    def _reconcile(self, target: Target, policy: Reconcile) -> SwitchRun:
+        return reconcile_switch(
+            self._access,
+            target,
+            policy.mode,
+            self._clock,
+            answers=self._answers,
+            allow_port_flaps=policy.allow_port_flaps,
+        )
 
     def _record(self, run: SwitchRun) -> None:
         self._store.record(run)

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-# Statuses that count against the failure budget: a switch that failed, was unreachable or
-# read back differently (``mismatch``); a host whose play failed or that was unreachable.
-FAILURE_STATUSES = frozenset({"failed", "unreachable", "mismatch"})
+# Statuses that count against the failure budget: a switch that failed, was unreachable,
+# read back differently (``mismatch``) or whose unanswered Set never showed (``unknown``); a
+# host whose play failed or that was unreachable.
+FAILURE_STATUSES = frozenset({"failed", "unreachable", "mismatch", "unknown"})
 PENDING = "pending"
 PAUSABLE = ("pending", "running")
 RESUMABLE = ("paused", "halted", "completed")

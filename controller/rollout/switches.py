@@ -41,7 +41,8 @@ from controller.rollout.staging import (
     next_stage,
 )
 from controller.sonic.diff import plan_switch
-from controller.sonic.model import SwitchConfig
+from controller.sonic.gcu import describe_port_flaps
+from controller.sonic.model import Plan, SwitchConfig
 from controller.types import Clock
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ class RolloutView:
     soak_until: datetime | None = None
     baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
     soaked: frozenset[int] = frozenset()  # batches whose soak readings are recorded
+    # Whether the operator allowed changes that take switch ports down (controller/sonic/gcu.py).
+    allow_port_flaps: bool = False
 
     def of(self, phase: Phase) -> list[SwitchProgress]:
         return [r for r in self.results if r.phase == phase]
@@ -150,16 +153,41 @@ class Converged:
     running: SwitchConfig | None  # read after a verified apply; None when not verified
 
 
+ALLOW_HINT = (
+    "start the rollout with allow_port_flaps (sluice rollout start --allow-port-flaps) when "
+    "taking them down is intended"
+)
+
+
+def port_flap_refusal(plan: Plan) -> ApplyResult:
+    """The result of a switch whose plan takes ports down when the rollout does not allow
+    it: failed, nothing written, each port named with why."""
+    reason = (
+        f"not written: the plan takes {len(plan.ports_down)} port(s) admin down and up "
+        f"(port-critical changes, SONiC's config updater): {describe_port_flaps(plan.port_flaps)}; "
+        + ALLOW_HINT
+    )
+    return unapplied(plan.switch, "failed", reason)
+
+
 def converge_switch(
-    access: SwitchAccess, switch: Switch, desired: SwitchConfig, owned: SwitchConfig
+    access: SwitchAccess,
+    switch: Switch,
+    desired: SwitchConfig,
+    owned: SwitchConfig,
+    *,
+    allow_port_flaps: bool,
 ) -> Converged:
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
-    and verify, then read what it runs now."""
+    and verify, then read what it runs now. A plan that takes ports down is not written
+    unless ``allow_port_flaps``."""
     try:
         observed = access.read(switch, OWNED_TABLES)
     except (SouthboundError, NotFound) as error:
         return Converged(read_failure(switch.name, error), None)
     plan = plan_switch(switch.name, desired, observed, owned)
+    if plan.port_flaps and not allow_port_flaps:
+        return Converged(port_flap_refusal(plan), None)
     result = access.apply(switch, plan)
     if result.status != "applied_verified":
         return Converged(result, None)
@@ -202,6 +230,7 @@ class _Work:
     switch: Switch | None
     desired: SwitchConfig
     owned: SwitchConfig
+    allow_port_flaps: bool
 
 
 class Dispatch(Protocol):
@@ -336,6 +365,7 @@ class RolloutRunner:
                 # What sluice wrote: the older version's values win where both have an entry,
                 # so a start value that changed between versions is written afresh.
                 {**to_desired.get(name, {}), **from_desired.get(name, {})},
+                view.allow_port_flaps,
             )
             for name in names
         ]
@@ -423,6 +453,7 @@ class RolloutRunner:
             from_desired.get(target.switch, {}),
             # The newer version was written last: its values are what sluice recorded.
             {**from_desired.get(target.switch, {}), **to_desired.get(target.switch, {})},
+            view.allow_port_flaps,
         )
         log.info("rollout %d: rolling back %s", view.id, target.switch)
         self._run(view.id, BACKWARD, [work])
@@ -434,11 +465,14 @@ class RolloutRunner:
             if item.switch is None:
                 missing = unapplied(item.name, "failed", "the switch is in neither intent version")
                 return Converged(missing, None), started, self._clock()
-            return (
-                converge_switch(self._access, item.switch, item.desired, item.owned),
-                started,
-                (self._clock()),
+            converged = converge_switch(
+                self._access,
+                item.switch,
+                item.desired,
+                item.owned,
+                allow_port_flaps=item.allow_port_flaps,
             )
+            return converged, started, self._clock()
 
         outcomes = map_parallel(one, work, max_parallel=self._max_parallel, name="rollout")
         for converged, started, finished in outcomes:

@@ -8,23 +8,27 @@ switch work. Every action is audited (resource type ``rollout``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
+from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PortFlapsNotAllowed
 from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, failed, read_all
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
+from controller.sonic.diff import plan_switch
+from controller.sonic.gcu import PORT_CRITICAL_TABLES, PortFlap, describe_port_flaps
+from controller.sonic.model import SwitchConfig
 from controller.store.models import GateEvaluation, Rollout, RolloutResult
-from controller.store.repositories import intents, rollouts
+from controller.store.repositories import intents, rollouts, states
 from controller.store.repositories.rollouts import NewResult
 from controller.store.rollout_store import evaluation_row, load_rollout, rollout_view
+from controller.store.snapshots import decode_fleet
 from controller.types import Clock
 
 ROLLBACKABLE = ("pending", "running", "paused", "halted", "completed")
@@ -33,11 +37,17 @@ PRECHECK_BATCH = -1  # the batch number pre-check readings are stored under
 
 @dataclass(frozen=True, slots=True)
 class RolloutPolicy:
+    """How a rollout runs. ``allow_port_flaps``: whether its changes may take switch ports
+    admin down and up (SONiC's config updater does for QUEUE, BUFFER_QUEUE, PORT_QOS_MAP ...,
+    ``controller/sonic/gcu.py``); without it a rollout whose plan holds such changes is
+    refused before anything is written."""
+
     to_version: int | None
     canary: tuple[str, ...] = ()
     batch_size: int = 1
     failure_budget: int = 0
     gates: GatePolicy | None = None
+    allow_port_flaps: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,7 @@ class RolloutInfo:
     soak_batch: int | None = None
     soak_until: datetime | None = None
     evaluations: list[EvaluationInfo] | None = None
+    allow_port_flaps: bool = False
 
 
 def _result_info(row: RolloutResult) -> ResultInfo:
@@ -156,6 +167,7 @@ def _info(
         row.soak_batch,
         row.soak_until,
         None if evaluations is None else [evaluation_info(e) for e in evaluations],
+        row.allow_port_flaps,
     )
 
 
@@ -207,7 +219,9 @@ class RolloutService:
         """A new pending rollout of ``to_version`` (default: the current version) from the
         version the fabric was last brought to. With health gates, each gate is read first
         (``gates`` reads one expression) and an unhealthy fabric refuses the start (409)
-        unless the policy forces it."""
+        unless the policy forces it. A version whose plan takes ports down (from what each
+        switch is recorded to run) is refused (409, ``PortFlapsNotAllowed``) unless the
+        policy allows it."""
         with self._sessions.begin() as session:
             rollouts.lock_rollout_starts(session=session)
             active = rollouts.active_rollout(session=session)
@@ -224,11 +238,14 @@ class RolloutService:
                 _refuse_rejected_head(session, head)
             switches = sorted(intents.desired_states(session=session, version=to_version))
             batches = _batches(switches, policy)
+            from_version = rollouts.last_finished_version(session=session)
+            if not policy.allow_port_flaps:
+                refuse_port_flaps(port_flaps_of(session, from_version, to_version))
             now = self._clock()
             prechecks = precheck(policy.gates, gates, switches, now)
             row = rollouts.insert_rollout(
                 session=session,
-                from_version=rollouts.last_finished_version(session=session),
+                from_version=from_version,
                 to_version=to_version,
                 canary=list(dict.fromkeys(policy.canary)),
                 batch_size=policy.batch_size,
@@ -236,6 +253,7 @@ class RolloutService:
                 created_by=actor.name,
                 at=now,
                 gate_policy=None if policy.gates is None else policy.gates.to_json(),
+                allow_port_flaps=policy.allow_port_flaps,
             )
             rows = [NewResult(FORWARD, name, batch) for name, batch in batches]
             rollouts.insert_results(session=session, rollout_id=row.id, results=rows)
@@ -342,6 +360,7 @@ class RolloutService:
                 "canary": list(row.canary),
                 "batch_size": row.batch_size,
                 "failure_budget": row.failure_budget,
+                "allow_port_flaps": row.allow_port_flaps,
             },
             at=at,
         )
@@ -394,6 +413,59 @@ def precheck(
             "fix it first or start with force"
         )
     return found
+
+
+def _port_critical(config: SwitchConfig) -> SwitchConfig:
+    return {key: fields for key, fields in config.items() if key[0] in PORT_CRITICAL_TABLES}
+
+
+def port_flaps_of(
+    session: Session, from_version: int, to_version: int
+) -> dict[str, tuple[PortFlap, ...]]:
+    """Per switch, the changes of a rollout of ``to_version`` that take a port down, planned
+    from what each switch is recorded to run (nothing: a switch never rolled out to), with
+    ``from_version``'s desired state as what sluice wrote. Only port-critical tables are
+    compared: the rest cannot take a port down."""
+    desired = decode_fleet(intents.desired_states(session=session, version=to_version))
+    owned = (
+        decode_fleet(intents.desired_states(session=session, version=from_version))
+        if from_version > 0
+        else {}
+    )
+    running = decode_fleet(states.latest_running_states(session=session, switches=list(desired)))
+    found: dict[str, tuple[PortFlap, ...]] = {}
+    for name, config in sorted(desired.items()):
+        plan = plan_switch(
+            name,
+            _port_critical(config),
+            _port_critical(running.get(name, {})),
+            _port_critical({**config, **owned.get(name, {})}),
+        )
+        if plan.port_flaps:
+            found[name] = plan.port_flaps
+    return found
+
+
+FLAP_SWITCHES_SHOWN = 5
+
+
+def refuse_port_flaps(found: Mapping[str, Sequence[PortFlap]]) -> None:
+    """``PortFlapsNotAllowed`` naming the switches and ports, when there are any."""
+    if not found:
+        return
+    shown = "; ".join(
+        f"{name}: {describe_port_flaps(flaps)}"
+        for name, flaps in list(found.items())[:FLAP_SWITCHES_SHOWN]
+    )
+    more = len(found) - FLAP_SWITCHES_SHOWN
+    tail = f"; and {more} more switch(es)" if more > 0 else ""
+    ports = sum(len({f.port for f in flaps}) for flaps in found.values())
+    raise PortFlapsNotAllowed(
+        f"the rollout would take {ports} port(s) on {len(found)} switch(es) admin down and up "
+        f"(port-critical changes, SONiC's config updater): {shown}{tail}. Nothing was started; "
+        "start it with allow_port_flaps (sluice rollout start --allow-port-flaps) when taking "
+        "them down is intended"
+    )
 
 
 def _batches(switches: Sequence[str], policy: RolloutPolicy) -> list[tuple[str, int]]:

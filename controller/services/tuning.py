@@ -3,7 +3,11 @@ and turn an approved proposal into a new intent version authored by ``tuner``.
 
 ``fabric.tuning.mode`` decides: ``off`` refuses to run; ``propose`` stores a pending proposal
 an operator approves or rejects; ``auto`` approves it at once (the health-gated rollout of the
-new version is the rollout service's, issue 11 item 1). A proposal is made against one
+new version is the rollout service's, issue 11 item 1), unless its plan would take a switch
+port down: SONiC's config updater flaps a port for every QUEUE, BUFFER_QUEUE or PORT_QOS_MAP
+change (``controller/sonic/gcu.py``), and auto mode never does that; such a proposal waits
+for an operator, its reason says why. Thresholds, lambdas and weights change profiles in
+place and never take a port down. A proposal is made against one
 intent version; if the intent moved on before approval it is stale (propose again), so an
 approval never overwrites a change nobody saw.
 
@@ -12,6 +16,7 @@ Time, the telemetry reader and the database sessions are passed in.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +38,8 @@ from controller.tuning.evidence import Change
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
 from controller.types import Clock
+
+log = logging.getLogger(__name__)
 
 TUNER = "tuner"
 ReadSummary = Callable[[datetime, float], TelemetrySummary]
@@ -101,6 +108,19 @@ class TuningService:
             for c in changes
             if id(c) not in applied_ids
         ]
+        plans = switch_plans(current.intent, result.intent) if applied else []
+        flapping = ports_taken_down(plans)
+        reason = (
+            reason_for(applied)
+            if applied
+            else _refused_reason(refused)
+            if refused is not None
+            else "tuner: no change"
+        )
+        auto = tuning.mode is TuningMode.AUTO and not flapping
+        if tuning.mode is TuningMode.AUTO and flapping and applied:
+            reason += f" [auto mode left it for an operator: it takes ports down on {flapping}]"
+            log.warning("tuning: proposal not approved automatically: %s", reason)
         row = TuningProposal(
             state="pending" if applied else "no_change",
             base_version=current.info.number,
@@ -108,15 +128,9 @@ class TuningService:
             changes=[c.as_dict() for c in applied],
             held=held,
             diff=intent_diff(current.data, proposed),
-            plans=switch_plans(current.intent, result.intent) if applied else [],
+            plans=plans,
             proposed_intent=proposed,
-            reason=(
-                reason_for(applied)
-                if applied
-                else _refused_reason(refused)
-                if refused is not None
-                else "tuner: no change"
-            ),
+            reason=reason,
             window_start=datetime.fromtimestamp(summary.start_s, UTC),
             window_end=datetime.fromtimestamp(summary.end_s, UTC),
             created_by=actor.name,
@@ -126,7 +140,7 @@ class TuningService:
             session.add(row)
             session.flush()
             record = _record(row)
-        if record.state == "pending" and tuning.mode is TuningMode.AUTO:
+        if record.state == "pending" and auto:
             return self.approve(record.id, Actor(TUNER, actor.request_id))
         return record
 
@@ -230,6 +244,16 @@ def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:
     old = compile_fleet(before)
     plans = diff_fleet(compile_fleet(after), old, owned=old)
     return [plan.as_dict() for _, plan in sorted(plans.items()) if plan.ops]
+
+
+def ports_taken_down(plans: list[dict[str, Any]]) -> str:
+    """``leaf1 (Ethernet0, Ethernet4), leaf2 (Ethernet0)``: where the plans take ports down;
+    empty when they take none."""
+    return ", ".join(
+        f"{plan['switch']} ({', '.join(plan['ports_down'])})"
+        for plan in plans
+        if plan.get("ports_down")
+    )
 
 
 def _held(change: Change, refused: VersionInfo | None = None) -> dict[str, Any]:

@@ -259,7 +259,7 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
         fabric.mtu_bytes,
         _dynamic_th(max(len(fleet.queues), 1), k, buffer_bytes),
     )
-    buf_name = buffer_profile.profile_name(buf_fields)
+    buf_name = buffer_profile.profile_name(speed_gbps, buffer_bytes, buf_fields)
     static_wred: dict[str, Fields] = {}
     queues: list[QueueProfile] = []
     for queue in fleet.queues:
@@ -269,7 +269,7 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
         fields: Fields | None = None
         if threshold is not None:
             fields = wred_profile.profile_fields(threshold, mark=mark, probability_pct=pct)
-            name = wred_profile.static_name(speed_gbps, fields)
+            name = wred_profile.static_name(speed_gbps, queue.queue)
             static_wred[name] = fields
         elif bounds is not None:
             fields = wred_profile.profile_fields(

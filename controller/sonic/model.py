@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import attrgetter
 from typing import Literal
+
+from controller.sonic.gcu import PortFlap, flapped_ports, port_flaps, sorted_changes
 
 EntryKey = tuple[str, str]
 """(TABLE, key); a key's parts are joined with ``|``: ("QUEUE", "Ethernet0|3")."""
@@ -111,10 +114,28 @@ class Plan:
     def is_empty(self) -> bool:
         return not self.ops
 
+    @cached_property
+    def port_flaps(self) -> tuple[PortFlap, ...]:
+        """Every op that takes a port admin down and up on a SONiC switch (GCU's
+        port-critical tables, ``controller/sonic/gcu.py``), with its port and reason."""
+        return port_flaps(self.ops)
+
+    @property
+    def ports_down(self) -> tuple[str, ...]:
+        """The ports this plan takes down, each once, in plan order."""
+        return flapped_ports(self.ops)
+
+    @property
+    def gcu_changes(self) -> int:
+        """How many changes GCU would sort the whole plan into, sent as one Set."""
+        return sorted_changes(self.ops)
+
     def summary(self) -> str:
-        """One line: ``leaf1: 12 add, 3 change, 0 delete``."""
+        """One line: ``leaf1: 12 add, 3 change, 0 delete``, and the ports it takes down."""
         c = self.counts
-        return f"{self.switch}: {c['add']} add, {c['change']} change, {c['delete']} delete"
+        line = f"{self.switch}: {c['add']} add, {c['change']} change, {c['delete']} delete"
+        down = self.ports_down
+        return f"{line}; takes {len(down)} port(s) down: {', '.join(down)}" if down else line
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -122,4 +143,7 @@ class Plan:
             "counts": dict(self.counts),
             "counts_by_table": {t: dict(c) for t, c in self.counts_by_table.items()},
             "ops": [op.as_dict() for op in self.ops],
+            "gcu_changes": self.gcu_changes,
+            "ports_down": list(self.ports_down),
+            "port_flaps": [flap.as_dict() for flap in self.port_flaps],
         }

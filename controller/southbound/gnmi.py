@@ -16,10 +16,11 @@ D-Bus to the host service; sonic-net/sonic-gnmi:sonic_data_client/mixed_db_clien
 ``SetIncrementalConfig``) that takes seconds to minutes and goes on after the client gave
 up, so a Set gets its own, longer deadline (``set_deadline_s``, per switch from the intent),
 logs progress while it runs, and an unanswered Set comes out as ``SouthboundSetUnconfirmed``
-for the caller to read back before resending only what is missing
-(``controller/reconcile/apply.py``). Failures come out typed: ``SouthboundUnreachable``,
-``SouthboundRejected`` (the switch's message, which names the field), or
-``SouthboundProtocolError``.
+for the caller to read back, never to resend while it may still be applying
+(``controller/reconcile/apply.py``). A caller may give one Set a longer deadline than the
+switch's (a Set GCU sorts into many changes, ``controller/sonic/gcu.py``). Failures come out
+typed: ``SouthboundUnreachable``, ``SouthboundRejected`` (the switch's message, which names
+the field), or ``SouthboundProtocolError``.
 
 Reads: a multi-path Get fails whole with NOT_FOUND when one named table is absent (sonic-gnmi
 ``getDbtablePath``: "Failed to find CONFIG_DB ..."), so a session reads named tables only
@@ -51,6 +52,7 @@ from controller.errors import (
     SouthboundUnreachable,
 )
 from controller.intent.models import Switch
+from controller.sonic.gcu import GcuPace
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.paths import (
@@ -164,24 +166,32 @@ def target_for_switch(
 
 # Operators report 19.5 s on average for a 10-entry patch (sonic-net/sonic-gnmi#784) and about
 # 10 minutes for 150 ACL rules (sonic-net/sonic-buildimage#22370): a QoS Set of a hundred
-# entries needs tens of seconds, not the 10 s a read gets.
+# entries needs tens of seconds, not the 10 s a read gets. Measured with the real GCU, a Set
+# takes about 2.5 s plus 1.25 s per change it is sorted into (``controller/sonic/gcu.py``):
+# apply sizes each Set to finish within this deadline on a loaded switch.
 DEFAULT_SET_DEADLINE_S = 60.0
+# GCU took more than three times a Set's deadline when the switch was loaded: read back for
+# four deadlines more before calling the outcome unknown.
+DEFAULT_OUTCOME_WAIT_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
 class CallPolicy:
     """``deadline_s`` bounds each read attempt; ``retry`` says how often and how long to wait
     between reads. ``set_deadline_s`` bounds a Set (one attempt, never retried here) unless
-    the target names its own; ``progress_every_s``: how often a running Set is logged.
-    ``outcome_wait_factor``: after a Set got no answer, how many Set deadlines more the
-    caller keeps reading back for its outcome before it resends what is missing (GCU runs
-    vary: a switch may need longer than the deadline the client gave it)."""
+    the target names its own or the caller gives one Set a longer one; ``progress_every_s``:
+    how often a running Set is logged. ``outcome_wait_factor``: after a Set got no answer,
+    how many of its deadlines more the caller keeps reading back for its outcome; the Set is
+    never sent again, and a switch that still does not show it is in an unknown state (GCU
+    runs vary: a loaded switch took more than three times the deadline the client gave it).
+    ``pace``: how long GCU takes per Set and per sorted change, which sizes the Sets."""
 
     deadline_s: float = 10.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     set_deadline_s: float = DEFAULT_SET_DEADLINE_S
     progress_every_s: float = 10.0
-    outcome_wait_factor: float = 2.0
+    outcome_wait_factor: float = DEFAULT_OUTCOME_WAIT_FACTOR
+    pace: GcuPace = field(default_factory=GcuPace)
 
 
 class InFlightLimit:
@@ -384,17 +394,18 @@ class SwitchSession:
         own = self.target.set_deadline_s
         return own if own is not None else self._policy.set_deadline_s
 
-    def set(self, ops: Sequence[Op]) -> None:
+    def set(self, ops: Sequence[Op], deadline_s: float | None = None) -> None:
         """Write ``ops`` in one SetRequest; the switch applies all of it or none of it.
 
         Sent once, never retried: a Set the client stopped waiting for may still be running
         on the switch (GCU goes on), and a second one would queue behind it and apply the
-        same patch again. No answer within ``set_deadline_s`` (or a lost connection) raises
-        ``SouthboundSetUnconfirmed``; the caller reads back and resends only what is missing."""
+        same patch again. No answer within ``deadline_s`` (default ``set_deadline_s``) or a
+        lost connection raises ``SouthboundSetUnconfirmed``; the caller reads back and never
+        sends it again while it may still be applying."""
         parts = set_parts(ops)
         if parts.is_empty:
             return
-        deadline = self.set_deadline_s
+        deadline = self.set_deadline_s if deadline_s is None else deadline_s
         self._rpc_counts["Set"] += 1
         try:
             with self._slot():
@@ -427,7 +438,7 @@ class SwitchSession:
             except grpc.FutureTimeoutError:
                 waited += step
                 log.info(
-                    "%s: Set of %d op(s) still running after %.0f s (deadline %.0f s)",
+                    "%s: Set of %d op(s) still running after %g s (deadline %g s)",
                     self.name,
                     op_count,
                     waited,

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -180,10 +181,18 @@ ROLLOUT_STATES = (
     "rolling_back",
     "rolled_back",
 )
-RESULT_STATUSES = ("pending", "applied_verified", "failed", "unreachable", "mismatch", "skipped")
+RESULT_STATUSES = (
+    "pending",
+    "applied_verified",
+    "failed",
+    "unreachable",
+    "mismatch",
+    "skipped",
+    "unknown",
+)
 RESULT_PHASES = ("rollout", "rollback")
 DRIFT_ACTIONS = ("corrected", "alerted")
-RECONCILE_STATUSES = ("converged", "corrected", "alerted", "failed", "unreachable")
+RECONCILE_STATUSES = ("converged", "corrected", "alerted", "failed", "unreachable", "unknown")
 UQ_ROLLOUT_RESULT = "uq_rollout_results_rollout_id_phase_switch_name"
 
 
@@ -222,6 +231,8 @@ class Rollout(Base):
     gate_policy: Mapped[JsonObject | None] = mapped_column(JSONB)
     soak_batch: Mapped[int | None] = mapped_column(Integer)
     soak_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Whether the operator allowed changes that take switch ports down (revision 0013).
+    allow_port_flaps: Mapped[bool] = mapped_column(Boolean, default=False)
 
     def __repr__(self) -> str:
         return f"Rollout(id={self.id}, to_version={self.to_version}, state={self.state!r})"

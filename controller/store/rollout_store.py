@@ -62,6 +62,7 @@ def view_of(
         row.soak_until,
         baselines,
         soaked,
+        row.allow_port_flaps,
     )
 
 

@@ -56,6 +56,9 @@ def stored(client: TestClient, auth: Any) -> TestClient:
     return client
 
 
+PORT_CRITICAL = {"QUEUE", "BUFFER_QUEUE", "PORT_QOS_MAP"}
+
+
 def test_with_nothing_recorded_the_plan_adds_every_desired_entry(
     stored: TestClient, auth: Any, db_url: str
 ) -> None:
@@ -68,6 +71,16 @@ def test_with_nothing_recorded_the_plan_adds_every_desired_entry(
         added = {(op["table"], op["key"]): op["fields"] for op in plan["ops"]}
         assert added == desired[plan["switch"]]
         assert plan["counts"]["add"] == len(desired[plan["switch"]])
+        # Every QUEUE, BUFFER_QUEUE and PORT_QOS_MAP entry added takes its port down on a
+        # SONiC switch: the plan names each, with its port.
+        critical = [op for op in plan["ops"] if op["table"] in PORT_CRITICAL]
+        assert critical
+        assert [(f["table"], f["key"]) for f in plan["port_flaps"]] == [
+            (op["table"], op["key"]) for op in critical
+        ]
+        ports = {op["key"].split("|")[0] for op in critical}
+        assert sorted(plan["ports_down"]) == sorted(ports)  # each port once
+        assert plan["gcu_changes"] >= len(critical) + 2 * len(plan["ports_down"])
 
 
 def test_a_switch_running_its_desired_state_has_an_empty_plan(

@@ -9,7 +9,6 @@ the bench's certificate); no timing assertions.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import secrets
@@ -23,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from bench.compile_bench import synthetic_intent
-from bench.southbound_bench import run_push, run_reconcile
+from bench.southbound_bench import VSONIC_PACE, run_push, run_reconcile
 from bench.southbound_support import loopback_switches, loopback_targets, switch_host
 from bench.switch_tls import bench_tls
+from controller.reconcile.apply import gcu_batches
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import SwitchConfig
+from controller.southbound.gnmi import DEFAULT_SET_DEADLINE_S as SET_DEADLINE_S
 from vsonic.gnmi_server import TlsFiles
 
 pytestmark = pytest.mark.integration
@@ -36,7 +37,6 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 SWITCHES, TARGETS, PORTS, BATCH = 3, 10, 4, 40
 GCU_SWITCHES = 2
-AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}  # written in Sets of their own, last
 ROW = re.compile(
     r"^  (?P<mode>baseline|sluice): .*?\s(?P<wall>\d+\.\d{3})s\s+(?P<sets>\d+)\s+(?P<gets>\d+)"
     r"\s+(?P<rpcs_s>\d+\.\d)\s+(?P<ops_s>\d+\.\d)\s+(?P<targets_s>\d+\.\d)"
@@ -98,11 +98,12 @@ def test_bench_runs_at_tiny_sizes_and_its_output_parses() -> None:
     assert all(set(modes) == {"baseline", "sluice"} for modes in rows.values()), done.stdout
 
     # A fresh switch holds none of sluice's tables, so each desired entry is one add op and
-    # a switch gets ceil(entries / BATCH) SetRequests (the agent tables' in Sets of their
-    # own), then one read-back Get.
+    # a switch gets the SetRequests gcu_batches makes of them (at most BATCH ops, a port's
+    # port-critical changes in one Set, the agent tables' in Sets of their own; the bench's
+    # switches take no time per change, so op counts alone size them), then one read-back Get.
     def set_count(config: SwitchConfig) -> int:
-        agent = sum(1 for table, _ in config if table in AGENT_TABLES)
-        return math.ceil((len(config) - agent) / BATCH) + math.ceil(agent / BATCH)
+        ops = plan_switch("s", config, {}).ops
+        return len(gcu_batches(ops, BATCH, VSONIC_PACE.changes_within(SET_DEADLINE_S)))
 
     desired = compile_fleet(synthetic_intent(SWITCHES, PORTS))
     sets = sum(set_count(config) for config in desired.values())

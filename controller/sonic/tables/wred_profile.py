@@ -1,11 +1,23 @@
 """WRED_PROFILE: ECN marking (or, for DynaQ, dropping) thresholds in bytes.
 
 Key: the profile name, ``SLUICE_``-prefixed and at most 32 characters
-(sonic-wred-profile.yang). Static profiles are content-addressed
-(``SLUICE_WRED_<speed>G_<digest>``) so every queue with the same
-values shares one profile: a 64-port switch gets a handful, not 512. Dynamic queues (MQ-ECN,
-HDCQ, DynaQ) get their own ``SLUICE_Q_<port>_<queue>`` profile whose thresholds the on-switch
-agent rewrites at run time; the compiler writes the static fallback as the start value.
+(sonic-wred-profile.yang: ``[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}``). A name says what the profile
+is for, never what it holds, so a new threshold (a lambda or a weight the tuner moved) is a
+field change on the same profile. Pointing a queue at another profile is a change to
+``QUEUE``, which SONiC's config updater applies with the port taken admin down and up
+(``controller/sonic/gcu.py``); a threshold change on the profile touches no port.
+
+- A static queue (standard ECN, per-queue minimum) shares ``SLUICE_WRED_<speed>G_Q<queue>``
+  with that queue on every port of its speed: its thresholds depend on the port speed and the
+  class only, so a 64-port switch gets one profile per speed and queue, not 512.
+- A dynamic queue (MQ-ECN, HDCQ, DynaQ) has its own ``SLUICE_Q_<port>_<queue>``, whose
+  thresholds the on-switch agent rewrites at run time; the compiler writes the static
+  fallback as the start value.
+
+Before stable names, static profiles were named by a digest of their values
+(``SLUICE_WRED_<speed>G_<8 hex>``), so every new threshold meant a new profile and every queue
+repointed to it. A switch still running those is moved by one plan: the new profiles are
+added, the queues repointed (port-critical, named in the plan) and the old profiles deleted.
 
 Marking is DCTCP-style step marking (MQ-ECN, NSDI 2016 §2: mark when the instantaneous
 queue exceeds K): min = max = K, so the marking probability jumps from 0 to the configured
@@ -18,8 +30,7 @@ threshold of 0 under ``ecn_all`` would mark every such packet.
 
 from __future__ import annotations
 
-import hashlib
-
+from controller.errors import CompiledConfigInvalid
 from controller.sonic.context import PREFIX, SwitchContext, dynamic_wred_name
 from controller.sonic.model import Fields
 from controller.sonic.schema import INT32_MAX, FieldSpec, TableSchema, min_le_max
@@ -81,18 +92,21 @@ def profile_fields(threshold_bytes: int, *, mark: bool, probability_pct: int) ->
     return fields
 
 
-def static_name(speed_gbps: int, fields: Fields) -> str:
-    """Content-addressed name: equal values give equal names on every switch."""
-    canonical = ";".join(f"{k}={fields[k]}" for k in sorted(fields))
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
-    return f"{PREFIX}_WRED_{speed_gbps}G_{digest}"
+def static_name(speed_gbps: int, queue: int) -> str:
+    """The shared profile of ``queue`` on the ports of one speed: ``SLUICE_WRED_25G_Q3``.
+    Stable: the thresholds change in place, never the name."""
+    return f"{PREFIX}_WRED_{speed_gbps}G_Q{queue}"
 
 
 def build(ctx: SwitchContext) -> Entries:
     """The shared static profiles the switch's ports use, then each dynamic queue's own."""
     static: dict[str, Fields] = {}
     for profile in unique_profiles(ctx):
-        static.update(profile.static_wred)
+        for name, fields in profile.static_wred.items():
+            # Ports of one speed with different buffers share the profile: a static
+            # threshold depends on the speed and the class only, never on the buffer.
+            if static.setdefault(name, fields) != fields:
+                raise CompiledConfigInvalid(f"{TABLE}|{name}: two port profiles disagree")
     out = checked_entries(SCHEMA, static)
     out.update(_dynamic_entries(ctx))
     return out

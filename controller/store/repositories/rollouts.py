@@ -46,9 +46,11 @@ def insert_rollout(
     created_by: str,
     at: datetime,
     gate_policy: JsonObject | None = None,
+    allow_port_flaps: bool = False,
 ) -> Rollout:
     row = Rollout(
         gate_policy=gate_policy,
+        allow_port_flaps=allow_port_flaps,
         from_version=from_version,
         to_version=to_version,
         canary=canary,

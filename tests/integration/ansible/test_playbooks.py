@@ -34,6 +34,8 @@ def staged_rollout(intent: Path) -> list[dict[str, Any]]:
                         "canary": ["leaf1"],
                         "batch_size": 2,
                         "failure_budget": 0,
+                        # The switches are fresh: their first rollout takes each port down.
+                        "allow_port_flaps": True,
                         "poll_interval": 0.1,
                         "wait_timeout": 120,
                     },

@@ -116,7 +116,9 @@ def lab(tmp_path: Path, db_url: str) -> Iterator[Lab]:
             )
         )
         run([sluice, "apply", "-f", str(intent), "--reason", "test"], env)
-        run([sluice, "rollout", "start", "--watch", "--interval", "0.5"], env)
+        # The switch's first rollout takes its ports down and up once: allowed.
+        run([sluice, "rollout", "start", "--watch", "--interval", "0.5", "--allow-port-flaps"],
+            env)  # fmt: skip
         yield Lab(env, intent, state_dir, traffic)
 
 

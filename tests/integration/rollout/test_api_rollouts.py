@@ -66,12 +66,20 @@ def test_start_watch_reconcile_and_roll_back_through_the_api(
     operator, viewer = bearer(db_url, AccessRole.OPERATOR), bearer(db_url, AccessRole.VIEWER)
     assert put_intent(api, operator, dump_intent(controller.fabric.intent), 0).status_code == 201
 
+    first = {"canary": ["leaf1"], "batch_size": 2}
+    refused = api.post("/api/v1/rollouts", json=first, headers=operator)
+    # The first rollout takes every port down and up once: refused unless allowed.
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert problem["type"] == "urn:sluice:problem:port-flaps-not-allowed"
+    assert "leaf1: Ethernet0 (" in problem["detail"]
     started = api.post(
-        "/api/v1/rollouts", json={"canary": ["leaf1"], "batch_size": 2}, headers=operator
+        "/api/v1/rollouts", json={**first, "allow_port_flaps": True}, headers=operator
     )
     assert started.status_code == 201, started.text
     body: dict[str, Any] = started.json()
     assert (body["state"], body["to_version"], body["from_version"]) == ("pending", 1, 0)
+    assert body["allow_port_flaps"] is True
     assert {r["switch"]: r["batch"] for r in body["results"]} == {
         "leaf1": 0,
         "leaf2": 1,

@@ -80,9 +80,14 @@ def test_start_watch_drift_reconcile_rollback_from_the_command_line(
 ) -> None:
     controller.store_intent(controller.fabric.intent)
     with BackgroundRunner(controller):
+        code, out = sluice("rollout", "start", "--canary", "leaf1", "--batch-size", "2")
+        # The first rollout takes every port down and up once: refused, naming them.
+        assert code == ExitCode.CONFLICT, out
+        assert "would take 12 port(s) on 4 switch(es) admin down and up" in out
+        assert "--allow-port-flaps" in out
         code, out = sluice(
             "rollout", "start", "--canary", "leaf1", "--batch-size", "2", "--watch",
-            "--interval", "0.1",
+            "--interval", "0.1", "--allow-port-flaps",
         )  # fmt: skip
         assert code == ExitCode.OK, out
         assert "Started rollout 1" in out
@@ -119,11 +124,12 @@ def test_start_watch_drift_reconcile_rollback_from_the_command_line(
 
     # The rollback rejected version 1 and there is no earlier version to return to: a plain
     # start refuses the rejected head; named, it is pushed anyway.
-    code, out = sluice("rollout", "start")
+    code, out = sluice("rollout", "start", "--allow-port-flaps")
     assert code == ExitCode.CONFLICT
     assert "intent version 1 was rejected (rollout 1 rolled back)" in out
-    # No runner now: a new rollout stays pending, so pausing it is certain to land.
-    code, out = sluice("rollout", "start", "--to-version", "1")
+    # No runner now: a new rollout stays pending, so pausing it is certain to land. The
+    # switches were rolled back to nothing: bringing them back takes their ports down.
+    code, out = sluice("rollout", "start", "--to-version", "1", "--allow-port-flaps")
     assert code == 0
     assert sluice("rollout", "pause", "2")[0] == 0
     code, out = sluice("rollout", "watch", "2")

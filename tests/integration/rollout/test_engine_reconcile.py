@@ -70,7 +70,8 @@ def roll_out_in_process(db_url: str, fleet: Fleet, intent: Intent) -> None:
     intents = IntentService(sessions, clock=clock)
     intents.replace(dump_intent(intent), expected=intents.head(), actor=OPERATOR, reason="fleet")
     rollouts = RolloutService(sessions, clock=clock)
-    info = rollouts.start(RolloutPolicy(None, batch_size=len(fleet.names)), actor=OPERATOR)
+    first = RolloutPolicy(None, batch_size=len(fleet.names), allow_port_flaps=True)
+    info = rollouts.start(first, actor=OPERATOR)
     pool = SessionPool(policy=POLICY, max_in_flight=32, sleep=time.sleep)
     access = GnmiAccess(
         pool,

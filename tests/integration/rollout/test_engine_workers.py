@@ -55,7 +55,10 @@ def test_three_workers_share_a_rollout_and_survive_one_killed(
     )
     rollouts = RolloutService(sessions, clock=clock)
     info = rollouts.start(
-        RolloutPolicy(None, canary=(names[0],), batch_size=100, failure_budget=0), actor=OPERATOR
+        RolloutPolicy(
+            None, canary=(names[0],), batch_size=100, failure_budget=0, allow_port_flaps=True
+        ),
+        actor=OPERATOR,
     )
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
 
@@ -157,7 +160,10 @@ def test_engine_mode_queues_a_batch_and_a_job_converges_its_switch_once(
     switch, and a second run for the same switch (a duplicate job) writes nothing."""
     controller.store_intent(controller.fabric.intent)
     info = controller.rollouts.start(
-        RolloutPolicy(None, canary=("leaf1",), batch_size=4, failure_budget=0), actor=OPERATOR
+        RolloutPolicy(
+            None, canary=("leaf1",), batch_size=4, failure_budget=0, allow_port_flaps=True
+        ),
+        actor=OPERATOR,
     )
     dispatch = QueueStandIn()
     queued = dispatch.queued
@@ -240,7 +246,9 @@ def test_engine_mode_gates_each_batch_baseline_jobs_then_soak(controller: Contro
 
     gates = GatePolicy((Gate("fallback", 0.0, "absolute", builtin="agent_fallback"),), soak_s=30)
     info = controller.rollouts.start(
-        RolloutPolicy(None, batch_size=2, gates=gates), actor=OPERATOR, gates=read
+        RolloutPolicy(None, batch_size=2, gates=gates, allow_port_flaps=True),
+        actor=OPERATOR,
+        gates=read,
     )
     dispatch = QueueStandIn()
     clock = HandClock()

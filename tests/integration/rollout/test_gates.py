@@ -105,15 +105,23 @@ def runner(controller: Controller, clock: HandClock, read: Reader) -> RolloutRun
 
 def first_version_everywhere(controller: Controller) -> None:
     controller.store_intent(controller.fabric.intent)
-    info = controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+    info = controller.rollouts.start(
+        RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
+    )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
     assert controller.rollouts.get(info.id).state == "completed"
 
 
-def start_gated(controller: Controller, read: Reader, **gates: Any) -> RolloutInfo:
+def start_gated(
+    controller: Controller, read: Reader, *, first: bool = False, **gates: Any
+) -> RolloutInfo:
+    """A gated rollout in batches of two; ``first``: the switches' first rollout, whose QUEUE
+    adds take each port down (allowed)."""
     policy = GatePolicy((DROPS, FALLBACK), **gates)
     return controller.rollouts.start(
-        RolloutPolicy(None, batch_size=2, gates=policy), actor=OPERATOR, gates=read
+        RolloutPolicy(None, batch_size=2, gates=policy, allow_port_flaps=first),
+        actor=OPERATOR,
+        gates=read,
     )
 
 
@@ -198,9 +206,9 @@ def test_a_precheck_refuses_an_unhealthy_fabric_unless_forced(
     telemetry.exposition.set(modes={"spine2": "fallback"})
     telemetry.settle('count(sluice_agent_mode_info{mode="fallback"})', 1.0)
     with pytest.raises(Conflict, match="agent_fallback: value 1 > threshold 0"):
-        start_gated(controller, telemetry.read)
+        start_gated(controller, telemetry.read, first=True)
     assert controller.rollouts.list(limit=10, offset=0).total == 0
-    forced = start_gated(controller, telemetry.read, force=True)
+    forced = start_gated(controller, telemetry.read, first=True, force=True)
     prechecks = [e for e in forced.evaluations or [] if e.stage == "precheck"]
     assert {(e.gate, e.verdict) for e in prechecks} == {
         ("drops", "pass"),
@@ -225,12 +233,13 @@ def test_gates_through_the_api_and_the_command_line(
             return result.exit_code, result.stdout + result.stderr
 
         gates = ("--gate", "agent_fallback:absolute:0", "--gate", "drops:max_increase_pct:50")
-        code, said = sluice("rollout", "start", *gates, "--soak-s", "30")
+        first = "--allow-port-flaps"  # the switches' first rollout takes their ports down
+        code, said = sluice("rollout", "start", *gates, "--soak-s", "30", first)
         assert code != 0
         assert "pre-check" in said
         assert "agent_fallback: value 1 > threshold 0" in said
         raw = 'p95:absolute:1e9:max(sluice_queue_dropped_packets_per_second{switch=~"$switches"})'
-        code, said = sluice("rollout", "start", *gates, "--gate", raw, "--force")
+        code, said = sluice("rollout", "start", *gates, "--gate", raw, "--force", first)
         assert code == 0, said
         code, said = sluice("rollout", "status", "1")
         assert code == 0, said

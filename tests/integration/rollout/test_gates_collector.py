@@ -94,7 +94,9 @@ def test_a_switch_that_stops_streaming_fails_the_gate_and_its_batch_is_rolled_ba
     controller: Controller, streaming: Reader
 ) -> None:
     controller.store_intent(controller.fabric.intent)
-    first = controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+    first = controller.rollouts.start(
+        RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
+    )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
     assert controller.rollouts.get(first.id).state == "completed"
     data: dict[str, Any] = dump_intent(controller.fabric.intent)

@@ -164,7 +164,9 @@ def test_thresholds_too_low_for_the_traffic_fail_the_gate_and_are_rolled_back(
     controller: Controller, carrying_traffic: None, streaming: Reader, db_url: str
 ) -> None:
     with_lambda(controller, 1.0)
-    first = controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+    first = controller.rollouts.start(
+        RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
+    )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
     assert controller.rollouts.get(first.id).state == "completed"
     settle(streaming, 'count(sluice_queue_mark_fraction{port="Ethernet0",queue="6"})', 4.0)

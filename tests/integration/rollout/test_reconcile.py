@@ -21,8 +21,10 @@ ALL = ("leaf1", "leaf2", "spine1", "spine2")
 
 
 def roll_out(controller: Controller, intent: Intent) -> None:
+    """Store ``intent`` and bring every switch to it (a first rollout takes ports down)."""
     controller.store_intent(intent)
-    controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+    policy = RolloutPolicy(None, batch_size=4, allow_port_flaps=True)
+    controller.rollouts.start(policy, actor=OPERATOR)
     controller.runner().run_until_idle()
 
 
@@ -134,6 +136,17 @@ def test_a_missing_entry_and_a_stray_sluice_entry_are_drift_and_corrected(
     redis.delete("PORT_QOS_MAP|Ethernet0")  # referencing entries first would be refused
     redis.hset("SCHEDULER|SLUICE_SCHED_STRAY", mapping={"type": "DWRR", "weight": "5"})
 
+    # Writing PORT_QOS_MAP back takes Ethernet0 down and up on a SONiC switch: by default the
+    # loop only alerts, names the port, and writes nothing.
+    loop_runs = {r.switch: r for r in service(controller).loop(controller.access()).run_pass()}
+    alerted = loop_runs["spine1"]
+    assert alerted.status == "alerted"
+    assert "Ethernet0 (PORT_QOS_MAP|Ethernet0 added)" in (alerted.error or "")
+    assert redis.exists("SCHEDULER|SLUICE_SCHED_STRAY")
+    assert not redis.exists("PORT_QOS_MAP|Ethernet0")
+
+    # The operator lets the loop repair what takes a port down.
+    controller.store_intent(with_reconcile(controller.fabric.intent, allow_port_flaps=True))
     loop_runs = {r.switch: r for r in service(controller).loop(controller.access()).run_pass()}
     run = loop_runs["spine1"]
     assert run.status == "corrected"

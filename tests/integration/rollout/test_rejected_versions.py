@@ -19,8 +19,10 @@ from .test_gates import ALL, holds, second_version
 
 
 def roll(controller: Controller, version: int | None = None) -> int:
-    """Start a rollout (of the head, or of ``version``) and run it to its end."""
-    info = controller.rollouts.start(RolloutPolicy(version, batch_size=4), actor=OPERATOR)
+    """Start a rollout (of the head, or of ``version``) and run it to its end. Ports may flap:
+    the first rollout binds sluice's queues on switches that ran nothing of it."""
+    policy = RolloutPolicy(version, batch_size=4, allow_port_flaps=True)
+    info = controller.rollouts.start(policy, actor=OPERATOR)
     controller.runner().run_until_idle()
     return info.id
 
@@ -69,7 +71,8 @@ def test_a_first_rollout_that_rolls_back_leaves_a_rejected_head_a_plain_start_re
     controller: Controller,
 ) -> None:
     controller.store_intent(controller.fabric.intent)
-    first = controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+    first_rollout = RolloutPolicy(None, batch_size=4, allow_port_flaps=True)
+    first = controller.rollouts.start(first_rollout, actor=OPERATOR)
     controller.rollouts.rollback(first.id, actor=OPERATOR)  # before it reached any switch
     controller.runner().run_until_idle()
     assert controller.rollouts.get(first.id).state == "rolled_back"
@@ -79,7 +82,7 @@ def test_a_first_rollout_that_rolls_back_leaves_a_rejected_head_a_plain_start_re
     reject = next(e for e in entries if e.action == "reject")
     assert (reject.after or {})["head_left"] == "no earlier version to return to"
     with pytest.raises(Conflict, match="intent version 1 was rejected"):
-        controller.rollouts.start(RolloutPolicy(None, batch_size=4), actor=OPERATOR)
+        controller.rollouts.start(first_rollout, actor=OPERATOR)
     # Named, it is pushed; verified everywhere, it is good after all.
     pushed = roll(controller, 1)
     assert controller.rollouts.get(pushed).state == "completed"

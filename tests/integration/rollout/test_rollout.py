@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.errors import Conflict, IntentInvalid
+from controller.errors import Conflict, IntentInvalid, PortFlapsNotAllowed
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
@@ -30,7 +30,11 @@ ALL = ("leaf1", "leaf2", "spine1", "spine2")
 
 
 def start(controller: Controller, **policy: Any) -> RolloutInfo:
-    return controller.rollouts.start(RolloutPolicy(to_version=None, **policy), actor=OPERATOR)
+    """A rollout of the current version. Every test here brings fresh switches to the
+    intent or removes a class, which adds or removes QUEUE entries and so takes each port
+    down: allowed unless the test says otherwise (the tests of the allow rule below do)."""
+    allowed = {"allow_port_flaps": True, **policy}
+    return controller.rollouts.start(RolloutPolicy(to_version=None, **allowed), actor=OPERATOR)
 
 
 def second_version(intent: Intent) -> Intent:
@@ -275,3 +279,92 @@ def test_canary_names_must_be_in_the_intent(controller: Controller) -> None:
     controller.store_intent(controller.fabric.intent)
     with pytest.raises(IntentInvalid, match="leaf9"):
         start(controller, canary=("leaf9",))
+
+
+def tuned_version(intent: Intent) -> Intent:
+    """What the tuner proposes: rpc's lambda 1.0 -> 0.8, the tenants' weights move."""
+    data: dict[str, Any] = dump_intent(intent)
+    weights = {"storage": 60, "analytics": 25, "best-effort": 15}
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "rpc":
+            service_class["ecn_lambda"] = 0.8
+        if service_class["name"] in weights:
+            service_class["scheduling"]["weight"] = weights[service_class["name"]]
+    return parse_intent(data)
+
+
+def port_flaps(controller: Controller) -> dict[str, dict[str, int]]:
+    """Every admin down and up the switches' GCU took, per switch and port."""
+    flaps = {}
+    for name, vswitch in controller.fabric.switches.items():
+        assert vswitch.model is not None
+        flaps[name] = dict(vswitch.model.port_flaps)
+    return flaps
+
+
+def test_a_rollout_that_takes_ports_down_is_refused_before_anything_is_written_unless_allowed(
+    controller: Controller,
+) -> None:
+    controller.store_intent(controller.fabric.intent)
+    sets = {name: s.sets.count for name, s in controller.fabric.switches.items()}
+    # The first rollout adds every QUEUE, BUFFER_QUEUE and PORT_QOS_MAP entry: GCU takes each
+    # port down and up. Not allowed: refused, naming the ports, and nothing is recorded.
+    with pytest.raises(PortFlapsNotAllowed) as refused:
+        start(controller, batch_size=4, allow_port_flaps=False)
+    said = str(refused.value)
+    assert "12 port(s) on 4 switch(es)" in said  # 4 + 4 on the leaves, 2 + 2 on the spines
+    assert "leaf1: Ethernet0 (BUFFER_QUEUE|Ethernet0|1 added" in said
+    assert "--allow-port-flaps" in said
+    assert controller.rollouts.list(limit=10, offset=0).total == 0
+    assert {name: s.sets.count for name, s in controller.fabric.switches.items()} == sets
+    assert port_flaps(controller) == {name: {} for name in ALL}
+
+    first = start(controller, batch_size=4, allow_port_flaps=True)
+    assert first.allow_port_flaps
+    controller.runner().run_until_idle()
+    assert controller.rollouts.get(first.id).state == "completed"
+    ports = {s.name: [p.name for p in s.ports] for s in controller.fabric.intent.switches}
+    once = {name: dict.fromkeys(names, 1) for name, names in ports.items()}
+    assert port_flaps(controller) == once
+
+    # What the tuner proposes changes profiles in place: allowed without asking, and no port
+    # goes down on any switch.
+    controller.store_intent(tuned_version(controller.fabric.intent))
+    tuned = start(controller, batch_size=4, allow_port_flaps=False)
+    controller.runner().run_until_idle()
+    done = controller.rollouts.get(tuned.id)
+    assert (done.state, statuses(done)) == ("completed", dict.fromkeys(ALL, "applied_verified"))
+    assert port_flaps(controller) == once
+    leaf1 = controller.fabric.switches["leaf1"].config_db()
+    assert leaf1["SCHEDULER|SLUICE_SCHED_3"]["weight"] == "60"
+    assert leaf1["WRED_PROFILE|SLUICE_WRED_25G_Q6"]["green_max_threshold"] == "100000"
+
+    # A class removed: its queues' entries go, which takes the ports down again: refused.
+    controller.store_intent(second_version(controller.fabric.intent))
+    with pytest.raises(PortFlapsNotAllowed, match="QUEUE\\|Ethernet0\\|1 loses sluice's fields"):
+        start(controller, batch_size=4, allow_port_flaps=False)
+
+
+def test_a_switch_whose_fresh_read_needs_a_port_flap_is_not_written(
+    controller: Controller,
+) -> None:
+    controller.store_intent(controller.fabric.intent)
+    controller.runner().run_until_idle()
+    start(controller, batch_size=4)
+    controller.runner().run_until_idle()
+    # Behind sluice's back, one of leaf1's queue entries goes: the recorded running state
+    # does not know, so the tuned version's rollout starts; leaf1's fresh read needs the
+    # QUEUE entry back, which takes Ethernet0 down: leaf1 is not written.
+    controller.fabric.switches["leaf1"].store.client(4).delete("QUEUE|Ethernet0|3")
+    before = port_flaps(controller)
+    controller.store_intent(tuned_version(controller.fabric.intent))
+    info = start(controller, batch_size=4, failure_budget=1, allow_port_flaps=False)
+    controller.runner().run_until_idle()
+    done = controller.rollouts.get(info.id)
+    assert statuses(done) == {**dict.fromkeys(ALL, "applied_verified"), "leaf1": "failed"}
+    leaf1 = next(r for r in done.results if r.switch == "leaf1")
+    assert "Ethernet0 (QUEUE|Ethernet0|3 added)" in (leaf1.reason or "")
+    assert "allow_port_flaps" in (leaf1.reason or "")
+    assert port_flaps(controller) == before
+    stored = controller.fabric.switches["leaf1"].config_db()
+    assert stored["SCHEDULER|SLUICE_SCHED_3"]["weight"] == "50"  # nothing written on leaf1

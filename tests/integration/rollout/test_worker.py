@@ -62,7 +62,10 @@ def test_a_new_worker_process_finishes_what_a_stopped_one_left(
     # it is certainly stopped with the rollout unfinished (spine2 never reached).
     controller.fabric.switches["spine1"].stop()
     info = controller.rollouts.start(
-        RolloutPolicy(None, canary=("leaf1",), batch_size=1, failure_budget=0), actor=OPERATOR
+        RolloutPolicy(
+            None, canary=("leaf1",), batch_size=1, failure_budget=0, allow_port_flaps=True
+        ),
+        actor=OPERATOR,
     )
     log = tmp_path / "worker.log"
     password = controller.fabric.password

@@ -6,7 +6,6 @@ The example intent is compiled for its four switches and pushed; checks read Red
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 
@@ -18,9 +17,10 @@ from controller.reconcile.apply import (
     ProgressEvent,
     apply_fleet,
     apply_plan_to_switch,
+    gcu_batches,
 )
 from controller.sonic.diff import plan_switch
-from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from tests.support.fresh_switch import as_read_back
@@ -38,16 +38,18 @@ POLICY = CallPolicy(
 AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}
 
 
-def set_count(tables: list[str]) -> int:
-    """SetRequests for ops on ``tables``: QoS ops in batches of BATCH, then the agent's."""
-    agent = sum(1 for t in tables if t in AGENT_TABLES)
-    return math.ceil((len(tables) - agent) / BATCH) + math.ceil(agent / BATCH)
+def sets_of(plan: Plan) -> list[tuple[Op, ...]]:
+    """The SetRequests a plan goes in (``gcu_batches``): at most BATCH ops and what GCU
+    applies within the Set deadline at the policy's pace, each port's changes in one Set,
+    the agent tables in their own."""
+    return gcu_batches(plan.ops, BATCH, POLICY.pace.changes_within(POLICY.set_deadline_s))
 
 
-def qos_first(plan: Plan) -> list[tuple[str, str]]:
-    """The plan's entries in the order they are written (agent-table writes last)."""
-    keys = [op.entry_key for op in plan.ops]
-    return [k for k in keys if k[0] not in AGENT_TABLES] + [k for k in keys if k[0] in AGENT_TABLES]
+def written_before(plan: Plan, entry: tuple[str, str]) -> list[tuple[Op, ...]]:
+    """The Sets sent before the one that carries ``entry``."""
+    sets = sets_of(plan)
+    at = next(i for i, chunk in enumerate(sets) if entry in {op.entry_key for op in chunk})
+    return sets[:at]
 
 
 @pytest.fixture
@@ -85,16 +87,22 @@ def assert_redis_holds(fabric: Fabric, switch: str, config: SwitchConfig) -> Non
 
 def test_push_to_four_switches_is_verified_by_read_back(fabric: Fabric, pool: SessionPool) -> None:
     desired = fabric.desired()
-    results = run(fabric, pool, desired)
+    plans = plans_from_switches(fabric, pool, desired)
+    results = apply_fleet(
+        plans, pool.sessions(fabric.targets().values()), max_parallel=4, batch_size=BATCH
+    )
     assert {name: r.status for name, r in results.items()} == dict.fromkeys(
         desired, "applied_verified"
     )
     for name, config in desired.items():
         assert_redis_holds(fabric, name, config)
-        # A fresh switch holds none of these tables: every entry is an add, one per op,
-        # and the ops go out in batches of BATCH SetRequests, the agent tables in their own.
+        # A fresh switch holds none of these tables: every entry is an add, one per op, and
+        # the ops go out in the Sets gcu_batches makes, each port taken down in one of them.
         assert results[name].ops_total == results[name].ops_written == len(config)
-        assert fabric.switches[name].sets.count == set_count([t for t, _ in config])
+        assert fabric.switches[name].sets.count == len(sets_of(plans[name]))
+        model = fabric.switches[name].model
+        assert model is not None
+        assert set(model.port_flaps.values()) == {1}
         # What the adapter reads back is exactly the desired state, beside the counter
         # groups the switch enabled itself (FLEX_COUNTER_TABLE is shared).
         session = pool.session(fabric.targets()[name])
@@ -117,7 +125,7 @@ def test_a_refused_value_fails_that_switch_only_and_names_the_field(
     # SONiC's scheduler weight is 1..100 (sonic-scheduler.yang); 150 must be refused.
     desired["leaf2"][("SCHEDULER", "SLUICE_SCHED_3")]["weight"] = "150"
     plans = plans_from_switches(fabric, pool, desired)
-    position = qos_first(plans["leaf2"]).index(("SCHEDULER", "SLUICE_SCHED_3"))
+    before = written_before(plans["leaf2"], ("SCHEDULER", "SLUICE_SCHED_3"))
     results = apply_fleet(
         plans, pool.sessions(fabric.targets().values()), max_parallel=4, batch_size=BATCH
     )
@@ -128,10 +136,9 @@ def test_a_refused_value_fails_that_switch_only_and_names_the_field(
     assert leaf2.failed_op is not None
     assert leaf2.failed_op.entry_key == ("SCHEDULER", "SLUICE_SCHED_3")
     # Batches before the refused one stay written; the refused batch wrote nothing.
-    refused_batch = position // BATCH
-    assert leaf2.ops_written == refused_batch * BATCH
+    assert leaf2.ops_written == sum(len(chunk) for chunk in before)
     assert "SCHEDULER|SLUICE_SCHED_3" not in fabric.switches["leaf2"].config_db()
-    assert fabric.switches["leaf2"].sets.count == refused_batch + 1
+    assert fabric.switches["leaf2"].sets.count == len(before) + 1
     for name in ("leaf1", "spine1", "spine2"):
         assert results[name].status == "applied_verified"
         assert_redis_holds(fabric, name, desired[name])
@@ -155,8 +162,9 @@ def test_a_switch_stopped_mid_apply_is_unreachable_and_a_second_run_completes_it
         batch_size=BATCH,
         progress=stop_spine1_after_its_first_batch,
     )
+    first = sets_of(plans["spine1"])[0]
     assert results["spine1"].status == "unreachable"
-    assert results["spine1"].ops_written == BATCH
+    assert results["spine1"].ops_written == len(first)
     assert "UNAVAILABLE" in (results["spine1"].reason or "")
     for name in ("leaf1", "leaf2", "spine2"):
         assert results[name].status == "applied_verified"
@@ -167,15 +175,17 @@ def test_a_switch_stopped_mid_apply_is_unreachable_and_a_second_run_completes_it
     with SessionPool(policy=POLICY, sleep=time.sleep) as fresh:
         second = plans_from_switches(fabric, fresh, desired)
         # Only what the first run did not write is left: the ops after the first batch.
-        assert qos_first(second["spine1"]) == qos_first(plans["spine1"])[BATCH:]
+        written = {op.entry_key for op in first}
+        assert [op.entry_key for op in second["spine1"].ops] == [
+            op.entry_key for op in plans["spine1"].ops if op.entry_key not in written
+        ]
         assert all(second[name].is_empty for name in ("leaf1", "leaf2", "spine2"))
         results = apply_fleet(
             second, fresh.sessions(fabric.targets().values()), max_parallel=4, batch_size=BATCH
         )
     assert results["spine1"].status == "applied_verified"
     # Everything but the first batch is left, in batches, the agent tables in their own Sets.
-    left = [t for t, _ in qos_first(plans["spine1"])[BATCH:]]
-    assert spine1.sets.count - sets_before == set_count(left)
+    assert spine1.sets.count - sets_before == len(sets_of(second["spine1"]))
     assert_redis_holds(fabric, "spine1", desired["spine1"])
 
 
@@ -214,10 +224,10 @@ def test_a_value_changed_before_read_back_is_a_mismatch_and_the_next_run_fixes_i
 
 def test_progress_reports_every_batch_then_the_result(fabric: Fabric, pool: SessionPool) -> None:
     desired = {"spine2": fabric.desired()["spine2"]}
+    n = len(sets_of(plans_from_switches(fabric, pool, desired)["spine2"]))
     events: list[ProgressEvent] = []
     results = run(fabric, pool, desired, progress=events.append)
     # spine2: one event per batch, then the read-back, then the result.
-    n = set_count([t for t, _ in desired["spine2"]])
     assert [(e.stage, e.batches_done, e.batches_total) for e in events] == [
         *(("batch_written", i, n) for i in range(1, n + 1)),
         ("verifying", n, n),

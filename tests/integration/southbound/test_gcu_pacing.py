@@ -11,7 +11,8 @@ import pytest
 from pydantic import SecretStr
 
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
-from controller.rollout.switches import converge_switch
+from controller.rollout.switches import Converged, converge_switch
+from controller.sonic.gcu import GcuPace
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour
@@ -20,6 +21,9 @@ from .conftest import USERNAME, Fabric
 
 AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}
 READ_DEADLINE_S = 1.0  # what every RPC got before Sets had their own deadline (scaled)
+# GCU's pace scaled down so far that every Set fits its deadline by the estimate: the Set
+# deadline these tests give is the one each Set gets.
+NEGLIGIBLE = GcuPace(per_set_s=0.0, per_change_s=0.0001, load_margin=1.0)
 
 
 def access_to(fabric: Fabric, pool: SessionPool, batch_size: int = 100) -> GnmiAccess:
@@ -29,12 +33,13 @@ def access_to(fabric: Fabric, pool: SessionPool, batch_size: int = 100) -> GnmiA
     return GnmiAccess(pool, resolve, username=USERNAME, batch_size=batch_size, tls=fabric.tls)
 
 
-def pool_with(set_deadline_s: float) -> SessionPool:
+def pool_with(set_deadline_s: float, pace: GcuPace = NEGLIGIBLE) -> SessionPool:
     policy = CallPolicy(
         deadline_s=READ_DEADLINE_S,
         retry=RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.05),
         set_deadline_s=set_deadline_s,
         progress_every_s=0.5,
+        pace=pace,
     )
     return SessionPool(policy=policy, sleep=time.sleep)
 
@@ -45,15 +50,22 @@ def pace(fabric: Fabric, name: str, gcu: GcuBehaviour) -> None:
     model.gcu = gcu
 
 
+def first_rollout(fabric: Fabric, name: str, access: GnmiAccess) -> Converged:
+    """Bring the fresh switch ``name`` to the intent. Its QUEUE, BUFFER_QUEUE and
+    PORT_QOS_MAP entries are added, which takes each port down and up: allowed."""
+    switch = next(s for s in fabric.intent.switches if s.name == name)
+    desired = fabric.desired()[name]
+    return converge_switch(access, switch, desired, {}, allow_port_flaps=True)
+
+
 def test_a_set_slower_than_the_read_deadline_completes_and_reports_progress(
     fabric: Fabric, caplog: pytest.LogCaptureFixture
 ) -> None:
     pace(fabric, "spine1", GcuBehaviour(per_set_s=1.5 * READ_DEADLINE_S))
-    switch = next(s for s in fabric.intent.switches if s.name == "spine1")
     desired = fabric.desired()["spine1"]
     caplog.set_level(logging.INFO, logger="controller.southbound.gnmi")
     with pool_with(set_deadline_s=10.0) as pool:
-        converged = converge_switch(access_to(fabric, pool), switch, desired, {})
+        converged = first_rollout(fabric, "spine1", access_to(fabric, pool))
     assert converged.result.status == "applied_verified"
     assert converged.running is not None
     assert {k: v for k, v in converged.running.items() if k in desired} == desired
@@ -66,16 +78,14 @@ def test_a_set_slower_than_the_read_deadline_completes_and_reports_progress(
 def test_a_set_the_client_gave_up_on_is_not_resent_and_each_op_is_applied_once(
     fabric: Fabric,
 ) -> None:
-    # The switch takes 0.8 s per Set; the client waits 0.4 s, then reads back for up to two
+    # The switch takes 0.8 s per Set; the client waits 0.4 s, then reads back for up to four
     # Set deadlines more until the switch shows the outcome: applied after the client left.
     pace(fabric, "leaf1", GcuBehaviour(per_set_s=0.8))
-    switch = next(s for s in fabric.intent.switches if s.name == "leaf1")
     desired = fabric.desired()["leaf1"]
     with pool_with(set_deadline_s=0.4) as pool:
         access = access_to(fabric, pool)
-        converged = converge_switch(access, switch, desired, {})
-        session = access.session(switch)
-        sent = session.rpc_counts["Set"]
+        converged = first_rollout(fabric, "leaf1", access)
+        sent = pool.session(fabric.targets()["leaf1"]).rpc_counts["Set"]
     assert converged.result.status == "applied_verified", converged.result.reason
     vswitch = fabric.switches["leaf1"]
     # QoS tables in one Set, agent tables in another: each sent once, none resent.
@@ -86,14 +96,75 @@ def test_a_set_the_client_gave_up_on_is_not_resent_and_each_op_is_applied_once(
     assert all(stored.get(f"{t}|{k}") == fields for (t, k), fields in desired.items())
 
 
+def test_a_set_gcu_takes_over_three_deadlines_to_apply_is_read_back_and_sent_once(
+    fabric: Fabric,
+) -> None:
+    # GCU takes 1.5 s, almost four times the 0.4 s the client gives a Set (a loaded switch
+    # took 3x and more). Until now the client read back for two deadlines, resent what was
+    # still missing behind the running Set, and reported the switch unreachable although
+    # the first Set applied; now it reads back for four and sends each Set once.
+    pace(fabric, "leaf1", GcuBehaviour(per_set_s=1.5))
+    with pool_with(set_deadline_s=0.4) as pool:
+        converged = first_rollout(fabric, "leaf1", access_to(fabric, pool))
+    assert converged.result.status == "applied_verified", converged.result.reason
+    vswitch = fabric.switches["leaf1"]
+    assert vswitch.sets.count == converged.result.set_requests == 2  # QoS, then agent tables
+    assert vswitch.model is not None
+    assert set(vswitch.model.applied.values()) == {1}
+
+
+def test_a_set_whose_outcome_never_shows_in_time_is_unknown_and_never_sent_again(
+    fabric: Fabric,
+) -> None:
+    # GCU takes 2.5 s; the client gives 0.2 s and reads back for 4 x 0.2 s more: the state is
+    # unknown, not unreachable, and nothing is resent while the switch may still apply it.
+    pace(fabric, "leaf2", GcuBehaviour(per_set_s=2.5))
+    vswitch = fabric.switches["leaf2"]
+    assert vswitch.model is not None
+    with pool_with(set_deadline_s=0.2) as pool:
+        converged = first_rollout(fabric, "leaf2", access_to(fabric, pool))
+        result = converged.result
+        assert (result.status, result.set_requests, result.ops_written) == ("unknown", 1, 0)
+        assert "not sent again" in (result.reason or "")
+        assert converged.running is None
+        # The switch finishes the Set on its own, once.
+        deadline = time.monotonic() + 10
+        while not vswitch.model.applied and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert vswitch.sets.count == 1
+    assert vswitch.model.applied
+    assert set(vswitch.model.applied.values()) == {1}
+
+
+def test_a_leafs_first_rollout_goes_in_sets_that_fit_the_deadline_one_flap_per_port(
+    fabric: Fabric, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GCU at 0.05 s a Set and 0.01 s a change, the client at the same pace with its load
+    # margin of 2 and a 0.6 s Set deadline: at most 25 changes a Set. The leaf's first
+    # rollout (79 QoS ops, about 66 changes as one Set: 0.9 s here, 73 s on a real switch)
+    # goes in Sets that each finish in time, each port's changes in one of them.
+    pace(fabric, "leaf1", GcuBehaviour(per_set_s=0.05, per_op_s=0.01))
+    client = GcuPace(per_set_s=0.05, per_change_s=0.01, load_margin=2.0)
+    caplog.set_level(logging.INFO)
+    with pool_with(set_deadline_s=0.6, pace=client) as pool:
+        converged = first_rollout(fabric, "leaf1", access_to(fabric, pool))
+    assert converged.result.status == "applied_verified", converged.result.reason
+    assert "reading back" not in caplog.text  # no Set outlived its deadline
+    vswitch = fabric.switches["leaf1"]
+    assert vswitch.model is not None
+    ports = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")
+    assert vswitch.model.port_flaps == dict.fromkeys(ports, 1)
+    # The profiles with Ethernet0's block, a Set per other port, the agent's orders.
+    assert vswitch.sets.count == converged.result.set_requests == 5
+
+
 def test_a_switch_without_the_yang_extension_gets_its_qos_tables_and_is_told_why(
     fabric: Fabric,
 ) -> None:
     pace(fabric, "leaf2", GcuBehaviour(yang_extension=False))
-    switch = next(s for s in fabric.intent.switches if s.name == "leaf2")
     desired = fabric.desired()["leaf2"]
     with pool_with(set_deadline_s=10.0) as pool:
-        converged = converge_switch(access_to(fabric, pool), switch, desired, {})
+        converged = first_rollout(fabric, "leaf2", access_to(fabric, pool))
     result = converged.result
     assert result.status == "failed"
     reason = result.reason or ""

@@ -143,7 +143,8 @@ def test_a_hanging_switch_hits_the_set_deadline_once_and_the_set_is_unconfirmed(
             # Never retried: the switch may still be applying it.
             assert session.rpc_counts == {"Set": 1}
             assert sleeps == []
-            assert raised.value.outcome_wait_s == 0.6  # two Set deadlines (the default factor)
+            # Four Set deadlines (the default factor: GCU took 3x and more on a loaded switch).
+            assert raised.value.outcome_wait_s == pytest.approx(1.2)
             assert isinstance(raised.value, SouthboundUnreachable)
     finally:
         servicer.release.set()

@@ -50,7 +50,7 @@ def dashboard_api(module_db_url: str, history_prometheus: LocalPrometheus) -> It
         intent["hosts"] = [{"name": "h1", "address": "10.0.1.11", "nic_gbps": 25}]
         assert put_intent(http, admin, intent, 0).status_code == 201  # type: ignore[arg-type]
         gates = {"gates": [{"builtin": "drops", "threshold": 1000}], "soak_s": 30}
-        body = {"canary": ["leaf1"], "gates": gates}
+        body = {"canary": ["leaf1"], "gates": gates, "allow_port_flaps": True}  # a first rollout
         started = http.post("/api/v1/rollouts", json=body, headers=admin)
         assert started.status_code == 201, started.text
         applying = http.post("/api/v1/hosts/apply", json={"gates": gates}, headers=admin)

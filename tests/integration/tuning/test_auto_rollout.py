@@ -20,10 +20,13 @@ from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
 from controller.services.common import Actor, WorkerWait
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
+from controller.services.plans import PlanService
 from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import intents as intents_repo
 from controller.store.rollout_store import SqlRolloutStore
+from controller.store.snapshots import decode_fleet
 from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
@@ -39,6 +42,17 @@ T_END = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromQL, datetime]]:
     with history_promql(tmp_path_factory.mktemp("auto-rollout")) as made:
         yield made
+
+
+def runs_version_one(sessions: sessionmaker[Session]) -> None:
+    """The switches run version 1, as a verified rollout of it records: the tuner tunes a
+    running fabric (its telemetry comes from it). Without it, the tuner's rollout would be
+    the switches' first, which takes their ports down, and auto mode never does that."""
+    plans = PlanService(sessions, clock=lambda: T_END)
+    with sessions() as session:
+        desired = decode_fleet(intents_repo.desired_states(session=session, version=1))
+    for name, config in desired.items():
+        plans.record_running_state(switch=name, config=config, source="test: version 1 runs")
 
 
 def auto_tuner(
@@ -57,6 +71,7 @@ def auto_tuner(
     if rollout is not None:
         auto["fabric"]["tuning"]["rollout"] = rollout
     intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
+    runs_version_one(sessions)
     tuning = TuningService(
         sessions, intents, lambda _at, window: read_summary(promql, end, window), clock=clock
     )
@@ -152,6 +167,7 @@ def _hosted_auto_tuner(
     )  # fmt: skip
     auto["hosts"] = [{"name": f"h{i}", "address": f"10.0.1.{i}", "nic_gbps": 25} for i in (1, 2, 3)]
     intents.replace(auto, expected=0, actor=ACTOR, reason="auto")
+    runs_version_one(sessions)
 
     def fan_in(_at: datetime, window_s: float) -> TelemetrySummary:
         start = end.timestamp() - window_s

@@ -86,7 +86,7 @@ def _finished(tuner: Tuner, version: int, state: str) -> int:
     recorded as the worker's runner records it (``SqlRolloutStore.transition``: a rollback
     rejects there); its switch work is the rollout tests'."""
     info = RolloutService(tuner.sessions, clock=tuner.clock).start(
-        RolloutPolicy(version), actor=ACTOR
+        RolloutPolicy(version, allow_port_flaps=True), actor=ACTOR
     )
     expected, reason = "pending", None
     if state == "rolled_back":

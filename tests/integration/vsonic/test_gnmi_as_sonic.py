@@ -178,3 +178,48 @@ def test_a_set_takes_the_gcu_time_for_its_size_and_counts_each_op(
     assert slept == [2.5, 2.25]
     assert set(running.switch.applied.values()) == {1}
     assert len(running.switch.applied) == 3
+
+
+def test_a_port_critical_change_takes_its_port_down_and_up_and_nothing_else_does(
+    redis_store: RedisStore, switch_tls: TlsFiles
+) -> None:
+    # GCU's PatchSorter (sonic-utilities patch_sorter.py, RequiredValueIdentifier): a QUEUE
+    # change needs PORT admin down; the port is taken down, the change made, the port up.
+    seed_store(redis_store, SwitchSeed(hostname="vs1", ports=default_ports(3)))
+    db = redis_store.client(CONFIG_DB)
+    db.hset("PORT|Ethernet8", "admin_status", "down")  # already down: GCU leaves it alone
+    seen: list[tuple[float, str | None]] = []
+
+    def sleep(seconds: float) -> None:  # what the port is while GCU works
+        seen.append((seconds, db.hget("PORT|Ethernet0", "admin_status")))
+
+    gcu = GcuBehaviour(per_set_s=2.0, per_op_s=0.25, sleep=sleep)
+    running = Served(redis_store, gcu, switch_tls)
+    try:
+        running.set({("SCHEDULER", "a"): SCHED})
+        assert not running.switch.port_flaps
+        running.set(
+            {
+                ("QUEUE", "Ethernet0|3"): {"scheduler": "a"},
+                ("QUEUE", "Ethernet0|4"): {"scheduler": "a"},
+                ("QUEUE", "Ethernet8|3"): {"scheduler": "a"},
+            }
+        )
+        running.set({("SCHEDULER", "a"): {"type": "DWRR", "weight": "60"}})
+    finally:
+        running.close()
+    # Checkpoint and patch while the port is up, then its admin down and up (two changes)
+    # while it is down; the scheduler changes touch no port.
+    assert seen == [(2.25, "up"), (2.75, "up"), (0.5, "down"), (2.25, "up")]
+    assert running.switch.port_flaps == {"Ethernet0": 1}
+    assert db.hget("PORT|Ethernet0", "admin_status") == "up"
+    assert db.hget("PORT|Ethernet4", "admin_status") == "up"
+    assert db.hget("PORT|Ethernet8", "admin_status") == "down"
+    assert db.hgetall("QUEUE|Ethernet8|3") == {"scheduler": "a"}
+
+
+def test_a_refused_port_critical_change_takes_no_port_down(served: Served) -> None:
+    with pytest.raises(grpc.RpcError):
+        served.set({("QUEUE", "Ethernet0|3"): {"scheduler": "missing"}})
+    assert not served.switch.port_flaps
+    assert served.store.client(CONFIG_DB).hget("PORT|Ethernet0", "admin_status") == "up"

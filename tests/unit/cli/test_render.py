@@ -100,6 +100,42 @@ def test_plan_rows_keep_switch_and_op_order():
     ]
 
 
+def test_plan_summary_names_each_port_a_plan_takes_down():
+    repoints = [
+        {
+            "port": "Ethernet0",
+            "table": "QUEUE",
+            "key": f"Ethernet0|{q}",
+            "reason": f"QUEUE|Ethernet0|{q} wred_profile: SLUICE_WRED_25G_ab -> Q{q}",
+        }
+        for q in (1, 2, 3, 5)
+    ]
+    plans: list[dict[str, Any]] = [
+        {
+            "switch": "leaf1",
+            "ops": [op("change", "QUEUE", f"Ethernet0|{q}") for q in (1, 2, 3, 5)]
+            + [op("add", "QUEUE", "Ethernet4|7")],
+            "port_flaps": [
+                *repoints,
+                {"port": "Ethernet4", "table": "QUEUE", "key": "Ethernet4|7", "reason": "added"},
+            ],
+        },
+        {"switch": "leaf2", "ops": [op("change", "WRED_PROFILE", "SLUICE_WRED_25G_Q1")]},
+    ]
+    assert plan_summary(plans) == [
+        "leaf1: 1 to add, 4 to change, 0 to delete; takes 2 port(s) down",
+        "  leaf1 Ethernet0 goes admin down and up for 4 port-critical change(s): "
+        + "; ".join(r["reason"] for r in repoints[:3])
+        + " (and 1 more)",
+        "  leaf1 Ethernet4 goes admin down and up for 1 port-critical change(s): added",
+        "leaf2: 0 to add, 1 to change, 0 to delete",
+    ]
+    assert plan_summary(plans, ports=False) == [
+        "leaf1: 1 to add, 4 to change, 0 to delete; takes 2 port(s) down",
+        "leaf2: 0 to add, 1 to change, 0 to delete",
+    ]
+
+
 def test_table_counts_group_ops_by_switch_and_table_in_write_order():
     plans: list[dict[str, Any]] = [
         {

@@ -222,11 +222,12 @@ def test_pias_stage_maps_its_dscp_to_its_own_strict_queue() -> None:
     assert config[("TC_TO_QUEUE_MAP", "SLUICE")]["4"] == "4"
     assert config[("QUEUE", "Ethernet0|4")]["scheduler"] == "SLUICE_SCHED_4"
     assert config[("SCHEDULER", "SLUICE_SCHED_4")] == {"type": "STRICT"}
-    # The stage keeps the class's ECN mode (standard): the same K = 12 500 B profile as queue 6.
-    assert (
-        config[("QUEUE", "Ethernet0|4")]["wred_profile"]
-        == config[("QUEUE", "Ethernet0|6")]["wred_profile"]
-    )
+    # The stage keeps the class's ECN mode (standard): the same K = 12 500 B as queue 6, in
+    # a profile of its own queue, so a lambda change moves both in place (stable names).
+    stage, head = (config[("QUEUE", f"Ethernet0|{q}")]["wred_profile"] for q in (4, 6))
+    assert (stage, head) == ("SLUICE_WRED_10G_Q4", "SLUICE_WRED_10G_Q6")
+    assert config[("WRED_PROFILE", stage)] == config[("WRED_PROFILE", head)]
+    assert thresholds(config[("WRED_PROFILE", stage)]) == {"12500"}
 
 
 def test_static_profiles_are_shared_across_ports_and_split_by_speed() -> None:

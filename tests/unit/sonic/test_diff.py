@@ -235,5 +235,7 @@ def test_op_paths_and_plan_summary() -> None:
     plan = Plan("leaf1", (op, Op("add", "SCHEDULER", "S", {"type": "STRICT"}, {})))
     assert plan.counts == {"add": 1, "change": 1, "delete": 0}
     assert plan.counts_by_table == {"QUEUE": {"change": 1}, "SCHEDULER": {"add": 1}}
-    assert plan.summary() == "leaf1: 1 add, 1 change, 0 delete"
+    # A QUEUE change takes its port admin down and up on a SONiC switch: the summary says so.
+    assert plan.summary() == "leaf1: 1 add, 1 change, 0 delete; takes 1 port(s) down: Ethernet0"
+    assert Plan("leaf1", plan.ops[1:]).summary() == "leaf1: 1 add, 0 change, 0 delete"
     assert plan.as_dict()["ops"][0]["path"] == "/CONFIG_DB/localhost/QUEUE/Ethernet0|3"  # type: ignore[index]

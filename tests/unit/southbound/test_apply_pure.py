@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.errors import SouthboundSetUnconfirmed
+from controller.intent.loader import load_intent_file
 from controller.reconcile.apply import (
     ABSENT,
     PRESENT,
@@ -20,11 +22,18 @@ from controller.reconcile.apply import (
     batches,
     blame_op,
     compare_readback,
+    gcu_batches,
+    set_deadline,
     settle_shared_deletes,
     write_groups,
 )
+from controller.sonic.compile import compile_fleet
+from controller.sonic.diff import plan_switch
+from controller.sonic.gcu import GcuPace, sorted_changes
 from controller.sonic.model import Op, Plan
+from controller.southbound.gnmi import CallPolicy
 
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
 SCHED = Op("add", "SCHEDULER", "SLUICE_SCHED_3", {"type": "DWRR", "weight": "50"}, {})
 QUEUE = Op("add", "QUEUE", "Ethernet0|3", {"scheduler": "SLUICE_SCHED_3"}, {}, whole_entry=False)
 GONE = Op("delete", "WRED_PROFILE", "SLUICE_OLD", {}, {"ecn": "ecn_all"})
@@ -180,25 +189,43 @@ def test_agent_fields_follow_the_wred_schema() -> None:
     moving = agent_fields(("WRED_PROFILE", "SLUICE_Q_Ethernet0_3"))
     assert "green_max_threshold" in moving
     assert "ecn" not in moving
-    assert agent_fields(("WRED_PROFILE", "SLUICE_WRED_25G_19c0aa7b")) == frozenset()
+    assert agent_fields(("WRED_PROFILE", "SLUICE_WRED_25G_Q1")) == frozenset()
     assert agent_fields(("SCHEDULER", "SLUICE_SCHED_3")) == frozenset()
     assert agent_fields(("NOT_A_SLUICE_TABLE", "x")) == frozenset()
 
 
-class FakeLostSetSession:
-    """A fake switch (a dict) whose first Set gets no answer and never takes effect; every
-    later Set applies at once. Records what each Set carried."""
+class FakeUnansweredSetSession:
+    """A fake switch (a dict) whose first Set gets no answer (unless ``answers_all``) and
+    takes effect only after ``shows_after`` reads of it (never, with None); every later Set
+    applies at once. Records what each Set carried and the deadline it was given."""
 
     name = "leaf1"
+    set_deadline_s = 2.0
 
-    def __init__(self, config: dict[tuple[str, str], dict[str, str]]) -> None:
+    def __init__(
+        self,
+        config: dict[tuple[str, str], dict[str, str]],
+        shows_after: int | None,
+        *,
+        answers_all: bool = False,
+    ) -> None:
         self.config = config
+        self.shows_after = shows_after
+        self.answers_all = answers_all
         self.sent: list[tuple[Op, ...]] = []
+        self.deadlines: list[float | None] = []
+        self.reads = 0
+        self._pending: tuple[Op, ...] = ()
 
-    def set(self, ops: Sequence[Op]) -> None:
+    def set(self, ops: Sequence[Op], deadline_s: float | None = None) -> None:
         self.sent.append(tuple(ops))
-        if len(self.sent) == 1:
+        self.deadlines.append(deadline_s)
+        if len(self.sent) == 1 and not self.answers_all:
+            self._pending = tuple(ops)
             raise SouthboundSetUnconfirmed(self.name, "DEADLINE_EXCEEDED", outcome_wait_s=4.0)
+        self._write(ops)
+
+    def _write(self, ops: Sequence[Op]) -> None:
         for op in ops:
             if op.kind == "delete":
                 self.config.pop(op.entry_key, None)
@@ -206,20 +233,94 @@ class FakeLostSetSession:
                 self.config.setdefault(op.entry_key, {}).update(op.fields)
 
     def get_tables(self, tables: Iterable[str]) -> dict[tuple[str, str], dict[str, str]]:
+        self.reads += 1
+        if self.shows_after is not None and self.reads > self.shows_after and self._pending:
+            self._write(self._pending)  # GCU finished the Set the client gave up on
+            self._pending = ()
         wanted = set(tables)
         return {k: dict(v) for k, v in self.config.items() if k[0] in wanted}
 
 
-def test_an_unanswered_set_that_never_took_is_resent_once_with_only_what_is_missing() -> None:
-    # QUEUE's entry is already as the plan leaves it (an operator wrote it meanwhile).
-    session = FakeLostSetSession({QUEUE.entry_key: {"scheduler": "SLUICE_SCHED_3"}})
+SLOW = GcuPace(per_set_s=0.1, per_change_s=0.1, load_margin=1.0)
+
+
+def test_an_unanswered_set_that_shows_later_is_read_back_and_never_resent() -> None:
+    session = FakeUnansweredSetSession({}, shows_after=3)
     slept: list[float] = []
-    result = apply_plan_to_switch(session, Plan("leaf1", (SCHED, QUEUE)), sleep=slept.append)
+    plan = Plan("leaf1", (SCHED, QUEUE))
+    result = apply_plan_to_switch(session, plan, pace=SLOW, sleep=slept.append)
     assert result.status == "applied_verified"
-    assert session.sent == [(SCHED, QUEUE), (SCHED,)]
-    assert result.set_requests == 2
-    # It read back for the whole wait (8 polls, 0.5 s apart) before resending anything.
+    assert session.sent == [(SCHED, QUEUE)]
+    # Read back four times (three waits 0.5 s apart) until it showed; nothing resent.
+    assert slept == [0.5] * 3
+    assert result.set_requests == 1
+    assert result.ops_written == 2
+
+
+def test_an_unanswered_set_that_never_shows_is_not_resent_and_the_state_is_unknown() -> None:
+    # This used to resend the missing ops once after two deadlines: GCU may still be applying
+    # the first Set then, and the resend queued behind it and applied it twice.
+    session = FakeUnansweredSetSession({QUEUE.entry_key: {"scheduler": "SLUICE_SCHED_3"}}, None)
+    slept: list[float] = []
+    plan = Plan("leaf1", (SCHED, QUEUE))
+    result = apply_plan_to_switch(session, plan, pace=SLOW, sleep=slept.append)
+    assert result.status == "unknown"
+    assert session.sent == [(SCHED, QUEUE)]
+    assert result.set_requests == 1
+    assert result.ops_written == 0
+    # It read back for the whole wait (8 polls, 0.5 s apart) and then gave up writing.
     assert slept == [0.5] * 8
+    assert "not sent again" in (result.reason or "")
+    assert result.to_json()["status"] == "unknown"
+
+
+def test_a_set_gets_the_switch_deadline_or_longer_when_gcu_needs_longer() -> None:
+    # At 1 s a Set and 0.5 s a change, the switch's 2 s deadline fits 2 changes: SCHED (1)
+    # goes alone and gets 2 s; the QUEUE add is 3 changes (admin down, add, up), never split,
+    # and gets the 2.5 s it needs.
+    session = FakeUnansweredSetSession({}, None, answers_all=True)
+    pace = GcuPace(per_set_s=1.0, per_change_s=0.5, load_margin=1.0)
+    result = apply_plan_to_switch(session, Plan("leaf1", (SCHED, QUEUE)), pace=pace)
+    assert result.status == "applied_verified"
+    assert session.sent == [(SCHED,), (QUEUE,)]
+    assert session.deadlines == [2.0, 2.5]
+    slower = GcuPace(per_set_s=1.0, per_change_s=1.0, load_margin=2.0)
+    assert set_deadline(2.0, [QUEUE], slower) == 8.0  # 2 x (1 + 3 x 1)
+    assert set_deadline(20.0, [QUEUE], slower) == 20.0
+
+
+def port_ops(port: str, queues: Sequence[int]) -> list[Op]:
+    return [
+        Op("change", "QUEUE", f"{port}|{q}", {"wred_profile": "B"}, {"wred_profile": "A"}, False)
+        for q in queues
+    ] + [Op("add", "PORT_QOS_MAP", port, {"dscp_to_tc_map": "SLUICE"}, {}, False)]
+
+
+def test_gcu_batches_keep_each_ports_changes_in_one_set_and_deletes_apart() -> None:
+    new = Op("add", "WRED_PROFILE", "B", {"ecn": "ecn_all"}, {})
+    old = Op("delete", "WRED_PROFILE", "A", {}, {"ecn": "ecn_all"})
+    agent = Op("change", "SLUICE_AGENT", "global", {"version": "2"}, {"version": "1"})
+    e0, e4, e8 = (port_ops(p, (1, 2, 3)) for p in ("Ethernet0", "Ethernet4", "Ethernet8"))
+    # The plan's order: writes by table (PORT_QOS_MAP before QUEUE), then deletes.
+    plan = [new, e0[3], e4[3], e8[3], *e0[:3], *e4[:3], *e8[:3], old, agent]
+    # A port block is 4 entries + its admin down and up: 6 changes. With at most 12 a Set,
+    # the new profile and Ethernet0 (7), then Ethernet4 and Ethernet8 (12); the profile that
+    # no queue names any more goes in a Set of its own, the agent's orders last.
+    chunks = gcu_batches(plan, batch_size=100, max_changes=12)
+    assert chunks == [
+        (new, *e0[3:], *e0[:3]),
+        (*e4[3:], *e4[:3], *e8[3:], *e8[:3]),
+        (old,),
+        (agent,),
+    ]
+    assert [sorted_changes(c) for c in chunks] == [7, 12, 1, 1]
+    # A port block larger than a Set should be is never split: its port goes down once.
+    one_port = gcu_batches([*e0[:3], e0[3]], batch_size=100, max_changes=2)
+    assert one_port == [(e0[0], e0[1], e0[2], e0[3])]
+    # The op count still caps a Set.
+    assert [len(c) for c in gcu_batches([new] * 5, batch_size=2, max_changes=100)] == [2, 2, 1]
+    with pytest.raises(ValueError, match="at least 1"):
+        gcu_batches(plan, batch_size=100, max_changes=0)
 
 
 def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
@@ -227,3 +328,21 @@ def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
     agent_gone = Op("delete", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {}, {"mode": "x"})
     first, middle, last = write_groups([agent, SCHED, agent_gone, QUEUE])
     assert (first, middle, last) == ((agent_gone,), (SCHED, QUEUE), (agent,))
+
+
+def test_a_leafs_first_rollout_fits_the_default_set_deadline_at_gcus_measured_pace() -> None:
+    # One Set of the example leaf's first rollout took 73 s through the real GCU, past the
+    # 60 s deadline. At the measured pace with the load margin, each Set fits.
+    intent = load_intent_file(EXAMPLE)
+    plan = plan_switch("leaf1", compile_fleet(intent)["leaf1"], {})
+    pace = GcuPace()
+    deadline = CallPolicy().set_deadline_s
+    chunks = gcu_batches(plan.ops, 100, pace.changes_within(deadline))
+    sent = [op for chunk in chunks for op in chunk]
+    assert sorted(map(id, sent)) == sorted(map(id, plan.ops))  # every op, once
+    assert all(pace.deadline_for(sorted_changes(chunk)) <= deadline for chunk in chunks)
+    as_one = [op for op in plan.ops if op.table not in {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}]
+    assert pace.deadline_for(sorted_changes(as_one)) > deadline
+    # Every port goes down in exactly one Set.
+    downs = [port for chunk in chunks for port in Plan("leaf1", chunk).ports_down]
+    assert sorted(downs) == ["Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52"]

@@ -55,6 +55,16 @@ options:
       - Health gates between batches, passed to sluice as given (see sluice's docs/rollouts.md).
       - Only for a sluice API that knows health gates; others refuse the request.
     type: dict
+  allow_port_flaps:
+    description:
+      - Allow changes that take switch ports admin down and up. SONiC's config updater does
+        for every change to QUEUE, BUFFER_QUEUE, PORT_QOS_MAP and a port's buffer lists, as
+        in a first rollout, a class or port added or removed, or a queue moved.
+      - Without it sluice refuses such a rollout before writing anything, naming each switch
+        and port; a threshold, lambda or weight change never takes a port down.
+      - In check mode, RV(plans) names the ports each switch's changes take down.
+    type: bool
+    default: false
   wait:
     description: Wait until the rollout finishes (completed, halted, paused or rolled back).
     type: bool
@@ -116,7 +126,8 @@ failed_switches:
   elements: dict
   sample: [{"switch": "leaf2", "status": "unreachable", "reason": "gNMI Get: deadline exceeded"}]
 plans:
-  description: In check mode, per switch, how many operations it needs.
+  description: In check mode, per switch, how many operations it needs and the ports its
+    changes take admin down and up (C(ports_down)).
   returned: in check mode
   type: list
   elements: dict
@@ -192,7 +203,11 @@ def check(module: AnsibleModule, api: SluiceApi, action: str, latest: dict | Non
     result = {
         "changed": action in ("started", "resumed"),
         "action": action,
-        "plans": [{"switch": p["switch"], "counts": p["counts"]} for p in plans if p.get("ops")],
+        "plans": [
+            {"switch": p["switch"], "counts": p["counts"], "ports_down": p.get("ports_down", [])}
+            for p in plans
+            if p.get("ops")
+        ],
         "diff": {"prepared": plans_diff(plans)},
     }
     if latest is not None and action != "started":
@@ -222,6 +237,8 @@ def run(module: AnsibleModule, api: SluiceApi) -> dict:
         }
         if params["gates"] is not None:
             body["gates"] = params["gates"]
+        if params["allow_port_flaps"]:
+            body["allow_port_flaps"] = True
         rollout = api.post("/rollouts", body).data
     elif action == "resumed":
         rollout = api.post(f"/rollouts/{latest['id']}/resume").data
@@ -257,6 +274,7 @@ def main() -> None:
             "batch_size": {"type": "int", "default": 1},
             "failure_budget": {"type": "int", "default": 0},
             "gates": {"type": "dict"},
+            "allow_port_flaps": {"type": "bool", "default": False},
             "wait": {"type": "bool", "default": True},
             "wait_timeout": {"type": "int", "default": 1800},
             "poll_interval": {"type": "float", "default": 2.0},
