@@ -409,7 +409,8 @@ class SwitchSession:
                     outcome_wait_s=deadline * self._policy.outcome_wait_factor,
                 ) from None
             raise SouthboundRejected(self.name, code, _details(error)) from None
-        self._present = (self._present or frozenset()) | {op.table for op in ops}
+        dropped = {op.table for op in ops if op.kind == "delete" and op.whole_table}
+        self._present = ((self._present or frozenset()) | {op.table for op in ops}) - dropped
         expected = len(parts.deletes) + len(parts.updates)
         if reply.response and len(reply.response) != expected:
             raise SouthboundProtocolError(
