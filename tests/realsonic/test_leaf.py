@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,19 +30,23 @@ from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
+from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
-from controller.sonic.model import SwitchConfig
+from controller.sonic.model import Fields, SwitchConfig
 from controller.telemetry.promql import make_promql
 from controller.tuning.apply import apply_changes
 from controller.tuning.evidence import Change, Evidence
 from lab.asic_db import asic_problems, wait_for_asic
 from lab.prometheus import LocalPrometheus
 from lab.realsonic import S6000_BUFFERS, RealSwitch
+from tests.integration.dataplane.conftest import agent_binary
 from tests.support.gate_collector import Exposition, fake_collector
+from vsonic.tether import start_tethered
 
 from .conftest import OPERATOR, RealController, config_db, example_leaf
 
 DROPS = Gate("drops", 50.0, "max_increase_pct", builtin="drops")
+agent_binary = agent_binary  # the qos-agent, built once per session (cargo build)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,29 @@ def test_drift_found_by_a_full_read_is_repaired_down_to_the_asic(
     assert wait_for_asic(switch.asic_view, first.desired) == []
 
 
+def test_a_port_the_switch_lacks_is_named_in_the_refusal_and_nothing_is_written(
+    real_controller: RealController, first: FirstRollout
+) -> None:
+    """GCU answers a leafref to a missing port with "Data Loading Failed" and no more; the
+    result names the port and the entries that name it."""
+    switch = real_controller.switch
+    data: dict[str, Any] = dump_intent(first.intent)
+    data["switches"][0]["ports"].append({"name": "Ethernet200", "speed_gbps": 25})
+    typo = parse_intent(data)
+    leaf = typo.switches[0]
+    access = real_controller.access()
+    desired = compile_switch(typo, leaf)
+    plan = plan_switch("leaf1", desired, access.read(leaf, OWNED_TABLES), first.desired)
+    result = access.apply(leaf, plan)
+    assert result.status == "failed"
+    assert "Data Loading Failed" in (result.reason or "")
+    assert "the switch has no PORT|Ethernet200 (named by the key of " in (result.reason or "")
+    assert result.failed_op is not None
+    assert result.failed_op.key.startswith("Ethernet200|")
+    assert (result.ops_written, result.set_requests) == (0, 1)
+    assert holds(switch, first.desired) == []
+
+
 class HandClock:
     """The gated runner's clock, moved by the test (a soak waits on it, never on sleep)."""
 
@@ -176,6 +203,14 @@ def drops_telemetry(tmp_path: Path) -> Iterator[tuple[Exposition, Reader]]:
         finally:
             promql.close()
             server.stop()
+
+
+def wait_until(what: str, condition: Callable[[], bool], within_s: float = 60.0) -> None:
+    """Poll ``condition``; ``within_s`` bounds a loaded machine, it is no pass/fail measure."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
 
 
 def settle(read: Reader, expression: str, expected: float, within_s: float = 30.0) -> None:
@@ -231,6 +266,83 @@ def test_a_change_whose_gate_fails_is_rolled_back_on_the_switch_and_its_asic(
     ]
     assert holds(switch, first.desired) == []
     assert wait_for_asic(switch.asic_view, first.desired) == []
+
+
+def with_storage_weight(intent: Intent, weight: int) -> Intent:
+    """Storage's DWRR weight: every MQ-ECN queue's share, and so its static threshold, moves."""
+    data: dict[str, Any] = dump_intent(intent)
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "storage":
+            service_class["scheduling"]["weight"] = weight
+    return parse_intent(data)
+
+
+def agent_orders(config: SwitchConfig) -> dict[str, Fields]:
+    """The agent's orders in ``config``, by CONFIG_DB key."""
+    tables = ("SLUICE_AGENT", "SLUICE_AGENT_QUEUE")
+    return {f"{t}|{k}": fields for (t, k), fields in config.items() if t in tables}
+
+
+def asic_thresholds(switch: RealSwitch, port_queue: str) -> set[str]:
+    """The six threshold values of the WRED object a queue (``Ethernet0:3``) names."""
+    view = switch.asic_view()
+    wred = view.objects["QUEUE"][view.queues[port_queue]]["SAI_QUEUE_ATTR_WRED_PROFILE_ID"]
+    attrs = view.objects["WRED"][wred]
+    return {value for name, value in attrs.items() if name.endswith("_THRESHOLD")}
+
+
+def thresholds_are(switch: RealSwitch, port_queue: str, value: str) -> Callable[[], bool]:
+    return lambda: asic_thresholds(switch, port_queue) == {value}
+
+
+def test_the_agents_threshold_writes_reach_the_asic_through_orchagent(
+    real_controller: RealController, first: FirstRollout, agent_binary: Path, tmp_path: Path
+) -> None:
+    """The qos-agent on the switch's redis writes WRED thresholds into CONFIG_DB (its write
+    path on SONiC); orchagent programs them. An idle switch's counters do not move, so the
+    agent runs every managed queue on its ordered static threshold; orders of a later
+    version (storage's weight 50 -> 60) move those, and the ASIC's WRED objects follow."""
+    switch = real_controller.switch
+    state = switch.db("STATE_DB")
+    version = first.desired[("SLUICE_AGENT", "global")]["version"]
+    log = tmp_path / "agent.log"
+    with log.open("w") as sink:
+        agent = start_tethered(
+            [agent_binary, "--redis-port", str(switch.redis_port)], stdout=sink, stderr=sink
+        )
+    try:
+        wait_until(
+            "the agent runs the rolled-out orders",
+            lambda: state.hget("SLUICE_AGENT_STATE|global", "version") == version,
+        )
+        later = compile_switch(with_storage_weight(first.intent, 60), first.intent.switches[0])
+        managed = {
+            key: fields
+            for (table, key), fields in later.items()
+            if table == "SLUICE_AGENT_QUEUE" and fields["managed"] == "true"
+        }
+        moved = {
+            key: fields["static_bytes"]
+            for key, fields in managed.items()
+            if fields["static_bytes"] != first.desired[("SLUICE_AGENT_QUEUE", key)]["static_bytes"]
+        }
+        assert moved, "the later version must move some static threshold"
+        # The orders as a rollout of that version leaves them (written straight to CONFIG_DB:
+        # the agent reads nothing else, and GCU's time is not what this test is about).
+        with switch.db("CONFIG_DB").pipeline(transaction=True) as pipe:
+            for key, fields in agent_orders(later).items():
+                stored: dict[str | bytes, bytes | float | int | str] = {}
+                stored.update(fields)
+                pipe.delete(key)
+                pipe.hset(key, mapping=stored)
+            pipe.execute()
+        for key, static in moved.items():
+            queue = key.replace("|", ":")
+            wait_until(f"{queue}'s WRED object at {static}", thresholds_are(switch, queue, static))
+        assert "threshold moved" in log.read_text()
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
 
 
 def with_rpc_lambda(intent: Intent, ecn_lambda: float) -> Intent:
