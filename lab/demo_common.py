@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vsonic.tether import start_tethered
 
@@ -21,7 +21,20 @@ from vsonic.tether import start_tethered
 # --watch`` lasts as long as the rollout.
 COMMAND_TIMEOUT_S = 600
 
-Run = Callable[[Sequence[str], dict[str, str]], str]
+
+class Run(Protocol):
+    """How a step runs a command (``run``, or a test's stand-in)."""
+
+    def __call__(
+        self,
+        args: Sequence[str],
+        env: dict[str, str],
+        *,
+        capture: bool = False,
+        timeout_s: float = ...,
+    ) -> str: ...
+
+
 Say = Callable[[str], None]
 
 
@@ -38,7 +51,13 @@ def shown(args: Sequence[str]) -> str:
     return " ".join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))
 
 
-def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> str:
+def run(
+    args: Sequence[str],
+    env: dict[str, str],
+    *,
+    capture: bool = False,
+    timeout_s: float = COMMAND_TIMEOUT_S,
+) -> str:
     """Run one command; echo it first. Its output goes to the terminal, or is returned when
     ``capture`` is set. A non-zero exit is a ``DemoError`` naming the command."""
     print(f"$ {shown(args)}", flush=True)
@@ -48,7 +67,7 @@ def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> s
         text=True,
         check=False,
         stdout=subprocess.PIPE if capture else None,
-        timeout=COMMAND_TIMEOUT_S,
+        timeout=timeout_s,
     )
     if done.returncode != 0:
         raise DemoError(f"{shown(args)} exited with {done.returncode}")

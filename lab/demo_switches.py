@@ -52,11 +52,14 @@ import httpx
 import redis
 import yaml
 
+from controller.policy.loader import load_intent_file
+from controller.sonic.compile import compile_fleet
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
 from lab.demo_badconfig import bad_config_step
 from lab.demo_common import (
+    COMMAND_TIMEOUT_S,
     DemoError,
     Run,
     Say,
@@ -65,6 +68,7 @@ from lab.demo_common import (
     run,
     say,
 )
+from lab.demo_real import RealFabric, real_switches, show_asic
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -72,6 +76,8 @@ BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
 RECONCILE_INTERVAL_S = 3.0
 WAIT_S = 120.0
+# A first rollout of four real switches is minutes of GCU per switch.
+REAL_ROLLOUT_TIMEOUT_S = 3600.0
 
 
 class SwitchDemoError(DemoError):
@@ -168,6 +174,16 @@ def wait_for_drift(env: Mapping[str, str], switch: str) -> None:
     raise SwitchDemoError(f"the reconcile loop recorded no drift on {switch} in {WAIT_S:.0f} s")
 
 
+def wait_for_value(db: redis.Redis[str], key: str, name: str, value: str) -> str:
+    """Poll until the loop has written ``value`` back (a real switch's GCU takes seconds)."""
+    deadline = time.monotonic() + WAIT_S
+    while (now := str(db.hget(key, name))) != value:
+        if time.monotonic() > deadline:
+            raise SwitchDemoError(f"{key} {name} is {now}, not {value}, after {WAIT_S:.0f} s")
+        time.sleep(0.5)
+    return now
+
+
 TOP_EXCERPT_LINES = 12
 
 
@@ -181,6 +197,15 @@ def show_telemetry(env: Mapping[str, str], say: Say) -> None:
         print(line, flush=True)
 
 
+def show_real_telemetry(env: Mapping[str, str], say: Say) -> None:
+    """``sluice top`` over the real switches' counters (all zero: libsaivs forwards nothing);
+    said, not fatal, when the collector has nothing from them yet."""
+    try:
+        show_telemetry(env, say)
+    except DemoError as why:
+        say(f"no telemetry from the real switches yet ({why}); see the collector's log")
+
+
 def switches_step(
     env: Mapping[str, str],
     intent_file: Path,
@@ -188,26 +213,41 @@ def switches_step(
     *,
     keep: bool = False,
     agents: bool = True,
+    real: bool = False,
     run: Run = run,
     say: Say = say,
 ) -> None:
-    """The whole switch demo (see the module docstring); raises ``SwitchDemoError``."""
+    """The whole switch demo (see the module docstring); raises ``SwitchDemoError``.
+    ``real``: the switches are SONiC's own software (``lab/demo_real.py``), not vsonic."""
     run_dir.mkdir(parents=True, exist_ok=True)
     intent = run_dir / "intent-switches.yaml"
     document = demo_intent(intent_file, RECONCILE_INTERVAL_S, _port_free)
-    intent.write_text(yaml.safe_dump(document, sort_keys=False))
     password = env.get("SLUICE_GNMI_PASSWORD") or secrets.token_urlsafe(18)
     full = {**env, "SLUICE_GNMI_PASSWORD": password, "VSONIC_PASSWORD": password}
     full.update(SLUICE_WORKER_POLL_S="0.5")
     sluice = str(BIN / "sluice")
     state_dir = run_dir / "vsonic"
-    # vsonic up serves TLS with a certificate it makes in its state dir; the worker trusts it.
-    full["SLUICE_GNMI_TLS_CA"] = str(tls_files(state_dir).cert)
     traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
-        say("starting the intent's four virtual switches, each with its data plane and "
-            "qos-agent (vsonic up --inventory)")  # fmt: skip
-        stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
+        fabric: RealFabric | None = None
+        if real:
+            say(
+                "starting the intent's four switches as SONiC's own software: redis, syncd "
+                "+ orchagent over libsaivs, buffermgrd, the gNMI server with the real GCU"
+            )
+            fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
+            say(f"four switches up in {fabric.started_s:.0f} s, {fabric.resident_mb():.0f} MB "
+                "resident")  # fmt: skip
+            full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
+            intent.write_text(yaml.safe_dump(document, sort_keys=False))
+        else:
+            intent.write_text(yaml.safe_dump(document, sort_keys=False))
+            # vsonic up serves TLS with a certificate it makes in its state dir; the worker
+            # trusts it.
+            full["SLUICE_GNMI_TLS_CA"] = str(tls_files(state_dir).cert)
+            say("starting the intent's four virtual switches, each with its data plane and "
+                "qos-agent (vsonic up --inventory)")  # fmt: skip
+            stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
         stack.enter_context(controller_worker(full, run_dir / "worker.log", keep))
         say("starting the telemetry collector: every switch's counters and agent state over "
@@ -222,22 +262,36 @@ def switches_step(
              "demo: roll out to the virtual switches"], full)  # fmt: skip
         say("rolling it out: leaf1 first (canary), then two switches per batch")
         run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
-             "--watch", "--interval", "0.5"], full)  # fmt: skip
+             "--watch", "--interval", "0.5" if fabric is None else "5"], full,
+            timeout_s=COMMAND_TIMEOUT_S if fabric is None else REAL_ROLLOUT_TIMEOUT_S)  # fmt: skip
         say("verified by read-back on every switch; nothing is left to change")
         run([sluice, "rollout", "list"], full)
         run([sluice, "plan", "--summary"], full)
+        if fabric is not None:
+            say("and in ASIC_DB: what orchagent programmed, checked against what was rolled out")
+            show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
         say("an operator edits a switch by hand")
-        db = switch_redis(state_dir, DEMO_SWITCH)
+        db = (
+            switch_redis(state_dir, DEMO_SWITCH)
+            if fabric is None
+            else fabric.switches[DEMO_SWITCH].db("CONFIG_DB")
+        )
         key, was, _ = change_behind_sluices_back(db, say)
         say("the reconcile loop finds it and writes the desired value back")
         wait_for_drift(full, DEMO_SWITCH)
         run([sluice, "drift", "--switch", DEMO_SWITCH], full)
         run([sluice, "reconcile", "status"], full)
-        restored = str(db.hget(key, "green_max_threshold"))
-        if restored != was:
-            raise SwitchDemoError(f"{key} green_max_threshold is {restored}, not {was}")
+        restored = wait_for_value(db, key, "green_max_threshold", was)
         say(f"{DEMO_SWITCH} {key} green_max_threshold is {restored} again (read from Redis)")
         db.close()
+        if fabric is not None:
+            show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
+            say(
+                "the steps that need traffic (the agents, the tuner, the bad config) need a "
+                "data plane: libsaivs forwards nothing, so they run on virtual switches"
+            )
+            show_real_telemetry(full, say)
+            return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
             show_telemetry(full, say)

@@ -310,6 +310,31 @@ class RealSwitch:
         if errors:
             raise RealSonicError("; ".join(errors))
 
+    def leave_running(self) -> None:
+        """Keep the switch up after this process ends (the demo's ``--keep-running``):
+        ``stop_hint`` says how to stop it."""
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
+        self._up.clear()
+
+    def stop_hint(self) -> str:
+        """The shell commands that stop this switch."""
+        return self._stop_command()[-1]
+
+    def resident_bytes(self) -> int:
+        """Memory its daemons hold now (resident set of every process it started)."""
+        total = 0
+        for pid_file in self.run_dir.glob("*.pid"):
+            try:
+                status = Path(f"/proc/{pid_file.read_text().strip()}/status").read_text()
+            except (OSError, ValueError):
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        return total
+
     def __enter__(self) -> RealSwitch:
         return self.start()
 

@@ -82,6 +82,9 @@ def test_first_rollout_is_verified_by_read_back_and_programmed_into_the_asic(
         ("leaf1", "applied_verified", None)
     ]
     assert holds(switch, first.desired) == []
+    # GCU took each port down around its QUEUE, BUFFER_QUEUE and PORT_QOS_MAP changes, and
+    # the watch saw it (the watch a later change is held to).
+    assert first.ports_down == {"Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52"}
     # Every queue, map, scheduler and buffer profile reached the ASIC as the config says.
     assert wait_for_asic(switch.asic_view, first.desired) == []
     # The operator's buffers are as the image loaded them.
