@@ -8,14 +8,16 @@ switches are pointed at them, each with the Set deadline GCU needs (minutes for 
 rollout). What the demo shows of them that a virtual switch cannot: ASIC_DB, where orchagent
 programmed what sluice wrote (``lab/asic_db.py``).
 
-libsaivs has no data plane: nothing is forwarded, counters stay at zero, so the steps that
-need traffic (the agents moving thresholds with it, the tuner, the bad-config incast) run on
-virtual switches only.
+Each switch runs the qos-agent on its redis, as on a SONiC switch. libsaivs has no data
+plane: nothing is forwarded and counters stay at zero, so the agents run their queues on the
+ordered static thresholds (a quiet feed, docs/qos-agent.md), and the steps that need traffic
+(the agents moving thresholds with it, the tuner, the bad-config incast) run on virtual
+switches only.
 """
 
 from __future__ import annotations
 
-import os
+import signal
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.asic_db import asic_problems
-from lab.demo_common import DemoError, Say
+from lab.demo_common import DemoError, Say, start_process, stop_process
 from lab.realsonic import (
     S6000_BUFFERS,
     RealSonicError,
@@ -32,11 +34,13 @@ from lab.realsonic import (
     SwitchParts,
     prepare_bundle,
 )
+from vsonic.dataplane import AGENT, DataplaneUnavailable, agent_command, find_binary
 from vsonic.tls import self_signed_tls
 
 REPO = Path(__file__).resolve().parent.parent
 SLUICE_YANG = REPO / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
 COUNTED = ("WRED", "SCHEDULER", "QOS_MAP")
+AGENT_WAIT_S = 60.0
 # A first rollout of a leaf is about 60 GCU changes of a second or more each.
 REAL_SET_DEADLINE_S = 900.0
 
@@ -60,7 +64,8 @@ def real_parts(cert: Path, key: Path) -> SwitchParts:
         buffermgrd=True,
         gcu=True,
         yang_extra=(SLUICE_YANG,),
-        gnmi_flags=(f"-server_crt={cert}", f"-server_key={key}"),
+        # Server-side TLS: sonic-gnmi asks for a client certificate unless told not to.
+        gnmi_flags=(f"-server_crt={cert}", f"-server_key={key}", "-allow_no_client_auth"),
         operator_config=S6000_BUFFERS,
     )
 
@@ -117,6 +122,43 @@ def show_asic(fabric: RealFabric, desired: Mapping[str, Any], say: Say) -> None:
             f"{objects['SCHEDULER']} schedulers, {objects['QOS_MAP']} QoS maps)")  # fmt: skip
 
 
-def worker_env(env: Mapping[str, str], fabric: RealFabric) -> dict[str, str]:
-    """The worker's environment: trust the switches' certificate."""
-    return {**env, "SLUICE_GNMI_TLS_CA": str(fabric.ca), "PATH": os.environ.get("PATH", "")}
+@contextmanager
+def real_agents(fabric: RealFabric, run_dir: Path, keep: bool, say: Say) -> Iterator[None]:
+    """A qos-agent on each switch's redis, as on a SONiC switch (its orders come with the
+    rollout); stopped at the end unless ``keep``."""
+    try:
+        binary = find_binary(binary=AGENT)
+    except DataplaneUnavailable as why:
+        raise DemoError(str(why)) from None
+    started = []
+    try:
+        for name, real in fabric.switches.items():
+            log = run_dir / f"qos-agent-{name}.log"
+            with log.open("w") as sink:
+                started.append(
+                    start_process(
+                        agent_command(binary, real.redis_port), keep, stdout=sink, stderr=sink
+                    )
+                )
+            say(f"{name}: qos-agent on its redis (log {log})")
+        yield
+    finally:
+        if not keep:
+            for agent in started:
+                stop_process(agent, signal.SIGTERM, timeout_s=15)
+
+
+def show_agents(fabric: RealFabric, version_of: Mapping[str, str], say: Say) -> None:
+    """Each switch's agent as it reports itself in STATE_DB, once it runs the rolled-out
+    orders (``version_of``: switch -> the orders' version)."""
+    for name, real in fabric.switches.items():
+        state = real.db("STATE_DB")
+        deadline = time.monotonic() + AGENT_WAIT_S
+        while state.hget("SLUICE_AGENT_STATE|global", "version") != version_of[name]:
+            if time.monotonic() > deadline:
+                raise DemoError(f"{name}'s qos-agent did not take the rolled-out orders")
+            time.sleep(0.2)
+        report = state.hgetall("SLUICE_AGENT_STATE|global")
+        why = f" ({report['reason']})" if report.get("reason") else ""
+        say(f"{name}: qos-agent runs orders {report['version']} ({report['algorithm']}), "
+            f"mode {report['mode']}{why}")  # fmt: skip

@@ -68,7 +68,7 @@ from lab.demo_common import (
     run,
     say,
 )
-from lab.demo_real import RealFabric, real_switches, show_asic
+from lab.demo_real import RealFabric, real_agents, real_switches, show_agents, show_asic
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -78,6 +78,7 @@ RECONCILE_INTERVAL_S = 3.0
 WAIT_S = 120.0
 # A first rollout of four real switches is minutes of GCU per switch.
 REAL_ROLLOUT_TIMEOUT_S = 3600.0
+AGENT_GLOBAL = ("SLUICE_AGENT", "global")
 
 
 class SwitchDemoError(DemoError):
@@ -240,6 +241,7 @@ def switches_step(
                 "resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
+            stack.enter_context(real_agents(fabric, run_dir, keep, say))
         else:
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
             # vsonic up serves TLS with a certificate it makes in its state dir; the worker
@@ -259,7 +261,7 @@ def switches_step(
         )
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
-             "demo: roll out to the virtual switches"], full)  # fmt: skip
+             "demo: roll out to the switches"], full)  # fmt: skip
         say("rolling it out: leaf1 first (canary), then two switches per batch")
         run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
              "--watch", "--interval", "0.5" if fabric is None else "5"], full,
@@ -268,8 +270,10 @@ def switches_step(
         run([sluice, "rollout", "list"], full)
         run([sluice, "plan", "--summary"], full)
         if fabric is not None:
+            desired = compile_fleet(load_intent_file(intent))
             say("and in ASIC_DB: what orchagent programmed, checked against what was rolled out")
-            show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
+            show_asic(fabric, desired, say)
+            show_agents(fabric, {n: c[AGENT_GLOBAL]["version"] for n, c in desired.items()}, say)
         say("an operator edits a switch by hand")
         db = (
             switch_redis(state_dir, DEMO_SWITCH)

@@ -238,20 +238,26 @@ def compare_readback(
 
 
 def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], ...]:
-    """``(extension deletes, QoS ops, released QoS entries, extension writes)``, each in plan
-    order. Extension entries may name QoS entries (a queue's WRED profile), so their deletes
-    go before the QoS ops and their writes after. The deletes of entries other entries name
-    (profiles, schedulers, maps: ``REFERENCED_TABLES``) go after the QoS ops that stop naming
-    them: in the same GCU run, GCU's patch sorter strips a profile that queues still name
-    field by field before it moves the queues off it (13 changes of a second each for a
-    WRED profile, and orchagent refusing the ``NULL`` placeholder of the emptied entry), where
-    on its own its removal is one change. Every group is valid on its own, as a batch is."""
+    """``(extension deletes, QoS ops, released QoS entries, agent queue writes, agent global
+    writes)``, each in plan order. Extension entries may name QoS entries (a queue's WRED
+    profile), so their deletes go before the QoS ops and their writes after. The deletes of
+    entries other entries name (profiles, schedulers, maps: ``NAMED_TABLES``) go after the QoS
+    ops that stop naming them: in the same GCU run, GCU's patch sorter strips a profile that
+    queues still name field by field before it moves the queues off it (13 changes of a
+    second each for a WRED profile, and orchagent refusing the ``NULL`` placeholder of the
+    emptied entry), where on its own its removal is one change. ``SLUICE_AGENT|global``
+    carries the orders' version, which the agent reads every iteration and on a change of
+    which it reads all its orders: it goes in a GCU run after the queue entries, since GCU
+    writes one patch as changes a second apart (a first rollout's agent otherwise read the
+    new version with none of its queues and managed nothing). Every group is valid on its
+    own, as a batch is."""
     first = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind == "delete")
-    last = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind != "delete")
+    queues = tuple(op for op in ops if op.table == sluice_agent_queue.TABLE and op.kind != "delete")
+    stamp = tuple(op for op in ops if op.table == sluice_agent.TABLE and op.kind != "delete")
     qos = [op for op in ops if op.table not in EXTENSION_TABLES]
     released = tuple(op for op in qos if op.kind == "delete" and op.table in NAMED_TABLES)
     middle = tuple(op for op in qos if not (op.kind == "delete" and op.table in NAMED_TABLES))
-    return first, middle, released, last
+    return first, middle, released, queues, stamp
 
 
 def grouped_batches(ops: Sequence[Op], batch_size: int) -> list[tuple[Op, ...]]:

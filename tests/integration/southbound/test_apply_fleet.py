@@ -39,9 +39,14 @@ AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}
 
 
 def set_count(tables: list[str]) -> int:
-    """SetRequests for ops on ``tables``: QoS ops in batches of BATCH, then the agent's."""
-    agent = sum(1 for t in tables if t in AGENT_TABLES)
-    return math.ceil((len(tables) - agent) / BATCH) + math.ceil(agent / BATCH)
+    """SetRequests for the adds of a fresh switch on ``tables``: QoS ops in batches of BATCH,
+    then the agent's queue entries, then its global entry (the orders' version) last."""
+    by_group = [
+        sum(1 for t in tables if t not in AGENT_TABLES),
+        sum(1 for t in tables if t == "SLUICE_AGENT_QUEUE"),
+        sum(1 for t in tables if t == "SLUICE_AGENT"),
+    ]
+    return sum(math.ceil(count / BATCH) for count in by_group)
 
 
 def qos_first(plan: Plan) -> list[tuple[str, str]]:

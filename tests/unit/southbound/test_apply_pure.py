@@ -259,10 +259,13 @@ def test_an_unanswered_set_that_never_took_is_resent_once_with_only_what_is_miss
 def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
     agent = Op("add", "SLUICE_AGENT", "global", {"algorithm": "static"}, {})
     agent_gone = Op("delete", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {}, {"mode": "x"})
-    assert write_groups([agent, SCHED, agent_gone, QUEUE]) == (
+    queue = Op("add", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {"managed": "false"}, {})
+    # The global entry (the orders' version) goes after the queue entries it versions.
+    assert write_groups([agent, SCHED, queue, agent_gone, QUEUE]) == (
         (agent_gone,),
         (SCHED, QUEUE),
         (),
+        (queue,),
         (agent,),
     )
 
@@ -270,7 +273,7 @@ def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
 def test_entries_other_entries_name_are_deleted_after_the_ops_that_stop_naming_them() -> None:
     # GONE (a WRED profile) goes in a GCU run after the queues moved off it; the shared
     # delete of a port's maps only drops references and stays with the writes.
-    assert write_groups(ALL) == ((), (SCHED, QUEUE, CHANGE, SHARED_GONE), (GONE,), ())
+    assert write_groups(ALL) == ((), (SCHED, QUEUE, CHANGE, SHARED_GONE), (GONE,), (), ())
     assert {
         "WRED_PROFILE",
         "SCHEDULER",
