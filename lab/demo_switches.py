@@ -32,6 +32,10 @@ file (so nothing is sent while the rollout configures the switches); the agent s
 and has only leaf1's data plane re-read it. The intent's agent interval is set to the 100 ms
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
+With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's own software
+(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked and each switch's agent shown; the
+steps that need a data plane (7) and the Ansible step (8) are left out.
+
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
 """
