@@ -247,15 +247,32 @@ class _Checker:
                 return group
         return None
 
-    def wred(self, port_queue: str, profile: str) -> None:
-        where = f"QUEUE|{port_queue} wred_profile {profile}"
+    def queue_profile(
+        self,
+        where: str,
+        port_queue: str,
+        attr: str,
+        kind: str,
+        entry: tuple[str, str],
+        attributes: Callable[[Fields], dict[str, str]],
+    ) -> Mapping[str, str] | None:
+        """The ``kind`` object the queue names in ``attr``, compared with the config's
+        ``entry`` (table, name) through ``attributes``."""
+        table, name = entry
         queue = self.queue(port_queue)
         if queue is None:
-            return
-        wred = self.obj(WRED, queue.get("SAI_QUEUE_ATTR_WRED_PROFILE_ID"), where)
-        fields = self.config.get(("WRED_PROFILE", profile))
-        if wred is not None and fields is not None:
-            self.problems += _differ(f"WRED_PROFILE|{profile}", wred, wred_attributes(fields))
+            return None
+        found = self.obj(kind, queue.get(attr), where)
+        fields = self.config.get(entry)
+        if found is not None and fields is not None:
+            self.problems += _differ(f"{table}|{name}", found, attributes(fields))
+        return found
+
+    def wred(self, port_queue: str, profile: str) -> None:
+        where = f"QUEUE|{port_queue} wred_profile {profile}"
+        attr = "SAI_QUEUE_ATTR_WRED_PROFILE_ID"
+        entry = ("WRED_PROFILE", profile)
+        self.queue_profile(where, port_queue, attr, WRED, entry, wred_attributes)
 
     def scheduler(self, port_queue: str, name: str) -> None:
         where = f"QUEUE|{port_queue} scheduler {name}"
@@ -273,18 +290,18 @@ class _Checker:
             self.problems += _differ(f"SCHEDULER|{name}", scheduler, scheduler_attributes(fields))
 
     def buffer(self, port_queue: str, name: str) -> None:
-        where = f"BUFFER_QUEUE|{port_queue} profile {name}"
-        queue = self.queue(port_queue)
-        if queue is None:
-            return
-        profile = self.obj(BUFFER_PROFILE, queue.get("SAI_QUEUE_ATTR_BUFFER_PROFILE_ID"), where)
-        fields = self.config.get(("BUFFER_PROFILE", name))
-        if profile is None or fields is None:
-            return
-        self.problems += _differ(
-            f"BUFFER_PROFILE|{name}", profile, buffer_profile_attributes(fields)
+        profile = self.queue_profile(
+            f"BUFFER_QUEUE|{port_queue} profile {name}",
+            port_queue,
+            "SAI_QUEUE_ATTR_BUFFER_PROFILE_ID",
+            BUFFER_PROFILE,
+            ("BUFFER_PROFILE", name),
+            buffer_profile_attributes,
         )
-        pool_name = fields.get("pool", "")
+        pool_name = self.config.get(("BUFFER_PROFILE", name), {}).get("pool", "")
+        if profile is None or not pool_name:
+            return
+        where = f"BUFFER_PROFILE|{name} pool {pool_name}"
         pool = self.obj(BUFFER_POOL, profile.get("SAI_BUFFER_PROFILE_ATTR_POOL_ID"), where)
         wanted = self.view.pools.get(pool_name)
         if pool is not None and (wanted is None or not _pool_matches(pool, wanted)):

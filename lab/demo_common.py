@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from vsonic.tether import start_tethered
 
@@ -22,17 +22,7 @@ from vsonic.tether import start_tethered
 COMMAND_TIMEOUT_S = 600
 
 
-class Run(Protocol):
-    """How a step runs a command (``run``, or a test's stand-in)."""
-
-    def __call__(
-        self,
-        args: Sequence[str],
-        env: dict[str, str],
-        *,
-        capture: bool = False,
-        timeout_s: float = ...,
-    ) -> str: ...
+Run = Callable[[Sequence[str], dict[str, str]], str]
 
 
 Say = Callable[[str], None]

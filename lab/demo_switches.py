@@ -63,7 +63,6 @@ from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
 from lab.demo_badconfig import bad_config_step
 from lab.demo_common import (
-    COMMAND_TIMEOUT_S,
     DemoError,
     Run,
     Say,
@@ -72,6 +71,7 @@ from lab.demo_common import (
     run,
     say,
 )
+from lab.demo_common import run as run_command
 from lab.demo_real import RealFabric, real_agents, real_switches, show_agents, show_asic
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
@@ -267,9 +267,12 @@ def switches_step(
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the switches"], full)  # fmt: skip
         say("rolling it out: leaf1 first (canary), then two switches per batch")
-        run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
-             "--watch", "--interval", "0.5" if fabric is None else "5"], full,
-            timeout_s=COMMAND_TIMEOUT_S if fabric is None else REAL_ROLLOUT_TIMEOUT_S)  # fmt: skip
+        rollout = [sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
+                   "--watch", "--interval"]  # fmt: skip
+        if fabric is None:
+            run([*rollout, "0.5"], full)
+        else:  # minutes of GCU per switch: longer than any other command may take
+            run_command([*rollout, "5"], full, timeout_s=REAL_ROLLOUT_TIMEOUT_S)
         say("verified by read-back on every switch; nothing is left to change")
         run([sluice, "rollout", "list"], full)
         run([sluice, "plan", "--summary"], full)

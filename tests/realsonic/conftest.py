@@ -25,9 +25,7 @@ from controller.policy.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.rollout.gates import Reader
 from controller.rollout.switches import RolloutRunner
-from controller.services.common import Actor
-from controller.services.intents import IntentService
-from controller.services.rollouts import RolloutInfo, RolloutPolicy, RolloutService
+from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.sonic.model import SwitchConfig
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.store.db import make_engine, make_sessions
@@ -35,11 +33,12 @@ from controller.store.rollout_store import SqlRolloutStore
 from controller.types import Clock
 from lab.realsonic import S6000_BUFFERS, RealSwitch, SonicBundle, SwitchParts, prepare_bundle
 from tests.integration.conftest import StepClock
+from tests.support.controller_services import OPERATOR as OPERATOR
+from tests.support.controller_services import ControllerServices
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_YANG = ROOT / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
 EXAMPLE_INTENT = ROOT / "examples" / "intent.yaml"
-OPERATOR = Actor(name="test-operator", request_id="realsonic")
 # GCU sorts a first rollout of the example leaf into about 60 changes of a second or more
 # each: minutes on a loaded machine. The intent gives the switch the Set deadline its
 # platform needs (docs/southbound.md, "What a switch needs").
@@ -114,7 +113,7 @@ def no_secret(ref: str) -> SecretStr:
 
 
 @dataclass
-class RealController:
+class RealController(ControllerServices):
     """The controller's parts over one database and one real switch."""
 
     engine: Engine
@@ -123,26 +122,12 @@ class RealController:
     clock: StepClock
     pool: SessionPool
 
-    @property
-    def intents(self) -> IntentService:
-        return IntentService(self.sessions, clock=self.clock)
-
-    @property
-    def rollouts(self) -> RolloutService:
-        return RolloutService(self.sessions, clock=self.clock)
-
     def access(self) -> GnmiAccess:
         return GnmiAccess(self.pool, no_secret, tls=None)
 
     def runner(self, clock: Clock | None = None, gates: Reader | None = None) -> RolloutRunner:
         store = SqlRolloutStore(self.sessions, clock=self.clock)
         return RolloutRunner(store, self.access(), clock or self.clock, gates=gates)
-
-    def store_intent(self, intent: Intent, reason: str = "test") -> int:
-        written = self.intents.replace(
-            dump_intent(intent), expected=self.intents.head(), actor=OPERATOR, reason=reason
-        )
-        return written.version.number
 
     def roll_out(self, intent: Intent, **policy: Any) -> RolloutInfo:
         """Store ``intent`` as the next version and run a rollout of it to the end."""

@@ -14,10 +14,8 @@ the code under test.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +24,19 @@ import pytest
 from controller.policy.loader import dump_intent, parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.access import OWNED_TABLES
-from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Fields, SwitchConfig
-from controller.telemetry.promql import make_promql
 from controller.tuning.apply import apply_changes
 from controller.tuning.evidence import Change, Evidence
 from lab.asic_db import asic_problems, wait_for_asic
-from lab.prometheus import LocalPrometheus
 from lab.realsonic import S6000_BUFFERS, RealSwitch
 from tests.integration.dataplane.conftest import agent_binary
-from tests.support.gate_collector import Exposition, fake_collector
+from tests.integration.rollout.conftest import wait_for
+from tests.support.gate_collector import Exposition, HandClock, scraped, settle
 from vsonic.tether import start_tethered
 
 from .conftest import OPERATOR, RealController, config_db, example_leaf
@@ -175,19 +171,6 @@ def test_a_port_the_switch_lacks_is_named_in_the_refusal_and_nothing_is_written(
     assert holds(switch, first.desired) == []
 
 
-class HandClock:
-    """The gated runner's clock, moved by the test (a soak waits on it, never on sleep)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def drops_telemetry(tmp_path: Path) -> Iterator[tuple[Exposition, Reader]]:
     """Drop rates the test sets, served on the collector's metric names (a fake collector:
@@ -195,32 +178,9 @@ def drops_telemetry(tmp_path: Path) -> Iterator[tuple[Exposition, Reader]]:
     Prometheus and read by the gates' PromQL reader."""
     exposition = Exposition()
     exposition.set(drops={"leaf1": 10.0})
-    with fake_collector(exposition) as target:
-        server = LocalPrometheus(tmp_path / "prometheus", targets=[target], scrape_interval_s=1.0)
-        server.start()
-        promql = make_promql(server.url, 5.0)
-        try:
-            read = promql_reader(promql)
-            settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="leaf1"})', 10.0)
-            yield exposition, read
-        finally:
-            promql.close()
-            server.stop()
-
-
-def wait_until(what: str, condition: Callable[[], bool], within_s: float = 60.0) -> None:
-    """Poll ``condition``; ``within_s`` bounds a loaded machine, it is no pass/fail measure."""
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
-def settle(read: Reader, expression: str, expected: float, within_s: float = 30.0) -> None:
-    deadline = time.monotonic() + within_s
-    while read(expression) != expected:
-        assert time.monotonic() < deadline, f"Prometheus never answered {expected}"
-        time.sleep(0.2)
+    with scraped(exposition, tmp_path / "prometheus") as read:
+        settle(read, 'sum(sluice_queue_dropped_packets_per_second{switch="leaf1"})', 10.0)
+        yield exposition, read
 
 
 def with_storage_dscp(intent: Intent, dscp: int) -> Intent:
@@ -314,7 +274,7 @@ def test_the_agents_threshold_writes_reach_the_asic_through_orchagent(
             [agent_binary, "--redis-port", str(switch.redis_port)], stdout=sink, stderr=sink
         )
     try:
-        wait_until(
+        wait_for(
             "the agent runs the rolled-out orders",
             lambda: state.hget("SLUICE_AGENT_STATE|global", "version") == version,
         )
@@ -341,7 +301,7 @@ def test_the_agents_threshold_writes_reach_the_asic_through_orchagent(
             pipe.execute()
         for key, static in moved.items():
             queue = key.replace("|", ":")
-            wait_until(f"{queue}'s WRED object at {static}", thresholds_are(switch, queue, static))
+            wait_for(f"{queue}'s WRED object at {static}", thresholds_are(switch, queue, static))
         assert "threshold moved" in log.read_text()
     finally:
         agent.terminate()
