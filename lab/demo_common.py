@@ -21,10 +21,7 @@ from vsonic.tether import start_tethered
 # --watch`` lasts as long as the rollout.
 COMMAND_TIMEOUT_S = 600
 
-
 Run = Callable[[Sequence[str], dict[str, str]], str]
-
-
 Say = Callable[[str], None]
 
 
