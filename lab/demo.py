@@ -8,6 +8,7 @@ Then the steps (``--steps``, all by default; docs/demo.md shows sample output):
 - ``intent``: check, dry-run, apply ``examples/intent.yaml`` with the ``sluice`` CLI, print
   the per-switch plan, the version history and the audit trail;
 - ``switches`` (``lab/demo_switches.py``): four virtual switches with their data plane
+  (or, with ``--switches real``, SONiC's own software: ``lab/demo_real.py``)
   and qos-agent, a staged rollout verified by read-back, a WRED threshold changed behind
   sluice's back found and corrected by the reconcile loop, then service classes starting and
   stopping while each queue's threshold and throughput move (``lab/demo_agents.py``), then
@@ -229,6 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--intent", type=Path, default=REPO / "examples" / "intent.yaml")
     parser.add_argument("--steps", type=parse_steps, default=STEPS, help=",".join(STEPS))
     parser.add_argument(
+        "--switches",
+        choices=("virtual", "real"),
+        default="virtual",
+        help="virtual: vsonic with its data plane and agents; real: SONiC's own gNMI server, "
+        "GCU and orchagent over libsaivs (shared/sonic beside the clone, lab/realsonic.py)",
+    )
+    parser.add_argument(
         "--keep-running", action="store_true", help="leave everything the demo started up"
     )
     args = parser.parse_args(argv)
@@ -242,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "intent" in args.steps:
                 show_intent(env.for_commands(), args.intent)
             if "switches" in args.steps:
-                switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep)
+                real = args.switches == "real"
+                switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep, real=real)
                 twin_step(env.for_commands(), args.intent, RUN_DIR)
             if hosts is not None:
                 hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent, keep=keep)

@@ -38,7 +38,13 @@ def shown(args: Sequence[str]) -> str:
     return " ".join(Path(args[0]).name if i == 0 else a for i, a in enumerate(args))
 
 
-def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> str:
+def run(
+    args: Sequence[str],
+    env: dict[str, str],
+    *,
+    capture: bool = False,
+    timeout_s: float = COMMAND_TIMEOUT_S,
+) -> str:
     """Run one command; echo it first. Its output goes to the terminal, or is returned when
     ``capture`` is set. A non-zero exit is a ``DemoError`` naming the command."""
     print(f"$ {shown(args)}", flush=True)
@@ -48,7 +54,7 @@ def run(args: Sequence[str], env: dict[str, str], *, capture: bool = False) -> s
         text=True,
         check=False,
         stdout=subprocess.PIPE if capture else None,
-        timeout=COMMAND_TIMEOUT_S,
+        timeout=timeout_s,
     )
     if done.returncode != 0:
         raise DemoError(f"{shown(args)} exited with {done.returncode}")

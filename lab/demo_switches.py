@@ -33,6 +33,10 @@ file (so nothing is sent while the rollout configures the switches); the agent s
 and has only leaf1's data plane re-read it. The intent's agent interval is set to the 100 ms
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
+With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's own software
+(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked and each switch's agent shown; the
+steps that need a data plane (7) and the Ansible step (8) are left out.
+
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
 """
@@ -53,6 +57,8 @@ import httpx
 import redis
 import yaml
 
+from controller.intent.loader import load_intent_file
+from controller.sonic.compile import compile_fleet
 from lab.demo_agents import COUNTER_POLL_MS, agents_step
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
@@ -66,6 +72,8 @@ from lab.demo_common import (
     run,
     say,
 )
+from lab.demo_common import run as run_command
+from lab.demo_real import RealFabric, real_agents, real_switches, show_agents, show_asic
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -73,6 +81,9 @@ BIN = Path(sys.executable).parent
 DEMO_SWITCH = "leaf1"
 RECONCILE_INTERVAL_S = 3.0
 WAIT_S = 120.0
+# A first rollout of four real switches is minutes of GCU per switch.
+REAL_ROLLOUT_TIMEOUT_S = 3600.0
+AGENT_GLOBAL = ("SLUICE_AGENT", "global")
 
 
 class SwitchDemoError(DemoError):
@@ -169,6 +180,16 @@ def wait_for_drift(env: Mapping[str, str], switch: str) -> None:
     raise SwitchDemoError(f"the reconcile loop recorded no drift on {switch} in {WAIT_S:.0f} s")
 
 
+def wait_for_value(db: redis.Redis[str], key: str, name: str, value: str) -> str:
+    """Poll until the loop has written ``value`` back (a real switch's GCU takes seconds)."""
+    deadline = time.monotonic() + WAIT_S
+    while (now := str(db.hget(key, name))) != value:
+        if time.monotonic() > deadline:
+            raise SwitchDemoError(f"{key} {name} is {now}, not {value}, after {WAIT_S:.0f} s")
+        time.sleep(0.5)
+    return now
+
+
 TOP_EXCERPT_LINES = 12
 
 
@@ -182,6 +203,15 @@ def show_telemetry(env: Mapping[str, str], say: Say) -> None:
         print(line, flush=True)
 
 
+def show_real_telemetry(env: Mapping[str, str], say: Say) -> None:
+    """``sluice top`` over the real switches' counters (all zero: libsaivs forwards nothing);
+    said, not fatal, when the collector has nothing from them yet."""
+    try:
+        show_telemetry(env, say)
+    except DemoError as why:
+        say(f"no telemetry from the real switches yet ({why}); see the collector's log")
+
+
 def switches_step(
     env: Mapping[str, str],
     intent_file: Path,
@@ -189,26 +219,42 @@ def switches_step(
     *,
     keep: bool = False,
     agents: bool = True,
+    real: bool = False,
     run: Run = run,
     say: Say = say,
 ) -> None:
-    """The whole switch demo (see the module docstring); raises ``SwitchDemoError``."""
+    """The whole switch demo (see the module docstring); raises ``SwitchDemoError``.
+    ``real``: the switches are SONiC's own software (``lab/demo_real.py``), not vsonic."""
     run_dir.mkdir(parents=True, exist_ok=True)
     intent = run_dir / "intent-switches.yaml"
     document = demo_intent(intent_file, RECONCILE_INTERVAL_S, _port_free)
-    intent.write_text(yaml.safe_dump(document, sort_keys=False))
     password = env.get("SLUICE_GNMI_PASSWORD") or secrets.token_urlsafe(18)
     full = {**env, "SLUICE_GNMI_PASSWORD": password, "VSONIC_PASSWORD": password}
     full.update(SLUICE_WORKER_POLL_S="0.5")
     sluice = str(BIN / "sluice")
     state_dir = run_dir / "vsonic"
-    # vsonic up serves TLS with a certificate it makes in its state dir; the worker trusts it.
-    full["SLUICE_GNMI_TLS_CA"] = str(tls_files(state_dir).cert)
     traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
-        say("starting the intent's four virtual switches, each with its data plane and "
-            "qos-agent (vsonic up --inventory)")  # fmt: skip
-        stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
+        fabric: RealFabric | None = None
+        if real:
+            say(
+                "starting the intent's four switches as SONiC's own software: redis, syncd "
+                "+ orchagent over libsaivs, buffermgrd, the gNMI server with the real GCU"
+            )
+            fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
+            say(f"four switches up in {fabric.started_s:.0f} s, {fabric.resident_mb():.0f} MB "
+                "resident")  # fmt: skip
+            full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
+            intent.write_text(yaml.safe_dump(document, sort_keys=False))
+            stack.enter_context(real_agents(fabric, run_dir, keep, say))
+        else:
+            intent.write_text(yaml.safe_dump(document, sort_keys=False))
+            # vsonic up serves TLS with a certificate it makes in its state dir; the worker
+            # trusts it.
+            full["SLUICE_GNMI_TLS_CA"] = str(tls_files(state_dir).cert)
+            say("starting the intent's four virtual switches, each with its data plane and "
+                "qos-agent (vsonic up --inventory)")  # fmt: skip
+            stack.enter_context(virtual_switches(intent, state_dir, traffic, full, run, keep))
         say("starting the controller worker (rollouts and the reconcile loop)")
         stack.enter_context(controller_worker(full, run_dir / "worker.log", keep))
         say("starting the telemetry collector: every switch's counters and agent state over "
@@ -220,27 +266,46 @@ def switches_step(
         )
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
-             "demo: roll out to the virtual switches"], full)  # fmt: skip
+             "demo: roll out to the switches"], full)  # fmt: skip
         say("rolling it out: leaf1 first (canary), then two switches per batch; a first rollout "
             "adds every queue binding, which SONiC applies with each port taken down and up "
             "once (the plan names them), so the operator allows it")  # fmt: skip
-        run([sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
-             "--allow-port-flaps", "--watch", "--interval", "0.5"], full)  # fmt: skip
+        rollout = [sluice, "rollout", "start", "--canary", DEMO_SWITCH, "--batch-size", "2",
+                   "--allow-port-flaps", "--watch", "--interval"]  # fmt: skip
+        if fabric is None:
+            run([*rollout, "0.5"], full)
+        else:  # minutes of GCU per switch: longer than any other command may take
+            run_command([*rollout, "5"], full, timeout_s=REAL_ROLLOUT_TIMEOUT_S)
         say("verified by read-back on every switch; nothing is left to change")
         run([sluice, "rollout", "list"], full)
         run([sluice, "plan", "--summary"], full)
+        if fabric is not None:
+            desired = compile_fleet(load_intent_file(intent))
+            say("and in ASIC_DB: what orchagent programmed, checked against what was rolled out")
+            show_asic(fabric, desired, say)
+            show_agents(fabric, {n: c[AGENT_GLOBAL]["version"] for n, c in desired.items()}, say)
         say("an operator edits a switch by hand")
-        db = switch_redis(state_dir, DEMO_SWITCH)
+        db = (
+            switch_redis(state_dir, DEMO_SWITCH)
+            if fabric is None
+            else fabric.switches[DEMO_SWITCH].db("CONFIG_DB")
+        )
         key, was, _ = change_behind_sluices_back(db, say)
         say("the reconcile loop finds it and writes the desired value back")
         wait_for_drift(full, DEMO_SWITCH)
         run([sluice, "drift", "--switch", DEMO_SWITCH], full)
         run([sluice, "reconcile", "status"], full)
-        restored = str(db.hget(key, "green_max_threshold"))
-        if restored != was:
-            raise SwitchDemoError(f"{key} green_max_threshold is {restored}, not {was}")
+        restored = wait_for_value(db, key, "green_max_threshold", was)
         say(f"{DEMO_SWITCH} {key} green_max_threshold is {restored} again (read from Redis)")
         db.close()
+        if fabric is not None:
+            show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
+            say(
+                "the steps that need traffic (the agents, the tuner, the bad config) need a "
+                "data plane: libsaivs forwards nothing, so they run on virtual switches"
+            )
+            show_real_telemetry(full, say)
+            return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
             show_telemetry(full, say)

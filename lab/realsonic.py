@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import redis
 
+from lab.asic_db import AsicView
 from vsonic.redis_process import free_port
 from vsonic.tether import CleanupGuard
 
@@ -54,6 +57,34 @@ DB = {
     "CONFIG_DB": 4,
     "FLEX_COUNTER_DB": 5,
     "STATE_DB": 6,
+}
+
+
+ConfigDbJson = Mapping[str, Mapping[str, Mapping[str, str]]]
+"""A CONFIG_DB as ``config load`` reads it: table -> key -> field -> value."""
+
+# The buffers a Force10-S6000 (Broadcom Trident2) switch gets from its ``buffers.json`` at
+# ``config load``: the pools and profiles of sonic-net/sonic-buildimage
+# device/dell/x86_64-dell_s6000_s1220-r0/Force10-S6000/buffers_defaults_t1.j2 (bare
+# references, as SONiC 202111 and later write them). The pools are the operator's: GCU
+# refuses every BUFFER_POOL patch and the first BUFFER_PROFILE (its table validators), so a
+# switch sluice manages always has these from its image. sluice's profiles name
+# ``egress_lossy_pool`` (the intent's ``fabric.egress_pool``).
+S6000_BUFFERS: ConfigDbJson = {
+    "BUFFER_POOL": {
+        "ingress_lossless_pool": {"size": "12766208", "type": "ingress", "mode": "dynamic"},
+        "egress_lossless_pool": {"size": "12766208", "type": "egress", "mode": "static"},
+        "egress_lossy_pool": {"size": "7326924", "type": "egress", "mode": "dynamic"},
+    },
+    "BUFFER_PROFILE": {
+        "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"},
+        "egress_lossless_profile": {
+            "pool": "egress_lossless_pool",
+            "size": "0",
+            "static_th": "12766208",
+        },
+        "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "1518", "dynamic_th": "3"},
+    },
 }
 
 
@@ -196,13 +227,17 @@ class SwitchParts:
     ``gcu``: CONFIG_DB Sets go through the real Generic Config Updater (YANG validation,
     patch sorting, port flaps), else through the bundle's stub (patches applied unchecked).
     ``yang_extra``: extra YANG models the GCU validates against (sluice's own tables).
-    ``gnmi_flags``: extra flags for the gNMI server (TLS: ``-server_crt=…``)."""
+    ``gnmi_flags``: extra flags for the gNMI server (TLS: ``-server_crt=…``).
+    ``operator_config``: what the operator's ``config_db.json`` adds, loaded as ``config
+    load`` does (``sonic-cfggen -j … --write-to-db``) before the gNMI server starts (e.g.
+    ``S6000_BUFFERS``)."""
 
     orchagent: bool = True
     buffermgrd: bool = True
     gcu: bool = True
     yang_extra: tuple[Path, ...] = ()
     gnmi_flags: tuple[str, ...] = ()
+    operator_config: ConfigDbJson | None = None
 
 
 def _new_run_dir() -> Path:
@@ -245,6 +280,8 @@ class RealSwitch:
                 self._up.append("switch")
             else:
                 self._seed_without_orchagent()
+            if self.parts.operator_config is not None:
+                self.load_config(self.parts.operator_config)
             self._start_gnmi()
             self._up.append("gnmi")
         except BaseException:
@@ -272,6 +309,31 @@ class RealSwitch:
         shutil.rmtree(self.run_dir, ignore_errors=True)
         if errors:
             raise RealSonicError("; ".join(errors))
+
+    def leave_running(self) -> None:
+        """Keep the switch up after this process ends (the demo's ``--keep-running``):
+        ``stop_hint`` says how to stop it."""
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
+        self._up.clear()
+
+    def stop_hint(self) -> str:
+        """The shell commands that stop this switch."""
+        return self._stop_command()[-1]
+
+    def resident_bytes(self) -> int:
+        """Memory its daemons hold now (resident set of every process it started)."""
+        total = 0
+        for pid_file in self.run_dir.glob("*.pid"):
+            try:
+                status = Path(f"/proc/{pid_file.read_text().strip()}/status").read_text()
+            except (OSError, ValueError):
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        return total
 
     def __enter__(self) -> RealSwitch:
         return self.start()
@@ -321,6 +383,24 @@ class RealSwitch:
             )
         config.set("CONFIG_DB_INITIALIZED", "1")
 
+    def load_config(self, config: ConfigDbJson) -> None:
+        """Merge ``config`` into CONFIG_DB as ``config load`` does: SONiC's own
+        ``sonic-cfggen -j FILE --write-to-db`` (from the GCU bundle), in the switch's layout."""
+        path = self.run_dir / "operator_config.json"
+        path.write_text(json.dumps(config, indent=2, sort_keys=True))
+        _run(
+            [
+                "bash",
+                str(self.bundle.gcu / "scripts" / "gcu-run.sh"),
+                str(self.run_dir),
+                "sonic-cfggen",
+                "-j",
+                str(path),
+                "--write-to-db",
+            ],
+            timeout=120,
+        )
+
     def _start_gnmi(self) -> None:
         env: dict[str, str] = {}
         if self.parts.gcu:
@@ -353,6 +433,40 @@ class RealSwitch:
         ``buffermgrd``."""
         path = self.run_dir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def asic_view(self) -> AsicView:
+        """ASIC_DB's QoS objects now, with the names and scheduler groups to read them by
+        (``lab/asic_db.py``)."""
+        return AsicView.read(self.db, self.run_dir / "sairedis-rec" / "sairedis.rec")
+
+    @contextmanager
+    def ports_taken_down(self) -> Iterator[set[str]]:
+        """The ports whose CONFIG_DB ``admin_status`` went ``down`` while the block ran (GCU
+        takes a port down around a port-critical change: QUEUE, BUFFER_QUEUE, BUFFER_PG,
+        PORT_QOS_MAP, BUFFER_PORT_*_PROFILE_LIST), from redis keyspace events."""
+        downs: set[str] = set()
+        config = self.db("CONFIG_DB")
+        events = config.pubsub(ignore_subscribe_messages=True)
+        events.psubscribe(f"__keyspace@{DB['CONFIG_DB']}__:PORT|*")
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                message = events.get_message(timeout=0.1)
+                if message is None:
+                    continue
+                key = str(message["channel"]).split(":", 1)[1]
+                if config.hget(key, "admin_status") == "down":
+                    downs.add(key.split("|", 1)[1])
+
+        watcher = threading.Thread(target=watch, name="admin-down-watch", daemon=True)
+        watcher.start()
+        try:
+            yield downs
+        finally:
+            stop.set()
+            watcher.join()
+            events.close()
 
     def asic_objects(self, object_type: str) -> dict[str, dict[str, str]]:
         """ASIC_DB's SAI objects of one type (``WRED``, ``QUEUE``, ``SCHEDULER``, …), by oid."""

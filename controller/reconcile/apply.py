@@ -58,6 +58,7 @@ from controller.errors import (
     SouthboundUnreachable,
 )
 from controller.reconcile.fanout import checked_parallel, map_parallel
+from controller.reconcile.refusals import REFERENCED_TABLES, explain
 from controller.sonic.gcu import (
     FLAP_CHANGES,
     PORT_CRITICAL_TABLES,
@@ -83,6 +84,14 @@ PRESENT = "present"
 # extension installed (docs/southbound.md, "What a switch needs").
 EXTENSION_TABLES = frozenset({sluice_agent.TABLE, sluice_agent_queue.TABLE})
 YANG_EXTENSION = "sonic-sluice-agent.yang"
+# The QoS tables whose entries other entries name (a queue's WRED profile and scheduler, a
+# port's maps, a buffer queue's profile).
+NAMED_TABLES = frozenset(
+    spec.ref
+    for schema in SCHEMAS.values()
+    for spec in schema.references()
+    if spec.ref in SCHEMAS and spec.ref not in EXTENSION_TABLES
+)
 # How often the outcome of an unanswered Set is read while waiting for it.
 OUTCOME_POLLS = 8
 DEFAULT_PACE = GcuPace()
@@ -255,14 +264,27 @@ def compare_readback(
     return tuple(found)
 
 
-def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], tuple[Op, ...], tuple[Op, ...]]:
-    """``(extension deletes, QoS ops, extension writes)``, each in plan order. Extension
-    entries may name QoS entries (a queue's WRED profile), so their deletes go before the
-    QoS ops and their writes after: every group is valid on its own, as a batch is."""
+def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], ...]:
+    """``(extension deletes, QoS ops, released QoS entries, agent queue writes, agent global
+    writes)``, each in plan order. Extension entries may name QoS entries (a queue's WRED
+    profile), so their deletes go before the QoS ops and their writes after. The deletes of
+    entries other entries name (profiles, schedulers, maps: ``NAMED_TABLES``) go after the QoS
+    ops that stop naming them: in the same GCU run, GCU's patch sorter strips a profile that
+    queues still name field by field before it moves the queues off it (13 changes of a
+    second each for a WRED profile, and orchagent refusing the ``NULL`` placeholder of the
+    emptied entry), where on its own its removal is one change. ``SLUICE_AGENT|global``
+    carries the orders' version, which the agent reads every iteration and on a change of
+    which it reads all its orders: it goes in a GCU run after the queue entries, since GCU
+    writes one patch as changes a second apart (a first rollout's agent otherwise read the
+    new version with none of its queues and managed nothing). Every group is valid on its
+    own, as a batch is."""
     first = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind == "delete")
-    last = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind != "delete")
-    middle = tuple(op for op in ops if op.table not in EXTENSION_TABLES)
-    return first, middle, last
+    queues = tuple(op for op in ops if op.table == sluice_agent_queue.TABLE and op.kind != "delete")
+    stamp = tuple(op for op in ops if op.table == sluice_agent.TABLE and op.kind != "delete")
+    qos = [op for op in ops if op.table not in EXTENSION_TABLES]
+    released = tuple(op for op in qos if op.kind == "delete" and op.table in NAMED_TABLES)
+    middle = tuple(op for op in qos if not (op.kind == "delete" and op.table in NAMED_TABLES))
+    return first, middle, released, queues, stamp
 
 
 def qos_groups(
@@ -337,16 +359,19 @@ def _packed(
 def gcu_batches(ops: Sequence[Op], batch_size: int, max_changes: int) -> list[tuple[Op, ...]]:
     """The Sets a plan goes in (module docstring): extension deletes; the QoS writes and the
     port blocks, packed to ``batch_size`` ops and ``max_changes`` sorted changes with no
-    port block split; the other deletes; extension writes. Each Set is valid on its own."""
+    port block split; the other deletes (``write_groups``: after the repoints, never in
+    their GCU run); the agent's queue entries; its global entry. Each Set is valid on its
+    own."""
     if batch_size < 1 or max_changes < 1:
         raise ValueError("batch_size and max_changes must be at least 1")
-    first, middle, last = write_groups(ops)
+    first, middle, released, agent_queues, agent_global = write_groups(ops)
     writes, blocks, deletes = qos_groups(middle)
     return [
         *_packed(_each(first), batch_size, max_changes),
         *_packed([*_each(writes), *blocks], batch_size, max_changes),
-        *_packed(_each(deletes), batch_size, max_changes),
-        *_packed(_each(last), batch_size, max_changes),
+        *_packed(_each([*deletes, *released]), batch_size, max_changes),
+        *_packed(_each(agent_queues), batch_size, max_changes),
+        *_packed(_each(agent_global), batch_size, max_changes),
     ]
 
 
@@ -440,18 +465,50 @@ def settle_shared_deletes(ops: Sequence[Op], current: SwitchConfig) -> tuple[Op,
     return tuple(settled)
 
 
-def _has_shared_deletes(ops: Iterable[Op]) -> bool:
-    return any(op.kind == "delete" and not op.whole_entry for op in ops)
+def settle_emptied_tables(
+    chunks: Sequence[tuple[Op, ...]], current: SwitchConfig
+) -> list[tuple[Op, ...]]:
+    """Whole-entry deletes that leave the switch without any entry of their table, batch by
+    batch (``current``: the switch's entries of the tables deleted from, read right before
+    writing), become the table's delete (``whole_table``): GCU refuses a patch that leaves a
+    table empty ("... will result in empty tables which is not allowed in ConfigDb",
+    sonic-net/sonic-utilities generic_config_updater/patch_sorter.py) and accepts removing
+    the table. Each batch is one GCU run, so emptiness is judged after each batch."""
+    held: dict[str, set[str]] = {}
+    for table, key in current:
+        held.setdefault(table, set()).add(key)
+    settled: list[tuple[Op, ...]] = []
+    for chunk in chunks:
+        for op in chunk:
+            if op.kind == "add":
+                held.setdefault(op.table, set()).add(op.key)
+            elif op.kind == "delete" and op.whole_entry:
+                held.get(op.table, set()).discard(op.key)
+        settled.append(
+            tuple(
+                replace(op, whole_table=True)
+                if op.kind == "delete" and op.whole_entry and not held.get(op.table)
+                else op
+                for op in chunk
+            )
+        )
+    return settled
 
 
-def _settle(session: ConfigSession, run: _Run, ops: tuple[Op, ...]) -> tuple[Op, ...]:
-    """Read the entries of shared-table deletes right before writing (the plan may be
-    minutes old) and settle them; a plan without such deletes costs no extra Get."""
-    if not _has_shared_deletes(ops):
-        return ops
+def _settle(
+    session: ConfigSession, run: _Run, ops: tuple[Op, ...], batch_size: int, max_changes: int
+) -> list[tuple[Op, ...]]:
+    """The plan's batches, its deletes settled against the entries the switch holds right
+    before writing (the plan may be minutes old): shared-table deletes that would leave an
+    entry empty, and deletes that would leave a table empty. A plan without deletes costs no
+    extra Get."""
+    tables = {op.table for op in ops if op.kind == "delete"}
+    if not tables:
+        return gcu_batches(ops, batch_size, max_changes)
     run.phase = "reading entries to delete"
-    tables = {op.table for op in ops if op.kind == "delete" and not op.whole_entry}
-    return settle_shared_deletes(ops, session.get_tables(tables))
+    current = session.get_tables(tables)
+    settled = settle_shared_deletes(ops, current)
+    return settle_emptied_tables(gcu_batches(settled, batch_size, max_changes), current)
 
 
 def _await_outcome(
@@ -565,6 +622,22 @@ def _failure(run: _Run, error: SouthboundError) -> ApplyResult:
     return run.result("failed", context + error.detail)
 
 
+def _refused(session: ConfigSession, run: _Run, error: SouthboundRejected) -> ApplyResult:
+    """A refused batch's result, its reason completed from what the switch holds: the ports
+    and operator objects the batch names (``refusals.explain``; one Get, on this path only)."""
+    if run.phase != "write":
+        return _failure(run, error)
+    try:
+        held: SwitchConfig | None = session.get_tables(REFERENCED_TABLES)
+    except SouthboundError as read_error:
+        log.warning("%s: reading what the refused batch names: %s", run.switch, read_error)
+        held = None
+    reason, blamed = explain(error.message, run.chunk, held)
+    return run.result(
+        "failed", f"{error.code}: {reason}", blamed or blame_op(run.chunk, error.message)
+    )
+
+
 def apply_plan_to_switch(
     session: ConfigSession,
     plan: Plan,
@@ -583,14 +656,15 @@ def apply_plan_to_switch(
     max_changes = pace.changes_within(session.set_deadline_s)
     chunks = gcu_batches(plan.ops, batch_size, max_changes)
     try:
-        ops = _settle(session, run, plan.ops)
-        chunks = gcu_batches(ops, batch_size, max_changes)
+        chunks = _settle(session, run, plan.ops, batch_size, max_changes)
         _write(session, run, chunks, pace, progress, volatile, sleep)
-        if ops:
+        if plan.ops:
             progress(ProgressEvent(plan.switch, "verifying", len(chunks), len(chunks)))
             result = _verify(session, run, run.written, volatile)
         else:
             result = run.result("applied_verified")
+    except SouthboundRejected as error:
+        result = _refused(session, run, error)
     except SouthboundError as error:
         result = _failure(run, error)
     progress(ProgressEvent(plan.switch, "finished", run.batches_done, len(chunks), result))

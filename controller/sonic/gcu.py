@@ -23,8 +23,7 @@ change (``BulkKeyLevelMoveGenerator``, ``BulkKeyGroupLowLevelMoveGenerator``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 

@@ -14,6 +14,10 @@ Op semantics (the southbound and ``diff.apply_plan`` follow them exactly):
 - ``delete``: remove the fields in ``old_fields``. When ``whole_entry`` is true the entry is
   sluice's alone and the whole key goes; otherwise (a shared table such as ``QUEUE``) only
   sluice's fields go and an entry left without fields ceases to exist, as in Redis.
+  ``whole_table`` (set only at apply time, never by a plan): the switch holds no other entry
+  of the table, so the table goes with it. GCU refuses a patch that leaves a table without
+  entries (sonic-utilities generic_config_updater ``EmptyTableMoveValidator``) and accepts
+  the table's removal, which means the same in CONFIG_DB.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Op:
     fields: Fields
     old_fields: Fields
     whole_entry: bool = True
+    whole_table: bool = False
 
     @property
     def entry_key(self) -> EntryKey:

@@ -420,7 +420,8 @@ class SwitchSession:
                     outcome_wait_s=deadline * self._policy.outcome_wait_factor,
                 ) from None
             raise SouthboundRejected(self.name, code, _details(error)) from None
-        self._present = (self._present or frozenset()) | {op.table for op in ops}
+        dropped = {op.table for op in ops if op.kind == "delete" and op.whole_table}
+        self._present = ((self._present or frozenset()) | {op.table for op in ops}) - dropped
         expected = len(parts.deletes) + len(parts.updates)
         if reply.response and len(reply.response) != expected:
             raise SouthboundProtocolError(
@@ -525,11 +526,18 @@ class ChannelOptions:
     grows to 120 s), and keep idle channels alive across reconcile intervals. Each channel
     keeps its own connections (a local subchannel pool): gRPC otherwise shares them process
     wide by address, so a pool opened after a switch restarted could inherit a connection
-    still backing off from the old one."""
+    still backing off from the old one.
+
+    Keepalive pings go out every 6 minutes, not more often: gRPC servers answer a client that
+    pings more often than every 5 minutes while no data flows with GOAWAY ``too_many_pings``
+    (grpc-go's keepalive ``EnforcementPolicy.MinTime``, gRPC core's
+    ``grpc.http2.min_ping_interval_without_data_ms``). A Set waiting on GCU is such a quiet
+    call: against SONiC's own gNMI server a Set of a first rollout (minutes of GCU) was cut
+    off after 2 minutes by that GOAWAY when the pings came every 30 s."""
 
     initial_reconnect_backoff_ms: int = 100
     max_reconnect_backoff_ms: int = 2000
-    keepalive_time_ms: int = 30_000
+    keepalive_time_ms: int = 360_000
 
     def as_grpc(self) -> list[tuple[str, int]]:
         return [

@@ -17,6 +17,8 @@ delete -> JSON Patch ``remove``, update -> ``add``):
   or the thresholds the on-switch agent moves.
 - ``delete`` of a whole entry: one delete of the entry path. In a shared table only sluice's
   fields go: one delete per field path, never the entry.
+- ``delete`` with ``whole_table`` (the switch's last entries of that table): one delete of the
+  table path for all of them, since GCU refuses to leave a table empty.
 """
 
 from __future__ import annotations
@@ -106,6 +108,8 @@ def op_parts(op: Op) -> SetParts:
     """The deletes and updates that carry out one op (module docstring)."""
     if op.kind == "add":
         return SetParts(updates=((entry_elems(op.table, op.key), encode_value(op.fields)),))
+    if op.kind == "delete" and op.whole_table:
+        return SetParts(deletes=(table_elems(op.table),))
     if op.kind == "delete" and op.whole_entry:
         return SetParts(deletes=(entry_elems(op.table, op.key),))
     updates = tuple(
@@ -129,7 +133,8 @@ def set_parts(ops: Iterable[Op]) -> SetParts:
         parts = op_parts(op)
         deletes += parts.deletes
         updates += parts.updates
-    return SetParts(tuple(deletes), tuple(updates))
+    # The ops of a table that goes whole share one delete of its path.
+    return SetParts(tuple(dict.fromkeys(deletes)), tuple(updates))
 
 
 def _as_fields(value: object, table: str, key: str) -> Fields:

@@ -8,9 +8,8 @@ every reading is stored with the run."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,8 @@ from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
-from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock
-from tests.support.gate_collector import Exposition, fake_collector
+from tests.support.gate_collector import Exposition, HandClock, scraped, settle
 from tests.support.host_runs import four_host_intent, local_config
 
 ACTOR = Actor(name="op", request_id="r1")
@@ -37,38 +33,13 @@ DROP_GATE = Gate("drops", 50.0, "max_increase_pct", builtin="drops")
 DROPS = GatePolicy((DROP_GATE,), soak_s=30.0, on_fail="halt")
 
 
-class HandClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def settle(read: Reader, expression: str, expected: float) -> None:
-    deadline = time.monotonic() + 20.0
-    while time.monotonic() < deadline:
-        if read(expression) == expected:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"Prometheus never answered {expected} for {expression}")
-
-
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[tuple[Exposition, Reader]]:
     exposition = Exposition()
     exposition.set(drops={"leaf1": 10.0, "spine1": 10.0}, modes={"leaf1": "dynamic"})
-    with fake_collector(exposition) as target:
-        server = LocalPrometheus(tmp_path / "prometheus", targets=[target])
-        server.start()
-        promql = make_promql(server.url, 5.0)
-        try:
-            read = promql_reader(promql)
-            settle(read, "sum(sluice_queue_dropped_packets_per_second)", 20.0)
-            yield exposition, read
-        finally:
-            promql.close()
-            server.stop()
+    with scraped(exposition, tmp_path / "prometheus") as read:
+        settle(read, "sum(sluice_queue_dropped_packets_per_second)", 20.0)
+        yield exposition, read
 
 
 @pytest.fixture

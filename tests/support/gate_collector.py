@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from controller.rollout.gates import Reader
+from controller.telemetry.gate_reads import promql_reader
+from controller.telemetry.promql import make_promql
+from lab.prometheus import LocalPrometheus
 
 # The host exporter's completion-time buckets (roles/host_exporter: 50 us x 2^k).
 FCT_BUCKETS = tuple(50e-6 * 2**k for k in range(22))
@@ -113,3 +121,40 @@ def fake_collector(exposition: Exposition) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def scraped(exposition: Exposition, root: Path, scrape_interval_s: float = 1.0) -> Iterator[Reader]:
+    """A real Prometheus (data under ``root``) scraping ``exposition`` through the fake
+    collector; yields the gates' PromQL reader over it."""
+    with fake_collector(exposition) as target:
+        server = LocalPrometheus(root, targets=[target], scrape_interval_s=scrape_interval_s)
+        server.start()
+        promql = make_promql(server.url, 5.0)
+        try:
+            yield promql_reader(promql)
+        finally:
+            promql.close()
+            server.stop()
+
+
+def settle(read: Reader, expression: str, expected: float, within_s: float = 20.0) -> None:
+    """Until Prometheus answers ``expected`` (it has scraped what the collector serves now)."""
+    deadline = time.monotonic() + within_s
+    while read(expression) != expected:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Prometheus never answered {expected} for {expression}")
+        time.sleep(0.2)
+
+
+class HandClock:
+    """A runner's clock moved by the test: a soak waits on it, never on sleep."""
+
+    def __init__(self, start: datetime = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)

@@ -19,13 +19,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
-from controller.intent.loader import dump_intent
-from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.rollout.switches import RolloutRunner
-from controller.services.common import Actor
-from controller.services.intents import IntentService
-from controller.services.rollouts import RolloutInfo, RolloutService
+from controller.services.rollouts import RolloutInfo
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from controller.store.db import make_engine, make_sessions
@@ -33,13 +29,14 @@ from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
 from tests.integration.southbound import conftest as southbound
 from tests.integration.southbound.conftest import USERNAME, Fabric
+from tests.support.controller_services import OPERATOR as OPERATOR
+from tests.support.controller_services import ControllerServices
 
 # The southbound tests' virtual switches, shared as fixtures of this folder too.
 fabric = southbound.fabric
 redis_servers = southbound.redis_servers
 switch_tls = southbound.switch_tls
 
-OPERATOR = Actor(name="test-operator", request_id="test")
 # Short real sleeps between retries: some tests stop a switch on purpose.
 POLICY = CallPolicy(
     deadline_s=5.0, retry=RetryPolicy(attempts=2, base_delay_s=0.01, max_delay_s=0.05)
@@ -59,7 +56,7 @@ def resolver_for(fabric: Fabric) -> Any:
 
 
 @dataclass
-class Controller:
+class Controller(ControllerServices):
     """The controller's parts over one database and the virtual fabric."""
 
     engine: Engine
@@ -67,14 +64,6 @@ class Controller:
     fabric: Fabric
     clock: StepClock
     pool: SessionPool
-
-    @property
-    def intents(self) -> IntentService:
-        return IntentService(self.sessions, clock=self.clock)
-
-    @property
-    def rollouts(self) -> RolloutService:
-        return RolloutService(self.sessions, clock=self.clock)
 
     def access(self) -> GnmiAccess:
         return GnmiAccess(
@@ -95,13 +84,6 @@ class Controller:
         that was down may still be waiting out its reconnect backoff)."""
         self.pool.close()
         self.pool = new_pool()
-
-    def store_intent(self, intent: Intent, reason: str = "test") -> int:
-        head = self.intents.head()
-        written = self.intents.replace(
-            dump_intent(intent), expected=head, actor=OPERATOR, reason=reason
-        )
-        return written.version.number
 
 
 def new_pool() -> SessionPool:

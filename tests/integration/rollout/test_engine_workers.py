@@ -23,10 +23,10 @@ from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.store.db import make_engine, make_sessions
 from controller.store.rollout_store import SqlRolloutStore
 from tests.integration.conftest import StepClock
+from tests.support.gate_collector import HandClock
 from vsonic.gnmi_server import TlsFiles
 
 from .conftest import Controller, kill_mid_job, wait_for
-from .test_gates import HandClock
 
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 1000

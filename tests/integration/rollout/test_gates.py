@@ -7,10 +7,8 @@ no fallback) and a faulty agent beside them does not."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
-from tests.support.gate_collector import Exposition, fake_collector
+from tests.support.gate_collector import Exposition, HandClock, fake_collector, settle
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 
@@ -43,33 +41,15 @@ DROPS = Gate("drops", 50.0, "max_increase_pct", builtin="drops")
 FALLBACK = Gate("agent_fallback", 0.0, "absolute", builtin="agent_fallback")
 
 
-class HandClock:
-    """The runner's clock, moved by the test (the soak waits on it, never on sleep)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @dataclass
 class Telemetry:
     exposition: Exposition
     read: Reader
     url: str
 
-    def settle(self, expression: str, expected: float, timeout_s: float = 20.0) -> None:
+    def settle(self, expression: str, expected: float) -> None:
         """Until Prometheus has scraped the value the fake collector now serves."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.read(expression) == expected:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"Prometheus never answered {expected} for {expression}")
+        settle(self.read, expression, expected)
 
 
 @pytest.fixture

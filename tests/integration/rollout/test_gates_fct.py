@@ -15,11 +15,11 @@ import pytest
 from controller.errors import Conflict
 from controller.rollout.gates import Comparison, Gate, GatePolicy, Reader
 from controller.services.rollouts import RolloutPolicy
+from tests.support.gate_collector import HandClock
 
 from . import test_gates
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 from .test_gates import (
-    HandClock,
     Telemetry,
     first_version_everywhere,
     holds,

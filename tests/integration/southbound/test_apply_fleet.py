@@ -41,7 +41,7 @@ AGENT_TABLES = {"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"}
 def sets_of(plan: Plan) -> list[tuple[Op, ...]]:
     """The SetRequests a plan goes in (``gcu_batches``): at most BATCH ops and what GCU
     applies within the Set deadline at the policy's pace, each port's changes in one Set,
-    the agent tables in their own."""
+    the agent's queue entries and then its global entry in their own."""
     return gcu_batches(plan.ops, BATCH, POLICY.pace.changes_within(POLICY.set_deadline_s))
 
 

@@ -88,8 +88,9 @@ def test_a_set_the_client_gave_up_on_is_not_resent_and_each_op_is_applied_once(
         sent = pool.session(fabric.targets()["leaf1"]).rpc_counts["Set"]
     assert converged.result.status == "applied_verified", converged.result.reason
     vswitch = fabric.switches["leaf1"]
-    # QoS tables in one Set, agent tables in another: each sent once, none resent.
-    assert sent == vswitch.sets.count == converged.result.set_requests == 2
+    # QoS tables in one Set, the agent's queue entries in another, its global entry (the
+    # orders' version) last: each sent once, none resent.
+    assert sent == vswitch.sets.count == converged.result.set_requests == 3
     assert vswitch.model is not None
     assert set(vswitch.model.applied.values()) == {1}
     stored = vswitch.config_db()

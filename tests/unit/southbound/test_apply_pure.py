@@ -14,6 +14,7 @@ from controller.errors import SouthboundSetUnconfirmed
 from controller.intent.loader import load_intent_file
 from controller.reconcile.apply import (
     ABSENT,
+    NAMED_TABLES,
     PRESENT,
     ApplyResult,
     Difference,
@@ -24,6 +25,7 @@ from controller.reconcile.apply import (
     compare_readback,
     gcu_batches,
     set_deadline,
+    settle_emptied_tables,
     settle_shared_deletes,
     write_groups,
 )
@@ -183,6 +185,38 @@ def test_shared_delete_of_every_field_becomes_an_entry_delete() -> None:
     assert settle_shared_deletes([only_ours], {}) == (only_ours,)
 
 
+def test_deletes_that_leave_a_table_empty_become_the_tables_delete_batch_by_batch() -> None:
+    def gone(table: str, key: str) -> Op:
+        return Op("delete", table, key, {}, {"x": "1"})
+
+    maps = [gone("DSCP_TO_TC_MAP", "SLUICE")]
+    agents = [gone("SLUICE_AGENT_QUEUE", f"Ethernet0|{q}") for q in (1, 2, 3)]
+    new_agent = Op("add", "SLUICE_AGENT_QUEUE", "Ethernet4|1", {"managed": "false"}, {})
+    current = {
+        ("DSCP_TO_TC_MAP", "SLUICE"): {"46": "6"},
+        ("WRED_PROFILE", "SLUICE_WRED_A"): {"ecn": "ecn_all"},
+        ("WRED_PROFILE", "OPERATORS"): {"ecn": "ecn_all"},
+        **{(op.table, op.key): {"managed": "true"} for op in agents},
+    }
+    wred = gone("WRED_PROFILE", "SLUICE_WRED_A")
+    # Batches of two: the agent table's last entry goes in the second batch, where it alone
+    # is left; the operator's WRED profile keeps its table.
+    settled = settle_emptied_tables(
+        [(maps[0], wred), (agents[0], agents[1]), (agents[2],)], current
+    )
+    flags = [[(op.key, op.whole_table) for op in chunk] for chunk in settled]
+    assert flags == [
+        [("SLUICE", True), ("SLUICE_WRED_A", False)],
+        [("Ethernet0|1", False), ("Ethernet0|2", False)],
+        [("Ethernet0|3", True)],
+    ]
+    # An entry the same batch adds keeps the table.
+    kept = settle_emptied_tables([(*agents, new_agent)], current)
+    assert not any(op.whole_table for op in kept[0])
+    # Field deletes in a shared table remove no entry.
+    assert not settle_emptied_tables([(SHARED_GONE,)], {})[0][0].whole_table
+
+
 def test_agent_fields_follow_the_wred_schema() -> None:
     # Per-queue profiles (SLUICE_Q_<port>_<q>) are the agent's to move; shared profiles and
     # other tables are not.
@@ -326,8 +360,28 @@ def test_gcu_batches_keep_each_ports_changes_in_one_set_and_deletes_apart() -> N
 def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
     agent = Op("add", "SLUICE_AGENT", "global", {"algorithm": "static"}, {})
     agent_gone = Op("delete", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {}, {"mode": "x"})
-    first, middle, last = write_groups([agent, SCHED, agent_gone, QUEUE])
-    assert (first, middle, last) == ((agent_gone,), (SCHED, QUEUE), (agent,))
+    queue = Op("add", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {"managed": "false"}, {})
+    # The global entry (the orders' version) goes after the queue entries it versions.
+    assert write_groups([agent, SCHED, queue, agent_gone, QUEUE]) == (
+        (agent_gone,),
+        (SCHED, QUEUE),
+        (),
+        (queue,),
+        (agent,),
+    )
+
+
+def test_entries_other_entries_name_are_deleted_after_the_ops_that_stop_naming_them() -> None:
+    # GONE (a WRED profile) goes in a GCU run after the queues moved off it; the shared
+    # delete of a port's maps only drops references and stays with the writes.
+    assert write_groups(ALL) == ((), (SCHED, QUEUE, CHANGE, SHARED_GONE), (GONE,), (), ())
+    assert {
+        "WRED_PROFILE",
+        "SCHEDULER",
+        "BUFFER_PROFILE",
+        "DSCP_TO_TC_MAP",
+        "TC_TO_QUEUE_MAP",
+    } == NAMED_TABLES
 
 
 def test_a_leafs_first_rollout_fits_the_default_set_deadline_at_gcus_measured_pace() -> None:

@@ -122,6 +122,18 @@ def test_delete_in_a_shared_table_removes_only_sluice_fields() -> None:
     assert op_parts(op).deletes == ((*base, "dscp_to_tc_map"), (*base, "tc_to_queue_map"))
 
 
+def test_the_last_entries_of_a_table_go_as_one_delete_of_the_table() -> None:
+    ops = [
+        Op("delete", "DSCP_TO_TC_MAP", "SLUICE", {}, {"46": "6"}, whole_table=True),
+        Op("delete", "SLUICE_AGENT_QUEUE", "Ethernet0|3", {}, {"managed": "true"}),
+        Op("delete", "DSCP_TO_TC_MAP", "SLUICE_OLD", {}, {"10": "3"}, whole_table=True),
+    ]
+    assert set_parts(ops).deletes == (
+        ("CONFIG_DB", "localhost", "DSCP_TO_TC_MAP"),
+        ("CONFIG_DB", "localhost", "SLUICE_AGENT_QUEUE", "Ethernet0|3"),
+    )
+
+
 def test_one_request_keeps_plan_order_within_deletes_and_within_updates() -> None:
     ops = [
         Op("add", "SCHEDULER", "S1", {"type": "STRICT"}, {}),

@@ -1,0 +1,164 @@
+"""The demo's switches as SONiC's own software (``./scripts/demo.sh --switches real``).
+
+One ``RealSwitch`` (``lab/realsonic.py``) per switch of the intent: its own redis in SONiC's
+layout, syncd + orchagent over libsaivs with buffermgrd, a Force10-S6000's buffer pools and
+profiles loaded as ``config load`` loads them, and SONiC's gNMI server over TLS with the real
+GCU behind it, validating against SONiC's YANG models and sluice's extension. The intent's
+switches are pointed at them, each with the Set deadline GCU needs (minutes for a first
+rollout). What the demo shows of them that a virtual switch cannot: ASIC_DB, where orchagent
+programmed what sluice wrote (``lab/asic_db.py``).
+
+Each switch runs the qos-agent on its redis, as on a SONiC switch. libsaivs has no data
+plane: nothing is forwarded and counters stay at zero, so the agents run their queues on the
+ordered static thresholds (a quiet feed, docs/qos-agent.md), and the steps that need traffic
+(the agents moving thresholds with it, the tuner, the bad-config incast) run on virtual
+switches only.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.asic_db import asic_problems
+from lab.demo_common import DemoError, Say, start_process, stop_process
+from lab.realsonic import (
+    S6000_BUFFERS,
+    RealSonicError,
+    RealSwitch,
+    SwitchParts,
+    prepare_bundle,
+)
+from vsonic.dataplane import AGENT, DataplaneUnavailable, agent_command, find_binary
+from vsonic.tls import self_signed_tls
+
+REPO = Path(__file__).resolve().parent.parent
+SLUICE_YANG = REPO / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
+COUNTED = ("WRED", "SCHEDULER", "QOS_MAP")
+AGENT_WAIT_S = 60.0
+# A first rollout of a leaf is about 60 GCU changes of a second or more each.
+REAL_SET_DEADLINE_S = 900.0
+
+
+@dataclass(frozen=True)
+class RealFabric:
+    """The running switches by intent name, and the certificate their servers present."""
+
+    switches: Mapping[str, RealSwitch]
+    ca: Path
+    started_s: float
+
+    def resident_mb(self) -> float:
+        return sum(switch.resident_bytes() for switch in self.switches.values()) / 2**20
+
+
+def real_parts(cert: Path, key: Path) -> SwitchParts:
+    """A full switch as an operator hands it over, serving gNMI over TLS."""
+    return SwitchParts(
+        orchagent=True,
+        buffermgrd=True,
+        gcu=True,
+        yang_extra=(SLUICE_YANG,),
+        # Server-side TLS: sonic-gnmi asks for a client certificate unless told not to.
+        gnmi_flags=(f"-server_crt={cert}", f"-server_key={key}", "-allow_no_client_auth"),
+        operator_config=S6000_BUFFERS,
+    )
+
+
+@contextmanager
+def real_switches(document: Any, run_dir: Path, keep: bool, say: Say) -> Iterator[RealFabric]:
+    """Start one real switch per switch of ``document`` (the intent, re-pointed in place at
+    each switch's gNMI server) and stop them at the end unless ``keep``."""
+    try:
+        bundle = prepare_bundle()
+    except RealSonicError as why:
+        raise DemoError(str(why)) from None
+    tls_dir = run_dir / "real-tls"
+    tls_dir.mkdir(parents=True, exist_ok=True)
+    tls = self_signed_tls(tls_dir)
+    parts = real_parts(tls.cert, tls.key)
+    started: dict[str, RealSwitch] = {}
+    began = time.monotonic()
+    try:
+        for switch in document["switches"]:
+            name = switch["name"]
+            # Started one after another: the switch scripts share the host's /zmq_swss.
+            real = RealSwitch(bundle, parts).start()
+            started[name] = real
+            switch["gnmi"] = {
+                "address": "127.0.0.1",
+                "port": real.gnmi_port,
+                "set_deadline_s": REAL_SET_DEADLINE_S,
+            }
+            say(f"{name}: SONiC's gNMI server on 127.0.0.1:{real.gnmi_port}, redis "
+                f"127.0.0.1:{real.redis_port}, run dir {real.run_dir}")  # fmt: skip
+        yield RealFabric(started, tls.cert, time.monotonic() - began)
+    finally:
+        for name, real in reversed(started.items()):
+            if keep:
+                real.leave_running()
+                say(f"{name} left running: {real.stop_hint()}")
+            else:
+                real.stop()
+
+
+def show_asic(fabric: RealFabric, desired: Mapping[str, Any], say: Say) -> None:
+    """What orchagent programmed, per switch: every queue's WRED profile and scheduler, the
+    port maps and buffer profiles of the desired config, checked in ASIC_DB."""
+    for name, real in fabric.switches.items():
+        view = real.asic_view()
+        problems = asic_problems(view, desired[name])
+        objects = {
+            kind: len(view.objects.get(kind, {})) for kind in ("WRED", "SCHEDULER", "QOS_MAP")
+        }
+        if problems:
+            raise DemoError(f"{name}: ASIC_DB differs from what was rolled out: {problems[:3]}")
+        say(f"{name}: ASIC_DB holds what was rolled out ({objects['WRED']} WRED objects, "
+            f"{objects['SCHEDULER']} schedulers, {objects['QOS_MAP']} QoS maps)")  # fmt: skip
+
+
+@contextmanager
+def real_agents(fabric: RealFabric, run_dir: Path, keep: bool, say: Say) -> Iterator[None]:
+    """A qos-agent on each switch's redis, as on a SONiC switch (its orders come with the
+    rollout); stopped at the end unless ``keep``."""
+    try:
+        binary = find_binary(binary=AGENT)
+    except DataplaneUnavailable as why:
+        raise DemoError(str(why)) from None
+    started = []
+    try:
+        for name, real in fabric.switches.items():
+            log = run_dir / f"qos-agent-{name}.log"
+            with log.open("w") as sink:
+                started.append(
+                    start_process(
+                        agent_command(binary, real.redis_port), keep, stdout=sink, stderr=sink
+                    )
+                )
+            say(f"{name}: qos-agent on its redis (log {log})")
+        yield
+    finally:
+        if not keep:
+            for agent in started:
+                stop_process(agent, signal.SIGTERM, timeout_s=15)
+
+
+def show_agents(fabric: RealFabric, version_of: Mapping[str, str], say: Say) -> None:
+    """Each switch's agent as it reports itself in STATE_DB, once it runs the rolled-out
+    orders (``version_of``: switch -> the orders' version)."""
+    for name, real in fabric.switches.items():
+        state = real.db("STATE_DB")
+        deadline = time.monotonic() + AGENT_WAIT_S
+        while state.hget("SLUICE_AGENT_STATE|global", "version") != version_of[name]:
+            if time.monotonic() > deadline:
+                raise DemoError(f"{name}'s qos-agent did not take the rolled-out orders")
+            time.sleep(0.2)
+        report = state.hgetall("SLUICE_AGENT_STATE|global")
+        why = f" ({report['reason']})" if report.get("reason") else ""
+        say(f"{name}: qos-agent runs orders {report['version']} ({report['algorithm']}), "
+            f"mode {report['mode']}{why}")  # fmt: skip
