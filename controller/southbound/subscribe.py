@@ -640,13 +640,18 @@ def stream_subscriptions(policy: StreamPolicy, *, counters: bool = True) -> list
     return subs
 
 
-def _is_absent(end: StreamEnd, database: str, table: str) -> bool:
+def _absent_or_fault(handler: Handler, kind: str, end: StreamEnd, table: tuple[str, ...]) -> bool:
+    """True when the Subscribe failed only because ``table`` (database, instance, name) is
+    not on the switch: a state the session follows, not a fault. Anything else is the
+    stream's fault from here."""
     fault = end.fault
-    return (
+    absent = (
         fault is not None
         and fault.reason is Reason.ABSENT
-        and absent_table(fault.cause) == (database, table)
+        and absent_table(fault.cause) == (table[0], table[2])
     )
+    handler.fault(kind, None if absent else fault)
+    return absent
 
 
 class CounterSession:
@@ -704,12 +709,9 @@ class CounterSession:
 
     def ended(self, end: StreamEnd) -> float | None:
         self._handler.stream_up(False)
-        if _is_absent(end, "COUNTERS_DB", COUNTERS[2]):
+        if _absent_or_fault(self._handler, self.kind, end, COUNTERS):
             self._counters = False
-            self._handler.fault(self.kind, None)
             return 0.0
-        if end.fault is not None:
-            self._handler.fault(self.kind, end.fault)
         return None
 
     async def changed(self, channel: Any, target: GnmiTarget) -> None:
@@ -747,12 +749,9 @@ class AgentStateSession:
         return self._present  # the agent wrote its state: the whole table now
 
     def ended(self, end: StreamEnd) -> float | None:
-        if _is_absent(end, "STATE_DB", AGENT_STATE[2]):
+        if _absent_or_fault(self._handler, self.kind, end, AGENT_STATE):
             self._present = False
-            self._handler.fault(self.kind, None)
             return 0.0
-        if end.fault is not None:
-            self._handler.fault(self.kind, end.fault)
         return None
 
     async def changed(self, channel: Any, target: GnmiTarget) -> None:

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +32,15 @@ from controller.policy.loader import parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.reconcile.watch import WatcherThread, WatchPolicy, WatchState
-from controller.services.common import Actor
-from controller.services.intents import IntentService
 from controller.settings import PrometheusSettings, Settings
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from controller.southbound.gnmi import GnmiTarget, SessionPool
-from controller.store.db import make_engine, make_sessions
 from lab.prometheus import LocalPrometheus
 from lab.realsonic import RealSwitch, SwitchParts
 from tests.integration.cli.support import Cli, issue_tokens
 from tests.integration.served import served
+from tests.support.collector_fleet import store_first_intent
 from vsonic.redis_process import free_port
 from vsonic.tether import start_tethered
 
@@ -114,12 +111,7 @@ def lab(
     queues = seed_counters(switch)
     ports = port_oids(switch)
     data = intent_data(switch.gnmi_port)
-    engine = make_engine(module_db_url)
-    try:
-        service = IntentService(make_sessions(engine), clock=lambda: datetime.now(UTC))
-        service.replace(data, expected=0, actor=Actor("test", "r1"), reason="real switch")
-    finally:
-        engine.dispose()
+    store_first_intent(module_db_url, data)
     rates = {
         queues["Ethernet0:3"]: {"SAI_QUEUE_STAT_BYTES": SENT, "SAI_QUEUE_STAT_PACKETS": PACKETS},
         queues["Ethernet4:1"]: {"SAI_QUEUE_STAT_BYTES": SENT / 10},
