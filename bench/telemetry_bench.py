@@ -552,7 +552,7 @@ def render(r: dict[str, Any]) -> str:
     offered = n * p * 9  # 8 queues and the port itself per port, each sampled once a second
     lines = [
         f"fleet vsonic ({r['servers']} process(es)): {n} switches x {p} ports x 8 queues, "
-        f"SAMPLE 1 s per oid (at most {offered:,} updates/s offered)",
+        f"SAMPLE 1 s of the COUNTERS table (at most {offered:,} updates/s offered)",
         f"{'client':<44}{'updates/s':>12}{'CPU s/s':>9}{'per CPU-s':>11}{'KiB/switch':>12}"
         f"{'servers CPU':>13}",
     ]
