@@ -265,10 +265,15 @@ def start_fleet_server(
 ) -> tuple[subprocess.Popen[str], int]:
     """One fleet-mode vsonic in its own process on a free loopback port, serving TLS with
     ``tls``: (process, port)."""
+    flags = ["--fleet", *serve_flags(tls), "--ports", str(ports), "--names", *fleet_names(switches)]
+    return start_vsonic(flags, password)
+
+
+def start_vsonic(flags: list[str], password: str) -> tuple[subprocess.Popen[str], int]:
+    """``python -m vsonic.serve`` with ``flags`` in its own process on a free loopback port:
+    (process, port), once it serves."""
     env = {**os.environ, "VSONIC_PASSWORD": password}  # never on the command line
-    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", "--fleet",
-            *serve_flags(tls), "--ports", str(ports),
-            "--names", *fleet_names(switches)]  # fmt: skip
+    args = [sys.executable, "-m", "vsonic.serve", "--address", "127.0.0.1:0", *flags]
     server = start_tethered(args, env=env, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()  # "vsonic: serving N switch(es) on port P"

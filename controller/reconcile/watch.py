@@ -10,11 +10,16 @@ instead of at the next periodic pass.
 - ``SwitchWatch`` is the watch's part of one switch's supervised stream (``controller.
   southbound.subscribe.SupervisedStream``, which the collector's streams use too): STREAM of
   ON_CHANGE table paths (sonic-gnmi serves these from Redis keyspace notifications,
-  sonic_data_client/db_client.go), re-opened with backoff and jitter when it ends or fails.
-  A switch that refuses ON_CHANGE (UNIMPLEMENTED or INVALID_ARGUMENT on the request) is
-  marked ``unsupported`` and asked again only after ``WatchPolicy.unsupported_retry_s``.
-  After a re-subscription the switch is reported with table None: what changed while the
-  stream was down is unknown.
+  sonic_data_client/mixed_db_client.go), re-opened with backoff and jitter when it ends or
+  fails. sonic-gnmi fails a whole Subscribe that names a table it does not hold ("Failed to
+  find CONFIG_DB TC_TO_QUEUE_MAP"), and a fresh switch holds few of the owned tables, so
+  each Subscribe names only the tables a Get of the CONFIG_DB root found; while some are
+  absent, the root is read again every ``WatchPolicy.appear_probe_s`` (and at once when the
+  worker wrote to the switch, ``DriftWatcher.recheck``), and the tables that appeared are
+  subscribed and reported. A switch that refuses ON_CHANGE (UNIMPLEMENTED or
+  INVALID_ARGUMENT on the request) is marked ``unsupported`` and asked again only after
+  ``WatchPolicy.unsupported_retry_s``. After a re-subscription the switch is reported with
+  table None: what changed while the stream was down is unknown.
 - ``Debouncer`` coalesces a burst (one Set writes many keys) into one report per switch and
   table, ``debounce_s`` after the first change.
 - ``DriftWatcher`` holds the streams of many switches on one event loop (channels shared per
@@ -30,6 +35,7 @@ The clock, random source and transport are passed in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,8 +51,9 @@ from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s
 from controller.sonic.model import EntryKey
-from controller.southbound.gnmi import ChannelOptions, GnmiTarget
-from controller.southbound.paths import PathError, parse_elems, table_elems
+from controller.southbound.faults import Fault, Reason, absent_table
+from controller.southbound.gnmi import GnmiTarget
+from controller.southbound.paths import DATABASE, PathError, parse_elems, table_elems
 from controller.southbound.retry import RetryPolicy
 from controller.southbound.subscribe import (
     Change,
@@ -56,6 +63,7 @@ from controller.southbound.subscribe import (
     SubMode,
     Subscription,
     SupervisedStream,
+    database_tables,
 )
 
 log = logging.getLogger("controller.reconcile.watch")
@@ -63,12 +71,6 @@ log = logging.getLogger("controller.reconcile.watch")
 # on_drift(switch, table): table None means "anything may have changed" (a re-subscription).
 DriftCallback = Callable[[str, str | None], None]
 Volatile = Callable[[EntryKey], frozenset[str]]
-# A watch stream is idle for hours. gRPC servers answer a client that pings an idle connection
-# more often than every 5 minutes with GOAWAY "too_many_pings" (gRPC core's
-# grpc.http2.min_ping_interval_without_data_ms, and grpc-go's keepalive EnforcementPolicy
-# MinTime, both 5 min by default), which would tear every stream of the channel down: ping
-# less often than that. A peer that vanished is then noticed within about 6 minutes.
-WATCH_CHANNEL = ChannelOptions(keepalive_time_ms=360_000)
 # What a switch answers when its gNMI server does not stream changes for a path.
 UNSUPPORTED_CODES = frozenset({grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INVALID_ARGUMENT})
 
@@ -82,9 +84,14 @@ class WatchState(Enum):
 
 @dataclass(frozen=True)
 class WatchPolicy:
+    """``appear_probe_s``: how often a switch that lacks some of ``tables`` is read for them
+    (one Get of its CONFIG_DB root); ``read_deadline_s`` bounds that Get."""
+
     tables: tuple[str, ...] = OWNED_TABLES
     debounce_s: float = 0.05
     unsupported_retry_s: float = 600.0
+    appear_probe_s: float = 30.0
+    read_deadline_s: float = 10.0
     retry: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(base_delay_s=0.2, max_delay_s=10.0)
     )
@@ -189,9 +196,12 @@ class Debouncer:
 
 class SwitchWatch:
     """The drift watch's part of one switch's supervised stream (``controller.southbound.
-    subscribe.SupervisedStream``): the owned tables ON_CHANGE, what may be drift to the
-    debouncer, a switch that refuses ON_CHANGE asked again only after
-    ``unsupported_retry_s``; its ``state`` says whether the switch is covered."""
+    subscribe.SupervisedStream``): the owned tables the switch holds ON_CHANGE, what may be
+    drift to the debouncer, the absent ones read for until they appear, a switch that
+    refuses ON_CHANGE asked again only after ``unsupported_retry_s``; its ``state`` says
+    whether the switch is covered."""
+
+    kind = "drift_watch"
 
     def __init__(
         self,
@@ -209,20 +219,56 @@ class SwitchWatch:
         self._filter = ChangeFilter(volatile)
         self.state = WatchState.CONNECTING
         self.syncs = 0
+        self.absent: frozenset[str] = frozenset()  # owned tables the switch lacked, last read
+        self.watched: tuple[str, ...] = ()  # the tables the current Subscribe names
+        self._appeared: frozenset[str] = frozenset()
+        self._recheck = asyncio.Event()
 
     def _set(self, state: WatchState) -> None:
         self.state = state
         self._on_state(self.name, state)
 
-    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
-        return watch_subscriptions(self._policy.tables)
+    def recheck(self) -> None:
+        """Read the switch for its absent tables now (call on the watcher's loop): the
+        worker just wrote to it, so some may exist."""
+        self._recheck.set()
 
-    def synced(self) -> str | None:
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        present = await database_tables(channel, target, DATABASE, self._policy.read_deadline_s)
+        wanted = frozenset(self._policy.tables)
+        self.absent = wanted - present
+        self.watched = tuple(sorted(wanted & present))
+        return watch_subscriptions(self.watched)
+
+    def synced(self) -> Fault | None:
         self.syncs += 1
         self._set(WatchState.WATCHING)
-        if self.syncs > 1:  # re-subscribed: changes while down were not seen
+        if self._appeared:  # what was written to them before this sync was not seen
+            self._debouncer.add(self.name, self._appeared)
+            self._appeared = frozenset()
+        elif self.syncs > 1:  # re-subscribed: changes while down were not seen
             self._debouncer.add(self.name, [None])
         return None
+
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        """Returns once an absent table appeared: read for them every ``appear_probe_s``, or
+        at once on ``recheck``."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._recheck.wait(), self._policy.appear_probe_s)
+            self._recheck.clear()
+            if not self.absent:
+                continue
+            try:
+                present = await database_tables(
+                    channel, target, DATABASE, self._policy.read_deadline_s
+                )
+            except grpc.RpcError:
+                continue  # the stream itself notices a switch that went away
+            appeared = self.absent & present
+            if appeared:
+                self._appeared = appeared
+                return
 
     def notification(self, note: Notification, *, synced: bool) -> bool:
         tables = self._filter.changed_tables(note.changes, initial=not synced)
@@ -230,6 +276,11 @@ class SwitchWatch:
         return False
 
     def ended(self, end: StreamEnd) -> float | None:
+        if end.fault is not None and end.fault.reason is Reason.ABSENT:
+            # Emptied between the root read and the Subscribe: read again, at once.
+            gone = absent_table(end.fault.cause)
+            if gone is not None and gone[0] == DATABASE:
+                return 0.0
         if end.code in UNSUPPORTED_CODES:
             log.warning(
                 "drift watch: %s refuses ON_CHANGE (%s); the periodic pass covers it",
@@ -269,7 +320,7 @@ class DriftWatcher:
         self._rand = rand
         self._volatile = volatile
         self._running: dict[str, _Running] = {}
-        self._channels = EndpointChannels(WATCH_CHANNEL)
+        self._channels = EndpointChannels()
         self._lock = threading.Lock()
         self._states: dict[str, WatchState] = {}
 
@@ -320,6 +371,13 @@ class DriftWatcher:
         running = self._running.get(name)
         return running.watch if running is not None else None
 
+    def recheck(self, names: Iterable[str]) -> None:
+        """The worker wrote to these switches: tables they lacked may exist now."""
+        for name in names:
+            running = self._running.get(name)
+            if running is not None:
+                running.watch.recheck()
+
     async def close(self) -> None:
         for running in self._running.values():
             running.task.cancel()
@@ -359,6 +417,11 @@ class WatcherThread:
     def states(self) -> dict[str, WatchState]:
         result: dict[str, WatchState] = self.watcher.states()
         return result
+
+    def recheck(self, names: Iterable[str]) -> None:
+        wanted = list(names)
+        if wanted:
+            self._loop.call_soon_threadsafe(self.watcher.recheck, wanted)
 
     def close(self) -> None:
         if not self._thread.is_alive():
@@ -405,6 +468,8 @@ class Watcher(Protocol):
     def sync(self, targets: Mapping[str, GnmiTarget]) -> None: ...
 
     def states(self) -> dict[str, WatchState]: ...
+
+    def recheck(self, names: Iterable[str]) -> None: ...
 
 
 def uncovered(states: Mapping[str, WatchState]) -> list[str]:
@@ -456,7 +521,13 @@ class WatchedReconcile:
 
     def tick(self, now_s: float) -> list[SwitchRun]:
         """Re-read the watched switches if due; reconcile what drifted; a full pass if the
-        audit is due, else the uncovered switches if their interval is due."""
+        audit is due, else the uncovered switches if their interval is due. A switch the
+        pass wrote to may hold tables it lacked: its watch reads for them at once."""
+        runs = self._tick(now_s)
+        self._watcher.recheck(r.switch for r in runs if r.status == "corrected")
+        return runs
+
+    def _tick(self, now_s: float) -> list[SwitchRun]:
         if self.refresh_at is None or now_s >= self.refresh_at or self._moved():
             targets = self._targets()
             if self.refresh_at is not None:

@@ -55,6 +55,7 @@ from controller.intent.models import Switch
 from controller.sonic.gcu import GcuPace
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
+from controller.southbound.faults import Fault, Reason, classify, redact
 from controller.southbound.paths import (
     ORIGIN,
     Elems,
@@ -82,6 +83,11 @@ T = TypeVar("T")
 JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
 RETRYABLE = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
 DEFAULT_USERNAME = "admin"  # SONiC's default account
+# Refusals whose message is the named cause ("credentials refused (…)", TLS), not the
+# server's bare words ("Unauthenticated").
+NAMED_REFUSALS = frozenset(
+    {Reason.AUTH_REFUSED, Reason.NOT_AUTHORISED, Reason.TLS_CERTIFICATE, Reason.TLS_HANDSHAKE}
+)
 
 
 @dataclass(frozen=True)
@@ -320,13 +326,28 @@ class SwitchSession:
                 yield
 
     def _typed(self, method: str, error: grpc.RpcError) -> Exception:
+        """The typed error, its cause named (``controller.southbound.faults``): a TLS
+        failure is UNAVAILABLE to gRPC, like a closed port, and only the details tell them
+        apart; a refused password is UNAUTHENTICATED. The password never reaches the text."""
         code = _code_name(error)
         if code in RETRYABLE:
             tries = self._policy.retry.attempts
-            return SouthboundUnreachable(
-                self.name, f"{method} to {self.target.endpoint}: {code} after {tries} tries"
-            )
-        return SouthboundRejected(self.name, code, _details(error))
+            cause = self._fault(error).cause
+            where = f"{method} to {self.target.endpoint}"
+            return SouthboundUnreachable(self.name, f"{where}: {code} after {tries} tries: {cause}")
+        return self._rejected(error)
+
+    def _fault(self, error: grpc.RpcError) -> Fault:
+        details = redact(_details(error), self.target.password.get_secret_value())
+        return classify(_code_name(error), details)
+
+    def _rejected(self, error: grpc.RpcError) -> SouthboundRejected:
+        """The switch's refusal: its own words, or the named cause of a refused credential
+        or TLS ("credentials refused (Unauthenticated)")."""
+        fault = self._fault(error)
+        if fault.reason in NAMED_REFUSALS:
+            return SouthboundRejected(self.name, fault.code, fault.cause)
+        return SouthboundRejected(self.name, fault.code, _details(error))
 
     def capabilities(self) -> Capabilities:
         reply = self._call("Capabilities", gnmi_pb2.CapabilityRequest())
@@ -419,7 +440,7 @@ class SwitchSession:
                     f"(deadline {deadline:g} s); the switch may still be applying it",
                     outcome_wait_s=deadline * self._policy.outcome_wait_factor,
                 ) from None
-            raise SouthboundRejected(self.name, code, _details(error)) from None
+            raise self._rejected(error) from None
         dropped = {op.table for op in ops if op.kind == "delete" and op.whole_table}
         self._present = ((self._present or frozenset()) | {op.table for op in ops}) - dropped
         expected = len(parts.deletes) + len(parts.updates)
@@ -520,24 +541,34 @@ def _answers_from_reply(switch: str, reply: Any) -> TableAnswers:
     return TableAnswers(switch, raw, decoded)
 
 
+# How often a channel pings a quiet connection: more seldom than any gNMI server on a SONiC
+# switch lets a client ping. sonic-gnmi (telemetry/telemetry.go) sets a keepalive enforcement
+# policy only when it serves TLS (MinTime 20 s, pings without streams allowed); plaintext it
+# keeps grpc-go's default (keepalive.EnforcementPolicy: MinTime 5 min, no pings without an
+# active stream), and answers a client that pings more often with GOAWAY "too_many_pings",
+# which ends every stream of the connection. One setting for Get/Set channels, the
+# collector's streams and the drift watch's; a peer that vanished is noticed within about 6
+# minutes (the streams' own deadlines and reconnects notice sooner when the switch restarts).
+KEEPALIVE_TIME_MS = 360_000
+
+
 @dataclass(frozen=True)
 class ChannelOptions:
     """Reconnect quickly after a switch restarts (gRPC's default first backoff is 1 s and
-    grows to 120 s), and keep idle channels alive across reconcile intervals. Each channel
-    keeps its own connections (a local subchannel pool): gRPC otherwise shares them process
-    wide by address, so a pool opened after a switch restarted could inherit a connection
-    still backing off from the old one.
-
-    Keepalive pings go out every 6 minutes, not more often: gRPC servers answer a client that
-    pings more often than every 5 minutes while no data flows with GOAWAY ``too_many_pings``
-    (grpc-go's keepalive ``EnforcementPolicy.MinTime``, gRPC core's
-    ``grpc.http2.min_ping_interval_without_data_ms``). A Set waiting on GCU is such a quiet
-    call: against SONiC's own gNMI server a Set of a first rollout (minutes of GCU) was cut
-    off after 2 minutes by that GOAWAY when the pings came every 30 s."""
+    grows to 120 s), and keep idle channels alive across reconcile intervals without drawing
+    a server's "too_many_pings" (``KEEPALIVE_TIME_MS``: a Set waiting minutes on GCU is such
+    a quiet call; against SONiC's own gNMI server a first rollout's Set was cut off after 2
+    minutes by that GOAWAY when the pings came every 30 s). Each channel keeps its own
+    connections (a local subchannel pool): gRPC otherwise shares them process wide by
+    address, so a pool opened after a switch restarted could inherit a connection still
+    backing off from the old one. ``max_receive_bytes``: the largest answer taken (a
+    Subscribe to a switch's whole COUNTERS table answers it in one message; gRPC's default
+    limit is 4 MiB)."""
 
     initial_reconnect_backoff_ms: int = 100
     max_reconnect_backoff_ms: int = 2000
-    keepalive_time_ms: int = 360_000
+    keepalive_time_ms: int = KEEPALIVE_TIME_MS
+    max_receive_bytes: int = 64 * 1024 * 1024
 
     def as_grpc(self) -> list[tuple[str, int]]:
         return [
@@ -545,6 +576,7 @@ class ChannelOptions:
             ("grpc.min_reconnect_backoff_ms", self.initial_reconnect_backoff_ms),
             ("grpc.max_reconnect_backoff_ms", self.max_reconnect_backoff_ms),
             ("grpc.keepalive_time_ms", self.keepalive_time_ms),
+            ("grpc.max_receive_message_length", self.max_receive_bytes),
             ("grpc.use_local_subchannel_pool", 1),
         ]
 

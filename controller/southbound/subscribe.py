@@ -1,5 +1,5 @@
 """gNMI Subscribe to SONiC switches: STREAM (SAMPLE, ON_CHANGE), ONCE and POLL over origin
-``sonic-db``, and one supervised stream per switch.
+``sonic-db``, and supervised streams per switch.
 
 Same targets, credentials (username/password metadata), TLS and channel options as Get/Set
 (``controller.southbound.gnmi``); the channel is asyncio gRPC (``grpc.aio``) so one collector
@@ -10,13 +10,23 @@ that swallows errors (a stream that dies looks like a quiet one, so staleness an
 could not be told apart), has no asyncio form, and a client is bound to one target, while a
 fleet server needs the prefix target per switch on a shared channel (docs/southbound.md).
 
-Paths: SONiC's MixedDbClient (origin ``sonic-db``) does not translate port or queue names to
-counter objects (reference: sonic-gnmi test/test_gnmi_countersdb.py), so counters are read
-the way SONiC lays them out: the name maps first (``COUNTERS_QUEUE_NAME_MAP``,
-``COUNTERS_PORT_NAME_MAP``), then ``COUNTERS/<oid>`` per object. The maps are subscribed
-ON_CHANGE too: when one changes (ports added, syncd restarted) the stream is re-made with the
-new oids. A stream that ends or fails is re-opened with backoff and jitter; a switch that
-restarts is subscribed afresh, maps included.
+What SONiC's own server (sonic-net/sonic-gnmi, sonic_data_client/mixed_db_client.go) asks of
+a client, and what is done about it here:
+- One database per Subscribe ("Target conflict in path" otherwise): a switch gets one stream
+  per database, each a ``SupervisedStream`` with its own ``StreamSession``.
+- A Subscribe naming a table the switch does not hold fails whole ("Failed to find <DB>
+  <TABLE>"; a key path is accepted and answered ``{}``): each session subscribes to what
+  exists and learns when the rest appears (``StreamSession.changed``, or a key it follows).
+- The request side stays open until the call ends (``subscribe``): a half-closed Subscribe is
+  ended with "queue: disposed", and a ONCE stays open after its sync.
+- Counters: the server does not translate port or queue names to counter objects (reference:
+  sonic-gnmi test/test_gnmi_countersdb.py), so they are read the way SONiC lays them out: the
+  name maps (``COUNTERS_QUEUE_NAME_MAP``, ``COUNTERS_PORT_NAME_MAP``) and the ``COUNTERS``
+  table, subscribed whole (one message a tick, where a path per object costs a message per
+  object per tick).
+A stream that ends or fails is re-opened with backoff and jitter; a switch that restarts is
+subscribed afresh. Failures are named (``controller.southbound.faults``) and logged once per
+change.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,6 +44,7 @@ import grpc  # type: ignore[import-untyped]
 import orjson
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
+from controller.southbound.faults import Fault, FaultLog, Reason, absent_table, classify, redact
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
 from controller.southbound.paths import ORIGIN
 from controller.southbound.retry import RetryPolicy, backoff_delay
@@ -46,6 +57,7 @@ JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
 QUEUE_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_QUEUE_NAME_MAP")
 PORT_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_PORT_NAME_MAP")
 AGENT_STATE = ("STATE_DB", INSTANCE, "SLUICE_AGENT_STATE")
+AGENT_GLOBAL = "global"  # the key a running agent writes at every loop (its heartbeat)
 COUNTERS = ("COUNTERS_DB", INSTANCE, "COUNTERS")
 
 
@@ -214,15 +226,20 @@ def open_channel(target: GnmiTarget, options: ChannelOptions | None = None) -> A
 
 
 class EndpointChannels:
-    """One asyncio channel per endpoint and TLS, opened on first use: the switches of a
-    fleet server share it (streams to them multiplex over one HTTP/2 connection)."""
+    """One asyncio channel per endpoint, TLS and stream kind (``lane``), opened on first use:
+    the switches of a fleet server share one per kind (streams to them multiplex over one
+    HTTP/2 connection), and one switch's streams of different kinds never share one.
+    sonic-gnmi keeps one Subscribe per client connection: a second Subscribe on the same
+    connection closes the first without a word (gnmi_server/server.go ``Subscribe``, "Delete
+    duplicate client"; ``-enable_stream_multiplexing`` is off by default). Each channel has
+    connections of its own (``ChannelOptions``: a local subchannel pool)."""
 
     def __init__(self, options: ChannelOptions | None = None) -> None:
         self._options = options
-        self._open: dict[tuple[str, TlsOptions | None], Any] = {}
+        self._open: dict[tuple[str, TlsOptions | None, str], Any] = {}
 
-    def for_target(self, target: GnmiTarget) -> Any:
-        key = (target.endpoint, target.tls)
+    def for_target(self, target: GnmiTarget, lane: str = "") -> Any:
+        key = (target.endpoint, target.tls, lane)
         channel = self._open.get(key)
         if channel is None:
             channel = self._open[key] = open_channel(target, self._options)
@@ -261,14 +278,22 @@ async def subscribe(
     propagate: the caller decides whether to reconnect). ``deadline_s`` bounds ONCE/POLL.
     The responses arrive as bytes (no deserializer on the call) and go through ``decoder``
     (``reference_decoder()`` when None): the collector's takes counter batches whole in its
-    compiled core, without building protobuf objects for them."""
+    compiled core, without building protobuf objects for them.
+
+    The request side stays open until the call ends: sonic-gnmi ends a Subscribe whose
+    client half-closed with ``INVALID_ARGUMENT: queue: disposed``, often before it sent
+    anything (gnmi_server/client_subscribe.go stops its queue when the request stream
+    ends), and after a ONCE's sync it keeps the stream open, so a ONCE is cancelled here once
+    its sync arrived."""
     first = subscribe_request(subs, mode, target.prefix_target)
+    ended = asyncio.Event()
 
     async def requests() -> AsyncIterator[Any]:
         yield first
         if polls is not None:
             async for _ in polls:
                 yield gnmi_pb2.SubscribeRequest(poll=gnmi_pb2.Poll())
+        await ended.wait()  # half-closing would end the call on sonic-gnmi
 
     method = channel.stream_stream(
         SUBSCRIBE, request_serializer=gnmi_pb2.SubscribeRequest.SerializeToString
@@ -280,7 +305,10 @@ async def subscribe(
             note = decoded(raw)
             if note is not None:
                 yield note
+                if note is SYNC and mode is ListMode.ONCE:
+                    return
     finally:
+        ended.set()
         call.cancel()
 
 
@@ -299,35 +327,94 @@ async def read_once(
 
 
 # ---------------------------------------------------------------------------------------------
-# one supervised stream per switch
+# what a database holds
+
+
+GET = "/gnmi.gNMI/Get"
+
+
+async def database_tables(
+    channel: Any, target: GnmiTarget, database: str, deadline_s: float
+) -> frozenset[str]:
+    """The tables ``database`` holds now: one Get of its root (sonic-gnmi answers a
+    database path with every table, ``{table: {key: {field: value}}}``), keeping only the
+    names. What a Subscribe may name: sonic-gnmi fails a whole Subscribe that names a table
+    it does not hold."""
+    request = gnmi_pb2.GetRequest(
+        prefix=gnmi_pb2.Path(target=target.prefix_target) if target.prefix_target else None,
+        path=[_path((database, INSTANCE))],
+        encoding=JSON_IETF,
+    )
+    get = channel.unary_unary(
+        GET,
+        request_serializer=gnmi_pb2.GetRequest.SerializeToString,
+        response_deserializer=gnmi_pb2.GetResponse.FromString,
+    )
+    reply = await get(request, metadata=metadata(target), timeout=deadline_s)
+    tables: set[str] = set()
+    for note in reply.notification:
+        for update in note.update:
+            value = _value(update.val)
+            if isinstance(value, dict):
+                tables.update(str(name) for name in value)
+    return frozenset(tables)
+
+
+def table_subscriptions(database: str, tables: Iterable[str]) -> list[Subscription]:
+    """``/<database>/localhost/<TABLE>`` ON_CHANGE for each table."""
+    return [Subscription((database, INSTANCE, table)) for table in sorted(tables)]
+
+
+def paths_text(subs: Sequence[Subscription]) -> str:
+    """The paths of a Subscribe for a log line: ``COUNTERS_DB/localhost/{A,B}``."""
+    if not subs:
+        return "nothing"
+    heads = {s.elems[:2] for s in subs}
+    if len(heads) != 1:
+        return ", ".join("/".join(s.elems) for s in subs)
+    tails = ["/".join(s.elems[2:]) for s in subs]
+    shown = ",".join(tails[:6]) + (f",… ({len(tails)} paths)" if len(tails) > 6 else "")
+    head = "/".join(next(iter(heads)))
+    return f"{head}/{shown}" if len(tails) == 1 else f"{head}/{{{shown}}}"
+
+
+# ---------------------------------------------------------------------------------------------
+# one supervised stream per switch and database
 
 
 class StreamEnd(NamedTuple):
     """How one Subscribe of a supervised stream ended: ``error`` None when the server ended it
     (or the session asked to subscribe again), else the gRPC status code's name or the
-    exception's type name (never its text: gRPC details may echo request metadata); ``code``
-    the status of a failed RPC."""
+    exception's type name; ``code`` the status of a failed RPC; ``fault`` the failure named
+    (``controller.southbound.faults``: its cause from the details, the password taken out)."""
 
     error: str | None
     code: Any = None  # grpc.StatusCode
+    fault: Fault | None = None
 
 
-def _failed_rpc(error: grpc.RpcError) -> StreamEnd:
+def _failed_rpc(error: grpc.RpcError, target: GnmiTarget) -> StreamEnd:
     code = error.code() if hasattr(error, "code") else None
-    return StreamEnd(code.name if code is not None else "UNKNOWN", code)
+    name = code.name if code is not None else "UNKNOWN"
+    details = error.details() if hasattr(error, "details") else None
+    text = redact(str(details or "no message"), target.password.get_secret_value())
+    return StreamEnd(name, code, classify(name, text))
 
 
 class StreamSession(Protocol):
     """A caller's part of a supervised stream: what to subscribe to, and what to do with
-    what arrives. The collector's is ``CounterSession``; the drift watch's is
-    ``controller.reconcile.watch.SwitchWatch``."""
+    what arrives. The collector's are ``CounterSession`` and ``AgentStateSession``; the drift
+    watch's is ``controller.reconcile.watch.SwitchWatch``."""
+
+    kind: str  # the stream's kind in logs and metrics: ``counters``, ``drift_watch``
 
     async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
-        """The paths of the next Subscribe (it may read the switch first)."""
+        """The paths of the next Subscribe (it may read the switch first); none: nothing to
+        subscribe to yet (the stream waits for ``changed``)."""
 
-    def synced(self) -> str | None:
+    def synced(self) -> Fault | None:
         """The initial values are in (sync_response); a problem found in them, named (kept
-        as the stream's ``last_error``; the stream goes on), or None."""
+        as the stream's fault; the stream goes on), or None."""
 
     def notification(self, note: Notification, *, synced: bool) -> bool:
         """One notification (``synced``: after the initial values); True to end this
@@ -337,11 +424,23 @@ class StreamSession(Protocol):
         """The Subscribe ended or failed; the wait before the next one, or None for the
         backoff. (A cancelled stream reports nothing: its canceller knows.)"""
 
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        """Returns when the paths to cover moved while a Subscribe runs (a table that was
+        absent appeared): the stream then subscribes again. A session that learns this from
+        its notifications never returns."""
+
+
+async def never() -> None:
+    """``StreamSession.changed`` of a session that needs no other signal."""
+    await asyncio.Event().wait()
+
 
 class SupervisedStream:
     """Keeps one switch subscribed (STREAM) until cancelled, on what ``session`` asks for; on
     any end or failure waits (backoff with jitter from ``rand``, from the start again once a
-    Subscribe synced) and subscribes again."""
+    Subscribe synced) and subscribes again. A failure is logged once per change of its
+    reason or cause (``FaultLog``), with the switch, the paths and the cause, not once per
+    retry; ``fault`` is the current one."""
 
     def __init__(
         self,
@@ -353,16 +452,26 @@ class SupervisedStream:
         rand: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         decoder: Callable[[], Decoder] = reference_decoder,
+        sync_timeout_s: float = 60.0,
     ) -> None:
         self.target = target
         self.session = session
+        # A Subscribe that has not synced by then is given up: a server can leave one open
+        # and silent (sonic-gnmi does to the first of two on one connection).
+        self._sync_timeout_s = sync_timeout_s
         self._channel = channel
         self._decoder = decoder  # makes each Subscribe's decoder
         self._retry = retry  # its ``attempts`` is ignored: retried for as long as it is wanted
         self._rand = rand
         self._sleep = sleep
+        self._faults = FaultLog()
+        self._paths = "nothing"
         self.failures = 0
         self.last_error: str | None = None
+
+    @property
+    def fault(self) -> Fault | None:
+        return self._faults.current
 
     async def run(self) -> None:
         retry_index = 0
@@ -372,30 +481,79 @@ class SupervisedStream:
                 delivered = await self._one_subscribe()
                 end = StreamEnd(None)
             except grpc.RpcError as error:
-                end = _failed_rpc(error)
+                end = _failed_rpc(error, self.target)
+            except TimeoutError:
+                cause = f"no sync_response within {self._sync_timeout_s:g} s"
+                end = StreamEnd("TimeoutError", None, Fault(Reason.DEADLINE, cause))
             except Exception as error:  # a malformed answer: count it and subscribe again
-                end = StreamEnd(type(error).__name__)
+                fault = Fault(Reason.MALFORMED, f"{type(error).__name__}: {error}"[:300])
+                end = StreamEnd(type(error).__name__, None, fault)
             self.last_error = end.error
             self.failures += end.error is not None
+            if end.fault is not None:
+                self._record(end.fault)
             wait = self.session.ended(end)
             if wait is None:
                 retry_index = 0 if delivered else retry_index + 1
                 wait = backoff_delay(self._retry, retry_index, self._rand())
             await self._sleep(wait)
 
+    def _record(self, fault: Fault) -> None:
+        if not self._faults.changed(fault):
+            return
+        level = logging.INFO if fault.reason is Reason.ABSENT else logging.WARNING
+        log.log(
+            level,
+            "%s: %s stream (%s): %s; subscribing again until it works",
+            self.target.name,
+            self.session.kind,
+            self._paths,
+            fault,
+        )
+
+    def _up(self, problem: Fault | None) -> None:
+        if problem is not None:
+            self.last_error = "EmptySubscription" if problem.reason is Reason.EMPTY else None
+            self._record(problem)
+        elif self._faults.recovered():
+            log.info(
+                "%s: %s stream (%s) is up again", self.target.name, self.session.kind, self._paths
+            )
+
     async def _one_subscribe(self) -> bool:
-        """One Subscribe until it ends; True once it synced or the session asked to subscribe
-        again, False when nothing was delivered (so consecutive failures back off further)."""
+        """One Subscribe until it ends or the session's paths move; True once it synced or
+        the session asked to subscribe again, False when nothing was delivered (so
+        consecutive failures back off further)."""
         subs = await self.session.subscriptions(self._channel, self.target)
+        self._paths = paths_text(subs)
+        changed = asyncio.ensure_future(self.session.changed(self._channel, self.target))
+        tasks: list[asyncio.Future[Any]] = [changed]
+        try:
+            if not subs:  # nothing to cover yet: wait for something to appear
+                self._up(self.session.synced())
+                await changed
+                return True
+            reading = asyncio.ensure_future(self._read(subs))
+            tasks.append(reading)
+            done, _ = await asyncio.wait({reading, changed}, return_when=asyncio.FIRST_COMPLETED)
+            if reading in done:
+                return reading.result()
+            changed.result()  # raises what the session's wait raised
+            return True  # the paths moved: subscribe again at once
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read(self, subs: Sequence[Subscription]) -> bool:
         synced = False
         notes = subscribe(self._channel, self.target, subs, decoder=self._decoder())
-        async with aclosing(notes):
+        async with aclosing(notes), asyncio.timeout(self._sync_timeout_s) as deadline:
             async for note in notes:
                 if note is SYNC:
                     synced = True
-                    problem = self.session.synced()
-                    if problem is not None:
-                        self.last_error = problem
+                    deadline.reschedule(None)
+                    self._up(self.session.synced())
                     continue
                 if self.session.notification(note, synced=synced):
                     return True
@@ -403,45 +561,56 @@ class SupervisedStream:
 
 
 # ---------------------------------------------------------------------------------------------
-# the collector's session: counters by oid
+# the collector's sessions: counters (COUNTERS_DB) and the agent's state (STATE_DB)
 
 
 class Handler(Protocol):
-    """What a counter stream reports to (the collector implements it)."""
+    """What the collector's streams report to (``controller.telemetry.collector``)."""
 
-    def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
-        """The maps just read; returns the oids to subscribe to."""
+    def notification(self, note: Notification) -> None:
+        """One notification: name maps, counter hashes (by object or as a whole table), the
+        agent's state."""
 
-    def notification(self, note: Notification) -> bool:
-        """One notification; True when a name map changed and the stream must be re-made."""
+    def counter_oids(self) -> list[str]:
+        """Every oid the name maps name now."""
 
     def stream_up(self, up: bool) -> None:
-        """The stream has synced (True), or ended or failed (False)."""
+        """The counters stream has synced (True), or ended or failed (False)."""
+
+    def fault(self, stream: str, fault: Fault | None) -> None:
+        """A stream's current fault (None: it works)."""
 
 
 class EmptySubscription(Exception):
-    """Counter paths the switch answered with a sync response and no data: SONiC's answer to
-    a path that names nothing (a counter by port name instead of oid, or an oid that is gone),
-    reported rather than taken for a quiet counter."""
+    """Counter objects the name maps name that the switch answered nothing for (sonic-gnmi
+    answers ``{}`` for a key that does not exist): a map that names objects the switch no
+    longer holds, reported rather than taken for quiet counters."""
 
     def __init__(self, paths: Sequence[tuple[str, ...]]) -> None:
         self.paths = tuple(paths)
         shown = ", ".join("/".join(p) for p in self.paths[:3])
         more = f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else ""
-        super().__init__(
-            f"{len(self.paths)} counter path(s) answered only with sync: {shown}{more}"
-        )
+        super().__init__(f"{len(self.paths)} counter object(s) answered nothing: {shown}{more}")
 
 
-def paths_without_data(
-    subs: Sequence[Subscription], delivered: Sequence[tuple[str, ...]]
+def objects_without_counters(
+    named: Iterable[str], delivered: Iterable[tuple[str, ...]]
 ) -> list[tuple[str, ...]]:
-    """The counter subscriptions no update before the sync response fell under. (Every
-    prefix of every delivered path in a set: linear, where testing each subscription
-    against each update was 579 x 579 per switch at each subscribe.)"""
-    under = {d[:k] for d in delivered for k in range(1, len(d) + 1)}
-    counters = [s.elems for s in subs if s.elems[: len(COUNTERS)] == COUNTERS]
-    return [p for p in counters if p not in under]
+    """The counter paths of the oids in ``named`` that no hash with a member was delivered
+    for (``delivered``: the paths of the non-empty hashes of the initial values)."""
+    have = {d[3] for d in delivered if len(d) == 4 and d[:3] == COUNTERS}
+    return [counters_path(oid) for oid in named if oid not in have]
+
+
+def counter_hashes(change: Change) -> list[tuple[str, Any]]:
+    """The ``(oid, value)`` counter hashes one change carries: one for an object's path, every
+    object of the table for the table's path (a whole-table answer)."""
+    elems, value = change
+    if len(elems) == 4 and elems[2] == "COUNTERS" and elems[:3] == COUNTERS:
+        return [(elems[3], value)]
+    if elems == COUNTERS and isinstance(value, dict):
+        return list(value.items())
+    return []
 
 
 @dataclass(frozen=True)
@@ -458,61 +627,132 @@ class StreamPolicy:
     )
 
 
-def stream_subscriptions(oids: Sequence[str], policy: StreamPolicy) -> list[Subscription]:
-    """The name maps and agent state ON_CHANGE; each counter object by its oid."""
+def stream_subscriptions(policy: StreamPolicy, *, counters: bool = True) -> list[Subscription]:
+    """The counters stream: both name maps ON_CHANGE (key-less hashes: sonic-gnmi answers
+    ``{}`` while one is absent, never "Failed to find") and, unless ``counters`` is False,
+    the whole COUNTERS table in the counter mode: one subscription for every object, which
+    sonic-gnmi answers with one message a tick (a subscription per object costs a message per
+    object per tick, and a redis connection each on the switch: docs/telemetry.md)."""
     counter_interval = policy.sample_interval_s if policy.counter_mode is SubMode.SAMPLE else 0.0
-    subs = [Subscription(QUEUE_NAME_MAP), Subscription(PORT_NAME_MAP), Subscription(AGENT_STATE)]
-    subs += [Subscription(counters_path(o), policy.counter_mode, counter_interval) for o in oids]
+    subs = [Subscription(QUEUE_NAME_MAP), Subscription(PORT_NAME_MAP)]
+    if counters:
+        subs.append(Subscription(COUNTERS, policy.counter_mode, counter_interval))
     return subs
 
 
+def _absent_or_fault(handler: Handler, kind: str, end: StreamEnd, table: tuple[str, ...]) -> bool:
+    """True when the Subscribe failed only because ``table`` (database, instance, name) is
+    not on the switch: a state the session follows, not a fault. Anything else is the
+    stream's fault from here."""
+    fault = end.fault
+    absent = (
+        fault is not None
+        and fault.reason is Reason.ABSENT
+        and absent_table(fault.cause) == (table[0], table[2])
+    )
+    handler.fault(kind, None if absent else fault)
+    return absent
+
+
 class CounterSession:
-    """The collector's part of a switch's supervised stream: read both name maps (ONCE), then
-    stream the maps and the agent state ON_CHANGE and each counter by its oid; a map that
-    changes makes the stream again with the new oids."""
+    """The collector's COUNTERS_DB stream of one switch: both name maps ON_CHANGE and the
+    whole COUNTERS table (``stream_subscriptions``). The initial values are applied maps
+    first, at the sync, so no hash waits for its map; an oid the maps name that has no
+    counters then is reported (``EmptySubscription``). On a switch with no counters yet
+    (sonic-gnmi: "Failed to find COUNTERS_DB COUNTERS") it subscribes to the maps alone and
+    again with the table once a map names objects."""
+
+    kind = "counters"
 
     def __init__(self, handler: Handler, policy: StreamPolicy) -> None:
         self._handler = handler
         self._policy = policy
-        self._switch = ""
-        self._subs: list[Subscription] = []
-        self._delivered: list[tuple[str, ...]] = []
-        # Set at each sync: the paths that delivered nothing (None when every one did).
+        self._counters = True  # whether the switch holds a COUNTERS table, as last seen
+        self._initial: list[Notification] = []
+        # Set at each sync: the objects that delivered nothing (None when every one did).
         self.empty: EmptySubscription | None = None
 
     async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
-        maps = await read_once(
-            channel, target, [QUEUE_NAME_MAP, PORT_NAME_MAP], self._policy.connect_deadline_s
-        )
-        oids = self._handler.name_maps(
-            _as_map(maps.get(QUEUE_NAME_MAP)), _as_map(maps.get(PORT_NAME_MAP))
-        )
-        self._switch = target.name
-        self._subs = stream_subscriptions(oids, self._policy)
-        self._delivered = []
-        return self._subs
+        self._initial = []
+        return stream_subscriptions(self._policy, counters=self._counters)
 
-    def synced(self) -> str | None:
-        """A counter path that answered only with sync is an error, logged once per stream."""
-        missing = paths_without_data(self._subs, self._delivered)
-        self.empty = EmptySubscription(missing) if missing else None
+    def synced(self) -> Fault | None:
+        holds_counters = [any(counter_hashes(c) for c in n.changes) for n in self._initial]
+        for counters_now in (False, True):  # the maps first: every hash finds its object
+            for note, holds in zip(self._initial, holds_counters, strict=True):
+                if holds is counters_now:
+                    self._handler.notification(note)
+        delivered = [
+            (*COUNTERS, str(oid))
+            for note in self._initial
+            for change in note.changes
+            for oid, value in counter_hashes(change)
+            if value
+        ]
+        self._initial = []
+        missing = objects_without_counters(self._handler.counter_oids(), delivered)
+        self.empty = EmptySubscription(missing) if missing and self._counters else None
         self._handler.stream_up(True)
-        if self.empty is None:
-            return None
-        log.warning("%s: %s", self._switch, self.empty)
-        return "EmptySubscription"
+        fault = Fault(Reason.EMPTY, str(self.empty)) if self.empty is not None else None
+        self._handler.fault(self.kind, fault)
+        return fault
 
     def notification(self, note: Notification, *, synced: bool) -> bool:
         if not synced:
-            self._delivered.extend(change.elems for change in note.changes)
-        return self._handler.notification(note)
+            self._initial.append(note)
+            return False
+        self._handler.notification(note)
+        if not self._counters and self._handler.counter_oids():
+            self._counters = True  # a map names objects now: their counters will follow
+            return True
+        return False
 
     def ended(self, end: StreamEnd) -> float | None:
         self._handler.stream_up(False)
+        if _absent_or_fault(self._handler, self.kind, end, COUNTERS):
+            self._counters = False
+            return 0.0
         return None
 
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        await never()
 
-def _as_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
+
+class AgentStateSession:
+    """The collector's STATE_DB stream of one switch: the agent's state table ON_CHANGE. A
+    switch without an agent has no ``SLUICE_AGENT_STATE`` and sonic-gnmi refuses the whole
+    Subscribe for it ("Failed to find STATE_DB SLUICE_AGENT_STATE"); the stream then follows
+    the one key every running agent writes at each loop, ``SLUICE_AGENT_STATE|global`` (a key
+    path is accepted while it is absent, answered ``{}``, and streamed once written), and
+    subscribes to the whole table again once it appears."""
+
+    kind = "agent_state"
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._present = True  # whether the table exists, as last seen
+
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        if self._present:
+            return [Subscription(AGENT_STATE)]
+        return [Subscription((*AGENT_STATE, AGENT_GLOBAL))]
+
+    def synced(self) -> Fault | None:
+        self._handler.fault(self.kind, None)
+        return None
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        self._handler.notification(note)
+        if self._present:
+            return False
+        self._present = any(change.value for change in note.changes)
+        return self._present  # the agent wrote its state: the whole table now
+
+    def ended(self, end: StreamEnd) -> float | None:
+        if _absent_or_fault(self._handler, self.kind, end, AGENT_STATE):
+            self._present = False
+            return 0.0
+        return None
+
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        await never()

@@ -1,11 +1,12 @@
 """The collector process: ``python -m controller.telemetry.collector [--shard I/N]``.
 
 It reads the switches from the current intent in PostgreSQL (or ``--intent FILE``), keeps
-one supervised gNMI Subscribe stream per switch of its shard (``controller.southbound.
-subscribe``), turns the updates into rates and agent state (``controller.telemetry.state``)
-and serves them as Prometheus metrics on ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` (127.0.0.1:
-9464 by default). The switch list is re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch
-that leaves the intent is unsubscribed, a new one subscribed.
+two supervised gNMI Subscribe streams per switch of its shard, one per database (counters
+from COUNTERS_DB, the agent's state from STATE_DB: ``controller.southbound.subscribe``),
+turns the updates into rates and agent state (``controller.telemetry.state``) and serves them
+as Prometheus metrics on ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` (127.0.0.1:9464 by default).
+The switch list is re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch that leaves the
+intent is unsubscribed, a new one subscribed.
 
 With ``SLUICE_TELEMETRY_SHARD=engine`` the collectors shard the switches without ``--shard``:
 each registers as a worker record of the engine (procrastinate's ``procrastinate_workers``,
@@ -45,6 +46,7 @@ from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard
 from controller.settings import Settings, libpq_conninfo
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
+from controller.southbound.faults import Fault
 from controller.southbound.gnmi import GnmiTarget, target_for_switch
 from controller.southbound.subscribe import (
     AGENT_STATE,
@@ -52,6 +54,7 @@ from controller.southbound.subscribe import (
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
     SYNC,
+    AgentStateSession,
     CounterSession,
     Decoder,
     EndpointChannels,
@@ -126,27 +129,29 @@ class SwitchHandler(Handler):
         self._queue_map: dict[str, str] = {}
         self._port_map: dict[str, str] = {}
 
-    def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
+    def counter_oids(self) -> list[str]:
         with self._lock:
-            self._queue_map, self._port_map = dict(queues), dict(ports)
-            self.telemetry.set_queue_map(queues)
-            self.telemetry.set_port_map(ports)
-            # A map value that is not a SAI oid cannot be subscribed to; it is left out.
-            return [oid for oid in self.telemetry.counter_oids() if oid.startswith("oid:")]
+            return self.telemetry.counter_oids()
 
     def stream_up(self, up: bool) -> None:
         with self._lock:
             self.telemetry.stream_up = up
 
+    def fault(self, stream: str, fault: Fault | None) -> None:
+        with self._lock:
+            if fault is None:
+                self.telemetry.faults.pop(stream, None)
+            else:
+                self.telemetry.faults[stream] = fault
+
     def decoder(self) -> Decoder:
-        """A new stream's decoder (``SupervisedStream`` makes one per Subscribe call)."""
+        """A new counters stream's decoder (``SupervisedStream`` makes one per Subscribe)."""
         return CounterIngest(self.telemetry, self._lock)
 
-    def notification(self, note: Notification) -> bool:
-        """One notification under one lock: a switch sends all its counters due at a tick in
-        one, so the lock, the timestamp and the dispatch are paid per notification; each
-        counter hash goes straight to its object, anything else through ``_change``."""
-        remake = False
+    def notification(self, note: Notification) -> None:
+        """One notification under one lock: the lock, the timestamp and the dispatch are paid
+        per notification; each counter hash goes straight to its object (one per object path,
+        every object of a whole-table answer), anything else through ``_change``."""
         ts_ns = note.timestamp_ns
         counters = self.telemetry.counters
         with self._lock:
@@ -156,24 +161,28 @@ class SwitchHandler(Handler):
                         # Values stay as sent: the state parses each decimal or skips it.
                         counters(elems[3], value, ts_ns)
                     continue
-                remake = self._change(elems, value, ts_ns) or remake
-        return remake
+                if elems == COUNTERS:
+                    for oid, fields in value.items() if isinstance(value, dict) else ():
+                        if isinstance(fields, dict):
+                            counters(str(oid), fields, ts_ns)
+                    continue
+                self._change(elems, value, ts_ns)
 
-    def _change(self, elems: tuple[str, ...], value: Any, ts_ns: int) -> bool:
+    def _change(self, elems: tuple[str, ...], value: Any, ts_ns: int) -> None:
         table, rest = elems[:3], elems[3:]
         if table in (QUEUE_NAME_MAP, PORT_NAME_MAP):
-            return self._map_change(table, rest, value)
-        if table == AGENT_STATE:
+            self._map_change(table, rest, value)
+        elif table == AGENT_STATE:
             if rest:
                 self.telemetry.agent_state(rest[0], _fields(value), ts_ns)
             elif isinstance(value, dict):
                 for key, fields in value.items():
                     self.telemetry.agent_state(str(key), _fields(fields), ts_ns)
-            return False
-        return False  # a counter hash by oid is taken in ``notification``; nothing else is read
+        # anything else is not read (a table delete of sonic-gnmi's comes with its keys)
 
-    def _map_change(self, table: tuple[str, ...], rest: tuple[str, ...], value: Any) -> bool:
-        """True when the map now differs from the one the stream was made from."""
+    def _map_change(self, table: tuple[str, ...], rest: tuple[str, ...], value: Any) -> None:
+        """The map as it is now, applied when it moved (an object under a new oid starts
+        afresh; the COUNTERS table subscription already covers every oid)."""
         current = self._queue_map if table == QUEUE_NAME_MAP else self._port_map
         updated = dict(current)
         if rest:
@@ -181,18 +190,26 @@ class SwitchHandler(Handler):
                 updated.pop(rest[0], None)
             else:
                 updated[rest[0]] = str(value)
-        elif isinstance(value, dict):
-            updated = {str(k): str(v) for k, v in value.items()}
-        return updated != current
+        else:
+            updated = {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+        if updated == current:
+            return
+        if table == QUEUE_NAME_MAP:
+            self._queue_map = updated
+            self.telemetry.set_queue_map(updated)
+        else:
+            self._port_map = updated
+            self.telemetry.set_port_map(updated)
 
 
 class CounterIngest:
-    """One stream's decoder for the collector. Once the stream has synced, a response that
-    is a batch of counter hashes (a SAMPLE tick: the bulk of what a switch sends) goes whole
-    into the switch's compiled table as the bytes gRPC received, under the metrics lock, and
-    nothing is handed on; anything else (the maps, the agent's state, deletes, and every
-    response before the sync, whose paths the stream checks for empty subscriptions) goes
-    through the reference decoder to ``SwitchHandler.notification``."""
+    """One counters stream's decoder for the collector. Once the stream has synced, a
+    response that is a batch of counter hashes (the whole COUNTERS table at a SAMPLE tick, or
+    an object's hash on a change: the bulk of what a switch sends) goes whole into the
+    switch's compiled table as the bytes gRPC received, under the metrics lock, and nothing
+    is handed on; anything else (the maps, deletes, and every response before the sync, which
+    the stream applies maps first and checks for objects without counters) goes through the
+    reference decoder to ``SwitchHandler.notification``."""
 
     def __init__(self, telemetry: SwitchTelemetry, lock: threading.Lock) -> None:
         self._telemetry = telemetry
@@ -220,9 +237,16 @@ def _fields(value: Any) -> dict[str, str] | None:
 
 @dataclass
 class Running:
+    """One switch's streams: its counters (COUNTERS_DB) and its agent's state (STATE_DB),
+    one database per Subscribe as sonic-gnmi requires."""
+
     target: GnmiTarget
     handler: SwitchHandler
-    task: asyncio.Task[None]
+    tasks: tuple[asyncio.Task[None], ...]
+
+    def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
 
 
 class EngineMembership:
@@ -309,7 +333,7 @@ class Collector:
         for name in list(self._running):
             running = self._running[name]
             if name not in wanted or running.target != targets.get(name):
-                running.task.cancel()
+                running.cancel()
                 del self._running[name]
         classes = queue_classes(intent)
         for name, switch in sorted(wanted.items()):
@@ -324,24 +348,43 @@ class Collector:
                 continue
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
-            stream = SupervisedStream(
+            self._running[name] = Running(target, handler, self._start(target, handler))
+
+    def _start(self, target: GnmiTarget, handler: SwitchHandler) -> tuple[asyncio.Task[None], ...]:
+        """The switch's two streams, each on a connection of its own (sonic-gnmi keeps one
+        Subscribe per connection: ``EndpointChannels``)."""
+        counters, agent = CounterSession(handler, self._policy), AgentStateSession(handler)
+        streams = (
+            SupervisedStream(
                 target,
-                self._channels.for_target(target),
-                CounterSession(handler, self._policy),
+                self._channels.for_target(target, counters.kind),
+                counters,
                 self._policy.retry,
                 rand=self._rand,
                 decoder=handler.decoder,
-            )
-            task = asyncio.get_running_loop().create_task(stream.run(), name=f"stream-{name}")
-            self._running[name] = Running(target, handler, task)
+            ),
+            SupervisedStream(
+                target,
+                self._channels.for_target(target, agent.kind),
+                agent,
+                self._policy.retry,
+                rand=self._rand,
+            ),
+        )
+        loop = asyncio.get_running_loop()
+        return tuple(
+            loop.create_task(stream.run(), name=f"{stream.session.kind}-{target.name}")
+            for stream in streams
+        )
 
     def _holds(self, switch: str) -> bool:
         return self.live_shard is not None or self.shard.holds(switch)
 
     async def close(self) -> None:
         for running in self._running.values():
-            running.task.cancel()
-        await asyncio.gather(*(r.task for r in self._running.values()), return_exceptions=True)
+            running.cancel()
+        tasks = [task for running in self._running.values() for task in running.tasks]
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._running.clear()
         await self._channels.close()
 

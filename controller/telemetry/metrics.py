@@ -106,6 +106,11 @@ MODE = Family("sluice_agent_mode_info", "the agent's mode and algorithm")
 VERSION = Family("sluice_agent_orders_version", "the orders' version in force (hex as a number)")
 LOOP = Family("sluice_agent_loop_seconds", "the agent's last loop")
 STREAM_UP = Family("sluice_switch_stream_up", "1 while the Subscribe stream is up")
+STREAM_FAULT = Family(
+    "sluice_switch_stream_fault_info",
+    "1 for each of a switch's streams that is failing now, by reason "
+    "(tls_certificate, tls_handshake, auth_refused, unreachable, refused, empty, ...)",
+)
 UPDATE_AGE = Family(
     "sluice_switch_last_update_age_seconds", "now minus the last update's timestamp"
 )
@@ -129,6 +134,7 @@ FAMILIES = (
     VERSION,
     LOOP,
     STREAM_UP,
+    STREAM_FAULT,
     UPDATE_AGE,
     RESETS,
     UPDATES,
@@ -262,6 +268,9 @@ def _add(lines: Lines, family: Family, labels: str, value: float) -> None:
 def _switch_lines(sw: SwitchTelemetry, now: int, lines: Lines) -> None:
     one = labels_text((("switch", sw.name),))
     _add(lines, STREAM_UP, one, 1 if sw.stream_up else 0)
+    for stream, fault in sorted(sw.faults.items()):
+        labels = (("switch", sw.name), ("stream", stream), ("reason", fault.reason.value))
+        _add(lines, STREAM_FAULT, labels_text(labels), 1)
     last = sw.last_update_age_s(now)
     if last is not None:
         _add(lines, UPDATE_AGE, one, last)

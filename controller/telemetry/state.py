@@ -6,9 +6,13 @@ maps (``COUNTERS_QUEUE_NAME_MAP``: ``Ethernet0:3`` -> oid, ``COUNTERS_PORT_NAME_
 STATE_DB report (``SLUICE_AGENT_STATE|global`` and ``|<port>|<queue>``). Every input carries
 the switch's timestamp; rates come from ``controller.telemetry.rates``.
 
-A counter hash whose oid is in neither map is counted as unknown and otherwise ignored (a
-map not yet received, or an object the maps no longer name); a field that is not a decimal
-is ignored, never raised on.
+A queue or port counter hash whose oid is in neither map is counted as unknown and otherwise
+ignored (a map not yet received, or an object the maps no longer name); another object of the
+COUNTERS table (a priority group, a buffer pool) is ignored; a hash with no member (``{}``,
+an object the switch does not hold) is no update; a field that is not a decimal is ignored,
+never raised on. A counter that grows past its object's line rate (the ports' speeds from the
+intent, ``port_speeds_bps``) is a reset, as one that goes backwards
+(``controller.telemetry.rates``).
 
 The counter objects and their rates live in the compiled core (``controller_core.
 CounterTable``, native/controller-core/src/table.rs, where the rule is written): a switch's
@@ -24,6 +28,7 @@ from typing import Any
 
 from controller_core import CounterTable
 
+from controller.southbound.faults import Fault
 from controller.telemetry.rates import NS_PER_S, fraction, parse_count
 
 QUEUE_PACKETS = "SAI_QUEUE_STAT_PACKETS"
@@ -138,15 +143,30 @@ class SwitchTelemetry:
         window_ns: int = 0,
     ) -> None:
         self.name = name
-        self.port_speeds_bps = dict(port_speeds_bps)
         self.queue_classes = dict(queue_classes)  # queue index -> class name
         self.window_ns = window_ns
         self.queue_oids: dict[str, QueueId] = {}
         self.port_oids: dict[str, str] = {}
         self.table = CounterTable(window_ns)
+        self.port_speeds_bps = port_speeds_bps
         self.agent: AgentGlobal | None = None
         self.agent_queues: dict[QueueId, AgentQueue] = {}
         self.stream_up = False
+        # Each stream that is failing now (``counters``, ``agent_state``): its fault.
+        self.faults: dict[str, Fault] = {}
+
+    @property
+    def port_speeds_bps(self) -> dict[str, float]:
+        """Each port's line rate (bits a second, from the intent)."""
+        return self._port_speeds_bps
+
+    @port_speeds_bps.setter
+    def port_speeds_bps(self, speeds: Mapping[str, float]) -> None:
+        """New speeds bound the counters from here on (a jump past one is a reset)."""
+        self._port_speeds_bps = dict(speeds)
+        self.table.set_line_rates(
+            [(port, int(bps) // 8) for port, bps in self._port_speeds_bps.items() if bps > 0]
+        )
 
     # name maps -------------------------------------------------------------------------------
 
@@ -186,8 +206,11 @@ class SwitchTelemetry:
         return ResetEvent(*reset) if reset is not None else None
 
     def agent_state(self, key: str, fields: Mapping[str, str] | None, ts_ns: int) -> None:
-        """``SLUICE_AGENT_STATE|<key>``: ``global`` or ``<port>|<queue>``; None: deleted."""
+        """``SLUICE_AGENT_STATE|<key>``: ``global`` or ``<port>|<queue>``; None or no field
+        (sonic-gnmi's ``{key: {}}`` for a deleted key): deleted."""
         self.table.seen(ts_ns)
+        if not fields:
+            fields = None
         if key == "global":
             self.agent = agent_global(fields) if fields is not None else None
             return

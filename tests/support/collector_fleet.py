@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -56,6 +57,11 @@ def store_intent(db_url: str, gnmi_ports: dict[str, int]) -> None:
         for name, port in gnmi_ports.items()
     ]  # fmt: skip
     data = {"fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000}, "switches": switches}
+    store_first_intent(db_url, data)
+
+
+def store_first_intent(db_url: str, data: dict[str, Any]) -> None:
+    """``data`` as the first intent version in the database at ``db_url``."""
     engine = make_engine(db_url)
     try:
         service = IntentService(make_sessions(engine), clock=lambda: datetime.now(UTC))

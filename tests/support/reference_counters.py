@@ -5,6 +5,13 @@ the core, with one change the core made: a count is a decimal of ASCII digits th
 bits (SAI's counters are ``uint64_t``), where ``str.isdigit`` also took other scripts' digits
 (``"١٢"``) and superscripts, on which ``int`` raised. ``CounterSet`` is itself held equal to
 the per-field ``CounterTrack`` below (tests/unit/telemetry/test_counter_set.py).
+
+Since the real SONiC server: a counter that grows past its object's line rate is a reset as
+going backwards is (``controller.telemetry.rates.grew_too_fast``; a queue's sent bytes and
+packets are bounded by its port, its drops by the whole switch); a hash with no member
+(``{}``: sonic-gnmi's answer for a key that is gone) is no update; a hash whose oid no map
+names is unknown only when it holds a queue's or a port's stats (a whole COUNTERS table also
+holds priority groups and buffer pools).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from controller.telemetry.rates import NS_PER_S
+from controller.telemetry.rates import MIN_WIRE_BYTES, NS_PER_S, grew_too_fast
 from controller.telemetry.state import (
     PORT_IN_OCTETS,
     PORT_OUT_OCTETS,
@@ -32,6 +39,25 @@ QUEUE_RATE_FIELDS = frozenset(
 )  # fmt: skip
 PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS))
 COUNT_LIMIT = 2**64
+Limits = dict[str, int]  # rate field -> the most it can grow a second
+
+
+def queue_limits(port_bytes_per_s: int | None, switch_bytes_per_s: int | None) -> Limits:
+    limits: Limits = {}
+    if port_bytes_per_s is not None:
+        limits[QUEUE_BYTES] = port_bytes_per_s
+        packets = port_bytes_per_s // MIN_WIRE_BYTES
+        limits[QUEUE_PACKETS] = limits[QUEUE_ECN_MARKED_PACKETS] = packets
+    if switch_bytes_per_s is not None:
+        limits[QUEUE_DROPPED_BYTES] = switch_bytes_per_s
+        limits[QUEUE_DROPPED_PACKETS] = switch_bytes_per_s // MIN_WIRE_BYTES
+    return limits
+
+
+def port_limits(port_bytes_per_s: int | None) -> Limits:
+    if port_bytes_per_s is None:
+        return {}
+    return {PORT_OUT_OCTETS: port_bytes_per_s, PORT_IN_OCTETS: port_bytes_per_s}
 
 
 # --- per field: one counter's samples (the rule as the collector first ran it) ---------------
@@ -60,10 +86,14 @@ RESET = Step(None, reset=True)
 @dataclass(slots=True)
 class CounterTrack:
     """The recent samples ``(timestamp_ns, value)`` of one counter, oldest first (a list:
-    it holds two or a few samples, and a switch has thousands of these)."""
+    it holds two or a few samples, and a switch has thousands of these). ``limit_per_s``:
+    the most it can grow a second at line rate (None: unbounded but for going backwards);
+    ``changed_ns``: when the newest value first arrived."""
 
     window_ns: int = 0
     samples: list[tuple[int, int]] = field(default_factory=list)
+    limit_per_s: int | None = None
+    changed_ns: int = 0
 
     def add(self, ts_ns: int, value: int) -> Step:
         """Record ``value`` seen at switch time ``ts_ns``; a sample not newer than the last one
@@ -74,12 +104,22 @@ class CounterTrack:
             last_ts, last_value = self.samples[-1]
             if ts_ns <= last_ts:
                 return Step(None, reset=False)
-            if value < last_value:
+            if self._is_reset(ts_ns, value, last_value):
                 self.samples.clear()
                 self.samples.append((ts_ns, value))
                 return Step(None, reset=True)
+        else:
+            self.changed_ns = ts_ns
         self.samples.append((ts_ns, value))
         return Step(self._rate(), reset=False)
+
+    def _is_reset(self, ts_ns: int, value: int, last_value: int) -> bool:
+        """Backwards, or past the line rate since the last value first arrived; moves
+        ``changed_ns`` when the value moved."""
+        since_ns = ts_ns - self.changed_ns
+        if value != last_value:
+            self.changed_ns = ts_ns
+        return value < last_value or grew_too_fast(value - last_value, since_ns, self.limit_per_s)
 
     def _add_to_last(self, ts_ns: int, value: int) -> Step:
         """The common case (rate over the last interval): one sample kept, replaced."""
@@ -87,7 +127,7 @@ class CounterTrack:
         if ts_ns <= last_ts:
             return NO_RATE
         self.samples[0] = (ts_ns, value)
-        if value < last_value:
+        if self._is_reset(ts_ns, value, last_value):
             return RESET
         return Step((value - last_value) * NS_PER_S / (ts_ns - last_ts), False)
 
@@ -121,9 +161,17 @@ class CounterSet:
     samples: list[tuple[int, dict[str, int]]] = field(default_factory=list)
     rates: dict[str, float] = field(default_factory=dict)
     gauges: dict[str, int] = field(default_factory=dict)
+    changed_ns: int = 0  # when the newest sample's counts first arrived
 
-    def update(self, fields: Mapping[str, Any], ts_ns: int, rate_fields: frozenset[str]) -> bool:
-        """Take one hash; True when any rate field went backwards (one reset for the hash)."""
+    def update(
+        self,
+        fields: Mapping[str, Any],
+        ts_ns: int,
+        rate_fields: frozenset[str],
+        limits: Limits | None = None,
+    ) -> bool:
+        """Take one hash; True when any rate field went backwards or grew past its limit (one
+        reset for the hash)."""
         counts: dict[str, int] = {}
         for name, text in fields.items():
             value = count(text)
@@ -138,16 +186,25 @@ class CounterSet:
             return False
         if not samples:
             samples.append((ts_ns, counts))
+            self.changed_ns = ts_ns
             return False
         last_ts, last = samples[-1]
         if ts_ns <= last_ts:
             return False
+        since_ns = ts_ns - self.changed_ns
         for name, value in counts.items():
-            if value < last.get(name, 0):
+            before = last.get(name)
+            jumped = before is not None and grew_too_fast(
+                value - before, since_ns, (limits or {}).get(name)
+            )
+            if value < last.get(name, 0) or jumped:
                 samples.clear()
                 samples.append((ts_ns, counts))
                 self.rates = {}
+                self.changed_ns = ts_ns
                 return True
+        if counts != last:
+            self.changed_ns = ts_ns
         samples.append((ts_ns, counts))
         while len(samples) > 2 and ts_ns - samples[1][0] >= self.window_ns:
             del samples[0]
@@ -176,6 +233,13 @@ class ReferenceSwitch:
         self.unknown_oids = 0
         self.updates = 0
         self.last_update_ns: int | None = None
+        self.line_rates: dict[str, int] = {}  # port -> bytes a second
+
+    def set_line_rates(self, rates: Mapping[str, int]) -> None:
+        self.line_rates = dict(rates)
+
+    def _switch_rate(self) -> int | None:
+        return sum(self.line_rates.values()) or None
 
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
         oids: dict[str, QueueId] = {}
@@ -199,19 +263,25 @@ class ReferenceSwitch:
             self.last_update_ns = ts_ns
 
     def counters(self, oid: str, fields: Mapping[str, Any], ts_ns: int) -> ResetEvent | None:
-        self.seen(ts_ns)
+        if not fields:
+            return None
         queue = self.queue_oids.get(oid)
         if queue is not None:
+            self.seen(ts_ns)
             counters = self.queues.setdefault(queue, CounterSet(self.window_ns))
-            if counters.update(fields, ts_ns, QUEUE_RATE_FIELDS):
+            limits = queue_limits(self.line_rates.get(queue.port), self._switch_rate())
+            if counters.update(fields, ts_ns, QUEUE_RATE_FIELDS, limits):
                 return self._reset(ResetEvent(queue.port, queue.queue))
             return None
         port = self.port_oids.get(oid)
         if port is None:
-            self.unknown_oids += 1
+            if any(str(n).startswith(("SAI_QUEUE_STAT_", "SAI_PORT_STAT_")) for n in fields):
+                self.seen(ts_ns)
+                self.unknown_oids += 1
             return None
+        self.seen(ts_ns)
         counters = self.ports.setdefault(port, CounterSet(self.window_ns))
-        if counters.update(fields, ts_ns, PORT_RATE_FIELDS):
+        if counters.update(fields, ts_ns, PORT_RATE_FIELDS, port_limits(self.line_rates.get(port))):
             return self._reset(ResetEvent(port, ""))
         return None
 

@@ -33,6 +33,48 @@ pub fn object_fields(json: &[u8]) -> Option<Vec<Field<'_>>> {
     Some(fields.0)
 }
 
+/// One table's members as a whole-table answer carries them (`{"oid:0x…": {hash}, …}`:
+/// sonic-gnmi's value for a table path), in order; `None` when `json` is not one object of
+/// objects, or when a key comes twice (a JSON parser's dictionary keeps the first position
+/// and the last value: rare enough that the reference decoder takes such a message).
+pub fn table_objects(json: &[u8]) -> Option<Vec<(Cow<'_, str>, Vec<Field<'_>>)>> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let table = Table::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    let mut seen = std::collections::HashSet::with_capacity(table.0.len());
+    if !table.0.iter().all(|(key, _)| seen.insert(key.as_ref())) {
+        return None;
+    }
+    Some(table.0)
+}
+
+struct Table<'a>(Vec<(Cow<'a, str>, Vec<Field<'a>>)>);
+
+impl<'de> Deserialize<'de> for Table<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(TableVisitor)
+    }
+}
+
+struct TableVisitor;
+
+impl<'de> Visitor<'de> for TableVisitor {
+    type Value = Table<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object of objects")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(64));
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            let object = map.next_value::<Object<'de>>()?;
+            out.push((key, object.0));
+        }
+        Ok(Table(out))
+    }
+}
+
 struct Object<'a>(Vec<Field<'a>>);
 
 impl<'de> Deserialize<'de> for Object<'de> {
@@ -159,6 +201,16 @@ mod tests {
             Field { name: Cow::Borrowed("bA"), value: FieldValue::Other },
         ];
         assert_eq!(fields, Some(expected));
+    }
+
+    #[test]
+    fn a_table_is_its_objects_in_order_and_a_repeated_key_is_refused() {
+        let table = table_objects(br#"{"oid:0x2": {"a": "1"}, "oid:0x1": {}}"#);
+        let a = Field { name: Cow::Borrowed("a"), value: FieldValue::Text(Cow::Borrowed("1")) };
+        let expected = vec![(Cow::Borrowed("oid:0x2"), vec![a]), (Cow::Borrowed("oid:0x1"), vec![])];
+        assert_eq!(table, Some(expected));
+        assert_eq!(table_objects(br#"{"oid:0x1": {}, "oid:0x1": {}}"#), None);
+        assert_eq!(table_objects(br#"{"oid:0x1": "1"}"#), None);
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! A gNMI `SubscribeResponse` (openconfig/gnmi proto/gnmi/gnmi.proto, v0.8: the field
-//! numbers below) read for the one shape a SAMPLE tick has: a notification whose updates are
-//! all counter hashes, `/COUNTERS_DB/localhost/COUNTERS/<oid>` with a JSON_IETF object.
+//! numbers below) read for the one shape counter answers have: a notification whose updates
+//! are all counter hashes, either one object each (`/COUNTERS_DB/localhost/COUNTERS/<oid>`
+//! with a JSON_IETF object of fields) or a whole table (`/COUNTERS_DB/localhost/COUNTERS` with
+//! an object of such objects by oid: sonic-gnmi's answer to a table subscription, one
+//! message a tick for every object of the switch).
 //!
 //! Anything else (sync, deletes, another table, another encoding, a field repeated where the
 //! parser would merge it) is `None`: the caller hands that message whole to the reference
 //! decoder, so this reader only ever takes messages whose meaning it is sure of.
 
-use crate::fields::{object_fields, Field};
+use crate::fields::{object_fields, table_objects, Field};
 use crate::wire::{fields, text, Malformed, Value};
+use std::borrow::Cow;
 
 /// The path of a counter hash, before its oid.
 pub const COUNTERS: [&str; 3] = ["COUNTERS_DB", "localhost", "COUNTERS"];
@@ -15,8 +19,8 @@ pub const COUNTERS: [&str; 3] = ["COUNTERS_DB", "localhost", "COUNTERS"];
 /// One counter hash: the object's oid and its fields as sent.
 #[derive(Debug, PartialEq, Eq)]
 pub struct CounterHash<'a> {
-    /// The last path element, `oid:0x...`.
-    pub oid: &'a str,
+    /// The object's key, `oid:0x...`.
+    pub oid: Cow<'a, str>,
     /// The JSON object's members, each name once (the last value wins, as in a JSON parser's
     /// dictionary).
     pub fields: Vec<Field<'a>>,
@@ -80,12 +84,20 @@ fn batch(note: &[u8]) -> Result<CounterBatch<'_>, Malformed> {
             _ => {}                              // unknown fields: kept by parsers, unread
         }
     }
-    let hashes =
-        updates.into_iter().map(|update| counter_hash(update, &prefix)).collect::<Result<Vec<_>, _>>()?;
+    let mut hashes = Vec::with_capacity(updates.len());
+    for update in updates {
+        counter_hashes(update, &prefix, &mut hashes)?;
+    }
     Ok(CounterBatch { timestamp_ns, hashes })
 }
 
-fn counter_hash<'a>(update: &'a [u8], prefix: &Names<'a>) -> Result<CounterHash<'a>, Malformed> {
+/// The hashes one update carries (one for an object's path, every object of a table's path)
+/// appended to `out`.
+fn counter_hashes<'a>(
+    update: &'a [u8],
+    prefix: &Names<'a>,
+    out: &mut Vec<CounterHash<'a>>,
+) -> Result<(), Malformed> {
     let mut names = Names { names: prefix.names, len: prefix.len };
     let (mut path_seen, mut json) = (false, None);
     for field in fields(update) {
@@ -101,10 +113,17 @@ fn counter_hash<'a>(update: &'a [u8], prefix: &Names<'a>) -> Result<CounterHash<
         }
     }
     let json = json.ok_or(Malformed)?;
-    if names.len != 4 || names.names[..3] != COUNTERS {
+    if names.len < 3 || names.names[..3] != COUNTERS {
         return Err(Malformed);
     }
-    Ok(CounterHash { oid: names.names[3], fields: object_fields(json).ok_or(Malformed)? })
+    if names.len == 3 {
+        let objects = table_objects(json).ok_or(Malformed)?;
+        out.extend(objects.into_iter().map(|(oid, fields)| CounterHash { oid, fields }));
+        return Ok(());
+    }
+    let oid = Cow::Borrowed(names.names[3]);
+    out.push(CounterHash { oid, fields: object_fields(json).ok_or(Malformed)? });
+    Ok(())
 }
 
 /// A `TypedValue` holding only a non-empty `json_ietf_val` (11).
@@ -189,13 +208,26 @@ mod tests {
         let raw = response(&names, br#"{"A":"1","B":2,"A":"3"}"#);
         let batch = counter_batch(&raw);
         let expected = CounterHash {
-            oid: "oid:0x15",
+            oid: Cow::Borrowed("oid:0x15"),
             fields: vec![
                 Field { name: Cow::Borrowed("A"), value: FieldValue::Text(Cow::Borrowed("3")) },
                 Field { name: Cow::Borrowed("B"), value: FieldValue::Other },
             ],
         };
         assert_eq!(batch, Some(CounterBatch { timestamp_ns: 7, hashes: vec![expected] }));
+    }
+
+    #[test]
+    fn a_whole_table_gives_every_object_by_its_key() {
+        let raw = response(&COUNTERS, br#"{"oid:0x1": {"A": "1"}, "oid:0x2": {}}"#);
+        let batch = counter_batch(&raw).map(|b| b.hashes);
+        let a = Field { name: Cow::Borrowed("A"), value: FieldValue::Text(Cow::Borrowed("1")) };
+        let expected = vec![
+            CounterHash { oid: Cow::Borrowed("oid:0x1"), fields: vec![a] },
+            CounterHash { oid: Cow::Borrowed("oid:0x2"), fields: vec![] },
+        ];
+        assert_eq!(batch, Some(expected));
+        assert_eq!(counter_batch(&response(&COUNTERS, br#"{"oid:0x1": "1"}"#)), None);
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl CounterTable {
     /// and return how many; otherwise take nothing and return None (the caller decodes it).
     fn ingest(&mut self, response: &[u8]) -> Option<usize> {
         let batch = counter_batch(response)?;
-        let hashes: Vec<_> = batch.hashes.iter().map(|h| (h.oid, h.fields.as_slice())).collect();
+        let hashes: Vec<_> = batch.hashes.iter().map(|h| (h.oid.as_ref(), h.fields.as_slice())).collect();
         self.inner.batch(batch.timestamp_ns, &hashes);
         Some(hashes.len())
     }
@@ -86,6 +86,12 @@ impl CounterTable {
             .collect();
         let borrowed = owned.iter().map(|(n, t)| (n.as_str(), t.as_deref()));
         self.inner.counters(oid, borrowed, ts_ns)
+    }
+
+    /// Each port's line rate, `(port, bytes a second)`: a counter that grows faster than its
+    /// object's rate allows is a reset (`table::Limits`).
+    fn set_line_rates(&mut self, rates: Vec<(String, u64)>) {
+        self.inner.set_line_rates(rates);
     }
 
     /// An update that is not a counter hash (an agent report) at `ts_ns`.

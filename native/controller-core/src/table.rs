@@ -4,12 +4,16 @@
 //! Each object (a queue or a port, found by its oid through the name maps) keeps its recent
 //! samples `(timestamp, counts)` oldest first. A hash's fields arrive together under one
 //! timestamp, so the samples are per object, not per field. A sample not newer than the last
-//! changes no rate; a hash any of whose rate counters went backwards is one reset (SONiC
-//! clears, and syncd restarts, a whole object) and starts every rate afresh; a rate spans at
-//! least the window of switch time. A count is a decimal of ASCII digits that fits 64 bits
-//! (SAI's counters are `uint64_t`: saiqueue.h `sai_get_queue_stats_fn`); anything else in a
-//! field is ignored, never an error. A rate is kept as its exact count delta and span, and
-//! divided where it is read, so nothing here rounds.
+//! changes no rate; a hash any of whose rate counters went backwards, or grew by more than
+//! the object's line rate allows (`Limits`), is one reset (SONiC clears, and syncd restarts,
+//! a whole object; a count that jumps to near 2^64 is a counter that went below zero on the
+//! switch, not traffic) and starts every rate afresh; a rate spans at least the window of
+//! switch time. A hash with no member at all (`{}`) is an object the switch does not hold
+//! (sonic-gnmi's answer for a key that is gone): no sample and no update. A count is a
+//! decimal of ASCII digits that fits 64 bits (SAI's counters are `uint64_t`: saiqueue.h
+//! `sai_get_queue_stats_fn`); anything else in a field is ignored, never an error. A rate is
+//! kept as its exact count delta and span, and divided where it is read, so nothing here
+//! rounds.
 
 use crate::fields::{Field, FieldValue};
 use std::collections::HashMap;
@@ -25,6 +29,37 @@ pub const QUEUE_RATE_FIELDS: [&str; 5] = [
 /// Port counters that are rates.
 pub const PORT_RATE_FIELDS: [&str; 2] = ["SAI_PORT_STAT_IF_OUT_OCTETS", "SAI_PORT_STAT_IF_IN_OCTETS"];
 const MAX_RATE_FIELDS: usize = 5;
+
+/// The fewest bytes one packet takes on the wire: a 64-byte minimum frame plus 8 bytes of
+/// preamble and a 12-byte inter-frame gap (IEEE 802.3): a port of `b` bytes a second sends at
+/// most `b / 84` packets a second.
+pub const MIN_WIRE_BYTES: u64 = 84;
+/// A counter may grow by `JUMP_FACTOR` times its line rate over the time since it last
+/// changed plus `JUMP_SLACK_NS` before the growth counts as a reset: the timestamps are when
+/// the switch's gNMI server sent a value, not when syncd read it (a SAMPLE re-sends the last
+/// value written, so a value seen at one tick may hold up to a tick more of traffic), and a
+/// port's declared speed may round its real one. A wrapped or corrupt count is larger by
+/// many orders of magnitude (2^64 bytes is 4.6 years of a 1 Tb/s port).
+pub const JUMP_FACTOR: u128 = 4;
+/// See `JUMP_FACTOR`.
+pub const JUMP_SLACK_NS: i128 = 1_000_000_000;
+
+/// The most each rate field of an object can grow per second (`None`: no bound known): what
+/// its line rate allows. Indexed like `Kind::rate_fields`.
+pub type Limits = [Option<u64>; MAX_RATE_FIELDS];
+
+/// A queue's limits on a port of `port` bytes a second in a switch of `switch` bytes a second
+/// in all: what it sends (bytes, packets, marked packets) is bounded by its port; what it
+/// drops by everything that can arrive for it (every port's traffic, under incast).
+pub fn queue_limits(port: Option<u64>, switch: Option<u64>) -> Limits {
+    let packets = |bytes: Option<u64>| bytes.map(|b| b / MIN_WIRE_BYTES);
+    [packets(port), port, packets(switch), switch, packets(port)]
+}
+
+/// A port's limits at `port` bytes a second: what it sends and what it receives.
+pub fn port_limits(port: Option<u64>) -> Limits {
+    [port, port, None, None, None]
+}
 
 /// Which kind of object: it decides the rate fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +135,25 @@ pub struct CounterSet {
     samples: Vec<(i64, Counts)>,
     rates: [Option<Rate>; MAX_RATE_FIELDS],
     gauges: Vec<(String, u64)>,
+    /// When the newest sample's counts first arrived (a SAMPLE repeats them every tick).
+    changed_ns: i64,
+}
+
+/// True when `now` grew past what `limits` allow since `before` first arrived `since_ns` ago.
+fn jumped(now: &Counts, before: &Counts, limits: &Limits, since_ns: i128) -> bool {
+    let allowed_ns = u128::try_from(since_ns.saturating_add(JUMP_SLACK_NS)).unwrap_or(0);
+    now.iter().zip(before.iter()).zip(limits.iter()).any(|((now, before), limit)| {
+        let (Some(now), Some(before), Some(limit)) = (now, before, limit) else {
+            return false; // a field new in this hash, or no bound known
+        };
+        let grown = u128::from(now.saturating_sub(*before)) * 1_000_000_000;
+        grown > u128::from(*limit).saturating_mul(JUMP_FACTOR).saturating_mul(allowed_ns)
+    })
+}
+
+/// True for a SAI queue or port statistic's name (`SAI_QUEUE_STAT_…`, `SAI_PORT_STAT_…`).
+pub fn is_queue_or_port_stat(name: &str) -> bool {
+    name.starts_with("SAI_QUEUE_STAT_") || name.starts_with("SAI_PORT_STAT_")
 }
 
 /// A decimal count as SONiC writes one, or `None`.
@@ -111,13 +165,15 @@ pub fn count(text: &str) -> Option<u64> {
 }
 
 impl CounterSet {
-    /// Take one hash of `kind` at `ts_ns`; true when a rate field went backwards (a reset).
+    /// Take one hash of `kind` at `ts_ns`; true when a rate field went backwards or grew
+    /// past `limits` (a reset).
     pub fn update<'a>(
         &mut self,
         kind: Kind,
         fields: impl Iterator<Item = (&'a str, Option<&'a str>)>,
         ts_ns: i64,
         window_ns: i64,
+        limits: &Limits,
     ) -> bool {
         let mut counts: Counts = [None; MAX_RATE_FIELDS];
         let mut any = false;
@@ -138,6 +194,7 @@ impl CounterSet {
         }
         let Some(&(last_ts, last)) = self.samples.last() else {
             self.samples.push((ts_ns, counts));
+            self.changed_ns = ts_ns;
             return false;
         };
         if ts_ns <= last_ts {
@@ -147,11 +204,16 @@ impl CounterSet {
             .iter()
             .zip(last.iter())
             .any(|(now, before)| matches!(now, Some(v) if *v < before.unwrap_or(0)));
-        if backwards {
+        let since_ns = i128::from(ts_ns) - i128::from(self.changed_ns);
+        if backwards || jumped(&counts, &last, limits, since_ns) {
             self.samples.clear();
             self.samples.push((ts_ns, counts));
             self.rates = [None; MAX_RATE_FIELDS];
+            self.changed_ns = ts_ns;
             return true;
+        }
+        if counts != last {
+            self.changed_ns = ts_ns;
         }
         self.samples.push((ts_ns, counts));
         // Drop samples older than needed: keep the newest one that still spans the window.
@@ -211,6 +273,8 @@ pub struct Object {
     pub queue: String,
     /// `None` until the first hash.
     pub counters: Option<CounterSet>,
+    /// What its line rate allows each rate field (`SwitchCounters::set_line_rates`).
+    pub limits: Limits,
 }
 
 /// One switch's counter objects, found by oid.
@@ -228,6 +292,9 @@ pub struct SwitchCounters {
     /// Hashes whose oid neither map names.
     pub unknown_oids: u64,
     resets: Vec<(String, String, u64)>,
+    /// Each port's line rate in bytes a second, and the switch's in all (ports known only).
+    line_rates: HashMap<String, u64>,
+    switch_rate: Option<u64>,
 }
 
 impl SwitchCounters {
@@ -243,6 +310,7 @@ impl SwitchCounters {
         let (oids, objects) = remap(&self.queue_oids, &mut self.queues, Kind::Queue, objects);
         self.queue_oids = oids;
         self.queues = objects;
+        self.apply_limits();
     }
 
     /// The port map as a whole, `(oid, port)` with each oid once.
@@ -251,6 +319,25 @@ impl SwitchCounters {
         let (oids, objects) = remap(&self.port_oids, &mut self.ports, Kind::Port, objects.collect());
         self.port_oids = oids;
         self.ports = objects;
+        self.apply_limits();
+    }
+
+    /// Each port's line rate, `(port, bytes a second)`: what bounds its objects' counters (a
+    /// port not named has no bound but going backwards). The switch's own is their sum.
+    pub fn set_line_rates(&mut self, rates: Vec<(String, u64)>) {
+        self.line_rates = rates.into_iter().collect();
+        let total = self.line_rates.values().fold(0u64, |sum, rate| sum.saturating_add(*rate));
+        self.switch_rate = (total > 0).then_some(total);
+        self.apply_limits();
+    }
+
+    fn apply_limits(&mut self) {
+        for object in &mut self.queues {
+            object.limits = queue_limits(self.line_rates.get(&object.port).copied(), self.switch_rate);
+        }
+        for object in &mut self.ports {
+            object.limits = port_limits(self.line_rates.get(&object.port).copied());
+        }
     }
 
     /// An agent report (or any update that is not a counter hash) at `ts_ns`.
@@ -269,17 +356,29 @@ impl SwitchCounters {
         fields: impl Iterator<Item = (&'a str, Option<&'a str>)>,
         ts_ns: i64,
     ) -> Option<(String, String)> {
-        self.seen(ts_ns);
-        let object = if let Some(&i) = self.queue_oids.get(oid) {
-            &mut self.queues[i]
-        } else if let Some(&i) = self.port_oids.get(oid) {
-            &mut self.ports[i]
-        } else {
-            self.unknown_oids += 1;
+        let mut fields = fields.peekable();
+        fields.peek()?; // `{}`: an object the switch does not hold
+        let found = match (self.queue_oids.get(oid), self.port_oids.get(oid)) {
+            (Some(&i), _) => Some((Kind::Queue, i)),
+            (None, Some(&i)) => Some((Kind::Port, i)),
+            (None, None) => None,
+        };
+        let Some((kind, i)) = found else {
+            // A whole COUNTERS table also holds priority groups, buffer pools, router
+            // interfaces: only a queue's or a port's stats are a hash the maps should name.
+            if fields.any(|(name, _)| is_queue_or_port_stat(name)) {
+                self.seen(ts_ns);
+                self.unknown_oids += 1;
+            }
             return None;
         };
+        self.seen(ts_ns);
+        let object = match kind {
+            Kind::Queue => &mut self.queues[i],
+            Kind::Port => &mut self.ports[i],
+        };
         let counters = object.counters.get_or_insert_with(CounterSet::default);
-        if !counters.update(object.kind, fields, ts_ns, self.window_ns) {
+        if !counters.update(object.kind, fields, ts_ns, self.window_ns, &object.limits) {
             return None;
         }
         let (port, queue) = (object.port.clone(), object.queue.clone());
@@ -342,7 +441,7 @@ fn remap(
             .filter(|o| o.port == port && o.queue == queue)
             .and_then(|o| o.counters.take());
         oids.insert(oid, out.len());
-        out.push(Object { kind, port, queue, counters: kept });
+        out.push(Object { kind, port, queue, counters: kept, limits: [None; MAX_RATE_FIELDS] });
     }
     (oids, out)
 }
@@ -373,6 +472,49 @@ mod tests {
         assert_eq!(sw.resets(), &[("Ethernet0".into(), "3".into(), 1)]);
         assert_eq!(sw.counters("oid:0x9", hash(&[(bytes, "5")]), 5 * S), None);
         assert_eq!((sw.updates, sw.unknown_oids, sw.last_update_ns), (4, 1, Some(5 * S)));
+    }
+
+    #[test]
+    fn growth_past_the_line_rate_is_a_reset_and_growth_within_it_a_rate() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_ports(vec![("oid:0x1".into(), "Ethernet0".into())]);
+        sw.set_line_rates(vec![("Ethernet0".into(), 25_000_000_000 / 8)]);
+        let out = "SAI_PORT_STAT_IF_OUT_OCTETS";
+        assert_eq!(sw.counters("oid:0x1", hash(&[(out, "1000")]), S), None);
+        // Full line rate for a second: a rate.
+        assert_eq!(sw.counters("oid:0x1", hash(&[(out, "3125001000")]), 2 * S), None);
+        // A count that went below zero on the switch: near 2^64, one second later.
+        let wrapped = sw.counters("oid:0x1", hash(&[(out, "18446744073709551000")]), 3 * S);
+        assert_eq!(wrapped, Some(("Ethernet0".into(), String::new())));
+        assert_eq!(sw.port("Ethernet0").map(|c| c.rates(Kind::Port)), Some(vec![]));
+        // Unchanged for an hour (a SAMPLE repeating it), then an hour's worth at line rate.
+        sw.counters("oid:0x1", hash(&[(out, "0")]), 4 * S);
+        sw.counters("oid:0x1", hash(&[(out, "0")]), 3_600 * S);
+        let hour = (3_125_000_000u64 * 3_600).to_string();
+        assert_eq!(sw.counters("oid:0x1", hash(&[(out, hour.as_str())]), 3_601 * S), None);
+        assert_eq!(sw.resets(), &[("Ethernet0".into(), String::new(), 2)]);
+    }
+
+    #[test]
+    fn a_port_with_no_line_rate_is_bounded_only_by_going_backwards() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_ports(vec![("oid:0x1".into(), "Ethernet0".into())]);
+        let out = "SAI_PORT_STAT_IF_OUT_OCTETS";
+        sw.counters("oid:0x1", hash(&[(out, "0")]), S);
+        assert_eq!(sw.counters("oid:0x1", hash(&[(out, "18446744073709551000")]), 2 * S), None);
+        assert!(sw.resets().is_empty());
+    }
+
+    #[test]
+    fn an_empty_hash_is_an_object_the_switch_does_not_hold() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_queues(vec![("oid:0x1".into(), "Ethernet0".into(), "3".into())]);
+        assert_eq!(sw.counters("oid:0x1", std::iter::empty(), S), None);
+        assert_eq!(sw.counters("oid:0x9", std::iter::empty(), S), None);
+        // Another object of a whole COUNTERS table (a priority group) is not unknown either.
+        let pg = [("SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS", "5")];
+        assert_eq!(sw.counters("oid:0x1a", hash(&pg), S), None);
+        assert_eq!((sw.updates, sw.unknown_oids, sw.last_update_ns, sw.queues().count()), (0, 0, None, 0));
     }
 
     #[test]

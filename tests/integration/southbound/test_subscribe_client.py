@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 from pydantic import SecretStr
 
+from controller.southbound.faults import Fault, Reason
 from controller.southbound.gnmi import GnmiTarget, session_tls
 from controller.southbound.retry import RetryPolicy
 from controller.southbound.subscribe import (
@@ -25,11 +28,14 @@ from controller.southbound.subscribe import (
     Subscription,
     SupervisedStream,
     counters_path,
+    never,
     open_channel,
     read_once,
     subscribe,
 )
-from vsonic.db import STATE_DB, Store
+from controller.telemetry.collector import SwitchHandler
+from controller.telemetry.state import SwitchTelemetry
+from vsonic.db import COUNTERS_DB, STATE_DB, Store
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import (
     Clock,
@@ -125,34 +131,21 @@ def test_once_poll_and_on_change_on_one_shared_channel(
     asyncio.run(scenario())
 
 
-class _OneRealOneGoneOid:
-    """Subscribes one queue's oid from the switch's own map and one oid the switch lacks."""
-
-    def __init__(self) -> None:
-        self.real: str | None = None
-        self.synced = asyncio.Event()
-
-    def name_maps(self, queues: Mapping[str, str], ports: Mapping[str, str]) -> list[str]:
-        self.real = sorted(queues.values())[0]
-        return [self.real, GONE_OID]
-
-    def notification(self, note: Notification) -> bool:
-        return False
-
-    def stream_up(self, up: bool) -> None:
-        if up:
-            self.synced.set()
-
-
 GONE_OID = "oid:0x1000000deadbeef"
 
 
-def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
+def test_an_object_the_maps_name_without_counters_is_an_error_not_silence(
     fleet: tuple[RunningServer, GnmiService], target: Callable[[int, str], GnmiTarget]
 ) -> None:
-    running, _ = fleet
-    handler = _OneRealOneGoneOid()
-
+    """The maps name a queue whose counters the switch does not hold (a stale map): the
+    stream reports it at its sync, and the others' counters arrive regardless."""
+    running, service = fleet
+    store = _store(service, "rack0")
+    queues = store.read_hash(COUNTERS_DB, "COUNTERS_QUEUE_NAME_MAP") or {}
+    store.write_atomically(
+        COUNTERS_DB, {"COUNTERS_QUEUE_NAME_MAP": {**queues, "Ethernet0:9": GONE_OID}}
+    )
+    handler = SwitchHandler(SwitchTelemetry("rack0", {}, {}), threading.Lock())
     session = CounterSession(handler, StreamPolicy())
 
     async def scenario() -> SupervisedStream:
@@ -162,7 +155,8 @@ def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
         )
         task = asyncio.create_task(stream.run())
         try:
-            await asyncio.wait_for(handler.synced.wait(), 30)
+            while not handler.telemetry.stream_up:
+                await asyncio.sleep(0.05)
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -170,19 +164,23 @@ def test_a_counter_path_that_answers_only_with_sync_is_an_error_not_silence(
             await channel.close()
         return stream
 
-    stream = asyncio.run(scenario())
+    stream = asyncio.run(asyncio.wait_for(scenario(), 30))
     assert session.empty is not None
-    # The oid the switch lacks is named; the real one delivered its counters before the sync.
     assert session.empty.paths == (counters_path(GONE_OID),)
-    assert handler.real is not None
     assert GONE_OID in str(session.empty)
     assert stream.last_error == "EmptySubscription"
+    assert handler.telemetry.faults["counters"].reason is Reason.EMPTY
+    # 2 ports x 8 queues and both ports delivered their counters, each found by its map.
+    assert handler.telemetry.updates == 18
+    assert handler.telemetry.unknown_oids == 0
 
 
 class _RecordingSession:
     """A session that subscribes the queue map, records how each Subscribe ended and answers
     the wait ``waits`` lists (None: the supervisor's backoff); with ``resubscribe`` each first
     notification asks for a new Subscribe, as a changed name map does."""
+
+    kind = "recording"
 
     def __init__(self, waits: list[float | None], *, resubscribe: bool = False) -> None:
         self.ends: list[StreamEnd] = []
@@ -192,7 +190,7 @@ class _RecordingSession:
     async def subscriptions(self, channel: object, target: GnmiTarget) -> list[Subscription]:
         return [Subscription(QUEUE_NAME_MAP)]
 
-    def synced(self) -> str | None:
+    def synced(self) -> Fault | None:
         return None
 
     def notification(self, note: Notification, *, synced: bool) -> bool:
@@ -201,6 +199,9 @@ class _RecordingSession:
     def ended(self, end: StreamEnd) -> float | None:
         self.ends.append(end)
         return next(self._waits)
+
+    async def changed(self, channel: object, target: GnmiTarget) -> None:
+        await never()
 
 
 def _supervise(
@@ -242,6 +243,22 @@ def test_a_supervised_stream_to_a_gone_switch_backs_off_further_and_names_the_st
     assert [end.error for end in session.ends] == ["UNAVAILABLE"] * 4
     assert stream.failures == 4
     assert stream.last_error == "UNAVAILABLE"
+
+
+def test_a_failure_retried_is_logged_once_with_the_switch_the_paths_and_the_cause(
+    target: Callable[[int, str], GnmiTarget], caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = target(free_port(), "rack0")
+    with caplog.at_level(logging.INFO, logger="controller.southbound.subscribe"):
+        stream, _ = _supervise(gone, _RecordingSession([None] * 5), RETRY, rounds=5)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1, lines  # five failures, one line
+    assert lines[0].startswith(
+        "rack0: recording stream (COUNTERS_DB/localhost/COUNTERS_QUEUE_NAME_MAP): unreachable: "
+    )
+    assert "Connection refused" in lines[0]
+    assert stream.fault is not None
+    assert stream.fault.reason is Reason.UNREACHABLE
 
 
 def test_a_supervised_stream_that_delivered_starts_its_backoff_again(

@@ -1,5 +1,5 @@
-"""Subscribe requests and answers without a server: paths by oid, modes, decoding, the
-collector's map handling and shards."""
+"""Subscribe requests and answers without a server: paths, modes, one database per
+Subscribe, decoding, the collector's map handling, objects without counters, and shards."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ import pytest
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from controller.southbound.subscribe import (
+    COUNTERS,
     SYNC,
+    Change,
     ListMode,
     Notification,
     StreamPolicy,
     SubMode,
+    counter_hashes,
     counters_path,
     decode,
-    paths_without_data,
+    objects_without_counters,
+    paths_text,
     stream_subscriptions,
     subscribe_request,
 )
@@ -31,10 +35,10 @@ def test_a_counter_path_names_an_oid_never_a_port_name() -> None:
         counters_path("Ethernet0")
 
 
-def test_stream_request_samples_counters_at_the_interval_and_maps_on_change() -> None:
+def test_stream_request_samples_the_counters_table_at_the_interval_and_maps_on_change() -> None:
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=2.0)
     request = subscribe_request(
-        stream_subscriptions(["oid:0x1"], policy), ListMode.STREAM, prefix_target="leaf1"
+        stream_subscriptions(policy), ListMode.STREAM, prefix_target="leaf1"
     )
     sub_list = request.subscribe
     assert sub_list.prefix.target == "leaf1"
@@ -47,10 +51,23 @@ def test_stream_request_samples_counters_at_the_interval_and_maps_on_change() ->
     assert modes == [
         ("COUNTERS_QUEUE_NAME_MAP", on_change, 0),
         ("COUNTERS_PORT_NAME_MAP", on_change, 0),
-        ("SLUICE_AGENT_STATE", on_change, 0),
         ("COUNTERS", sample, 2_000_000_000),
     ]
+    # The whole table, not an object: one message a tick, one redis connection on the switch.
+    assert [len(s.path.elem) for s in sub_list.subscription] == [3, 3, 3]
     assert all(s.path.origin == "sonic-db" for s in sub_list.subscription)
+    # Before the switch holds counters: the maps alone (sonic-gnmi refuses an absent table).
+    maps_only = stream_subscriptions(policy, counters=False)
+    assert [s.elems[2] for s in maps_only] == ["COUNTERS_QUEUE_NAME_MAP", "COUNTERS_PORT_NAME_MAP"]
+
+
+def test_every_subscribe_of_the_collector_names_one_database() -> None:
+    """sonic-gnmi refuses a Subscribe that mixes databases ("Target conflict in path")."""
+    counters = stream_subscriptions(StreamPolicy())
+    assert {s.elems[0] for s in counters} == {"COUNTERS_DB"}
+    assert paths_text(counters) == (
+        "COUNTERS_DB/localhost/{COUNTERS_QUEUE_NAME_MAP,COUNTERS_PORT_NAME_MAP,COUNTERS}"
+    )
 
 
 def test_decode_joins_prefix_and_path_and_reads_json_and_deletes() -> None:
@@ -78,15 +95,12 @@ def test_decode_joins_prefix_and_path_and_reads_json_and_deletes() -> None:
     assert decode(gnmi_pb2.SubscribeResponse(sync_response=True)) is SYNC
 
 
-def test_a_changed_name_map_asks_for_a_new_stream_an_unchanged_one_does_not() -> None:
+def test_a_changed_name_map_moves_the_objects_without_a_new_stream() -> None:
     handler = SwitchHandler(SwitchTelemetry("leaf1", {}, {}), threading.Lock())
-    oids = handler.name_maps({"Ethernet0:3": "oid:0x3"}, {"Ethernet0": "oid:0x1"})
-    assert oids == ["oid:0x3", "oid:0x1"]
-    same = decode_map({"Ethernet0:3": "oid:0x3"})
-    assert handler.notification(same) is False
-    moved = decode_map({"Ethernet0:3": "oid:0x99"})
-    assert handler.notification(moved) is True
-    assert handler.telemetry.queue_oids == {"oid:0x3": QueueId("Ethernet0", "3")}
+    handler.notification(decode_map({"Ethernet0:3": "oid:0x3"}))
+    assert handler.counter_oids() == ["oid:0x3"]
+    handler.notification(decode_map({"Ethernet0:3": "oid:0x99"}))
+    assert handler.telemetry.queue_oids == {"oid:0x99": QueueId("Ethernet0", "3")}
 
 
 def decode_map(mapping: dict[str, str]) -> Notification:
@@ -115,9 +129,16 @@ def test_shards_split_switches_stably_and_completely() -> None:
             Shard.parse(bad)
 
 
-def test_paths_without_data_are_the_counter_subscriptions_nothing_fell_under() -> None:
-    subs = stream_subscriptions(["oid:0x1", "oid:0x2"], StreamPolicy())
-    # Field-level updates under oid:0x1 count for it; the maps and agent state are not counters.
-    delivered = [(*counters_path("oid:0x1"), "SAI_QUEUE_STAT_PACKETS")]
-    assert paths_without_data(subs, delivered) == [counters_path("oid:0x2")]
-    assert paths_without_data(subs, [counters_path("oid:0x1"), counters_path("oid:0x2")]) == []
+def test_objects_without_counters_are_the_named_oids_no_hash_was_delivered_for() -> None:
+    named = ["oid:0x1", "oid:0x2"]
+    assert objects_without_counters(named, [counters_path("oid:0x1")]) == [counters_path("oid:0x2")]
+    assert objects_without_counters(named, [counters_path(o) for o in named]) == []
+
+
+def test_counter_hashes_come_by_object_path_or_as_a_whole_table() -> None:
+    one = Change(counters_path("oid:0x1"), {"SAI_QUEUE_STAT_PACKETS": "5"})
+    assert counter_hashes(one) == [("oid:0x1", {"SAI_QUEUE_STAT_PACKETS": "5"})]
+    table = Change(COUNTERS, {"oid:0x1": {"A": "1"}, "oid:0x2": {}})
+    assert counter_hashes(table) == [("oid:0x1", {"A": "1"}), ("oid:0x2", {})]
+    assert counter_hashes(Change(COUNTERS, None)) == []  # sonic-gnmi's table delete
+    assert counter_hashes(Change(("STATE_DB", "localhost", "X"), {"k": {}})) == []

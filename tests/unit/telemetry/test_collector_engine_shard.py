@@ -47,12 +47,12 @@ def test_a_collector_streams_its_shard_and_takes_a_dead_members_switches() -> No
         targets = targets_of(intent, Settings(), {"PW": "x"})
         collector.sync(intent, targets)
         assert set(collector._running) == set(shard_of(2, NAMES, [1, 2, 3]))
-        kept = {name: r.task for name, r in collector._running.items()}
+        kept = {name: r.tasks for name, r in collector._running.items()}
         members.remove(3)  # member 3 died
         assert live_shard.moved()
         collector.sync(intent, targets)
         assert set(collector._running) == set(shard_of(2, NAMES, [1, 2]))
-        assert all(collector._running[name].task is task for name, task in kept.items())
+        assert all(collector._running[name].tasks is tasks for name, tasks in kept.items())
         await collector.close()
 
     asyncio.run(scenario())

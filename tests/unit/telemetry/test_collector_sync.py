@@ -31,14 +31,14 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
         first = intent(25, "storage")
         targets = targets_of(first, Settings(), {"PW": "x"})
         collector.sync(first, targets)
-        task = collector._running["leaf1"].task
+        tasks = collector._running["leaf1"].tasks
         second = intent(100, "bulk")
         collector.sync(second, targets_of(second, Settings(), {"PW": "x"}))
         telemetry = collector.telemetry("leaf1")
         assert telemetry is not None
         assert telemetry.class_of("1") == "bulk"
         assert telemetry.port_speeds_bps == {"Ethernet0": 100e9}
-        assert collector._running["leaf1"].task is task  # the same stream
+        assert collector._running["leaf1"].tasks is tasks  # the same streams
         await collector.close()
 
     asyncio.run(scenario())

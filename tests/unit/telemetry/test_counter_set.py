@@ -103,3 +103,17 @@ def test_fields_that_are_not_decimal_are_skipped() -> None:
     # The hash at 2 s carried no decimal count: the rate spans 1 s to 3 s.
     assert counters.rates == {"SAI_QUEUE_STAT_BYTES": 10.0}
     assert counters.gauges == {GAUGE: 7}
+
+
+def test_a_hash_with_a_count_past_its_line_rate_is_one_reset_for_the_object() -> None:
+    limits = {"SAI_QUEUE_STAT_BYTES": 3_125_000_000}  # 25 Gb/s
+    counters = CounterSet(0)
+    fields = dict.fromkeys(FIELDS, "1000")
+    assert not counters.update(fields, 1 * S, QUEUE_RATE_FIELDS, limits)
+    assert not counters.update({**fields, FIELDS[1]: "2000"}, 2 * S, QUEUE_RATE_FIELDS, limits)
+    jumped = {**fields, FIELDS[0]: str(2**64 - 5), FIELDS[1]: "3000"}
+    assert counters.update(jumped, 3 * S, QUEUE_RATE_FIELDS, limits)
+    assert counters.rates == {}  # every rate of the hash starts afresh, none is 5.8e18 B/s
+    grown = {**jumped, FIELDS[1]: "4000"}
+    assert not counters.update(grown, 4 * S, QUEUE_RATE_FIELDS, limits)
+    assert counters.rates == {FIELDS[0]: 0.0, FIELDS[1]: 1000.0, FIELDS[2]: 0.0}

@@ -2,10 +2,12 @@
 against the reference: the Python decoder (``controller.southbound.subscribe.decode`` on
 protobuf's objects) feeding the Python counter rule (tests/support/reference_counters.py).
 For every generated stream of serialized SubscribeResponses (counter hashes split between
-prefix and path, duplicate members, counts that are not ASCII decimals or pass 64 bits,
-values that are not strings, timestamps that repeat or go back, counters that reset, unknown
-oids, agent reports, deletes, maps that move objects to new oids) the two hold the same
-rates, gauges, resets and counts after every message."""
+prefix and path, whole-table answers with every object by oid, empty hashes, duplicate
+members, counts that are not ASCII decimals or pass 64 bits, counts that jump past the
+ports' line rates, values that are not strings, timestamps that repeat or go back, counters
+that reset, unknown oids and objects that are not queues or ports, agent reports, deletes,
+maps that move objects to new oids) the two hold the same rates, gauges, resets and counts
+after every message."""
 
 from __future__ import annotations
 
@@ -18,7 +20,16 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
-from controller.southbound.subscribe import SYNC, counters_path, decode
+from controller.southbound.subscribe import (
+    COUNTERS,
+    PORT_NAME_MAP,
+    QUEUE_NAME_MAP,
+    SYNC,
+    Notification,
+    counter_hashes,
+    counters_path,
+    decode,
+)
 from controller.telemetry.collector import SwitchHandler
 from controller.telemetry.state import (
     PORT_IN_OCTETS,
@@ -39,7 +50,10 @@ PORTS = {"Ethernet0": "oid:0x1000000000001", "Ethernet4": "oid:0x1000000000002"}
 QUEUES_LATER = {"Ethernet0:0": "oid:0x250", "Ethernet0:3": "oid:0x163", "Ethernet4:3": "oid:0x153"}
 OIDS = [*QUEUES.values(), *PORTS.values(), "oid:0x250", "oid:0xdead"]
 NAMES = [QUEUE_PACKETS, QUEUE_BYTES, QUEUE_DROPPED_PACKETS, QUEUE_ECN_MARKED_PACKETS,
-         QUEUE_SHARED_WATERMARK, PORT_OUT_OCTETS, PORT_IN_OCTETS, "OTHER", "é"]  # fmt: skip
+         QUEUE_SHARED_WATERMARK, PORT_OUT_OCTETS, PORT_IN_OCTETS, "OTHER", "é",
+         "SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS"]  # fmt: skip
+# Line rates (bits a second): none, slow enough that small counts jump past them, a real one.
+SPEEDS = [{}, {"Ethernet0": 800.0, "Ethernet4": 25e9}, {"Ethernet0": 100e9}]
 ODD_TEXT = ["", "-5", "+1", "1.5", " 7", "007", "١٢", "²", "0x10", "18446744073709551616"]
 
 values = st.one_of(
@@ -53,6 +67,14 @@ members = st.lists(st.tuples(st.sampled_from(NAMES), values), max_size=6)
 counter_update = st.tuples(
     st.just("counter"), st.sampled_from(OIDS), members, st.booleans(), st.integers(0, 3)
 )
+# A whole COUNTERS table: its objects' members (``split`` 3 puts the whole path in the prefix).
+table_update = st.tuples(
+    st.just("table"),
+    st.just(""),
+    st.lists(st.tuples(st.sampled_from(OIDS), members), max_size=4, unique_by=lambda t: t[0]),
+    st.booleans(),
+    st.sampled_from([0, 3]),
+)
 other_update: st.SearchStrategy[tuple[str, str, list[Any], bool, int]] = st.tuples(
     st.sampled_from(["agent", "delete", "not-an-object"]),
     st.sampled_from(OIDS),
@@ -62,6 +84,7 @@ other_update: st.SearchStrategy[tuple[str, str, list[Any], bool, int]] = st.tupl
 )
 updates = st.one_of(
     st.lists(st.one_of(counter_update, counter_update, counter_update, other_update), max_size=5),
+    st.lists(table_update, min_size=1, max_size=2),
     st.just([("tick", "", [], True, 3)]),  # every object, counts growing faster and faster
 )
 # How far switch time moves per message: often a whole tick (so spans meet the window
@@ -89,9 +112,29 @@ def _json_text(pairs: list[tuple[str, object]], ascii_only: bool) -> bytes:
     return ("{" + inner + "}").encode()
 
 
+def _table_text(objects: list[tuple[str, list[tuple[str, object]]]], ascii_only: bool) -> bytes:
+    inner = b",".join(
+        json.dumps(oid).encode() + b":" + _json_text(pairs, ascii_only) for oid, pairs in objects
+    )
+    return b"{" + inner + b"}"
+
+
+def _table_response(ts: int, items: list[tuple[str, str, list[Any], bool, int]]) -> bytes:
+    """Whole-table answers: the table path in the prefix (``split`` 3) or in the update."""
+    split = items[0][4]
+    note = gnmi_pb2.Notification(timestamp=ts, prefix=_path(COUNTERS) if split else None)
+    for _, _, objects, ascii_only, _ in items:
+        value = gnmi_pb2.TypedValue(json_ietf_val=_table_text(objects, ascii_only))
+        note.update.append(gnmi_pb2.Update(path=_path(() if split else COUNTERS), val=value))
+    raw: bytes = gnmi_pb2.SubscribeResponse(update=note).SerializeToString()
+    return raw
+
+
 def _response(ts: int, items: list[tuple[str, str, list[Any], bool, int]]) -> bytes:
     """One notification; a counter path is split at ``split`` between prefix and path, the
     same split for the whole notification (the prefix is shared)."""
+    if items and items[0][0] == "table":
+        return _table_response(ts, items)
     if items and items[0][0] == "tick":
         grow = str((ts // S) ** 2)
         fields = [(QUEUE_PACKETS, grow), (PORT_OUT_OCTETS, grow), (QUEUE_BYTES, grow + "0")]
@@ -123,19 +166,30 @@ def _response(ts: int, items: list[tuple[str, str, list[Any], bool, int]]) -> by
 SYNC_RAW: bytes = gnmi_pb2.SubscribeResponse(sync_response=True).SerializeToString()
 
 
+def _map_note(table: tuple[str, ...], mapping: dict[str, str]) -> Notification:
+    update = gnmi_pb2.Update(
+        path=_path(table), val=gnmi_pb2.TypedValue(json_ietf_val=json.dumps(mapping).encode())
+    )
+    note = decode(gnmi_pb2.SubscribeResponse(update=gnmi_pb2.Notification(update=[update])))
+    assert note is not None
+    return note
+
+
 class Pipelines:
     """The collector's path and the reference's, fed the same bytes."""
 
-    def __init__(self, window_ns: int) -> None:
-        self.telemetry = SwitchTelemetry("leaf1", {}, {}, window_ns)
+    def __init__(self, window_ns: int, speeds: dict[str, float] | None = None) -> None:
+        self.telemetry = SwitchTelemetry("leaf1", speeds or {}, {}, window_ns)
         self.handler = SwitchHandler(self.telemetry, threading.Lock())
         self.decoder = self.handler.decoder()
         self.reference = ReferenceSwitch(window_ns)
+        self.reference.set_line_rates({p: int(b) // 8 for p, b in (speeds or {}).items()})
         self.maps(QUEUES)
         assert self.decoder(SYNC_RAW) is SYNC  # from here counter batches take the fast path
 
     def maps(self, queues: dict[str, str]) -> None:
-        self.handler.name_maps(queues, PORTS)
+        self.handler.notification(_map_note(QUEUE_NAME_MAP, queues))
+        self.handler.notification(_map_note(PORT_NAME_MAP, PORTS))
         self.reference.set_queue_map(queues)
         self.reference.set_port_map(PORTS)
 
@@ -146,11 +200,11 @@ class Pipelines:
             self.handler.notification(note)
         expected = decode(gnmi_pb2.SubscribeResponse.FromString(raw))
         assert expected is not None
-        for elems, value in expected.changes:
-            if elems[:3] == counters_path("oid:0")[:3] and len(elems) == 4:
+        for change in expected.changes:
+            for oid, value in counter_hashes(change):
                 if isinstance(value, dict):
-                    self.reference.counters(elems[3], value, expected.timestamp_ns)
-            elif elems[2] == "SLUICE_AGENT_STATE":
+                    self.reference.counters(str(oid), value, expected.timestamp_ns)
+            if change.elems[2] == "SLUICE_AGENT_STATE":
                 self.reference.seen(expected.timestamp_ns)
 
     def assert_equal(self) -> None:
@@ -176,11 +230,17 @@ class Pipelines:
 
 
 @settings(max_examples=400, deadline=None)
-@given(steps=messages, window_ns=st.sampled_from([0, S, 5 * S // 2]))
+@given(
+    steps=messages,
+    window_ns=st.sampled_from([0, S, 5 * S // 2]),
+    speeds=st.sampled_from(SPEEDS),
+)
 def test_the_compiled_ingest_holds_what_the_reference_decoder_and_rule_hold(
-    steps: list[tuple[int, list[tuple[str, str, list[Any], bool, int]], bool]], window_ns: int
+    steps: list[tuple[int, list[tuple[str, str, list[Any], bool, int]], bool]],
+    window_ns: int,
+    speeds: dict[str, float],
 ) -> None:
-    pipes = Pipelines(window_ns)
+    pipes = Pipelines(window_ns, speeds)
     ts = 10 * S
     for i, (advance, items, remap) in enumerate(steps):
         if remap and i == len(steps) // 2:

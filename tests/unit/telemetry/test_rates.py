@@ -4,7 +4,7 @@ counted."""
 
 from __future__ import annotations
 
-from controller.telemetry.rates import fraction
+from controller.telemetry.rates import fraction, grew_too_fast
 from controller.telemetry.state import QueueId, ResetEvent, SwitchTelemetry
 from tests.support.reference_counters import CounterTrack
 
@@ -126,3 +126,35 @@ def test_agent_state_and_staleness() -> None:
     assert sw.is_stale(13 * S, 3.0)
     sw.agent_state("Ethernet0|3", None, 10 * S)
     assert sw.agent_queues == {}
+
+
+def test_growth_past_the_line_rate_allowance_is_too_fast_and_not_before() -> None:
+    # 100 counts a second: four times that over the second since the change plus a second.
+    assert not grew_too_fast(800, 1 * S, 100)
+    assert grew_too_fast(801, 1 * S, 100)
+    assert not grew_too_fast(10**30, 1 * S, None)  # no line rate known: no bound
+    assert not grew_too_fast(0, 0, 0)
+
+
+def test_a_counter_that_jumps_past_its_line_rate_is_a_reset_not_a_rate() -> None:
+    line_rate = 25 * 10**9 // 8  # a 25 Gb/s port, in bytes a second
+    track = CounterTrack(limit_per_s=line_rate)
+    track.add(1 * S, 1_000)
+    step = track.add(2 * S, 2**64 - 1_000)  # went below zero on the switch: not traffic
+    assert step.reset
+    assert step.rate is None
+    after = track.add(3 * S, 2**64 - 1_000)
+    assert not after.reset
+    assert after.rate == 0.0
+
+
+def test_the_allowance_runs_from_when_the_value_last_changed() -> None:
+    """A SAMPLE re-sends the last value written each tick: a counter polled every 10 s moves
+    once in ten ticks, by ten seconds of traffic."""
+    track = CounterTrack(limit_per_s=100)
+    track.add(1 * S, 0)
+    for tick in range(2, 11):
+        assert not track.add(tick * S, 0).reset
+    step = track.add(11 * S, 100 * 10)  # ten seconds at line rate, seen one tick later
+    assert not step.reset
+    assert step.rate == 1_000.0
