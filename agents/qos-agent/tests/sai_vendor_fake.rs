@@ -1,8 +1,11 @@
-//! Feature `sai`: the SAI loader and backend against FakeSai (`tests/sai_test_lib/fake_sai.c`),
-//! a C stand-in compiled here, with the cc crate's compiler, against the same SAI headers the
-//! agent's bindings are generated from (`SAI_INCLUDE_DIR`): no vendor SAI library or ASIC can
-//! run on this machine. The fake's values follow a rule stated in its header comment, so every
-//! expected number below is worked out from that rule.
+//! Feature `sai`: what a vendor SAI may do and SONiC's virtual SAI (libsaivs, tests/saivs.rs)
+//! never does, against VendorFakeSai (`tests/sai_test_lib/vendor_fake_sai.c`), a FAKE vendor
+//! library compiled here, with the cc crate's compiler, against the same SAI headers the agent's
+//! bindings are generated from (`SAI_INCLUDE_DIR`): queue stats a platform does not support, an
+//! attribute refused with an attribute-indexed status, and a switch a second process connects
+//! to (which lets the agent binary run: libsaivs keeps its switch in the process that created
+//! it). The fake's values follow a rule stated in its header comment, so every expected number
+//! below is worked out from that rule.
 #![cfg(feature = "sai")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,19 +20,18 @@ use common::*;
 use qos_agent::exit_codes;
 
 use qos_agent::backend::memory::FakeMemoryBackend;
-use qos_agent::backend::sai::{SaiBackend, SaiLibrary, SaiObjects};
-use qos_agent::backend::{Backend, BackendError, CounterRead, WriteOutcome};
+use qos_agent::backend::sai::{SaiBackend, SaiLibrary, SaiObjects, SaiProfile};
+use qos_agent::backend::{Backend, BackendError, CounterRead};
 use qos_agent::queue::QueueId;
-use qos_agent::wred::{plan_writes, WredThresholds};
 
-/// Builds FakeSai as a shared library in its own directory (tests run in parallel).
+/// Builds VendorFakeSai as a shared library in its own directory (tests run in parallel).
 fn build_fake_sai() -> PathBuf {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sai_test_lib/fake_sai.c");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sai_test_lib/vendor_fake_sai.c");
     static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("qos-agent-fake-sai-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let lib = dir.join("libfakesai.so");
+    let lib = dir.join("libvendorfakesai.so");
     let target = env!("SAI_BUILD_TARGET");
     let compiler = cc::Build::new()
         .target(target)
@@ -48,16 +50,12 @@ fn build_fake_sai() -> PathBuf {
     lib
 }
 
-fn backend() -> SaiBackend<FakeMemoryBackend> {
+fn backend(map: &str) -> SaiBackend<FakeMemoryBackend> {
     let lib = build_fake_sai();
-    let sai = SaiLibrary::load(&lib).unwrap();
+    let sai = SaiLibrary::load(&lib, &SaiProfile::default()).unwrap();
     // The mapping outlives the file; nothing is left behind in the temp directory.
     let _ = std::fs::remove_dir_all(lib.parent().unwrap());
-    let objects = SaiObjects::parse(
-        "queue Ethernet0|3 oid:0x1503\nqueue Ethernet0|4 oid:0x1504\nwred SLUICE_Q_Ethernet0_3 oid:0x1301\n",
-    )
-    .unwrap();
-    SaiBackend::new(sai, objects, FakeMemoryBackend::new())
+    SaiBackend::new(sai, SaiObjects::parse(map).unwrap(), FakeMemoryBackend::new())
 }
 
 fn counter(read: &CounterRead, stat: &str) -> u64 {
@@ -68,40 +66,35 @@ fn counter(read: &CounterRead, stat: &str) -> u64 {
 }
 
 #[tokio::test]
-async fn queue_counters_come_from_get_queue_stats() {
-    let mut b = backend();
-    let ids = [QueueId::new("Ethernet0", 3), QueueId::new("Ethernet0", 4), QueueId::new("Ethernet8", 3)];
+async fn a_platform_without_the_ecn_stats_is_read_with_the_basic_four() {
+    let mut b = backend("queue Ethernet0|3 oid:0x1503\nqueue Ethernet0|4 oid:0x1504\n");
+    let ids = [QueueId::new("Ethernet0", 3), QueueId::new("Ethernet0", 4)];
     let reads = b.read_counters(&ids).await.unwrap();
-    // Queue 0x1503: 3 x 1000 + rank. BYTES is rank 2, CURR_OCCUPANCY 5, WRED_ECN_MARKED_PACKETS 7.
+    // Queue 0x1503: 3 x 1000 + rank. BYTES is rank 2, WRED_ECN_MARKED_PACKETS 7.
     assert_eq!(counter(&reads[0], "SAI_QUEUE_STAT_BYTES"), 3_002);
-    assert_eq!(counter(&reads[0], "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES"), 3_005);
     assert_eq!(counter(&reads[0], "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"), 3_007);
     // Queue 0x1504 refuses the ECN stats: the four basic ones are read, the rest are 0.
     assert_eq!(counter(&reads[1], "SAI_QUEUE_STAT_DROPPED_BYTES"), 4_004);
+    assert_eq!(counter(&reads[1], "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES"), 0);
     assert_eq!(counter(&reads[1], "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"), 0);
-    // A queue the platform did not name has no counters.
-    assert_eq!(reads[2], CounterRead::Missing);
-    // Counters read from the ASIC are as fresh as the loop: no poll interval applies.
-    assert_eq!(b.read_counter_polls().await.unwrap(), None);
 }
 
 #[tokio::test]
-async fn wred_thresholds_are_set_one_attribute_at_a_time_and_read_back_in_one_call() {
-    let mut b = backend();
-    let profile = "SLUICE_Q_Ethernet0_3";
-    let start = b.read_wred(profile).await.unwrap().unwrap();
-    assert_eq!(start, WredThresholds::default(), "SAI default thresholds are 0");
-    let steps = plan_writes(&start, 90_000);
-    assert_eq!(b.apply_wred(profile, &steps).await.unwrap(), WriteOutcome::Applied);
-    assert_eq!(b.read_wred(profile).await.unwrap(), Some(WredThresholds::uniform(90_000)));
-    let lower = plan_writes(&WredThresholds::uniform(90_000), 30_000);
-    b.apply_wred(profile, &lower).await.unwrap();
-    assert_eq!(b.read_wred(profile).await.unwrap(), Some(WredThresholds::uniform(30_000)));
-    assert_eq!(b.apply_wred("NOT_MAPPED", &lower).await.unwrap(), WriteOutcome::ProfileMissing);
-    // 2^32 bytes does not fit sai_uint32_t: refused, not truncated.
-    let too_big = plan_writes(&WredThresholds::uniform(30_000), 1 << 32);
-    assert!(matches!(b.apply_wred(profile, &too_big).await, Err(BackendError::Refused { .. })));
-    assert_eq!(b.read_wred(profile).await.unwrap(), Some(WredThresholds::uniform(30_000)));
+async fn an_attribute_the_vendor_refuses_is_named_with_its_index() {
+    let mut b = backend("wred NO_RED oid:0x1304\n");
+    // The six thresholds are read in one call; the fifth (red min, index 4) is refused.
+    match b.read_wred("NO_RED").await {
+        Err(BackendError::Refused { what, reason }) => {
+            assert_eq!(what, "get_wred_attribute");
+            assert!(
+                reason.starts_with(
+                    "get_wred_attribute on oid:0x1304 failed: SAI_STATUS_ATTR_NOT_SUPPORTED_4 ("
+                ),
+                "{reason}"
+            );
+        }
+        other => panic!("expected a named refusal, got {other:?}"),
+    }
 }
 
 /// The agent process; killed if the test fails before stopping it.
@@ -144,6 +137,27 @@ fn the_binary_takes_orders_from_redis_and_counters_and_thresholds_from_sai() {
     // The library without its object map is a flag error.
     let alone = Command::new(env!("CARGO_BIN_EXE_qos-agent")).arg("--sai-lib").arg(&lib).output().unwrap();
     assert_eq!(alone.status.code(), Some(i32::from(exit_codes::CONFIG)), "{alone:?}");
+    // The library's profile, in SONiC's sai.profile format (the fake reads no variable).
+    let sai_profile = lib.with_file_name("sai.profile");
+    std::fs::write(&sai_profile, "# what the platform gives its SAI\nVENDOR_INIT_CONFIG=/etc/vendor.cfg\n")
+        .unwrap();
+    // An object map the library contradicts (a WRED profile's oid given as a queue) is a
+    // configuration error, found before the loop runs.
+    let swapped = lib.with_file_name("swapped.txt");
+    std::fs::write(&swapped, format!("queue {PORT}|3 oid:0x1301\n")).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_qos-agent"))
+        .arg("--sai-lib")
+        .arg(&lib)
+        .arg("--sai-objects")
+        .arg(&swapped)
+        .arg("--sai-profile")
+        .arg(&sai_profile)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(i32::from(exit_codes::CONFIG)), "{refused:?}");
+    let log = String::from_utf8_lossy(&refused.stderr);
+    assert!(log.contains("queue Ethernet0|3 oid:0x1301 is SAI object type"), "{log}");
+    assert!(log.contains("not SAI_OBJECT_TYPE_QUEUE"), "{log}");
     let server = RedisServer::start();
     let port = server.port;
     for q in [3, 4] {
@@ -157,13 +171,16 @@ fn the_binary_takes_orders_from_redis_and_counters_and_thresholds_from_sai() {
             .arg(&lib)
             .arg("--sai-objects")
             .arg(&map)
+            .arg("--sai-profile")
+            .arg(&sai_profile)
             .args(["--redis-port", &port.to_string(), "--wait-interval-ms", "20"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
     );
-    // Queue 3 holds 3_005 B by the fake's rule, so it is backlogged; queue 4's platform
+    // The agent connected to the switch (the fake accepts nothing but a connection) and the
+    // map's types held. Queue 3 holds 3_005 B by the fake's rule, so it is backlogged; queue 4's platform
     // refuses the occupancy stat (only the four basic ones are read), and its counters never
     // move, so it is idle. Queue 3 alone gets the link: K = 125_000 B, written through
     // set_wred_attribute and reported once applied. Queue 4 has no WRED object in the map.
