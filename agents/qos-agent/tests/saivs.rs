@@ -26,29 +26,13 @@ use std::time::{Duration, Instant};
 use common::redis_server::RedisServer;
 use common::*;
 use qos_agent::backend::memory::FakeMemoryBackend;
-use qos_agent::backend::sai::{SaiBackend, SaiError, SaiLibrary, SaiObjects, SaiProfile, SaiStatus};
+use qos_agent::backend::sai::{ffi, SaiBackend, SaiError, SaiLibrary, SaiObjects, SaiProfile, SaiStatus};
 use qos_agent::backend::{Backend, BackendError, CounterRead, Fields, WriteOutcome};
 use qos_agent::clock::FakeClock;
 use qos_agent::control::Agent;
 use qos_agent::queue::QueueId;
 use qos_agent::state::Mode;
 use qos_agent::wred::{plan_writes, WredThresholds};
-
-/// The SAI bindings the agent's build generated (`build.rs`), for the platform's side.
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    missing_docs,
-    unsafe_op_in_unsafe_fn,
-    unused_imports,
-    clippy::all,
-    clippy::pedantic
-)]
-mod ffi {
-    include!(concat!(env!("OUT_DIR"), "/sai_bindings.rs"));
-}
 
 /// Set in the re-run test process: the test to run inside the namespace.
 const INSIDE: &str = "QOS_AGENT_SAIVS_TEST";
@@ -301,6 +285,16 @@ impl Asic {
         self.create_wred(&THRESHOLDS.map(|id| (id, bytes)))
     }
 
+    /// Queue `index` of the first port, and a new step profile at `bytes` bound to it: the
+    /// WRED object whose thresholds decide the queue's marking.
+    fn queue_with_step_wred(&self, index: u8, bytes: u32) -> (u64, u64) {
+        let queue = self.queue(index);
+        let wred = self.create_step_wred(bytes);
+        self.bind(queue, wred);
+        assert_eq!(self.bound_wred(queue), wred, "the queue applies the profile");
+        (queue, wred)
+    }
+
     fn bind(&self, queue: u64, wred: u64) {
         let mut a = attribute(ffi::SAI_QUEUE_ATTR_WRED_PROFILE_ID);
         a.value.oid = wred;
@@ -390,202 +384,187 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 }
 
-#[test]
-fn wred_thresholds_move_in_write_order_on_the_virtual_asic() {
-    in_saivs("wred_thresholds_move_in_write_order_on_the_virtual_asic", || {
-        let mut asic = Asic::start();
-        let queue = asic.queue(3);
-        let wred = asic.create_step_wred(60_000);
-        asic.bind(queue, wred);
-        assert_eq!(asic.bound_wred(queue), wred, "the queue applies the profile the agent will move");
-        let objects = SaiObjects::parse(&format!(
-            "queue {PORT}|3 oid:0x{queue:x}\nwred {} oid:0x{wred:x}\n",
-            profile(3)
-        ))
-        .unwrap();
-        let sai = asic.take_library();
-        objects.check_types(&sai).unwrap();
-        let mut b = SaiBackend::new(sai, objects, FakeMemoryBackend::new());
-        let p = profile(3);
-        let start = block_on(b.read_wred(&p)).unwrap();
-        assert_eq!(start, Some(WredThresholds::uniform(60_000)));
-        // Up, then down: one attribute per call, and after every single call the ASIC holds
-        // max >= min on every colour (libsaivs would not refuse otherwise, below).
-        let mut current = WredThresholds::uniform(60_000);
-        for target in [90_000, 30_000, 125_000] {
-            for step in plan_writes(&current, target) {
-                assert_eq!(block_on(b.apply_wred(&p, &[step])).unwrap(), WriteOutcome::Applied);
-                let held = asic.thresholds(wred);
-                assert!(held.colours.iter().all(|c| c.max >= c.min), "after {step:?}: {held:?}");
-            }
-            current = WredThresholds::uniform(target);
-            assert_eq!(asic.thresholds(wred), current);
-            assert_eq!(block_on(b.read_wred(&p)).unwrap(), Some(current));
+/// A test whose body runs in libsaivs's namespace ([`in_saivs`]), filtered by its own name.
+macro_rules! saivs_test {
+    ($name:ident, $body:block) => {
+        #[test]
+        fn $name() {
+            in_saivs(stringify!($name), || $body);
         }
-        assert_eq!(asic.bound_wred(queue), wred, "moving thresholds keeps the binding");
-        // 2^32 bytes does not fit sai_uint32_t: refused before the call, not truncated.
-        let too_big = plan_writes(&current, 1 << 32);
-        assert!(matches!(block_on(b.apply_wred(&p, &too_big)), Err(BackendError::Refused { .. })));
+    };
+}
+
+saivs_test!(wred_thresholds_move_in_write_order_on_the_virtual_asic, {
+    let mut asic = Asic::start();
+    let (queue, wred) = asic.queue_with_step_wred(3, 60_000);
+    let objects =
+        SaiObjects::parse(&format!("queue {PORT}|3 oid:0x{queue:x}\nwred {} oid:0x{wred:x}\n", profile(3)))
+            .unwrap();
+    let sai = asic.take_library();
+    objects.check_types(&sai).unwrap();
+    let mut b = SaiBackend::new(sai, objects, FakeMemoryBackend::new());
+    let p = profile(3);
+    let start = block_on(b.read_wred(&p)).unwrap();
+    assert_eq!(start, Some(WredThresholds::uniform(60_000)));
+    // Up, then down: one attribute per call, and after every single call the ASIC holds
+    // max >= min on every colour (libsaivs would not refuse otherwise, below).
+    let mut current = WredThresholds::uniform(60_000);
+    for target in [90_000, 30_000, 125_000] {
+        for step in plan_writes(&current, target) {
+            assert_eq!(block_on(b.apply_wred(&p, &[step])).unwrap(), WriteOutcome::Applied);
+            let held = asic.thresholds(wred);
+            assert!(held.colours.iter().all(|c| c.max >= c.min), "after {step:?}: {held:?}");
+        }
+        current = WredThresholds::uniform(target);
         assert_eq!(asic.thresholds(wred), current);
-        assert_eq!(block_on(b.apply_wred("NOT_MAPPED", &too_big)).unwrap(), WriteOutcome::ProfileMissing);
-        // libsaivs itself accepts min > max (a vendor SAI may too): the agent's order is the
-        // only thing that keeps the ASIC out of that state.
-        let s = asic.set_threshold(wred, ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD, 200_000);
-        assert_eq!(s, SaiStatus::SUCCESS);
-        assert_eq!(asic.thresholds(wred).colours[0].min, 200_000);
-    });
-}
+        assert_eq!(block_on(b.read_wred(&p)).unwrap(), Some(current));
+    }
+    assert_eq!(asic.bound_wred(queue), wred, "moving thresholds keeps the binding");
+    // 2^32 bytes does not fit sai_uint32_t: refused before the call, not truncated.
+    let too_big = plan_writes(&current, 1 << 32);
+    assert!(matches!(block_on(b.apply_wred(&p, &too_big)), Err(BackendError::Refused { .. })));
+    assert_eq!(asic.thresholds(wred), current);
+    assert_eq!(block_on(b.apply_wred("NOT_MAPPED", &too_big)).unwrap(), WriteOutcome::ProfileMissing);
+    // libsaivs itself accepts min > max (a vendor SAI may too): the agent's order is the
+    // only thing that keeps the ASIC out of that state.
+    let s = asic.set_threshold(wred, ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD, 200_000);
+    assert_eq!(s, SaiStatus::SUCCESS);
+    assert_eq!(asic.thresholds(wred).colours[0].min, 200_000);
+});
 
-#[test]
-fn queue_counters_are_what_the_virtual_asic_counts() {
-    in_saivs("queue_counters_are_what_the_virtual_asic_counts", || {
-        let mut asic = Asic::start();
-        let (q3, q4) = (asic.queue(3), asic.queue(4));
-        let objects =
-            SaiObjects::parse(&format!("queue {PORT}|3 oid:0x{q3:x}\nqueue {PORT}|4 oid:0x{q4:x}\n"))
-                .unwrap();
-        let mut b = SaiBackend::new(asic.take_library(), objects, FakeMemoryBackend::new());
-        let ids = [QueueId::new(PORT, 3), QueueId::new(PORT, 4), QueueId::new("Ethernet8", 3)];
-        // A queue that has carried nothing: libsaivs answers every stat, all 0.
-        let idle = block_on(b.read_counters(&ids)).unwrap();
-        assert!(counters_of(&idle[0]).values().all(|v| v == "0"), "{:?}", idle[0]);
-        assert_eq!(idle[2], CounterRead::Missing, "a queue the platform did not name");
-        for values in [
-            [1_000, 1_500_000, 3, 4_500, 30_000, 45_000, 7, 10_500],
-            [9_334, 14_000_000, 3, 4_500, 40_000, 45_000, 12, 18_000],
-        ] {
-            asic.count(q3, values);
-            let reads = block_on(b.read_counters(&ids)).unwrap();
-            let f = counters_of(&reads[0]);
-            for ((name, _), value) in STATS.iter().zip(values) {
-                assert_eq!(f[*name], value.to_string(), "{name}");
-            }
-            assert!(counters_of(&reads[1]).values().all(|v| v == "0"), "queue 4 counted nothing");
+saivs_test!(queue_counters_are_what_the_virtual_asic_counts, {
+    let mut asic = Asic::start();
+    let (q3, q4) = (asic.queue(3), asic.queue(4));
+    let objects =
+        SaiObjects::parse(&format!("queue {PORT}|3 oid:0x{q3:x}\nqueue {PORT}|4 oid:0x{q4:x}\n")).unwrap();
+    let mut b = SaiBackend::new(asic.take_library(), objects, FakeMemoryBackend::new());
+    let ids = [QueueId::new(PORT, 3), QueueId::new(PORT, 4), QueueId::new("Ethernet8", 3)];
+    // A queue that has carried nothing: libsaivs answers every stat, all 0.
+    let idle = block_on(b.read_counters(&ids)).unwrap();
+    assert!(counters_of(&idle[0]).values().all(|v| v == "0"), "{:?}", idle[0]);
+    assert_eq!(idle[2], CounterRead::Missing, "a queue the platform did not name");
+    for values in [
+        [1_000, 1_500_000, 3, 4_500, 30_000, 45_000, 7, 10_500],
+        [9_334, 14_000_000, 3, 4_500, 40_000, 45_000, 12, 18_000],
+    ] {
+        asic.count(q3, values);
+        let reads = block_on(b.read_counters(&ids)).unwrap();
+        let f = counters_of(&reads[0]);
+        for ((name, _), value) in STATS.iter().zip(values) {
+            assert_eq!(f[*name], value.to_string(), "{name}");
         }
-        // Read from the ASIC: as fresh as the loop, no poll interval applies.
-        assert_eq!(block_on(b.read_counter_polls()).unwrap(), None);
-    });
-}
+        assert!(counters_of(&reads[1]).values().all(|v| v == "0"), "queue 4 counted nothing");
+    }
+    // Read from the ASIC: as fresh as the loop, no poll interval applies.
+    assert_eq!(block_on(b.read_counter_polls()).unwrap(), None);
+});
 
-#[test]
-fn the_loop_moves_thresholds_on_the_virtual_asic() {
-    in_saivs("the_loop_moves_thresholds_on_the_virtual_asic", || {
-        let mut asic = Asic::start();
-        let (q3, q4) = (asic.queue(3), asic.queue(4));
-        let static_bytes = u32::try_from(STATIC_BYTES).unwrap();
-        let (w3, w4) = (asic.create_step_wred(static_bytes), asic.create_step_wred(static_bytes));
-        asic.bind(q3, w3);
-        asic.bind(q4, w4);
-        let objects = SaiObjects::parse(&format!(
-            "queue {PORT}|3 oid:0x{q3:x}\nqueue {PORT}|4 oid:0x{q4:x}\n\
+saivs_test!(the_loop_moves_thresholds_on_the_virtual_asic, {
+    let mut asic = Asic::start();
+    let static_bytes = u32::try_from(STATIC_BYTES).unwrap();
+    let (q3, w3) = asic.queue_with_step_wred(3, static_bytes);
+    let (q4, w4) = asic.queue_with_step_wred(4, static_bytes);
+    let objects = SaiObjects::parse(&format!(
+        "queue {PORT}|3 oid:0x{q3:x}\nqueue {PORT}|4 oid:0x{q4:x}\n\
              wred {} oid:0x{w3:x}\nwred {} oid:0x{w4:x}\n",
-            profile(3),
-            profile(4)
-        ))
-        .unwrap();
-        // Orders and state in memory; counters and thresholds through libsaivs.
-        let orders = FakeMemoryBackend::new();
-        {
-            let mut t = orders.tables();
-            t.agent_global = Some(global_orders("v1", "mqecn", 10).into_iter().collect());
-            for q in [3, 4] {
-                t.agent_queues.insert(format!("{PORT}|{q}"), queue_orders(q).into_iter().collect());
-            }
+        profile(3),
+        profile(4)
+    ))
+    .unwrap();
+    // Orders and state in memory; counters and thresholds through libsaivs.
+    let orders = FakeMemoryBackend::new();
+    {
+        let mut t = orders.tables();
+        t.agent_global = Some(global_orders("v1", "mqecn", 10).into_iter().collect());
+        for q in [3, 4] {
+            t.agent_queues.insert(format!("{PORT}|{q}"), queue_orders(q).into_iter().collect());
         }
-        let mut b = SaiBackend::new(asic.take_library(), objects, orders.clone());
-        let clock = FakeClock::new(1_700_000_000_000);
-        let mut agent = Agent::new();
-        let mut step = |b: &mut SaiBackend<FakeMemoryBackend>| {
-            clock.advance_ms(10);
-            block_on(agent.iterate(b, &clock)).unwrap()
-        };
-        assert_eq!(step(&mut b).mode, Mode::Fallback, "the first iteration falls back");
-        step(&mut b);
-        // Queue 3 at line rate, holding 40 kB (the counts of tests/loop_memory.rs), three
-        // intervals: it alone gets the link, K; idle queue 4 its join share (common/mod.rs).
-        let (mut packets, mut bytes) = (0, 0);
-        for _ in 0..3 {
-            packets += LINE_10MS_PACKETS;
-            bytes += LINE_10MS_BYTES;
-            asic.count(q3, [packets, bytes, 0, 0, 40_000, 40_000, 0, 0]);
-            assert_eq!(step(&mut b).mode, Mode::Dynamic);
-        }
-        assert_eq!(asic.thresholds(w3), WredThresholds::uniform(K_ALONE));
-        assert_eq!(asic.thresholds(w4), WredThresholds::uniform(K4_SHARED));
-        let state = orders.tables().state_queues[&format!("{PORT}|3")].clone();
-        assert_eq!(state["threshold_bytes"], K_ALONE.to_string());
-        assert_eq!(state["occupancy_bytes"], "40000");
-    });
-}
+    }
+    let mut b = SaiBackend::new(asic.take_library(), objects, orders.clone());
+    let clock = FakeClock::new(1_700_000_000_000);
+    let mut agent = Agent::new();
+    let mut step = |b: &mut SaiBackend<FakeMemoryBackend>| {
+        clock.advance_ms(10);
+        block_on(agent.iterate(b, &clock)).unwrap()
+    };
+    assert_eq!(step(&mut b).mode, Mode::Fallback, "the first iteration falls back");
+    step(&mut b);
+    // Queue 3 at line rate, holding 40 kB (the counts of tests/loop_memory.rs), three
+    // intervals: it alone gets the link, K; idle queue 4 its join share (common/mod.rs).
+    let (mut packets, mut bytes) = (0, 0);
+    for _ in 0..3 {
+        packets += LINE_10MS_PACKETS;
+        bytes += LINE_10MS_BYTES;
+        asic.count(q3, [packets, bytes, 0, 0, 40_000, 40_000, 0, 0]);
+        assert_eq!(step(&mut b).mode, Mode::Dynamic);
+    }
+    assert_eq!(asic.thresholds(w3), WredThresholds::uniform(K_ALONE));
+    assert_eq!(asic.thresholds(w4), WredThresholds::uniform(K4_SHARED));
+    let state = orders.tables().state_queues[&format!("{PORT}|3")].clone();
+    assert_eq!(state["threshold_bytes"], K_ALONE.to_string());
+    assert_eq!(state["occupancy_bytes"], "40000");
+});
 
-#[test]
-fn sai_errors_are_named_and_a_removed_profile_is_missing() {
-    in_saivs("sai_errors_are_named_and_a_removed_profile_is_missing", || {
-        let mut asic = Asic::start();
-        let queue = asic.queue(3);
-        let bound = asic.create_step_wred(60_000);
-        asic.bind(queue, bound);
-        // The platform cannot remove a profile a queue uses.
-        assert_eq!(asic.remove_wred(bound), SaiStatus::OBJECT_IN_USE);
-        assert_eq!(SaiStatus::OBJECT_IN_USE.name().as_deref(), Some("SAI_STATUS_OBJECT_IN_USE"));
-        // A profile the platform removed after writing the map: libsaivs no longer knows the
-        // oid (SAI_STATUS_ITEM_NOT_FOUND), which the agent treats as a missing profile.
-        let gone = asic.create_step_wred(60_000);
-        assert_eq!(asic.remove_wred(gone), SaiStatus::SUCCESS);
-        // A profile created with its green thresholds only: libsaivs has no value for the
-        // others (a vendor SAI would answer the header's default, 0).
-        let green_only = asic.create_wred(&[
-            (ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD, 60_000),
-            (ffi::SAI_WRED_ATTR_GREEN_MAX_THRESHOLD, 60_000),
-        ]);
-        let sai = asic.take_library();
-        // The map swapped: the type check names the first wrong line.
-        let swapped =
-            SaiObjects::parse(&format!("queue {PORT}|3 oid:0x{bound:x}\nwred X oid:0x{queue:x}\n")).unwrap();
-        let wrong = swapped.check_types(&sai).unwrap_err();
-        assert_eq!(
-            (wrong.kind, wrong.found, wrong.expected),
-            ("queue", ffi::SAI_OBJECT_TYPE_WRED, "SAI_OBJECT_TYPE_QUEUE")
-        );
-        // Stats of an object that is not a queue.
-        let err = sai.queue_counters(bound).unwrap_err();
-        assert_eq!(err.status(), Some(SaiStatus::INVALID_PARAMETER), "{err}");
-        // libsaivs keeps the switch in the process that created it: connecting to it as a
-        // second client fails (and with no switch at all would abort the process).
-        let err = sai.connect_switch().unwrap_err();
-        assert_eq!(err.status(), Some(SaiStatus::FAILURE), "{err}");
-        let objects = SaiObjects::parse(&format!(
-            "queue {PORT}|3 oid:0x{queue:x}\nwred GONE oid:0x{gone:x}\nwred GREEN oid:0x{green_only:x}\n"
-        ))
-        .unwrap();
-        objects.check_types(&sai).unwrap();
-        let mut b = SaiBackend::new(sai, objects, FakeMemoryBackend::new());
-        assert_eq!(block_on(b.read_wred("GONE")).unwrap(), None);
-        let steps = plan_writes(&WredThresholds::uniform(60_000), 90_000);
-        assert_eq!(block_on(b.apply_wred("GONE", &steps)).unwrap(), WriteOutcome::ProfileMissing);
-        match block_on(b.read_wred("GREEN")) {
-            Err(BackendError::Refused { what, reason }) => {
-                assert_eq!(what, "get_wred_attribute");
-                let expected = format!("on oid:0x{green_only:x} failed: {}", SaiStatus::NOT_IMPLEMENTED);
-                assert!(reason.contains(&expected), "{reason}");
-            }
-            other => panic!("expected a named refusal, got {other:?}"),
+saivs_test!(sai_errors_are_named_and_a_removed_profile_is_missing, {
+    let mut asic = Asic::start();
+    let (queue, bound) = asic.queue_with_step_wred(3, 60_000);
+    // The platform cannot remove a profile a queue uses.
+    assert_eq!(asic.remove_wred(bound), SaiStatus::OBJECT_IN_USE);
+    assert_eq!(SaiStatus::OBJECT_IN_USE.name().as_deref(), Some("SAI_STATUS_OBJECT_IN_USE"));
+    // A profile the platform removed after writing the map: libsaivs no longer knows the
+    // oid (SAI_STATUS_ITEM_NOT_FOUND), which the agent treats as a missing profile.
+    let gone = asic.create_step_wred(60_000);
+    assert_eq!(asic.remove_wred(gone), SaiStatus::SUCCESS);
+    // A profile created with its green thresholds only: libsaivs has no value for the
+    // others (a vendor SAI would answer the header's default, 0).
+    let green_only = asic.create_wred(&[
+        (ffi::SAI_WRED_ATTR_GREEN_MIN_THRESHOLD, 60_000),
+        (ffi::SAI_WRED_ATTR_GREEN_MAX_THRESHOLD, 60_000),
+    ]);
+    let sai = asic.take_library();
+    // The map swapped: the type check names the first wrong line.
+    let swapped =
+        SaiObjects::parse(&format!("queue {PORT}|3 oid:0x{bound:x}\nwred X oid:0x{queue:x}\n")).unwrap();
+    let wrong = swapped.check_types(&sai).unwrap_err();
+    assert_eq!(
+        (wrong.kind, wrong.found, wrong.expected),
+        ("queue", ffi::SAI_OBJECT_TYPE_WRED, "SAI_OBJECT_TYPE_QUEUE")
+    );
+    // Stats of an object that is not a queue.
+    let err = sai.queue_counters(bound).unwrap_err();
+    assert_eq!(err.status(), Some(SaiStatus::INVALID_PARAMETER), "{err}");
+    // libsaivs keeps the switch in the process that created it: connecting to it as a
+    // second client fails (and with no switch at all would abort the process).
+    let err = sai.connect_switch().unwrap_err();
+    assert_eq!(err.status(), Some(SaiStatus::FAILURE), "{err}");
+    let objects = SaiObjects::parse(&format!(
+        "queue {PORT}|3 oid:0x{queue:x}\nwred GONE oid:0x{gone:x}\nwred GREEN oid:0x{green_only:x}\n"
+    ))
+    .unwrap();
+    objects.check_types(&sai).unwrap();
+    let mut b = SaiBackend::new(sai, objects, FakeMemoryBackend::new());
+    assert_eq!(block_on(b.read_wred("GONE")).unwrap(), None);
+    let steps = plan_writes(&WredThresholds::uniform(60_000), 90_000);
+    assert_eq!(block_on(b.apply_wred("GONE", &steps)).unwrap(), WriteOutcome::ProfileMissing);
+    match block_on(b.read_wred("GREEN")) {
+        Err(BackendError::Refused { what, reason }) => {
+            assert_eq!(what, "get_wred_attribute");
+            let expected = format!("on oid:0x{green_only:x} failed: {}", SaiStatus::NOT_IMPLEMENTED);
+            assert!(reason.contains(&expected), "{reason}");
         }
-    });
-}
+        other => panic!("expected a named refusal, got {other:?}"),
+    }
+});
 
-#[test]
-fn the_library_reads_the_agents_profile() {
-    in_saivs("the_library_reads_the_agents_profile", || {
-        // libsaivs cannot start without SAI_VS_SWITCH_TYPE: the profile is what it reads.
-        let lib = PathBuf::from(std::env::var_os(RUNTIME).unwrap()).join("lib/libsaivs.so");
-        let err = SaiLibrary::load(&lib, &SaiProfile::default()).unwrap_err();
-        assert_eq!(
-            err,
-            SaiError::Status { call: "sai_api_initialize", object: None, status: SaiStatus::FAILURE }
-        );
-        // A SAI library is initialised once per process: another profile is refused before
-        // the library sees it.
-        assert_eq!(SaiLibrary::load(&lib, &vs_profile()).unwrap_err(), SaiError::ProfileConflict);
-    });
-}
+saivs_test!(the_library_reads_the_agents_profile, {
+    // libsaivs cannot start without SAI_VS_SWITCH_TYPE: the profile is what it reads.
+    let lib = PathBuf::from(std::env::var_os(RUNTIME).unwrap()).join("lib/libsaivs.so");
+    let err = SaiLibrary::load(&lib, &SaiProfile::default()).unwrap_err();
+    assert_eq!(
+        err,
+        SaiError::Status { call: "sai_api_initialize", object: None, status: SaiStatus::FAILURE }
+    );
+    // A SAI library is initialised once per process: another profile is refused before
+    // the library sees it.
+    assert_eq!(SaiLibrary::load(&lib, &vs_profile()).unwrap_err(), SaiError::ProfileConflict);
+});

@@ -36,7 +36,10 @@ use crate::queue::QueueId;
 use crate::state::StateReport;
 use crate::wred::{FieldSet, MinMax, WredThresholds, MAX_FIELDS, MIN_FIELDS};
 
-/// The bindings bindgen generated from the SAI headers (`build.rs`).
+/// The bindings bindgen generated from the SAI headers (`build.rs`): the headers' own types,
+/// method tables, ids and status codes. Public so that the tests can play the platform that
+/// owns the switch with the same declarations the agent uses.
+#[doc(hidden)]
 #[allow(
     non_camel_case_types,
     non_snake_case,
@@ -48,7 +51,7 @@ use crate::wred::{FieldSet, MinMax, WredThresholds, MAX_FIELDS, MIN_FIELDS};
     clippy::all,
     clippy::pedantic
 )]
-mod ffi {
+pub mod ffi {
     include!(concat!(env!("OUT_DIR"), "/sai_bindings.rs"));
 }
 

@@ -1,19 +1,19 @@
 /*
  * VendorFakeSai: a FAKE vendor SAI library, for the qos-agent `sai` feature tests only.
  *
- * The SAI backend is tested against SONiC's real virtual SAI, libsaivs (tests/saivs.rs). This
- * fake stays for what libsaivs never does and a vendor SAI may: refuse queue stats it does not
- * support (libsaivs answers every queue stat), refuse a WRED attribute with an
- * attribute-indexed status (libsaivs never does for WRED), and accept a second process's
- * connection to a switch it did not create (libsaivs keeps its switch in one process), which
- * is what lets the agent binary run against it.
+ * The SAI backend is tested against SONiC's real virtual SAI, libsaivs (tests/saivs.rs, and
+ * the agent binary through SONiC's sairedis in tests/realsonic/). This fake stays for what
+ * libsaivs never does and a vendor SAI may: refuse queue stats it does not support (libsaivs
+ * answers every queue stat) and refuse a WRED attribute with an attribute-indexed status
+ * (libsaivs never does for WRED).
  *
  * It is compiled against the same SAI headers the agent's bindings are generated from
  * (SAI_INCLUDE_DIR), so every type and method table is the headers' own, and it answers the
  * calls the agent makes with values a test can work out by hand:
  *  - create_switch: only a connection (SAI_SWITCH_ATTR_INIT_SWITCH = false, alone), switch
  *    0x2100; anything else is SAI_STATUS_INVALID_PARAMETER (the agent never initialises);
- *  - sai_object_type_query: 0x15xx is a queue, 0x13xx a WRED profile, 0x2100 the switch;
+ *  - sai_object_type_query: 0x15xx is a queue, 0x13xx a WRED profile, 0x2100 the switch
+ *    (the loader resolves every SAI call the agent makes, used here or not);
  *  - get_queue_stats: queue object q, stat s: (q & 0xff) * 1000 + the stat's rank below
  *    (PACKETS 1, BYTES 2, DROPPED_PACKETS 3, DROPPED_BYTES 4, CURR_OCCUPANCY_BYTES 5,
  *    WATERMARK_BYTES 6, WRED_ECN_MARKED_PACKETS 7, WRED_ECN_MARKED_BYTES 8); any other stat,
