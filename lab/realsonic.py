@@ -160,12 +160,29 @@ def prepare_bundle(source: Path | None = None, cache: Path = CACHE) -> SonicBund
     root = cache / _digest(source)
     with _locked(cache / ".lock"):
         for name in BUNDLES:
-            if not (root / name / ".extracted").exists():
-                _extract(source / f"{name}.tar.xz", root, name)
+            _extract_once(source, root, name)
         bundle = SonicBundle(source, root)
         if not (bundle.venv / ".ready").exists():
             _make_gcu_venv(bundle)
     return bundle
+
+
+def extract_bundle(name: str, source: Path | None = None, cache: Path = CACHE) -> Path:
+    """One bundle extracted into the same cache as ``prepare_bundle`` (no GCU venv): what the
+    qos-agent's SAI tests need of ``orchagent-runtime`` (libsaivs, libsairedis, the SAI
+    headers they were built with)."""
+    if name not in BUNDLES:
+        raise RealSonicError(f"unknown bundle {name!r}: one of {', '.join(BUNDLES)}")
+    source = source or bundle_source()
+    root = cache / _digest(source)
+    with _locked(cache / ".lock"):
+        _extract_once(source, root, name)
+    return root / name
+
+
+def _extract_once(source: Path, root: Path, name: str) -> None:
+    if not (root / name / ".extracted").exists():
+        _extract(source / f"{name}.tar.xz", root, name)
 
 
 def _extract(archive: Path, root: Path, name: str) -> None:
@@ -473,3 +490,24 @@ class RealSwitch:
         asic = self.db("ASIC_DB")
         prefix = f"ASIC_STATE:SAI_OBJECT_TYPE_{object_type}:"
         return {key[len(prefix) :]: asic.hgetall(key) for key in asic.scan_iter(prefix + "*")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lab.realsonic BUNDLE``: extracts one bundle (once) and prints its directory
+    (``scripts/test-rust.sh`` builds and tests the qos-agent's SAI backend against it)."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m lab.realsonic {{{','.join(BUNDLES)}}}", file=sys.stderr)
+        return 2
+    try:
+        print(extract_bundle(args[0]))
+    except RealSonicError as err:
+        print(f"lab.realsonic: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

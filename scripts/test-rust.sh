@@ -18,9 +18,13 @@ PYO3_PYTHON="${PYO3_PYTHON:-$PWD/.venv/bin/python}" \
 # The Python tests start these binaries (data plane, qos-agent, netsim); build every one.
 echo "== cargo build (binaries)"; cargo build --workspace --bins
 # The SAI backend is behind a feature (no SAI headers or library are needed for the default
-# build); lint and test it too. Its bindings are generated from the SAI headers (SAI 1.18 in
-# shared/sai beside the repository, as CI checks it out; on a switch /usr/include/sai), and its
-# test builds a fake SAI library from the same headers.
-export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$PWD/../shared/sai/inc}"
+# build); lint and test it too, against SONiC's virtual SAI (libsaivs) from the orchagent
+# runtime bundle beside the clone (shared/sonic, or $SLUICE_SONIC_BUNDLE): lab/realsonic.py
+# extracts it once into the real-SONiC tier's cache. The bindings are generated from the SAI
+# headers libsaivs was built with (the bundle's include/sai, SAI v1.18.1; on a switch
+# /usr/include/sai), and the fake vendor library of the other SAI test is built from them too.
+SLUICE_ORCHAGENT_RUNTIME="$(uv run --frozen python -m lab.realsonic orchagent-runtime)"
+export SLUICE_ORCHAGENT_RUNTIME
+export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$SLUICE_ORCHAGENT_RUNTIME/include/sai}"
 echo "== cargo clippy (sai)"; cargo clippy -p qos-agent --features sai --all-targets -- -D warnings
 echo "== cargo test (sai)"; cargo test -p qos-agent --features sai "$@"

@@ -45,8 +45,8 @@ pub struct Flags {
     /// Log level.
     #[arg(long, default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
-    /// Read queue counters and write WRED thresholds through this vendor SAI library (orders
-    /// and state stay in Redis); see docs/qos-agent.md for when a switch would.
+    /// Read queue counters and write WRED thresholds through this SAI library (orders and
+    /// state stay in Redis); see docs/qos-agent.md for when a switch would, and which library.
     #[cfg(feature = "sai")]
     #[arg(long, requires = "sai_objects")]
     pub sai_lib: Option<PathBuf>,
@@ -55,6 +55,11 @@ pub struct Flags {
     #[cfg(feature = "sai")]
     #[arg(long, requires = "sai_lib")]
     pub sai_objects: Option<PathBuf>,
+    /// The profile --sai-lib is initialised with: `KEY=VALUE` lines, SONiC's `sai.profile`
+    /// format (none by default).
+    #[cfg(feature = "sai")]
+    #[arg(long, requires = "sai_lib")]
+    pub sai_profile: Option<PathBuf>,
 }
 
 impl Flags {

@@ -37,7 +37,7 @@ async fn serve(flags: Flags) -> anyhow::Result<u8> {
     let redis = RedisBackend::new(flags.redis_address(), flags.io_timeout());
     #[cfg(feature = "sai")]
     if let (Some(lib), Some(objects)) = (&flags.sai_lib, &flags.sai_objects) {
-        return match sai::backend(lib, objects, redis) {
+        return match sai::backend(lib, objects, flags.sai_profile.as_deref(), redis) {
             Ok(backend) => serve_with(backend, &flags).await,
             Err(e) => {
                 error!(error = %e, "SAI backend unavailable");
@@ -71,44 +71,72 @@ mod sai {
     use std::path::Path;
 
     use qos_agent::backend::redis::RedisBackend;
-    use qos_agent::backend::sai::{ObjectMapError, SaiBackend, SaiError, SaiLibrary, SaiObjects};
+    use qos_agent::backend::sai::{
+        SaiBackend, SaiError, SaiLibrary, SaiObjects, SaiProfile, WrongObjectType,
+    };
     use qos_agent::exit_codes;
+    use tracing::info;
 
     /// Why the SAI backend could not be built.
     #[derive(Debug, thiserror::Error)]
     pub enum SetupError {
-        /// The object map cannot be read or parsed.
-        #[error("--sai-objects {path}: {reason}")]
-        Objects {
+        /// A file the flags name cannot be read or parsed.
+        #[error("{flag} {path}: {reason}")]
+        File {
+            /// The flag.
+            flag: &'static str,
             /// The file.
             path: String,
             /// What is wrong.
             reason: String,
         },
-        /// The library cannot be loaded or initialised.
+        /// The object map names an oid the library says is something else.
+        #[error("--sai-objects: {0}")]
+        Objects(#[from] WrongObjectType),
+        /// The library cannot be loaded or initialised, or the switch cannot be reached.
         #[error("--sai-lib: {0}")]
         Library(#[from] SaiError),
     }
 
     impl SetupError {
-        /// A bad object map is a configuration error; a library that does not load is a
-        /// backend that is not there.
+        /// A bad profile or object map is a configuration error; a library that does not
+        /// load, or a switch it cannot connect to, is a backend that is not there.
         pub fn exit_code(&self) -> u8 {
             match self {
-                Self::Objects { .. } => exit_codes::CONFIG,
+                Self::File { .. } | Self::Objects(_) => exit_codes::CONFIG,
                 Self::Library(_) => exit_codes::BACKEND_UNAVAILABLE,
             }
         }
     }
 
+    /// The file a flag names, parsed; any failure names the flag and the file.
+    fn parse_file<T, E: std::fmt::Display>(
+        flag: &'static str,
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, SetupError> {
+        let bad = |reason: String| SetupError::File { flag, path: path.display().to_string(), reason };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        parse(&text).map_err(|e| bad(e.to_string()))
+    }
+
+    /// Reads the profile and the map, loads the library, connects to the switch and checks
+    /// the map's oids against it.
     pub fn backend(
         lib: &Path,
         objects: &Path,
+        profile: Option<&Path>,
         redis: RedisBackend,
     ) -> Result<SaiBackend<RedisBackend>, SetupError> {
-        let bad = |reason: String| SetupError::Objects { path: objects.display().to_string(), reason };
-        let text = std::fs::read_to_string(objects).map_err(|e| bad(e.to_string()))?;
-        let map = SaiObjects::parse(&text).map_err(|e: ObjectMapError| bad(e.to_string()))?;
-        Ok(SaiBackend::new(SaiLibrary::load(lib)?, map, redis))
+        let map = parse_file("--sai-objects", objects, SaiObjects::parse)?;
+        let profile = match profile {
+            Some(path) => parse_file("--sai-profile", path, SaiProfile::parse)?,
+            None => SaiProfile::default(),
+        };
+        let sai = SaiLibrary::load(lib, &profile)?;
+        let switch = sai.connect_switch()?;
+        info!(switch = format!("oid:0x{switch:x}"), library = %lib.display(), "SAI switch connected");
+        map.check_types(&sai)?;
+        Ok(SaiBackend::new(sai, map, redis))
     }
 }

@@ -1,5 +1,6 @@
 //! A real redis-server for a test (feature `test-server`): 127.0.0.1, a port the OS said was
-//! free, no persistence, killed when the guard drops. Shared by the tests of every crate that
+//! free, and a unix socket in its own directory (SONiC's C++ clients, swss-common's
+//! `DBConnector`, connect through the socket), no persistence, killed when the guard drops. Shared by the tests of every crate that
 //! talks to SONiC's Redis, so each does not start its own way.
 
 // Test support: a failure to start the server is a failed test, so it panics with the reason.
@@ -56,6 +57,11 @@ pub fn free_port() -> u16 {
 }
 
 impl RedisServer {
+    /// The server's unix socket.
+    pub fn unix_socket(&self) -> PathBuf {
+        self.dir.join("redis.sock")
+    }
+
     /// Starts a server on a free port and waits until it answers. Tests run in parallel, and
     /// a port found free can be taken by another test's server before this one binds it: then
     /// this server exits, another answers on the port, and the two tests would share it. So a
@@ -93,6 +99,9 @@ impl RedisServer {
                 "--appendonly",
                 "no",
             ])
+            .arg("--unixsocket")
+            .arg(self.unix_socket())
+            .args(["--unixsocketperm", "700"])
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())

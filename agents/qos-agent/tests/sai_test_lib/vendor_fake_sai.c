@@ -1,22 +1,37 @@
 /*
- * FakeSai: a stand-in for a vendor SAI library, for the qos-agent `sai` feature tests only.
- * No ASIC can run here. It is compiled against the same SAI headers the agent's bindings are
- * generated from (SAI_INCLUDE_DIR), so every type and method table is the headers' own, and
- * it answers the calls the agent makes, with values a test can work out by hand:
+ * VendorFakeSai: a FAKE vendor SAI library, for the qos-agent `sai` feature tests only.
+ *
+ * The SAI backend is tested against SONiC's real virtual SAI, libsaivs (tests/saivs.rs, and
+ * the agent binary through SONiC's sairedis in tests/realsonic/). This fake stays for what
+ * libsaivs never does and a vendor SAI may: refuse queue stats it does not support (libsaivs
+ * answers every queue stat) and refuse a WRED attribute with an attribute-indexed status
+ * (libsaivs never does for WRED).
+ *
+ * It is compiled against the same SAI headers the agent's bindings are generated from
+ * (SAI_INCLUDE_DIR), so every type and method table is the headers' own, and it answers the
+ * calls the agent makes with values a test can work out by hand:
+ *  - create_switch: only a connection (SAI_SWITCH_ATTR_INIT_SWITCH = false, alone), switch
+ *    0x2100; anything else is SAI_STATUS_INVALID_PARAMETER (the agent never initialises);
+ *  - sai_object_type_query: 0x15xx is a queue, 0x13xx a WRED profile, 0x2100 the switch
+ *    (the loader resolves every SAI call the agent makes, used here or not);
  *  - get_queue_stats: queue object q, stat s: (q & 0xff) * 1000 + the stat's rank below
  *    (PACKETS 1, BYTES 2, DROPPED_PACKETS 3, DROPPED_BYTES 4, CURR_OCCUPANCY_BYTES 5,
  *    WATERMARK_BYTES 6, WRED_ECN_MARKED_PACKETS 7, WRED_ECN_MARKED_BYTES 8); any other stat,
  *    and on queue 0x1504 the two WRED_ECN ones, is SAI_STATUS_NOT_SUPPORTED for the whole call,
  *    as a platform without them answers;
  *  - set/get_wred_attribute: the six green/yellow/red min/max threshold attributes of WRED
- *    objects 0x1301..0x1304, starting at 0 (the SAI default); anything else is refused.
+ *    objects 0x1301..0x1304, starting at 0 (the SAI default); 0x1304 is a profile on a platform
+ *    without red WRED: a red threshold is SAI_STATUS_ATTR_NOT_SUPPORTED_0 + its index in the
+ *    call's list; anything else is SAI_STATUS_INVALID_PARAMETER.
  */
 #include <stddef.h>
 
 #include <sai.h>
 
+#define SWITCH_OID 0x2100
 #define WRED_OBJECTS 4
 #define WRED_BASE 0x1301
+#define WRED_WITHOUT_RED 0x1304
 
 static uint32_t thresholds[WRED_OBJECTS][6];
 static int initialized;
@@ -51,6 +66,26 @@ static int wred_index(sai_object_id_t wred) {
     return (wred >= WRED_BASE && wred < WRED_BASE + WRED_OBJECTS) ? (int)(wred - WRED_BASE) : -1;
 }
 
+/* The status for attribute `i` of a call on `wred`, or SUCCESS with its slot in *slot. */
+static sai_status_t threshold_of(sai_object_id_t wred, sai_attr_id_t id, uint32_t i, int *slot) {
+    *slot = threshold_slot(id);
+    if (wred_index(wred) < 0 || *slot < 0) {
+        return SAI_STATUS_INVALID_PARAMETER;
+    }
+    if (wred == WRED_WITHOUT_RED && *slot >= 4) {
+        return SAI_STATUS_ATTR_NOT_SUPPORTED_0 + (sai_status_t)i;
+    }
+    return SAI_STATUS_SUCCESS;
+}
+
+static sai_status_t create_switch(sai_object_id_t *id, uint32_t n, const sai_attribute_t *attrs) {
+    if (n != 1 || attrs[0].id != SAI_SWITCH_ATTR_INIT_SWITCH || attrs[0].value.booldata) {
+        return SAI_STATUS_INVALID_PARAMETER;
+    }
+    *id = SWITCH_OID;
+    return SAI_STATUS_SUCCESS;
+}
+
 static sai_status_t get_queue_stats(
     sai_object_id_t queue, uint32_t n, const sai_stat_id_t *ids, uint64_t *out) {
     for (uint32_t i = 0; i < n; i++) {
@@ -66,30 +101,27 @@ static sai_status_t get_queue_stats(
 }
 
 static sai_status_t set_wred_attribute(sai_object_id_t wred, const sai_attribute_t *attr) {
-    int w = wred_index(wred);
-    int slot = threshold_slot(attr->id);
-    if (w < 0 || slot < 0) {
-        return SAI_STATUS_INVALID_PARAMETER;
+    int slot;
+    sai_status_t status = threshold_of(wred, attr->id, 0, &slot);
+    if (status == SAI_STATUS_SUCCESS) {
+        thresholds[wred_index(wred)][slot] = attr->value.u32;
     }
-    thresholds[w][slot] = attr->value.u32;
-    return SAI_STATUS_SUCCESS;
+    return status;
 }
 
 static sai_status_t get_wred_attribute(sai_object_id_t wred, uint32_t n, sai_attribute_t *attrs) {
-    int w = wred_index(wred);
-    if (w < 0) {
-        return SAI_STATUS_INVALID_PARAMETER;
-    }
     for (uint32_t i = 0; i < n; i++) {
-        int slot = threshold_slot(attrs[i].id);
-        if (slot < 0) {
-            return SAI_STATUS_INVALID_ATTRIBUTE_0 + (sai_status_t)i;
+        int slot;
+        sai_status_t status = threshold_of(wred, attrs[i].id, i, &slot);
+        if (status != SAI_STATUS_SUCCESS) {
+            return status;
         }
-        attrs[i].value.u32 = thresholds[w][slot];
+        attrs[i].value.u32 = thresholds[wred_index(wred)][slot];
     }
     return SAI_STATUS_SUCCESS;
 }
 
+static sai_switch_api_t switch_api = {.create_switch = create_switch};
 static sai_queue_api_t queue_api = {.get_queue_stats = get_queue_stats};
 static sai_wred_api_t wred_api = {
     .set_wred_attribute = set_wred_attribute,
@@ -109,8 +141,20 @@ sai_status_t sai_api_query(sai_api_t api, void **table) {
         return SAI_STATUS_UNINITIALIZED;
     }
     switch (api) {
+    case SAI_API_SWITCH: *table = &switch_api; return SAI_STATUS_SUCCESS;
     case SAI_API_WRED: *table = &wred_api; return SAI_STATUS_SUCCESS;
     case SAI_API_QUEUE: *table = &queue_api; return SAI_STATUS_SUCCESS;
     default: return SAI_STATUS_NOT_SUPPORTED;
+    }
+}
+
+sai_object_type_t sai_object_type_query(sai_object_id_t id) {
+    if (id == SWITCH_OID) {
+        return SAI_OBJECT_TYPE_SWITCH;
+    }
+    switch (id >> 8) {
+    case 0x15: return SAI_OBJECT_TYPE_QUEUE;
+    case 0x13: return SAI_OBJECT_TYPE_WRED;
+    default: return SAI_OBJECT_TYPE_NULL;
     }
 }
