@@ -9,14 +9,27 @@ Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (micro
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import types
 import typing
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from controller.qos.qjump import QjumpWindow
 
@@ -52,9 +65,56 @@ def _wants_number(annotation: object, value: object) -> bool:
     return False
 
 
+def _mapping_key_type(annotation: object) -> Any:
+    """The key type of a ``dict`` field (through ``Annotated`` and ``| None``), else None."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _mapping_key_type(args[0])
+    if origin in (typing.Union, types.UnionType):
+        keys = [_mapping_key_type(arg) for arg in args if arg is not type(None)]
+        return keys[0] if len(keys) == 1 else None
+    if origin is dict and len(args) == 2:
+        return args[0]
+    return None
+
+
+@functools.cache
+def _key_reader(owner: type[BaseModel], field_name: str) -> tuple[Any, TypeAdapter[Any]] | None:
+    key_type = _mapping_key_type(owner.model_fields[field_name].annotation)
+    return None if key_type is None else (key_type, TypeAdapter(key_type))
+
+
+def colliding_keys(
+    key_type: Any, mapping: dict[Any, Any], adapter: TypeAdapter[Any] | None = None
+) -> str | None:
+    """Why ``mapping`` cannot be read as keyed by ``key_type`` without losing an entry: two
+    keys that convert to one (``7`` and ``'07'`` are both level 7, and pydantic would keep
+    only the last), or a boolean where the key is a number. None when none."""
+    adapter = adapter or TypeAdapter(key_type)
+    seen: dict[object, object] = {}
+    for key in mapping:
+        if _wants_number(key_type, key):
+            return f"key {key!r} is a boolean, not a number"
+        try:
+            converted = adapter.validate_python(key)
+        except ValidationError:
+            continue  # refused by the field's own validation, with its reason
+        if converted in seen:
+            return f"keys {seen[converted]!r} and {key!r} both mean {converted!r}: give it once"
+        seen[converted] = key
+    return None
+
+
+def _collision(reader: tuple[Any, TypeAdapter[Any]], mapping: dict[Any, Any]) -> str | None:
+    key_type, adapter = reader
+    return colliding_keys(key_type, mapping, adapter)
+
+
 class Frozen(BaseModel):
     """Base of every intent model: unknown keys are errors, instances are immutable, numbers
-    are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value)."""
+    are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value), and a
+    mapping's keys never collide once converted (``7`` and ``'07'``)."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
@@ -67,6 +127,17 @@ class Frozen(BaseModel):
         field = cls.model_fields.get(info.field_name or "")
         if field is not None and _wants_number(field.annotation, value):
             raise ValueError("a boolean is not a number")
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _keys_stay_apart(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict) or info.field_name not in cls.model_fields:
+            return value
+        reader = _key_reader(cls, info.field_name)
+        reason = None if reader is None else _collision(reader, value)
+        if reason is not None:
+            raise ValueError(reason)
         return value
 
 
@@ -135,25 +206,102 @@ class Port(Frozen):
     )
 
 
+# Where a secret lives, never the secret: the schemes ``controller/southbound/credentials.py``
+# reads (docs/intent.md, "Credentials").
+SECRET_SCHEMES = ("env", "file", "vault")
+SECRET_REF_RE = re.compile(r"^(?P<scheme>[a-z]+):(?P<where>\S+)$")
+# A vault reference: mount/path[#field]; no empty segment, no '..'.
+VAULT_WHERE_RE = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:#[A-Za-z0-9_.-]+)?$")
+# A gNMI user name as SONiC's accounts allow it (Linux user names, and '.', '@' of LDAP/TACACS).
+GNMI_USER_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$"
+
+
+def check_secret_ref(value: str) -> str:
+    """``value`` if it is a reference in one of ``SECRET_SCHEMES``; the refusal never repeats
+    the value (it may be a secret pasted where its reference belongs)."""
+    schemes = ", ".join(f"{scheme}:" for scheme in SECRET_SCHEMES)
+    match = SECRET_REF_RE.match(value)
+    if match is None or match["scheme"] not in SECRET_SCHEMES:
+        raise ValueError(
+            f"must be a reference to where the secret lives, in one of the schemes {schemes} "
+            "(env:NAME, file:/path, vault:mount/path#field)"
+        )
+    scheme, where = match["scheme"], match["where"]
+    if scheme == "vault" and (VAULT_WHERE_RE.match(where) is None or ".." in where.split("/")):
+        raise ValueError("a vault: reference is vault:mount/path or vault:mount/path#field")
+    return value
+
+
+SecretRef = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(check_secret_ref)]
+GnmiUser = Annotated[str, Field(pattern=GNMI_USER_RE)]
+
+
+@dataclass(frozen=True)
+class Login:
+    """Whom a switch session logs in as: a user name and where its password lives."""
+
+    username: str
+    secret_ref: str
+
+
+class Credential(Frozen):
+    """A gNMI login shared by a group of switches (``intent.credentials``): each switch that
+    names it in ``credential`` logs in with this user name and this secret."""
+
+    name: Name
+    username: GnmiUser
+    secret_ref: SecretRef = Field(
+        description="where the password lives (env:NAME, file:/path, vault:mount/path#field)"
+    )
+
+
 class Switch(Frozen):
     name: Name
     role: Role
     gnmi: GnmiEndpoint
-    credential_ref: str = Field(
-        min_length=1,
-        max_length=256,
-        description=(
-            "where the gNMI credential lives (e.g. env:SLUICE_GNMI_PASSWORD); never the secret"
-        ),
+    credential_ref: SecretRef | None = Field(
+        default=None,
+        description="this switch's own password: where it lives (e.g. env:SLUICE_GNMI_PASSWORD, "
+        "file:/run/secrets/leaf1, vault:secret/fabric/leaf1#password); never the secret. "
+        "Give this or credential",
+    )
+    username: GnmiUser | None = Field(
+        default=None,
+        description="this switch's own gNMI user name, with credential_ref; unset: the "
+        "controller's SLUICE_GNMI_USERNAME",
+    )
+    credential: Name | None = Field(
+        default=None,
+        description="the name of a login in the intent's credentials, shared by a group of "
+        "switches; instead of credential_ref and username",
     )
     ports: tuple[Port, ...] = Field(min_length=1)
+    # The group named by ``credential``, attached by the intent that holds this switch.
+    _group: Credential | None = PrivateAttr(default=None)
 
-    @field_validator("credential_ref")
-    @classmethod
-    def _reference_not_secret(cls, value: str) -> str:
-        if not re.match(r"^(env|file|vault):[^\s]+$", value):
-            raise ValueError("must be a reference such as env:NAME, file:/path or vault:path")
-        return value
+    @model_validator(mode="after")
+    def _one_login(self) -> Switch:
+        if self.credential is not None and (
+            self.credential_ref is not None or self.username is not None
+        ):
+            raise ValueError(
+                "give credential (a group's login) or credential_ref and username, not both"
+            )
+        if self.credential is None and self.credential_ref is None:
+            raise ValueError(
+                "needs credential_ref (where its password lives) or credential (a group's login)"
+            )
+        return self
+
+    def login(self, default_username: str) -> Login:
+        """Whom this switch's sessions log in as. ``LookupError`` when it names a group but
+        was not read as part of an intent that has it (the intent's rules refuse that)."""
+        if self.credential is not None:
+            if self._group is None:
+                raise LookupError(f"credential {self.credential!r} is not in the intent")
+            return Login(self._group.username, self._group.secret_ref)
+        assert self.credential_ref is not None  # _one_login
+        return Login(self.username or default_username, self.credential_ref)
 
 
 # A Linux interface name: 1..15 bytes, no '/', ':' or whitespace (IFNAMSIZ is 16 with the NUL).
@@ -579,6 +727,19 @@ class Intent(Frozen):
 
     api_version: Literal["sluice/v1"] = "sluice/v1"
     fabric: Fabric
+    credentials: tuple[Credential, ...] = Field(
+        default=(), description="gNMI logins shared by groups of switches (switch.credential)"
+    )
     switches: tuple[Switch, ...] = ()
     hosts: tuple[Host, ...] = ()
     service_classes: tuple[ServiceClass, ...] = ()
+
+    @model_validator(mode="after")
+    def _attach_credentials(self) -> Intent:
+        # Each switch carries its group's login, so the southbound needs only the switch; an
+        # unknown name is left for validate.py to report with its path.
+        groups = {credential.name: credential for credential in self.credentials}
+        for switch in self.switches:
+            if switch.credential is not None:
+                switch._group = groups.get(switch.credential)
+        return self

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
 from controller.policy.loader import dump_intent
 from controller.policy.models import Intent
+from controller.policy.validate import AddressResolver
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
 from controller.sonic.accept import accept_intent
@@ -98,9 +99,19 @@ def content_sha256(data: JsonObject) -> str:
 
 
 class IntentService:
-    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+    """``resolve``: the DNS the endpoint rule compares switch and host names with (the API
+    passes the system's, ``controller/southbound/resolve.py``; none: names by spelling)."""
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        clock: Clock,
+        resolve: AddressResolver | None = None,
+    ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._resolve = resolve
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -148,11 +159,10 @@ class IntentService:
         record = self.current()
         return record.info.number, dict(record.data["fabric"])
 
-    @staticmethod
-    def validate(data: object) -> Intent:
+    def validate(self, data: object) -> Intent:
         """Every check a write makes (``accept_intent``), storing nothing; ``IntentInvalid``
         if bad."""
-        intent, _ = accept_intent(data)
+        intent, _ = accept_intent(data, self._resolve)
         return intent
 
     # -- writes --------------------------------------------------------------------------------
@@ -256,7 +266,7 @@ class IntentService:
                 f"the intent is at version {head_number}, not {expected}; read it again and retry"
             )
         draft = change(None if head is None else dict(head.intent))
-        intent, compiled = accept_intent(draft.data)
+        intent, compiled = accept_intent(draft.data, self._resolve)
         content = dump_intent(intent)
         digest = content_sha256(content)
         after = _after(content, draft)

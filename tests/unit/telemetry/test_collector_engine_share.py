@@ -13,6 +13,7 @@ from controller.policy.loader import parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.share import WatchShare, share_of
 from controller.settings import Settings
+from controller.southbound.credentials import secret_resolver
 from controller.southbound.subscribe import StreamPolicy
 from controller.telemetry.collector import Collector, Shard, engine_membership, targets_of
 
@@ -40,7 +41,7 @@ def test_a_collector_streams_its_share_and_takes_a_dead_members_switches() -> No
             Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random, share=share
         )
         intent = _intent()
-        targets = targets_of(intent, Settings(), {"PW": "x"})
+        targets = targets_of(intent, Settings(), secret_resolver({"PW": "x"}))
         collector.sync(intent, targets)
         assert set(collector._running) == set(share_of(2, NAMES, [1, 2, 3]))
         kept = {name: r.task for name, r in collector._running.items()}
