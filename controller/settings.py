@@ -22,6 +22,7 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
 
 from __future__ import annotations
 
+import ssl
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -181,7 +182,7 @@ class VaultSettings(BaseSettings):
         ``file:`` from the file system, ``vault:`` from this store when ``addr`` is set."""
         if self.addr is None:
             return secret_resolver(environ)
-        verify: str | bool = str(self.ca) if self.ca is not None else True
+        verify = ssl.create_default_context(cafile=self.ca) if self.ca is not None else True
         http = httpx.Client(timeout=self.timeout_s, verify=verify)
         store = VaultKv(
             self.addr, token_reader(self.token, self.token_file), http, cache_s=self.cache_s
