@@ -45,7 +45,7 @@ def store_settings(server: OpenBao, **overrides: object) -> VaultSettings:
         "ca": server.ca,
         "cache_s": 0,
     }
-    return VaultSettings(**{**fields, **overrides})
+    return VaultSettings.model_validate({**fields, **overrides})
 
 
 def test_a_vault_reference_resolves_to_the_secret_in_the_store(openbao: OpenBao) -> None:
