@@ -9,6 +9,7 @@ a real server on 127.0.0.1 or at an in-process app.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -59,7 +60,8 @@ def http_verifying(ca: Path | None) -> HttpFactory:
         return default_http
 
     def make(base_url: str, timeout_s: float) -> httpx.Client:
-        return httpx.Client(base_url=base_url, timeout=timeout_s, verify=str(ca))
+        verify = ssl.create_default_context(cafile=ca)
+        return httpx.Client(base_url=base_url, timeout=timeout_s, verify=verify)
 
     return make
 
