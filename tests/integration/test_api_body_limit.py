@@ -74,7 +74,8 @@ def api(module_db_url: str) -> Iterator[Served]:
     token = issue_token(module_db_url, AccessRole.OPERATOR, name="big-bodies")
     with served(app) as url:
         parts = urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None
+        assert parts.hostname is not None
+        assert parts.port is not None
         yield Served(parts.hostname, parts.port, token, tally)
 
 

@@ -90,6 +90,7 @@ def test_the_api_answers_over_tls_with_its_certificate(tls_api: TlsApi) -> None:
     ):
         assert tls.version() in ("TLSv1.2", "TLSv1.3")
         peer = tls.getpeercert()
+        assert peer is not None
         assert ("IP Address", "127.0.0.1") in peer["subjectAltName"]
         tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         answer = b""
