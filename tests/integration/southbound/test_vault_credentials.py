@@ -8,6 +8,7 @@ On main a vault: reference passed validation and failed when used ("not supporte
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from controller.policy.loader import load_intent_file, parse_intent
 from controller.policy.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.settings import VaultSettings
+from controller.sonic.model import Plan
 from controller.southbound.gnmi import SessionPool, session_tls
 from lab.openbao import OpenBao, running_openbao
 from vsonic.fleet import fleet_targets
@@ -173,3 +175,40 @@ def test_each_switch_logs_in_as_its_own_or_its_groups_login_end_to_end(
         with pytest.raises(SouthboundError) as refused:
             access.read(intent.switches[0], ["DEVICE_METADATA"])
     assert "not-the-leafs-password" not in str(refused.value)
+
+
+def test_no_secret_reaches_a_log_line_or_an_error_on_any_path(
+    openbao: OpenBao,
+    two_logins: tuple[int, int],
+    switch_tls: TlsFiles,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every secret of the run: the store's token, the right and a wrong switch password.
+    wrong = "wrong-password-kept-in-the-store"
+    openbao.put_secret("gnmi/leafs", {"password": wrong})
+    spine_secret = tmp_path / "spine1.pw"
+    spine_secret.write_text(SPINE_LOGIN.password)
+    intent = two_login_intent(*two_logins, spine_secret)
+    tls = session_tls(insecure=False, ca=switch_tls.cert)
+    weak_token = openbao.token_with_policies("default")
+    errors: list[str] = []
+    caplog.set_level(logging.DEBUG)
+    with SessionPool() as pool:
+        for token in (openbao.root_token, weak_token):
+            settings = store_settings(openbao, token=SecretStr(token))
+            access = GnmiAccess(pool, settings.resolver({}), username="admin", tls=tls)
+            for switch in intent.switches:
+                try:
+                    access.read(switch, ["DEVICE_METADATA"])
+                except (SouthboundError, NotFound) as error:
+                    errors.append(f"{error!s} {error!r}")
+                errors.append(repr(access.apply(switch, Plan(switch.name, ()))))
+    # The leaf's login was refused by the switch (wrong secret), then by the store (weak
+    # token): both said so, by name.
+    assert any("leaf1" in e or "vault:secret/gnmi/leafs" in e for e in errors), errors
+    assert any("403" in e for e in errors), errors
+    assert "HTTP Request: GET" in caplog.text  # the store's client logged every read
+    seen = "\n".join([*errors, caplog.text, repr(store_settings(openbao))])
+    for secret in (openbao.root_token, weak_token, wrong, SPINE_LOGIN.password):
+        assert secret not in seen
