@@ -14,6 +14,7 @@ import itertools
 import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -45,24 +46,55 @@ Dscp = Annotated[int, Field(ge=0, le=63)]
 BUFFER_BYTES_MAX = 2**31 - 1
 
 
-def _wants_number(annotation: object, value: object) -> bool:
-    """Whether ``value`` holds a boolean where ``annotation`` wants an int or a float
-    (directly, or as an element of a tuple/list/dict value)."""
+def _json_type_mismatch(annotation: object, value: object) -> str | None:
+    """Why ``value`` is not of the JSON type ``annotation`` wants, where pydantic's lax mode
+    would convert it anyway (a boolean or text read as a number, text or a number read as a
+    boolean), directly or as an item of a tuple/list/dict value; None when it is. Held to
+    this, the intent refuses what its published JSON Schema refuses."""
     if annotation in (int, float):
-        return isinstance(value, bool)
+        if isinstance(value, bool):
+            return "a boolean is not a number"
+        if isinstance(value, str) and _reads_as_number(value):
+            return "text is not a number (write the number without quotes)"
+        return None
+    if annotation is bool:
+        if not isinstance(value, bool) and _lax_booleans.get(str(value).lower()) is not None:
+            return "must be true or false"
+        return None
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is Annotated:
-        return _wants_number(args[0], value)
+        return _json_type_mismatch(args[0], value)
     if origin in (typing.Union, types.UnionType):
-        if isinstance(value, bool) and bool in args:
-            return False
-        return any(_wants_number(arg, value) for arg in args)
+        if value is None:
+            return None  # None is refused, where it is, by pydantic with its own reason
+        reasons = [_json_type_mismatch(arg, value) for arg in args if arg is not type(None)]
+        return None if None in reasons else reasons[0]
+    items: Iterable[object] = ()
     if origin in (tuple, list) and isinstance(value, (list, tuple)) and args:
-        return any(_wants_number(args[0], item) for item in value)
-    if origin is dict and isinstance(value, dict) and len(args) == 2:
-        return any(_wants_number(args[1], item) for item in value.values())
-    return False
+        items, annotation = value, args[0]
+    elif origin is dict and isinstance(value, dict) and len(args) == 2:
+        items, annotation = value.values(), args[1]
+    return next((r for r in (_json_type_mismatch(annotation, i) for i in items) if r), None)
+
+
+# What pydantic's lax mode reads as a boolean (pydantic-core's bool validator).
+_lax_booleans = dict.fromkeys(("0", "off", "f", "false", "n", "no", "0.0"), False) | dict.fromkeys(
+    ("1", "on", "t", "true", "y", "yes", "1.0"), True
+)
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _wants_number(annotation: object, value: object) -> bool:
+    """Whether ``value`` is a boolean where ``annotation`` wants a number."""
+    return _json_type_mismatch(annotation, value) == "a boolean is not a number"
 
 
 def _mapping_key_type(annotation: object) -> Any:
@@ -116,17 +148,18 @@ class Frozen(BaseModel):
     are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value), and a
     mapping's keys never collide once converted (``7`` and ``'07'``)."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
-    )
+    # No str_strip_whitespace: " leaf1" is refused as its schema's pattern refuses it.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic reads True as 1 for an int field (``queue: true`` became queue 1).
+    def _json_types_are_kept(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1 for an int field (``queue: true`` became queue 1), "25" as
+        # 25 and "yes" as True; the published schema refuses all three, and so does this.
         field = cls.model_fields.get(info.field_name or "")
-        if field is not None and _wants_number(field.annotation, value):
-            raise ValueError("a boolean is not a number")
+        reason = None if field is None else _json_type_mismatch(field.annotation, value)
+        if reason is not None:
+            raise ValueError(reason)
         return value
 
     @field_validator("*", mode="before")
@@ -232,7 +265,15 @@ def check_secret_ref(value: str) -> str:
     return value
 
 
-SecretRef = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(check_secret_ref)]
+# The schema's pattern says what check_secret_ref checks, less its friendlier messages.
+SECRET_REF_PATTERN = (
+    r"^(env:\S+|file:\S+|vault:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+(#[A-Za-z0-9_.-]+)?)$"
+)
+SecretRef = Annotated[
+    str,
+    Field(min_length=1, max_length=256, json_schema_extra={"pattern": SECRET_REF_PATTERN}),
+    AfterValidator(check_secret_ref),
+]
 GnmiUser = Annotated[str, Field(pattern=GNMI_USER_RE)]
 
 
@@ -514,7 +555,9 @@ class Qjump(Frozen):
     packet_bytes: int = Field(default=256, ge=64, le=9216, description="P")
     epsilon_us: float = Field(default=4.0, ge=0.0, le=1000.0, description="switch processing slack")
     factors: dict[Annotated[int, Field(ge=0, le=7)], Annotated[float, Field(gt=0)]] = Field(
-        default_factory=dict, description="throughput factor f_i per level"
+        default_factory=dict,
+        description="throughput factor f_i per level",
+        json_schema_extra={"propertyNames": {"pattern": "^[0-7]$"}},
     )
     window: QjumpWindow = Field(
         default=QjumpWindow.ALIGNED,

@@ -237,3 +237,55 @@ def test_a_malformed_body_is_refused_before_a_bad_if_match_as_documented(
         headers = json_type if if_match is None else {**json_type, "If-Match": if_match}
         response = module_client.put("/api/v1/intent", content=good, headers=headers)
         assert response.status_code == status, (if_match, response.text)
+
+
+def test_integral_floats_are_taken_where_the_schema_says_integer(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    # JSON Schema's integer holds 455.0; on main the strict bodies refused it with 422.
+    intent = small_intent()
+    intent["fabric"]["port_buffer_bytes"] = 2_000_000.0
+    written = client.put(
+        "/api/v1/intent",
+        json={"intent": intent, "reason": "floats"},
+        headers=with_if_match(auth["operator"], 0),
+    )
+    assert written.status_code == 201, written.text
+    stored = client.get("/api/v1/intent", headers=auth["viewer"]).json()["intent"]
+    assert stored["fabric"]["port_buffer_bytes"] == 2_000_000
+    operator = auth["operator"]
+    rollout = client.post(
+        "/api/v1/rollouts",
+        json={"to_version": 1.0, "batch_size": 2.0, "failure_budget": 0.0},
+        headers=operator,
+    )
+    assert rollout.status_code == 201, rollout.text
+    assert (rollout.json()["batch_size"], rollout.json()["to_version"]) == (2, 1)
+    simulation = client.post("/api/v1/simulations", json={"flows": 100.0}, headers=operator)
+    assert simulation.status_code == 202, simulation.text
+    # A fraction, a boolean or text is still no integer.
+    for wrong in (2.5, True, "2"):
+        refused = client.post("/api/v1/rollouts", json={"batch_size": wrong}, headers=operator)
+        assert refused.status_code == 422, (wrong, refused.text)
+
+
+def test_the_published_intent_schema_refuses_the_nulls_the_parser_refuses(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    # On main every intent body was "any object": a null where the parser wants a number
+    # passed the schema. Now each intent body refers to the intent's own models.
+    document = client.get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    validate = document["paths"]["/api/v1/intent/validate"]["post"]["requestBody"]
+    assert validate["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Intent"
+    }
+    assert schemas["Fabric"]["properties"]["base_rtt_us"]["type"] == "number"
+    assert "base_rtt_us" in schemas["Fabric"]["required"]
+    put_switch = document["paths"]["/api/v1/switches/{name}"]["put"]["requestBody"]
+    assert put_switch["content"]["application/json"]["schema"]["$ref"].endswith("/Switch")
+    intent = small_intent()
+    intent["fabric"]["base_rtt_us"] = None
+    response = client.post("/api/v1/intent/validate", json=intent, headers=auth["viewer"])
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "fabric.base_rtt_us"
