@@ -16,6 +16,7 @@ from controller.cli.render import (
     pias,
     port_speeds,
     scheduling,
+    switch_login,
 )
 from controller.types import JsonObject
 
@@ -47,7 +48,7 @@ RESOURCES: Mapping[str, Resource] = {
             ("GNMI", gnmi_target),
             _count("ports"),
             ("SPEEDS", port_speeds),
-            ("CREDENTIAL", field("credential_ref")),
+            ("LOGIN", switch_login),
         ),
     ),
     "hosts": Resource(

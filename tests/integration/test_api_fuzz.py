@@ -8,6 +8,12 @@ applies run the real site.yml over real SSH; the test fails unless the host runs
 fuzzer started reached it (a run that ends "unreachable" everywhere proves nothing about
 the host-run path). Needs root, like the e2e tests.
 
+Every check and every phase runs (``--checks all``; examples, coverage, fuzzing and the
+stateful sequences that use_after_free and ensure_resource_availability need). The intent's
+bodies carry the intent's own JSON Schema (controller/policy/schema.py), so the data the
+fuzzer calls valid or invalid is what the parser takes or refuses: nulls, integers written
+455.0, text where numbers belong.
+
 Bounded in time: a few examples per operation (``SLUICE_FUZZ_EXAMPLES`` raises it for a
 longer local run).
 
@@ -221,8 +227,11 @@ def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: 
             f"Authorization: Bearer {token}",
             "--max-examples",
             str(EXAMPLES),
+            # Every phase, so every check runs: use_after_free, ensure_resource_availability
+            # and object_level_authorization check sequences of calls (stateful), following
+            # the links schemathesis infers from Location headers and response fields.
             "--phases",
-            "examples,coverage,fuzzing",
+            "examples,coverage,fuzzing,stateful",
             "--workers",
             "2",
             "--request-timeout",
