@@ -12,9 +12,29 @@ from controller.rollout.gates import BUILTINS, GatePolicy, parse_policy
 GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
 
 
+# What _one_source checks, as JSON Schema says it, so the published schema allows exactly
+# the gates the validator takes: a built-in (no query), or a named PromQL query (no built-in).
+ONE_SOURCE: dict[str, Any] = {
+    "anyOf": [
+        {
+            "required": ["builtin"],
+            "properties": {"builtin": {"type": "string"}, "query": {"type": "null"}},
+        },
+        {
+            "required": ["query", "name"],
+            "properties": {
+                "query": {"type": "string"},
+                "name": {"type": "string"},
+                "builtin": {"type": "null"},
+            },
+        },
+    ]
+}
+
+
 class GateIn(BaseModel):
     # strict: "0" or true is not a threshold (a request that says so is refused, not coerced)
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=ONE_SOURCE)
 
     name: GateName | None = Field(default=None, description="defaults to the built-in's name")
     builtin: Literal["drops", "mark_fraction", "occupancy", "agent_fallback"] | None = Field(
