@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from lab.localpg import free_port
-from vsonic.tether import start_tethered
+from vsonic.tether import tethered
 
 START_TIMEOUT_S = 60
 
@@ -73,30 +73,27 @@ def running_openbao(root: Path) -> Iterator[OpenBao]:
     certs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     token = secrets.token_hex(16)
-    log = (root / "bao.log").open("wb")
-    process = start_tethered(
-        [
-            find_bao(),
-            "server",
-            "-dev",
-            "-dev-tls",
-            f"-dev-tls-cert-dir={certs}",
-            f"-dev-listen-address=127.0.0.1:{port}",
-            f"-dev-root-token-id={token}",
-            "-dev-no-store-token",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={"HOME": str(root), "PATH": "/usr/bin:/bin"},
-    )
     server = OpenBao(f"https://127.0.0.1:{port}", certs / "vault-ca.pem", token)
-    try:
+    with (
+        (root / "bao.log").open("wb") as log,
+        tethered(
+            [
+                find_bao(),
+                "server",
+                "-dev",
+                "-dev-tls",
+                f"-dev-tls-cert-dir={certs}",
+                f"-dev-listen-address=127.0.0.1:{port}",
+                f"-dev-root-token-id={token}",
+                "-dev-no-store-token",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={"HOME": str(root), "PATH": "/usr/bin:/bin"},
+        ) as process,
+    ):
         _wait_until_unsealed(server, process)
         yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
 
 
 def _wait_until_unsealed(server: OpenBao, process: subprocess.Popen[bytes]) -> None:

@@ -24,7 +24,7 @@ from controller.services.tokens import AccessRole
 from controller.settings import ApiSettings
 from lab.localpg import free_port
 from tests.integration.conftest import issue_token
-from vsonic.tether import start_tethered
+from vsonic.tether import tethered
 from vsonic.tls import self_signed_tls
 
 pytestmark = pytest.mark.integration
@@ -59,14 +59,10 @@ def tls_api(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "SLUICE_API_TLS_CERT": str(files.cert),
         "SLUICE_API_TLS_KEY": str(files.key),
     }
-    process = start_tethered([sys.executable, "-m", "api"], env=env)
     served = TlsApi(port, files.cert, module_db_url)
-    try:
+    with tethered([sys.executable, "-m", "api"], env=env) as process:
         _wait_for(served, process)
         yield served
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _wait_for(served: TlsApi, process: subprocess.Popen[bytes]) -> None:

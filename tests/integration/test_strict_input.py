@@ -160,6 +160,14 @@ def test_a_viewers_malformed_write_is_403_before_its_body_is_read(
 # --- issue 25 ("Inputs"): what got through on main ------------------------------------------
 
 
+def _only_error(client: TestClient, headers: dict[str, str], intent: Body) -> dict[str, str]:
+    """The one field problem ``POST /intent/validate`` answers ``intent`` with (422)."""
+    response = client.post("/api/v1/intent/validate", json=intent, headers=headers)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["errors"]
+    return dict(error)
+
+
 def test_two_switches_at_one_endpoint_spelled_differently_are_refused_by_the_api(
     module_client: TestClient, module_auth: dict[str, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -169,11 +177,7 @@ def test_two_switches_at_one_endpoint_spelled_differently_are_refused_by_the_api
         intent = small_intent()
         intent["switches"][0]["gnmi"]["address"] = first
         intent["switches"][1]["gnmi"]["port"] = 50051
-        response = module_client.post(
-            "/api/v1/intent/validate", json=intent, headers=module_auth["viewer"]
-        )
-        assert response.status_code == 422, response.text
-        [error] = response.json()["errors"]
+        error = _only_error(module_client, module_auth["viewer"], intent)
         assert error["field"] == "switches[1].gnmi"
         assert "leaf1 and spine1" in error["reason"]
         code, output = _check(tmp_path, yaml.safe_dump(intent).encode())
@@ -187,11 +191,7 @@ def test_qjump_factor_keys_that_collide_in_json_are_refused_by_the_api(
     # JSON keys are strings: "7" and "07" are two keys to JSON, one level to the intent.
     intent = small_intent()
     intent["fabric"]["qjump"] = {"hosts": 4, "factors": {"7": 1.0, "07": 2.0}}
-    response = module_client.post(
-        "/api/v1/intent/validate", json=intent, headers=module_auth["viewer"]
-    )
-    assert response.status_code == 422, response.text
-    [error] = response.json()["errors"]
+    error = _only_error(module_client, module_auth["viewer"], intent)
     assert error["field"] == "fabric.qjump.factors"
     assert "keys '7' and '07' both mean 7" in error["reason"]
 
