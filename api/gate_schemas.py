@@ -12,9 +12,12 @@ from controller.rollout.gates import BUILTINS, GatePolicy, parse_policy
 GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
 
 
-# What _one_source checks, as JSON Schema says it, so the published schema allows exactly
-# the gates the validator takes: a built-in (no query), or a named PromQL query (no built-in).
+# What _one_source and parse_policy check, as JSON Schema says it, so the published schema
+# allows exactly the gates the validator takes: a built-in (no query), or a named PromQL
+# query (no built-in); a max_increase_pct threshold is not negative.
 ONE_SOURCE: dict[str, Any] = {
+    "if": {"required": ["comparison"], "properties": {"comparison": {"const": "max_increase_pct"}}},
+    "then": {"properties": {"threshold": {"minimum": 0}}},
     "anyOf": [
         {
             "required": ["builtin"],
@@ -28,7 +31,7 @@ ONE_SOURCE: dict[str, Any] = {
                 "builtin": {"type": "null"},
             },
         },
-    ]
+    ],
 }
 
 
@@ -44,6 +47,7 @@ class GateIn(BaseModel):
         default=None,
         min_length=1,
         max_length=4000,
+        pattern=r"\S",  # not blank: parse_policy refuses an empty query
         description='raw PromQL answering one number; "$switches" becomes the batch\'s switches',
     )
     threshold: float = Field(allow_inf_nan=False, ge=-1e18, le=1e18)
