@@ -15,10 +15,8 @@ import argparse
 import json
 import os
 import select
-import shutil
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +28,7 @@ from controller.services.common import Actor
 from controller.services.tokens import AccessRole, TokenService
 from controller.store.db import make_engine, make_sessions
 from controller.store.migrate import upgrade
-from lab.localpg import LocalPostgres, free_port
+from lab.localpg import free_port, throwaway_postgres
 from vsonic.tether import tethered
 
 CHUNK = 64 * 1024
@@ -102,11 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--body-mb", type=float, default=400.0)
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="sluice-body-bench-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root=root)
-    server.start()
-    try:
+    with throwaway_postgres("sluice-body-bench-") as server:
         url = server.url()
         upgrade(url)
         token = operator_token(url)
@@ -126,9 +120,6 @@ def main() -> None:
                     time.sleep(0.1)
             baseline = measure(api.pid, port, token, "4 MiB body (within the limit)", 4)
             large = measure(api.pid, port, token, f"{args.body_mb:.0f} MB body", args.body_mb)
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
     print(f"PUT /api/v1/intent, chunked, load {os.getloadavg()[0]:.1f}")
     print(f"  {'request':<32} {'sent MB':>8} {'status':>7} {'peak +MB':>9} {'peak MB':>8}")
     for s in (baseline, large):
