@@ -1,6 +1,6 @@
 """Request bodies, in the order docs/api.md gives: the caller is authorised (401/403), then
 the body is read within ``DOCUMENT_BYTES_MAX`` (413) and parsed by sluice's own JSON reader
-(``controller/policy/documents.py``: UTF-8, nesting and integer limits, duplicate keys
+(``controller/intent/documents.py``: UTF-8, nesting and integer limits, duplicate keys
 refused; 400), then its shape is checked against the route's body model (422), and only then
 does FastAPI run the route's other dependencies (``If-Match``: 428/412).
 
@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.deps import authorize
 from api.errors import problem
 from controller.errors import BodyTooLarge
-from controller.policy.documents import DOCUMENT_BYTES_MAX, parse_json_document
+from controller.intent.documents import DOCUMENT_BYTES_MAX, parse_json_document
 from controller.services.tokens import AccessRole
 
 

@@ -17,7 +17,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from api.body import required_role
 from api.errors import PROBLEM_JSON, RETRY_AFTER_S
-from controller.policy.schema import REF_TEMPLATE, intent_schemas
+from controller.intent.schema import REF_TEMPLATE, intent_schemas
 from controller.services.tokens import AccessRole
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -129,7 +129,7 @@ def complete(app: FastAPI) -> dict[str, Any]:
 
 
 def _publish_intent_schema(document: dict[str, Any], schemas: dict[str, Any]) -> None:
-    """The intent's models as components (``controller/policy/schema.py``), and every body
+    """The intent's models as components (``controller/intent/schema.py``), and every body
     or field that holds the intent or a part of it referring to them, so a client (and the
     fuzzer) knows each field's type, bounds and nulls, not just "an object"."""
     intent = intent_schemas()

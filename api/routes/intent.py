@@ -28,7 +28,7 @@ from api.schemas import (
     page_out,
 )
 from controller.errors import NotFound
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.types import JsonObject
 
 router = APIRouter(prefix="/intent", tags=["intent"])
@@ -65,7 +65,7 @@ def replace_intent(
     return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
 
 
-# The body's schema is the intent's own (api/openapi.py, controller/policy/schema.py).
+# The body's schema is the intent's own (api/openapi.py, controller/intent/schema.py).
 @router.post("/validate", response_model=ValidateOut)
 def validate_intent(body: JsonObject, services: ServicesDep, _: Viewer) -> ValidateOut:
     """Check a proposed intent (the intent object itself); nothing is stored."""

@@ -40,7 +40,7 @@ from controller.cli.render import (
 )
 from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import NotFound, SluiceError
-from controller.policy.loader import load_intent_file, read_intent_document
+from controller.intent.loader import load_intent_file, read_intent_document
 from controller.settings import DEFAULT_API_URL, ApiSettings
 from controller.sonic.accept import compile_accepted
 from controller.southbound.resolve import resolve_names

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.sonic.model import Plan, SwitchConfig

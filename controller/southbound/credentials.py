@@ -1,7 +1,7 @@
 """gNMI passwords from a secret reference: ``env:NAME``, ``file:/path`` or
 ``vault:mount/path#field`` (a KV version 2 secret in Vault or OpenBao).
 
-The intent stores only where a secret lives (``controller.policy.models``: a switch's own
+The intent stores only where a secret lives (``controller.intent.models``: a switch's own
 ``credential_ref``, or its group's ``secret_ref``); the secret is fetched here, right before a
 session needs it, wrapped in ``SecretStr`` so it never shows in a repr, a log line or an
 error. Errors name the reference and what went wrong, never a value. Where to read from is

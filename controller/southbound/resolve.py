@@ -1,6 +1,6 @@
 """The system's answer to which addresses a DNS name stands for, as a gRPC channel dialling
 it would find them: the resolver the API and ``sluice check`` inject into the intent's
-endpoint rule (``controller.policy.validate.unique_endpoints``), so two switches named
+endpoint rule (``controller.intent.validate.unique_endpoints``), so two switches named
 differently but reached at one address are refused.
 
 Lookups run at once in threads and the whole set waits at most ``budget_s``: a name that is

@@ -20,7 +20,7 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.main import create_app
-from controller.policy.documents import DOCUMENT_BYTES_MAX
+from controller.intent.documents import DOCUMENT_BYTES_MAX
 from controller.services.tokens import AccessRole
 from controller.settings import Settings
 from tests.integration.conftest import StepClock, issue_token

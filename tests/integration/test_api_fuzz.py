@@ -10,7 +10,7 @@ the host-run path). Needs root, like the e2e tests.
 
 Every check and every phase runs (``--checks all``; examples, coverage, fuzzing and the
 stateful sequences that use_after_free and ensure_resource_availability need). The intent's
-bodies carry the intent's own JSON Schema (controller/policy/schema.py), so the data the
+bodies carry the intent's own JSON Schema (controller/intent/schema.py), so the data the
 fuzzer calls valid or invalid is what the parser takes or refuses: nulls, integers written
 455.0, text where numbers belong.
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.services.plans import PlanService
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import apply_plan

@@ -261,7 +261,7 @@ def test_integral_floats_are_taken_where_the_schema_says_integer(
     )
     assert rollout.status_code == 201, rollout.text
     assert (rollout.json()["batch_size"], rollout.json()["to_version"]) == (2, 1)
-    simulation = client.post("/api/v1/simulations", json={"flows": 100.0}, headers=operator)
+    simulation = client.post("/api/v1/twin-runs", json={"flows": 100.0}, headers=operator)
     assert simulation.status_code == 202, simulation.text
     # A fraction, a boolean or text is still no integer.
     for wrong in (2.5, True, "2"):

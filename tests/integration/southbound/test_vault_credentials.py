@@ -16,8 +16,8 @@ import pytest
 from pydantic import SecretStr
 
 from controller.errors import NotFound, SouthboundError
-from controller.policy.loader import load_intent_file, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import load_intent_file, parse_intent
+from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.settings import VaultSettings
 from controller.sonic.model import Plan

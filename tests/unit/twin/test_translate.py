@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from controller.hosts.compile import pias_vars
-from controller.policy.loader import load_intent_file
-from controller.policy.models import EcnMode, Intent
+from controller.intent.loader import load_intent_file
+from controller.intent.models import EcnMode, Intent
 from controller.qos.qjump import QjumpWindow
 from controller.twin.results import compare, per_class, per_hop
 from controller.twin.translate import Request, TwinInputInvalid, translate

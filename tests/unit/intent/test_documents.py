@@ -1,4 +1,4 @@
-"""The one document reader (controller/policy/documents.py): YAML aliases are bounded by
+"""The one document reader (controller/intent/documents.py): YAML aliases are bounded by
 what they expand to, before anything walks the expansion, and files are read no further
 than the size limit (issue 25, "Inputs")."""
 
@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from controller.errors import DocumentInvalid, IntentInvalid
-from controller.policy import documents
-from controller.policy.documents import (
+from controller.intent import documents
+from controller.intent.documents import (
     DOCUMENT_BYTES_MAX,
     NESTING_MAX,
     VALUES_MAX,
     parse_yaml_document,
     read_document_file,
 )
-from controller.policy.loader import read_intent_document
+from controller.intent.loader import read_intent_document
 
 
 def alias_bomb(levels: int = 9) -> str:

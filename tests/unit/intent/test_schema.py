@@ -17,8 +17,8 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
-from controller.policy.models import Intent
-from controller.policy.schema import intent_schemas
+from controller.intent.models import Intent
+from controller.intent.schema import intent_schemas
 
 from .intents import intent_data
 

@@ -1,6 +1,6 @@
 """The intent's JSON Schema, as the API publishes it (``api/openapi.py``): generated from the
 models themselves (validation mode), so a null, a type or a bound the schema refuses is one
-the parser refuses, and the other way round (``tests/unit/policy/test_schema.py`` holds
+the parser refuses, and the other way round (``tests/unit/intent/test_schema.py`` holds
 them to it). What the models check in code and JSON Schema can say is added where the field
 is declared (a secret reference's schemes, a QJUMP level as a factor's key).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 

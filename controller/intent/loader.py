@@ -3,7 +3,7 @@
 Every refusal is an ``IntentInvalid`` holding one ``FieldProblem`` per reason, with a dotted
 field path an operator can find in their file (``switches[0].ports[3].speed_gbps``,
 ``fabric.qjump.factors.7``). Field-level errors come from pydantic; when the shape is right the
-cross-object rules of ``controller/policy/validate.py`` run and report everything at once.
+cross-object rules of ``controller/intent/validate.py`` run and report everything at once.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from controller.errors import DocumentInvalid, FieldProblem, IntentInvalid
-from controller.policy.documents import parse_yaml_document, read_document_file
-from controller.policy.models import Intent
-from controller.policy.validate import AddressResolver, validate_intent
+from controller.intent.documents import parse_yaml_document, read_document_file
+from controller.intent.models import Intent
+from controller.intent.validate import AddressResolver, validate_intent
 
 # Path used when the problem is the document itself (not a mapping, unreadable, bad YAML).
 ROOT_PATH = "intent"
@@ -62,7 +62,7 @@ def dump_intent(intent: Intent) -> dict[str, object]:
 
 def parse_yaml(text: str) -> object:
     """YAML text to plain data; a syntax error becomes ``IntentInvalid`` naming line/column,
-    and so does a document past the limits of ``controller/policy/documents.py``."""
+    and so does a document past the limits of ``controller/intent/documents.py``."""
     try:
         return parse_yaml_document(text, "the YAML")
     except DocumentInvalid as exc:
@@ -71,7 +71,7 @@ def parse_yaml(text: str) -> object:
 
 def read_yaml_file(path: Path) -> object:
     """The YAML file at ``path`` as plain data, read the one way every path reads one
-    (``controller/policy/documents.py``); refusals are ``IntentInvalid`` at ``intent``."""
+    (``controller/intent/documents.py``); refusals are ``IntentInvalid`` at ``intent``."""
     try:
         return read_document_file(path)
     except OSError as exc:

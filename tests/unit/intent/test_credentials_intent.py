@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Login
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Login
 
 from .helpers import assert_only_problem, problems_of
 from .intents import intent_data
