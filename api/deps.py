@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BeforeValidator, Field
 
 from api.services import Services
 from controller.errors import PreconditionFailed, PreconditionRequired, Unauthenticated
@@ -28,6 +29,20 @@ _bearer = HTTPBearer(auto_error=False, description="an API token from `sluice-ad
 DB_BIGINT_MAX = 2**63 - 1
 DB_INTEGER_MAX = 2**31 - 1
 NO_NUL = r"^[^\x00]*$"
+
+
+def _integral_as_int(value: object) -> object:
+    # JSON Schema's "integer" holds 455.0 (a number whose fraction is zero) as well as 455,
+    # and so do JSON writers that keep every number a double: read it as the integer it is.
+    # Anything else (2.5, true, "455") is left for strict validation to refuse.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a request body: 455 or 455.0, never 455.5, "455" or true (strict).
+WholeNumber = Annotated[int, BeforeValidator(_integral_as_int), Field(strict=True)]
+
 # The largest page any list answers (``SLUICE_PAGE_SIZE_MAX`` may lower it, never raise it).
 PAGE_SIZE_LIMIT = 500
 

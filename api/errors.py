@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controller.errors import (
     ApiUnreachable,
+    BodyTooLarge,
     CompiledConfigInvalid,
     Conflict,
     DocumentInvalid,
@@ -54,6 +55,8 @@ STATUS_OF: dict[type[SluiceError], int] = {
     IntentInvalid: 422,
     # JSON or YAML sluice cannot read (not UTF-8, too deep, a key twice): named, never a 500.
     DocumentInvalid: 400,
+    # Refused by its Content-Length, or once more than the limit arrived (api/body.py).
+    BodyTooLarge: 413,
     NotFound: 404,
     Conflict: 409,
     PreconditionFailed: 412,

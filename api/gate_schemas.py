@@ -12,9 +12,32 @@ from controller.rollout.gates import BUILTINS, GatePolicy, parse_policy
 GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
 
 
+# What _one_source and parse_policy check, as JSON Schema says it, so the published schema
+# allows exactly the gates the validator takes: a built-in (no query), or a named PromQL
+# query (no built-in); a max_increase_pct threshold is not negative.
+ONE_SOURCE: dict[str, Any] = {
+    "if": {"required": ["comparison"], "properties": {"comparison": {"const": "max_increase_pct"}}},
+    "then": {"properties": {"threshold": {"minimum": 0}}},
+    "anyOf": [
+        {
+            "required": ["builtin"],
+            "properties": {"builtin": {"type": "string"}, "query": {"type": "null"}},
+        },
+        {
+            "required": ["query", "name"],
+            "properties": {
+                "query": {"type": "string"},
+                "name": {"type": "string"},
+                "builtin": {"type": "null"},
+            },
+        },
+    ],
+}
+
+
 class GateIn(BaseModel):
     # strict: "0" or true is not a threshold (a request that says so is refused, not coerced)
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=ONE_SOURCE)
 
     name: GateName | None = Field(default=None, description="defaults to the built-in's name")
     builtin: (
@@ -29,6 +52,7 @@ class GateIn(BaseModel):
         default=None,
         min_length=1,
         max_length=4000,
+        pattern=r"\S",  # not blank: parse_policy refuses an empty query
         description='raw PromQL answering one number; "$switches" becomes the batch\'s switches',
     )
     threshold: float = Field(allow_inf_nan=False, ge=-1e18, le=1e18)

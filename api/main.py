@@ -16,7 +16,7 @@ import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 
-from api.body import guard_bodies
+from api.body import BodyLimit, guard_bodies
 from api.errors import install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
@@ -109,6 +109,8 @@ def create_app(
     app.state.settings = settings
     install_error_handlers(app)
     app.middleware("http")(_request_id)
+    # Outermost: a body past the limit is refused before anything reads it (api/body.py).
+    app.add_middleware(BodyLimit)
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)

@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from api.body import required_role
 from api.errors import PROBLEM_JSON, RETRY_AFTER_S
+from controller.intent.schema import REF_TEMPLATE, intent_schemas
 from controller.services.tokens import AccessRole
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -48,6 +49,7 @@ DESCRIPTIONS = {
     403: "the token's role is too weak",
     404: "not found",
     409: "conflicts with the current state",
+    413: "the body is larger than 8 MiB (by Content-Length, or as it arrived)",
     412: "If-Match names a version that is no longer current",
     422: "a field is invalid (each named in errors)",
     428: "If-Match is missing",
@@ -77,6 +79,24 @@ NEVER_409 = frozenset({"validate_intent", "create_plans"})
 UPSTREAM = {"run_reconcile": (504,), "plan_hosts": (504,), "apply_hosts": (504,)}
 # Writes that create what they name when it did not exist (``mark_written``: 201).
 MAY_CREATE = ("put_", "replace_intent")
+# Bodies that are the intent or a part of it: the operation and the intent model it takes.
+INTENT_BODIES = {
+    "validate_intent": "Intent",
+    "create_switch": "Switch",
+    "put_switch": "Switch",
+    "create_host": "Host",
+    "put_host": "Host",
+    "create_service_class": "ServiceClass",
+    "put_service_class": "ServiceClass",
+    "put_fabric": "Fabric",
+}
+# Fields of the API's own schemas that hold a whole intent.
+INTENT_FIELDS = (
+    ("IntentIn", "intent"),
+    ("PlanRequest", "intent"),
+    ("IntentOut", "intent"),
+    ("ValidateOut", "intent"),
+)
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -97,6 +117,7 @@ def complete(app: FastAPI) -> dict[str, Any]:
     )
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas["Problem"] = PROBLEM_SCHEMA
+    _publish_intent_schema(document, schemas)
     # Included routers nest their routes (FastAPI >= 0.16x): walk them as get_openapi does.
     originals = (context.original_route for context in iter_route_contexts(app.routes))
     routes = {route.name: route for route in originals if isinstance(route, APIRoute)}
@@ -105,6 +126,34 @@ def complete(app: FastAPI) -> dict[str, Any]:
             route = routes.get(operation.get("operationId", ""))
             _complete_operation(path, method, operation, route)
     return document
+
+
+def _publish_intent_schema(document: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """The intent's models as components (``controller/intent/schema.py``), and every body
+    or field that holds the intent or a part of it referring to them, so a client (and the
+    fuzzer) knows each field's type, bounds and nulls, not just "an object"."""
+    intent = intent_schemas()
+    clashes = intent.keys() & schemas.keys()
+    if clashes:
+        raise ValueError(f"intent models named like API schemas: {sorted(clashes)}")
+    schemas.update(intent)
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            model = INTENT_BODIES.get(operation.get("operationId", ""))
+            if model is not None:
+                content = operation["requestBody"]["content"]["application/json"]
+                content["schema"] = {"$ref": REF_TEMPLATE.format(model=model)}
+    for schema_name, field_name in INTENT_FIELDS:
+        properties = schemas[schema_name]["properties"]
+        properties[field_name] = _referring(properties[field_name], "Intent")
+
+
+def _referring(field: dict[str, Any], model: str) -> dict[str, Any]:
+    """``field``'s schema with its object replaced by ``model``'s (null kept if allowed)."""
+    ref = {"$ref": REF_TEMPLATE.format(model=model)}
+    nullable = any(option.get("type") == "null" for option in field.get("anyOf", ()))
+    described = {k: v for k, v in field.items() if k in ("description", "title", "default")}
+    return {**described, "anyOf": [ref, {"type": "null"}]} if nullable else {**described, **ref}
 
 
 def _complete_operation(
@@ -141,7 +190,7 @@ def _error_statuses(
     if parameters or has_body:
         statuses.add(422)
     if has_body:
-        statuses.add(400)
+        statuses.update((400, 413))
     if operation.get("security"):
         statuses.add(401)
         role = required_role(route.dependant) if route is not None else None

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import DB_INTEGER_MAX, NO_NUL
+from api.deps import DB_INTEGER_MAX, NO_NUL, WholeNumber
 from api.gate_schemas import GatePolicyIn, GatesOut
 from controller.intent.models import NAME_RE
 from controller.services.common import Page
@@ -176,9 +176,8 @@ class HealthOut(BaseModel):
 
 
 class RolloutIn(Strict):
-    to_version: int | None = Field(
+    to_version: WholeNumber | None = Field(
         default=None,
-        strict=True,
         ge=1,
         le=DB_INTEGER_MAX,
         description="the intent version to roll out; the current one if absent",
@@ -188,12 +187,11 @@ class RolloutIn(Strict):
         max_length=1000,
         description="switches that go first, alone in batch 0",
     )
-    batch_size: int = Field(
-        default=1, strict=True, ge=1, le=10_000, description="switches per batch after the canary"
+    batch_size: WholeNumber = Field(
+        default=1, ge=1, le=10_000, description="switches per batch after the canary"
     )
-    failure_budget: int = Field(
+    failure_budget: WholeNumber = Field(
         default=0,
-        strict=True,
         ge=0,
         le=DB_INTEGER_MAX,
         description="halt once more switches than this failed, were unreachable or unknown, "
@@ -322,12 +320,12 @@ class HostRunOut(ViewOut, GatesOut):
 
 
 class ApplyRequest(Strict):
-    # strict: a boolean is not a number (pydantic would read true as 1)
-    batch_size: int | None = Field(
-        default=None, strict=True, ge=1, le=100_000, description="hosts per batch; default all"
+    # WholeNumber: a boolean is not a number (pydantic would read true as 1), 2.0 is 2
+    batch_size: WholeNumber | None = Field(
+        default=None, ge=1, le=100_000, description="hosts per batch; default all"
     )
-    failure_budget: int = Field(
-        default=0, strict=True, ge=0, le=100_000, description="failed hosts tolerated"
+    failure_budget: WholeNumber = Field(
+        default=0, ge=0, le=100_000, description="failed hosts tolerated"
     )
     gates: GatePolicyIn | None = Field(
         default=None, description="health gates read before and after each batch (soak)"

@@ -22,6 +22,7 @@ from controller.services.rollouts import RolloutService
 from controller.services.tokens import TokenService
 from controller.services.twin_runs import TwinRunService
 from controller.settings import Settings
+from controller.southbound.resolve import resolve_names
 from controller.store.db import make_sessions
 from controller.types import Clock
 
@@ -43,7 +44,7 @@ def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Servi
     sessions = make_sessions(engine)
     wait = WorkerWait(timeout_s=settings.api.worker_wait_s)
     return Services(
-        intents=IntentService(sessions, clock=clock),
+        intents=IntentService(sessions, clock=clock, resolve=resolve_names),
         plans=PlanService(sessions, clock=clock),
         audit=AuditService(sessions),
         tokens=TokenService(sessions, clock=clock),

@@ -33,7 +33,7 @@ from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.store.db import make_engine, make_sessions
 from controller.store.migrate import upgrade
-from lab.localpg import LocalPostgres
+from lab.localpg import LocalPostgres, throwaway_postgres
 from vsonic.gnmi_server import TlsFiles
 from vsonic.tls import self_signed_tls
 
@@ -119,19 +119,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=4, help="switches at once per worker")
     parser.add_argument("--set-delay-ms", type=float, default=20.0)
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="sluice-pg-bench-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root=root)
-    server.start()
-    tls = self_signed_tls(root)  # the fleet serves gNMI over TLS, as the workers expect
-    try:
+    with throwaway_postgres("sluice-pg-bench-") as server:
+        tls = self_signed_tls(server.root)  # the fleet serves gNMI over TLS, as workers expect
         rows = [run_one(server, tls, "single mode, 1 worker (baseline)", "single", 1, args)]
         for workers in (1, 2, 3):
             label = f"procrastinate, {workers} worker(s)"
             rows.append(run_one(server, tls, label, "procrastinate", workers, args))
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
     base = rows[0]
     print(
         f"rollout of {args.switches} switches, batches of {args.batch}, {args.parallel} at once"

@@ -48,6 +48,12 @@ class DocumentInvalid(SluiceError):
     title = "document invalid"
 
 
+class BodyTooLarge(DocumentInvalid):
+    """A request body past the size limit, refused before more of it is read."""
+
+    title = "body too large"
+
+
 class NotFound(SluiceError):
     title = "not found"
 

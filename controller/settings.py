@@ -5,9 +5,13 @@ environment variables (the names in docs/operator-guide.md, "Settings"), so the 
 worker, the CLI and ``sluice-admin`` all read the same names through the same classes:
 
 - ``database``: ``DATABASE_URL``;
-- ``api``: ``SLUICE_API_HOST``, ``SLUICE_API_PORT``, ``SLUICE_PAGE_SIZE_MAX`` (the server) and
-  ``SLUICE_API_URL``, ``SLUICE_API_TOKEN`` (where the CLI finds it);
-- ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``;
+- ``api``: ``SLUICE_API_HOST``, ``SLUICE_API_PORT``, ``SLUICE_PAGE_SIZE_MAX``,
+  ``SLUICE_API_TLS_CERT``/``_KEY`` (the server) and ``SLUICE_API_URL``, ``SLUICE_API_CA``,
+  ``SLUICE_API_TOKEN`` (where the CLI finds it);
+- ``gnmi``: ``SLUICE_GNMI_USERNAME``, ``SLUICE_GNMI_DEADLINE_S``, ``SLUICE_GNMI_MAX_IN_FLIGHT``,
+  ``SLUICE_GNMI_TLS_*``;
+- ``vault``: ``SLUICE_VAULT_ADDR``, ``SLUICE_VAULT_TOKEN``/``_TOKEN_FILE`` (the secret store
+  ``vault:`` credential references read);
 - ``worker``: ``SLUICE_WORKER_POLL_S``, ``SLUICE_WORKER_MAX_PARALLEL``, ``SLUICE_WORKER_ENGINE``
   (and in engine mode ``SLUICE_WORKER_HEARTBEAT_S``, ``SLUICE_WORKER_STALLED_AFTER_S``),
   ``SLUICE_WORKER_WATCH_DRIFT``, ``SLUICE_WORKER_AUDIT_S``;
@@ -18,15 +22,24 @@ worker, the CLI and ``sluice-admin`` all read the same names through the same cl
 
 from __future__ import annotations
 
+import ssl
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+import httpx
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from controller.sonic.gcu import GcuPace
+from controller.southbound.credentials import (
+    SecretResolver,
+    VaultKv,
+    secret_resolver,
+    token_reader,
+)
 from controller.southbound.gnmi import (
     DEFAULT_OUTCOME_WAIT_FACTOR,
     DEFAULT_SET_DEADLINE_S,
@@ -83,13 +96,28 @@ class ApiSettings(BaseSettings):
         validation_alias="SLUICE_PAGE_SIZE_MAX",
         description="largest limit a list request may ask for",
     )
+    tls_cert: Path | None = Field(
+        default=None, description="serve HTTPS with this certificate chain (PEM), with tls_key"
+    )
+    tls_key: Path | None = Field(default=None, description="the private key of tls_cert (PEM)")
     url: str = Field(default=DEFAULT_API_URL, description="where the CLI finds the API")
+    ca: Path | None = Field(
+        default=None,
+        description="CA bundle (PEM) the CLI checks an https API's certificate with; "
+        "unset: the system's trusted roots",
+    )
     token: SecretStr | None = Field(default=None, description="the bearer token the CLI sends")
     worker_wait_s: float = Field(
         default=600.0,
         gt=0,
         description="how long a host plan or reconcile pass waits for the worker to finish it",
     )
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> ApiSettings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("SLUICE_API_TLS_CERT and SLUICE_API_TLS_KEY go together")
+        return self
 
 
 DEFAULT_PACE = GcuPace()
@@ -98,7 +126,11 @@ DEFAULT_PACE = GcuPace()
 class GnmiSettings(BaseSettings):
     model_config = _section("SLUICE_GNMI_")
 
-    username: str = Field(default=DEFAULT_USERNAME, description="gNMI user name on every switch")
+    username: str = Field(
+        default=DEFAULT_USERNAME,
+        description="gNMI user name of a switch whose login names none (intent: switch "
+        "username, or its credential group's)",
+    )
     deadline_s: float = Field(default=10.0, gt=0, le=600, description="per gNMI read")
     # A Set is a GCU run on the switch; a switch's intent may set its own (gnmi.set_deadline_s).
     set_deadline_s: float = Field(
@@ -158,6 +190,41 @@ class GnmiSettings(BaseSettings):
             pace=GcuPace(per_set_s=self.gcu_set_s, per_change_s=self.gcu_change_s),
         )
         return SessionPool(policy=policy, max_in_flight=self.max_in_flight)
+
+
+class VaultSettings(BaseSettings):
+    """The secret store ``vault:`` credential references read (Vault or OpenBao, KV
+    version 2; ``controller/southbound/credentials.py``). Unset ``addr``: no store, and a
+    ``vault:`` reference fails to resolve naming SLUICE_VAULT_ADDR."""
+
+    model_config = _section("SLUICE_VAULT_")
+
+    addr: str | None = Field(
+        default=None, pattern=r"^https?://", description="the store's URL, https://host:8200"
+    )
+    token: SecretStr | None = Field(default=None, description="the token sluice reads with")
+    token_file: Path | None = Field(
+        default=None, description="a file holding the token, re-read at each use (an agent's sink)"
+    )
+    ca: Path | None = Field(
+        default=None, description="CA bundle (PEM) of the store's certificate; unset: system roots"
+    )
+    timeout_s: float = Field(default=5.0, gt=0, le=120, description="per request to the store")
+    cache_s: float = Field(
+        default=60.0, ge=0, le=86_400, description="how long a secret read is kept"
+    )
+
+    def resolver(self, environ: Mapping[str, str]) -> SecretResolver:
+        """The secret resolver of a process that reaches switches: ``env:`` from ``environ``,
+        ``file:`` from the file system, ``vault:`` from this store when ``addr`` is set."""
+        if self.addr is None:
+            return secret_resolver(environ)
+        verify = ssl.create_default_context(cafile=self.ca) if self.ca is not None else True
+        http = httpx.Client(timeout=self.timeout_s, verify=verify)
+        store = VaultKv(
+            self.addr, token_reader(self.token, self.token_file), http, cache_s=self.cache_s
+        )
+        return secret_resolver(environ, vault=store)
 
 
 class WorkerSettings(BaseSettings):
@@ -293,6 +360,7 @@ SECTIONS: dict[str, type[BaseSettings]] = {
     "database": DatabaseSettings,
     "api": ApiSettings,
     "gnmi": GnmiSettings,
+    "vault": VaultSettings,
     "worker": WorkerSettings,
     "hosts": HostsSettings,
     "telemetry": TelemetrySettings,
@@ -309,6 +377,7 @@ class Settings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     gnmi: GnmiSettings = Field(default_factory=GnmiSettings)
+    vault: VaultSettings = Field(default_factory=VaultSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

@@ -67,7 +67,7 @@ from controller.services.rollouts import RolloutService
 from controller.services.tuning import TuningService
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings
-from controller.southbound.credentials import environment_resolver
+from controller.southbound.credentials import SecretResolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
@@ -191,9 +191,11 @@ def build_worker(
     what it opened (the database engine)."""
     engine = make_engine(settings.database.required_url("worker"))
     sessions = make_sessions(engine)
+    # One resolver for the process: the secret store's client and cache are shared.
+    resolve = settings.vault.resolver(environ)
     access = GnmiAccess(
         pool,
-        environment_resolver(environ),
+        resolve,
         username=settings.gnmi.username,
         tls=settings.gnmi.tls(),
     )
@@ -248,7 +250,7 @@ def build_worker(
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
         watched=_watched(
-            settings, sessions, watched_loop, watcher, inbox, environ, rand, clock, live_shard
+            settings, sessions, watched_loop, watcher, inbox, resolve, rand, clock, live_shard
         ),
         wake=inbox.wake if watcher is not None else None,
     )
@@ -273,7 +275,7 @@ def _watched(
     loop: Reconciler,
     watcher: WatcherThread | None,
     inbox: DriftInbox,
-    environ: Mapping[str, str],
+    resolve: SecretResolver,
     rand: Callable[[], float] | None,
     clock: Clock,
     live_shard: LiveShard | None,
@@ -293,7 +295,7 @@ def _watched(
             return {}
         if head not in known:
             known.clear()
-            known[head] = targets_of(intents.current().intent, settings, environ)
+            known[head] = targets_of(intents.current().intent, settings, resolve)
         every = known[head]
         if live_shard is None:
             return every

@@ -14,7 +14,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,3 +168,18 @@ class LocalPostgres:
 
 def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+@contextmanager
+def throwaway_postgres(prefix: str) -> Iterator[LocalPostgres]:
+    """A cluster in a fresh temporary folder (readable by PostgreSQL's own user when run as
+    root), started; stopped and removed with its folder when the block ends."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)
+    server = LocalPostgres(root=root)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -3,18 +3,15 @@ databases copied from a template migrated once per session."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from controller.store.migrate import upgrade
-from lab.localpg import LocalPostgres
+from lab.localpg import LocalPostgres, throwaway_postgres
 
 
 @pytest.fixture(scope="session")
@@ -24,15 +21,8 @@ def pg_server() -> Iterator[LocalPostgres]:
     Not under pytest's tmp_path: that folder is private to root and the server runs as the
     ``postgres`` user.
     """
-    root = Path(tempfile.mkdtemp(prefix="sluice-pg-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root=root)
-    server.start()
-    try:
+    with throwaway_postgres("sluice-pg-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 TEMPLATE_DB = "sluice_migrated_template"

@@ -27,8 +27,9 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any
 
 # util-linux is Essential in Debian: setpriv is on every machine this runs on.
@@ -95,6 +96,20 @@ def start_tethered(
     most, SIGINT for PostgreSQL's fast shutdown.)"""
     command = tethered_command(args, death_signal)
     return _FORKER.run(lambda: subprocess.Popen(command, **popen))
+
+
+@contextmanager
+def tethered(
+    args: Sequence[str | os.PathLike[str]], *, stop_wait_s: float = 30, **popen: Any
+) -> Iterator[subprocess.Popen[Any]]:
+    """``start_tethered`` for the length of a block: the child is sent SIGTERM and waited for
+    (``stop_wait_s``) when the block ends, however it ends."""
+    process = start_tethered(args, **popen)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=stop_wait_s)
 
 
 # Reads its stdin: a line means dismissed; end of file (every writer gone) runs "$@".

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
@@ -65,31 +65,8 @@ def replace_intent(
     return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
 
 
-# The intent's own parser checks every field; the document says at least what the top level
-# needs (docs/intent.md), so a client generating bodies from it starts from a real shape.
-INTENT_BODY: dict[str, Any] = {
-    "type": "object",
-    "required": ["fabric"],
-    "properties": {
-        "api_version": {"type": "string", "enum": ["sluice/v1"]},
-        "fabric": {"type": "object", "required": ["base_rtt_us", "port_buffer_bytes"]},
-        "switches": {"type": "array", "items": {"type": "object"}},
-        "hosts": {"type": "array", "items": {"type": "object"}},
-        "service_classes": {"type": "array", "items": {"type": "object"}},
-    },
-}
-
-
-@router.post(
-    "/validate",
-    response_model=ValidateOut,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": INTENT_BODY}},
-        }
-    },
-)
+# The body's schema is the intent's own (api/openapi.py, controller/intent/schema.py).
+@router.post("/validate", response_model=ValidateOut)
 def validate_intent(body: JsonObject, services: ServicesDep, _: Viewer) -> ValidateOut:
     """Check a proposed intent (the intent object itself); nothing is stored."""
     intent = services.intents.validate(body)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import DB_INTEGER_MAX, OperatorActor, Viewer
+from api.deps import DB_INTEGER_MAX, OperatorActor, Viewer, WholeNumber
 from controller.services.twin_runs import TwinRunService, TwinRunView
 from controller.twin.translate import Request as TwinRequest
 
@@ -31,15 +31,15 @@ class TwinRunIn(BaseModel):
     load: float = Field(
         default=0.6, gt=0.0, lt=1.0, allow_inf_nan=False, description="of every host link"
     )
-    flows: int = Field(default=2000, ge=1, le=1_000_000)
-    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    flows: WholeNumber = Field(default=2000, ge=1, le=1_000_000)
+    seed: WholeNumber = Field(default=1, ge=0, le=2**63 - 1)
     mix: dict[str, Annotated[float, Field(ge=0.0, le=1e6, allow_inf_nan=False)]] = Field(
         default_factory=dict, description="each class's share of the load (default: equal)"
     )
-    version: int | None = Field(
+    version: WholeNumber | None = Field(
         default=None, ge=1, le=DB_INTEGER_MAX, description="default: the current intent"
     )
-    compare_version: int | None = Field(
+    compare_version: WholeNumber | None = Field(
         default=None, ge=1, le=DB_INTEGER_MAX, description="a second version run on the same flows"
     )
 

@@ -9,6 +9,7 @@ a real server on 127.0.0.1 or at an in-process app.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,10 +39,11 @@ from controller.cli.render import (
     table_count_rows,
 )
 from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
-from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
-from controller.intent.loader import load_intent_file, parse_yaml
+from controller.errors import NotFound, SluiceError
+from controller.intent.loader import load_intent_file, read_intent_document
 from controller.settings import DEFAULT_API_URL, ApiSettings
 from controller.sonic.accept import compile_accepted
+from controller.southbound.resolve import resolve_names
 from controller.types import JsonObject
 
 HttpFactory = Callable[[str, float], httpx.Client]
@@ -49,6 +51,19 @@ HttpFactory = Callable[[str, float], httpx.Client]
 
 def default_http(base_url: str, timeout_s: float) -> httpx.Client:
     return httpx.Client(base_url=base_url, timeout=timeout_s)
+
+
+def http_verifying(ca: Path | None) -> HttpFactory:
+    """Clients that check an https API's certificate against ``ca`` (SLUICE_API_CA), or
+    against the system's trusted roots when it is unset."""
+    if ca is None:
+        return default_http
+
+    def make(base_url: str, timeout_s: float) -> httpx.Client:
+        verify = ssl.create_default_context(cafile=ca)
+        return httpx.Client(base_url=base_url, timeout=timeout_s, verify=verify)
+
+    return make
 
 
 @dataclass(frozen=True)
@@ -138,7 +153,7 @@ def connect(
         token = configured.token.get_secret_value()
     if not api_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with http:// or https://", param_hint="--api-url")
-    deps = ctx.obj if isinstance(ctx.obj, CliDeps) else CliDeps()
+    deps = ctx.obj if isinstance(ctx.obj, CliDeps) else CliDeps(http_verifying(configured.ca))
     ctx.obj = CliState(deps=deps, api_url=api_url.rstrip("/"), token=token, timeout_s=timeout)
 
 
@@ -187,18 +202,6 @@ def emit_rows(
 
 
 # --- apply, plan, diff -----------------------------------------------------------------------
-
-
-def read_intent_document(path: Path) -> JsonObject:
-    """The YAML file as plain data, read the same way ``sluice check`` and the API read it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise IntentInvalid([FieldProblem("intent", f"cannot read {path}: {error}")]) from None
-    document = parse_yaml(text)
-    if not isinstance(document, dict):
-        raise IntentInvalid([FieldProblem("intent", "the file must hold a mapping")])
-    return document
 
 
 def plans_of(document: Any) -> list[JsonObject]:
@@ -396,7 +399,7 @@ def check(
     """Validate an intent file offline (no API): every problem with its field, exit 3 if any."""
 
     def call(out: Console) -> ExitCode:
-        intent = load_intent_file(file)
+        intent = load_intent_file(file, resolve_names)  # names compared as the API does
         compile_accepted(intent)  # every check apply makes: check passes <=> apply accepts
         counts = (
             f"{len(intent.switches)} switches, {len(intent.hosts)} hosts, "

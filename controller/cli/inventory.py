@@ -21,7 +21,6 @@ from controller.cli.app import (
     OutputOption,
     SummaryOption,
     plans_of,
-    read_intent_document,
     report_write,
     run_with_api,
     say,
@@ -31,6 +30,7 @@ from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code
 from controller.cli.render import plan_has_changes
 from controller.errors import FieldProblem, IntentInvalid
+from controller.intent.loader import read_intent_document
 from controller.types import JsonObject
 
 

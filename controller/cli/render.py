@@ -164,6 +164,16 @@ def field(name: str) -> Callable[[JsonObject], str]:
     return lambda doc: text(doc.get(name))
 
 
+def switch_login(switch: JsonObject) -> str:
+    """Whom a switch logs in as: ``group:<name>`` for a group's login, else its own secret
+    reference (with its user name when it names one)."""
+    if switch.get("credential"):
+        return f"group:{switch['credential']}"
+    user = switch.get("username")
+    ref = text(switch.get("credential_ref"))
+    return f"{user} {ref}" if user else ref
+
+
 def port_speeds(switch: JsonObject) -> str:
     """Ports grouped by speed, fastest last: ``2x100G, 2x400G``."""
     speeds = Counter(int(port["speed_gbps"]) for port in switch.get("ports", []))

@@ -16,6 +16,7 @@ from controller.cli.render import (
     pias,
     port_speeds,
     scheduling,
+    switch_login,
     text,
 )
 from controller.types import JsonObject
@@ -56,7 +57,7 @@ RESOURCES: Mapping[str, Resource] = {
             ("GNMI", gnmi_target),
             _count("ports"),
             ("SPEEDS", port_speeds),
-            ("CREDENTIAL", field("credential_ref")),
+            ("LOGIN", switch_login),
         ),
     ),
     "hosts": Resource(

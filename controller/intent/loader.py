@@ -9,24 +9,17 @@ cross-object rules of ``controller/intent/validate.py`` run and report everythin
 from __future__ import annotations
 
 import difflib
-import re
 import types
 import typing
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from controller.errors import DocumentInvalid, FieldProblem, IntentInvalid
-from controller.intent.documents import (
-    NESTING_MAX,
-    check_integer_digits,
-    check_nesting,
-    decode_text,
-)
+from controller.intent.documents import parse_yaml_document, read_document_file
 from controller.intent.models import Intent
-from controller.intent.validate import validate_intent
+from controller.intent.validate import AddressResolver, validate_intent
 
 # Path used when the problem is the document itself (not a mapping, unreadable, bad YAML).
 ROOT_PATH = "intent"
@@ -34,13 +27,14 @@ ROOT_PATH = "intent"
 Loc = tuple[int | str, ...]
 
 
-def parse_intent(data: object) -> Intent:
-    """Plain data (as from JSON or YAML) to a validated ``Intent``; raises ``IntentInvalid``."""
+def parse_intent(data: object, resolve: AddressResolver | None = None) -> Intent:
+    """Plain data (as from JSON or YAML) to a validated ``Intent``; raises ``IntentInvalid``.
+    ``resolve`` says which addresses DNS names stand for (endpoint rule; none by default)."""
     try:
         intent = Intent.model_validate(data)
     except ValidationError as exc:
         raise IntentInvalid(problems_from_validation_error(exc, data)) from None
-    return validate_intent(intent)
+    return validate_intent(intent, resolve)
 
 
 def load_intent_yaml(text: str) -> Intent:
@@ -48,16 +42,9 @@ def load_intent_yaml(text: str) -> Intent:
     return parse_intent(parse_yaml(text))
 
 
-def load_intent_file(path: Path) -> Intent:
+def load_intent_file(path: Path, resolve: AddressResolver | None = None) -> Intent:
     """Read and validate one intent file; an unreadable file is an ``IntentInvalid`` too."""
-    try:
-        text = decode_text(path.read_bytes(), str(path))
-    except OSError as exc:
-        reason = f"cannot read {path}: {_os_reason(exc)}"
-        raise IntentInvalid([FieldProblem(ROOT_PATH, reason)]) from None
-    except DocumentInvalid as exc:
-        raise IntentInvalid([FieldProblem(ROOT_PATH, exc.detail)]) from None
-    return load_intent_yaml(text)
+    return parse_intent(read_yaml_file(path), resolve)
 
 
 def dump_intent(intent: Intent) -> dict[str, object]:
@@ -73,78 +60,34 @@ def dump_intent(intent: Intent) -> dict[str, object]:
 # YAML
 
 
-class _IntentYamlLoader(yaml.SafeLoader):
-    """SafeLoader with two operator traps closed.
-
-    YAML 1.1 reads ``off``/``on``/``yes``/``no`` as booleans, so ``ecn: off`` would arrive as
-    ``False``; only ``true``/``false`` are booleans here (as in YAML 1.2). A key given twice in
-    one mapping is an error instead of the last one silently winning.
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        seen: dict[object, yaml.Node] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, typing.Hashable) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"found duplicate key {key!r}",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        # Checked before int() would refuse it with an unnamed ValueError (4,300 digits).
-        check_integer_digits(str(node.value).replace("_", ""), "the YAML")
-        return int(super().construct_yaml_int(node))
-
-
-_IntentYamlLoader.add_constructor("tag:yaml.org,2002:int", _IntentYamlLoader.construct_yaml_int)
-
-
-def _install_yaml12_booleans() -> None:
-    resolvers = {
-        first: [(tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:bool"]
-        for first, entries in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    _IntentYamlLoader.yaml_implicit_resolvers = resolvers
-    _IntentYamlLoader.add_implicit_resolver(
-        "tag:yaml.org,2002:bool",
-        re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-        list("tTfF"),
-    )
-
-
-_install_yaml12_booleans()
-
-
 def parse_yaml(text: str) -> object:
     """YAML text to plain data; a syntax error becomes ``IntentInvalid`` naming line/column,
     and so does a document past the limits of ``controller/intent/documents.py``."""
     try:
-        check_nesting(text, "the YAML")
-        # A SafeLoader subclass: no arbitrary objects.
-        return yaml.load(text, Loader=_IntentYamlLoader)
+        return parse_yaml_document(text, "the YAML")
     except DocumentInvalid as exc:
         raise IntentInvalid([FieldProblem(ROOT_PATH, exc.detail)]) from None
-    except RecursionError:  # block nesting by indentation, which the bracket scan cannot see
-        reason = f"the YAML nests deeper than {NESTING_MAX} levels"
+
+
+def read_yaml_file(path: Path) -> object:
+    """The YAML file at ``path`` as plain data, read the one way every path reads one
+    (``controller/intent/documents.py``); refusals are ``IntentInvalid`` at ``intent``."""
+    try:
+        return read_document_file(path)
+    except OSError as exc:
+        reason = f"cannot read {path}: {_os_reason(exc)}"
         raise IntentInvalid([FieldProblem(ROOT_PATH, reason)]) from None
-    except yaml.MarkedYAMLError as exc:
-        raise IntentInvalid([FieldProblem(ROOT_PATH, _yaml_reason(exc))]) from None
-    except yaml.YAMLError as exc:
-        raise IntentInvalid([FieldProblem(ROOT_PATH, f"YAML error: {exc}")]) from None
+    except DocumentInvalid as exc:
+        raise IntentInvalid([FieldProblem(ROOT_PATH, exc.detail)]) from None
 
 
-def _yaml_reason(exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    what = " ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
-    if mark is None:
-        return f"YAML syntax error: {what}"
-    # PyYAML marks count from 0; editors count from 1.
-    return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {what}"
+def read_intent_document(path: Path) -> dict[str, object]:
+    """``read_yaml_file``, refused unless it holds a mapping (what ``sluice apply`` and
+    ``import-switches`` send to the API)."""
+    document = read_yaml_file(path)
+    if not isinstance(document, dict):
+        raise IntentInvalid([FieldProblem(ROOT_PATH, "the file must hold a mapping")])
+    return document
 
 
 def _os_reason(exc: OSError) -> str:

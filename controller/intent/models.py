@@ -9,14 +9,28 @@ Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (micro
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import types
 import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from controller.qos.qjump import QjumpWindow
 
@@ -32,41 +46,131 @@ Dscp = Annotated[int, Field(ge=0, le=63)]
 BUFFER_BYTES_MAX = 2**31 - 1
 
 
-def _wants_number(annotation: object, value: object) -> bool:
-    """Whether ``value`` holds a boolean where ``annotation`` wants an int or a float
-    (directly, or as an element of a tuple/list/dict value)."""
+def _json_type_mismatch(annotation: object, value: object) -> str | None:
+    """Why ``value`` is not of the JSON type ``annotation`` wants, where pydantic's lax mode
+    would convert it anyway (a boolean or text read as a number, text or a number read as a
+    boolean), directly or as an item of a tuple/list/dict value; None when it is. Held to
+    this, the intent refuses what its published JSON Schema refuses."""
     if annotation in (int, float):
-        return isinstance(value, bool)
+        if isinstance(value, bool):
+            return "a boolean is not a number"
+        if isinstance(value, str) and _reads_as_number(value):
+            return "text is not a number (write the number without quotes)"
+        return None
+    if annotation is bool:
+        if not isinstance(value, bool) and _lax_booleans.get(str(value).lower()) is not None:
+            return "must be true or false"
+        return None
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is Annotated:
-        return _wants_number(args[0], value)
+        return _json_type_mismatch(args[0], value)
     if origin in (typing.Union, types.UnionType):
-        if isinstance(value, bool) and bool in args:
-            return False
-        return any(_wants_number(arg, value) for arg in args)
+        if value is None:
+            return None  # None is refused, where it is, by pydantic with its own reason
+        reasons = [_json_type_mismatch(arg, value) for arg in args if arg is not type(None)]
+        return None if None in reasons else reasons[0]
+    items: Iterable[object] = ()
     if origin in (tuple, list) and isinstance(value, (list, tuple)) and args:
-        return any(_wants_number(args[0], item) for item in value)
-    if origin is dict and isinstance(value, dict) and len(args) == 2:
-        return any(_wants_number(args[1], item) for item in value.values())
-    return False
+        items, annotation = value, args[0]
+    elif origin is dict and isinstance(value, dict) and len(args) == 2:
+        items, annotation = value.values(), args[1]
+    return next((r for r in (_json_type_mismatch(annotation, i) for i in items) if r), None)
+
+
+# What pydantic's lax mode reads as a boolean (pydantic-core's bool validator).
+_lax_booleans = dict.fromkeys(("0", "off", "f", "false", "n", "no", "0.0"), False) | dict.fromkeys(
+    ("1", "on", "t", "true", "y", "yes", "1.0"), True
+)
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _wants_number(annotation: object, value: object) -> bool:
+    """Whether ``value`` is a boolean where ``annotation`` wants a number."""
+    return _json_type_mismatch(annotation, value) == "a boolean is not a number"
+
+
+def _mapping_key_type(annotation: object) -> Any:
+    """The key type of a ``dict`` field (through ``Annotated`` and ``| None``), else None."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _mapping_key_type(args[0])
+    if origin in (typing.Union, types.UnionType):
+        keys = [_mapping_key_type(arg) for arg in args if arg is not type(None)]
+        return keys[0] if len(keys) == 1 else None
+    if origin is dict and len(args) == 2:
+        return args[0]
+    return None
+
+
+@functools.cache
+def _key_reader(owner: type[BaseModel], field_name: str) -> tuple[Any, TypeAdapter[Any]] | None:
+    key_type = _mapping_key_type(owner.model_fields[field_name].annotation)
+    return None if key_type is None else (key_type, TypeAdapter(key_type))
+
+
+def colliding_keys(
+    key_type: Any, mapping: dict[Any, Any], adapter: TypeAdapter[Any] | None = None
+) -> str | None:
+    """Why ``mapping`` cannot be read as keyed by ``key_type`` without losing an entry: two
+    keys that convert to one (``7`` and ``'07'`` are both level 7, and pydantic would keep
+    only the last), or a boolean where the key is a number. None when none."""
+    adapter = adapter or TypeAdapter(key_type)
+    seen: dict[object, object] = {}
+    for key in mapping:
+        if _wants_number(key_type, key):
+            return f"key {key!r} is a boolean, not a number"
+        try:
+            converted = adapter.validate_python(key)
+        except ValidationError:
+            continue  # refused by the field's own validation, with its reason
+        if converted in seen:
+            return f"keys {seen[converted]!r} and {key!r} both mean {converted!r}: give it once"
+        seen[converted] = key
+    return None
+
+
+def _collision(reader: tuple[Any, TypeAdapter[Any]], mapping: dict[Any, Any]) -> str | None:
+    key_type, adapter = reader
+    return colliding_keys(key_type, mapping, adapter)
 
 
 class Frozen(BaseModel):
     """Base of every intent model: unknown keys are errors, instances are immutable, numbers
-    are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value)."""
+    are numbers (no booleans, no NaN or infinity: neither is a CONFIG_DB value), and a
+    mapping's keys never collide once converted (``7`` and ``'07'``)."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
-    )
+    # No str_strip_whitespace: " leaf1" is refused as its schema's pattern refuses it.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic reads True as 1 for an int field (``queue: true`` became queue 1).
+    def _json_types_are_kept(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1 for an int field (``queue: true`` became queue 1), "25" as
+        # 25 and "yes" as True; the published schema refuses all three, and so does this.
         field = cls.model_fields.get(info.field_name or "")
-        if field is not None and _wants_number(field.annotation, value):
-            raise ValueError("a boolean is not a number")
+        reason = None if field is None else _json_type_mismatch(field.annotation, value)
+        if reason is not None:
+            raise ValueError(reason)
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _keys_stay_apart(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict) or info.field_name not in cls.model_fields:
+            return value
+        reader = _key_reader(cls, info.field_name)
+        reason = None if reader is None else _collision(reader, value)
+        if reason is not None:
+            raise ValueError(reason)
         return value
 
 
@@ -135,25 +239,110 @@ class Port(Frozen):
     )
 
 
+# Where a secret lives, never the secret: the schemes ``controller/southbound/credentials.py``
+# reads (docs/intent.md, "Credentials").
+SECRET_SCHEMES = ("env", "file", "vault")
+SECRET_REF_RE = re.compile(r"^(?P<scheme>[a-z]+):(?P<where>\S+)$")
+# A vault reference: mount/path[#field]; no empty segment, no '..'.
+VAULT_WHERE_RE = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:#[A-Za-z0-9_.-]+)?$")
+# A gNMI user name as SONiC's accounts allow it (Linux user names, and '.', '@' of LDAP/TACACS).
+GNMI_USER_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$"
+
+
+def check_secret_ref(value: str) -> str:
+    """``value`` if it is a reference in one of ``SECRET_SCHEMES``; the refusal never repeats
+    the value (it may be a secret pasted where its reference belongs)."""
+    schemes = ", ".join(f"{scheme}:" for scheme in SECRET_SCHEMES)
+    match = SECRET_REF_RE.match(value)
+    if match is None or match["scheme"] not in SECRET_SCHEMES:
+        raise ValueError(
+            f"must be a reference to where the secret lives, in one of the schemes {schemes} "
+            "(env:NAME, file:/path, vault:mount/path#field)"
+        )
+    scheme, where = match["scheme"], match["where"]
+    if scheme == "vault" and (VAULT_WHERE_RE.match(where) is None or ".." in where.split("/")):
+        raise ValueError("a vault: reference is vault:mount/path or vault:mount/path#field")
+    return value
+
+
+# The schema's pattern says what check_secret_ref checks, less its friendlier messages.
+SECRET_REF_PATTERN = (
+    r"^(env:\S+|file:\S+|vault:[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+(#[A-Za-z0-9_.-]+)?)$"
+)
+SecretRef = Annotated[
+    str,
+    Field(min_length=1, max_length=256, json_schema_extra={"pattern": SECRET_REF_PATTERN}),
+    AfterValidator(check_secret_ref),
+]
+GnmiUser = Annotated[str, Field(pattern=GNMI_USER_RE)]
+
+
+@dataclass(frozen=True)
+class Login:
+    """Whom a switch session logs in as: a user name and where its password lives."""
+
+    username: str
+    secret_ref: str
+
+
+class Credential(Frozen):
+    """A gNMI login shared by a group of switches (``intent.credentials``): each switch that
+    names it in ``credential`` logs in with this user name and this secret."""
+
+    name: Name
+    username: GnmiUser
+    secret_ref: SecretRef = Field(
+        description="where the password lives (env:NAME, file:/path, vault:mount/path#field)"
+    )
+
+
 class Switch(Frozen):
     name: Name
     role: Role
     gnmi: GnmiEndpoint
-    credential_ref: str = Field(
-        min_length=1,
-        max_length=256,
-        description=(
-            "where the gNMI credential lives (e.g. env:SLUICE_GNMI_PASSWORD); never the secret"
-        ),
+    credential_ref: SecretRef | None = Field(
+        default=None,
+        description="this switch's own password: where it lives (e.g. env:SLUICE_GNMI_PASSWORD, "
+        "file:/run/secrets/leaf1, vault:secret/fabric/leaf1#password); never the secret. "
+        "Give this or credential",
+    )
+    username: GnmiUser | None = Field(
+        default=None,
+        description="this switch's own gNMI user name, with credential_ref; unset: the "
+        "controller's SLUICE_GNMI_USERNAME",
+    )
+    credential: Name | None = Field(
+        default=None,
+        description="the name of a login in the intent's credentials, shared by a group of "
+        "switches; instead of credential_ref and username",
     )
     ports: tuple[Port, ...] = Field(min_length=1)
+    # The group named by ``credential``, attached by the intent that holds this switch.
+    _group: Credential | None = PrivateAttr(default=None)
 
-    @field_validator("credential_ref")
-    @classmethod
-    def _reference_not_secret(cls, value: str) -> str:
-        if not re.match(r"^(env|file|vault):[^\s]+$", value):
-            raise ValueError("must be a reference such as env:NAME, file:/path or vault:path")
-        return value
+    @model_validator(mode="after")
+    def _one_login(self) -> Switch:
+        if self.credential is not None and (
+            self.credential_ref is not None or self.username is not None
+        ):
+            raise ValueError(
+                "give credential (a group's login) or credential_ref and username, not both"
+            )
+        if self.credential is None and self.credential_ref is None:
+            raise ValueError(
+                "needs credential_ref (where its password lives) or credential (a group's login)"
+            )
+        return self
+
+    def login(self, default_username: str) -> Login:
+        """Whom this switch's sessions log in as. ``LookupError`` when it names a group but
+        was not read as part of an intent that has it (the intent's rules refuse that)."""
+        if self.credential is not None:
+            if self._group is None:
+                raise LookupError(f"credential {self.credential!r} is not in the intent")
+            return Login(self._group.username, self._group.secret_ref)
+        assert self.credential_ref is not None  # _one_login
+        return Login(self.username or default_username, self.credential_ref)
 
 
 # A Linux interface name: 1..15 bytes, no '/', ':' or whitespace (IFNAMSIZ is 16 with the NUL).
@@ -384,7 +573,9 @@ class Qjump(Frozen):
     packet_bytes: int = Field(default=256, ge=64, le=9216, description="P")
     epsilon_us: float = Field(default=4.0, ge=0.0, le=1000.0, description="switch processing slack")
     factors: dict[Annotated[int, Field(ge=0, le=7)], Annotated[float, Field(gt=0)]] = Field(
-        default_factory=dict, description="throughput factor f_i per level"
+        default_factory=dict,
+        description="throughput factor f_i per level",
+        json_schema_extra={"propertyNames": {"pattern": "^[0-7]$"}},
     )
     window: QjumpWindow = Field(
         default=QjumpWindow.ALIGNED,
@@ -612,6 +803,19 @@ class Intent(Frozen):
 
     api_version: Literal["sluice/v1"] = "sluice/v1"
     fabric: Fabric
+    credentials: tuple[Credential, ...] = Field(
+        default=(), description="gNMI logins shared by groups of switches (switch.credential)"
+    )
     switches: tuple[Switch, ...] = ()
     hosts: tuple[Host, ...] = ()
     service_classes: tuple[ServiceClass, ...] = ()
+
+    @model_validator(mode="after")
+    def _attach_credentials(self) -> Intent:
+        # Each switch carries its group's login, so the southbound needs only the switch; an
+        # unknown name is left for validate.py to report with its path.
+        groups = {credential.name: credential for credential in self.credentials}
+        for switch in self.switches:
+            if switch.credential is not None:
+                switch._group = groups.get(switch.credential)
+        return self

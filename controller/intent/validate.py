@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from controller.errors import FieldProblem, IntentInvalid
 from controller.intent.capacity import CAPACITY_RULES
@@ -30,17 +30,18 @@ _HOSTNAME_RE = re.compile(
 )
 
 
-def intent_problems(intent: Intent) -> list[FieldProblem]:
-    """Every cross-object problem in ``intent``, in rule order; empty when it is sound."""
-    problems: list[FieldProblem] = []
+def intent_problems(intent: Intent, resolve: AddressResolver | None = None) -> list[FieldProblem]:
+    """Every cross-object problem in ``intent``, in rule order; empty when it is sound.
+    ``resolve`` tells which addresses a DNS name stands for (none known by default)."""
+    problems = unique_names(intent) + unique_endpoints(intent, resolve or no_names)
     for rule in RULES:
         problems.extend(rule(intent))
     return problems
 
 
-def validate_intent(intent: Intent) -> Intent:
+def validate_intent(intent: Intent, resolve: AddressResolver | None = None) -> Intent:
     """``intent`` unchanged, or ``IntentInvalid`` listing every problem."""
-    problems = intent_problems(intent)
+    problems = intent_problems(intent, resolve)
     if problems:
         raise IntentInvalid(problems)
     return intent
@@ -70,8 +71,9 @@ def _classes(intent: Intent) -> Iterator[tuple[str, ServiceClass]]:
 
 
 def unique_names(intent: Intent) -> list[FieldProblem]:
-    """Switch, host, class and per-switch port names; gNMI endpoints; host addresses."""
+    """Switch, host, class and per-switch port names (endpoints: ``unique_endpoints``)."""
     groups: list[list[tuple[str, Hashable]]] = [
+        [(f"credentials[{i}].name", c.name) for i, c in enumerate(intent.credentials)],
         [(f"switches[{i}].name", s.name) for i, s in enumerate(intent.switches)],
         [(f"hosts[{i}].name", h.name) for i, h in enumerate(intent.hosts)],
         [(f"{path}.name", c.name) for path, c in _classes(intent)],
@@ -80,12 +82,72 @@ def unique_names(intent: Intent) -> list[FieldProblem]:
         groups.append(
             [(f"switches[{i}].ports[{j}].name", p.name) for j, p in enumerate(switch.ports)]
         )
-    problems = [
+    return [
         FieldProblem(path, f"duplicate name {value!r} (first used at {first})")
         for group in groups
         for path, value, first in _repeats(group)
     ]
-    problems += _unique_endpoints(intent)
+
+
+# DNS names to the addresses each stands for (a name left out: unknown). Injected, so the
+# rules stay pure: the API and ``sluice check`` pass the system's
+# (``controller/southbound/resolve.py``), tests a table.
+AddressResolver = Callable[[Sequence[str]], Mapping[str, Iterable[str]]]
+
+
+def no_names(_names: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The resolver that knows no names: endpoints are compared by their literal forms."""
+    return {}
+
+
+def canonical_address(address: str) -> str | None:
+    """The one spelling of an IP address (IPv4-mapped IPv6 as IPv4, IPv6 compressed and
+    lower-case, brackets dropped); None for what is not an IP address."""
+    try:
+        ip = ipaddress.ip_address(address.strip().removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def dns_name(address: str) -> str:
+    """A DNS name as it is compared: lower-case, without the root's trailing dot."""
+    return address.strip().lower().rstrip(".")
+
+
+def address_forms(address: str, known: Mapping[str, Iterable[str]]) -> frozenset[str]:
+    """Every form under which ``address`` reaches a machine: its canonical IP address, or a
+    DNS name and the canonical addresses ``known`` says it resolves to."""
+    ip = canonical_address(address)
+    if ip is not None:
+        return frozenset({ip})
+    name = dns_name(address)
+    resolved = (canonical_address(a) for a in known.get(name, ()))
+    return frozenset({name, *(a for a in resolved if a is not None)})
+
+
+def _same_endpoints(
+    entries: Sequence[tuple[str, str, str, tuple[int, str] | None]],
+    known: Mapping[str, Iterable[str]],
+    what: str,
+) -> list[FieldProblem]:
+    """``(path, owner, address, (port, target) or None)``: a problem for each entry that
+    reaches the machine (and port, target) an earlier entry reaches, naming both."""
+    seen: dict[tuple[str, object], tuple[str, str, str]] = {}
+    problems = []
+    for path, owner, address, rest in entries:
+        forms = address_forms(address, known)
+        clash = next((seen[(f, rest)] for f in sorted(forms) if (f, rest) in seen), None)
+        if clash is None:
+            seen.update({(form, rest): (path, owner, address) for form in forms})
+            continue
+        first_path, first_owner, first_address = clash
+        where = address if rest is None else f"{address}:{rest[0]}{_target(rest[1])}"
+        same = "" if first_address == address else f"; {first_address} and {address} are one"
+        reason = f"{what} {where} already used at {first_path} ({first_owner} and {owner}{same})"
+        problems.append(FieldProblem(path, reason))
     return problems
 
 
@@ -93,23 +155,38 @@ def _target(target: str) -> str:
     return f" target {target}" if target else ""
 
 
-def _unique_endpoints(intent: Intent) -> list[FieldProblem]:
-    # Two switches behind one gNMI endpoint would each overwrite the other's config; a fleet
-    # server tells its switches apart by the prefix target, so the target is part of it.
-    gnmi = [
-        (f"switches[{i}].gnmi", (s.gnmi.address.lower(), s.gnmi.port, s.gnmi.target or ""))
+def unique_endpoints(intent: Intent, resolve: AddressResolver = no_names) -> list[FieldProblem]:
+    """Two switches behind one gNMI endpoint would each overwrite the other's config, and two
+    hosts at one address would get both hosts' settings. Endpoints are compared as machines:
+    IPv4-mapped and IPv6 spellings, and names that ``resolve`` to the same address, are one.
+    A fleet server tells its switches apart by the prefix target, so the target is part of
+    the endpoint."""
+    gnmi: list[tuple[str, str, str, tuple[int, str] | None]] = [
+        (f"switches[{i}].gnmi", s.name, s.gnmi.address, (s.gnmi.port, s.gnmi.target or ""))
         for i, s in enumerate(intent.switches)
     ]
-    problems = [
-        FieldProblem(path, f"gNMI endpoint {ep[0]}:{ep[1]}{_target(ep[2])} already used at {first}")  # type: ignore[index]
-        for path, ep, first in _repeats(gnmi)
+    hosts: list[tuple[str, str, str, tuple[int, str] | None]] = [
+        (f"hosts[{i}].address", h.name, h.address, None) for i, h in enumerate(intent.hosts)
     ]
-    hosts = [(f"hosts[{i}].address", h.address.lower()) for i, h in enumerate(intent.hosts)]
-    problems += [
-        FieldProblem(path, f"address {value} already used at {first}")
-        for path, value, first in _repeats(hosts)
+    addresses = [address for _, _, address, _ in gnmi + hosts]
+    names = sorted({dns_name(a) for a in addresses if canonical_address(a) is None})
+    known = resolve(names) if names else {}
+    problems = _same_endpoints(gnmi, known, "gNMI endpoint")
+    return problems + _same_endpoints(hosts, known, "address")
+
+
+def credentials_known(intent: Intent) -> list[FieldProblem]:
+    """A switch's ``credential`` names a login in ``credentials``."""
+    known = sorted(credential.name for credential in intent.credentials)
+    listed = ", ".join(known) if known else "none"
+    return [
+        FieldProblem(
+            f"switches[{i}].credential",
+            f"no credential {switch.credential!r} in credentials (defined: {listed})",
+        )
+        for i, switch in enumerate(intent.switches)
+        if switch.credential is not None and switch.credential not in known
     ]
-    return problems
 
 
 def _is_address(text: str) -> bool:
@@ -430,8 +507,9 @@ def hdcq_layout(intent: Intent) -> list[FieldProblem]:
     return problems
 
 
+# After ``unique_names`` and ``unique_endpoints`` (which takes the resolver).
 RULES: tuple[Rule, ...] = (
-    unique_names,
+    credentials_known,
     addresses_well_formed,
     exporter_addresses,
     known_speeds,

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent
+from controller.intent.validate import AddressResolver
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
 from controller.sonic.accept import accept_intent
@@ -102,9 +103,19 @@ def content_sha256(data: JsonObject) -> str:
 
 
 class IntentService:
-    def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+    """``resolve``: the DNS the endpoint rule compares switch and host names with (the API
+    passes the system's, ``controller/southbound/resolve.py``; none: names by spelling)."""
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        clock: Clock,
+        resolve: AddressResolver | None = None,
+    ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._resolve = resolve
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -161,11 +172,10 @@ class IntentService:
             )
             return None if row is None else _info(row)
 
-    @staticmethod
-    def validate(data: object) -> Intent:
+    def validate(self, data: object) -> Intent:
         """Every check a write makes (``accept_intent``), storing nothing; ``IntentInvalid``
         if bad."""
-        intent, _ = accept_intent(data)
+        intent, _ = accept_intent(data, self._resolve)
         return intent
 
     # -- writes --------------------------------------------------------------------------------
@@ -269,7 +279,7 @@ class IntentService:
                 f"the intent is at version {head_number}, not {expected}; read it again and retry"
             )
         draft = change(None if head is None else dict(head.intent))
-        intent, compiled = accept_intent(draft.data)
+        intent, compiled = accept_intent(draft.data, self._resolve)
         content = dump_intent(intent)
         digest = content_sha256(content)
         after = _after(content, draft)

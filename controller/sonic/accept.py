@@ -12,6 +12,7 @@ from __future__ import annotations
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
 from controller.intent.loader import ROOT_PATH, parse_intent
 from controller.intent.models import Intent
+from controller.intent.validate import AddressResolver
 from controller.sonic.compile import compile_fleet
 from controller.sonic.model import SwitchConfig
 
@@ -26,7 +27,10 @@ def compile_accepted(intent: Intent) -> dict[str, SwitchConfig]:
         raise IntentInvalid([FieldProblem(ROOT_PATH, reason)]) from None
 
 
-def accept_intent(data: object) -> tuple[Intent, dict[str, SwitchConfig]]:
-    """Plain data to a validated intent and its compiled fleet, or ``IntentInvalid``."""
-    intent = parse_intent(data)
+def accept_intent(
+    data: object, resolve: AddressResolver | None = None
+) -> tuple[Intent, dict[str, SwitchConfig]]:
+    """Plain data to a validated intent and its compiled fleet, or ``IntentInvalid``;
+    ``resolve`` is the DNS the endpoint rule compares names with (the caller's edge)."""
+    intent = parse_intent(data, resolve)
     return intent, compile_accepted(intent)

@@ -46,6 +46,7 @@ from pydantic import SecretStr
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from controller.errors import (
+    NotFound,
     SouthboundProtocolError,
     SouthboundRejected,
     SouthboundSetUnconfirmed,
@@ -155,15 +156,21 @@ def target_for_switch(
     tls: TlsOptions | None = None,
     prefix_target: str | None = None,
 ) -> GnmiTarget:
-    """The target of an intent switch; its password is resolved from ``credential_ref``. The
-    prefix target is ``prefix_target`` if given, else the one the intent declares (``gnmi.target``,
-    for a server that fronts several switches), else none."""
+    """The target of an intent switch, logged in as its login says (its own user name and
+    secret, or its group's; ``username`` when it names none), the password resolved from
+    the login's reference (``NotFound`` when it cannot be). The prefix target is
+    ``prefix_target`` if given, else the one the intent declares (``gnmi.target``, for a
+    server that fronts several switches), else none."""
+    try:
+        login = switch.login(username)
+    except LookupError as error:
+        raise NotFound(f"switch {switch.name}: {error}") from None
     return GnmiTarget(
         name=switch.name,
         address=switch.gnmi.address,
         port=switch.gnmi.port,
-        username=username,
-        password=resolve(switch.credential_ref),
+        username=login.username,
+        password=resolve(login.secret_ref),
         tls=tls,
         prefix_target=prefix_target if prefix_target is not None else switch.gnmi.target,
         set_deadline_s=switch.gnmi.set_deadline_s,

@@ -45,7 +45,7 @@ from controller.intent.models import Intent, Switch
 from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard
 from controller.settings import Settings, libpq_conninfo
 from controller.sonic.compile import fleet_qos
-from controller.southbound.credentials import environment_resolver
+from controller.southbound.credentials import SecretResolver
 from controller.southbound.faults import Fault
 from controller.southbound.gnmi import GnmiTarget, target_for_switch
 from controller.southbound.subscribe import (
@@ -390,11 +390,11 @@ class Collector:
 
 
 def targets_of(
-    intent: Intent, settings: Settings, environ: Mapping[str, str]
+    intent: Intent, settings: Settings, resolve: SecretResolver
 ) -> dict[str, GnmiTarget]:
-    """Targets for the intent's switches; a switch whose credential does not resolve is left
-    out (and logged by name, never with the secret)."""
-    resolve = environment_resolver(environ)
+    """Targets for the intent's switches, passwords from ``resolve`` (the process's,
+    ``VaultSettings.resolver``); a switch whose credential does not resolve is left out (and
+    logged by name, never with the secret)."""
     out: dict[str, GnmiTarget] = {}
     for switch in intent.switches:
         try:
@@ -438,6 +438,7 @@ async def run(
     """Stream the intent's switches until ``stop``. The intent is re-read every ``refresh_s``;
     in engine mode a round is a heartbeat, and the switches are re-sharded at once when the
     live collectors moved."""
+    resolve = settings.vault.resolver(environ)  # once: the secret store's cache is shared
     refresh_s = settings.telemetry.refresh_s
     period_s = refresh_s if membership is None else min(refresh_s, settings.worker.heartbeat_s)
     rounds_per_refresh = max(1, round(refresh_s / period_s))
@@ -458,7 +459,7 @@ async def run(
                     intent = await asyncio.to_thread(load)
                     moved = True
                 if moved:
-                    collector.sync(intent, targets_of(intent, settings, environ))
+                    collector.sync(intent, targets_of(intent, settings, resolve))
             except Exception as error:  # keep streaming what we have; try again next round
                 log.warning("collector: could not read the intent: %s", error)
             round_no += 1

@@ -100,7 +100,8 @@ def test_the_document_declares_every_error_as_problem_json(module_client: TestCl
     admin_only = spec["paths"]["/api/v1/tokens"]["get"]["responses"]
     assert "403" in admin_only
     validate = spec["paths"]["/api/v1/intent/validate"]["post"]["requestBody"]
-    assert validate["content"]["application/json"]["schema"]["required"] == ["fabric"]
+    intent_ref = validate["content"]["application/json"]["schema"]["$ref"]
+    assert spec["components"]["schemas"][intent_ref.rsplit("/", 1)[1]]["required"] == ["fabric"]
 
 
 def test_405_lists_every_method_of_the_path(

@@ -8,6 +8,12 @@ applies run the real site.yml over real SSH; the test fails unless the host runs
 fuzzer started reached it (a run that ends "unreachable" everywhere proves nothing about
 the host-run path). Needs root, like the e2e tests.
 
+Every check and every phase runs (``--checks all``; examples, coverage, fuzzing and the
+stateful sequences that use_after_free and ensure_resource_availability need). The intent's
+bodies carry the intent's own JSON Schema (controller/intent/schema.py), so the data the
+fuzzer calls valid or invalid is what the parser takes or refuses: nulls, integers written
+455.0, text where numbers belong.
+
 Bounded in time: a few examples per operation (``SLUICE_FUZZ_EXAMPLES`` raises it for a
 longer local run).
 
@@ -23,6 +29,7 @@ Expected statuses beyond schemathesis' defaults, and why:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -119,12 +126,12 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     # Host runs first and apart, while the stored intent is still the seeded one: later
     # operations may store another intent (new hosts, other addresses), whose runs would
     # end "unreachable" for reasons of the fuzzer's making.
-    _schemathesis(url, token, config, tmp_path / "hosts", "--include-tag", HOST_RUN_TAG)
+    outputs = [_schemathesis(url, token, config, tmp_path / "hosts", "--include-tag", HOST_RUN_TAG)]
     hosts = [h.name for h in fuzz_target.fabric.hosts]
     _assert_runs_reached_the_hosts(_host_runs_once_they_ran(url, token, hosts), hosts)
     # Revoking tokens last and apart: fuzzing it first would revoke the fuzzer's own token
     # (ids are small) and leave every other operation answering 401.
-    _schemathesis(
+    everything = _schemathesis(
         url,
         token,
         config,
@@ -134,9 +141,53 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         "--exclude-operation-id",
         "revoke_token",
     )
-    _schemathesis(url, token, config, tmp_path / "revoke", "--include-operation-id", "revoke_token")
+    outputs += [
+        everything,
+        _schemathesis(
+            url, token, config, tmp_path / "revoke", "--include-operation-id", "revoke_token"
+        ),
+    ]
+    # The stateful phase ran, over the links it inferred (so use_after_free and
+    # ensure_resource_availability ran too).
+    assert re.search(r"API Links:\s+\d+ covered / [1-9]\d* selected", everything), everything
+    # No operation's data was mostly refused for its shape: the schemas are what the API
+    # validates. The exceptions are refused for state no schema can give: a write needs
+    # If-Match with the version stored, so the fuzzer's every write of one is refused 412
+    # (schemathesis counts that as a validation error); and once one host apply runs, every
+    # further valid one is 409 (left out of schemathesis' count), so the invalid ones' 422s
+    # are all it sees of that operation.
+    stateful_refusals = _operations_with_if_match(url) | {"POST /api/v1/hosts/apply"}
+    for output in outputs:
+        assert _mismatched(output) <= stateful_refusals, output[-20_000:]
     # The service is still whole afterwards.
     assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+
+
+MISMATCH = "Schema validation mismatch:"
+
+
+def _mismatched(output: str) -> set[str]:
+    """The operations schemathesis warns mostly rejected generated data (``METHOD path``)."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(MISMATCH)]
+    found: set[str] = set()
+    for start in starts:
+        for line in lines[start + 1 :]:
+            if line.startswith("  - "):
+                found.add(line.removeprefix("  - ").strip())
+            elif line.strip() and found:
+                break
+    return found
+
+
+def _operations_with_if_match(url: str) -> set[str]:
+    document = httpx.get(f"{url}/openapi.json", timeout=30).json()
+    return {
+        f"{method.upper()} {path}"
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if any(p.get("name") == "If-Match" for p in operation.get("parameters", []))
+    }
 
 
 def _host_runs_once_they_ran(
@@ -204,7 +255,7 @@ runpy.run_module("schemathesis.cli", run_name="__main__", alter_sys=True)
 """
 
 
-def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: str) -> None:
+def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: str) -> str:
     done = subprocess.run(
         [
             sys.executable,
@@ -221,8 +272,11 @@ def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: 
             f"Authorization: Bearer {token}",
             "--max-examples",
             str(EXAMPLES),
+            # Every phase, so every check runs: use_after_free, ensure_resource_availability
+            # and object_level_authorization check sequences of calls (stateful), following
+            # the links schemathesis infers from Location headers and response fields.
             "--phases",
-            "examples,coverage,fuzzing",
+            "examples,coverage,fuzzing,stateful",
             "--workers",
             "2",
             "--request-timeout",
@@ -245,3 +299,4 @@ def _schemathesis(url: str, token: str, config: Path, report: Path, *selection: 
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-20_000:]
     assert "Server error" not in output
+    return output

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
@@ -28,7 +25,7 @@ from controller.settings import Settings
 from controller.store.migrate import upgrade
 from controller.store.outage import Backoff
 from controller.worker import build_worker
-from lab.localpg import LocalPostgres
+from lab.localpg import LocalPostgres, throwaway_postgres
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
 
@@ -39,15 +36,8 @@ RECOVERY_S = 2.0
 
 @pytest.fixture
 def own_pg() -> Iterator[LocalPostgres]:
-    root = Path(tempfile.mkdtemp(prefix="sluice-pg-outage-"))
-    root.chmod(0o755)
-    server = LocalPostgres(root=root)
-    server.start()
-    try:
+    with throwaway_postgres("sluice-pg-outage-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @dataclass

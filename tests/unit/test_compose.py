@@ -28,8 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 CORE_SERVICES = {"postgres", "migrate", "api"}
 DEPENDS_CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
-# What an operator must export before `docker compose up` (docs/operator-guide.md says so).
-OPERATOR_VARIABLES = {"SLUICE_DB_PASSWORD": "pw-from-test"}
+# The certificate `vsonic up` makes in the lab profile's state volume (vsonic/tls.py).
+LAB_SWITCH_CA = "/var/lib/vsonic/state/tls/server.crt"
+# What an operator must export before `docker compose up` (docs/operator-guide.md says so);
+# the switch CA here is what the lab profile's operator names.
+OPERATOR_VARIABLES = {"SLUICE_DB_PASSWORD": "pw-from-test", "SLUICE_GNMI_TLS_CA": LAB_SWITCH_CA}
 
 VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?])?(?P<arg>[^}]*)\}")
 
@@ -365,7 +368,18 @@ def test_secrets_come_from_the_operator_not_the_file():
     raw = yaml.safe_load(text)["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"]
     assert re.fullmatch(r"\$\{\w+:\?[^}]*\}", raw), "the database password is written inline"
     with pytest.raises(AssertionError, match="SLUICE_DB_PASSWORD"):
-        interpolate(text, {})
+        interpolate(text, {"SLUICE_GNMI_TLS_CA": LAB_SWITCH_CA})
+
+
+def test_the_switch_ca_is_the_operators_never_the_lab_certificate_by_default():
+    # A stack started without naming its switch CA would trust whatever the default names;
+    # compose must refuse instead (no ${VAR:-default}).
+    text = COMPOSE_FILE.read_text()
+    raw = yaml.safe_load(text)["x-gnmi-tls"]["SLUICE_GNMI_TLS_CA"]
+    assert re.fullmatch(r"\$\{SLUICE_GNMI_TLS_CA:\?[^}]*\}", raw), raw
+    assert LAB_SWITCH_CA not in raw.split(":?", 1)[0]
+    with pytest.raises(AssertionError, match="SLUICE_GNMI_TLS_CA"):
+        interpolate(text, {"SLUICE_DB_PASSWORD": "pw"})
 
 
 def test_every_variable_an_operator_sets_is_documented():

@@ -32,6 +32,7 @@ from lab.localpg import LocalPostgres, free_port
 from lab.prometheus import find_binary
 from tests.integration.conftest import issue_token, put_intent
 from tests.unit.test_compose import (
+    LAB_SWITCH_CA,
     OPERATOR_VARIABLES,
     command_words,
     dockerfile_instructions,
@@ -110,9 +111,15 @@ def test_compose_loads_the_stack_and_the_lab_profile(compose_check: Path) -> Non
 
 
 def test_compose_refuses_the_stack_without_its_database_password(compose_check: Path) -> None:
-    done = load(compose_check, COMPOSE_FILE, {})
+    done = load(compose_check, COMPOSE_FILE, {"SLUICE_GNMI_TLS_CA": LAB_SWITCH_CA})
     assert done.returncode != 0
     assert "required variable SLUICE_DB_PASSWORD is missing" in done.stderr
+
+
+def test_compose_refuses_the_stack_without_the_operators_switch_ca(compose_check: Path) -> None:
+    done = load(compose_check, COMPOSE_FILE, {"SLUICE_DB_PASSWORD": "pw"})
+    assert done.returncode != 0
+    assert "required variable SLUICE_GNMI_TLS_CA is missing" in done.stderr
 
 
 def test_compose_refuses_a_broken_file(compose_check: Path, tmp_path: Path) -> None:
@@ -249,7 +256,8 @@ def test_vsonic_image_builds_the_data_plane_and_agent_from_the_workspace() -> No
 
 
 def test_switch_sessions_trust_the_lab_certificate_through_the_shared_volume() -> None:
-    # vsonic up writes <state>/tls/server.crt (vsonic/tls.py); the volume carries it over.
+    # vsonic up writes <state>/tls/server.crt (vsonic/tls.py); the volume carries it over,
+    # and the lab's operator names it (OPERATOR_VARIABLES): compose has no default.
     state = "/var/lib/vsonic/state"
     assert f"vsonic-state:{state}" in service("vswitch")["volumes"]
     for name in ("api", "worker", "collector"):

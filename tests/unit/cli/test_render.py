@@ -22,6 +22,7 @@ from controller.cli.render import (
     plan_summary,
     port_speeds,
     scheduling,
+    switch_login,
     table,
     table_count_rows,
     text,
@@ -250,3 +251,10 @@ documents = st.recursive(
 def test_dump_round_trips_through_json_and_yaml(document):
     assert json.loads(dump(document, "json")) == document
     assert yaml.safe_load(dump(document, "yaml")) == document
+
+
+def test_a_switch_login_shows_its_group_or_its_own_reference_never_a_secret():
+    assert switch_login({"credential": "leafs", "credential_ref": None}) == "group:leafs"
+    own = {"credential_ref": "file:/run/secrets/s1", "username": "ops"}
+    assert switch_login(own) == "ops file:/run/secrets/s1"
+    assert switch_login({"credential_ref": "env:PW"}) == "env:PW"

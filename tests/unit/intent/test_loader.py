@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controller.errors import IntentInvalid
 from controller.intent.loader import (
@@ -111,6 +112,44 @@ def test_qjump_factor_keys_are_written_after_a_dot() -> None:
     assert_has_problem(problems, "fabric.qjump.factors.9", "key must be less than or equal to 7")
     assert_has_problem(problems, "fabric.qjump.factors.3", "greater than 0")
     assert len(problems) == 2
+
+
+# Issue 25 ("Inputs"): keys that mean one level once converted. On main {7: 1.0, '07': 2.0}
+# was stored as {7: 2.0} with no error.
+COLLIDING_FACTORS = {
+    "int-and-zero-padded": ({7: 1.0, "07": 2.0}, "7", "'07'"),
+    "json-strings": ({"7": 1.0, "07": 2.0}, "'7'", "'07'"),
+    "sign-and-space": ({"+3": 1.0, " 3": 2.0}, "'+3'", "' 3'"),
+}
+
+
+@pytest.mark.parametrize(
+    ("factors", "first", "second"), COLLIDING_FACTORS.values(), ids=COLLIDING_FACTORS.keys()
+)
+def test_qjump_factor_keys_that_mean_one_level_are_refused_naming_both(
+    factors: dict[object, float], first: str, second: str
+) -> None:
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = factors
+    problems = problems_of(data)
+    assert_only_problem(problems, "fabric.qjump.factors", f"keys {first} and {second} both mean")
+
+
+def test_colliding_keys_in_yaml_are_refused_too() -> None:
+    # YAML reads 7 as an int and '07' as a string: different keys to YAML, one level here.
+    text = EXAMPLE.read_text()
+    intent = load_intent_yaml(text)
+    assert intent.fabric.qjump is not None
+    data = dump_intent(intent)
+    data["fabric"]["qjump"]["factors"] = {7: 1.0, "07": 2.0}  # type: ignore[index]
+    problems = yaml_problems_of(yaml.safe_dump(data))
+    assert_only_problem(problems, "fabric.qjump.factors", "keys 7 and '07' both mean 7")
+
+
+def test_a_boolean_key_where_a_level_belongs_is_refused() -> None:
+    data = intent_data()
+    data["fabric"]["qjump"]["factors"] = {True: 1.0}
+    assert_only_problem(problems_of(data), "fabric.qjump.factors", "key True is a boolean")
 
 
 def test_a_credential_that_looks_like_a_secret_is_refused_without_echoing_it() -> None:

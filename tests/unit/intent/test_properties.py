@@ -61,7 +61,9 @@ def _switches(draw: st.DrawFn) -> list[dict[str, Any]]:
                 "name": f"sw-{i}",
                 "role": draw(st.sampled_from(["leaf", "spine"])),
                 "gnmi": {"address": f"10.1.0.{i + 1}", "port": draw(st.integers(1, 65535))},
-                "credential_ref": draw(st.sampled_from(["env:GNMI_PW", "file:/etc/pw", "vault:x"])),
+                "credential_ref": draw(
+                    st.sampled_from(["env:GNMI_PW", "file:/etc/pw", "vault:secret/gnmi#pw"])
+                ),
                 "ports": ports,
             }
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import pytest
 
 from controller.errors import IntentInvalid
@@ -75,6 +77,68 @@ def test_a_fleet_endpoint_is_shared_by_switches_with_their_own_targets() -> None
         problems_of(data),
         "switches[2].gnmi",
         "127.0.0.1:50051 target leaf1 already used at switches[0].gnmi",
+    )
+
+
+# Issue 25 ("Inputs"): endpoints are compared as the machines they reach. On main, each of
+# these pairs was accepted, and one switch's rollout would write the other's config.
+SAME_MACHINE = {
+    "ipv4-mapped": ("::ffff:127.0.0.1", "127.0.0.1"),
+    "ipv6-spellings": ("0:0:0:0:0:0:0:1", "::1"),
+    "ipv6-case": ("FE80::1", "fe80::1"),
+    "dns-case": ("Leaf1.Fabric.Example", "leaf1.fabric.example"),
+}
+
+
+@pytest.mark.parametrize("pair", SAME_MACHINE.values(), ids=SAME_MACHINE.keys())
+def test_one_gnmi_endpoint_spelled_two_ways_is_refused_naming_both_switches(
+    pair: tuple[str, str],
+) -> None:
+    data = intent_data()
+    data["switches"][0]["gnmi"]["address"], data["switches"][1]["gnmi"]["address"] = pair
+    data["switches"][1]["gnmi"]["port"] = 50051
+    problems = problems_of(data)
+    assert_only_problem(problems, "switches[1].gnmi", "already used at switches[0].gnmi")
+    reason = problems[0].reason
+    for named in ("leaf1", "leaf2", *pair):
+        assert named in reason, reason
+
+
+def table_resolver(table: dict[str, list[str]]) -> Callable[[Sequence[str]], dict[str, list[str]]]:
+    """A resolver answering from ``table``, recording what it was asked."""
+    asked: list[str] = []
+
+    def resolve(names: Sequence[str]) -> dict[str, list[str]]:
+        asked.extend(names)
+        return {name: table[name] for name in names if name in table}
+
+    resolve.asked = asked  # type: ignore[attr-defined]
+    return resolve
+
+
+def test_names_that_resolve_to_one_address_are_one_endpoint() -> None:
+    data = intent_data()
+    data["switches"][0]["gnmi"]["address"] = "leaf1.lab"
+    data["switches"][1]["gnmi"] = {"address": "::ffff:10.9.0.1", "port": 50051}
+    data["switches"][0]["gnmi"]["port"] = 50051
+    resolve = table_resolver({"leaf1.lab": ["10.9.0.1"]})
+    with pytest.raises(IntentInvalid) as caught:
+        parse_intent(data, resolve)
+    assert_only_problem(caught.value.problems, "switches[1].gnmi", "leaf1 and leaf2")
+    assert "leaf1.lab and ::ffff:10.9.0.1 are one" in caught.value.problems[0].reason
+    assert resolve.asked == ["leaf1.lab"]  # type: ignore[attr-defined]
+    # Without the resolver's answer the name is compared by its spelling, and accepted.
+    assert len(parse_intent(data).switches) == 2
+    # Two names for one address, on different ports, are two endpoints.
+    data["switches"][1]["gnmi"]["port"] = 50052
+    assert len(parse_intent(data, resolve).switches) == 2
+
+
+def test_hosts_at_one_address_spelled_two_ways_are_refused() -> None:
+    data = intent_data()
+    data["hosts"][1]["address"] = "::ffff:10.0.0.1"
+    assert_only_problem(
+        problems_of(data), "hosts[1].address", "already used at hosts[0].address (host1 and host2"
     )
 
 

@@ -13,6 +13,7 @@ from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
 from controller.reconcile.shard import LiveShard, shard_of
 from controller.settings import Settings
+from controller.southbound.credentials import secret_resolver
 from controller.southbound.subscribe import StreamPolicy
 from controller.telemetry.collector import Collector, Shard, engine_membership, targets_of
 
@@ -44,7 +45,7 @@ def test_a_collector_streams_its_shard_and_takes_a_dead_members_switches() -> No
             live_shard=live_shard,
         )
         intent = _intent()
-        targets = targets_of(intent, Settings(), {"PW": "x"})
+        targets = targets_of(intent, Settings(), secret_resolver({"PW": "x"}))
         collector.sync(intent, targets)
         assert set(collector._running) == set(shard_of(2, NAMES, [1, 2, 3]))
         kept = {name: r.tasks for name, r in collector._running.items()}

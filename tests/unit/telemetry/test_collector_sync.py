@@ -11,6 +11,7 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
     from controller.intent.loader import parse_intent
     from controller.intent.models import Intent
     from controller.settings import Settings
+    from controller.southbound.credentials import secret_resolver
     from controller.southbound.subscribe import StreamPolicy
     from controller.telemetry.collector import Collector, Shard, targets_of
 
@@ -29,11 +30,11 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
             Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random
         )
         first = intent(25, "storage")
-        targets = targets_of(first, Settings(), {"PW": "x"})
+        targets = targets_of(first, Settings(), secret_resolver({"PW": "x"}))
         collector.sync(first, targets)
         tasks = collector._running["leaf1"].tasks
         second = intent(100, "bulk")
-        collector.sync(second, targets_of(second, Settings(), {"PW": "x"}))
+        collector.sync(second, targets_of(second, Settings(), secret_resolver({"PW": "x"})))
         telemetry = collector.telemetry("leaf1")
         assert telemetry is not None
         assert telemetry.class_of("1") == "bulk"
