@@ -35,18 +35,31 @@ fn one_leaf(hosts: usize) -> LeafSpine {
 
 #[test]
 fn acks_ride_q1_small_bytes_q2_and_the_rest_q3() {
-    // One 300 KB flow, host 0 to host 1, alone: no queue, no mark, no loss. Segments start
-    // every 1460 B: those starting below 102 400 B are Priority 2, ceil(102_400 / 1460) = 71
-    // of them; the other ceil(300_000 / 1460) - 71 = 206 - 71 = 135 are Priority 3. Only ACKs
-    // go back to host 0: all in Q1.
+    // One 300 KB flow, host 0 to host 1, alone: no mark, no loss. Segments start every
+    // 1460 B: those starting below 102 400 B are Priority 2, ceil(102_400 / 1460) = 71 of
+    // them; the other ceil(300_000 / 1460) - 71 = 206 - 71 = 135 are Priority 3. Only ACKs go
+    // back to host 0: all in Q1. Without SACK every segment goes once.
     let flows = [FlowSpec { src: 0, dst: 1, bytes: 300_000, start_ns: 0.0, class: 0 }];
     let qos = FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS);
-    let mut fabric = Fabric::new(one_leaf(2), qos, dctcp(), &flows, 1).unwrap();
+    let tcp = TcpConfig { sack: false, ..dctcp() };
+    let mut fabric = Fabric::new(one_leaf(2), qos.clone(), tcp, &flows, 1).unwrap();
     fabric.run(1e9, &mut |_| {}).unwrap();
     assert_eq!(fabric.tally().dropped_packets, 0);
     let to_receiver = |q| fabric.switch_counters(0, 1, q).unwrap();
     assert_eq!((to_receiver(2).packets, to_receiver(1).packets, to_receiver(0).packets), (0, 71, 135));
     assert_eq!(206, 300_000u64.div_ceil(MSS_BYTES));
+    // With SACK, one segment goes twice: slow start backs segments up in the sender's NIC,
+    // and its WRR 5 : 1 (Algorithm 3) lets Priority 3 segments 71, 72, 73 leave before the
+    // Priority 2 segment 52 still queued there (the reordering the paper names, §3.3.2).
+    // Three segments SACKed above 52 make it lost (RFC 6675 IsLost): a spurious
+    // retransmission, of a Priority 2 segment, that the receiver gets twice. (NewReno needs
+    // three duplicate ACKs in a row, and the in-order segments between reset the count.)
+    let mut fabric = Fabric::new(one_leaf(2), qos, dctcp(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let to_receiver = |q| fabric.switch_counters(0, 1, q).unwrap();
+    assert_eq!((to_receiver(2).packets, to_receiver(1).packets, to_receiver(0).packets), (0, 72, 135));
+    assert_eq!((fabric.tally().dropped_packets, fabric.tally().duplicate_segments), (0, 1));
+    assert_eq!(fabric.sender(0).unwrap().retransmits(), 1);
     let to_sender = |q| fabric.switch_counters(0, 0, q).unwrap();
     assert!(to_sender(2).packets > 0, "ACKs in Q1");
     assert_eq!((to_sender(1).packets, to_sender(0).packets), (0, 0), "nothing else goes back");
