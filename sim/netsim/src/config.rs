@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use vasic::rng::SimRng;
 
 use crate::hops::HopDelays;
-use crate::qos::FabricQos;
+use crate::qos::{Aqm, FabricQos, HdcqPromotion};
 use crate::report::{summarise, Summary};
 use crate::sim::{Fabric, FlowResult, Progress, SimError};
 use crate::tcp::TcpConfig;
@@ -55,6 +55,9 @@ pub enum QosChoice {
         wrr_weight: u8,
         /// Eq. (1)'s period, one RTT, ns.
         period_ns: f64,
+        /// Which marked packets go to Q1 ("flow_order", the default, or "always").
+        #[serde(default)]
+        promotion: HdcqPromotion,
         /// Host NIC queue limit, bytes (none by default).
         #[serde(default)]
         host_buffer_bytes: Option<u64>,
@@ -84,11 +87,16 @@ impl QosChoice {
                 port_buffer_bytes,
                 wrr_weight,
                 period_ns,
+                promotion,
                 host_buffer_bytes,
-            } => FabricQos {
-                host_buffer_bytes: *host_buffer_bytes,
-                ..FabricQos::hdcq(*flow_type_thresh_bytes, *port_buffer_bytes, *wrr_weight, *period_ns)
-            },
+            } => {
+                let mut qos =
+                    FabricQos::hdcq(*flow_type_thresh_bytes, *port_buffer_bytes, *wrr_weight, *period_ns);
+                if let Aqm::Hdcq(h) = &mut qos.aqm {
+                    h.promotion = *promotion;
+                }
+                FabricQos { host_buffer_bytes: *host_buffer_bytes, ..qos }
+            }
             Self::Custom(q) => (**q).clone(),
         }
     }

@@ -1,10 +1,11 @@
 //! HDCQ in the fabric (HDCQ 2021): hosts' priorities (Algorithm 1: pure ACKs Q1, a flow's
 //! first `flow_type_thresh` bytes Q2, the rest Q3) and the switches' Algorithm 2 (marked
-//! packets promoted to Q1), read off the queue counters of the ports they cross.
+//! packets promoted to Q1 unless that would put them ahead of their own flow), read off the
+//! queue counters of the ports they cross.
 
 #![allow(clippy::unwrap_used)]
 
-use netsim::qos::{Aqm, FabricQos};
+use netsim::qos::{Aqm, FabricQos, HdcqPromotion};
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
 use netsim::topology::LeafSpine;
@@ -75,20 +76,40 @@ fn incast(qos: FabricQos) -> Fabric {
     fabric
 }
 
+fn hdcq_promoting(promotion: HdcqPromotion) -> FabricQos {
+    let mut qos = FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS);
+    if let Aqm::Hdcq(h) = &mut qos.aqm {
+        h.promotion = promotion;
+    }
+    qos
+}
+
+fn short_flows_done(fabric: &Fabric) -> usize {
+    fabric.results().iter().filter(|r| r.spec.bytes == 60_000 && r.fct_ns.is_some()).count()
+}
+
 #[test]
 fn marked_packets_are_promoted_to_q1_at_the_bottleneck() {
     // Data only crosses leaf port 21 (towards the receiver), tagged Q2 or Q3 by the hosts, so
     // whatever Q1 sent there was promoted there, and every promotion is marked (Algorithm 2
-    // lines 5-7 and 15-16); a mark never stays in Q2 (line 11) or Q3 (line 16).
-    let fabric = incast(FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS));
+    // lines 5-7 and 15-16). Promoting every marked packet, a mark never stays in Q2 (line 11)
+    // or Q3 (line 16).
+    let fabric = incast(hdcq_promoting(HdcqPromotion::Always));
     let q = |i| fabric.switch_counters(0, 21, i).unwrap();
     assert!(q(2).packets > 0, "something was promoted");
     assert_eq!(q(2).packets, q(2).wred_ecn_marked_packets);
     assert_eq!((q(1).wred_ecn_marked_packets, q(0).wred_ecn_marked_packets), (0, 0));
     assert!(q(1).packets > 0 && q(0).packets > 0);
-    // Every short flow finished.
-    let done = fabric.results().iter().filter(|r| r.spec.bytes == 60_000 && r.fct_ns.is_some()).count();
-    assert_eq!(done, 19);
+    assert_eq!(short_flows_done(&fabric), 19);
+    // In flow order (the default), packets are still promoted, every one marked, but a
+    // marked packet whose flow has packets waiting stays behind them, marked: marks in Q2
+    // and Q3 too, and fewer packets through Q1.
+    let in_order = incast(FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS));
+    let p = |i| in_order.switch_counters(0, 21, i).unwrap();
+    assert!(p(2).packets > 0 && p(2).packets == p(2).wred_ecn_marked_packets);
+    assert!(p(1).wred_ecn_marked_packets > 0 && p(0).wred_ecn_marked_packets > 0);
+    assert!(p(2).packets < q(2).packets, "{} promoted, against {}", p(2).packets, q(2).packets);
+    assert_eq!(short_flows_done(&in_order), 19);
 }
 
 #[test]
@@ -102,3 +123,4 @@ fn without_promotion_marks_stay_in_the_hosts_queues() {
     assert_eq!(q(2).packets, 0);
     assert!(q(0).wred_ecn_marked_packets + q(1).wred_ecn_marked_packets > 0);
 }
+
