@@ -139,6 +139,21 @@ pub enum Traffic {
         #[serde(default)]
         class: usize,
     },
+    /// Incast with sizes uniform from 1 to `max_bytes`: `senders` hosts send one flow each to
+    /// `receiver` at `at_ns` (`workload::uniform_incast`).
+    UniformIncast {
+        /// Receiving host.
+        receiver: usize,
+        /// Senders (the first hosts that are not `receiver`).
+        senders: usize,
+        /// Largest flow, bytes.
+        max_bytes: u64,
+        /// When, ns.
+        at_ns: f64,
+        /// Class of every flow.
+        #[serde(default)]
+        class: usize,
+    },
     /// Flows given one by one (long-lived ones with a large `bytes`).
     Flows {
         /// The flows.
@@ -250,6 +265,17 @@ impl RunConfig {
                 }
                 Traffic::Incast { receiver, senders, bytes, at_ns, class } => {
                     let drawn = workload::incast(&self.topology, *receiver, *senders, *bytes, *at_ns);
+                    out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
+                }
+                Traffic::UniformIncast { receiver, senders, max_bytes, at_ns, class } => {
+                    let drawn = workload::uniform_incast(
+                        &self.topology,
+                        *receiver,
+                        *senders,
+                        *max_bytes,
+                        *at_ns,
+                        &mut rng,
+                    );
                     out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
                 }
                 Traffic::Flows { flows } => out.extend(flows.iter().copied()),
