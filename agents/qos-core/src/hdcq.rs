@@ -23,8 +23,8 @@
 //!
 //! Promotion (marked packets to Q1, Algorithm 2) needs the enqueue itself: the agent has no
 //! part in it, and a deployed switch leaves each marked packet in its queue. The simulators'
-//! ideal (`sim/vasic/src/hdcq.rs`) promotes only packets with nothing of their flow queued
-//! behind Q1, so for every other marked packet the two do the same.
+//! ideal (`sim/vasic/src/hdcq.rs`) promotes a marked packet only when no packet of its flow
+//! waits in Q2 or Q3, so for a marked packet whose flow has packets waiting the two agree.
 
 use crate::threshold::{with_hysteresis, Bounds};
 
