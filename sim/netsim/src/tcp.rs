@@ -399,6 +399,27 @@ impl Sender {
         }
     }
 
+    /// The SACK sender's window growth outside recovery on an ACK that moves `snd_una`, as
+    /// Linux grows it (`tcp_cong_control` on `acked_sacked`, `tcp_slow_start`): by the
+    /// segments the ACK delivers, a SACKed one counted when it was SACKed (so a cumulative ACK
+    /// over segments SACKed before adds only what it newly delivers), slow start stopping at
+    /// ssthresh and the rest growing the window as congestion avoidance does (RFC 5681 §3.1:
+    /// one segment per window).
+    fn grow_by_delivered(&mut self, delivered: u64) {
+        let mut left = delivered as f64;
+        if self.cwnd < self.ssthresh {
+            let grown = (self.cwnd + left).min(self.ssthresh);
+            left -= grown - self.cwnd;
+            self.cwnd = grown;
+        }
+        if left > 0.0 {
+            self.cwnd += left / self.cwnd;
+        }
+        if let Some(cap) = self.config.max_cwnd {
+            self.cwnd = self.cwnd.min(cap.max(1.0));
+        }
+    }
+
     fn on_dupack(&mut self) -> Option<u64> {
         self.dupacks += 1;
         if self.in_recovery {
@@ -421,6 +442,9 @@ impl Sender {
     fn on_sack_ack(&mut self, ack: u64, ece: bool, sack: &[(u64, u64)]) -> Option<u64> {
         let newly = ack - self.snd_una;
         let advanced = newly > 0;
+        // Segments this ACK delivers: acknowledged now and not SACKed before, plus the newly
+        // SACKed ones below.
+        let mut delivered = newly - self.scoreboard.count_in(self.snd_una, ack);
         if advanced {
             self.count_for_dctcp(newly, ece);
             self.snd_una = ack;
@@ -434,6 +458,7 @@ impl Sender {
         // Update(): SACKed segments, clipped to what is outstanding.
         let newly_sacked: u64 =
             sack.iter().map(|&(s, e)| self.scoreboard.insert(s.max(self.snd_una), e.min(self.snd_nxt))).sum();
+        delivered += newly_sacked;
         let mut retransmit = None;
         if self.in_recovery {
             if self.snd_una >= self.recover {
@@ -443,7 +468,9 @@ impl Sender {
                 self.cwnd = self.ssthresh;
             }
         } else {
-            self.grow(newly);
+            if advanced {
+                self.grow_by_delivered(delivered);
+            }
             // §2: a duplicate ACK is one that SACKs new data, whether or not it also moves
             // the cumulative ACK.
             if newly_sacked > 0 && self.snd_nxt > self.snd_una {
@@ -861,6 +888,39 @@ mod tests {
         sack_ack(&mut s, 10, &[]);
         assert!(s.finished());
         assert_eq!((s.retransmits(), s.timeouts()), (2, 0));
+    }
+
+    #[test]
+    fn sack_window_grows_by_segments_delivered_not_by_the_cumulative_jump() {
+        // 0..10 out; 0 is lost, 1..9 arrive: recovery at the third duplicate ACK (ssthresh =
+        // cwnd = 10 / 2 = 5), 0 resent.
+        let config = TcpConfig { min_rto_ns: 1e6, initial_rto_ns: 3e6, ..reno() };
+        let mut s = Sender::new(config, 1_000);
+        send_all(&mut s);
+        for top in 2..=10 {
+            sack_ack(&mut s, 0, &[(1, top)]);
+        }
+        // SACKed 1..9: pipe is the resent 0 alone, so four new segments go.
+        assert_eq!((s.cwnd(), s.pipe()), (5.0, 1));
+        assert_eq!(send_all(&mut s), vec![10, 11, 12, 13]);
+        // The resent 0 and 10..13 are lost too: the timer fires. ssthresh = 14 / 2 = 7,
+        // cwnd 1, every unSACKed segment below 14 lost (pipe 0); 0 goes a third time.
+        assert!(s.arm_timer_if_idle());
+        assert!(s.on_timeout(s.timer_generation()));
+        assert_eq!((s.cwnd(), s.ssthresh(), s.pipe()), (1.0, 7.0, 0));
+        assert_eq!(send_all(&mut s), vec![0]);
+        // It arrives: ACK 10. Ten segments acknowledged, but nine were SACKed already: it
+        // delivers one, and slow start adds one (cwnd 2, not 11). 10 and 11 go.
+        sack_ack(&mut s, 10, &[]);
+        assert_eq!(s.cwnd(), 2.0);
+        assert_eq!(send_all(&mut s), vec![10, 11]);
+        // Slow start stops at ssthresh: from cwnd 5 (ssthresh 7), an ACK delivering three
+        // segments takes two to reach 7, and the third grows it as avoidance does, by 1/7.
+        let mut t = Sender::new(TcpConfig { init_cwnd: 5.0, ..reno() }, 1_000);
+        t.ssthresh = 7.0;
+        send_all(&mut t);
+        sack_ack(&mut t, 3, &[]);
+        assert!((t.cwnd() - (7.0 + 1.0 / 7.0)).abs() < 1e-12, "{}", t.cwnd());
     }
 
     #[test]
