@@ -109,7 +109,8 @@ def comparison_config(flows: int) -> dict[str, Any]:
             "fabric_link_delay_ns": LINK_DELAY_US * 1e3,
             "ecmp": "destination",
         },
-        "tcp": {"cc": "dctcp", "min_rto_ns": MIN_RTO_MS * 1e6, "init_cwnd": 10.0},
+        # Without SACK, as the ns-3 side runs (netsim_ns3.cc: Sack false, classic recovery).
+        "tcp": {"cc": "dctcp", "min_rto_ns": MIN_RTO_MS * 1e6, "init_cwnd": 10.0, "sack": False},
         "qos": {
             "scheme": "dctcp",
             "k_bytes": K_PACKETS * 1500,

@@ -15,18 +15,19 @@
 - ``hdcq``: HDCQ against PIAS and DCTCP (RED marking) under incast micro-bursts (HDCQ 2021
   §5.1, Table 1): long flows into one receiver, then S short flows (uniform up to 100 KB)
   from S more senders at once; the short flows' average FCT as S grows, at 1 Gb/s (Fig. 8a)
-  and at 10 Gb/s with more senders (Fig. 9).
+  and at 10 Gb/s with more senders (Fig. 9); HDCQ's promotion in flow order, always, and
+  not at all.
 
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
 3000), ``... mqecn``, ``... dynaq``, ``... qjump``, ``... hdcq`` (``--senders`` and
-``--senders-10g`` choose S). Results are recorded in docs/reproductions.md.
+``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK). Results are
+recorded in docs/reproductions.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import subprocess
 import tempfile
 from pathlib import Path
@@ -593,10 +594,12 @@ def qjump() -> None:
 # short flows start after the long ones have filled the queue; per-port ECN 60 % of the
 # buffer, beta 0.5, k = 0.06 (netsim's HDCQ preset). The paper's 24 % is its largest cut
 # against PIAS (Fig. 9, 10 Gb/s, S = 3000); Fig. 8a (1 Gb/s, S = 100-500) has no numbers in
-# the text, only "HDCQ is better".
+# the text, only "HDCQ is better". The same incast, HDCQ and PIAS, seeds 1 and 2, is
+# sim/netsim/tests/hdcq.rs (`incast_afct_ms`): the same draws, the same figures.
 HDCQ_LONG = 5
 HDCQ_BUFFER = 240 * PACKET
 HDCQ_SHORT_START_NS = 50e6
+HDCQ_SHORT_MAX_BYTES = 100_000
 HDCQ_LINK_DELAY_NS = 25_000.0
 HDCQ_RTT_NS = 4 * HDCQ_LINK_DELAY_NS
 HDCQ_FLOW_TYPE_THRESH = 100 * 1024
@@ -604,25 +607,23 @@ HDCQ_FLOW_TYPE_THRESH = 100 * 1024
 # ECN uses, which the paper sets citing DCTCP (§4.2.1), so the schemes differ in queues and
 # promotion, not in where the port starts marking.
 HDCQ_K_BYTES = 144 * PACKET
-HDCQ_SCHEMES = ("DCTCP (RED)", "PIAS", "HDCQ", "HDCQ, no promotion")
+# "HDCQ": netsim's preset, marked packets promoted to Q1 unless a packet of their flow waits
+# in Q2 or Q3 (the paper's premise that promotion reorders nothing, §3.3.3; vasic's
+# Promotion::FlowOrder). "HDCQ, promote always": every marked packet promoted, the reading
+# before. "HDCQ, no promotion": HDCQ's queues, hosts and WRR with the 144-packet point as a
+# plain per-port mark.
+HDCQ_SCHEMES = ("DCTCP (RED)", "PIAS", "HDCQ", "HDCQ, promote always", "HDCQ, no promotion")
 
 
-def hdcq_short_sizes(senders: int, seed: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randint(1, 100_000) for _ in range(senders)]
-
-
-def hdcq_config(scheme: str, speed_bps: float, senders: int, seed: int) -> dict[str, Any]:
-    # Hosts 0..L-1 send long flows, the next S hosts one short flow each, the last host
+def hdcq_config(
+    scheme: str, speed_bps: float, senders: int, seed: int, sack: bool = True
+) -> dict[str, Any]:
+    # Hosts 0..S-1 send one short flow each, the next L hosts long flows, the last host
     # receives everything: its leaf port is the bottleneck (the paper's Router1 -> R).
-    receiver = HDCQ_LONG + senders
-    flows: list[dict[str, Any]] = [
+    receiver = senders + HDCQ_LONG
+    longs: list[dict[str, Any]] = [
         {"src": h, "dst": receiver, "bytes": 1 << 40, "start_ns": 0.0, "class": 0}
-        for h in range(HDCQ_LONG)
-    ]
-    flows += [
-        {"src": HDCQ_LONG + i, "dst": receiver, "bytes": size, "start_ns": HDCQ_SHORT_START_NS}
-        for i, size in enumerate(hdcq_short_sizes(senders, seed))
+        for h in range(senders, receiver)
     ]
     k = HDCQ_K_BYTES
     qos: dict[str, Any]
@@ -648,13 +649,14 @@ def hdcq_config(scheme: str, speed_bps: float, senders: int, seed: int) -> dict[
             },
             "ack_queue": 2,
         }
-    elif scheme == "HDCQ":
+    elif scheme.startswith("HDCQ"):
         qos = {
             "scheme": "hdcq",
             "flow_type_thresh_bytes": HDCQ_FLOW_TYPE_THRESH,
             "port_buffer_bytes": HDCQ_BUFFER,
             "wrr_weight": 5,
             "period_ns": HDCQ_RTT_NS,
+            "promotion": "always" if scheme.endswith("always") else "flow_order",
         }
     elif scheme == "PIAS":
         # PIAS-Software's shipped setting: two priorities split at 100 KiB (README, params.c),
@@ -679,58 +681,116 @@ def hdcq_config(scheme: str, speed_bps: float, senders: int, seed: int) -> dict[
             "host_link_delay_ns": HDCQ_LINK_DELAY_NS,
             "fabric_link_delay_ns": 1_000.0,
         },
-        "tcp": {"cc": "dctcp", "init_cwnd": 10.0, "min_rto_ns": 10e6, "initial_rto_ns": 10e6},
+        "tcp": {
+            "cc": "dctcp",
+            "init_cwnd": 10.0,
+            "min_rto_ns": 10e6,
+            "initial_rto_ns": 10e6,
+            "sack": sack,
+        },
         "qos": qos,
-        "traffic": [{"kind": "flows", "flows": flows}],
+        # The short flows first: their sizes are the seed's first draws (netsim's
+        # `uniform_incast`, as the Rust test draws them).
+        "traffic": [
+            {
+                "kind": "uniform_incast",
+                "receiver": receiver,
+                "senders": senders,
+                "max_bytes": HDCQ_SHORT_MAX_BYTES,
+                "at_ns": HDCQ_SHORT_START_NS,
+            },
+            {"kind": "flows", "flows": longs},
+        ],
         # Long enough for every short flow to finish through repeated timeouts (RTO backoff
         # doubles from 10 ms: thousands of senders into 240 packets at 10 Gb/s back off far).
         "end_ns": 3e9 if speed_bps < TEN_G else 30e9,
     }
 
 
-def hdcq_point(speed_bps: float, senders: int, seed: int) -> dict[str, tuple[float, int]]:
-    """Each scheme's short-flow AFCT (ms) and how many short flows did not finish."""
+def run_with_flows(config: dict[str, Any]) -> tuple[dict[str, Any], list[list[str]]]:
+    """A run's summary and its per-flow CSV rows (netsim's ``--csv`` columns)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path, csv_path = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
+        path.write_text(json.dumps(config))
+        out = subprocess.run(
+            [str(NETSIM), "run", "--quiet", "--config", str(path), "--csv", str(csv_path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
+    summary: dict[str, Any] = json.loads(out.stdout)
+    return summary, rows
+
+
+def hdcq_point(
+    speed_bps: float, senders: int, seed: int, sack: bool
+) -> dict[str, tuple[float, int, int, int]]:
+    """Per scheme: the short flows' AFCT (ms), how many did not finish, the long flows'
+    retransmitted segments and the duplicate segments receivers got (spurious
+    retransmissions), over the run."""
     out = {}
     for scheme in HDCQ_SCHEMES:
-        summary = run(hdcq_config(scheme, speed_bps, senders, seed))
+        summary, rows = run_with_flows(hdcq_config(scheme, speed_bps, senders, seed, sack))
         shorts = small(summary)
-        out[scheme] = (shorts["mean_us"] / 1e3, senders - shorts["flows"])
+        long_rtx = sum(int(r[9]) for r in rows if int(r[2]) > HDCQ_SHORT_MAX_BYTES)
+        duplicates = int(summary["tally"]["duplicate_segments"])
+        out[scheme] = (shorts["mean_us"] / 1e3, senders - shorts["flows"], long_rtx, duplicates)
     return out
 
 
-def hdcq(senders_1g: list[int], senders_10g: list[int], seed: int) -> None:
+def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: bool) -> None:
     rows = [
         f"HDCQ vs PIAS and DCTCP under incast: {HDCQ_LONG} long flows, then S short flows "
-        "(uniform 1 B-100 KB) at once; short-flow AFCT, ms",
+        f"(uniform 1 B-100 KB) at once; TCP {'with' if sack else 'without'} SACK",
         "paper: 1 Gb/s (Fig. 8a) HDCQ below PIAS and RED; 10 Gb/s (Fig. 9) about equal at "
         "S = 1000, HDCQ up to 24 % below PIAS at S = 3000",
-        f"{'Gb/s':>5}{'S':>6}"
-        + "".join(f"{s:>20}" for s in HDCQ_SCHEMES)
-        + f"{'HDCQ vs PIAS':>14}{'unfinished':>12}",
+        "short-flow AFCT, ms; then per scheme the long flows' retransmitted segments / the "
+        "duplicate segments receivers got",
+        f"{'Gb/s':>5}{'S':>6}{'seed':>5}"
+        + "".join(f"{s:>22}" for s in HDCQ_SCHEMES)
+        + f"{'HDCQ vs PIAS':>14}{'unfinished':>14}",
     ]
     panels = [(1e9, senders_1g)] + ([(TEN_G, senders_10g)] if senders_10g else [])
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
     for ax, (speed, points) in zip(axes[0], panels, strict=True):
         series: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
         for senders in points:
-            point = hdcq_point(speed, senders, seed)
-            cut = (1 - point["HDCQ"][0] / point["PIAS"][0]) * 100
-            unfinished = "/".join(str(point[s][1]) for s in HDCQ_SCHEMES)
+            afct: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
+            for seed in seeds:
+                point = hdcq_point(speed, senders, seed, sack)
+                cut = (point["HDCQ"][0] / point["PIAS"][0] - 1) * 100
+                unfinished = "/".join(str(point[s][1]) for s in HDCQ_SCHEMES)
+                lead = f"{speed / 1e9:>5.0f}{senders:>6}{seed:>5}"
+                rows.append(
+                    lead
+                    + "".join(f"{point[s][0]:>22.1f}" for s in HDCQ_SCHEMES)
+                    + f"{cut:>+13.0f}%{unfinished:>14}"
+                )
+                rows.append(
+                    f"{'':>16}"
+                    + "".join(f"{f'{point[s][2]} / {point[s][3]}':>22}" for s in HDCQ_SCHEMES)
+                )
+                print("\n".join(rows[-2:]), flush=True)
+                for s in HDCQ_SCHEMES:
+                    afct[s].append(point[s][0])
+            means = {s: sum(v) / len(v) for s, v in afct.items()}
+            cut = (means["HDCQ"] / means["PIAS"] - 1) * 100
             rows.append(
-                f"{speed / 1e9:>5.0f}{senders:>6}"
-                + "".join(f"{point[s][0]:>20.1f}" for s in HDCQ_SCHEMES)
-                + f"{cut:>13.1f}%{unfinished:>12}"
+                f"{speed / 1e9:>5.0f}{senders:>6}{'mean':>5}"
+                + "".join(f"{means[s]:>22.1f}" for s in HDCQ_SCHEMES)
+                + f"{cut:>+13.0f}%"
             )
             print(rows[-1], flush=True)
             for s in HDCQ_SCHEMES:
-                series[s].append(point[s][0])
+                series[s].append(means[s])
         for s, values in series.items():
             ax.plot(points, values, marker="o", label=s)
-        ax.set_title(f"{speed / 1e9:.0f} Gb/s: short-flow AFCT (netsim)")
+        ax.set_title(f"{speed / 1e9:.0f} Gb/s: short-flow AFCT, mean of {len(seeds)} seeds")
         ax.set_xlabel("number of parallel senders (short flows)")
         ax.set_ylabel("AFCT (ms)")
         ax.legend()
-    save(fig, "netsim_hdcq.png")
+    save(fig, "netsim_hdcq.png" if sack else "netsim_hdcq_no_sack.png")
     print("\n".join(rows))
 
 
@@ -747,10 +807,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
     parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
-    parser.add_argument("--senders", type=int, nargs="+", default=[100, 200, 300, 400, 500])
+    parser.add_argument("--senders", type=int, nargs="+", default=[100, 300, 500])
     # Fig. 9's 10 Gb/s sweep (1000-4000) is opt-in: a run takes minutes (docs/reproductions.md).
     parser.add_argument("--senders-10g", type=int, nargs="*", default=[])
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    # TCP without SACK: netsim's NewReno loss recovery, as every run was before SACK.
+    parser.add_argument("--no-sack", action="store_true")
     args = parser.parse_args(argv)
     build()
     if args.which == "pias":
@@ -760,7 +822,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.which == "dynaq":
         dynaq()
     elif args.which == "hdcq":
-        hdcq(args.senders, args.senders_10g, args.seed)
+        hdcq(args.senders, args.senders_10g, args.seeds, not args.no_sack)
     else:
         qjump()
     return 0

@@ -89,6 +89,18 @@ def _owner_scheduling(name: str, service_class: ServiceClass) -> tuple[str, int]
     return service_class.scheduling.type.value, service_class.scheduling.weight or 1
 
 
+def _owner_port_threshold_pct(name: str, service_class: ServiceClass) -> float | None:
+    """HDCQ's per-port ECN point (HDCQ 2021 Algorithm 2 lines 1-3) for one queue owner: on
+    Priority 1 (``/ack``) and Priority 3 (``/long``), not on the class's own Priority 2 queue,
+    whose packets the per-queue threshold alone marks (line 11: a Priority 2 packet under it
+    is enqueued with its ECN reset, "decided by per-queue ECN and per-port ECN together",
+    §3.3.1)."""
+    hdcq = service_class.hdcq
+    if hdcq is None or not name.endswith(("/ack", "/long")):
+        return None
+    return hdcq.port_threshold_pct
+
+
 def _dscp_to_tc(classes: Iterable[ServiceClass]) -> Fields:
     """TC = queue: a class's DSCPs, and each PIAS stage's DSCP, map to that class's queue."""
     pairs: dict[int, int] = {}
@@ -127,7 +139,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
             kinds[q][0],
             weights.get(str(q), 0),
             c.ecn,
-            c.hdcq.port_threshold_pct if c.hdcq is not None else None,
+            _owner_port_threshold_pct(name, c),
             c.ecn_lambda,
         )
         for q, name, c in owners

@@ -24,9 +24,6 @@ from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
-from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock
 from tests.support.gate_collector import Exposition, HandClock, scraped, settle
 from tests.support.host_runs import four_host_intent, local_config

@@ -12,12 +12,19 @@
 //! and the threshold is `ceiling - beta x (ceiling - floor)`, so a quiet queue sits near its
 //! ceiling and a congested one moves towards its floor.
 //!
-//! Per-port rule (§3.3.2, Algorithm 2 lines 1-3; §4.2.1): a packet that would take the port's
-//! buffer past `per-port ECN` (60 % of the buffer in the paper) is marked whatever its queue
-//! holds. The agent cannot mark packets; per interval it reads every queue's occupancy, and
+//! Per-port rule (§3.3.2, Algorithm 2 lines 1-3 and 11; §4.2.1): a Priority 1 or Priority 3
+//! packet that would take the port's buffer past `per-port ECN` (60 % of the buffer in the
+//! paper) is marked whatever its queue holds; a Priority 2 packet only past Q2's per-queue
+//! threshold (line 11), so the controller orders the point on the ACK and long-flow queues
+//! only. The agent cannot mark packets; per interval it reads every queue's occupancy, and
 //! when their sum exceeds the queue's `port_threshold_bytes` it sets the queue's threshold to
 //! its floor for that interval ([`port_over_its_point`], applied in [`crate::port`]), so the
 //! ASIC marks nearly every packet it enqueues until the port drains below the point.
+//!
+//! Promotion (marked packets to Q1, Algorithm 2) needs the enqueue itself: the agent has no
+//! part in it, and a deployed switch leaves each marked packet in its queue. The simulators'
+//! ideal (`sim/vasic/src/hdcq.rs`) promotes a marked packet only when no packet of its flow
+//! waits in Q2 or Q3, so for a marked packet whose flow has packets waiting the two agree.
 
 use crate::threshold::{with_hysteresis, Bounds};
 

@@ -12,8 +12,9 @@ dynamic ones (MQ-ECN, NSDI 2016 §3: ``T_round`` spans all of them), and never w
 its profile (its threshold is the controller's static one, or it has none).
 
 ``weight`` is the normalised DWRR weight, 0 for STRICT; ``buffer_bytes`` is the port's egress
-buffer (DynaQ's budget). ``port_threshold_bytes`` (HDCQ's three queues only) is HDCQ's per-port
-ECN point, a share of that buffer (HDCQ 2021 Algorithm 2, §4.2.1: 60 %). ``lambda`` (an
+buffer (DynaQ's budget). ``port_threshold_bytes`` (an HDCQ class's Priority 1 and Priority 3 queues
+only: Algorithm 2 marks Priority 2 by its per-queue threshold alone) is HDCQ's per-port ECN
+point, a share of that buffer (HDCQ 2021 Algorithm 2, §4.2.1: 60 %). ``lambda`` (an
 MQ-ECN queue of a class with its own ``ecn_lambda``) is that class's lambda: the agent scales
 the queue's threshold from K = C x RTT x lambda with it instead of SLUICE_AGENT|global's. A
 port with no dynamic queue gets no entries.

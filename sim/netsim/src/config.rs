@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use vasic::rng::SimRng;
 
 use crate::hops::HopDelays;
-use crate::qos::FabricQos;
+use crate::qos::{Aqm, FabricQos, HdcqPromotion};
 use crate::report::{summarise, Summary};
 use crate::sim::{Fabric, FlowResult, Progress, SimError};
 use crate::tcp::TcpConfig;
@@ -55,6 +55,9 @@ pub enum QosChoice {
         wrr_weight: u8,
         /// Eq. (1)'s period, one RTT, ns.
         period_ns: f64,
+        /// Which marked packets go to Q1 ("flow_order", the default, or "always").
+        #[serde(default)]
+        promotion: HdcqPromotion,
         /// Host NIC queue limit, bytes (none by default).
         #[serde(default)]
         host_buffer_bytes: Option<u64>,
@@ -84,11 +87,16 @@ impl QosChoice {
                 port_buffer_bytes,
                 wrr_weight,
                 period_ns,
+                promotion,
                 host_buffer_bytes,
-            } => FabricQos {
-                host_buffer_bytes: *host_buffer_bytes,
-                ..FabricQos::hdcq(*flow_type_thresh_bytes, *port_buffer_bytes, *wrr_weight, *period_ns)
-            },
+            } => {
+                let mut qos =
+                    FabricQos::hdcq(*flow_type_thresh_bytes, *port_buffer_bytes, *wrr_weight, *period_ns);
+                if let Aqm::Hdcq(h) = &mut qos.aqm {
+                    h.promotion = *promotion;
+                }
+                FabricQos { host_buffer_bytes: *host_buffer_bytes, ..qos }
+            }
             Self::Custom(q) => (**q).clone(),
         }
     }
@@ -125,6 +133,21 @@ pub enum Traffic {
         senders: usize,
         /// Bytes per sender.
         bytes: u64,
+        /// When, ns.
+        at_ns: f64,
+        /// Class of every flow.
+        #[serde(default)]
+        class: usize,
+    },
+    /// Incast with sizes uniform from 1 to `max_bytes`: `senders` hosts send one flow each to
+    /// `receiver` at `at_ns` (`workload::uniform_incast`).
+    UniformIncast {
+        /// Receiving host.
+        receiver: usize,
+        /// Senders (the first hosts that are not `receiver`).
+        senders: usize,
+        /// Largest flow, bytes.
+        max_bytes: u64,
         /// When, ns.
         at_ns: f64,
         /// Class of every flow.
@@ -242,6 +265,17 @@ impl RunConfig {
                 }
                 Traffic::Incast { receiver, senders, bytes, at_ns, class } => {
                     let drawn = workload::incast(&self.topology, *receiver, *senders, *bytes, *at_ns);
+                    out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
+                }
+                Traffic::UniformIncast { receiver, senders, max_bytes, at_ns, class } => {
+                    let drawn = workload::uniform_incast(
+                        &self.topology,
+                        *receiver,
+                        *senders,
+                        *max_bytes,
+                        *at_ns,
+                        &mut rng,
+                    );
                     out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
                 }
                 Traffic::Flows { flows } => out.extend(flows.iter().copied()),

@@ -2,7 +2,7 @@
 //!
 //! Switch ports are vasic's model (shared buffer with dynamic or static limits, strict
 //! priority, DWRR and WRR, WRED/ECN, per-port ECN, MQ-ECN, DynaQ and HDCQ per packet), used
-//! as a library. Hosts run TCP NewReno or DCTCP with real pure-ACK packets, tag packets into
+//! as a library. Hosts run TCP NewReno or DCTCP (with SACK) with real pure-ACK packets, tag packets into
 //! queues (one queue, PIAS demotion, or by service class), and flows come from workloads
 //! (Poisson arrivals over the published flow-size CDFs, incast, long-lived). A run is a
 //! function of its configuration and seed. Layout:
@@ -11,7 +11,8 @@
 //! - [`qos`]: ports' queues, marking and buffer, hosts' tagging;
 //! - [`agent`]: the real qos-core agent polling switch ports' counters, in place of a
 //!   per-packet algorithm;
-//! - [`tcp`]: NewReno and DCTCP senders, receivers;
+//! - [`tcp`]: NewReno and DCTCP senders (SACK loss recovery or NewReno's), receivers;
+//! - [`sack`]: SACK blocks and scoreboards;
 //! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
 //! - [`hops`]: per-hop queueing delay, per switch port, hop position and class;
 //! - [`shaping`]: QJUMP's per-level token buckets on hosts;
@@ -27,6 +28,7 @@ pub mod config;
 pub mod hops;
 pub mod qos;
 pub mod report;
+pub mod sack;
 pub mod shaping;
 pub mod sim;
 pub mod tcp;

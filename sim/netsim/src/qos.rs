@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use vasic::buffer::BufferLimit;
-use vasic::hdcq::HdcqConfig;
+use vasic::hdcq::{HdcqConfig, Promotion};
 use vasic::ideal::{MqecnConfig, SAME_LAMBDA};
 use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
@@ -84,6 +84,30 @@ pub struct HdcqAqm {
     pub k: f64,
     /// Eq. (1)'s period (the paper's "RTT cycle"), ns.
     pub period_ns: f64,
+    /// Which marked packets are promoted to Q1: "flow_order" (the default: none ahead of its
+    /// own flow, §3.3.3) or "always" (vasic's `Promotion`).
+    #[serde(default)]
+    pub promotion: HdcqPromotion,
+}
+
+/// Which marked packets HDCQ promotes (vasic's [`Promotion`], named for JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HdcqPromotion {
+    /// None ahead of a packet of its own flow waiting in Q2 or Q3.
+    #[default]
+    FlowOrder,
+    /// Every marked packet.
+    Always,
+}
+
+impl From<HdcqPromotion> for Promotion {
+    fn from(p: HdcqPromotion) -> Self {
+        match p {
+            HdcqPromotion::FlowOrder => Promotion::FlowOrder,
+            HdcqPromotion::Always => Promotion::Always,
+        }
+    }
 }
 
 fn default_hdcq_port_pct() -> f64 {
@@ -107,6 +131,7 @@ impl HdcqAqm {
             queue_share_bytes: buffer_bytes / 3,
             k: self.k,
             period_ns: self.period_ns,
+            promotion: self.promotion.into(),
         }
     }
 }
@@ -325,6 +350,7 @@ impl FabricQos {
                 port_threshold_pct: default_hdcq_port_pct(),
                 k: default_hdcq_k(),
                 period_ns,
+                promotion: HdcqPromotion::default(),
             }),
             port_buffer_bytes,
             buffer: BufferModel::PerPort,

@@ -17,6 +17,7 @@ use vasic::switch::{Vasic, VasicError};
 use crate::agent::AgentError;
 use crate::hops::{Hop, HopDelays, HopRecorder};
 use crate::qos::{BufferModel, FabricQos};
+use crate::sack::SackBlocks;
 use crate::shaping::TokenBucket;
 use crate::tcp::{Receiver, Sender, TcpConfig};
 use crate::topology::{ecmp_hash, LeafSpine, Node};
@@ -62,6 +63,9 @@ pub struct Tally {
     pub dropped_packets: u64,
     /// Packets marked CE at switches.
     pub marked_packets: u64,
+    /// Data segments that reached a receiver holding them already: retransmissions that were
+    /// not needed (spurious), counted where they land.
+    pub duplicate_segments: u64,
     /// Payload bytes delivered in order to receivers (goodput).
     pub goodput_bytes: u64,
     /// Events handled.
@@ -132,7 +136,7 @@ struct Shaper {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Meta {
     Data { seg: u64, sent_ns: f64, queue: usize },
-    Ack { ack: u64, ece: bool, echo_ns: f64, queue: usize },
+    Ack { ack: u64, sack: SackBlocks, ece: bool, echo_ns: f64, queue: usize },
 }
 
 impl Meta {
@@ -589,19 +593,29 @@ impl Fabric {
         let f = packet.flow as usize;
         match meta {
             Meta::Data { seg, sent_ns, .. } => {
-                let before = self.flows[f].receiver.delivered();
-                let ack = self.flows[f].receiver.on_segment(seg);
-                if self.flows[f].receiver.delivered() > before {
+                let receiver = &mut self.flows[f].receiver;
+                let (before, duplicates) = (receiver.delivered(), receiver.duplicates());
+                let ack = receiver.on_segment(seg);
+                if receiver.delivered() > before {
                     self.tally.goodput_bytes += u64::from(packet.bytes).saturating_sub(HEADER_BYTES);
                 }
+                self.tally.duplicate_segments += receiver.duplicates() - duplicates;
                 let queue = self.qos.ack_queue(self.flows[f].spec.class);
-                let ack_meta = Meta::Ack { ack, ece: packet.ce, echo_ns: sent_ns, queue };
+                // The SACK option's bytes are not added to the ACK's: netsim leaves TCP options
+                // (timestamps included) out of every packet's size.
+                let ack_meta = Meta::Ack {
+                    ack: ack.cumulative,
+                    sack: ack.sack,
+                    ece: packet.ce,
+                    echo_ns: sent_ns,
+                    queue,
+                };
                 let ect = self.flows[f].sender.config().ect_acks();
                 self.transmit(host, packet.flow, ack_meta, HEADER_BYTES as u32, ect)
             }
-            Meta::Ack { ack, ece, echo_ns, .. } => {
+            Meta::Ack { ack, sack, ece, echo_ns, .. } => {
                 let flow = &mut self.flows[f];
-                let out = flow.sender.on_ack(self.now_ns, ack, ece, echo_ns);
+                let out = flow.sender.on_ack(self.now_ns, ack, ece, echo_ns, sack.as_slice());
                 if out.finished && flow.done_ns.is_none() {
                     flow.done_ns = Some(self.now_ns);
                     self.finished += 1;

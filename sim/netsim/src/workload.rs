@@ -158,6 +158,24 @@ pub fn incast(topo: &LeafSpine, receiver: usize, senders: usize, bytes: u64, at_
         .collect()
 }
 
+/// Incast with sizes drawn uniformly from 1 to `max_bytes` bytes, one flow per sender:
+/// `senders` hosts (the first ones not `receiver`) each send to `receiver` at `at_ns` (the
+/// HDCQ paper's short flows, §3.3 and §5.1: "100 KB uniform distribution").
+pub fn uniform_incast(
+    topo: &LeafSpine,
+    receiver: usize,
+    senders: usize,
+    max_bytes: u64,
+    at_ns: f64,
+    rng: &mut SimRng,
+) -> Vec<FlowSpec> {
+    let mut flows = incast(topo, receiver, senders, 1, at_ns);
+    for f in &mut flows {
+        f.bytes = ((rng.uniform() * max_bytes as f64) as u64).min(max_bytes.max(1) - 1) + 1;
+    }
+    flows
+}
+
 /// A long-lived flow: more bytes than the run can send.
 pub fn long_lived(src: usize, dst: usize, class: usize, start_ns: f64) -> FlowSpec {
     FlowSpec { src, dst, bytes: 1 << 40, start_ns, class }
@@ -184,6 +202,17 @@ mod tests {
         assert_eq!(mean(Workload::DataMining), 5117.0);
         assert_eq!(mean(Workload::Cache), 624.0);
         assert_eq!(mean(Workload::Hadoop), 2832.0);
+    }
+
+    #[test]
+    fn uniform_incast_draws_each_size_in_range_from_the_seed() {
+        let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 6, ..LeafSpine::default() };
+        let draw = |seed| uniform_incast(&topo, 0, 4, 100_000, 5.0, &mut SimRng::seeded(seed));
+        let flows = draw(1);
+        assert_eq!(flows.iter().map(|f| f.src).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        assert!(flows.iter().all(|f| (1..=100_000).contains(&f.bytes) && f.dst == 0 && f.start_ns == 5.0));
+        assert_eq!(flows, draw(1), "the same seed, the same sizes");
+        assert_ne!(flows, draw(2));
     }
 
     #[test]

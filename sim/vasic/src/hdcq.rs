@@ -1,5 +1,5 @@
 //! HDCQ's switch side per packet (Harmony Data Center Queue, Information (MDPI) 2021,
-//! §3.3.1-§3.3.2, Algorithm 2): the enqueue that marks and promotes, which a commodity switch
+//! §3.3.1-§3.3.3, Algorithm 2): the enqueue that marks and promotes, which a commodity switch
 //! cannot do (docs/algorithms.md §8), so it lives here, in the simulator only.
 //!
 //! Three roles among the port's queues: Q1 (ACKs and ECN-marked packets), Q2 (small flows,
@@ -14,6 +14,22 @@
 //! - lines 13-19, Q3: a marked packet is promoted to Q1, otherwise it joins Q3;
 //! - lines 20-22: Priority 1 (and any queue outside the three roles) stays where it is, with
 //!   the per-port mark.
+//!
+//! Promotion and a flow's order. The paper promotes marked packets so their signal reaches
+//! the sender sooner (§1, §3.3.1), and states that this "does not bring about priority
+//! reversal since only a small number of packets are marked with ECN" (§3.3.3); at the
+//! hosts it keeps a flow's packets in order by only ever moving a flow to a lower priority
+//! (§3.2). The promotion is the one move the other way, so the paper's claim is a premise:
+//! a promoted packet must not overtake its own flow. It does not hold by itself: a long flow
+//! under DCTCP holds the port at the per-port point, where a steady share of its packets is
+//! marked, and each promoted one would jump ahead of its flow's packets waiting in Q3
+//! (reordering, which TCP takes for loss; and Q3, still past the point, is only served when
+//! Q1 empties, so promotion feeds itself). sluice's ideal makes the premise hold
+//! ([`Promotion::FlowOrder`], the default): a marked packet is promoted only when no packet
+//! of its flow waits in Q2 or Q3 of this port; otherwise it keeps its mark and joins the
+//! queue its host chose, behind its flow's earlier packets, so the signal still goes back in
+//! order. [`Promotion::Always`] is the unguarded reading (every marked packet promoted),
+//! kept to measure what the guard changes (docs/reproductions.md).
 //!
 //! Readings (the paper is silent or literal-minded; each choice keeps ECN's meaning):
 //!
@@ -31,6 +47,8 @@
 //!   with a floor of 0 and the queue's share as ceiling. At the initial `beta = 0.5` it is
 //!   half the share: 40 of the 80 packets one of three queues has in a 240-packet buffer,
 //!   the paper's §4.2.2 value.
+
+use std::collections::HashMap;
 
 use qos_core::hdcq::HdcqState;
 use qos_core::threshold::Bounds;
@@ -58,6 +76,19 @@ pub struct HdcqConfig {
     pub k: f64,
     /// Eq. (1)'s period (one RTT), ns.
     pub period_ns: f64,
+    /// Which marked packets go to Q1.
+    pub promotion: Promotion,
+}
+
+/// Which marked packets Algorithm 2 moves to Q1 (see the module's header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Promotion {
+    /// A marked packet is promoted unless a packet of its flow waits in Q2 or Q3 of the port,
+    /// so no flow is reordered (§3.3.3's premise).
+    #[default]
+    FlowOrder,
+    /// Every marked packet is promoted, whatever of its flow is still queued.
+    Always,
 }
 
 /// What to do with one arriving packet.
@@ -69,7 +100,8 @@ pub struct HdcqDecision {
     pub mark: bool,
 }
 
-/// One port's HDCQ state: the smoothed level and the current period's Q2 counts.
+/// One port's HDCQ state: the smoothed level, the current period's Q2 counts, and how many
+/// packets of each flow wait in Q2 and Q3.
 #[derive(Debug, Clone)]
 pub struct HdcqIdeal {
     config: HdcqConfig,
@@ -77,12 +109,20 @@ pub struct HdcqIdeal {
     period_start_ns: f64,
     q2_arrived: u64,
     q2_marked: u64,
+    waiting: HashMap<u32, u32>,
 }
 
 impl HdcqIdeal {
     /// Fresh state: `beta` at its initial 0.5, the first period starting at 0.
     pub fn new(config: HdcqConfig) -> Self {
-        Self { config, level: HdcqState::default(), period_start_ns: 0.0, q2_arrived: 0, q2_marked: 0 }
+        Self {
+            config,
+            level: HdcqState::default(),
+            period_start_ns: 0.0,
+            q2_arrived: 0,
+            q2_marked: 0,
+            waiting: HashMap::new(),
+        }
     }
 
     /// The configuration.
@@ -99,6 +139,35 @@ impl HdcqIdeal {
     pub fn per_queue_threshold_bytes(&self) -> u64 {
         let bounds = Bounds { floor_bytes: 0, ceiling_bytes: self.config.queue_share_bytes };
         self.level.threshold(bounds, 0, 0.0)
+    }
+
+    /// A packet of `flow` joined `queue` (after [`Self::decide`], if it was admitted).
+    pub fn on_queued(&mut self, queue: usize, flow: u32) {
+        if self.behind_q1(queue) {
+            *self.waiting.entry(flow).or_insert(0) += 1;
+        }
+    }
+
+    /// A packet of `flow` left `queue`.
+    pub fn on_sent(&mut self, queue: usize, flow: u32) {
+        if !self.behind_q1(queue) {
+            return;
+        }
+        if let Some(n) = self.waiting.get_mut(&flow) {
+            *n -= 1;
+            if *n == 0 {
+                self.waiting.remove(&flow);
+            }
+        }
+    }
+
+    /// Packets of `flow` waiting in Q2 and Q3.
+    pub fn waiting(&self, flow: u32) -> u32 {
+        self.waiting.get(&flow).copied().unwrap_or(0)
+    }
+
+    fn behind_q1(&self, queue: usize) -> bool {
+        queue == self.config.q2 || queue == self.config.q3
     }
 
     /// Algorithm 2 for a packet the host addressed to `queue`, arriving at `now_ns` when the
@@ -119,14 +188,23 @@ impl HdcqIdeal {
             self.q2_arrived += 1;
             if packet.ect && q2_bytes + len > self.per_queue_threshold_bytes() {
                 self.q2_marked += 1;
-                return HdcqDecision { queue: c.q1, mark: true };
+                return HdcqDecision { queue: self.promoted(queue, packet.flow), mark: true };
             }
             return HdcqDecision { queue: c.q2, mark: false };
         }
         if queue == c.q3 && (over_port || (packet.ect && packet.ce)) {
-            return HdcqDecision { queue: c.q1, mark: over_port };
+            return HdcqDecision { queue: self.promoted(queue, packet.flow), mark: over_port };
         }
         HdcqDecision { queue, mark: over_port }
+    }
+
+    /// Where a marked packet the host addressed to `queue` goes: Q1, unless that would put it
+    /// ahead of its own flow.
+    fn promoted(&self, queue: usize, flow: u32) -> usize {
+        match self.config.promotion {
+            Promotion::FlowOrder if self.waiting(flow) > 0 => queue,
+            _ => self.config.q1,
+        }
     }
 
     /// Folds every period that ended by `now_ns` into `beta` (Eq. (1): F = 0 for a period
@@ -166,6 +244,7 @@ mod tests {
             queue_share_bytes: 80 * 1_500,
             k: 0.06,
             period_ns: 100_000.0,
+            promotion: Promotion::FlowOrder,
         }
     }
 
@@ -216,6 +295,44 @@ mod tests {
     fn q3_arriving_with_upstream_ce_is_promoted_without_a_new_mark() {
         let mut h = HdcqIdeal::new(config());
         assert_eq!(h.decide(0.0, 0, &ect(true), 0, 0), HdcqDecision { queue: 2, mark: false });
+    }
+
+    #[test]
+    fn a_marked_packet_is_not_promoted_ahead_of_its_own_flow() {
+        let mut h = HdcqIdeal::new(config());
+        // Flow 0 has one packet waiting in Q3: its next, marked past the per-port point,
+        // stays behind it in Q3, mark kept.
+        h.on_queued(0, 0);
+        assert_eq!(h.decide(0.0, 0, &ect(false), 144 * 1_500, 0), HdcqDecision { queue: 0, mark: true });
+        // Another flow's packet at the same point has nothing of its own queued: Q1.
+        let other = Packet { flow: 7, ..ect(false) };
+        assert_eq!(h.decide(0.0, 0, &other, 144 * 1_500, 0), HdcqDecision { queue: 2, mark: true });
+        // Flow 0's packet in Q2 counts too (a flow that crossed flow_type_thresh), and a Q2
+        // packet past the per-queue threshold waits behind it the same way.
+        h.on_queued(1, 0);
+        h.on_sent(0, 0);
+        assert_eq!(h.waiting(0), 1);
+        assert_eq!(
+            h.decide(0.0, 1, &ect(false), 40 * 1_500, 40 * 1_500),
+            HdcqDecision { queue: 1, mark: true }
+        );
+        // Once it has left, the next one is promoted. Q1's own packets never count.
+        h.on_sent(1, 0);
+        h.on_queued(2, 0);
+        assert_eq!(h.waiting(0), 0);
+        assert_eq!(h.decide(0.0, 0, &ect(false), 144 * 1_500, 0), HdcqDecision { queue: 2, mark: true });
+    }
+
+    #[test]
+    fn promotion_always_overtakes_the_flows_own_packets() {
+        let mut h = HdcqIdeal::new(HdcqConfig { promotion: Promotion::Always, ..config() });
+        h.on_queued(0, 0);
+        assert_eq!(h.decide(0.0, 0, &ect(false), 144 * 1_500, 0), HdcqDecision { queue: 2, mark: true });
+        h.on_queued(1, 0);
+        assert_eq!(
+            h.decide(0.0, 1, &ect(false), 40 * 1_500, 40 * 1_500),
+            HdcqDecision { queue: 2, mark: true }
+        );
     }
 
     #[test]

@@ -146,6 +146,9 @@ impl Port {
             c.packets += 1;
             c.bytes += len;
             c.curr_occupancy_bytes = self.bytes[q];
+            if let Some(h) = self.hdcq.as_mut() {
+                h.on_sent(q, packet.flow);
+            }
             self.scheduler.after_send(q, end, self.queues[q].is_empty(), &mut self.samples);
             if let Some(m) = self.mqecn.as_mut() {
                 self.samples.iter().for_each(|&s| m.on_round_sample(s));
@@ -270,6 +273,9 @@ impl Port {
         }
         if self.queues[q].is_empty() {
             self.scheduler.on_backlogged(q, now_ns);
+        }
+        if let Some(h) = self.hdcq.as_mut() {
+            h.on_queued(q, packet.flow);
         }
         self.queues[q].push_back(packet);
         self.bytes[q] += len;

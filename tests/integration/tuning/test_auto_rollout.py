@@ -27,7 +27,6 @@ from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import intents as intents_repo
 from controller.store.rollout_store import SqlRolloutStore
 from controller.store.snapshots import decode_fleet
-from controller.store.repositories import rollouts as rollouts_repo
 from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary

@@ -66,15 +66,18 @@ def test_sp_plus_wrr_gives_priority_2_w_times_priority_3() -> None:
     assert scheduler(1) == {"type": "DWRR", "weight": "3"}
 
 
-def test_every_hdcq_queue_carries_the_per_port_threshold_at_60_percent() -> None:
-    # port_buffer_bytes 1 000 000 -> 600 000 B (the paper: 144 of 240 packets, 60 %)
+def test_priority_1_and_3_queues_carry_the_per_port_threshold_at_60_percent() -> None:
+    # port_buffer_bytes 1 000 000 -> 600 000 B (the paper: 144 of 240 packets, 60 %) on the
+    # ACK queue (6) and the long-flow queue (4); the class's own Priority 2 queue (5) is
+    # marked by its per-queue threshold alone (Algorithm 2 line 11), and queue 1 is BULK's.
     intent = t.intent(hdcq_class(), t.BULK)
     config = compile_switch(intent, intent.switches[0])
-    for queue in (6, 5, 4):
+    for queue in (6, 4):
         assert config[("SLUICE_AGENT_QUEUE", f"Ethernet0|{queue}")]["port_threshold_bytes"] == (
             "600000"
         )
-    assert "port_threshold_bytes" not in config[("SLUICE_AGENT_QUEUE", "Ethernet0|1")]
+    for queue in (5, 1):
+        assert "port_threshold_bytes" not in config[("SLUICE_AGENT_QUEUE", f"Ethernet0|{queue}")]
     assert config[("SLUICE_AGENT", "global")]["algorithm"] == "hdcq"
 
 
