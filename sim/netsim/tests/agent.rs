@@ -176,3 +176,90 @@ fn same_seed_same_run() {
     };
     assert_eq!(run(3), run(3));
 }
+
+/// DynaQ's orders as the controller compiles them (`controller.qos.buffers.dynaq_bounds`):
+/// floor and fallback each queue's weighted share of the buffer, ceiling the buffer.
+fn dynaq_agent(weights: &[u8], buffer_bytes: u64, interval_ns: f64, rtt_us: u64) -> AgentSpec {
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    let global = fields(&[
+        ("algorithm", "dynaq".to_string()),
+        ("interval_ms", "1".to_string()),
+        ("rtt_us", rtt_us.to_string()),
+        ("lambda", "1".to_string()),
+        ("hysteresis_pct", "0".to_string()),
+        ("hdcq_k", "0.06".to_string()),
+        ("stale_after_ms", "1000".to_string()),
+        ("queues", (0..weights.len()).map(|q| q.to_string()).collect::<Vec<_>>().join(",")),
+        ("version", "test".to_string()),
+    ]);
+    let entries = weights
+        .iter()
+        .enumerate()
+        .map(|(q, &w)| {
+            let share = buffer_bytes * u64::from(w) / total;
+            QueueEntry {
+                queue: q as u8,
+                fields: fields(&[
+                    ("wred_profile", format!("SLUICE_Q{q}")),
+                    ("weight", w.to_string()),
+                    ("floor_bytes", share.to_string()),
+                    ("ceiling_bytes", buffer_bytes.to_string()),
+                    ("static_bytes", share.to_string()),
+                    ("speed_gbps", "10".to_string()),
+                    ("buffer_bytes", buffer_bytes.to_string()),
+                ]),
+            }
+        })
+        .collect();
+    AgentSpec {
+        interval_ns: Some(interval_ns),
+        global,
+        leaf_down: Some(entries),
+        leaf_up: None,
+        spine: None,
+        readout: AgentReadout::Published,
+        write: None,
+    }
+}
+
+#[test]
+fn dynaq_polled_faster_than_the_rtt_keeps_one_flows_share_against_thirty_two() {
+    // One leaf; host 0 receives, host 1 sends one NewReno flow (no ECN) in queue 0, hosts
+    // 2..=33 one each in queue 1; DWRR 1:1, 1 MB port buffer. Host links of 100 us: RTT
+    // 400 us, BDP 500 KB, the lone flow's half 250 KB, under its 500 KB share. The agent polls
+    // every 100 us, four times per RTT: the lone flow, short of window after a loss, is
+    // silent for whole intervals between its bursts, and only the agent's memory of it
+    // (qos-core `DynaqState`, over the activity window) keeps its share of the buffer from
+    // the 32 flows meanwhile.
+    let buffer: u64 = 1_000_000;
+    let queue =
+        |w| QueueSpec { sched: Sched::Dwrr(w), ecn_k_bytes: None, dynamic_th: None, ecn_lambda_scale: None };
+    let qos = FabricQos {
+        queues: vec![queue(1), queue(1)],
+        aqm: Aqm::PerQueue,
+        tagging: Tagging::ByClass,
+        agent: Some(dynaq_agent(&[1, 1], buffer, 100e3, 400)),
+        ..FabricQos::dctcp(0, buffer)
+    };
+    let topo = LeafSpine {
+        leaves: 1,
+        spines: 1,
+        hosts_per_leaf: 34,
+        host_link_delay_ns: 100e3,
+        ..LeafSpine::default()
+    };
+    let tcp = TcpConfig { cc: CongestionControl::NewReno, ecn: false, ..TcpConfig::default() };
+    let flows: Vec<FlowSpec> =
+        (1..=33).map(|src| workload::long_lived(src, 0, usize::from(src > 1), 0.0)).collect();
+    let mut f = Fabric::new(topo, qos, tcp, &flows, 1).unwrap();
+    let sent = |f: &Fabric| [0, 1].map(|q| f.switch_counters(0, 0, q).unwrap().bytes as f64);
+    f.run(50e6, &mut |_| {}).unwrap();
+    let before = sent(&f);
+    f.run(150e6, &mut |_| {}).unwrap();
+    let after = sent(&f);
+    let gbps = [0, 1].map(|q| (after[q] - before[q]) * 8.0 / 100e6);
+    let jain = (gbps[0] + gbps[1]).powi(2) / (2.0 * (gbps[0].powi(2) + gbps[1].powi(2)));
+    eprintln!("Gb/s per queue {gbps:?}, Jain {jain:.4}");
+    assert!(jain >= 0.99, "Gb/s {gbps:?}, Jain {jain:.4}");
+    assert!(gbps[0] + gbps[1] >= 9.5, "utilisation {gbps:?}");
+}

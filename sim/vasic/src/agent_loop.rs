@@ -12,9 +12,8 @@ use qos_core::counters::{
     SAI_QUEUE_STAT_DROPPED_BYTES, SAI_QUEUE_STAT_DROPPED_PACKETS, SAI_QUEUE_STAT_PACKETS,
     SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES,
 };
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, QueueInput};
+use qos_core::port::{decide_port, QueueInput, QueueMemory};
 
 use crate::switch::{Vasic, VasicError};
 use crate::wred::WredProfile;
@@ -51,7 +50,7 @@ pub struct AgentLoop {
     orders: AgentOrders,
     queues: Vec<QueueOrders>,
     estimators: Vec<RateEstimator>,
-    hdcq: Vec<HdcqState>,
+    memory: Vec<QueueMemory>,
     current: Vec<u64>,
 }
 
@@ -65,7 +64,7 @@ impl AgentLoop {
             port,
             readout: Readout::default(),
             write: ThresholdWrite::default(),
-            hdcq: vec![HdcqState::default(); queues.len()],
+            memory: vec![QueueMemory::default(); queues.len()],
             current: vec![0; queues.len()],
             orders,
             queues,
@@ -97,6 +96,7 @@ impl AgentLoop {
 
     /// One agent iteration at `now_ns`.
     pub fn step(&mut self, now_ns: f64, sw: &mut Vasic) -> Result<(), VasicError> {
+        let at_ns = now_ns.max(0.0) as u64;
         let mut rates = Vec::with_capacity(self.queues.len());
         for (q, est) in self.queues.iter().zip(self.estimators.iter_mut()) {
             let all = sw.counters(self.port, usize::from(q.queue))?;
@@ -104,7 +104,7 @@ impl AgentLoop {
                 Readout::AllCounters => all,
                 Readout::Published => published(&all),
             };
-            let outcome = est.observe(QueueSnapshot { at_ns: now_ns.max(0.0) as u64, counters });
+            let outcome = est.observe(QueueSnapshot { at_ns, counters });
             rates.push(match outcome {
                 RateOutcome::Rates(r) => (Some(r), false),
                 RateOutcome::Stale { .. } => (None, true),
@@ -126,7 +126,7 @@ impl AgentLoop {
                 current_bytes,
             })
             .collect();
-        let decisions = decide_port(&self.orders, &inputs, &mut self.hdcq);
+        let decisions = decide_port(&self.orders, at_ns, &inputs, &mut self.memory);
         for ((q, d), current) in self.queues.iter().zip(decisions).zip(self.current.iter_mut()) {
             // None: an unmanaged queue, whose profile is not the agent's to write.
             let Some(d) = d else { continue };
