@@ -376,6 +376,10 @@ def agent_orders(fleet: FleetQos, profiles: dict[str, PortProfile | None]) -> Js
     if agent_refusal(fleet.fabric, EcnMode(fleet.algorithm)) is not None:
         orders = {**orders, "algorithm": "static"}
     spec: JsonObject = {"global": orders}
+    if fleet.fabric.counters.wred_ecn_queue:
+        # The switches poll WRED_ECN_QUEUE at the agent's interval (flex_counter_table): the
+        # agent reads the marked counts too.
+        spec["readout"] = "published_with_ecn"
     # The agent rewrites thresholds only; whether a step marks or drops is the compiled
     # profile's ``ecn`` field, which it keeps (agents/qos-agent/src/wred.rs).
     dynamic = [

@@ -371,3 +371,10 @@ def test_dynaq_polled_faster_than_the_watermarks_runs_static_as_the_agent_does(
     twin = translate(_with(dynaq, agent=slower), Request())
     assert twin.config["qos"]["agent"]["global"]["algorithm"] == "dynaq"
     assert twin.config["qos"]["agent"]["global"]["interval_ms"] == "1000"
+
+
+def test_the_agent_reads_the_marks_where_the_platform_publishes_them(intent: Intent) -> None:
+    assert "readout" not in translate(intent, Request()).config["qos"]["agent"]
+    counters = intent.fabric.counters.model_copy(update={"wred_ecn_queue": True})
+    agent = translate(_with(intent, counters=counters), Request()).config["qos"]["agent"]
+    assert agent["readout"] == "published_with_ecn"
