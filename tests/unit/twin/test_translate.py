@@ -34,6 +34,15 @@ def _with(intent: Intent, **fabric: Any) -> Intent:
     return intent.model_copy(update={"fabric": intent.fabric.model_copy(update=fabric)})
 
 
+def _mqecn_as(intent: Intent, mode: EcnMode) -> Intent:
+    """The example with its MQ-ECN classes on ``mode`` instead."""
+    classes = tuple(
+        c.model_copy(update={"ecn": mode}) if c.ecn is EcnMode.MQECN else c
+        for c in intent.service_classes
+    )
+    return intent.model_copy(update={"service_classes": classes})
+
+
 def test_fabric_shape_speeds_and_delays(intent: Intent) -> None:
     topo = translate(intent, Request()).config["topology"]
     # 2 leaves, 2 spines, 4 hosts -> 2 per leaf; hosts 25 Gb/s, spine ports 100 Gb/s; the
@@ -110,14 +119,7 @@ def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
     assert "per-queue-minimum" in notes
     assert "MTU 9100" in notes
     assert "cubic" in notes
-    hdcq = intent.model_copy(
-        update={
-            "service_classes": tuple(
-                c.model_copy(update={"ecn": EcnMode.HDCQ}) if c.ecn is EcnMode.MQECN else c
-                for c in intent.service_classes
-            )
-        }
-    )
+    hdcq = _mqecn_as(intent, EcnMode.HDCQ)
     # HDCQ reads the WRED/ECN queue counters, which the example's platform does not publish:
     # a switch's agent refuses the orders and holds the queues at their fallback, and so
     # does the twin. Where the platform publishes them, the agent runs.
@@ -287,16 +289,7 @@ def test_the_agent_runs_on_the_orders_the_controller_compiles(intent: Intent) ->
 
 
 def test_no_agent_where_nothing_is_dynamic(intent: Intent) -> None:
-    static = intent.model_copy(
-        update={
-            "service_classes": tuple(
-                c.model_copy(update={"ecn": EcnMode.PER_QUEUE_MINIMUM})
-                if c.ecn is EcnMode.MQECN
-                else c
-                for c in intent.service_classes
-            )
-        }
-    )
+    static = _mqecn_as(intent, EcnMode.PER_QUEUE_MINIMUM)
     assert translate(static, Request()).config["qos"]["agent"] is None
 
 
@@ -356,14 +349,7 @@ def test_dynaq_polled_faster_than_the_watermarks_runs_static_as_the_agent_does(
 ) -> None:
     # DynaQ reads the queue watermarks, which SONiC polls every 1 s at the fastest: at the
     # example's 100 ms a switch's agent refuses its orders; at 1 s it runs.
-    dynaq = intent.model_copy(
-        update={
-            "service_classes": tuple(
-                c.model_copy(update={"ecn": EcnMode.DYNAQ}) if c.ecn is EcnMode.MQECN else c
-                for c in intent.service_classes
-            )
-        }
-    )
+    dynaq = _mqecn_as(intent, EcnMode.DYNAQ)
     twin = translate(dynaq, Request())
     assert twin.config["qos"]["agent"]["global"]["algorithm"] == "static"
     assert any("QUEUE_WATERMARK, polled every 1000 ms" in n for n in twin.not_modelled)
