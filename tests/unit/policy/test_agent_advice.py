@@ -61,3 +61,6 @@ def test_from_the_measured_interval_on_the_benefit_is_nil() -> None:
     assert NIL_FROM_MS[EcnMode.MQECN] <= 100
     ((_, reason),) = _with("mqecn", 100)
     assert "mqecn at 100 ms" in reason
+    # HDCQ's (on a platform publishing WRED/ECN counters) from 1 s on; at 100 ms it helps.
+    assert _with("hdcq", 100, wred_ecn_queue=True) == []
+    assert len(_with("hdcq", NIL_FROM_MS[EcnMode.HDCQ], wred_ecn_queue=True)) == 1
