@@ -1,5 +1,5 @@
 """Request bodies: the caller is authorised before the body is read, and the body is parsed
-by sluice's own JSON reader (``controller/policy/documents.py``: UTF-8, size, nesting and
+by sluice's own JSON reader (``controller/intent/documents.py``: UTF-8, size, nesting and
 integer limits, duplicate keys refused) before FastAPI validates it.
 
 FastAPI reads and decodes the body before it runs any dependency, so without this a
@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import request_response
 
 from api.deps import authorize
-from controller.policy.documents import parse_json_document
+from controller.intent.documents import parse_json_document
 from controller.services.tokens import AccessRole
 
 

@@ -32,10 +32,10 @@ from api.routes import (
     reconcile,
     rollouts,
     service_classes,
-    simulations,
     switches,
     tokens,
     tuning,
+    twin_runs,
 )
 from api.services import build_services
 from api.telemetry_api import build_telemetry_service, install_telemetry_routers
@@ -112,7 +112,7 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile, simulations, tuning):
+    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     install_telemetry_routers(app, API_PREFIX)

@@ -1,5 +1,5 @@
 """Request and response bodies. Intent bodies stay plain JSON objects here: the intent's own
-parser (``controller.policy.loader.parse_intent``) checks them and names every bad field."""
+parser (``controller.intent.loader.parse_intent``) checks them and names every bad field."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import DB_INTEGER_MAX, NO_NUL
 from api.gate_schemas import GatePolicyIn, GatesOut
-from controller.policy.models import NAME_RE
+from controller.intent.models import NAME_RE
 from controller.services.common import Page
 from controller.services.tokens import AccessRole
 from controller.sonic.model import Plan

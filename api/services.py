@@ -19,8 +19,8 @@ from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import RolloutService
-from controller.services.simulations import SimulationService
 from controller.services.tokens import TokenService
+from controller.services.twin_runs import TwinRunService
 from controller.settings import Settings
 from controller.store.db import make_sessions
 from controller.types import Clock
@@ -36,7 +36,7 @@ class Services:
     host_runs: HostRunService
     rollouts: RolloutService
     reconcile: ReconcileService
-    simulations: SimulationService
+    twin_runs: TwinRunService
 
 
 def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Services:
@@ -51,5 +51,5 @@ def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Servi
         host_runs=HostRunService(sessions, clock=clock, wait=wait),
         rollouts=RolloutService(sessions, clock=clock),
         reconcile=ReconcileService(sessions, clock=clock, wait=wait),
-        simulations=SimulationService(sessions, clock=clock),
+        twin_runs=TwinRunService(sessions, clock=clock),
     )

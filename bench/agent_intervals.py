@@ -59,8 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.twin.translate import Request, translate
 
 JsonObject = dict[str, Any]
@@ -105,7 +105,7 @@ def intent(
     1 s watermark floor runs on a platform declaring a lower floor (on SONiC the controller
     refuses it, docs/qos-agent.md)."""
     # The 10 Gb/s ports carry the 1 Gb/s hosts' traffic without queueing; their own buffer
-    # keeps K = 10 Gb/s x RTT below it (controller/policy/capacity.py).
+    # keeps K = 10 Gb/s x RTT below it (controller/intent/capacity.py).
     fast = {"speed_gbps": 10, "buffer_bytes": 1_000_000}
     uplink = {"name": "Ethernet1000", **fast}
     switches = [

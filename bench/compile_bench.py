@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from controller.policy.models import (
+from controller.intent.models import (
     EcnMode,
     Fabric,
     GnmiEndpoint,
@@ -38,7 +38,7 @@ from controller.policy.models import (
     ServiceClass,
     Switch,
 )
-from controller.policy.validate import validate_intent
+from controller.intent.validate import validate_intent
 from controller.sonic.compile import compile_fleet, compile_fleet_digested
 from controller.sonic.diff import diff_fleet
 from controller.sonic.digest import table_digests

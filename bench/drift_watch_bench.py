@@ -51,7 +51,7 @@ from bench.southbound_bench import PassRecord, run_problems, utc_now
 from bench.southbound_support import SwitchHost, password_resolver, switch_host
 from bench.switch_tls import bench_tls, client_tls
 from bench.vsonic_host import USERNAME
-from controller.policy.models import GnmiEndpoint, Switch
+from controller.intent.models import GnmiEndpoint, Switch
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop, Target
 from controller.reconcile.watch import DriftWatcher, WatchState

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import GnmiEndpoint, Intent
+from controller.intent.loader import load_intent_file
+from controller.intent.models import GnmiEndpoint, Intent
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports

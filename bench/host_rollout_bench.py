@@ -26,7 +26,7 @@ from pathlib import Path
 
 from controller.hosts.compile import compile_hosts
 from controller.hosts.runner import AnsibleRunner, HostResult, HostStatus, ansible_setup
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.rollout.hosts import HostRunRunner, HostRunState
 from controller.settings import HostsSettings
 from lab import netns

@@ -48,7 +48,7 @@ from bench.southbound_bench import PassRecord, run_problems, utc_now
 from bench.southbound_support import REPO, password_resolver, switch_host
 from bench.switch_tls import bench_tls
 from bench.vsonic_host import USERNAME
-from controller.policy.models import GnmiEndpoint, Intent, Switch
+from controller.intent.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.reconcile.loop import ReconcileLoop, Target
 from controller.sonic.compile import compile_fleet, compile_fleet_by_shape

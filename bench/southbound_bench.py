@@ -60,7 +60,7 @@ from bench.southbound_support import (
 )
 from bench.switch_tls import bench_tls
 from bench.vsonic_host import USERNAME
-from controller.policy.models import Reconcile, ReconcileMode, Switch
+from controller.intent.models import Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.reconcile.apply import (
     ApplyResult,

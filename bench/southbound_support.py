@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from bench.switch_tls import as_json, client_tls, serve_flags
 from bench.vsonic_host import PASSWORD_ENV, USERNAME
-from controller.policy.models import GnmiEndpoint, Intent, Switch
+from controller.intent.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES
 from controller.southbound.credentials import SecretResolver, resolve_secret
 from controller.southbound.gnmi import (

@@ -113,7 +113,7 @@ async def _collector(
     duration: float,
     tls: TlsOptions,
 ) -> int:
-    from controller.policy.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
+    from controller.intent.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
     from controller.southbound.subscribe import StreamPolicy, SubMode
     from controller.telemetry.collector import Collector, Shard
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.policy.loader import dump_intent, load_intent_file, parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import validate_intent
-from controller.settings import SimulateSettings
+from controller.intent.loader import dump_intent, load_intent_file, parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import validate_intent
+from controller.settings import TwinSettings
 from controller.telemetry.tuning_summary import class_loads
 from controller.tuning.apply import apply_changes, intent_diff
 from controller.tuning.evidence import Change
@@ -53,7 +53,7 @@ from controller.twin.translate import NETSIM_PACKET_BYTES, WORKLOADS, Request, t
 JsonObject = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parents[1]
-NETSIM = SimulateSettings().netsim  # target/debug/netsim (cargo build -p netsim)
+NETSIM = TwinSettings().netsim  # target/debug/netsim (cargo build -p netsim)
 EXAMPLE = ROOT / "examples" / "intent.yaml"
 MSS = 1460  # netsim's payload per packet
 SMALL_BYTES = 100_000  # PIAS NSDI'15 §6.1's small-flow bucket, as netsim's report uses

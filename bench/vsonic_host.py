@@ -48,7 +48,7 @@ from typing import Any, TextIO
 
 from bench.compile_bench import synthetic_intent
 from bench.switch_tls import from_json
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet, compile_fleet_by_shape
 from controller.sonic.model import SwitchConfig
 from vsonic.db import CONFIG_DB, SEPARATORS, MemoryStore, Store, read_config, redis_key

@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 
 from bench.engine_fleet import running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.services.common import Actor, utc_now
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutPolicy, RolloutService

@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from controller.errors import SluiceError
-from controller.policy.models import NAME_RE
+from controller.intent.models import NAME_RE
 from controller.services.common import Actor, utc_now
 from controller.services.tokens import AccessRole, TokenService
 from controller.settings import Settings

@@ -227,10 +227,10 @@ class TelemetrySettings(BaseSettings):
     )
 
 
-class SimulateSettings(BaseSettings):
-    """The packet-level twin (``sluice simulate``, ``POST /simulations``; docs/netsim.md)."""
+class TwinSettings(BaseSettings):
+    """The packet-level twin (``sluice twin``, ``POST /twin-runs``; docs/netsim.md)."""
 
-    model_config = _section("SLUICE_SIMULATE_")
+    model_config = _section("SLUICE_TWIN_")
 
     netsim: Path = Field(
         default=Path(__file__).resolve().parents[1] / "target" / "debug" / "netsim",
@@ -259,7 +259,7 @@ SECTIONS: dict[str, type[BaseSettings]] = {
     "worker": WorkerSettings,
     "hosts": HostsSettings,
     "telemetry": TelemetrySettings,
-    "simulate": SimulateSettings,
+    "twin": TwinSettings,
     "prometheus": PrometheusSettings,
 }
 
@@ -275,7 +275,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     hosts: HostsSettings = Field(default_factory=HostsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
-    simulate: SimulateSettings = Field(default_factory=SimulateSettings)
+    twin: TwinSettings = Field(default_factory=TwinSettings)
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
 
     @classmethod

@@ -6,7 +6,7 @@ operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop`
 the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
 In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
 are queued as one job per switch instead, which any worker's engine thread takes
-(``controller/rollout/shard.py``).
+(``controller/rollout/engine.py``).
 Steps go on back to back while there are any; when none is runnable the loop gets its turn
 and the worker waits ``SLUICE_WORKER_POLL_S``. Everything it needs to resume lives in
 PostgreSQL, so a worker may be stopped at any time and another started: a host run goes on
@@ -22,7 +22,7 @@ switch of the head intent on the tables sluice owns (``controller/reconcile/watc
 switch that drifts is reconciled within a round, a switch that refuses ON_CHANGE keeps the
 intent's reconcile interval, and the full pass becomes an audit every
 ``SLUICE_WORKER_AUDIT_S``. In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) each
-worker watches only its share of the switches (``controller/reconcile/share.py``: rendezvous
+worker watches only its share of the switches (``controller/reconcile/shard.py``: rendezvous
 hashing over the live workers, recomputed when one joins or dies), and what it reports is
 queued as a reconcile job for any worker to take.
 """
@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
-from controller.reconcile.share import QueuedReconciler, WatchShare
+from controller.reconcile.shard import LiveShard, QueuedReconciler
 from controller.reconcile.watch import (
     AuditPolicy,
     DriftInbox,
@@ -54,10 +54,9 @@ from controller.reconcile.watch import (
     WatcherThread,
 )
 from controller.rollout.ansible import AnsibleBatches
-from controller.rollout.gate_reads import promql_reader
+from controller.rollout.engine import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.gates import Reader
 from controller.rollout.hosts import HostRunRunner
-from controller.rollout.shard import EngineOptions, EngineWorker, JobDispatch, ReconcileDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
@@ -65,8 +64,8 @@ from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.rollouts import RolloutService
-from controller.services.simulations import SimulationRunner, netsim_simulate
 from controller.services.tuning import TuningService
+from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool
@@ -76,6 +75,7 @@ from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.collector import targets_of
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
@@ -102,7 +102,7 @@ class Worker:
         wake: threading.Event | None = None,
     ) -> None:
         self._watched = watched  # drift watching: its tick replaces the loop's
-        self.share: WatchShare | None = None  # engine mode: this worker's share to watch
+        self.live_shard: LiveShard | None = None  # engine mode: this worker's share to watch
         self._wake = wake  # set when a switch drifted: an idle worker stops waiting
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
@@ -223,7 +223,7 @@ def build_worker(
         else None
     )
     share = (
-        WatchShare(
+        LiveShard(
             partial(passes.live_workers, settings.worker.stalled_after_s),
             time.monotonic,
             recheck_s=settings.worker.heartbeat_s,
@@ -238,12 +238,12 @@ def build_worker(
         lambda: switch_work_lock(engine),
         host_runner=host_runner,
         answer_requests=reconciler.answer_requests,
-        simulate=SimulationRunner(
+        twin_runs=TwinRunRunner(
             sessions,
-            netsim_simulate(settings.simulate.netsim, settings.simulate.timeout_s),
+            run_twin_with(settings.twin.netsim, settings.twin.timeout_s),
             clock=clock,
             # Two netsim runs when comparing, each killed at its timeout; then a margin.
-            stale_after=timedelta(seconds=2 * settings.simulate.timeout_s + 60),
+            stale_after=timedelta(seconds=2 * settings.twin.timeout_s + 60),
         ).run_once,
         tune=_auto_tuner(sessions, promql, gates, clock).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
@@ -263,7 +263,7 @@ def build_worker(
             passes.close()
         engine.dispose()
 
-    worker.share = share
+    worker.live_shard = share
     return worker, close
 
 
@@ -276,7 +276,7 @@ def _watched(
     environ: Mapping[str, str],
     rand: Callable[[], float] | None,
     clock: Clock,
-    share: WatchShare | None,
+    share: LiveShard | None,
 ) -> WatchedReconcile | None:
     """The loop driven by drift watching (None when ``SLUICE_WORKER_WATCH_DRIFT`` is off); in
     engine mode over this worker's ``share`` of the switches, re-read when it moves."""
@@ -383,8 +383,8 @@ def main() -> int:
         engine_worker = _engine_worker(settings, worker)
         if engine_worker is not None:
             engine_worker.start()
-            if worker.share is not None:
-                worker.share.member = engine_worker.member_id
+            if worker.live_shard is not None:
+                worker.live_shard.member = engine_worker.member_id
         log.info(
             "worker: started (%s mode); polling every %.1f s",
             settings.worker.engine,

@@ -46,7 +46,7 @@ from lab.demo_hosts import (
     intent_host_names,
 )
 from lab.demo_switches import switches_step
-from lab.demo_whatif import whatif_step
+from lab.demo_twin import twin_step
 from lab.localpg import LocalPostgres, free_port
 from lab.prometheus import LocalPrometheus, LocalPrometheusError
 
@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 show_intent(env.for_commands(), args.intent)
             if "switches" in args.steps:
                 switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep)
-                whatif_step(env.for_commands(), args.intent, RUN_DIR)
+                twin_step(env.for_commands(), args.intent, RUN_DIR)
             if hosts is not None:
                 hosts_step(env.for_commands(), RUN_DIR, hosts, intent_file=args.intent, keep=keep)
             if keep:

@@ -35,7 +35,7 @@ from typing import Any
 
 import redis
 
-from controller.policy.loader import load_intent_file
+from controller.intent.loader import load_intent_file
 from lab.demo_agents_view import (
     BASIS_FLAGS,
     STATIC_FLAG,

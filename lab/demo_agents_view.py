@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from controller.policy.models import Intent, ServiceClass
+from controller.intent.models import Intent, ServiceClass
 from lab.demo_common import DemoError
 
 DEMO_SWITCH = "leaf1"

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Response
 
 from api.deps import IntentWriteDep, PagingDep, ServicesDep, Viewer, etag, mark_written
 from api.schemas import PageOut
-from controller.policy.models import NAME_RE
+from controller.intent.models import NAME_RE
 from controller.services.intents import ResourceKind
 from controller.types import JsonObject
 

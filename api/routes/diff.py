@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from api.deps import DB_INTEGER_MAX, ServicesDep, Viewer
 from api.schemas import DiffOut, PlanOut
-from controller.policy.models import NAME_RE
+from controller.intent.models import NAME_RE
 
 router = APIRouter(prefix="/diff", tags=["diff"])
 

@@ -28,7 +28,7 @@ from api.schemas import (
     page_out,
 )
 from controller.errors import NotFound
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.types import JsonObject
 
 router = APIRouter(prefix="/intent", tags=["intent"])

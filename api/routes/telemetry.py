@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from api.deps import Viewer
 from api.telemetry_schemas import FabricHealthOut, PortSeriesOut, SwitchTelemetryOut
-from controller.policy.models import NAME_RE, PORT_RE
+from controller.intent.models import NAME_RE, PORT_RE
 from controller.services.telemetry import TelemetryService
 
 router = APIRouter(prefix="/telemetry", tags=["telemetry"])

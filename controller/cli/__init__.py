@@ -4,9 +4,9 @@ from controller.cli.app import CliDeps, app, main
 from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
-from controller.cli.simulate import register as register_simulate_command
 from controller.cli.telemetry import register as register_telemetry_commands
 from controller.cli.tuning import tune_app
+from controller.cli.twin import register as register_twin_command
 
 # Registered here, not in app.py, because hosts.py builds on app.py's helpers; importing
 # controller.cli.app runs this package first, so every entry point has the group.
@@ -23,6 +23,6 @@ register_telemetry_commands(app)
 # tune: proposals from the tuner (docs/tuning.md).
 app.add_typer(tune_app)
 # simulate: the packet-level twin, run locally (docs/netsim.md).
-register_simulate_command(app)
+register_twin_command(app)
 
 __all__ = ["CliDeps", "app", "main"]

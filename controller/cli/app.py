@@ -39,7 +39,7 @@ from controller.cli.render import (
 )
 from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import FieldProblem, IntentInvalid, NotFound, SluiceError
-from controller.policy.loader import load_intent_file, parse_yaml
+from controller.intent.loader import load_intent_file, parse_yaml
 from controller.settings import DEFAULT_API_URL, ApiSettings
 from controller.sonic.accept import compile_accepted
 from controller.types import JsonObject

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from controller.policy.models import (
+from controller.intent.models import (
     EcnMode,
     Host,
     HostsMatch,
@@ -35,7 +35,7 @@ from controller.policy.models import (
     Qjump,
     ServiceClass,
 )
-from controller.policy.validate import validate_intent
+from controller.intent.validate import validate_intent
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.qos.pias_chain import chain_thresholds
 from controller.qos.qjump import HostLimiter, epoch_seconds, host_limiter, plan_levels

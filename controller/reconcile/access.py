@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.policy.models import Switch
+from controller.intent.models import Switch
 from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, apply_plan_to_switch
 from controller.sonic.model import Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS

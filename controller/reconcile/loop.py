@@ -18,7 +18,7 @@ Passes are spaced ``interval_s`` apart, each wait drawn uniformly within ± ``ji
 many controllers (or one restarted many times) then do not read every switch in lockstep.
 The clock, the random source, the switches and the store are passed in.
 
-With a ``dispatch`` (engine mode, ``controller/rollout/shard.py``) a due pass runs nothing
+With a ``dispatch`` (engine mode, ``controller/rollout/engine.py``) a due pass runs nothing
 itself: it hands the targets' names to ``dispatch``, which queues one job per switch for any
 worker to take, and each job calls ``reconcile_now`` for its switch, recording its run.
 """
@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.policy.models import Reconcile, ReconcileMode, Switch
+from controller.intent.models import Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, TableReader
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch

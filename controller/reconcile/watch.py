@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped]
 
-from controller.policy.models import Reconcile
+from controller.intent.models import Reconcile
 from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from controller.hosts.compile import compile_hosts
 from controller.hosts.runner import AnsibleRunner, HostResult, ansible_setup
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.rollout.hosts import HostRunState
 from controller.settings import HostsSettings
 

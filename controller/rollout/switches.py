@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from controller.errors import NotFound, SouthboundError
-from controller.policy.models import Intent, Switch
+from controller.intent.models import Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.fanout import checked_parallel, map_parallel
@@ -205,7 +205,7 @@ class _Work:
 
 
 class Dispatch(Protocol):
-    """Engine mode's job queue (``controller/rollout/shard.py``, ``JobDispatch``)."""
+    """Engine mode's job queue (``controller/rollout/engine.py``, ``JobDispatch``)."""
 
     def live(self) -> frozenset[str]:
         """The switches that have a job queued or running now."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 
 from controller.errors import Conflict, NotFound
-from controller.policy.models import TunerRollout
+from controller.intent.models import TunerRollout
 from controller.rollout.gates import Comparison, Gate, GatePolicy, Reader
 from controller.services.common import Actor
 from controller.services.host_runs import HostRunService

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
 from controller.hosts.compile import compile_hosts
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.rollout.gates import GatePolicy, Reader
 from controller.rollout.hosts import host_batches
 from controller.services.common import Actor, Page, WorkerWait

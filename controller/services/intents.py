@@ -22,8 +22,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
 from controller.sonic.accept import accept_intent

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.policy.models import Intent, Reconcile
+from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun, Target
 from controller.services.common import Actor, Page, WorkerWait

@@ -3,7 +3,7 @@ history, and the fabric's health, all from Prometheus (the collector's metrics,
 docs/telemetry.md) judged against the current intent.
 
 Only names from the intent go into a PromQL selector (switch and port names match
-``controller/policy/models.py``'s patterns, which exclude quotes and backslashes), so no request
+``controller/intent/models.py``'s patterns, which exclude quotes and backslashes), so no request
 can change a query's meaning. Health asks Prometheus only for queues past a warn threshold
 (``metric >= warn``), so its cost follows the trouble in the fabric, not its size.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from controller.errors import NotFound
-from controller.policy.models import Intent, Switch
+from controller.intent.models import Intent, Switch
 from controller.telemetry.health import (
     FabricHealth,
     FabricSamples,

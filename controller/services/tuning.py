@@ -21,8 +21,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, NotFound
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent, Tuning, TuningMode
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent, Tuning, TuningMode
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.sonic.compile import compile_fleet

@@ -1,5 +1,5 @@
 """The one acceptance test an intent passes before it is stored or reported valid: it parses
-and validates (``controller/policy``) and it compiles to CONFIG_DB entries inside every
+and validates (``controller/intent``) and it compiles to CONFIG_DB entries inside every
 table's ranges (``controller/sonic/compile.py`` checks each entry against its table schema).
 
 ``sluice check``, ``POST /intent/validate`` and every intent write call this, so a file the
@@ -10,8 +10,8 @@ check passes is a file apply accepts, and a number outside a table's range is a 
 from __future__ import annotations
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
-from controller.policy.loader import ROOT_PATH, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import ROOT_PATH, parse_intent
+from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from controller.sonic.model import SwitchConfig
 

@@ -14,7 +14,7 @@ The work is split by what it depends on, so a large fleet does the arithmetic a 
   and gives every other switch of that shape a copy of the entries: a fleet of a thousand
   switches has a handful of shapes. So a table builder must not read the switch's name.
 
-``compile_*`` assume an intent that passed ``controller.policy.validate.validate_intent``.
+``compile_*`` assume an intent that passed ``controller.intent.validate.validate_intent``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
-from controller.policy.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
+from controller.intent.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
 from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
 from controller.qos.scheduling import normalise_weights

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.policy.models import EcnMode, Fabric
+from controller.intent.models import EcnMode, Fabric
 from controller.sonic.model import Fields
 
 # Every object sluice creates carries this prefix, so the diff can tell it from an operator's.

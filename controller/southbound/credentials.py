@@ -1,6 +1,6 @@
 """gNMI credentials from a ``credential_ref`` (``env:NAME`` or ``file:/path``).
 
-The intent stores only where a secret lives (``controller.policy.models.Switch``); the
+The intent stores only where a secret lives (``controller.intent.models.Switch``); the
 secret is fetched here, right before a session needs it, wrapped in ``SecretStr`` so it
 never shows in a repr, a log line or an error. Where to read from is passed in, so tests
 and callers decide the environment and the file system.

@@ -50,7 +50,7 @@ from controller.errors import (
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
 )
-from controller.policy.models import Switch
+from controller.intent.models import Switch
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.paths import (

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
 from controller.hosts.runner import HostResult
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.rollout.gates import Evaluation, parse_policy
 from controller.rollout.hosts import HostProgress, HostRunState
 from controller.store.models import GateEvaluation, HostRun, HostRunResult

@@ -468,16 +468,16 @@ class TuningProposal(Base):
         return f"TuningProposal(id={self.id}, state={self.state!r})"
 
 
-SIMULATION_STATES = ("pending", "running", "completed", "error")
+TWIN_RUN_STATES = ("pending", "running", "completed", "error")
 
 
-class Simulation(Base):
+class TwinRun(Base):
     """A what-if run of an intent version in the packet-level twin (docs/netsim.md), recorded
     by the API and run by the worker (revision 0007_whatif)."""
 
     __tablename__ = "simulations"
     __table_args__ = (
-        CheckConstraint(_one_of("state", SIMULATION_STATES), name="state_known"),
+        CheckConstraint(_one_of("state", TWIN_RUN_STATES), name="state_known"),
         Index("ix_simulations_state", "state"),
     )
 
@@ -495,7 +495,7 @@ class Simulation(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
-        return f"Simulation(id={self.id}, state={self.state!r})"
+        return f"TwinRun(id={self.id}, state={self.state!r})"
 
 
 # --- rollout health gates (revision 0008_gates) ---------------------------------------------

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.reconcile.apply import ApplyResult
 from controller.rollout.gates import Evaluation, parse_policy
 from controller.rollout.staging import PENDING

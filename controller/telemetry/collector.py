@@ -7,11 +7,11 @@ and serves them as Prometheus metrics on ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` 
 9464 by default). The switch list is re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch
 that leaves the intent is unsubscribed, a new one subscribed.
 
-With ``SLUICE_TELEMETRY_SHARE=engine`` the collectors share the switches without ``--shard``:
+With ``SLUICE_TELEMETRY_SHARD=engine`` the collectors share the switches without ``--shard``:
 each registers as a worker record of the engine (procrastinate's ``procrastinate_workers``,
 named a collector's in ``telemetry_collectors``), heartbeats every ``SLUICE_WORKER_HEARTBEAT_S``
 and streams its rendezvous share among the collectors heard from within
-``SLUICE_WORKER_STALLED_AFTER_S`` (``controller.reconcile.share``, the drift watch's sharing).
+``SLUICE_WORKER_STALLED_AFTER_S`` (``controller.reconcile.shard``, the drift watch's sharing).
 A collector that dies stops heartbeating, and the survivors take its switches at their next
 heartbeat after it counts as stalled; one that joins takes about 1/N of each other's.
 """
@@ -38,11 +38,10 @@ from typing import Any
 from procrastinate import App, SyncPsycopgConnector
 from procrastinate.sql import queries as engine_queries
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import Intent, Switch
-from controller.reconcile.share import TELEMETRY_COLLECTORS, WatchShare
-from controller.rollout.shard import libpq_conninfo
-from controller.settings import Settings
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent, Switch
+from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard
+from controller.settings import Settings, libpq_conninfo
 from controller.sonic.compile import fleet_qos
 from controller.southbound.credentials import environment_resolver
 from controller.southbound.gnmi import GnmiTarget, target_for_switch
@@ -274,10 +273,10 @@ class Collector:
         window_ns: int,
         rand: Callable[[], float],
         wall_ns: Callable[[], int] = time.time_ns,
-        share: WatchShare | None = None,
+        share: LiveShard | None = None,
     ) -> None:
         self.shard = shard
-        self.share = share
+        self.live_shard = share
         self._policy = policy
         self._window_ns = window_ns
         self._rand = rand
@@ -303,8 +302,8 @@ class Collector:
     def sync(self, intent: Intent, targets: Mapping[str, GnmiTarget]) -> None:
         """Stream exactly the intent's switches of this shard (call on the event loop)."""
         wanted = {s.name: s for s in intent.switches if self._holds(s.name)}
-        if self.share is not None:
-            mine = set(self.share.of(wanted))
+        if self.live_shard is not None:
+            mine = set(self.live_shard.of(wanted))
             wanted = {name: switch for name, switch in wanted.items() if name in mine}
         for name in list(self._running):
             running = self._running[name]
@@ -336,7 +335,7 @@ class Collector:
             self._running[name] = Running(target, handler, task)
 
     def _holds(self, switch: str) -> bool:
-        return self.share is not None or self.shard.holds(switch)
+        return self.live_shard is not None or self.shard.holds(switch)
 
     async def close(self) -> None:
         for running in self._running.values():
@@ -401,9 +400,11 @@ async def run(
     try:
         while not stop.is_set():
             moved = False
-            if membership is not None and collector.share is not None:
+            if membership is not None and collector.live_shard is not None:
                 try:
-                    moved = await asyncio.to_thread(beat_and_reshare, membership, collector.share)
+                    moved = await asyncio.to_thread(
+                        beat_and_reshard, membership, collector.live_shard
+                    )
                 except Exception as error:  # the engine is away: keep what we stream
                     log.warning("collector: engine heartbeat failed: %s", type(error).__name__)
             try:
@@ -423,7 +424,7 @@ async def run(
             await asyncio.to_thread(membership.close)
 
 
-def beat_and_reshare(membership: EngineMembership, share: WatchShare) -> bool:
+def beat_and_reshard(membership: EngineMembership, share: LiveShard) -> bool:
     """Heartbeat, then whether the live collectors (or this one's id) moved since last read."""
     membership.beat()
     return share.moved()
@@ -453,12 +454,12 @@ def serve_metrics(host: str, port: int, render: Callable[[], bytes]) -> Threadin
 
 def engine_membership(settings: Settings, shard_arg: str | None) -> EngineMembership | None:
     """The engine record of a collector that shares through the engine (None when static)."""
-    if settings.telemetry.share != "engine":
+    if settings.telemetry.shard != "engine":
         return None
     if shard_arg is not None:
-        raise ValueError("--shard is the static share: not with SLUICE_TELEMETRY_SHARE=engine")
+        raise ValueError("--shard is the static share: not with SLUICE_TELEMETRY_SHARD=engine")
     if settings.database.url is None:
-        raise ValueError("SLUICE_TELEMETRY_SHARE=engine needs DATABASE_URL (the engine's)")
+        raise ValueError("SLUICE_TELEMETRY_SHARD=engine needs DATABASE_URL (the engine's)")
     return EngineMembership(
         settings.database.url.get_secret_value(), settings.worker.stalled_after_s
     )
@@ -487,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     share = None
     if membership is not None:
-        share = WatchShare(  # read every round
+        share = LiveShard(  # read every round
             membership.live, time.monotonic, recheck_s=0.0, kind=TELEMETRY_COLLECTORS
         )
         share.member = lambda: membership.member_id
@@ -497,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     window_ns = int(settings.telemetry.rate_window_s * NS_PER_S)
     collector = Collector(
-        shard, policy, window_ns=window_ns, rand=random.Random().random, share=share
+        shard, policy, window_ns=window_ns, rand=random.Random().random, live_shard=share
     )
     server = serve_metrics(
         settings.telemetry.metrics_host, settings.telemetry.metrics_port, collector.metrics.render

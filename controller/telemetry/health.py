@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from controller.policy.models import Health, Intent
+from controller.intent.models import Health, Intent
 
 
 class State(StrEnum):

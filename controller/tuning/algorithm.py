@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from controller.policy.models import EcnMode
+from controller.intent.models import EcnMode
 from controller.tuning.evidence import Change, Evidence, Value
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
 from controller.tuning.summary import QueueSummary

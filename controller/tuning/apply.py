@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import EcnMode, Intent
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import EcnMode, Intent
 from controller.tuning.evidence import Change
 
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.policy.models import Tuning
+from controller.intent.models import Tuning
 
 
 @dataclass(frozen=True, slots=True)

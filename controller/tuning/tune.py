@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from controller.policy.models import EcnMode, Intent, SchedulingType, ServiceClass
+from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
 from controller.tuning import algorithm, ecn, pias, qjump, weights
 from controller.tuning.apply import class_lambda, lambda_class
 from controller.tuning.evidence import Change

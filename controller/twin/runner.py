@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.twin.results import result
 from controller.twin.translate import Request, translate
 

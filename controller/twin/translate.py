@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
-from controller.policy.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
+from controller.intent.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
 from controller.sonic.compile import fleet_qos, port_profile
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue

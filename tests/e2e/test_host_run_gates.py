@@ -26,10 +26,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Reader
 from controller.services.tokens import AccessRole
 from controller.settings import PrometheusSettings, Settings
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import make_promql
 from lab import netns
 from lab.prometheus import LocalPrometheus

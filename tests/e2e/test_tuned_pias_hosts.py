@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from controller.hosts.compile import pias_thresholds
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.tokens import AccessRole

@@ -70,8 +70,8 @@ ENDPOINTS += [
 
 # What-if simulations, run by the worker.
 ENDPOINTS += [
-    ("POST", "/api/v1/simulations", AccessRole.OPERATOR),
-    ("GET", "/api/v1/simulations/{simulation_id}", AccessRole.VIEWER),
+    ("POST", "/api/v1/twin-runs", AccessRole.OPERATOR),
+    ("GET", "/api/v1/twin-runs/{twin_run_id}", AccessRole.VIEWER),
 ]
 
 DENIALS = [
@@ -89,7 +89,7 @@ def _concrete(path: str) -> str:
         .replace("{token_id}", "999")
         .replace("{run_id}", "999")
         .replace("{proposal_id}", "999")
-        .replace("{simulation_id}", "999")
+        .replace("{twin_run_id}", "999")
         .replace("{name}", "x1")
         .replace("{port}", "Ethernet0")
     )

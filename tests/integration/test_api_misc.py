@@ -94,8 +94,8 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "get_proposal",
         "approve_proposal",
         "reject_proposal",
-        "request_simulation",
-        "get_simulation",
+        "request_twin_run",
+        "get_twin_run",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

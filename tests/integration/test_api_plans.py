@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.services.plans import PlanService
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import apply_plan
@@ -150,7 +150,7 @@ def test_snapshot_encoding_splits_on_the_first_bar_only() -> None:
 def test_a_plan_warns_where_the_agent_will_do_no_good(stored: TestClient, auth: Any) -> None:
     # The stored intent runs no agent: no warning. A proposed DynaQ at the default 100 ms
     # is accepted and planned, with the agent's own refusal named (SONiC polls watermarks
-    # every 1 s at the fastest, controller.policy.agent_advice).
+    # every 1 s at the fastest, controller.intent.agent_advice).
     body = stored.post("/api/v1/plans", json={}, headers=auth["viewer"]).json()
     assert body["warnings"] == []
     proposed = small_intent()

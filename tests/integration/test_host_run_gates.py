@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict
 from controller.rollout.ansible import AnsibleBatches
-from controller.rollout.gate_reads import promql_reader
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.hosts import HostRunRunner
 from controller.services.common import Actor, WorkerWait
@@ -26,6 +25,7 @@ from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock

@@ -3,7 +3,7 @@ for a switch of the intent, so leafrefs to PORT and BUFFER_POOL have their targe
 
 from __future__ import annotations
 
-from controller.policy.models import Switch
+from controller.intent.models import Switch
 from vsonic.db import Config, MemoryStore, read_config
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 

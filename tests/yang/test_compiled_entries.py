@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.policy.loader import load_intent_file, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import load_intent_file, parse_intent
+from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from tests.yang.configdb_yang import modelled_elsewhere, table_models, yang_problem
 from tests.yang.switches import seeded_config

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from controller.errors import CompiledConfigInvalid
-from controller.policy.models import GnmiEndpoint, Port, Role, Switch
+from controller.intent.models import GnmiEndpoint, Port, Role, Switch
 from controller.sonic.tables import SCHEMAS
 from tests.yang.configdb_yang import yang_problem
 from tests.yang.switches import seeded_config

@@ -10,7 +10,7 @@ use std::fmt;
 
 use qos_core::port::Basis;
 
-use crate::backend::QueueId;
+use crate::queue::QueueId;
 
 /// STATE_DB table the agent reports into.
 pub const STATE_TABLE: &str = "SLUICE_AGENT_STATE";

@@ -9,7 +9,7 @@ watermarks 60 s (sonic-swss:orchagent/flexcounterorch.cpp).
 The intervals come from the intent: a switch running a dynamic agent polls its queue counters
 at the agent's interval (the agent reads nothing fresher) and its queue watermarks at that
 interval or the watermark floor, whichever is longer; otherwise the intent's
-``fabric.counters`` intervals apply. ``controller.policy.validate.counter_intervals`` refuses
+``fabric.counters`` intervals apply. ``controller.intent.validate.counter_intervals`` refuses
 an agent interval below the platform's floor before anything is compiled.
 
 A shared table: every SONiC switch has its own entries from ``init_cfg.json`` (PORT, QUEUE,
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.policy.models import EcnMode, Fabric
+from controller.intent.models import EcnMode, Fabric
 from controller.sonic.context import SwitchContext
 from controller.sonic.schema import FieldSpec, TableSchema
 from controller.sonic.tables._common import Entries, checked_entries

@@ -21,7 +21,7 @@ use vasic::agent_loop::{AgentLoop, Readout, ThresholdWrite};
 use vasic::port::{AqmMode, PortConfig};
 use vasic::wred::WredProfile;
 
-use crate::qos::PortKind;
+use crate::topology::PortKind;
 
 /// A CONFIG_DB hash: field name to string value.
 pub type Fields = BTreeMap<String, String>;

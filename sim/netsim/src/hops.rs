@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::qos::PortKind;
+use crate::topology::PortKind;
 
 /// Histogram buckets per power of two.
 const SUB_BUCKETS: f64 = 32.0;

@@ -97,8 +97,8 @@ impl LeafSpine {
     }
 
     /// Where switch `sw`'s port `port` sits.
-    pub fn port_kind(&self, sw: usize, port: usize) -> crate::qos::PortKind {
-        use crate::qos::PortKind;
+    pub fn port_kind(&self, sw: usize, port: usize) -> crate::topology::PortKind {
+        use crate::topology::PortKind;
         match (self.is_leaf(sw), port < self.hosts_per_leaf) {
             (true, true) => PortKind::LeafDown,
             (true, false) => PortKind::LeafUp,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.services.tokens import AccessRole
 from tests.integration.conftest import issue_token
 from tests.integration.rollout import conftest as rollout

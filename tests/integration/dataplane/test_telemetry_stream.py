@@ -24,7 +24,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.errors import PrometheusUnreachable
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.sonic.compile import compile_switch
 from controller.telemetry.metrics import QUEUE_GAUGES
 from controller.telemetry.promql import PromQL, make_promql

@@ -18,7 +18,7 @@ import pytest
 import redis
 import yaml
 
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.sonic.compile import compile_switch
 from lab.demo_agents import agents_step
 from lab.demo_agents_view import AgentDemo, Burst

@@ -19,8 +19,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import NotFound
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor

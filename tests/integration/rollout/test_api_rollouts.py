@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
 from controller.services.reconcile import ReconcileService
 from controller.services.tokens import AccessRole
 from controller.settings import Settings

@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import text
 
 from bench.engine_fleet import CREDS, Fleet, running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
-from controller.policy.models import Intent, Reconcile
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import GnmiAccess
-from controller.reconcile.share import owner
-from controller.rollout.shard import RECONCILE_TASK
+from controller.reconcile.shard import owner
+from controller.rollout.engine import RECONCILE_TASK
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService

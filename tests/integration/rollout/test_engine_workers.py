@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import text
 
 from bench.engine_fleet import Fleet, running_fleet, start_worker, stop_worker
-from controller.policy.loader import dump_intent
+from controller.intent.loader import dump_intent
+from controller.rollout.engine import TASK, EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.gates import Gate, GatePolicy
-from controller.rollout.shard import TASK, EngineOptions, EngineWorker, JobDispatch
 from controller.rollout.switches import RolloutRunner
 from controller.services.common import Actor
 from controller.services.intents import IntentService

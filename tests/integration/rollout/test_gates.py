@@ -20,15 +20,15 @@ from typer.testing import CliRunner
 from api.main import create_app
 from controller.cli import CliDeps, app
 from controller.errors import Conflict
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Intent
-from controller.rollout.gate_reads import promql_reader
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.services.tokens import AccessRole
 from controller.settings import PrometheusSettings, Settings
 from controller.store.rollout_store import SqlRolloutStore
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock, issue_token

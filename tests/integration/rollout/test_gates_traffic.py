@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from api.main import create_app
-from controller.policy.loader import dump_intent, parse_intent
+from controller.intent.loader import dump_intent, parse_intent
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutInfo, RolloutPolicy

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
 from controller.reconcile.loop import Drift
 from controller.services.reconcile import ReconcileService, RunInfo
 from controller.services.rollouts import RolloutPolicy

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import Connection, text
 
-from controller.rollout.shard import RECONCILE_TASK, EngineOptions, EngineWorker, ReconcileDispatch
+from controller.rollout.engine import RECONCILE_TASK, EngineOptions, EngineWorker, ReconcileDispatch
 from controller.store.db import make_engine
 
 from .conftest import wait_for

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from controller.errors import Conflict, IntentInvalid
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.apply import ApplyResult
 from controller.rollout.switches import RolloutRunner

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import GnmiEndpoint, Intent
-from controller.policy.models import Switch as IntentSwitch
+from controller.intent.loader import load_intent_file
+from controller.intent.models import GnmiEndpoint, Intent
+from controller.intent.models import Switch as IntentSwitch
 from controller.sonic.compile import compile_switch
 from controller.sonic.model import SwitchConfig
 from controller.southbound.credentials import resolve_secret

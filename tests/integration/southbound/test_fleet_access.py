@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from controller.errors import SouthboundError
-from controller.policy.loader import load_intent_file
-from controller.policy.models import GnmiEndpoint, Intent, Switch
+from controller.intent.loader import load_intent_file
+from controller.intent.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch

@@ -14,8 +14,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.policy.models import TunerRollout
-from controller.rollout.gate_reads import promql_reader
+from controller.intent.models import TunerRollout
 from controller.rollout.gates import Gate, GatePolicy
 from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
 from controller.services.common import Actor, WorkerWait
@@ -25,6 +24,7 @@ from controller.services.rollouts import RolloutService
 from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import rollouts as rollouts_repo
+from controller.telemetry.gate_reads import promql_reader
 from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
 from controller.tuning.summary import QjumpLevelSummary, TelemetrySummary

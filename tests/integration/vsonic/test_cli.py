@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pygnmi.client import gNMIclient, gNMIException  # type: ignore[import-untyped]
 
-from controller.policy.models import Switch as IntentSwitch
+from controller.intent.models import Switch as IntentSwitch
 from tests.integration.vsonic.conftest import call_with_timeout
 from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic, two_free_ports
 from vsonic.gnmi_server import Credentials

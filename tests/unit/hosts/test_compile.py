@@ -9,11 +9,11 @@ import yaml
 
 from controller.errors import IntentInvalid
 from controller.hosts.compile import compile_hosts
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.qos.pias import load_workload
-from tests.unit.policy.helpers import assert_has_problem, problems_of
-from tests.unit.policy.intents import intent_data
+from tests.unit.intent.helpers import assert_has_problem, problems_of
+from tests.unit.intent.intents import intent_data
 
 CONTROL_MATCH = {"protocol": "udp", "dports": [5405]}
 RPC_MATCH = {"protocol": "tcp", "dports": [443, "8000-8100"], "uid": 1001}

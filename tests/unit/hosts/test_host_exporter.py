@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from controller.hosts.compile import compile_hosts, exporter_targets
-from controller.policy.loader import parse_intent
-from tests.unit.policy.helpers import assert_has_problem, problems_of
-from tests.unit.policy.intents import intent_data
+from controller.intent.loader import parse_intent
+from tests.unit.intent.helpers import assert_has_problem, problems_of
+from tests.unit.intent.intents import intent_data
 
 COLLECTION = Path(__file__).resolve().parents[3] / "ansible_collections/sluice/fabric"
 DAEMON_FILE = COLLECTION / "roles/host_exporter/files/sluice_host_exporter.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.policy.loader import load_intent_file, parse_intent
+from controller.intent.loader import load_intent_file, parse_intent
 from lab.demo_agents_view import (
     AgentDemo,
     Burst,

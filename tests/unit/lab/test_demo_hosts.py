@@ -13,7 +13,7 @@ import yaml
 
 from controller.hosts.compile import compile_hosts
 from controller.hosts.runner import ansible_setup
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.settings import HostsSettings
 from lab import netns
 from lab.demo_hosts import (

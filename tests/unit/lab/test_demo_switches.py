@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from lab.demo_switches import demo_intent
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"

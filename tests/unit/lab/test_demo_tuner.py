@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.policy.loader import load_intent_file
+from controller.intent.loader import load_intent_file
 from lab.demo_common import DemoError
 from lab.demo_tuner import SOAK_S, WINDOW_S, tuned_intent, tuner_rollout, wait_for_pass
 

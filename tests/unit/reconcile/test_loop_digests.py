@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.policy.models import ReconcileMode, Switch
+from controller.intent.models import ReconcileMode, Switch
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.loop import Target, reconcile_switch
 from controller.sonic.compile import compile_switch

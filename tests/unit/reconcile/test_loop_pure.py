@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.policy.models import Reconcile
+from controller.intent.models import Reconcile
 from controller.reconcile.loop import Drift, drift_of, next_delay_s
 from controller.sonic.model import Op, Plan
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.policy.models import (
+from controller.intent.models import (
     EcnMode,
     Fabric,
     GnmiEndpoint,
@@ -17,7 +17,7 @@ from controller.policy.models import (
     Switch,
     Workload,
 )
-from controller.policy.validate import validate_intent
+from controller.intent.validate import validate_intent
 
 # K = C x RTT x lambda: 10 Gb/s = 1.25e9 B/s; x 10 us = 12 500 B; x lambda 1 = 12 500 B.
 FABRIC = Fabric(base_rtt_us=10, ecn_lambda=1.0, mtu_bytes=1500, port_buffer_bytes=1_000_000)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from controller.errors import CompiledConfigInvalid
-from controller.policy.models import EcnMode, Port, Qjump
+from controller.intent.models import EcnMode, Port, Qjump
 from controller.sonic.compile import check_references, compile_fleet, compile_switch, split_by_table
 from controller.sonic.model import SwitchConfig
 from controller.sonic.tables import SCHEMAS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.policy.models import ServiceClass
+from controller.intent.models import ServiceClass
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import EntryKey, Fields, SwitchConfig

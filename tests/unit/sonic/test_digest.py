@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.policy.models import Intent, Port
+from controller.intent.models import Intent, Port
 from controller.sonic.compile import compile_fleet, compile_fleet_digested, compile_switch
 from controller.sonic.diff import diff_fleet, plan_switch
 from controller.sonic.digest import (

@@ -3,7 +3,7 @@ defaults otherwise, and the diff owning only the two fields sluice writes."""
 
 from __future__ import annotations
 
-from controller.policy.models import CounterPolling, EcnMode
+from controller.intent.models import CounterPolling, EcnMode
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from tests.unit.sonic import intents as t

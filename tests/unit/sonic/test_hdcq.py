@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.models import (
+from controller.intent.models import (
     EcnMode,
     Hdcq,
     HostsMatch,

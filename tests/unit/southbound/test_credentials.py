@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from controller.errors import NotFound
-from controller.policy.models import GnmiEndpoint, Port, Role, Switch
+from controller.intent.models import GnmiEndpoint, Port, Role, Switch
 from controller.southbound.credentials import resolve_secret
 from controller.southbound.gnmi import GnmiTarget, TlsOptions, target_for_switch
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import GnmiEndpoint
+from controller.intent.loader import load_intent_file
+from controller.intent.models import GnmiEndpoint
 from controller.southbound.gnmi import CallPolicy, SessionPool, target_for_switch
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"

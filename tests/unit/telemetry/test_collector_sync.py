@@ -8,8 +8,8 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
     import asyncio
     import random
 
-    from controller.policy.loader import parse_intent
-    from controller.policy.models import Intent
+    from controller.intent.loader import parse_intent
+    from controller.intent.models import Intent
     from controller.settings import Settings
     from controller.southbound.subscribe import StreamPolicy
     from controller.telemetry.collector import Collector, Shard, targets_of

@@ -8,8 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.telemetry.rates import CounterTrack
-from tests.support.reference_counters import QUEUE_RATE_FIELDS, CounterSet
+from tests.support.reference_counters import QUEUE_RATE_FIELDS, CounterSet, CounterTrack
 
 S = 1_000_000_000
 FIELDS = ("SAI_QUEUE_STAT_BYTES", "SAI_QUEUE_STAT_PACKETS", "SAI_QUEUE_STAT_DROPPED_PACKETS")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.telemetry.health import (
     FabricSamples,
     QueueSample,
@@ -17,7 +17,7 @@ from controller.telemetry.health import (
     fabric_health,
     worst,
 )
-from tests.unit.policy.intents import intent_data
+from tests.unit.intent.intents import intent_data
 
 HEALTHY_SWITCH = {"stream_up": True, "last_update_age_s": 1.0, "heartbeat_age_s": 0.2}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.policy.models import EcnMode
+from controller.intent.models import EcnMode
 from controller.tuning.algorithm import tune_algorithm
 from controller.tuning.stability import StabilityPolicy
 from controller.tuning.summary import QueueSummary

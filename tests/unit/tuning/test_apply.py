@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.tuning.apply import apply_changes, lambda_from, reason_for
 from controller.tuning.evidence import Change, Evidence
-from tests.unit.policy.intents import intent_data
+from tests.unit.intent.intents import intent_data
 
 
 def change(parameter: str, current: object, proposed: object, **inputs: object) -> Change:

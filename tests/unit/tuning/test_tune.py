@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from controller.policy.loader import parse_intent
+from controller.intent.loader import parse_intent
 from controller.tuning.evidence import Change
 from controller.tuning.summary import (
     FlowSizeSample,
@@ -13,7 +13,7 @@ from controller.tuning.summary import (
     TelemetrySummary,
 )
 from controller.tuning.tune import propose
-from tests.unit.policy.intents import intent_data
+from tests.unit.intent.intents import intent_data
 
 LINE = 25e9 / 8
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from controller.hosts.compile import pias_vars
-from controller.policy.loader import load_intent_file
-from controller.policy.models import (
+from controller.intent.loader import load_intent_file
+from controller.intent.models import (
     EcnMode,
     Hdcq,
     HostsMatch,

@@ -17,7 +17,7 @@ refused because of one.
 from __future__ import annotations
 
 from controller.errors import FieldProblem
-from controller.policy.models import EcnMode, Intent
+from controller.intent.models import EcnMode, Intent
 from controller.sonic.tables.flex_counter_table import agent_refusal
 
 # The shortest interval from which the agent's measured benefit over its static fallback is

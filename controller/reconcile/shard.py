@@ -10,7 +10,7 @@ the survivor that ranks next), and a worker that joins takes about 1/N of each o
 
 The members are procrastinate's own worker records (``procrastinate_workers``: an id per
 running worker and its last heartbeat), read by the caller; a worker whose heartbeat is older
-than ``stalled_after_s`` is not a member. ``WatchShare`` re-reads them at most every
+than ``stalled_after_s`` is not a member. ``LiveShard`` re-reads them at most every
 ``recheck_s`` and says when they moved, which makes the watcher re-read its switches at once.
 
 What a worker's watcher reports is queued as a reconcile job (``QueuedReconciler``), which any
@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun
 
-log = logging.getLogger("controller.reconcile.share")
+log = logging.getLogger("controller.reconcile.shard")
 
 
 def weight(member: int, switch: str) -> int:
@@ -43,7 +43,7 @@ def owner(switch: str, members: Collection[int]) -> int | None:
     return max(members, key=lambda member: (weight(member, switch), member))
 
 
-def share_of(me: int, switches: Iterable[str], members: Collection[int]) -> list[str]:
+def shard_of(me: int, switches: Iterable[str], members: Collection[int]) -> list[str]:
     """The switches ``me`` works among ``members`` (``me`` counted even when not listed yet:
     it has just started and not been read back)."""
     everyone = {*members, me}
@@ -63,7 +63,7 @@ DRIFT_WATCH = MemberKind("drift watch", "worker", "watches")
 TELEMETRY_COLLECTORS = MemberKind("telemetry collector", "collector", "streams")
 
 
-class WatchShare:
+class LiveShard:
     """This member's share of the switches. ``member`` gives its own worker id (None until
     its engine worker has registered: then it takes nothing); ``live`` reads the live
     members' ids; ``monotonic`` is the clock the re-reads are spaced by; ``kind`` names the
@@ -105,7 +105,7 @@ class WatchShare:
             self.moved()
         if self._me is None:
             return []
-        mine = share_of(self._me, sorted(switches), self._members)
+        mine = shard_of(self._me, sorted(switches), self._members)
         log.info(
             "%s: this %s (%d) %s %d of %d switches (%d live %ss)",
             self.kind.room,

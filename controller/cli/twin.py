@@ -1,8 +1,8 @@
-"""``sluice simulate``: run an intent file's compiled configuration in the packet-level twin
+"""``sluice twin``: run an intent file's compiled configuration in the packet-level twin
 (netsim, on this machine) and print flow completion times per class and per size bucket;
 ``--compare`` runs a second intent file on the same flows and prints the deltas, and
 ``--against-current`` compares the file with the API's current intent (current vs proposed).
-The twin runs here, not in the worker: ``POST /simulations`` is the recorded, worker-run way."""
+The twin runs here, not in the worker: ``POST /twin-runs`` is the recorded, worker-run way."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from controller.cli.app import run_reporting_errors, run_with_api, say
 from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.loader import load_intent_file, parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import validate_intent
-from controller.settings import SimulateSettings
+from controller.intent.loader import load_intent_file, parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import validate_intent
+from controller.settings import TwinSettings
 from controller.twin.results import compare, delta_lines, table_lines
-from controller.twin.runner import simulate as run_twin
+from controller.twin.runner import run_twin
 from controller.twin.translate import Request, TwinInputInvalid
 
 JsonObject = dict[str, object]
@@ -59,7 +59,7 @@ def _run_twin(
     out: Console, before: Labelled, after: Labelled | None, request: Request, as_json: bool
 ) -> ExitCode:
     """Run ``before`` (and ``after`` on the same flows) in netsim and print the results."""
-    settings = SimulateSettings()
+    settings = TwinSettings()
     err = Console(stderr=True)
 
     def one(intent: Intent) -> JsonObject:
@@ -94,7 +94,7 @@ def _run_twin(
     return ExitCode.OK
 
 
-def simulate(
+def twin(
     ctx: typer.Context,
     file: Annotated[
         Path, typer.Option("--file", "-f", exists=True, dir_okay=False, help="intent YAML")
@@ -166,4 +166,4 @@ def simulate(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(simulate)
+    app.command()(twin)

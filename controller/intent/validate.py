@@ -2,7 +2,7 @@
 
 Field-level rules (types, ranges, formats, unknown keys) are in ``models.py``. The rules here
 look across objects: names and DSCP values used once, queues not shared, the scheduling that
-an ECN mode, PIAS or QJUMP needs, and (in ``controller/policy/capacity.py``) the numbers that
+an ECN mode, PIAS or QJUMP needs, and (in ``controller/intent/capacity.py``) the numbers that
 must fit the hardware: thresholds in the buffer, QJUMP levels in the line rate, weights in
 SONiC's 1..100. Every rule is a pure function ``Intent -> list[FieldProblem]``.
 """
@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.capacity import CAPACITY_RULES
-from controller.policy.models import EcnMode, Intent, SchedulingType, ServiceClass
+from controller.intent.capacity import CAPACITY_RULES
+from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
 
 Rule = Callable[[Intent], list[FieldProblem]]
 

@@ -1,4 +1,4 @@
-"""``sluice simulate`` with the real netsim binary (``target/debug/netsim``): a file alone, and
+"""``sluice twin`` with the real netsim binary (``target/debug/netsim``): a file alone, and
 a file against the current intent of a real API on a real PostgreSQL."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def heavier_storage(folder: Path) -> Path:
 
 
 def test_a_file_alone_needs_no_api(cli: Cli) -> None:
-    result = cli.run("simulate", "-f", str(EXAMPLE), "--flows", "200", "--json")
+    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--json")
     assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)["result"]
     names = [row["name"] for row in doc["classes"]]
@@ -32,12 +32,12 @@ def test_a_file_alone_needs_no_api(cli: Cli) -> None:
 
 
 def test_switch_ports_run_the_qos_agent_unless_per_packet_is_asked(cli: Cli) -> None:
-    result = cli.run("simulate", "-f", str(EXAMPLE), "--flows", "200", "--json")
+    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--json")
     assert result.code == 0, result.stderr
     notes = json.loads(result.stdout)["result"]["not_modelled"]
     assert any("runs as the deployed qos-agent's loop" in n for n in notes)
     assert not any("runs per packet" in n for n in notes)
-    result = cli.run("simulate", "-f", str(EXAMPLE), "--flows", "200", "--per-packet", "--json")
+    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--per-packet", "--json")
     assert result.code == 0, result.stderr
     notes = json.loads(result.stdout)["result"]["not_modelled"]
     assert any("mqecn runs per packet" in n for n in notes)
@@ -48,7 +48,7 @@ def test_a_proposed_file_against_the_current_intent(cli: Cli, tmp_path: Path) ->
     applied = cli.run("apply", "-f", str(EXAMPLE), token="operator")
     assert applied.code == 0, applied.stderr
     proposed = heavier_storage(tmp_path)
-    args = ("simulate", "-f", str(proposed), "--against-current", *CONTENDED, "--json")
+    args = ("twin", "-f", str(proposed), "--against-current", *CONTENDED, "--json")
     result = cli.run(*args, token="viewer")
     assert result.code == 0, result.stderr
     delta = {row["name"]: row for row in json.loads(result.stdout)["delta"]["classes"]}
@@ -64,6 +64,6 @@ def test_a_proposed_file_against_the_current_intent(cli: Cli, tmp_path: Path) ->
 
 def test_bad_values_are_reported_not_run(cli: Cli) -> None:
     for bad in (("--load", "1.5"), ("--mix", "nosuch=1"), ("--mix", "rpc")):
-        result = cli.run("simulate", "-f", str(EXAMPLE), *bad)
+        result = cli.run("twin", "-f", str(EXAMPLE), *bad)
         assert result.code == 3, (bad, result.stdout, result.stderr)
         assert "simulate" in result.stderr or "mix" in result.stderr

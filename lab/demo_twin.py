@@ -1,6 +1,6 @@
 """The demo's what-if step: the example intent run in the packet-level twin (netsim) with the
-``sluice simulate`` command an operator would type, then the same flows with storage's DWRR
-weight raised, side by side (docs/netsim.md, "What-if"). A short run: a few hundred flows."""
+``sluice twin`` command an operator would type, then the same flows with storage's DWRR
+weight raised, side by side (docs/netsim.md, "The twin"). A short run: a few hundred flows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from controller.settings import SimulateSettings
+from controller.settings import TwinSettings
 from lab.demo_common import run, say
 
 BIN = Path(sys.executable).parent
@@ -29,9 +29,9 @@ def heavier_storage(intent_file: Path, run_dir: Path) -> Path:
     return out
 
 
-def whatif_step(env: dict[str, str], intent_file: Path, run_dir: Path) -> None:
+def twin_step(env: dict[str, str], intent_file: Path, run_dir: Path) -> None:
     """Print the per-class FCT table for the intent, then the weight change's deltas."""
-    if not SimulateSettings().netsim.is_file():
+    if not TwinSettings().netsim.is_file():
         say("building the packet-level twin (cargo build -p netsim)")
         run(
             ["cargo", "build", "-q", "-p", "netsim", "--manifest-path", str(REPO / "Cargo.toml")],
@@ -39,8 +39,8 @@ def whatif_step(env: dict[str, str], intent_file: Path, run_dir: Path) -> None:
         )
     sluice = str(BIN / "sluice")
     say("what-if: the example intent in the packet-level twin, web search at load 0.6")
-    run([sluice, "simulate", "-f", str(intent_file), "--flows", FLOWS, "--load", "0.6"], env)
+    run([sluice, "twin", "-f", str(intent_file), "--flows", FLOWS, "--load", "0.6"], env)
     say("what-if: storage's DWRR weight 50 -> 400, storage and best-effort sharing load 0.8")
     mix = ["--mix", "storage=0.5,best-effort=0.5", "--load", "0.8", "--flows", FLOWS]
     other = heavier_storage(intent_file, run_dir)
-    run([sluice, "simulate", "-f", str(intent_file), "--compare", str(other), *mix], env)
+    run([sluice, "twin", "-f", str(intent_file), "--compare", str(other), *mix], env)

@@ -1,6 +1,6 @@
 """Intent rules about numbers that must fit the hardware: QJUMP levels, thresholds, weights.
 
-Part of the cross-object validation (``controller/policy/validate.py`` runs ``CAPACITY_RULES``);
+Part of the cross-object validation (``controller/intent/validate.py`` runs ``CAPACITY_RULES``);
 kept apart because these rules call the pure algorithms in ``controller/qos/``, so the limits
 the validator enforces are computed by the same code that later fills CONFIG_DB.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.models import EcnMode, Intent, Qjump, SchedulingType, ServiceClass
+from controller.intent.models import EcnMode, Intent, Qjump, SchedulingType, ServiceClass
 from controller.qos.ecn import standard_threshold_bytes
 from controller.qos.qjump import (
     QjumpLevel,

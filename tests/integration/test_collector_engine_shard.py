@@ -1,4 +1,4 @@
-"""Collectors sharing the switches through the engine (``SLUICE_TELEMETRY_SHARE=engine``):
+"""Collectors sharing the switches through the engine (``SLUICE_TELEMETRY_SHARD=engine``):
 two ``python -m controller.telemetry.collector`` processes on a real PostgreSQL register as
 engine worker records and split six vsonic switches (gNMI over TLS) by rendezvous hashing,
 each switch's series exported by exactly one; the controller workers' drift watch does not
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from controller.reconcile.share import share_of
-from controller.rollout.shard import ReconcileDispatch
+from controller.reconcile.shard import shard_of
+from controller.rollout.engine import ReconcileDispatch
 from controller.store.db import make_engine
 from tests.integration.dataplane.conftest import eventually
 from tests.integration.tls_certs import self_signed_tls
@@ -64,7 +64,7 @@ def _collector_ids(db_url: str) -> list[int]:
 def _start(db_url: str, tls: TlsFiles, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DATABASE_URL": db_url, "SLUICE_GNMI_PASSWORD": PASSWORD,
            "SLUICE_TELEMETRY_METRICS_PORT": str(port), "SLUICE_GNMI_TLS_CA": str(tls.cert),
-           "SLUICE_TELEMETRY_SHARE": "engine", "SLUICE_WORKER_HEARTBEAT_S": str(HEARTBEAT_S),
+           "SLUICE_TELEMETRY_SHARD": "engine", "SLUICE_WORKER_HEARTBEAT_S": str(HEARTBEAT_S),
            "SLUICE_WORKER_STALLED_AFTER_S": str(STALLED_AFTER_S)}  # fmt: skip
     with log.open("wb") as out:
         return start_tethered(
@@ -87,7 +87,7 @@ def test_two_collectors_share_the_switches_and_the_survivor_takes_a_dead_ones(
     try:
         eventually(lambda: len(_collector_ids(db_url)) == 2, "both collectors registered")
         ids = _collector_ids(db_url)
-        shares = {frozenset(share_of(me, NAMES, ids)) for me in ids}
+        shares = {frozenset(shard_of(me, NAMES, ids)) for me in ids}
         eventually(
             lambda: {frozenset(streaming_switches(p)) for p in ports} == shares,
             f"the collectors export their rendezvous shares {sorted(map(sorted, shares))}",

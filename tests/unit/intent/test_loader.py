@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.check import check_intent_file
-from controller.policy.loader import (
+from controller.intent.check import check_intent_file
+from controller.intent.loader import (
     dump_intent,
     load_intent_file,
     load_intent_yaml,
     parse_intent,
     render_path,
 )
-from controller.policy.models import EcnMode, Intent
+from controller.intent.models import EcnMode, Intent
 
 from .helpers import assert_has_problem, assert_only_problem, problems_of, yaml_problems_of
 from .intents import intent_data

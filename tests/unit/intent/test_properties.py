@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from controller.policy.loader import dump_intent, parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import intent_problems
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import intent_problems
 
 from .helpers import assert_has_problem, problems_of
 

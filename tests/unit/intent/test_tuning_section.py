@@ -1,12 +1,12 @@
-"""The intent's tuning policy and DWRR weight ranges (controller/policy/models.py)."""
+"""The intent's tuning policy and DWRR weight ranges (controller/intent/models.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.loader import parse_intent
-from controller.policy.models import Tuning, TuningMode
+from controller.intent.loader import parse_intent
+from controller.intent.models import Tuning, TuningMode
 
 from .intents import intent_data
 

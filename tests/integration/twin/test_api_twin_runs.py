@@ -11,13 +11,13 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from controller.policy.loader import parse_yaml
+from controller.intent.loader import parse_yaml
 from controller.services.common import Actor
 from controller.services.intents import IntentService
-from controller.services.simulations import SimulationRunner, SimulationService, netsim_simulate
-from controller.settings import SimulateSettings
+from controller.services.twin_runs import TwinRunRunner, TwinRunService, run_twin_with
+from controller.settings import TwinSettings
 from controller.store.db import make_engine, make_sessions
-from controller.store.models import Simulation
+from controller.store.models import TwinRun
 from controller.twin.translate import Request
 from tests.integration.conftest import put_intent
 
@@ -42,7 +42,7 @@ def finished(client: TestClient, headers: dict[str, str], location: str) -> dict
 
 
 def post(client: TestClient, headers: dict[str, str], **body: Any) -> str:
-    response = client.post("/api/v1/simulations", json=body, headers=headers)
+    response = client.post("/api/v1/twin-runs", json=body, headers=headers)
     assert response.status_code == 202, response.text
     assert response.json()["state"] == "pending"
     location: str = response.headers["Location"]
@@ -99,18 +99,18 @@ def test_bad_requests_are_problems_not_runs(
     client: TestClient, auth: dict[str, dict[str, str]]
 ) -> None:
     operator = auth["operator"]
-    no_intent = client.post("/api/v1/simulations", json={}, headers=operator)
+    no_intent = client.post("/api/v1/twin-runs", json={}, headers=operator)
     assert no_intent.status_code == 404
     assert no_intent.headers["content-type"].startswith("application/problem+json")
     assert put_intent(client, operator, example(), 0).status_code == 201
     for body in ({"load": 1.5}, {"workload": "video"}, {"flows": 0}, {"mix": {"nosuch": 1}}):
-        response = client.post("/api/v1/simulations", json=body, headers=operator)
+        response = client.post("/api/v1/twin-runs", json=body, headers=operator)
         assert response.status_code == 422, (body, response.text)
     assert (
-        client.post("/api/v1/simulations", json={"version": 9}, headers=operator).status_code == 404
+        client.post("/api/v1/twin-runs", json={"version": 9}, headers=operator).status_code == 404
     )
-    assert client.get("/api/v1/simulations/77", headers=auth["viewer"]).status_code == 404
-    assert client.post("/api/v1/simulations", json={}, headers=auth["viewer"]).status_code == 403
+    assert client.get("/api/v1/twin-runs/77", headers=auth["viewer"]).status_code == 404
+    assert client.post("/api/v1/twin-runs", json={}, headers=auth["viewer"]).status_code == 403
 
 
 def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) -> None:
@@ -118,20 +118,20 @@ def test_a_run_left_running_by_a_stopped_worker_is_claimed_again(db_url: str) ->
     try:
         sessions = make_sessions(engine)
         now = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
-        service = SimulationService(sessions, clock=lambda: now)
+        service = TwinRunService(sessions, clock=lambda: now)
         actor = Actor("t-operator", "req-1")
         IntentService(sessions, clock=lambda: now).replace(
             example(), expected=0, actor=actor, reason="test"
         )
         recorded = service.request(actor=actor, request=Request(flows=100, seed=2))
         with sessions.begin() as session:  # a worker claimed it at 08:00, then stopped
-            row = session.get(Simulation, recorded.id)
+            row = session.get(TwinRun, recorded.id)
             assert row is not None
             row.state, row.started_at = "running", now
-        simulate = netsim_simulate(SimulateSettings().netsim, 120)
+        simulate = run_twin_with(TwinSettings().netsim, 120)
 
-        def runner(at: datetime) -> SimulationRunner:
-            return SimulationRunner(
+        def runner(at: datetime) -> TwinRunRunner:
+            return TwinRunRunner(
                 sessions, simulate, clock=lambda: at, stale_after=timedelta(minutes=5)
             )
 

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
-from controller.reconcile.share import WatchShare, share_of
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
+from controller.reconcile.shard import LiveShard, shard_of
 from controller.settings import Settings
 from controller.southbound.subscribe import StreamPolicy
 from controller.telemetry.collector import Collector, Shard, engine_membership, targets_of
@@ -31,23 +31,23 @@ def _intent() -> Intent:
 def test_a_collector_streams_its_share_and_takes_a_dead_members_switches() -> None:
     members = [1, 2, 3]
     # The scenario moves switches: 2's share grows when 3 dies.
-    assert set(share_of(2, NAMES, [1, 2])) > set(share_of(2, NAMES, [1, 2, 3]))
-    share = WatchShare(lambda: members, lambda: 0.0, recheck_s=0.0)
+    assert set(shard_of(2, NAMES, [1, 2])) > set(shard_of(2, NAMES, [1, 2, 3]))
+    share = LiveShard(lambda: members, lambda: 0.0, recheck_s=0.0)
     share.member = lambda: 2
 
     async def scenario() -> None:
         collector = Collector(
-            Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random, share=share
+            Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random, live_shard=share
         )
         intent = _intent()
         targets = targets_of(intent, Settings(), {"PW": "x"})
         collector.sync(intent, targets)
-        assert set(collector._running) == set(share_of(2, NAMES, [1, 2, 3]))
+        assert set(collector._running) == set(shard_of(2, NAMES, [1, 2, 3]))
         kept = {name: r.task for name, r in collector._running.items()}
         members.remove(3)  # member 3 died
         assert share.moved()
         collector.sync(intent, targets)
-        assert set(collector._running) == set(share_of(2, NAMES, [1, 2]))
+        assert set(collector._running) == set(shard_of(2, NAMES, [1, 2]))
         assert all(collector._running[name].task is task for name, task in kept.items())
         await collector.close()
 
@@ -55,7 +55,7 @@ def test_a_collector_streams_its_share_and_takes_a_dead_members_switches() -> No
 
 
 def test_engine_share_refuses_a_static_shard_and_a_missing_database() -> None:
-    engine = Settings.model_validate({"telemetry": {"share": "engine"}})
+    engine = Settings.model_validate({"telemetry": {"shard": "engine"}})
     with pytest.raises(ValueError, match="--shard"):
         engine_membership(engine, "0/2")
     if engine.database.url is None:

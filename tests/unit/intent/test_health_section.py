@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from controller.policy.loader import parse_intent
-from controller.policy.models import Health
+from controller.intent.loader import parse_intent
+from controller.intent.models import Health
 
 from .helpers import assert_only_problem, problems_of
 from .intents import intent_data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.loader import load_intent_yaml, parse_intent
+from controller.intent.loader import load_intent_yaml, parse_intent
 
 
 def problems_of(data: object) -> list[FieldProblem]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller.errors import FieldProblem, IntentInvalid
-from controller.policy.loader import load_intent_file
+from controller.intent.loader import load_intent_file
 
 
 def check_intent_file(path: Path) -> list[FieldProblem]:

@@ -1,8 +1,8 @@
 """What-if simulations: run an intent version's compiled configuration in the packet-level
-twin (netsim) and read flow completion times per class (docs/netsim.md, "What-if").
+twin (netsim) and read flow completion times per class (docs/netsim.md, "The twin").
 
 The API records the request (202 with its ``Location``); the worker runs netsim and stores the
-result; ``GET /simulations/{id}`` shows the state, netsim's last progress line and the result.
+result; ``GET /twin-runs/{id}`` shows the state, netsim's last progress line and the result.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from fastapi import APIRouter, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.deps import DB_INTEGER_MAX, OperatorActor, Viewer
-from controller.services.simulations import SimulationService, SimulationView
+from controller.services.twin_runs import TwinRunService, TwinRunView
 from controller.twin.translate import Request as TwinRequest
 
-router = APIRouter(prefix="/simulations", tags=["simulations"])
+router = APIRouter(prefix="/twin-runs", tags=["twin-runs"])
 
-SimulationId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the simulation's id")]
+TwinRunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the simulation's id")]
 
 
-class SimulationIn(BaseModel):
+class TwinRunIn(BaseModel):
     # strict: true or "0.6" is not a number (refused, not coerced)
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -44,7 +44,7 @@ class SimulationIn(BaseModel):
     )
 
 
-class SimulationOut(BaseModel):
+class TwinRunOut(BaseModel):
     id: int
     state: str
     intent_version: int
@@ -59,29 +59,29 @@ class SimulationOut(BaseModel):
     finished_at: datetime | None
 
     @classmethod
-    def of(cls, view: SimulationView) -> SimulationOut:
+    def of(cls, view: TwinRunView) -> TwinRunOut:
         return cls(**asdict(view))
 
 
-def _service(request: Request) -> SimulationService:
-    service: SimulationService = request.app.state.services.simulations
+def _service(request: Request) -> TwinRunService:
+    service: TwinRunService = request.app.state.services.twin_runs
     return service
 
 
-@router.post("", response_model=SimulationOut, status_code=202, name="request_simulation")
-def request_simulation(
-    body: SimulationIn, request: Request, response: Response, actor: OperatorActor
-) -> SimulationOut:
+@router.post("", response_model=TwinRunOut, status_code=202, name="request_twin_run")
+def request_twin_run(
+    body: TwinRunIn, request: Request, response: Response, actor: OperatorActor
+) -> TwinRunOut:
     """Record a what-if run; answers at once (202), the worker runs it."""
     twin = TwinRequest(body.workload, body.load, body.flows, body.seed, tuple(body.mix.items()))
     view = _service(request).request(
         actor=actor, request=twin, version=body.version, compare_version=body.compare_version
     )
-    response.headers["Location"] = f"/api/v1/simulations/{view.id}"
-    return SimulationOut.of(view)
+    response.headers["Location"] = f"/api/v1/twin-runs/{view.id}"
+    return TwinRunOut.of(view)
 
 
-@router.get("/{simulation_id}", response_model=SimulationOut, name="get_simulation")
-def get_simulation(simulation_id: SimulationId, request: Request, _: Viewer) -> SimulationOut:
+@router.get("/{twin_run_id}", response_model=TwinRunOut, name="get_twin_run")
+def get_twin_run(twin_run_id: TwinRunId, request: Request, _: Viewer) -> TwinRunOut:
     """State, the last progress line and, once completed, the result."""
-    return SimulationOut.of(_service(request).get(simulation_id))
+    return TwinRunOut.of(_service(request).get(twin_run_id))

@@ -45,7 +45,7 @@ from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import make_url
 
-log = logging.getLogger("controller.rollout.shard")
+log = logging.getLogger("controller.rollout.engine")
 
 TASK = "sluice.rollout.converge_switch"
 RECONCILE_TASK = "sluice.reconcile.switch"
@@ -263,7 +263,7 @@ class EngineWorker:
 
     def member_id(self) -> int | None:
         """This worker's id in ``procrastinate_workers`` (None before it registered or once
-        it stopped): the name the drift-watch share (``controller/reconcile/share.py``) knows
+        it stopped): the name the drift-watch share (``controller/reconcile/shard.py``) knows
         it by."""
         worker = self._worker
         return worker.worker_id if worker is not None else None

@@ -2,7 +2,7 @@
 
 Field-level rules (types, ranges, formats) live here; rules that look across objects (each
 DSCP used once, QJUMP levels fit the line rate, thresholds fit the buffer) live in
-``controller/policy/validate.py``, which returns every problem at once with its field path.
+``controller/intent/validate.py``, which returns every problem at once with its field path.
 
 Units are in the field names: ``_gbps`` (10^9 bit/s), ``_bytes``, ``_us`` (microseconds).
 """

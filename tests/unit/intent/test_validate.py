@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from controller.errors import IntentInvalid
-from controller.policy.loader import parse_intent
-from controller.policy.models import Intent
-from controller.policy.validate import intent_problems, validate_intent
+from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
+from controller.intent.validate import intent_problems, validate_intent
 
 from .helpers import assert_has_problem, assert_only_problem, problems_of
 from .intents import intent_data, switch_data

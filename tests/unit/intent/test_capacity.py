@@ -5,8 +5,8 @@ Expected values are worked out by hand in the comments.
 
 from __future__ import annotations
 
-from controller.policy.loader import parse_intent
-from controller.policy.validate import intent_problems
+from controller.intent.loader import parse_intent
+from controller.intent.validate import intent_problems
 
 from .helpers import assert_has_problem, assert_only_problem, problems_of
 from .intents import intent_data

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.policy.loader import load_intent_file
-from controller.policy.models import Intent, Scheduling, SchedulingType
-from controller.settings import SimulateSettings
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent, Scheduling, SchedulingType
+from controller.settings import TwinSettings
 from controller.twin.results import compare
-from controller.twin.runner import NetsimFailed, run_netsim, simulate
+from controller.twin.runner import NetsimFailed, run_netsim, run_twin
 from controller.twin.translate import Request
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
-NETSIM = SimulateSettings().netsim
+NETSIM = TwinSettings().netsim
 # storage and best-effort share the load: both DWRR queues are backlogged at once on the
 # host ports, where the weights decide who is served.
 CONTENDED = Request(load=0.8, flows=400, seed=1, mix=(("storage", 0.5), ("best-effort", 0.5)))
@@ -27,13 +27,13 @@ def intent() -> Intent:
 
 
 def _run(intent: Intent, request: Request) -> dict[str, object]:
-    return simulate(intent, request, NETSIM, timeout_s=120)
+    return run_twin(intent, request, NETSIM, timeout_s=120)
 
 
 def test_every_class_is_reported_and_a_seed_repeats(intent: Intent) -> None:
     lines: list[str] = []
     request = Request(flows=300, seed=7)
-    first = simulate(intent, request, NETSIM, timeout_s=120, on_progress=lines.append)
+    first = run_twin(intent, request, NETSIM, timeout_s=120, on_progress=lines.append)
     names = [row["name"] for row in first["classes"]]
     assert names == ["control", "rpc", "storage", "analytics", "best-effort"]
     assert all(row["flows"] == 60 and row["mean_us"] > 0 for row in first["classes"])

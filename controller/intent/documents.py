@@ -4,7 +4,7 @@ before a parser could fail in a way that names nothing: Python's ``int()`` refus
 brackets end in ``RecursionError``).
 
 Every refusal is a ``DocumentInvalid`` whose detail says what was wrong and where. JSON
-bodies are parsed here as YAML files are in ``controller/policy/loader.py``: a key given
+bodies are parsed here as YAML files are in ``controller/intent/loader.py``: a key given
 twice in one object is refused, not silently the last.
 """
 

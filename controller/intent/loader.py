@@ -3,7 +3,7 @@
 Every refusal is an ``IntentInvalid`` holding one ``FieldProblem`` per reason, with a dotted
 field path an operator can find in their file (``switches[0].ports[3].speed_gbps``,
 ``fabric.qjump.factors.7``). Field-level errors come from pydantic; when the shape is right the
-cross-object rules of ``controller/policy/validate.py`` run and report everything at once.
+cross-object rules of ``controller/intent/validate.py`` run and report everything at once.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from controller.errors import DocumentInvalid, FieldProblem, IntentInvalid
-from controller.policy.documents import (
+from controller.intent.documents import (
     NESTING_MAX,
     check_integer_digits,
     check_nesting,
     decode_text,
 )
-from controller.policy.models import Intent
-from controller.policy.validate import validate_intent
+from controller.intent.models import Intent
+from controller.intent.validate import validate_intent
 
 # Path used when the problem is the document itself (not a mapping, unreadable, bad YAML).
 ROOT_PATH = "intent"
@@ -122,7 +122,7 @@ _install_yaml12_booleans()
 
 def parse_yaml(text: str) -> object:
     """YAML text to plain data; a syntax error becomes ``IntentInvalid`` naming line/column,
-    and so does a document past the limits of ``controller/policy/documents.py``."""
+    and so does a document past the limits of ``controller/intent/documents.py``."""
     try:
         check_nesting(text, "the YAML")
         # A SafeLoader subclass: no arbitrary objects.

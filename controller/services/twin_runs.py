@@ -2,7 +2,7 @@
 a second one) in the packet-level twin; the worker claims it, runs netsim on each version
 (``controller/twin``), relays netsim's progress into the row and stores the result.
 
-The API only records (a run takes seconds to minutes of CPU); ``GET /simulations/{id}``
+The API only records (a run takes seconds to minutes of CPU); ``GET /twin-runs/{id}``
 shows the state, the last progress line and, once completed, the result: FCT per class and
 per size bucket for each version, the deltas when comparing, and what the twin does not model.
 """
@@ -19,23 +19,22 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import FieldProblem, IntentInvalid, NotFound
-from controller.policy.models import Intent
+from controller.intent.models import Intent
 from controller.services.common import Actor
-from controller.store.models import Simulation
+from controller.store.models import TwinRun
 from controller.store.repositories import intents
 from controller.twin.results import compare
-from controller.twin.runner import NetsimFailed
-from controller.twin.runner import simulate as simulate_in_netsim
+from controller.twin.runner import NetsimFailed, run_twin
 from controller.twin.translate import Request, TwinInputInvalid, check_request
 from controller.types import Clock
 
 JsonObject = dict[str, Any]
-# (intent, request, on_progress) -> result: controller.twin.runner.simulate bound to a binary.
+# (intent, request, on_progress) -> result: controller.twin.runner.run_twin bound to a binary.
 Simulate = Callable[[Intent, Request, Callable[[str], None]], JsonObject]
 
 
 @dataclass(frozen=True, slots=True)
-class SimulationView:
+class TwinRunView:
     id: int
     state: str
     intent_version: int
@@ -50,8 +49,8 @@ class SimulationView:
     finished_at: datetime | None
 
 
-def _view(row: Simulation) -> SimulationView:
-    return SimulationView(
+def _view(row: TwinRun) -> TwinRunView:
+    return TwinRunView(
         row.id,
         row.state,
         row.intent_version,
@@ -85,7 +84,7 @@ def _intent_at(session: Session, version: int) -> Intent:
     return Intent.model_validate(row.intent)
 
 
-class SimulationService:
+class TwinRunService:
     """The API's side: record a request, read one back."""
 
     def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
@@ -99,7 +98,7 @@ class SimulationService:
         request: Request,
         version: int | None = None,
         compare_version: int | None = None,
-    ) -> SimulationView:
+    ) -> TwinRunView:
         """Record a run of ``version`` (default: the current intent) and, if given, of
         ``compare_version`` on the same flows. Refuses a request the twin cannot run."""
         try:
@@ -119,7 +118,7 @@ class SimulationService:
             if unknown:
                 reason = f"names classes not in the intent: {', '.join(unknown)}"
                 raise IntentInvalid([FieldProblem("mix", reason)])
-            row = Simulation(
+            row = TwinRun(
                 state="pending",
                 intent_version=version,
                 compare_version=compare_version,
@@ -131,15 +130,15 @@ class SimulationService:
             session.flush()
             return _view(row)
 
-    def get(self, simulation_id: int) -> SimulationView:
+    def get(self, twin_run_id: int) -> TwinRunView:
         with self._sessions() as session:
-            row = session.get(Simulation, simulation_id)
+            row = session.get(TwinRun, twin_run_id)
             if row is None:
-                raise NotFound(f"simulation {simulation_id} does not exist")
+                raise NotFound(f"simulation {twin_run_id} does not exist")
             return _view(row)
 
 
-class SimulationRunner:
+class TwinRunRunner:
     """The worker's side: claim the oldest pending request, run it, store the result.
 
     A run still ``running`` after ``stale_after`` was left by a worker that stopped (every
@@ -159,14 +158,14 @@ class SimulationRunner:
         self._clock = clock
         self._stale_after = stale_after
 
-    def _claim(self) -> Simulation | None:
+    def _claim(self) -> TwinRun | None:
         now = self._clock()
-        left = (Simulation.state == "running") & (Simulation.started_at < now - self._stale_after)
+        left = (TwinRun.state == "running") & (TwinRun.started_at < now - self._stale_after)
         with self._sessions.begin() as session:
             found = session.scalars(
-                select(Simulation)
-                .where((Simulation.state == "pending") | left)
-                .order_by(Simulation.id)
+                select(TwinRun)
+                .where((TwinRun.state == "pending") | left)
+                .order_by(TwinRun.id)
                 .limit(1)
                 .with_for_update(skip_locked=True)
             ).first()
@@ -178,11 +177,9 @@ class SimulationRunner:
             session.expunge(found)
             return found
 
-    def _set(self, simulation_id: int, **values: Any) -> None:
+    def _set(self, twin_run_id: int, **values: Any) -> None:
         with self._sessions.begin() as session:
-            session.execute(
-                update(Simulation).where(Simulation.id == simulation_id).values(**values)
-            )
+            session.execute(update(TwinRun).where(TwinRun.id == twin_run_id).values(**values))
 
     def run_once(self) -> int:
         """Run one pending simulation (1), or none is pending (0)."""
@@ -214,12 +211,10 @@ class SimulationRunner:
         return 1
 
 
-def netsim_simulate(binary: Path, timeout_s: float) -> Simulate:
-    """``controller.twin.runner.simulate`` over ``binary``."""
+def run_twin_with(binary: Path, timeout_s: float) -> Simulate:
+    """``controller.twin.runner.run_twin`` over ``binary``."""
 
     def run(intent: Intent, request: Request, on_progress: Callable[[str], None]) -> JsonObject:
-        return simulate_in_netsim(
-            intent, request, binary, timeout_s=timeout_s, on_progress=on_progress
-        )
+        return run_twin(intent, request, binary, timeout_s=timeout_s, on_progress=on_progress)
 
     return run
