@@ -125,10 +125,19 @@ class PlanRequest(Strict):
     )
 
 
+class WarningOut(BaseModel):
+    field: str
+    reason: str
+
+
 class PlansOut(BaseModel):
     base_version: int
     proposed: bool
     plans: list[PlanOut]
+    warnings: list[WarningOut] = Field(
+        description="accepted, but worth knowing: where the switches' agent will hold its "
+        "static fallback or do no measured good at the intent's interval"
+    )
 
 
 class DiffOut(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import ServicesDep, Viewer
-from api.schemas import PlanOut, PlanRequest, PlansOut
+from api.schemas import PlanOut, PlanRequest, PlansOut, WarningOut
 
 router = APIRouter(prefix="/plans", tags=["plans"])
 
@@ -19,4 +19,5 @@ def create_plans(body: PlanRequest, services: ServicesDep, _: Viewer) -> PlansOu
         base_version=result.base_version,
         proposed=result.proposed,
         plans=[PlanOut.of(plan) for plan in result.plans],
+        warnings=[WarningOut(field=w.path, reason=w.reason) for w in result.warnings],
     )

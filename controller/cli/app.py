@@ -212,9 +212,22 @@ def plans_of(document: Any) -> list[JsonObject]:
     return plans
 
 
+def warnings_of(document: Any) -> list[JsonObject]:
+    """The warnings of a ``/plans`` answer (none in a ``/diff`` answer)."""
+    warnings = document.get("warnings") if isinstance(document, dict) else None
+    return [w for w in warnings if isinstance(w, dict)] if isinstance(warnings, list) else []
+
+
 def show_plans(
-    out: Console, plans: Sequence[JsonObject], fmt: Output, *, summary: bool = False
+    out: Console,
+    plans: Sequence[JsonObject],
+    fmt: Output,
+    *,
+    summary: bool = False,
+    warnings: Sequence[JsonObject] = (),
 ) -> None:
+    """The plan on stdout; its warnings on stderr too (stdout stays the plan for scripts)."""
+
     def render() -> None:
         if plan_has_changes(plans) and summary:
             out.print(table(COUNT_HEADERS, table_count_rows(plans)))
@@ -224,7 +237,13 @@ def show_plans(
         for line in plan_summary(plans, ports=not summary):
             say(out, line)
 
-    emit(out, {"plans": list(plans)}, fmt, render)
+    document: JsonObject = {"plans": list(plans)}
+    if warnings:
+        document["warnings"] = list(warnings)
+    emit(out, document, fmt, render)
+    err = Console(stderr=True)
+    for warning in warnings:
+        say(err, f"warning: {warning.get('field')}: {warning.get('reason')}")
 
 
 def report_write(written: JsonObject, previous: int) -> None:
@@ -258,8 +277,9 @@ def apply(
     def action(api: ApiClient, out: Console) -> ExitCode:
         intent = read_intent_document(file)
         api.post_json("/intent/validate", intent)
-        plans = plans_of(api.post_json("/plans", {"intent": intent}))
-        show_plans(out, plans, output, summary=summary)
+        answer = api.post_json("/plans", {"intent": intent})
+        plans = plans_of(answer)
+        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         _, current = api.current_intent()
@@ -282,8 +302,9 @@ def plan(
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         body = {"switches": [switch]} if switch else {}
-        plans = plans_of(api.post_json("/plans", body))
-        show_plans(out, plans, output, summary=summary)
+        answer = api.post_json("/plans", body)
+        plans = plans_of(answer)
+        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
     run_with_api(ctx, action)

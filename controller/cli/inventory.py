@@ -25,6 +25,7 @@ from controller.cli.app import (
     run_with_api,
     say,
     show_plans,
+    warnings_of,
 )
 from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code
@@ -89,8 +90,9 @@ def import_switches(
         intent, replaced, added = merge_switches(document["intent"], switches)
         say(Console(stderr=True), f"{replaced} switch(es) replaced, {added} added")
         api.post_json("/intent/validate", intent)
-        plans = plans_of(api.post_json("/plans", {"intent": intent}))
-        show_plans(out, plans, output, summary=summary)
+        answer = api.post_json("/plans", {"intent": intent})
+        plans = plans_of(answer)
+        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         written = api.replace_intent(

@@ -122,11 +122,12 @@ def twin(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
-    agent: Annotated[
+    per_packet: Annotated[
         bool,
         typer.Option(
-            "--agent",
-            help="switch ports run the qos-agent's polling loop instead of per-packet MQ-ECN/DynaQ",
+            "--per-packet",
+            help="switch ports run MQ-ECN/DynaQ/HDCQ per packet, as the papers do, instead of "
+            "the qos-agent's loop at the intent's interval (what a switch runs)",
         ),
     ] = False,
 ) -> None:
@@ -134,7 +135,7 @@ def twin(
 
     def request() -> Request:
         try:
-            return Request(workload, load, flows, seed, parse_mix(mix), agent)
+            return Request(workload, load, flows, seed, parse_mix(mix), per_packet)
         except TwinInputInvalid as error:
             raise IntentInvalid([FieldProblem("mix", str(error))]) from error
 

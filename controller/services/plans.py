@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.errors import NotFound
+from controller.errors import FieldProblem, NotFound
+from controller.intent.agent_advice import agent_warnings
 from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.sonic.model import Plan, SwitchConfig
@@ -30,11 +32,13 @@ from controller.types import Clock
 @dataclass(frozen=True, slots=True)
 class PlanResult:
     """Plans against ``base_version`` (the current version: its desired state is what sluice
-    owns, and the target unless an intent was proposed)."""
+    owns, and the target unless an intent was proposed), and the warnings about the planned
+    intent (``controller.intent.agent_advice``: accepted, but the agent will do no good)."""
 
     base_version: int
     proposed: bool
     plans: list[Plan]
+    warnings: list[FieldProblem]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +58,21 @@ class PlanService:
     ) -> PlanResult:
         """Per-switch plans from the recorded running state to the desired state of
         ``intent_data`` (a proposed intent, validated) or, if None, of the current version."""
-        proposed = None if intent_data is None else compile_fleet(parse_intent(intent_data))
+        planned = None if intent_data is None else parse_intent(intent_data)
+        proposed = None if planned is None else compile_fleet(planned)
         with self._sessions() as session:
             head = intents.head_number(session=session)
+            if planned is None:
+                current = intents.latest_version(session=session)
+                # Stored intents were validated when written; only their shape is read here.
+                planned = None if current is None else Intent.model_validate(current.intent)
             owned = decode_fleet(intents.desired_states(session=session, version=head))
             desired = owned if proposed is None else proposed
             wanted = _select(switches, set(desired) | set(owned))
             observed = decode_fleet(states.latest_running_states(session=session, switches=wanted))
         plans = _plans(_only(desired, wanted), observed, _only(owned, wanted))
-        return PlanResult(head, proposed is not None, plans)
+        warnings = [] if planned is None else agent_warnings(planned)
+        return PlanResult(head, proposed is not None, plans, warnings)
 
     def diff(
         self,

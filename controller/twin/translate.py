@@ -24,6 +24,7 @@ from controller.intent.models import EcnMode, Intent, Role, SchedulingType, Serv
 from controller.sonic.compile import fleet_qos, port_profile
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue
+from controller.sonic.tables.flex_counter_table import agent_refusal
 
 JsonObject = dict[str, Any]
 
@@ -41,16 +42,17 @@ class Request:
     """What to run: a workload at a load of every host link, so many flows, a seed.
 
     ``mix``: each class's share of the load, by class name (default: equal shares).
-    ``agent``: switch ports run the qos-agent's loop (qos-core, polling counters every
-    ``interval_ms`` of simulated time) on the orders the controller compiles, instead of
-    vasic's per-packet MQ-ECN or DynaQ."""
+    ``per_packet``: switch ports run MQ-ECN, DynaQ or HDCQ per packet, as the papers do
+    (vasic's ideal modes), instead of what a switch runs: the deployed qos-agent's loop
+    (qos-core) on the orders the controller compiles, stepped every
+    ``fabric.agent.interval_ms`` of simulated time, the switches' queue counter interval."""
 
     workload: str = "websearch"
     load: float = 0.6
     flows: int = 2000
     seed: int = 1
     mix: tuple[tuple[str, float], ...] = ()
-    agent: bool = False
+    per_packet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,24 +177,35 @@ def _threshold(fields: dict[str, str] | None) -> int | None:
     return int(fields["green_min_threshold"])
 
 
-def _aqm(fleet: FleetQos, notes: list[str], agent: bool) -> str | JsonObject:
-    """vasic's MQ-ECN and DynaQ modes are port-wide; the intent's other queues keep theirs on
-    the switch but follow the port's mode in the twin. With the agent, each queue keeps its
-    compiled profile and the agent rewrites the dynamic ones."""
+def _agent_aqm(fleet: FleetQos, notes: list[str]) -> str:
+    """What a switch runs: each queue its compiled profile, the agent rewriting the dynamic
+    ones every interval (or, if the switch's counters cannot feed it, holding them at their
+    static fallback, as the agent does)."""
     algorithm = fleet.algorithm
-    if agent and algorithm != "static":
-        notes.append(
-            f"{algorithm} runs as the qos-agent's loop (qos-core) every "
-            f"{fleet.fabric.agent.interval_ms} ms of simulated time, reading the counters SONiC "
-            "publishes (no occupancy: the watermark, read and cleared)"
-        )
+    if algorithm == "static":
         return "per_queue"
-    if algorithm in ("static", EcnMode.HDCQ.value):
-        if algorithm == EcnMode.HDCQ.value:
-            notes.append(
-                "HDCQ (agent-adapted thresholds): the twin holds its queues at the agent's "
-                "static start value"
-            )
+    interval_ms = fleet.fabric.agent.interval_ms
+    refusal = agent_refusal(fleet.fabric, EcnMode(algorithm))
+    if refusal is not None:
+        notes.append(
+            f"{algorithm}: a switch's agent refuses these orders ({refusal}) and holds every "
+            "dynamic queue at its static fallback; so does the twin"
+        )
+    else:
+        notes.append(
+            f"{algorithm} runs as the deployed qos-agent's loop (qos-core) every {interval_ms} "
+            "ms of simulated time, the switches' queue counter interval, reading the counters "
+            "SONiC publishes (no occupancy: the watermark, read and cleared); the counters' "
+            "own polling phase is not modelled"
+        )
+    return "per_queue"
+
+
+def _per_packet_aqm(intent: Intent, fleet: FleetQos, notes: list[str]) -> str | JsonObject:
+    """vasic's MQ-ECN, DynaQ and HDCQ modes are port-wide; the intent's other queues keep
+    theirs on the switch but follow the port's mode in the twin."""
+    algorithm = fleet.algorithm
+    if algorithm == "static":
         return "per_queue"
     others = sorted({q.ecn.value for q in fleet.queues if q.ecn.value != algorithm})
     if others:
@@ -201,11 +214,37 @@ def _aqm(fleet: FleetQos, notes: list[str], agent: bool) -> str | JsonObject:
             f"marked by {algorithm} in the twin"
         )
     notes.append(
-        f"{algorithm} runs as vasic's ideal per-packet model, not the qos-agent's polling loop"
+        f"{algorithm} runs per packet (vasic's ideal model, as the papers run it), not as the "
+        "qos-agent a switch runs"
     )
     if algorithm == EcnMode.MQECN.value:
         return {"mqecn": {"k_std_bytes": 0.0}}  # per port kind, below
+    if algorithm == EcnMode.HDCQ.value:
+        return _hdcq_per_packet(intent, notes)
     return "dynaq"
+
+
+def _hdcq_per_packet(intent: Intent, notes: list[str]) -> str | JsonObject:
+    """HDCQ's Algorithm 2 on the first HDCQ class's queues (HDCQ 2021 §3.3.2): Q1 its ACK
+    queue, Q2 its own, Q3 its long queue; Eq. (1)'s period one base RTT."""
+    service_class = next((c for c in intent.service_classes if c.hdcq is not None), None)
+    if service_class is None or service_class.hdcq is None:
+        notes.append(
+            "HDCQ per packet: no class has HDCQ's queues (hdcq), so the twin holds its queues "
+            "at the agent's static start value"
+        )
+        return "per_queue"
+    hdcq = service_class.hdcq
+    return {
+        "hdcq": {
+            "q1": hdcq.ack.queue,
+            "q2": service_class.queue,
+            "q3": hdcq.long.queue,
+            "port_threshold_pct": hdcq.port_threshold_pct,
+            "k": intent.fabric.agent.hdcq_k,
+            "period_ns": intent.fabric.base_rtt_us * 1000.0,
+        }
+    }
 
 
 def _port_qos(profile: PortProfile, queues: int, aqm: str | JsonObject) -> JsonObject:
@@ -241,12 +280,19 @@ def _queues(fleet: FleetQos, profile: PortProfile) -> list[JsonObject]:
 def _marking(intent: Intent, notes: list[str]) -> list[JsonObject]:
     """Each class's DSCP, and its PIAS stages when hosts tag it (only classes with
     ``hosts_match`` are tagged by sluice's hosts; others are assumed marked by their
-    senders)."""
+    senders). An HDCQ class is tagged as its hosts tag it (``hosts.compile.hdcq_entry``):
+    its own DSCP up to ``flow_type_thresh_bytes``, then ``long``'s."""
     out: list[JsonObject] = []
     for service_class in intent.service_classes:
         entry: JsonObject = {"dscp": service_class.dscp[0], "pias": None}
         pias = service_class.pias
-        if pias is not None and service_class.hosts_match is not None:
+        hdcq = service_class.hdcq
+        if hdcq is not None and service_class.hosts_match is not None:
+            entry["pias"] = {
+                "thresholds_bytes": [hdcq.flow_type_thresh_bytes],
+                "dscp": [hdcq.long.dscp],
+            }
+        elif pias is not None and service_class.hosts_match is not None:
             thresholds = pias_thresholds(pias)
             entry["pias"] = {
                 "thresholds_bytes": thresholds,
@@ -322,10 +368,18 @@ def qjump_level(level: JsonObject, line_rate_bps: int, packet_bytes: int) -> Jso
 def agent_orders(fleet: FleetQos, profiles: dict[str, PortProfile | None]) -> JsonObject | None:
     """netsim's agent spec: the compiled ``SLUICE_AGENT|global`` fields and, per port kind,
     the ``SLUICE_AGENT_QUEUE`` rows of that kind's profile (a kind with no dynamic queue gets
-    no agent)."""
+    no agent). Orders a switch's agent would refuse for want of fresh counters run as
+    ``static``: the agent then holds every queue at its fallback."""
     if fleet.algorithm == "static":
         return None
-    spec: JsonObject = {"global": sluice_agent.orders_fields(fleet, "twin")}
+    orders = sluice_agent.orders_fields(fleet, "twin")
+    if agent_refusal(fleet.fabric, EcnMode(fleet.algorithm)) is not None:
+        orders = {**orders, "algorithm": "static"}
+    spec: JsonObject = {"global": orders}
+    if fleet.fabric.counters.wred_ecn_queue:
+        # The switches poll WRED_ECN_QUEUE at the agent's interval (flex_counter_table): the
+        # agent reads the marked counts too.
+        spec["readout"] = "published_with_ecn"
     # The agent rewrites thresholds only; whether a step marks or drops is the compiled
     # profile's ``ecn`` field, which it keeps (agents/qos-agent/src/wred.rs).
     dynamic = [
@@ -347,7 +401,24 @@ def agent_orders(fleet: FleetQos, profiles: dict[str, PortProfile | None]) -> Js
     return spec if any(kind in spec for kind in profiles) else None
 
 
-def qos(intent: Intent, notes: list[str], agent: bool = False) -> JsonObject:
+def _ack_queue(intent: Intent, notes: list[str]) -> int | None:
+    """Where pure ACKs go: an HDCQ class's hosts put theirs in its ``ack`` queue (Priority 1,
+    HDCQ 2021 Algorithm 1). netsim has one ACK queue for every flow, so with several HDCQ
+    classes, or other classes beside one, every flow's ACKs take the first one's."""
+    tagged = [c for c in intent.service_classes if c.hdcq is not None and c.hosts_match]
+    if not tagged:
+        return None
+    first = tagged[0].hdcq
+    assert first is not None  # filtered above
+    if len(tagged) < len(intent.service_classes):
+        notes.append(
+            f"pure ACKs of every class go to HDCQ's ack queue {first.ack.queue} (netsim has one "
+            "ACK queue; a host puts only the HDCQ class's ACKs there)"
+        )
+    return first.ack.queue
+
+
+def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObject:
     fleet = fleet_qos(intent)
     spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
     groups = _port_groups(intent, spines)
@@ -355,7 +426,7 @@ def qos(intent: Intent, notes: list[str], agent: bool = False) -> JsonObject:
     base = profiles["leaf_down"] or profiles["spine"] or profiles["leaf_up"]
     if base is None:
         raise TwinInputInvalid("the twin needs switch ports")
-    aqm = _aqm(fleet, notes, agent)
+    aqm = _per_packet_aqm(intent, fleet, notes) if per_packet else _agent_aqm(fleet, notes)
     if isinstance(aqm, dict) and "mqecn" in aqm:
         aqm = {"mqecn": {"k_std_bytes": float(base.k_bytes)}}
     return {
@@ -376,8 +447,9 @@ def qos(intent: Intent, notes: list[str], agent: bool = False) -> JsonObject:
             for kind, profile in profiles.items()
             if profile is not None
         },
+        "ack_queue": _ack_queue(intent, notes),
         "qjump": qjump_hosts(intent, notes),
-        "agent": agent_orders(fleet, profiles) if agent else None,
+        "agent": None if per_packet else agent_orders(fleet, profiles),
     }
 
 
@@ -437,7 +509,7 @@ def translate(intent: Intent, request: Request) -> TwinConfig:
         "seed": request.seed,
         "topology": topology(intent, notes),
         "tcp": tcp(intent, notes),
-        "qos": qos(intent, notes, request.agent),
+        "qos": qos(intent, notes, request.per_packet),
         "traffic": traffic(intent, request),
         "end_ns": 60e9,
     }

@@ -158,3 +158,23 @@ def test_snapshot_encoding_splits_on_the_first_bar_only() -> None:
         ("QUEUE", "Ethernet0|3"): {"scheduler": "S"},
         ("SLUICE_AGENT", "global"): {"x": "1"},
     }
+
+
+def test_a_plan_warns_where_the_agent_will_do_no_good(stored: TestClient, auth: Any) -> None:
+    # The stored intent runs no agent: no warning. A proposed DynaQ at the default 100 ms
+    # is accepted and planned, with the agent's own refusal named (SONiC polls watermarks
+    # every 1 s at the fastest, controller.intent.agent_advice).
+    body = stored.post("/api/v1/plans", json={}, headers=auth["viewer"]).json()
+    assert body["warnings"] == []
+    proposed = small_intent()
+    for service_class in proposed["service_classes"]:
+        if service_class["scheduling"]["type"] == "DWRR":
+            service_class["ecn"] = "dynaq"
+    answer = stored.post("/api/v1/plans", json={"intent": proposed}, headers=auth["viewer"])
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["proposed"] is True
+    assert body["plans"]
+    (warning,) = body["warnings"]
+    assert warning["field"] == "fabric.agent.interval_ms"
+    assert "QUEUE_WATERMARK" in warning["reason"]

@@ -33,9 +33,8 @@ use std::time::Duration;
 
 use qos_core::counters::{QueueCounters, QueueRates, QueueSnapshot, RateEstimator, RateOutcome};
 use qos_core::flex::{check_counter_polls, keep_fresh_stats, CounterGroup, CounterPollError};
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{Algorithm, QueueOrders};
-use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput};
+use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput, QueueMemory};
 use tracing::{info, warn};
 
 use crate::backend::{Backend, BackendError, CounterRead, WredWrite, WriteOutcome};
@@ -56,11 +55,12 @@ pub struct Iteration {
     pub moved: usize,
 }
 
-/// Per queue read (managed or not): rate estimation, HDCQ state and what is in force.
+/// Per queue read (managed or not): rate estimation, the algorithms' memory and what is in
+/// force.
 #[derive(Debug, Clone)]
 struct QueueRuntime {
     estimator: RateEstimator,
-    hdcq: HdcqState,
+    memory: QueueMemory,
     /// The threshold the agent last wrote, bytes; 0 until it wrote one.
     in_force: u64,
     basis: Basis,
@@ -74,7 +74,7 @@ impl QueueRuntime {
     fn new(orders: &QueueOrders, stale_after_ns: u64) -> Self {
         Self {
             estimator: RateEstimator::new(orders.line_rate_bps(), stale_after_ns),
-            hdcq: HdcqState::default(),
+            memory: QueueMemory::default(),
             in_force: 0,
             basis: Basis::Kept,
             last_counters: None,
@@ -156,7 +156,7 @@ impl Agent {
         let stale_after_ns = self.orders.as_ref().map_or(0, |o| o.agent.stale_after_ns());
         for (id, rt) in self.queues.iter_mut() {
             if let Some(o) = self.orders.as_ref().and_then(|o| o.queue(id)) {
-                *rt = QueueRuntime { hdcq: rt.hdcq, ..QueueRuntime::new(o, stale_after_ns) };
+                *rt = QueueRuntime { memory: rt.memory, ..QueueRuntime::new(o, stale_after_ns) };
             }
         }
         self.note_mode(Mode::Fallback);
@@ -175,9 +175,9 @@ impl Agent {
         };
         let ids = Arc::clone(&self.ids);
         self.check_counters(backend, &orders).await?;
-        let observed = if self.counter_refusal.is_some() {
+        let (observed, read_ns) = if self.counter_refusal.is_some() {
             // The counters cannot be trusted at this interval: not read, every port falls back.
-            vec![Observed { rates: None, stale: true }; ids.len()]
+            (vec![Observed { rates: None, stale: true }; ids.len()], clock.now_ns())
         } else {
             let mut reads = backend.read_counters(&ids).await?;
             if let Some(fresh) = &self.fresh_groups {
@@ -187,9 +187,10 @@ impl Agent {
                     }
                 }
             }
-            self.observe(&orders, &ids, reads, clock.now_ns())
+            let read_ns = clock.now_ns();
+            (self.observe(&orders, &ids, reads, read_ns), read_ns)
         };
-        let decisions = self.decide(&orders, &ids, &observed);
+        let decisions = self.decide(&orders, &ids, &observed, read_ns);
         let moved = self.apply(backend, &orders, &ids, &decisions).await?;
         let (mode, reason) = match self.fallback_reason(&ids, &decisions) {
             Some(reason) => (Mode::Fallback, reason),
@@ -345,7 +346,7 @@ impl Agent {
             let Some(o) = set.queue(id) else { continue };
             let mut rt = QueueRuntime::new(o, stale_after_ns);
             if let Some(old) = self.queues.get(id).filter(|_| o.managed) {
-                rt.hdcq = old.hdcq;
+                rt.memory = old.memory;
                 if (o.floor_bytes..=o.ceiling_bytes).contains(&old.in_force) {
                     rt.in_force = old.in_force;
                 }
@@ -407,6 +408,7 @@ impl Agent {
         orders: &OrderSet,
         ids: &[QueueId],
         observed: &[Observed],
+        now_ns: u64,
     ) -> Vec<Option<QueueDecision>> {
         let mut out = Vec::with_capacity(ids.len());
         let mut at = 0;
@@ -429,12 +431,14 @@ impl Agent {
                     current_bytes: self.queues.get(id).map_or(0, |rt| rt.in_force),
                 })
                 .collect();
-            let mut hdcq: Vec<HdcqState> =
-                port_ids.iter().map(|id| self.queues.get(id).map(|rt| rt.hdcq).unwrap_or_default()).collect();
-            out.extend(decide_port(&orders.agent, &inputs, &mut hdcq));
-            for (id, state) in port_ids.iter().zip(hdcq) {
+            let mut memory: Vec<QueueMemory> = port_ids
+                .iter()
+                .map(|id| self.queues.get(id).map(|rt| rt.memory).unwrap_or_default())
+                .collect();
+            out.extend(decide_port(&orders.agent, now_ns, &inputs, &mut memory));
+            for (id, kept) in port_ids.iter().zip(memory) {
                 if let Some(rt) = self.queues.get_mut(id) {
-                    rt.hdcq = state;
+                    rt.memory = kept;
                 }
             }
         }

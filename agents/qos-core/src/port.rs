@@ -27,7 +27,7 @@
 //! when the port drains the queue resumes from the smoothed level it would have had.
 
 use crate::counters::QueueRates;
-use crate::dynaq::{dynaq_limits, DynaqQueue};
+use crate::dynaq::{activity_window_ns, dynaq_limits, DynaqQueue, DynaqState};
 use crate::hdcq::{port_over_its_point, HdcqState};
 use crate::mqecn::{mqecn_thresholds_per_queue, MqecnParams, MqecnQueue, QueueDemand};
 use crate::orders::{AgentOrders, Algorithm, QueueOrders};
@@ -71,14 +71,25 @@ pub struct QueueDecision {
     pub basis: Basis,
 }
 
-/// Decides every queue of one port: one entry per input, `None` for an unmanaged queue.
-/// `hdcq` holds one state per queue (same order); it is only advanced for managed queues with
-/// rates when the algorithm is HDCQ. Any queue `Stale`, managed or not, sends the port's
-/// managed queues to `static_bytes`: the shares would be computed from a feed that stopped.
+/// What one queue's algorithm carries from one step to the next.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QueueMemory {
+    /// HDCQ's smoothed marked fraction.
+    pub hdcq: HdcqState,
+    /// DynaQ's smoothed load, last activity and last drop.
+    pub dynaq: DynaqState,
+}
+
+/// Decides every queue of one port at `now_ns`: one entry per input, `None` for an unmanaged
+/// queue. `memory` holds one entry per queue (same order); only the running algorithm's part
+/// is advanced (HDCQ: managed queues with rates; DynaQ: every queue). Any queue `Stale`,
+/// managed or not, sends the port's managed queues to `static_bytes`: the shares would be
+/// computed from a feed that stopped.
 pub fn decide_port(
     orders: &AgentOrders,
+    now_ns: u64,
     queues: &[QueueInput<'_>],
-    hdcq: &mut [HdcqState],
+    memory: &mut [QueueMemory],
 ) -> Vec<Option<QueueDecision>> {
     let fallback = |basis| {
         queues
@@ -96,8 +107,8 @@ pub fn decide_port(
     }
     let computed = match orders.algorithm {
         Algorithm::Mqecn => mqecn_step(orders, queues),
-        Algorithm::Dynaq => dynaq_step(orders, queues),
-        Algorithm::Hdcq | Algorithm::Static => hdcq_step(orders, queues, hdcq),
+        Algorithm::Dynaq => dynaq_step(orders, now_ns, queues, memory),
+        Algorithm::Hdcq | Algorithm::Static => hdcq_step(orders, queues, memory),
     };
     queues
         .iter()
@@ -163,22 +174,38 @@ fn mqecn_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
     mqecn_thresholds_per_queue(&params, &input, &standard)
 }
 
-fn dynaq_step(orders: &AgentOrders, queues: &[QueueInput<'_>]) -> Vec<u64> {
+fn dynaq_step(
+    orders: &AgentOrders,
+    now_ns: u64,
+    queues: &[QueueInput<'_>],
+    memory: &mut [QueueMemory],
+) -> Vec<u64> {
     let Some(first) = queues.first() else {
         return Vec::new();
     };
+    let line_rate_bps = first.orders.line_rate_bps();
+    let window_ns = activity_window_ns(first.orders.buffer_bytes, line_rate_bps, orders.rtt_us);
     let input: Vec<DynaqQueue> = queues
         .iter()
-        .map(|q| DynaqQueue {
-            weight: q.orders.weight,
-            occupancy_bytes: q.rates.map_or(0, |r| r.occupancy_bytes),
-            active: q.rates.is_some_and(|r| r.is_active()),
-            dropping: q.rates.is_some_and(|r| r.dropped_packets > 0),
-            bounds: bounds(q.orders),
-            current_bytes: q.current_bytes,
+        .enumerate()
+        .map(|(i, q)| {
+            // A queue without memory (a caller passing fewer) is seen through this step alone.
+            let seen = match memory.get_mut(i) {
+                Some(m) => m.dynaq.observe(now_ns, window_ns, q.rates.as_ref()),
+                None => DynaqState::default().observe(now_ns, window_ns, q.rates.as_ref()),
+            };
+            DynaqQueue {
+                weight: q.orders.weight,
+                occupancy_bytes: q.rates.map_or(0, |r| r.occupancy_bytes),
+                active: seen.active,
+                dropping: seen.dropping,
+                arrival_bps: seen.arrival_bps,
+                bounds: bounds(q.orders),
+                current_bytes: q.current_bytes,
+            }
         })
         .collect();
-    dynaq_limits(first.orders.buffer_bytes, orders.hysteresis_pct, &input)
+    dynaq_limits(first.orders.buffer_bytes, line_rate_bps, orders.hysteresis_pct, &input)
 }
 
 /// The port's occupancy this interval: the sum over its queues (current occupancy, or the
@@ -188,12 +215,12 @@ fn port_occupancy_bytes(queues: &[QueueInput<'_>]) -> u64 {
     queues.iter().filter_map(|q| q.rates).fold(0, |sum, r| sum.saturating_add(r.occupancy_bytes))
 }
 
-fn hdcq_step(orders: &AgentOrders, queues: &[QueueInput<'_>], states: &mut [HdcqState]) -> Vec<u64> {
+fn hdcq_step(orders: &AgentOrders, queues: &[QueueInput<'_>], memory: &mut [QueueMemory]) -> Vec<u64> {
     let port_bytes = port_occupancy_bytes(queues);
     queues
         .iter()
         .enumerate()
-        .map(|(i, q)| match (q.rates, states.get_mut(i)) {
+        .map(|(i, q)| match (q.rates, memory.get_mut(i).map(|m| &mut m.hdcq)) {
             (Some(r), Some(state)) if q.orders.managed => {
                 state.update(r.marked_fraction(), orders.hdcq_k);
                 if port_over_its_point(port_bytes, q.orders.port_threshold_bytes) {

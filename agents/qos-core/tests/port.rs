@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 
 use qos_core::counters::QueueRates;
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput};
+use qos_core::port::{decide_port, idle_port, Basis, QueueDecision, QueueInput, QueueMemory};
 
 fn orders(algorithm: &str) -> AgentOrders {
     let f: HashMap<String, String> = [
@@ -77,7 +76,7 @@ fn mqecn_port_step_splits_k_by_weight() {
         QueueInput { orders: &q0, rates: Some(busy(7.5, 0)), stale: false, current_bytes: 0 },
         QueueInput { orders: &q1, rates: Some(busy(2.5, 0)), stale: false, current_bytes: 0 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 2]);
     assert_eq!(thresholds(&d), vec![Some(75_000), Some(25_000)]);
     assert!(d.iter().all(|d| d.is_some_and(|d| d.basis == Basis::Computed)));
 }
@@ -100,7 +99,7 @@ fn a_queue_with_its_own_lambda_scales_its_threshold_by_it() {
         QueueInput { orders: &q0, rates: Some(busy(7.5, 0)), stale: false, current_bytes: 0 },
         QueueInput { orders: &q1, rates: Some(busy(2.5, 0)), stale: false, current_bytes: 0 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 2]);
     assert_eq!(thresholds(&d), vec![Some(37_500), Some(25_000)]);
 }
 
@@ -111,7 +110,7 @@ fn one_stale_queue_sends_the_whole_port_to_static() {
         QueueInput { orders: &q0, rates: Some(busy(7.5, 0)), stale: false, current_bytes: 60_000 },
         QueueInput { orders: &q1, rates: None, stale: true, current_bytes: 60_000 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 2]);
     assert!(d
         .iter()
         .all(|d| d.is_some_and(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaleFallback)));
@@ -136,13 +135,13 @@ fn queue_without_rates_keeps_its_threshold_and_static_orders_win() {
         QueueInput { orders: &q0, rates: Some(busy(9.0, 1_000)), stale: false, current_bytes: 0 },
         QueueInput { orders: &q1, rates: None, stale: false, current_bytes: 42_000 },
     ];
-    let mut states = [HdcqState::default(); 2];
-    let d = decide_port(&orders("hdcq"), &inputs, &mut states);
+    let mut states = [QueueMemory::default(); 2];
+    let d = decide_port(&orders("hdcq"), 0, &inputs, &mut states);
     // q0: F = 1000/1000 = 1 -> beta 0.53 -> 100_000 - 0.53 x 99_000 = 47_530.
     assert_eq!(thresholds(&d), vec![Some(47_530), Some(42_000)]);
     assert_eq!(d[1].map(|d| d.basis), Some(Basis::Kept));
-    assert!((states[1].beta() - 0.5).abs() < 1e-12, "no rates, no update");
-    let d = decide_port(&orders("static"), &inputs, &mut states);
+    assert!((states[1].hdcq.beta() - 0.5).abs() < 1e-12, "no rates, no update");
+    let d = decide_port(&orders("static"), 0, &inputs, &mut states);
     assert!(d
         .iter()
         .all(|d| d.is_some_and(|d| d.threshold_bytes == 25_000 && d.basis == Basis::StaticOrdered)));
@@ -160,12 +159,12 @@ fn busy_unmanaged_queue_takes_its_share_and_gets_no_decision() {
         QueueInput { orders: &q2, rates: Some(busy(3.0, 10)), stale: false, current_bytes: 0 },
         QueueInput { orders: &q3, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 0 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 3]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 3]);
     assert_eq!(thresholds(&d), vec![None, Some(30_000), Some(50_000)]);
     // Idle unmanaged queue: it is not in the active set, so the managed two split 50:30.
     // 50/80 x K = 62_500, 30/80 x K = 37_500.
     let idle = [QueueInput { rates: Some(quiet()), ..inputs[0] }, inputs[1], inputs[2]];
-    let d = decide_port(&orders("mqecn"), &idle, &mut [HdcqState::default(); 3]);
+    let d = decide_port(&orders("mqecn"), 0, &idle, &mut [QueueMemory::default(); 3]);
     assert_eq!(thresholds(&d), vec![None, Some(37_500), Some(62_500)]);
 }
 
@@ -181,7 +180,7 @@ fn strict_unmanaged_load_comes_off_the_capacity_first() {
         QueueInput { orders: &q2, rates: Some(busy(3.0, 10)), stale: false, current_bytes: 0 },
         QueueInput { orders: &q3, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 0 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 3]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 3]);
     assert_eq!(thresholds(&d), vec![None, Some(30_000), Some(50_000)]);
 }
 
@@ -192,10 +191,10 @@ fn stale_unmanaged_queue_sends_the_managed_ones_to_static() {
         QueueInput { orders: &q0, rates: None, stale: true, current_bytes: 0 },
         QueueInput { orders: &q1, rates: Some(busy(5.0, 10)), stale: false, current_bytes: 60_000 },
     ];
-    let d = decide_port(&orders("mqecn"), &inputs, &mut [HdcqState::default(); 2]);
+    let d = decide_port(&orders("mqecn"), 0, &inputs, &mut [QueueMemory::default(); 2]);
     assert_eq!(d[0], None);
     assert_eq!(d[1], Some(QueueDecision { threshold_bytes: 25_000, basis: Basis::StaleFallback }));
-    let d = decide_port(&orders("static"), &inputs, &mut [HdcqState::default(); 2]);
+    let d = decide_port(&orders("static"), 0, &inputs, &mut [QueueMemory::default(); 2]);
     assert_eq!(d[0], None);
 }
 
@@ -230,15 +229,19 @@ fn holding(occupancy_bytes: u64) -> QueueRates {
 
 /// HDCQ on queues 0 and 1 with the per-port point 120_000 B (60 % of the 200_000 B buffer,
 /// HDCQ §4.2.1), next to an unmanaged queue 2; each holds the given bytes.
-fn hdcq_port_step(held: [u64; 3], q0: &QueueOrders, q1: &QueueOrders) -> (Vec<Option<u64>>, [HdcqState; 3]) {
+fn hdcq_port_step(
+    held: [u64; 3],
+    q0: &QueueOrders,
+    q1: &QueueOrders,
+) -> (Vec<Option<u64>>, [QueueMemory; 3]) {
     let q2 = unmanaged(2, 20);
     let inputs = [
         QueueInput { orders: q0, rates: Some(holding(held[0])), stale: false, current_bytes: 0 },
         QueueInput { orders: q1, rates: Some(holding(held[1])), stale: false, current_bytes: 0 },
         QueueInput { orders: &q2, rates: Some(holding(held[2])), stale: false, current_bytes: 0 },
     ];
-    let mut states = [HdcqState::default(); 3];
-    let d = decide_port(&orders("hdcq"), &inputs, &mut states);
+    let mut states = [QueueMemory::default(); 3];
+    let d = decide_port(&orders("hdcq"), 0, &inputs, &mut states);
     assert!(d[..2].iter().all(|d| d.is_some_and(|d| d.basis == Basis::Computed)));
     (thresholds(&d), states)
 }
@@ -263,7 +266,7 @@ fn hdcq_port_above_its_point_marks_every_hdcq_queue_at_its_floor() {
     let (q0, q1) = (hdcq_queue(0, "120000"), hdcq_queue(1, "120000"));
     let (t, states) = hdcq_port_step([50_000, 40_000, 40_000], &q0, &q1);
     assert_eq!(t, vec![Some(1_000), Some(1_000), None]);
-    assert!((states[0].beta() - 0.47).abs() < 1e-12);
+    assert!((states[0].hdcq.beta() - 0.47).abs() < 1e-12);
 }
 
 #[test]

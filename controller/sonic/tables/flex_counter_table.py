@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.intent.models import Fabric
+from controller.intent.models import EcnMode, Fabric
 from controller.sonic.context import SwitchContext
 from controller.sonic.schema import FieldSpec, TableSchema
 from controller.sonic.tables._common import Entries, checked_entries
@@ -78,6 +78,39 @@ def group_intervals(fabric: Fabric, agent_runs: bool) -> GroupIntervals:
         watermark_ms=watermark_ms,
         wred_ecn_queue_ms=queue_ms if counters.wred_ecn_queue else None,
     )
+
+
+# The counter groups each algorithm reads: the agent's own rule (agents/qos-core/src/flex.rs
+# ``groups_read``), which refuses orders whose interval is shorter than the poll of a group
+# it needs, or that need a group the switch does not poll (``check_counter_polls``).
+GROUPS_READ: dict[EcnMode, tuple[str, ...]] = {
+    EcnMode.MQECN: (QUEUE,),
+    EcnMode.DYNAQ: (QUEUE, QUEUE_WATERMARK),
+    EcnMode.HDCQ: (QUEUE, WRED_ECN_QUEUE),
+}
+
+
+def agent_refusal(fabric: Fabric, algorithm: EcnMode) -> str | None:
+    """Why a switch's agent would refuse to run ``algorithm`` every ``fabric.agent.interval_ms``
+    with the counter polling compiled here (it then holds every queue at its static
+    fallback), or None. DynaQ reads the queue watermarks, which SONiC polls no faster than
+    ``fabric.counters.watermark_floor_ms``; HDCQ the WRED/ECN queue counters, which only
+    some platforms publish (``fabric.counters.wred_ecn_queue``)."""
+    polled = group_intervals(fabric, agent_runs=True).as_groups()
+    interval_ms = fabric.agent.interval_ms
+    for group in GROUPS_READ.get(algorithm, ()):
+        poll_ms = polled.get(group)
+        if poll_ms is None:
+            return (
+                f"{algorithm.value} reads {TABLE}|{group}, which this platform does not "
+                "publish (fabric.counters.wred_ecn_queue is false)"
+            )
+        if interval_ms < poll_ms:
+            return (
+                f"{algorithm.value} reads {TABLE}|{group}, polled every {poll_ms} ms, less "
+                f"often than the agent's {interval_ms} ms"
+            )
+    return None
 
 
 def build(ctx: SwitchContext) -> Entries:

@@ -42,6 +42,9 @@ pub enum AgentReadout {
     /// What SONiC publishes: packets, bytes, drops, the shared watermark (read and cleared).
     #[default]
     Published,
+    /// The same plus the WRED_ECN_QUEUE group's marked packets and bytes (a platform that
+    /// publishes them; HDCQ's marked fraction reads them).
+    PublishedWithEcn,
     /// Every counter vasic keeps, the current occupancy included.
     AllCounters,
 }
@@ -132,6 +135,7 @@ impl AgentSpec {
             interval_ns,
             readout: match self.readout {
                 AgentReadout::Published => Readout::Published,
+                AgentReadout::PublishedWithEcn => Readout::PublishedWithEcn,
                 AgentReadout::AllCounters => Readout::AllCounters,
             },
             write: match write {

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use qos_core::counters::{
     QueueCounters, QueueSnapshot, RateEstimator, RateOutcome, SAI_QUEUE_STAT_BYTES,
     SAI_QUEUE_STAT_DROPPED_BYTES, SAI_QUEUE_STAT_DROPPED_PACKETS, SAI_QUEUE_STAT_PACKETS,
-    SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES,
+    SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES,
+    SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS,
 };
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, QueueInput};
+use qos_core::port::{decide_port, QueueInput, QueueMemory};
 
 use crate::switch::{Vasic, VasicError};
 use crate::wred::WredProfile;
@@ -30,6 +30,9 @@ pub enum Readout {
     /// step (so the next read sees the next interval's peak). With no occupancy published,
     /// qos-core reads the watermark in its place (`QueueCounters::from_fields`).
     Published,
+    /// [`Readout::Published`] plus the WRED_ECN_QUEUE group's marked packets and bytes, on
+    /// a platform that publishes it (SONiC 202505+; what HDCQ's marked fraction needs).
+    PublishedWithEcn,
 }
 
 /// How a chosen threshold is written to the queue's WRED profile.
@@ -51,7 +54,7 @@ pub struct AgentLoop {
     orders: AgentOrders,
     queues: Vec<QueueOrders>,
     estimators: Vec<RateEstimator>,
-    hdcq: Vec<HdcqState>,
+    memory: Vec<QueueMemory>,
     current: Vec<u64>,
 }
 
@@ -65,7 +68,7 @@ impl AgentLoop {
             port,
             readout: Readout::default(),
             write: ThresholdWrite::default(),
-            hdcq: vec![HdcqState::default(); queues.len()],
+            memory: vec![QueueMemory::default(); queues.len()],
             current: vec![0; queues.len()],
             orders,
             queues,
@@ -97,21 +100,23 @@ impl AgentLoop {
 
     /// One agent iteration at `now_ns`.
     pub fn step(&mut self, now_ns: f64, sw: &mut Vasic) -> Result<(), VasicError> {
+        let at_ns = now_ns.max(0.0) as u64;
         let mut rates = Vec::with_capacity(self.queues.len());
         for (q, est) in self.queues.iter().zip(self.estimators.iter_mut()) {
             let all = sw.counters(self.port, usize::from(q.queue))?;
             let counters = match self.readout {
                 Readout::AllCounters => all,
-                Readout::Published => published(&all),
+                Readout::Published => published(&all, false),
+                Readout::PublishedWithEcn => published(&all, true),
             };
-            let outcome = est.observe(QueueSnapshot { at_ns: now_ns.max(0.0) as u64, counters });
+            let outcome = est.observe(QueueSnapshot { at_ns, counters });
             rates.push(match outcome {
                 RateOutcome::Rates(r) => (Some(r), false),
                 RateOutcome::Stale { .. } => (None, true),
                 RateOutcome::Baseline(_) | RateOutcome::Late { .. } => (None, false),
             });
         }
-        if self.readout == Readout::Published {
+        if self.readout != Readout::AllCounters {
             sw.clear_port_watermarks(self.port)?;
         }
         let inputs: Vec<QueueInput<'_>> = self
@@ -126,7 +131,7 @@ impl AgentLoop {
                 current_bytes,
             })
             .collect();
-        let decisions = decide_port(&self.orders, &inputs, &mut self.hdcq);
+        let decisions = decide_port(&self.orders, at_ns, &inputs, &mut self.memory);
         for ((q, d), current) in self.queues.iter().zip(decisions).zip(self.current.iter_mut()) {
             // None: an unmanaged queue, whose profile is not the agent's to write.
             let Some(d) = d else { continue };
@@ -144,8 +149,13 @@ impl AgentLoop {
 }
 
 /// `c` as it reaches the agent through COUNTERS_DB when only the QUEUE and QUEUE_WATERMARK
-/// groups are published, parsed by qos-core as the agent parses it.
-fn published(c: &QueueCounters) -> QueueCounters {
+/// groups are published (and WRED_ECN_QUEUE's marks with `ecn`), parsed by qos-core as the
+/// agent parses it.
+fn published(c: &QueueCounters, ecn: bool) -> QueueCounters {
+    let marks = [
+        (SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS, c.wred_ecn_marked_packets),
+        (SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES, c.wred_ecn_marked_bytes),
+    ];
     let fields: HashMap<String, String> = [
         (SAI_QUEUE_STAT_PACKETS, c.packets),
         (SAI_QUEUE_STAT_BYTES, c.bytes),
@@ -154,6 +164,7 @@ fn published(c: &QueueCounters) -> QueueCounters {
         (SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES, c.watermark_bytes),
     ]
     .into_iter()
+    .chain(marks.into_iter().filter(|_| ecn))
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     // Decimal u64s written just above always parse.

@@ -74,6 +74,8 @@ def test_dry_run_shows_the_plan_changes_nothing_and_reports_changes_with_10(cli:
     assert "SWITCH" in result.stdout
     for switch in SWITCHES:
         assert f"{switch}: " in result.stdout  # a summary line per switch
+    # The example's MQ-ECN at 100 ms is planned, with the measured warning on stderr.
+    assert "warning: fabric.agent.interval_ms: mqecn at 100 ms" in result.stderr
     # Without --exit-code the same plan is a plain success.
     assert cli.run("apply", "-f", str(EXAMPLE), "--dry-run", token="operator").code == 0
     # Nothing was stored: there is still no intent.
@@ -83,8 +85,10 @@ def test_dry_run_shows_the_plan_changes_nothing_and_reports_changes_with_10(cli:
 def test_dry_run_json_is_the_plan_for_every_switch(cli: Cli):
     result = cli.run("apply", "-f", str(EXAMPLE), "--dry-run", "-o", "json", token="viewer")
     assert result.code == 0, result.stderr
-    plans = json.loads(result.stdout)["plans"]
+    document = json.loads(result.stdout)
+    plans = document["plans"]
     assert {plan["switch"] for plan in plans} == SWITCHES
+    assert [w["field"] for w in document["warnings"]] == ["fabric.agent.interval_ms"]
     # Nothing is recorded as running yet, so every op adds an entry.
     assert {op["kind"] for plan in plans for op in plan["ops"]} == {"add"}
 

@@ -31,12 +31,17 @@ def test_a_file_alone_needs_no_api(cli: Cli) -> None:
     assert "netsim: t=" in result.stderr  # progress relayed
 
 
-def test_agent_flag_runs_the_qos_agent_on_switch_ports(cli: Cli) -> None:
-    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--agent", "--json")
+def test_switch_ports_run_the_qos_agent_unless_per_packet_is_asked(cli: Cli) -> None:
+    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--json")
     assert result.code == 0, result.stderr
     notes = json.loads(result.stdout)["result"]["not_modelled"]
-    assert any("runs as the qos-agent's loop" in n for n in notes)
-    assert not any("ideal per-packet" in n for n in notes)
+    assert any("runs as the deployed qos-agent's loop" in n for n in notes)
+    assert not any("runs per packet" in n for n in notes)
+    result = cli.run("twin", "-f", str(EXAMPLE), "--flows", "200", "--per-packet", "--json")
+    assert result.code == 0, result.stderr
+    notes = json.loads(result.stdout)["result"]["not_modelled"]
+    assert any("mqecn runs per packet" in n for n in notes)
+    assert not any("qos-agent's loop" in n for n in notes)
 
 
 def test_a_proposed_file_against_the_current_intent(cli: Cli, tmp_path: Path) -> None:

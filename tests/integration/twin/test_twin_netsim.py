@@ -38,9 +38,13 @@ def test_every_class_is_reported_and_a_seed_repeats(intent: Intent) -> None:
     assert names == ["control", "rpc", "storage", "analytics", "best-effort"]
     assert all(row["flows"] == 60 and row["mean_us"] > 0 for row in first["classes"])
     assert first["unfinished"] == 0
-    # Every packet crosses a host NIC and, to reach a host, a leaf's port down to it.
+    # Every packet crosses a host NIC and, to reach a host, a leaf's port down to it, unless
+    # a switch dropped it on the way (the agent's WRED steps drop what is not ECN-capable
+    # past the threshold, pure ACKs included, as a switch's do).
     positions = {row["hop"]: row for row in first["queueing"]["positions"]}
-    assert positions["leaf_down"]["packets"] == positions["host_nic"]["packets"] > 0
+    lost = positions["host_nic"]["packets"] - positions["leaf_down"]["packets"]
+    assert positions["leaf_down"]["packets"] > 0
+    assert 0 <= lost <= first["drops"]
     assert all(r["max_us"] >= r["p99_us"] >= 0 for r in positions.values())
     assert {row["name"] for row in first["queueing"]["classes"]} == set(names)
     assert lines
@@ -67,20 +71,22 @@ def test_more_weight_for_storage_speeds_storage_and_slows_best_effort(intent: In
     assert delta["best-effort"]["mean_us"] > 0
 
 
-def test_switch_ports_can_run_the_agent_instead_of_per_packet_mqecn(intent: Intent) -> None:
+def test_switch_ports_run_the_agent_and_per_packet_mqecn_on_request(intent: Intent) -> None:
     # The example's agent polls every 100 ms, longer than this run; at 1 ms it steps
     # throughout. Its thresholds move between the compiled floor and K as the queues'
     # rates do, where vasic's MQ-ECN moves them per packet: a different run, as repeatable.
     agent = intent.fabric.agent.model_copy(update={"interval_ms": 1})
     fast = intent.model_copy(update={"fabric": intent.fabric.model_copy(update={"agent": agent})})
-    request = Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix, agent=True)
+    request = Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix)
     polled = _run(fast, request)
     assert polled["unfinished"] == 0
     notes = polled["not_modelled"]
     assert isinstance(notes, list)
     assert any("qos-agent's loop" in n and "every 1 ms" in n for n in notes)
     assert _run(fast, request) == polled
-    per_packet = _run(fast, Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix))
+    per_packet = _run(
+        fast, Request(load=0.8, flows=300, seed=1, mix=CONTENDED.mix, per_packet=True)
+    )
     assert per_packet["classes"] != polled["classes"]
 
 

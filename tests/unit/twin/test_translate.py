@@ -9,7 +9,15 @@ import pytest
 
 from controller.hosts.compile import pias_vars
 from controller.intent.loader import load_intent_file
-from controller.intent.models import EcnMode, Intent
+from controller.intent.models import (
+    EcnMode,
+    Hdcq,
+    HostsMatch,
+    Intent,
+    PiasStage,
+    Scheduling,
+    SchedulingType,
+)
 from controller.qos.qjump import QjumpWindow
 from controller.twin.results import compare, per_class, per_hop
 from controller.twin.translate import Request, TwinInputInvalid, translate
@@ -26,6 +34,15 @@ def _with(intent: Intent, **fabric: Any) -> Intent:
     return intent.model_copy(update={"fabric": intent.fabric.model_copy(update=fabric)})
 
 
+def _mqecn_as(intent: Intent, mode: EcnMode) -> Intent:
+    """The example with its MQ-ECN classes on ``mode`` instead."""
+    classes = tuple(
+        c.model_copy(update={"ecn": mode}) if c.ecn is EcnMode.MQECN else c
+        for c in intent.service_classes
+    )
+    return intent.model_copy(update={"service_classes": classes})
+
+
 def test_fabric_shape_speeds_and_delays(intent: Intent) -> None:
     topo = translate(intent, Request()).config["topology"]
     # 2 leaves, 2 spines, 4 hosts -> 2 per leaf; hosts 25 Gb/s, spine ports 100 Gb/s; the
@@ -36,7 +53,7 @@ def test_fabric_shape_speeds_and_delays(intent: Intent) -> None:
 
 
 def test_queues_weights_and_thresholds_are_the_compiled_ones(intent: Intent) -> None:
-    qos = translate(intent, Request()).config["qos"]
+    qos = translate(intent, Request(per_packet=True)).config["qos"]
     sched = [q["sched"] for q in qos["queues"]]
     # control 7, rpc 6 and its PIAS stage 5 strict; storage 3, analytics 2, best-effort 1 by
     # weight 50:30:20 (already on SONiC's 1..100 scale); queues 0 and 4 carry nothing.
@@ -95,24 +112,30 @@ def test_traffic_splits_the_load_and_flows_by_class(intent: Intent) -> None:
 
 
 def test_what_netsim_cannot_run_is_named(intent: Intent) -> None:
-    notes = " | ".join(translate(intent, Request()).not_modelled)
+    notes = " | ".join(translate(intent, Request(per_packet=True)).not_modelled)
     assert "QJUMP token buckets shape" in notes
     assert "P = 256 B" in notes
     assert "mqecn is per port" in notes
     assert "per-queue-minimum" in notes
     assert "MTU 9100" in notes
     assert "cubic" in notes
-    hdcq = intent.model_copy(
-        update={
-            "service_classes": tuple(
-                c.model_copy(update={"ecn": EcnMode.HDCQ}) if c.ecn is EcnMode.MQECN else c
-                for c in intent.service_classes
-            )
-        }
-    )
+    hdcq = _mqecn_as(intent, EcnMode.HDCQ)
+    # HDCQ reads the WRED/ECN queue counters, which the example's platform does not publish:
+    # a switch's agent refuses the orders and holds the queues at their fallback, and so
+    # does the twin. Where the platform publishes them, the agent runs.
     twin = translate(hdcq, Request())
     assert twin.config["qos"]["aqm"] == "per_queue"
-    assert any("HDCQ" in n for n in twin.not_modelled)
+    assert twin.config["qos"]["agent"]["global"]["algorithm"] == "static"
+    assert any("WRED_ECN_QUEUE" in n and "refuses" in n for n in twin.not_modelled)
+    counters = hdcq.fabric.counters.model_copy(update={"wred_ecn_queue": True})
+    twin = translate(_with(hdcq, counters=counters), Request())
+    assert twin.config["qos"]["agent"]["global"]["algorithm"] == "hdcq"
+    assert any("hdcq runs as the deployed qos-agent's loop" in n for n in twin.not_modelled)
+    # Per packet, HDCQ's Algorithm 2 needs a class with HDCQ's three queues; without one the
+    # twin holds them at the static start value and says so.
+    twin = translate(hdcq, Request(per_packet=True))
+    assert twin.config["qos"]["aqm"] == "per_queue"
+    assert any("no class has HDCQ's queues" in n for n in twin.not_modelled)
 
 
 def test_a_class_lambda_scales_its_queues_mqecn_threshold(intent: Intent) -> None:
@@ -235,7 +258,8 @@ def test_per_hop_rows_name_their_class() -> None:
 
 
 def test_the_agent_runs_on_the_orders_the_controller_compiles(intent: Intent) -> None:
-    qos = translate(intent, Request(agent=True)).config["qos"]
+    # What a switch runs is the twin's default; the papers' per-packet models on request.
+    qos = translate(intent, Request()).config["qos"]
     agent = qos["agent"]
     # SLUICE_AGENT|global as compiled: MQ-ECN on storage (3) and analytics (2), every
     # 100 ms, K from the 40 us base RTT; the twin stamps its own version.
@@ -259,18 +283,84 @@ def test_the_agent_runs_on_the_orders_the_controller_compiles(intent: Intent) ->
     assert {e["queue"] for e in agent["spine"]} == set(down)
     # The ports keep their compiled profiles; the agent rewrites the dynamic ones.
     assert qos["aqm"] == "per_queue"
-    assert translate(intent, Request()).config["qos"]["agent"] is None
+    notes = translate(intent, Request()).not_modelled
+    assert any("every 100 ms of simulated time" in n for n in notes)
+    assert translate(intent, Request(per_packet=True)).config["qos"]["agent"] is None
 
 
 def test_no_agent_where_nothing_is_dynamic(intent: Intent) -> None:
-    static = intent.model_copy(
-        update={
-            "service_classes": tuple(
-                c.model_copy(update={"ecn": EcnMode.PER_QUEUE_MINIMUM})
-                if c.ecn is EcnMode.MQECN
-                else c
-                for c in intent.service_classes
-            )
-        }
+    static = _mqecn_as(intent, EcnMode.PER_QUEUE_MINIMUM)
+    assert translate(static, Request()).config["qos"]["agent"] is None
+
+
+def _hdcq_intent(intent: Intent) -> Intent:
+    """The example with best-effort (queue 1) turned into an HDCQ class: ACKs in queue 4,
+    a flow's first 100 KiB in queue 1, the rest in queue 0; storage and analytics static,
+    since the agent runs one algorithm; a platform publishing WRED/ECN queue counters."""
+    hdcq = Hdcq(
+        flow_type_thresh_bytes=102_400,
+        ack=PiasStage(dscp=40, queue=4),
+        long=PiasStage(dscp=2, queue=0),
+        wrr_weight=5,
     )
-    assert translate(static, Request(agent=True)).config["qos"]["agent"] is None
+    classes = []
+    for c in intent.service_classes:
+        if c.name == "best-effort":
+            c = c.model_copy(
+                update={
+                    "ecn": EcnMode.HDCQ,
+                    "scheduling": Scheduling(type=SchedulingType.STRICT),
+                    "hdcq": hdcq,
+                    "hosts_match": HostsMatch(protocol="tcp"),
+                }
+            )
+        elif c.ecn is EcnMode.MQECN:
+            c = c.model_copy(update={"ecn": EcnMode.PER_QUEUE_MINIMUM})
+        classes.append(c)
+    counters = intent.fabric.counters.model_copy(update={"wred_ecn_queue": True})
+    return _with(intent.model_copy(update={"service_classes": tuple(classes)}), counters=counters)
+
+
+def test_an_hdcq_class_is_tagged_as_its_hosts_tag_it(intent: Intent) -> None:
+    qos = translate(_hdcq_intent(intent), Request()).config["qos"]
+    # hosts.compile.hdcq_entry: the class's DSCP (0) up to 100 KiB, then long's (2); pure
+    # ACKs in the ack queue.
+    best_effort = qos["tagging"]["dscp"]["classes"][4]
+    assert best_effort == {"dscp": 0, "pias": {"thresholds_bytes": [102_400], "dscp": [2]}}
+    assert qos["ack_queue"] == 4
+    assert qos["agent"]["global"]["algorithm"] == "hdcq"
+    # Per packet: HDCQ's Algorithm 2 on those queues, Eq. (1)'s period one base RTT (40 us).
+    per_packet = translate(_hdcq_intent(intent), Request(per_packet=True)).config["qos"]
+    assert per_packet["aqm"] == {
+        "hdcq": {
+            "q1": 4,
+            "q2": 1,
+            "q3": 0,
+            "port_threshold_pct": 60.0,
+            "k": 0.06,
+            "period_ns": 40_000.0,
+        }
+    }
+    assert per_packet["agent"] is None
+
+
+def test_dynaq_polled_faster_than_the_watermarks_runs_static_as_the_agent_does(
+    intent: Intent,
+) -> None:
+    # DynaQ reads the queue watermarks, which SONiC polls every 1 s at the fastest: at the
+    # example's 100 ms a switch's agent refuses its orders; at 1 s it runs.
+    dynaq = _mqecn_as(intent, EcnMode.DYNAQ)
+    twin = translate(dynaq, Request())
+    assert twin.config["qos"]["agent"]["global"]["algorithm"] == "static"
+    assert any("QUEUE_WATERMARK, polled every 1000 ms" in n for n in twin.not_modelled)
+    slower = dynaq.fabric.agent.model_copy(update={"interval_ms": 1000, "stale_after_ms": 3000})
+    twin = translate(_with(dynaq, agent=slower), Request())
+    assert twin.config["qos"]["agent"]["global"]["algorithm"] == "dynaq"
+    assert twin.config["qos"]["agent"]["global"]["interval_ms"] == "1000"
+
+
+def test_the_agent_reads_the_marks_where_the_platform_publishes_them(intent: Intent) -> None:
+    assert "readout" not in translate(intent, Request()).config["qos"]["agent"]
+    counters = intent.fabric.counters.model_copy(update={"wred_ecn_queue": True})
+    agent = translate(_with(intent, counters=counters), Request()).config["qos"]["agent"]
+    assert agent["readout"] == "published_with_ecn"

@@ -29,9 +29,8 @@ use qos_agent::backend::Backend;
 use qos_agent::clock::TokioClock;
 use qos_agent::control::Agent;
 use qos_core::counters::{QueueCounters, QueueSnapshot, RateEstimator, RateOutcome};
-use qos_core::hdcq::HdcqState;
 use qos_core::orders::{AgentOrders, QueueOrders};
-use qos_core::port::{decide_port, QueueInput};
+use qos_core::port::{decide_port, QueueInput, QueueMemory};
 
 const QUEUES: u8 = 8;
 const SPEED_GBPS: u64 = 100;
@@ -164,7 +163,7 @@ fn compute(ports: usize, iterations: u64) -> Result<Compute, String> {
     let mut estimators: Vec<RateEstimator> =
         orders.iter().map(|o| RateEstimator::new(o.line_rate_bps(), stale_ns)).collect();
     let mut in_force = vec![0u64; orders.len()];
-    let mut hdcq = vec![HdcqState::default(); usize::from(QUEUES)];
+    let mut memory = vec![QueueMemory::default(); usize::from(QUEUES)];
     let (mut moves, started) = (0u64, Instant::now());
     for snap in &snaps {
         let rates: Vec<_> = estimators
@@ -187,7 +186,8 @@ fn compute(ports: usize, iterations: u64) -> Result<Compute, String> {
                     current_bytes: in_force[base + q],
                 })
                 .collect();
-            for (q, d) in decide_port(&agent, &inputs, &mut hdcq).into_iter().enumerate() {
+            let now_ns = snap.first().map_or(0, |s| s.at_ns);
+            for (q, d) in decide_port(&agent, now_ns, &inputs, &mut memory).into_iter().enumerate() {
                 let Some(d) = d else { continue };
                 moves += u64::from(d.threshold_bytes != in_force[base + q]);
                 in_force[base + q] = d.threshold_bytes;
