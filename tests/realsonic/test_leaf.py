@@ -67,7 +67,7 @@ def first(real_controller: RealController) -> FirstRollout:
     """The example leaf rolled out to a switch that holds only what its image loaded."""
     intent = example_leaf(real_controller.switch)
     with real_controller.switch.ports_taken_down() as downs:
-        info = real_controller.roll_out(intent)
+        info = real_controller.roll_out(intent, allow_port_flaps=True)
     desired = real_controller.desired(info.to_version)
     return FirstRollout(info, intent, desired, frozenset(downs))
 
@@ -294,11 +294,6 @@ def collector_telemetry(
         collector.wait(timeout=30)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the sb-stream branch: sluice's collector does not yet hold a stream to "
-    "SONiC's gNMI server, so a gate over its streams finds the switch down",
-)
 def test_a_gate_over_the_collectors_streams_passes_on_a_healthy_switch(
     real_controller: RealController, first: FirstRollout, collector_telemetry: Reader
 ) -> None:
@@ -412,11 +407,6 @@ def with_rpc_lambda(intent: Intent, ecn_lambda: float) -> Intent:
     return applied.intent
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the noflap branch: a threshold change is planned as a new WRED profile "
-    "and QUEUE repoints, which GCU applies with each port taken down",
-)
 def test_a_tuner_proposal_takes_no_port_down(
     real_controller: RealController, first: FirstRollout
 ) -> None:

@@ -109,7 +109,8 @@ def test_a_set_gcu_takes_over_three_deadlines_to_apply_is_read_back_and_sent_onc
         converged = first_rollout(fabric, "leaf1", access_to(fabric, pool))
     assert converged.result.status == "applied_verified", converged.result.reason
     vswitch = fabric.switches["leaf1"]
-    assert vswitch.sets.count == converged.result.set_requests == 2  # QoS, then agent tables
+    # QoS; the agent's queue entries; its global entry last, once the queues it reads exist
+    assert vswitch.sets.count == converged.result.set_requests == 3
     assert vswitch.model is not None
     assert set(vswitch.model.applied.values()) == {1}
 
@@ -155,8 +156,9 @@ def test_a_leafs_first_rollout_goes_in_sets_that_fit_the_deadline_one_flap_per_p
     assert vswitch.model is not None
     ports = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")
     assert vswitch.model.port_flaps == dict.fromkeys(ports, 1)
-    # The profiles with Ethernet0's block, a Set per other port, the agent's orders.
-    assert vswitch.sets.count == converged.result.set_requests == 5
+    # The profiles with Ethernet0's block, a Set per other port, the agent's queue entries,
+    # its global entry.
+    assert vswitch.sets.count == converged.result.set_requests == 6
 
 
 def test_a_switch_without_the_yang_extension_gets_its_qos_tables_and_is_told_why(
