@@ -284,6 +284,18 @@ impl RunConfig {
         Ok(out)
     }
 
+    /// The same run spelled out: the QoS preset as its full description (`scheme: custom`),
+    /// every default written, and the traffic drawn into one explicit list of flows. Running
+    /// it gives the same result as running `self`; it is what another simulator reads to run
+    /// the very same scenario (`netsim resolve`, `bench/netsim_ns3.cc`).
+    pub fn resolved(&self) -> Result<RunConfig, CdfError> {
+        Ok(RunConfig {
+            qos: QosChoice::Custom(Box::new(self.qos.fabric_qos())),
+            traffic: vec![Traffic::Flows { flows: self.flows()? }],
+            ..self.clone()
+        })
+    }
+
     /// Runs it.
     pub fn run(&self, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput, RunError> {
         let flows = self.flows()?;

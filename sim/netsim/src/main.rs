@@ -1,6 +1,10 @@
 //! `netsim run --config run.json [--json summary.json] [--csv flows.csv] [--hops-csv hops.csv]`:
 //! one simulation, progress on stderr, the summary (with per-hop queueing delay under `hops`)
 //! as JSON on stdout (or in `--json`).
+//!
+//! `netsim resolve --config run.json [--out resolved.json]`: the same run spelled out (QoS
+//! preset expanded, defaults written, traffic drawn into explicit flows), which runs the same
+//! and which another simulator can read (`RunConfig::resolved`).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -40,13 +44,37 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Write a run description spelled out: QoS preset expanded, defaults written, traffic
+    /// drawn into explicit flows.
+    Resolve {
+        /// The run's JSON description.
+        #[arg(long)]
+        config: PathBuf,
+        /// Write it here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn read_config(config: &PathBuf) -> anyhow::Result<RunConfig> {
+    let text = std::fs::read_to_string(config).with_context(|| format!("reading {}", config.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", config.display()))
 }
 
 fn main() -> anyhow::Result<()> {
-    let Command::Run { config, json, csv, hops_csv, quiet } = Cli::parse().command;
-    let text = std::fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
-    let run: RunConfig =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", config.display()))?;
+    let (config, json, csv, hops_csv, quiet) = match Cli::parse().command {
+        Command::Run { config, json, csv, hops_csv, quiet } => (config, json, csv, hops_csv, quiet),
+        Command::Resolve { config, out } => {
+            let rendered = serde_json::to_string_pretty(&read_config(&config)?.resolved()?)?;
+            match out {
+                Some(path) => std::fs::write(&path, rendered)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => writeln!(std::io::stdout(), "{rendered}")?,
+            }
+            return Ok(());
+        }
+    };
+    let run = read_config(&config)?;
     let started = Instant::now();
     let mut progress = |p: netsim::sim::Progress| {
         if !quiet {

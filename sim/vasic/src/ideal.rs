@@ -75,10 +75,14 @@ impl MqecnIdeal {
         self.t_round_ns *= self.config.beta.powf(slots);
     }
 
-    /// `K_i` for queue `queue` with `quantum_bytes` on a port of `capacity_bps`.
+    /// `K_i` for queue `queue` with `quantum_bytes` on a port of `capacity_bps`. A strict
+    /// priority queue (quantum 0: it has no round) keeps the standard threshold, as MQ-ECN
+    /// sets it (NSDI'16 §3, "Strict Priority Queueing": "for strict higher priority queues
+    /// without round concept, we statically set their marking thresholds to the standard
+    /// marking threshold C x RTT x lambda").
     pub fn threshold_bytes(&self, queue: usize, quantum_bytes: u64, capacity_bps: f64) -> f64 {
         let k_std = self.config.k_std_bytes * self.config.lambda_scale.get(queue).copied().unwrap_or(1.0);
-        if self.t_round_ns <= 0.0 || capacity_bps <= 0.0 {
+        if self.t_round_ns <= 0.0 || capacity_bps <= 0.0 || quantum_bytes == 0 {
             return k_std;
         }
         let rate_bps = quantum_bytes as f64 * 8.0 / (self.t_round_ns * 1e-9);
@@ -201,6 +205,24 @@ mod tests {
         assert!((m.threshold_bytes(0, 1_500, 10e9) - 25_000.0).abs() < 1e-6);
         // A quantum worth more than C is capped at K.
         assert!((m.threshold_bytes(0, 150_000, 10e9) - 100_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_strict_queue_keeps_the_standard_threshold_whatever_the_round() {
+        // A strict queue (quantum 0) has no round: K_std (with its own lambda), where the
+        // share formula would give it 0 and mark every packet once a round was sampled.
+        let mut lambda_scale = SAME_LAMBDA;
+        lambda_scale[7] = 0.5;
+        let mut m = MqecnIdeal::new(MqecnConfig {
+            k_std_bytes: 100_000.0,
+            beta: 0.0,
+            t_idle_ns: 1_200.0,
+            lambda_scale,
+        });
+        m.on_round_sample(4_800.0);
+        assert_eq!(m.threshold_bytes(6, 0, 10e9), 100_000.0);
+        assert_eq!(m.threshold_bytes(7, 0, 10e9), 50_000.0);
+        assert!((m.threshold_bytes(1, 1_500, 10e9) - 25_000.0).abs() < 1e-6);
     }
 
     #[test]
