@@ -262,7 +262,9 @@ def collector_telemetry(
     real_controller: RealController, first: FirstRollout, tmp_path: Path
 ) -> Iterator[Reader]:
     """sluice's collector (``python -m controller.telemetry.collector``) subscribed to the real
-    switch, scraped by a real Prometheus; read once it says whether leaf1's stream is up."""
+    switch, scraped by a real Prometheus; read once it says leaf1's stream is up (a collector
+    just started reports its streams down until they connect: a healthy switch is the test's
+    premise, not what it waits out)."""
     intent_file = tmp_path / "intent.yaml"
     intent_file.write_text(yaml.safe_dump(dump_intent(first.intent)))
     metrics_port = free_port()
@@ -286,6 +288,7 @@ def collector_telemetry(
             try:
                 read = promql_reader(promql)
                 settle(read, STREAM_KNOWN, 1.0, within_s=60.0)
+                settle(read, STREAMS_DOWN.replace("$switches", "leaf1"), 0.0, within_s=60.0)
                 yield read
             finally:
                 promql.close()
