@@ -457,10 +457,10 @@ def _rust_must(must: Must) -> str:
             f"Must::OnlyWhen {{ leaf: {_rs_str(must.leaf)}, switch: {_rs_str(must.switch)}, "
             f"value: {_rs_str(must.value)}, default: {_rs(must.default)}, message: {message} }}"
         )
-    variant = {"at_least": "AtLeast", "at_most": "AtMost"}[must.kind]
+    bound = {"at_least": "AtLeast", "at_most": "AtMost"}[must.kind]
     return (
-        f"Must::{variant} {{ leaf: {_rs_str(must.leaf)}, other: {_rs_str(must.other)}, "
-        f"message: {message} }}"
+        f"Must::Compare {{ leaf: {_rs_str(must.leaf)}, bound: Bound::{bound}, "
+        f"other: {_rs_str(must.other)}, message: {message} }}"
     )
 
 
@@ -501,24 +501,27 @@ pub enum Must {
         /// The model's error-message.
         message: &'static str,
     },
-    /// `leaf`, when present, is a whole number at least `other`'s, which is present.
-    AtLeast {
+    /// `leaf`, when present, is a whole number on the `bound` side of `other`'s, which is
+    /// present (XPath compares an absent node as false).
+    Compare {
         /// The field the rule is on.
         leaf: &'static str,
+        /// Whether `leaf` is at least or at most `other`.
+        bound: Bound,
         /// The field it is compared with.
         other: &'static str,
         /// The model's error-message.
         message: &'static str,
     },
-    /// `leaf`, when present, is a whole number at most `other`'s, which is present.
-    AtMost {
-        /// The field the rule is on.
-        leaf: &'static str,
-        /// The field it is compared with.
-        other: &'static str,
-        /// The model's error-message.
-        message: &'static str,
-    },
+}
+
+/// The side of the other field a compared one lies on (`>=` or `<=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `current() >= ../other`.
+    AtLeast,
+    /// `current() <= ../other`.
+    AtMost,
 }"""
 
 

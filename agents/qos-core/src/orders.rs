@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::sluice_yang::{
-    Leaf, Must, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_MUSTS, SLUICE_AGENT_QUEUE,
+    Bound, Leaf, Must, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_MUSTS, SLUICE_AGENT_QUEUE,
     SLUICE_AGENT_QUEUE_MUSTS,
 };
 
@@ -252,13 +252,8 @@ fn check_musts(fields: &HashMap<String, String>, musts: &[Must]) -> Result<(), O
                     return Err(invalid_by_rule(fields, leaf, message));
                 }
             }
-            Must::AtLeast { leaf, other, message } => {
-                if !compares(fields, leaf, other, |mine, theirs| mine >= theirs) {
-                    return Err(invalid_by_rule(fields, leaf, message));
-                }
-            }
-            Must::AtMost { leaf, other, message } => {
-                if !compares(fields, leaf, other, |mine, theirs| mine <= theirs) {
+            Must::Compare { leaf, bound, other, message } => {
+                if !compares(fields, leaf, other, bound) {
                     return Err(invalid_by_rule(fields, leaf, message));
                 }
             }
@@ -269,11 +264,14 @@ fn check_musts(fields: &HashMap<String, String>, musts: &[Must]) -> Result<(), O
 
 /// Whether `leaf`, when present, holds against `other`, which must then be present (XPath
 /// compares an absent node as false); true when either is not a whole number.
-fn compares(fields: &HashMap<String, String>, leaf: &str, other: &str, holds: fn(u64, u64) -> bool) -> bool {
+fn compares(fields: &HashMap<String, String>, leaf: &str, other: &str, bound: Bound) -> bool {
     let Some(mine) = fields.get(leaf) else { return true };
     let Some(theirs) = fields.get(other) else { return false };
     match (mine.trim().parse::<u64>(), theirs.trim().parse::<u64>()) {
-        (Ok(mine), Ok(theirs)) => holds(mine, theirs),
+        (Ok(mine), Ok(theirs)) => match bound {
+            Bound::AtLeast => mine >= theirs,
+            Bound::AtMost => mine <= theirs,
+        },
         _ => true,
     }
 }

@@ -92,24 +92,27 @@ pub enum Must {
         /// The model's error-message.
         message: &'static str,
     },
-    /// `leaf`, when present, is a whole number at least `other`'s, which is present.
-    AtLeast {
+    /// `leaf`, when present, is a whole number on the `bound` side of `other`'s, which is
+    /// present (XPath compares an absent node as false).
+    Compare {
         /// The field the rule is on.
         leaf: &'static str,
+        /// Whether `leaf` is at least or at most `other`.
+        bound: Bound,
         /// The field it is compared with.
         other: &'static str,
         /// The model's error-message.
         message: &'static str,
     },
-    /// `leaf`, when present, is a whole number at most `other`'s, which is present.
-    AtMost {
-        /// The field the rule is on.
-        leaf: &'static str,
-        /// The field it is compared with.
-        other: &'static str,
-        /// The model's error-message.
-        message: &'static str,
-    },
+}
+
+/// The side of the other field a compared one lies on (`>=` or `<=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `current() >= ../other`.
+    AtLeast,
+    /// `current() <= ../other`.
+    AtMost,
 }
 
 /// The cross-field rules of SLUICE_AGENT|global.
@@ -145,8 +148,9 @@ pub const SLUICE_AGENT_QUEUE_MUSTS: &[Must] = &[
         default: Some("true"),
         message: "ceiling_bytes is only for a managed queue",
     },
-    Must::AtLeast {
+    Must::Compare {
         leaf: "ceiling_bytes",
+        bound: Bound::AtLeast,
         other: "floor_bytes",
         message: "ceiling_bytes must be greater than or equal to floor_bytes",
     },
@@ -157,13 +161,15 @@ pub const SLUICE_AGENT_QUEUE_MUSTS: &[Must] = &[
         default: Some("true"),
         message: "static_bytes is only for a managed queue",
     },
-    Must::AtLeast {
+    Must::Compare {
         leaf: "static_bytes",
+        bound: Bound::AtLeast,
         other: "floor_bytes",
         message: "static_bytes must lie between floor_bytes and ceiling_bytes",
     },
-    Must::AtMost {
+    Must::Compare {
         leaf: "static_bytes",
+        bound: Bound::AtMost,
         other: "ceiling_bytes",
         message: "static_bytes must lie between floor_bytes and ceiling_bytes",
     },
