@@ -7,8 +7,10 @@ patterns and leafrefs as a switch's GCU does) and writes, each in its reader's o
 - ``controller/sonic/sluice_yang.py``: ``FieldSpec`` tuples for the table modules;
 - ``vsonic/sluice_yang.py``: field types for vsonic's schema (vsonic does not import the
   controller, so it gets its own rendering);
-- ``agents/qos-core/src/sluice_yang.rs``: leaf tables (the orders-parser test checks them)
-  and the cross-field rules the orders parser applies.
+- ``agents/qos-core/src/sluice_yang.rs``: what the orders parser applies (the field names,
+  the queue indexes, the cross-field rules);
+- ``agents/qos-core/tests/yang/sluice_leaves.rs``: each field's type, which the orders-parser
+  contract test checks the parser against.
 
 The cross-field rules are the model's ``must`` statements (XPath). The generator knows the
 three forms the model uses and translates each into a rule every reader applies the same
@@ -42,6 +44,7 @@ SOURCE = f"agents/qos-agent/yang/{MODULE}.yang"
 CONTROLLER_OUT = REPO / "controller" / "sonic" / "sluice_yang.py"
 VSONIC_OUT = REPO / "vsonic" / "sluice_yang.py"
 RUST_OUT = REPO / "agents" / "qos-core" / "src" / "sluice_yang.rs"
+RUST_TEST_OUT = REPO / "agents" / "qos-core" / "tests" / "yang" / "sluice_leaves.rs"
 HEADER = f"Generated from {SOURCE} by scripts/gen_sluice_yang.py."
 
 _UINTS = {libyang.Type.UINT8, libyang.Type.UINT16, libyang.Type.UINT32, libyang.Type.UINT64}
@@ -525,16 +528,51 @@ pub enum Bound {
 }"""
 
 
+def _rust_names(name: str, table: Table) -> str:
+    lines = [f"pub const {name}: &[&str] = &["]
+    lines += [f'    "{leaf.name}",' for leaf in table.leaves]
+    return "\n".join([*lines, "];"])
+
+
 def render_rust(tables: list[Table]) -> str:
+    """qos-core's module: what the orders parser applies (field names, queue indexes, rules)."""
     t = _by_name(tables)
     qindex_max = _key_leaf(t["SLUICE_AGENT_QUEUE"], "qindex").high
     return "\n".join(
         [
             f"//! {HEADER}",
             "//!",
-            "//! The fields of SLUICE_AGENT and SLUICE_AGENT_QUEUE (the contract test holds the",
-            "//! orders parser to them) and the model's cross-field rules (the parser applies",
-            "//! them).",
+            "//! What the orders parser applies: the fields of SLUICE_AGENT and",
+            "//! SLUICE_AGENT_QUEUE (any other is refused), the queue indexes and the model's",
+            "//! cross-field rules. Each field's type is the contract test's",
+            "//! (`tests/yang/sluice_leaves.rs`): the agent keeps its own, wider sanity bounds.",
+            "",
+            "/// Highest queue index of a SLUICE_AGENT_QUEUE key.",
+            f"pub const QUEUE_INDEX_MAX: u64 = {qindex_max};",
+            "",
+            "/// The fields of SLUICE_AGENT|global.",
+            _rust_names("SLUICE_AGENT_FIELDS", t["SLUICE_AGENT"]),
+            "",
+            "/// The fields of SLUICE_AGENT_QUEUE|<port>|<queue>.",
+            _rust_names("SLUICE_AGENT_QUEUE_FIELDS", t["SLUICE_AGENT_QUEUE"]),
+            RUST_MUST,
+            "",
+            "/// The cross-field rules of SLUICE_AGENT|global.",
+            _rust_musts("SLUICE_AGENT_MUSTS", t["SLUICE_AGENT"]),
+            "",
+            "/// The cross-field rules of SLUICE_AGENT_QUEUE, in the model's order.",
+            _rust_musts("SLUICE_AGENT_QUEUE_MUSTS", t["SLUICE_AGENT_QUEUE"]),
+            "",
+        ]
+    )
+
+
+def render_rust_leaves(tables: list[Table]) -> str:
+    """The contract test's leaf tables: each field's type, as the model gives it."""
+    t = _by_name(tables)
+    return "\n".join(
+        [
+            f"//! {HEADER}",
             "",
             "/// A leaf's YANG type, reduced to what the orders parser has to agree with.",
             "#[derive(Debug, Clone, Copy)]",
@@ -564,21 +602,11 @@ def render_rust(tables: list[Table]) -> str:
             "    pub mandatory: bool,",
             "}",
             "",
-            "/// Highest queue index of a SLUICE_AGENT_QUEUE key.",
-            f"pub const QUEUE_INDEX_MAX: u64 = {qindex_max};",
-            "",
             "/// SLUICE_AGENT|global.",
             _rust_leaves("SLUICE_AGENT", t["SLUICE_AGENT"]),
             "",
             "/// SLUICE_AGENT_QUEUE|<port>|<queue>.",
             _rust_leaves("SLUICE_AGENT_QUEUE", t["SLUICE_AGENT_QUEUE"]),
-            RUST_MUST,
-            "",
-            "/// The cross-field rules of SLUICE_AGENT|global.",
-            _rust_musts("SLUICE_AGENT_MUSTS", t["SLUICE_AGENT"]),
-            "",
-            "/// The cross-field rules of SLUICE_AGENT_QUEUE, in the model's order.",
-            _rust_musts("SLUICE_AGENT_QUEUE_MUSTS", t["SLUICE_AGENT_QUEUE"]),
             "",
         ]
     )
@@ -605,6 +633,7 @@ def render() -> dict[Path, str]:
         CONTROLLER_OUT: render_controller(tables),
         VSONIC_OUT: render_vsonic(tables),
         RUST_OUT: render_rust(tables),
+        RUST_TEST_OUT: render_rust_leaves(tables),
     }
     return {path: _formatted(path, text) for path, text in texts.items()}
 

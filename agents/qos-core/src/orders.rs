@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::sluice_yang::{
-    Bound, Leaf, Must, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_MUSTS, SLUICE_AGENT_QUEUE,
+    Bound, Must, QUEUE_INDEX_MAX, SLUICE_AGENT_FIELDS, SLUICE_AGENT_MUSTS, SLUICE_AGENT_QUEUE_FIELDS,
     SLUICE_AGENT_QUEUE_MUSTS,
 };
 
@@ -102,7 +102,7 @@ pub struct AgentOrders {
 impl AgentOrders {
     /// Parses `SLUICE_AGENT|global`.
     pub fn parse(fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
-        refuse_unknown(fields, SLUICE_AGENT)?;
+        refuse_unknown(fields, SLUICE_AGENT_FIELDS)?;
         check_musts(fields, SLUICE_AGENT_MUSTS)?;
         let f = Fields(fields);
         Ok(Self {
@@ -172,7 +172,7 @@ impl QueueOrders {
     /// table name), or the whole Redis key with the table name in front.
     pub fn parse(key: &str, fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
         let (port, queue) = parse_queue_key(key)?;
-        refuse_unknown(fields, SLUICE_AGENT_QUEUE)?;
+        refuse_unknown(fields, SLUICE_AGENT_QUEUE_FIELDS)?;
         let f = Fields(fields);
         // Absent means managed (the model's default): orders written before the field existed
         // listed only those.
@@ -297,9 +297,8 @@ pub fn parse_queue_key(key: &str) -> Result<(String, u8), OrdersError> {
 }
 
 /// A field the model does not define is refused (orchagent refuses them too).
-fn refuse_unknown(fields: &HashMap<String, String>, model: &[Leaf]) -> Result<(), OrdersError> {
-    let mut unknown: Vec<&String> =
-        fields.keys().filter(|k| !model.iter().any(|leaf| leaf.name == k.as_str())).collect();
+fn refuse_unknown(fields: &HashMap<String, String>, known: &[&str]) -> Result<(), OrdersError> {
+    let mut unknown: Vec<&String> = fields.keys().filter(|k| !known.contains(&k.as_str())).collect();
     unknown.sort();
     match unknown.first() {
         Some(field) => Err(OrdersError::Unknown { field: (*field).clone() }),

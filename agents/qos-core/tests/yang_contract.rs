@@ -1,9 +1,10 @@
 //! The orders parser agrees with sonic-sluice-agent.yang, the one definition of the contract.
 //!
-//! `qos_core::sluice_yang` is generated from `agents/qos-agent/yang/sonic-sluice-agent.yang`
-//! by `scripts/gen_sluice_yang.py` (a Python test keeps it up to date). The agent must know
-//! exactly the model's fields, refuse an entry missing what the model makes mandatory, and
-//! accept every value the model accepts: a switch's GCU has already validated what the agent
+//! `yang/sluice_leaves.rs` (each field's type) and `qos_core::sluice_yang` (what the parser
+//! applies: names, queue indexes, cross-field rules) are generated from
+//! `agents/qos-agent/yang/sonic-sluice-agent.yang` by `scripts/gen_sluice_yang.py` (a Python
+//! test keeps them up to date). The agent must know exactly the model's fields, refuse an
+//! entry missing what the model makes mandatory, and accept every value the model accepts: a switch's GCU has already validated what the agent
 //! reads, so an agent stricter than the model would refuse orders the switch took. Where the
 //! agent is looser than the model (it keeps its own wider sanity bounds), the fields are
 //! listed here, so a change on either side shows up.
@@ -11,12 +12,14 @@
 // Test helpers outside #[test] fns: a failed unwrap or panic here is a failed test.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+#[path = "yang/sluice_leaves.rs"]
+mod sluice_leaves;
+
 use std::collections::{BTreeSet, HashMap};
 
 use qos_core::orders::{AgentOrders, OrdersError, QueueOrders};
-use qos_core::sluice_yang::{
-    Kind, Leaf, Must, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_QUEUE, SLUICE_AGENT_QUEUE_MUSTS,
-};
+use qos_core::sluice_yang::{Must, QUEUE_INDEX_MAX, SLUICE_AGENT_QUEUE_MUSTS};
+use sluice_leaves::{Kind, Leaf, SLUICE_AGENT, SLUICE_AGENT_QUEUE};
 
 /// Fields whose values above the model's maximum the agent still takes (the model's maximum
 /// is the controller's intent bound; the agent's own bound is only a sanity limit).
