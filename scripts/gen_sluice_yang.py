@@ -173,7 +173,8 @@ def _musts_of(parsed: Any) -> list[tuple[str, str]]:
     """``(condition, error-message)`` of each ``must`` on a node (libyang's parsed tree)."""
     if parsed.musts == ffi.NULL:
         return []
-    return [(c2str(must.arg.str), c2str(must.emsg)) for must in ly_array_iter(parsed.musts)]
+    musts = ly_array_iter(parsed.musts)  # type: ignore[no-untyped-call]  # libyang's, untyped
+    return [(c2str(must.arg.str), c2str(must.emsg)) for must in musts]
 
 
 def _entry_must(condition: str, message: str, defaults: dict[str, str | None]) -> Must:
@@ -214,7 +215,7 @@ def _table_musts(slist: libyang.SList, leaves: list[Leaf]) -> tuple[Must, ...]:
                 musts += _leaf_musts(node.name(), condition, message, defaults)
     kinds = {leaf.name: leaf.kind for leaf in leaves}
     for must in musts:
-        compared = (must.leaf, must.other) if must.other is not None else ()
+        compared = (must.leaf or "", must.other) if must.other is not None else ()
         if any(kinds.get(name) != "uint" for name in compared):
             raise ValueError(f"must on {must.leaf}: the readers compare whole numbers only")
     return tuple(musts)
