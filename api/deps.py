@@ -1,7 +1,9 @@
-"""Dependencies as ``Annotated`` aliases: services, the caller and their role, paging, If-Match.
+"""Every dependency and parameter of a route as an ``Annotated`` alias: the services, the
+settings, the caller and their role, paging, If-Match and why, ids, versions and names.
 
-Nothing here is global: services and settings hang off ``request.app.state``, put there by
-the app factory.
+Nothing here is global: the services (``controller/services/wiring.py``) and the settings
+hang off ``request.app.state``, put there by the app factory; ``get_services`` is the one
+way a route reaches a service.
 """
 
 from __future__ import annotations
@@ -10,44 +12,43 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Query, Request, Response
+from fastapi import Depends, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BeforeValidator, Field
 
-from api.services import Services
+from api.schemas.common import DB_BIGINT_MAX, DB_INTEGER_MAX, NO_NUL, PAGE_SIZE_LIMIT
 from controller.errors import PreconditionFailed, PreconditionRequired, Unauthenticated
+from controller.intent.models import NAME_RE, PORT_RE
 from controller.services.common import Actor
 from controller.services.intents import WriteResult
 from controller.services.tokens import AccessRole, Principal
+from controller.services.wiring import Services
 from controller.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="an API token from `sluice-admin create-token`")
-# Bounds every path and query parameter carries in its schema, so nothing out of the
-# database's range reaches SQL: ids and offsets are PostgreSQL ``bigint``, intent versions
-# ``integer``; PostgreSQL text cannot hold a NUL byte.
-DB_BIGINT_MAX = 2**63 - 1
-DB_INTEGER_MAX = 2**31 - 1
-NO_NUL = r"^[^\x00]*$"
-
-
-def _integral_as_int(value: object) -> object:
-    # JSON Schema's "integer" holds 455.0 (a number whose fraction is zero) as well as 455,
-    # and so do JSON writers that keep every number a double: read it as the integer it is.
-    # Anything else (2.5, true, "455") is left for strict validation to refuse.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-# An integer field of a request body: 455 or 455.0, never 455.5, "455" or true (strict).
-WholeNumber = Annotated[int, BeforeValidator(_integral_as_int), Field(strict=True)]
-
-# The largest page any list answers (``SLUICE_PAGE_SIZE_MAX`` may lower it, never raise it).
-PAGE_SIZE_LIMIT = 500
 
 # A strong entity tag naming an intent version: "12". Weak tags never match If-Match.
 _ETAG = re.compile(r'^"(\d{1,9})"$')
+
+# Path and query parameters, each bounded in its schema (``api/schemas/common.py``).
+# The one id type: a row's id as a list or a create answered it (rollouts, host runs, twin
+# runs, tuning proposals, tokens: PostgreSQL ``bigint``).
+RecordId = Annotated[
+    int, Path(ge=1, le=DB_BIGINT_MAX, description="the id a list or a create answered")
+]
+# An intent version (PostgreSQL ``integer``).
+VersionNumber = Annotated[int, Path(ge=1, le=DB_INTEGER_MAX, description="an intent version")]
+# A switch, host or service class of the intent, by its name.
+NameParam = Annotated[str, Path(pattern=NAME_RE, description="its name in the intent")]
+SwitchName = Annotated[str, Path(pattern=NAME_RE, description="a switch of the intent")]
+PortName = Annotated[str, Path(pattern=PORT_RE, description="a port of the switch")]
+SwitchQuery = Annotated[str | None, Query(pattern=NAME_RE, description="only this switch")]
+ReasonParam = Annotated[
+    str | None,
+    Query(max_length=2000, pattern=NO_NUL, description="why; kept in the version history"),
+]
+# A list's length, for lists answered whole (not paged).
+LimitParam = Annotated[int, Query(ge=1, le=PAGE_SIZE_LIMIT, description="at most this many")]
 
 
 def get_services(request: Request) -> Services:
@@ -175,12 +176,6 @@ def mark_written(response: Response, result: WriteResult, location: str | None =
         response.status_code = 201
         if location is not None:
             response.headers["Location"] = location
-
-
-ReasonParam = Annotated[
-    str | None,
-    Query(max_length=2000, pattern=NO_NUL, description="why; kept in the version history"),
-]
 
 
 @dataclass(frozen=True, slots=True)

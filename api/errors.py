@@ -44,7 +44,7 @@ from controller.errors import (
     Unauthenticated,
     WorkerTimeout,
 )
-from controller.store.outage import is_database_outage, outage_summary
+from controller.services.health import database_outage
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,15 @@ def problem(
     if errors is not None:
         body["errors"] = errors
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def not_found(
+    request: Request, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """The 404 a ``NotFound`` gets, for a route that answers it with headers of its own."""
+    return problem(
+        request, status=STATUS_OF[NotFound], title=NotFound.title, detail=detail, headers=headers
+    )
 
 
 def field_of(loc: tuple[int | str, ...]) -> str:
@@ -196,12 +205,13 @@ def database_unavailable(request: Request) -> JSONResponse:
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
-    if is_database_outage(exc):
+    outage = database_outage(exc)
+    if outage is not None:
         # One line, no traceback: an outage is an operational state, not a bug.
         log.warning(
             "request %s: database unavailable: %s",
             getattr(request.state, "request_id", "-"),
-            outage_summary(exc),
+            outage,
         )
         return database_unavailable(request)
     return await _unexpected(request, exc)

@@ -1,7 +1,8 @@
 """The app factory: ``create_app(settings)`` builds a FastAPI app with no module globals.
 
-The engine and services are created in the lifespan (so building an app opens nothing) and
-disposed when it ends. Serve with ``python -m api`` or
+The services (and the database engine and Prometheus client under them) are built in the
+lifespan by ``controller/services/wiring.py`` (so building an app opens nothing) and closed
+when it ends. Serve with ``python -m api`` or
 ``uvicorn api.main:app_from_env --factory``.
 """
 
@@ -21,6 +22,7 @@ from api.errors import install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
     audit,
+    dashboard,
     diff,
     drift,
     fabric,
@@ -33,15 +35,14 @@ from api.routes import (
     rollouts,
     service_classes,
     switches,
+    telemetry,
     tokens,
     tuning,
     twin_runs,
 )
-from api.services import build_services
-from api.telemetry_api import build_telemetry_service, install_telemetry_routers
 from controller.services.common import utc_now
+from controller.services.wiring import open_services
 from controller.settings import Settings
-from controller.store.db import make_engine
 from controller.types import Clock
 
 API_PREFIX = "/api/v1"
@@ -73,31 +74,15 @@ def create_app(
 ) -> FastAPI:
     """Telemetry history is read from ``settings.prometheus``; ``prometheus_transport`` lets a
     test answer for it in-process."""
-    url = settings.database.required_url("API")
+    settings.database.required_url("API")  # refused now, not at the first request
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(url)
-        app.state.services = build_services(engine, clock=clock, settings=settings)
-        app.state.telemetry = build_telemetry_service(
-            app.state.services,
-            settings.prometheus,
-            clock=clock,
-            transport=prometheus_transport,
-        )
-        app.state.tuning, close_tuning = tuning.build_tuning_service(
-            app.state.services,
-            engine,
-            settings.prometheus,
-            transport=prometheus_transport,
-            clock=clock,
-        )
-        try:
+        with open_services(
+            settings, clock=clock, prometheus_transport=prometheus_transport
+        ) as services:
+            app.state.services = services
             yield
-        finally:
-            close_tuning()
-            app.state.telemetry.close()
-            engine.dispose()
 
     app = FastAPI(
         title="sluice",
@@ -114,12 +99,13 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning):
+    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning, telemetry):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(telemetry.health_router, prefix=API_PREFIX)
     guard_bodies(twin_runs.deprecated_router)  # the old path of twin runs, until clients move
     app.include_router(twin_runs.deprecated_router, prefix=API_PREFIX)
-    install_telemetry_routers(app, API_PREFIX)
+    dashboard.install(app)
     install_openapi(app)
     return app
 

@@ -57,8 +57,13 @@ from controller.reconcile.loop import ReconcileLoop, Target
 from controller.reconcile.watch import DriftWatcher, WatchState
 from controller.sonic.compile import compile_fleet
 from controller.sonic.model import SwitchConfig
-from controller.southbound.gnmi import GnmiTarget, SessionPool, TlsOptions, target_for_switch
-from controller.southbound.subscribe import open_channel
+from controller.southbound.gnmi import (
+    GnmiTarget,
+    SessionPool,
+    TlsOptions,
+    open_channel,
+    target_for_switch,
+)
 from vsonic.gnmi_server import TlsFiles
 
 REPRODUCE = "uv run python -m bench.drift_watch_bench"
@@ -230,7 +235,7 @@ async def _inject(
             channel = channels.get(target.port)
             if channel is None:
                 # Another client, over the same TLS as sluice's sessions.
-                channel = channels[target.port] = open_channel(target)
+                channel = channels[target.port] = open_channel(target, aio=True)
             stub = gnmi_pb2_grpc.gNMIStub(channel)
             reports.at.clear()
             reports.arrived.clear()

@@ -28,7 +28,7 @@ from vsonic.setops import SetOp
 from vsonic.switch import Targets
 from vsonic.tether import start_tethered
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "example-intent.yaml"
 CREDS = Credentials("admin", "engine-fleet-password")
 
 

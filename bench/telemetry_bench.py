@@ -89,12 +89,12 @@ def _targets(ports: list[int], switches: int, tls: TlsOptions) -> list[Any]:
 
 def _channels(targets: list[Any]) -> dict[int, Any]:
     """One asyncio channel per server port (the collector does the same per endpoint)."""
-    from controller.southbound.subscribe import open_channel
+    from controller.southbound.gnmi import open_channel
 
     channels: dict[int, Any] = {}
     for target in targets:
         if target.port not in channels:
-            channels[target.port] = open_channel(target)
+            channels[target.port] = open_channel(target, aio=True)
     return channels
 
 
@@ -426,7 +426,8 @@ def measure_idle(
 ) -> dict[str, float]:
     """Server CPU seconds per second with no stream (baseline) and with ``streams`` open
     ON_CHANGE streams on a table nobody writes, spread over the fleet's switches."""
-    from controller.southbound.subscribe import AGENT_STATE, Subscription, open_channel, subscribe
+    from controller.southbound.gnmi import open_channel
+    from controller.southbound.subscribe import AGENT_STATE, Subscription, subscribe
 
     targets = _targets([port], switches, tls)
 
@@ -434,7 +435,7 @@ def measure_idle(
         before = _server_cpu_s(server.pid)
         await asyncio.sleep(seconds)
         quiet = (_server_cpu_s(server.pid) - before) / seconds
-        channel = open_channel(targets[0])
+        channel = open_channel(targets[0], aio=True)
         calls = [subscribe(channel, targets[i % len(targets)], [Subscription(AGENT_STATE)])
                  for i in range(streams)]  # fmt: skip
         for call in calls:

@@ -3,7 +3,7 @@
 One command: ``uv run --frozen python -m bench.tuning_twin`` (``--workload``, ``--flows``,
 ``--load``, ``--seeds``, ``--rounds``, ``--json``).
 
-1. The static intent: ``examples/intent.yaml`` with DWRR weight ranges added (the example
+1. The static intent: ``docs/example-intent.yaml`` with DWRR weight ranges added (the example
    gives none, and a class without a range never moves, docs/tuning.md); the weights
    themselves are the example's (storage 50, analytics 30, best-effort 20).
 2. A workload whose per-class demand differs from what the weights assume: web-search flow
@@ -54,7 +54,7 @@ JsonObject = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parents[1]
 NETSIM = TwinSettings().netsim  # target/debug/netsim (cargo build -p netsim)
-EXAMPLE = ROOT / "examples" / "intent.yaml"
+EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 MSS = 1460  # netsim's payload per packet
 SMALL_BYTES = 100_000  # PIAS NSDI'15 §6.1's small-flow bucket, as netsim's report uses
 # The host exporter's flow-size buckets (sluice_host_exporter.py FLOW_BUCKETS, docs/tuning.md):

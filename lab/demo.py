@@ -5,7 +5,7 @@ allows it: root, ``ip netns``), a local PostgreSQL starts unless ``DATABASE_URL`
 is migrated, ``sluice-admin`` mints an admin token, and the REST API serves on 127.0.0.1.
 Then the steps (``--steps``, all by default; docs/demo.md shows sample output):
 
-- ``intent``: check, dry-run, apply ``examples/intent.yaml`` with the ``sluice`` CLI, print
+- ``intent``: check, dry-run, apply ``docs/example-intent.yaml`` with the ``sluice`` CLI, print
   the per-switch plan, the version history and the audit trail;
 - ``switches`` (``lab/demo_switches.py``): four virtual switches with their data plane
   (or, with ``--switches real``, SONiC's own software: ``lab/demo_real.py``)
@@ -227,7 +227,7 @@ def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environm
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sluice-demo", description="sluice end to end")
-    parser.add_argument("--intent", type=Path, default=REPO / "examples" / "intent.yaml")
+    parser.add_argument("--intent", type=Path, default=REPO / "docs" / "example-intent.yaml")
     parser.add_argument("--steps", type=parse_steps, default=STEPS, help=",".join(STEPS))
     parser.add_argument(
         "--switches",

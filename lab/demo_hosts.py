@@ -39,7 +39,7 @@ from lab import netns
 from lab.demo_common import DemoError, Run, Say, controller_worker, run, say
 
 BIN = Path(sys.executable).parent
-EXAMPLE_INTENT = Path(__file__).resolve().parent.parent / "examples" / "intent.yaml"
+EXAMPLE_INTENT = Path(__file__).resolve().parent.parent / "docs" / "example-intent.yaml"
 FABRIC_RECORD = "hosts-fabric.json"  # where a kept fabric's workdir is noted for the next run
 APPLY_BATCH_SIZE = 2  # four hosts in two batches: the staged rollout shows in the progress
 # What netns.up needs besides root (docs/hosts.md, "The namespaced test fabric").

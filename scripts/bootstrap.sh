@@ -48,8 +48,8 @@ fi
 # `uv sync` builds the collector's ingest core (native/controller-core) with maturin and cargo.
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# Go comes with the machine too (/usr/local/go): tools/compose-check loads docker-compose.yml
-# with compose-go, which needs a newer Go than Debian's golang.
+# Go comes with the machine too (/usr/local/go): tests/integration/docker/compose-check loads
+# docker-compose.yml with compose-go, which needs a newer Go than Debian's golang.
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
   echo "bootstrap: go not found: this project needs the machine's Go toolchain (/usr/local/go)" >&2
   exit 1

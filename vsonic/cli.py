@@ -2,7 +2,7 @@
 
     vsonic up --switches 4 [--base-port 50051] [--state-dir .vsonic] [--fleet]
               [--listen 127.0.0.1|0.0.0.0] [--advertise ADDRESS]
-    vsonic up --inventory examples/intent.yaml [--state-dir .vsonic]
+    vsonic up --inventory docs/example-intent.yaml [--state-dir .vsonic]
               [--no-dataplane] [--no-agent] [--traffic FILE] [--flex-interval-ms N]
               [--fast-interval-ms N]
     vsonic down [--state-dir .vsonic]

@@ -29,6 +29,7 @@ from vsonic.schema_types import (
     KeyRule,
     OneOf,
     Ref,
+    first_broken,
     fixed_key,
     key_port,
     name_key,
@@ -114,37 +115,6 @@ def _pool_percentage(fields: Fields) -> list[str]:
     if fields.get("mode") != "dynamic" or "size" in fields:
         return ["field 'percentage': only for a dynamic pool without 'size'"]
     return []
-
-
-_MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
-
-
-def _managed_has_bounds(fields: Fields) -> list[str]:
-    # The model's list-level must: a managed queue (managed absent means true) has them all.
-    if fields.get("managed", "true") != "true":
-        return []
-    missing = [f for f in _MANAGED_ONLY if f not in fields]
-    return [f"field '{f}': mandatory on a managed queue" for f in missing]
-
-
-def _static_between_bounds(fields: Fields) -> list[str]:
-    lo, mid, hi = (fields.get(f) for f in ("floor_bytes", "static_bytes", "ceiling_bytes"))
-    if lo is None or mid is None or hi is None or not (lo + mid + hi).isdigit():
-        return []
-    if int(lo) <= int(hi) and not int(lo) <= int(mid) <= int(hi):  # else _min_max says it
-        return [f"field 'static_bytes': {mid} is not between floor_bytes and ceiling_bytes"]
-    return []
-
-
-def _unmanaged_has_no_bounds(fields: Fields) -> list[str]:
-    # An unmanaged queue only counts in the agent's shares: a profile, bounds, HDCQ's
-    # per-port point or a lambda on it would look like orders the agent silently ignores (qos-core
-    # refuses them the same way).
-    if fields.get("managed") != "false":
-        return []
-    reason = "only on a managed queue (managed true)"
-    managed_only = (*_MANAGED_ONLY, "port_threshold_bytes", "lambda")
-    return [f"field '{f}': {reason}" for f in managed_only if f in fields]
 
 
 def _map_spec(key_range: tuple[int, int], value: FieldType) -> TableSpec:
@@ -252,23 +222,19 @@ TABLES: dict[str, TableSpec] = {
         fields={"profile": Ref("BUFFER_PROFILE")},
         mandatory=("profile",),
     ),
-    # Fields, ranges and mandatory fields from sonic-sluice-agent.yang (the generated
-    # vsonic/sluice_yang.py); the rules are the model's ``must`` statements.
+    # Fields, ranges, mandatory fields and the cross-field rules (the model's ``must``
+    # statements) from sonic-sluice-agent.yang, through the generated vsonic/sluice_yang.py.
     "SLUICE_AGENT": TableSpec(
         key=fixed_key(sluice_yang.AGENT_KEY),
         fields=sluice_yang.AGENT_FIELDS,
         mandatory=sluice_yang.AGENT_MANDATORY,
+        rules=(first_broken(sluice_yang.AGENT_MUSTS, sluice_yang.AGENT_FIELDS),),
     ),
     "SLUICE_AGENT_QUEUE": TableSpec(
         key=port_queue_key(False, sluice_yang.QUEUE_INDEX_MAX),
         fields=sluice_yang.AGENT_QUEUE_FIELDS,
         mandatory=sluice_yang.AGENT_QUEUE_MANDATORY,
-        rules=(
-            _min_max("threshold", "floor_bytes", "ceiling_bytes"),
-            _static_between_bounds,
-            _unmanaged_has_no_bounds,
-            _managed_has_bounds,
-        ),
+        rules=(first_broken(sluice_yang.AGENT_QUEUE_MUSTS, sluice_yang.AGENT_QUEUE_FIELDS),),
     ),
     # Carried so a switch has ports and metadata; sluice does not write them.
     "PORT": TableSpec(key=name_key(r"Ethernet[0-9]{1,4}", "EthernetN"), open_fields=True),

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from vsonic.db import Config
 
@@ -149,6 +150,68 @@ class Ref(FieldType):
 
 # A key rule returns the reason a key is refused, given the would-be config.
 KeyRule = Callable[[str, Config], "str | None"]
+
+
+@dataclass(frozen=True)
+class Must:
+    """One ``must`` statement of a YANG model, as an entry rule: the forms
+    ``scripts/gen_sluice_yang.py`` reads from sonic-sluice-agent.yang (``vsonic/sluice_yang.py``
+    lists them), each refusing with the model's own error-message.
+
+    ``needs``: unless ``switch`` (``default`` when absent) is ``value``, every one of
+    ``fields`` is present. ``only_when``: ``leaf``, when present, needs ``switch`` to be
+    ``value``. ``at_least`` / ``at_most``: ``leaf``, when present, is a whole number at least
+    (at most) ``other``'s, which must be present: XPath compares an absent node as false."""
+
+    kind: Literal["needs", "only_when", "at_least", "at_most"]
+    message: str
+    leaf: str = ""
+    switch: str = ""
+    value: str = ""
+    default: str | None = None
+    fields: tuple[str, ...] = ()
+    other: str = ""
+
+    def __call__(self, entry: Mapping[str, str]) -> list[str]:
+        if self.kind == "needs":
+            if entry.get(self.switch, self.default) == self.value:
+                return []
+            missing = [name for name in self.fields if name not in entry]
+            return [f"field '{missing[0]}': {self.message}"] if missing else []
+        if self.leaf not in entry:
+            return []
+        if self.kind == "only_when":
+            held = entry.get(self.switch, self.default) == self.value
+            return [] if held else [f"field '{self.leaf}': {self.message}"]
+        return self._compare(entry[self.leaf], entry.get(self.other))
+
+    def _compare(self, mine: str, theirs: str | None) -> list[str]:
+        if theirs is None:
+            return [f"field '{self.leaf}': {self.message} ({self.other} missing)"]
+        a, b = _as_int(mine), _as_int(theirs)
+        if a is None or b is None:
+            return []  # the field's own type refuses the value
+        if a >= b if self.kind == "at_least" else a <= b:
+            return []
+        return [f"field '{self.leaf}': {self.message} ({a}; {self.other} {b})"]
+
+
+def first_broken(
+    musts: tuple[Must, ...], types: Mapping[str, FieldType]
+) -> Callable[[Mapping[str, str]], list[str]]:
+    """A model's musts as one entry rule, as libyang applies them: none while a field's own
+    value is refused (that problem is the entry's), else the first one the entry breaks."""
+
+    def rule(entry: Mapping[str, str]) -> list[str]:
+        for name, value in entry.items():
+            if name in types and types[name].problem(value) is not None:
+                return []
+        for must in musts:
+            if broken := must(entry):
+                return broken
+        return []
+
+    return rule
 
 
 def name_key(pattern: str, what: str) -> KeyRule:

@@ -5,17 +5,11 @@ makes a new intent version; the ``ETag`` of a resource is the intent version it 
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Path, Response
-
-from api.deps import IntentWriteDep, PagingDep, ServicesDep, Viewer, etag, mark_written
-from api.schemas import PageOut
-from controller.intent.models import NAME_RE
+from api.deps import IntentWriteDep, NameParam, PagingDep, ServicesDep, Viewer, etag, mark_written
+from api.schemas.common import IntentJson, PageOut
 from controller.services.intents import ResourceKind
-from controller.types import JsonObject
-
-NameParam = Annotated[str, Path(pattern=NAME_RE)]
 
 
 def resource_router(kind: ResourceKind, prefix: str, singular: str) -> APIRouter:
@@ -24,43 +18,43 @@ def resource_router(kind: ResourceKind, prefix: str, singular: str) -> APIRouter
     router = APIRouter(prefix=prefix, tags=[prefix.strip("/")])
     plural = kind.value
 
-    @router.get("", response_model=PageOut[JsonObject], name=f"list_{plural}")
+    @router.get("", response_model=PageOut[IntentJson], name=f"list_{plural}")
     def list_entries(
         response: Response, services: ServicesDep, paging: PagingDep, _: Viewer
-    ) -> PageOut[JsonObject]:
+    ) -> PageOut[IntentJson]:
         version, entries = services.intents.resources(kind)
         response.headers["ETag"] = etag(version)
         items = entries[paging.offset : paging.offset + paging.limit]
-        return PageOut[JsonObject](
+        return PageOut[IntentJson](
             items=items, total=len(entries), limit=paging.limit, offset=paging.offset
         )
 
-    @router.get("/{name}", response_model=JsonObject, name=f"get_{singular}")
+    @router.get("/{name}", response_model=IntentJson, name=f"get_{singular}")
     def get_entry(
         name: NameParam, response: Response, services: ServicesDep, _: Viewer
-    ) -> JsonObject:
+    ) -> IntentJson:
         version, entry = services.intents.resource(kind, name)
         response.headers["ETag"] = etag(version)
         return entry
 
-    @router.post("", response_model=JsonObject, status_code=201, name=f"create_{singular}")
+    @router.post("", response_model=IntentJson, status_code=201, name=f"create_{singular}")
     def create_entry(
-        body: JsonObject, response: Response, services: ServicesDep, write: IntentWriteDep
-    ) -> JsonObject:
+        body: IntentJson, response: Response, services: ServicesDep, write: IntentWriteDep
+    ) -> IntentJson:
         result = services.intents.add_resource(
             kind, body, expected=write.expected, actor=write.actor, reason=write.reason
         )
         mark_written(response, result, f"/api/v1{prefix}/{body.get('name')}")
         return result.resource or {}
 
-    @router.put("/{name}", response_model=JsonObject, name=f"put_{singular}")
+    @router.put("/{name}", response_model=IntentJson, name=f"put_{singular}")
     def put_entry(
         name: NameParam,
-        body: JsonObject,
+        body: IntentJson,
         response: Response,
         services: ServicesDep,
         write: IntentWriteDep,
-    ) -> JsonObject:
+    ) -> IntentJson:
         result = services.intents.put_resource(
             kind, name, body, expected=write.expected, actor=write.actor, reason=write.reason
         )

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import NO_NUL, PagingDep, ServicesDep, Viewer
-from api.schemas import AuditOut, PageOut, page_out
+from api.deps import PagingDep, ServicesDep, Viewer
+from api.schemas.audit import AuditOut
+from api.schemas.common import NO_NUL, PageOut, page_out
 
 router = APIRouter(prefix="/audit", tags=["audit"])
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import DB_INTEGER_MAX, ServicesDep, Viewer
-from api.schemas import DiffOut, PlanOut
-from controller.intent.models import NAME_RE
+from api.deps import ServicesDep, SwitchQuery, Viewer
+from api.schemas.common import DB_INTEGER_MAX
+from api.schemas.plans import DiffOut
 
 router = APIRouter(prefix="/diff", tags=["diff"])
 
@@ -19,11 +19,8 @@ def get_diff(
     _: Viewer,
     from_version: Annotated[int | None, Query(alias="from", ge=0, le=DB_INTEGER_MAX)] = None,
     to_version: Annotated[int | None, Query(alias="to", ge=0, le=DB_INTEGER_MAX)] = None,
-    switch: Annotated[str | None, Query(pattern=NAME_RE)] = None,
+    switch: SwitchQuery = None,
 ) -> DiffOut:
-    result = services.plans.diff(from_version=from_version, to_version=to_version, switch=switch)
-    return DiffOut(
-        from_version=result.from_version,
-        to_version=result.to_version,
-        plans=[PlanOut.of(plan) for plan in result.plans],
+    return DiffOut.of(
+        services.plans.diff(from_version=from_version, to_version=to_version, switch=switch)
     )

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import NO_NUL, PagingDep, ServicesDep, Viewer
-from api.schemas import DriftOut, PageOut, page_out
+from api.deps import PagingDep, ServicesDep, Viewer
+from api.schemas.common import NO_NUL, PageOut, page_out
+from api.schemas.reconcile import DriftOut
 
 router = APIRouter(prefix="/drift", tags=["reconcile"])
 

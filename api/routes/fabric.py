@@ -5,22 +5,22 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from api.deps import IntentWriteDep, ServicesDep, Viewer, etag, mark_written
-from controller.types import JsonObject
+from api.schemas.common import IntentJson
 
 router = APIRouter(prefix="/fabric", tags=["fabric"])
 
 
-@router.get("", response_model=JsonObject)
-def get_fabric(response: Response, services: ServicesDep, _: Viewer) -> JsonObject:
+@router.get("", response_model=IntentJson)
+def get_fabric(response: Response, services: ServicesDep, _: Viewer) -> IntentJson:
     version, fabric = services.intents.fabric()
     response.headers["ETag"] = etag(version)
     return fabric
 
 
-@router.put("", response_model=JsonObject)
+@router.put("", response_model=IntentJson)
 def put_fabric(
-    body: JsonObject, response: Response, services: ServicesDep, write: IntentWriteDep
-) -> JsonObject:
+    body: IntentJson, response: Response, services: ServicesDep, write: IntentWriteDep
+) -> IntentJson:
     """Set the fabric; on an empty store (If-Match "0") this creates the first version."""
     result = services.intents.put_fabric(
         body, expected=write.expected, actor=write.actor, reason=write.reason

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import ServicesDep
 from api.errors import database_unavailable
-from api.schemas import HealthOut
+from api.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
 

@@ -7,22 +7,13 @@ named "runs" (validation reserves that name).
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Path, Response
-
-from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
-from api.routes.telemetry import TelemetryDep
-from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
-from controller.errors import NotFound
-from controller.hosts.compile import exporter_targets
-from controller.intent.loader import parse_intent
-from controller.telemetry.gate_reads import promql_reader
-from controller.types import JsonObject
+from api.deps import OperatorActor, PagingDep, RecordId, ServicesDep, Viewer
+from api.schemas.common import PageOut, page_out
+from api.schemas.host_runs import ApplyRequest, ExporterTargetOut, HostRunOut
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])
-
-RunId = Annotated[int, Path(ge=1, le=DB_BIGINT_MAX, description="the run's id")]
 
 
 @router.post("/plan", response_model=HostRunOut, name="plan_hosts")
@@ -34,11 +25,7 @@ def plan_hosts(services: ServicesDep, actor: OperatorActor) -> HostRunOut:
 
 @router.post("/apply", response_model=HostRunOut, status_code=202, name="apply_hosts")
 def apply_hosts(
-    body: ApplyRequest,
-    response: Response,
-    services: ServicesDep,
-    actor: OperatorActor,
-    telemetry: TelemetryDep,
+    body: ApplyRequest, response: Response, services: ServicesDep, actor: OperatorActor
 ) -> HostRunOut:
     """Start applying the current intent to the hosts in batches; answers at once (202) with
     the run, whose progress ``GET /hosts/runs/{run_id}`` shows."""
@@ -48,22 +35,20 @@ def apply_hosts(
         batch_size=body.batch_size,
         failure_budget=body.failure_budget,
         gates=gates,
-        reader=None if gates is None else promql_reader(telemetry.promql),
+        reader=None if gates is None else services.gate_reads,
     )
     response.headers["Location"] = f"/api/v1/hosts/runs/{run.id}"
     return HostRunOut.of(run)
 
 
-@router.get("/exporter-targets", name="host_exporter_targets")
-def host_exporter_targets(services: ServicesDep, _: Viewer) -> list[JsonObject]:
+@router.get(
+    "/exporter-targets", response_model=list[ExporterTargetOut], name="host_exporter_targets"
+)
+def host_exporter_targets(services: ServicesDep, _: Viewer) -> list[ExporterTargetOut]:
     """The current intent's host exporters in Prometheus' HTTP service-discovery format
     (``http_sd_configs``): one target group per host, labelled ``host``. Empty when the
     fabric runs no exporter (``fabric.host_exporter``) or no intent is stored."""
-    try:
-        data = services.intents.current().data
-    except NotFound:
-        return []
-    return exporter_targets(parse_intent(data))
+    return [ExporterTargetOut.of(group) for group in services.host_runs.exporter_targets()]
 
 
 @router.get("/runs", response_model=PageOut[HostRunOut], name="list_host_runs")
@@ -74,6 +59,6 @@ def list_host_runs(services: ServicesDep, paging: PagingDep, _: Viewer) -> PageO
 
 
 @router.get("/runs/{run_id}", response_model=HostRunOut, name="get_host_run")
-def get_host_run(run_id: RunId, services: ServicesDep, _: Viewer) -> HostRunOut:
+def get_host_run(run_id: RecordId, services: ServicesDep, _: Viewer) -> HostRunOut:
     """One run with every host's result so far."""
     return HostRunOut.of(services.host_runs.run(run_id))

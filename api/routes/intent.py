@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from api.deps import (
-    DB_INTEGER_MAX,
     ExpectedVersion,
     OperatorActor,
     PagingDep,
     ServicesDep,
+    VersionNumber,
     Viewer,
     etag,
     mark_written,
 )
-from api.errors import problem
-from api.schemas import (
-    IntentIn,
-    IntentOut,
-    PageOut,
-    ValidateOut,
-    VersionOut,
-    WriteOut,
-    page_out,
-)
-from controller.errors import NotFound
-from controller.intent.loader import dump_intent
-from controller.types import JsonObject
+from api.errors import not_found
+from api.schemas.common import IntentJson, PageOut, page_out
+from api.schemas.intent import IntentIn, IntentOut, ValidateOut, VersionOut, WriteOut
+from controller.services.intents import NO_INTENT_YET
 
 router = APIRouter(prefix="/intent", tags=["intent"])
 
@@ -39,14 +28,12 @@ def get_intent(
     request: Request, response: Response, services: ServicesDep, _: Viewer
 ) -> IntentOut | JSONResponse:
     """The current intent; ``ETag`` names its version. With no intent yet: 404 and ETag "0"."""
-    try:
-        record = services.intents.current()
-    except NotFound as exc:
-        return problem(
-            request, status=404, title=exc.title, detail=exc.detail, headers={"ETag": etag(0)}
-        )
+    record = services.intents.latest()
+    if record is None:
+        # The ETag a first write sends as If-Match ("0": no version yet).
+        return not_found(request, NO_INTENT_YET, headers={"ETag": etag(0)})
     response.headers["ETag"] = etag(record.info.number)
-    return IntentOut(version=VersionOut.of(record.info), intent=record.data)
+    return IntentOut.of(record)
 
 
 @router.put("", response_model=WriteOut)
@@ -62,15 +49,14 @@ def replace_intent(
         body.intent, expected=expected, actor=actor, reason=body.reason
     )
     mark_written(response, result)
-    return WriteOut(version=VersionOut.of(result.version), changed=result.changed)
+    return WriteOut.of(result)
 
 
 # The body's schema is the intent's own (api/openapi.py, controller/intent/schema.py).
 @router.post("/validate", response_model=ValidateOut)
-def validate_intent(body: JsonObject, services: ServicesDep, _: Viewer) -> ValidateOut:
+def validate_intent(body: IntentJson, services: ServicesDep, _: Viewer) -> ValidateOut:
     """Check a proposed intent (the intent object itself); nothing is stored."""
-    intent = services.intents.validate(body)
-    return ValidateOut(valid=True, intent=dump_intent(intent))
+    return ValidateOut(valid=True, intent=services.intents.validate(body))
 
 
 @router.get("/versions", response_model=PageOut[VersionOut])
@@ -82,11 +68,8 @@ def list_versions(services: ServicesDep, paging: PagingDep, _: Viewer) -> PageOu
 
 @router.get("/versions/{number}", response_model=IntentOut)
 def get_version(
-    number: Annotated[int, Path(ge=1, le=DB_INTEGER_MAX)],
-    response: Response,
-    services: ServicesDep,
-    _: Viewer,
+    number: VersionNumber, response: Response, services: ServicesDep, _: Viewer
 ) -> IntentOut:
     record = services.intents.version(number)
     response.headers["ETag"] = etag(record.info.number)
-    return IntentOut(version=VersionOut.of(record.info), intent=record.data)
+    return IntentOut.of(record)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import ServicesDep, Viewer
-from api.schemas import PlanOut, PlanRequest, PlansOut, WarningOut
+from api.schemas.plans import PlanRequest, PlansOut
 
 router = APIRouter(prefix="/plans", tags=["plans"])
 
@@ -14,10 +14,4 @@ router = APIRouter(prefix="/plans", tags=["plans"])
 def create_plans(body: PlanRequest, services: ServicesDep, _: Viewer) -> PlansOut:
     """Plan the current intent, or a proposed one (``intent``), for all or some switches.
     Nothing is stored or applied."""
-    result = services.plans.plan(intent_data=body.intent, switches=body.switches)
-    return PlansOut(
-        base_version=result.base_version,
-        proposed=result.proposed,
-        plans=[PlanOut.of(plan) for plan in result.plans],
-        warnings=[WarningOut(field=w.path, reason=w.reason) for w in result.warnings],
-    )
+    return PlansOut.of(services.plans.plan(intent_data=body.intent, switches=body.switches))

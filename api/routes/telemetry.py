@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Query
 
-from api.deps import Viewer
-from api.telemetry_schemas import FabricHealthOut, PortSeriesOut, SwitchTelemetryOut
-from controller.intent.models import NAME_RE, PORT_RE
-from controller.services.telemetry import TelemetryService
+from api.deps import PortName, ServicesDep, SwitchName, Viewer
+from api.schemas.telemetry import FabricHealthOut, PortSeriesOut, SwitchTelemetryOut
 
 router = APIRouter(prefix="/telemetry", tags=["telemetry"])
 health_router = APIRouter(prefix="/health", tags=["telemetry"])
@@ -20,21 +18,10 @@ PROMETHEUS_DOWN: dict[int | str, dict[str, Any]] = {
 }
 
 
-def get_telemetry(request: Request) -> TelemetryService:
-    service: TelemetryService = request.app.state.telemetry
-    return service
-
-
-TelemetryDep = Annotated[TelemetryService, Depends(get_telemetry)]
-SwitchName = Annotated[str, Path(pattern=NAME_RE, description="a switch of the intent")]
-
-
 @router.get("/switches/{name}", response_model=SwitchTelemetryOut, responses=PROMETHEUS_DOWN)
-def get_switch_telemetry(
-    name: SwitchName, telemetry: TelemetryDep, _: Viewer
-) -> SwitchTelemetryOut:
+def get_switch_telemetry(name: SwitchName, services: ServicesDep, _: Viewer) -> SwitchTelemetryOut:
     """The latest value of every port and queue metric of one switch, and its agent's state."""
-    return SwitchTelemetryOut.of(telemetry.switch_now(name))
+    return SwitchTelemetryOut.of(services.telemetry.switch_now(name))
 
 
 @router.get(
@@ -42,8 +29,8 @@ def get_switch_telemetry(
 )
 def get_port_series(
     name: SwitchName,
-    port: Annotated[str, Path(pattern=PORT_RE, description="a port of the switch")],
-    telemetry: TelemetryDep,
+    port: PortName,
+    services: ServicesDep,
     _: Viewer,
     window_s: Annotated[
         int, Query(ge=60, le=7 * 86_400, description="seconds of history up to now")
@@ -51,10 +38,10 @@ def get_port_series(
 ) -> PortSeriesOut:
     """Per queue over time: threshold in force, occupancy, throughput, ECN marks (at most 240
     points per series)."""
-    return PortSeriesOut.of(telemetry.port_series(name, port, window_s))
+    return PortSeriesOut.of(services.telemetry.port_series(name, port, window_s))
 
 
 @health_router.get("", response_model=FabricHealthOut, responses=PROMETHEUS_DOWN)
-def get_health(telemetry: TelemetryDep, _: Viewer) -> FabricHealthOut:
+def get_health(services: ServicesDep, _: Viewer) -> FabricHealthOut:
     """Fabric health (ok, warn, critical) with every reason, and each switch's."""
-    return FabricHealthOut.of(telemetry.health())
+    return FabricHealthOut.of(services.telemetry.health())

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Path, Response
-
-from api.deps import DB_BIGINT_MAX, AdminActor, PagingDep, ServicesDep
-from api.schemas import IssuedTokenOut, PageOut, TokenIn, TokenOut, page_out
+from api.deps import AdminActor, PagingDep, RecordId, ServicesDep
+from api.schemas.common import PageOut, page_out
+from api.schemas.tokens import IssuedTokenOut, TokenIn, TokenOut
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
 
@@ -20,14 +19,10 @@ def list_tokens(services: ServicesDep, paging: PagingDep, _: AdminActor) -> Page
 
 @router.post("", response_model=IssuedTokenOut, status_code=201)
 def create_token(body: TokenIn, services: ServicesDep, actor: AdminActor) -> IssuedTokenOut:
-    issued = services.tokens.create(name=body.name, role=body.role, actor=actor)
-    public = TokenOut.of(issued.info)
-    return IssuedTokenOut(**public.model_dump(), token=issued.secret)
+    return IssuedTokenOut.of(services.tokens.create(name=body.name, role=body.role, actor=actor))
 
 
 @router.delete("/{token_id}", status_code=204)
-def revoke_token(
-    token_id: Annotated[int, Path(ge=1, le=DB_BIGINT_MAX)], services: ServicesDep, actor: AdminActor
-) -> Response:
+def revoke_token(token_id: RecordId, services: ServicesDep, actor: AdminActor) -> Response:
     services.tokens.revoke(token_id, actor=actor)
     return Response(status_code=204)

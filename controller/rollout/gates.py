@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Comparison = Literal["absolute", "max_increase_pct", "objective"]
 OnFail = Literal["rollback_batch", "rollback_all", "halt"]
@@ -282,6 +282,62 @@ class Evaluation:
     detail: str
     at: datetime
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Reading(Protocol):
+    """One recorded gate reading, as a store keeps it (an ``Evaluation``, or its row)."""
+
+    @property
+    def gate(self) -> str: ...
+
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def batch(self) -> int: ...
+
+    @property
+    def value(self) -> float | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GateState:
+    """Where a staged run, a switch rollout or a host run alike, stands with its health gates:
+    the policy, the batch soaking and until when, each batch's baseline reading per gate, and
+    the batches whose soak readings are recorded."""
+
+    policy: GatePolicy | None = None
+    soak_batch: int | None = None
+    soak_until: datetime | None = None
+    baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
+    soaked: frozenset[int] = frozenset()
+
+    @classmethod
+    def recorded(
+        cls,
+        policy: Mapping[str, Any] | None,
+        soak_batch: int | None,
+        soak_until: datetime | None,
+        readings: Iterable[Reading],
+    ) -> GateState:
+        """The state a store recorded: the policy's JSON form, the soak, every reading."""
+        baselines: dict[int, dict[str, float | None]] = {}
+        soaked: set[int] = set()
+        for reading in readings:
+            if reading.stage == "baseline":
+                baselines.setdefault(reading.batch, {})[reading.gate] = reading.value
+            elif reading.stage == "soak":
+                soaked.add(reading.batch)
+        return cls(parse_policy(policy), soak_batch, soak_until, baselines, frozenset(soaked))
+
+    @property
+    def gated(self) -> GatePolicy | None:
+        """The policy when it has gates to read; None when the run is not gated."""
+        return self.policy if self.policy is not None and self.policy.gates else None
+
+    def soaking(self, now: datetime) -> bool:
+        """Whether the batch soaking has not yet soaked its time."""
+        return self.soak_until is not None and now < self.soak_until
 
 
 def allowed_limit(gate: Gate, baseline: float | None) -> float | None:

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from controller.hosts.runner import HostResult, HostStatus
-from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, read_all
+from controller.rollout.gates import Evaluation, GatePolicy, GateState, Reader, describe, read_all
 from controller.rollout.gates import failed as failed_gates
 from controller.rollout.staging import (
     Complete,
@@ -68,12 +68,9 @@ class HostRunState:
     intent_version: int
     failure_budget: int
     results: tuple[HostProgress, ...]
-    # Health gates (controller/rollout/gates.py), read over ``switches`` (the version's
-    # switches: what hosts change shows in the fabric's traffic), as for switch rollouts.
-    gate_policy: GatePolicy | None = None
-    soak_batch: int | None = None
-    soak_until: datetime | None = None
-    baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
+    # Health gates, read over ``switches`` (the version's switches: what hosts change shows
+    # in the fabric's traffic), as for switch rollouts.
+    gates: GateState = field(default_factory=GateState)
     switches: tuple[str, ...] = ()
     # A rollback a failed gate started: one row per host being put back, and why.
     rollback: tuple[HostProgress, ...] = ()
@@ -173,9 +170,9 @@ class HostRunRunner:
             return self._backward(run)
         if run.state != "running":
             return False
-        policy = run.gate_policy if run.gate_policy is not None and run.gate_policy.gates else None
-        if policy is not None and run.soak_batch is not None:
-            return self._soak(run, policy, run.soak_batch)
+        policy = run.gates.gated
+        if policy is not None and run.gates.soak_batch is not None:
+            return self._soak(run, policy, run.gates.soak_batch)
         stage = next_stage(run.results, run.failure_budget)
         if isinstance(stage, Halt):
             self._store.skip_pending(run.id, NOT_REACHED)
@@ -230,9 +227,10 @@ class HostRunRunner:
         """After a batch: wait out its soak by returning, then judge its gates. A failure
         halts the run (``halt``) or rolls back the batch's hosts (``rollback_batch``) or every
         host the run reached (``rollback_all``); the hosts not reached are ``not_run``."""
-        if run.soak_until is not None and self._now() < run.soak_until:
+        if run.gates.soaking(self._now()):
             return False
-        evaluations = self._read_gates(run, policy, "soak", batch, run.baselines.get(batch, {}))
+        baselines = run.gates.baselines.get(batch, {})
+        evaluations = self._read_gates(run, policy, "soak", batch, baselines)
         self._store.set_soak(run.id, None, None)
         bad = failed_gates(evaluations)
         if not bad:

@@ -32,7 +32,7 @@ from controller.intent.models import Intent, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.fanout import checked_parallel, map_parallel
-from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, read_all
+from controller.rollout.gates import Evaluation, GatePolicy, GateState, Reader, describe, read_all
 from controller.rollout.gates import failed as failed_gates
 from controller.rollout.staging import (
     FAILURE_STATUSES,
@@ -74,13 +74,7 @@ class RolloutView:
     failure_budget: int
     results: tuple[SwitchProgress, ...]
     reason: str | None = None
-    # Health gates (controller/rollout/gates.py): the policy, the batch soaking and until
-    # when, and each batch's baseline reading per gate.
-    gate_policy: GatePolicy | None = None
-    soak_batch: int | None = None
-    soak_until: datetime | None = None
-    baselines: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
-    soaked: frozenset[int] = frozenset()  # batches whose soak readings are recorded
+    gates: GateState = field(default_factory=GateState)
     # Whether the operator allowed changes that take switch ports down (controller/sonic/gcu.py).
     allow_port_flaps: bool = False
 
@@ -202,9 +196,9 @@ def _unsoaked_done_batch(view: RolloutView) -> int | None:
     """Engine mode's gated batch whose jobs have all finished (no switch pending) and whose
     soak has not been read yet: it was started (its baseline is read) but not judged."""
     forward = view.of(FORWARD)
-    for number in sorted(view.baselines):
+    for number in sorted(view.gates.baselines):
         in_batch = [r for r in forward if r.batch == number]
-        if number not in view.soaked and all(r.status != "pending" for r in in_batch):
+        if number not in view.gates.soaked and all(r.status != "pending" for r in in_batch):
             return number
     return None
 
@@ -303,10 +297,10 @@ class RolloutRunner:
 
     def _forward(self, view: RolloutView, live: frozenset[str]) -> bool:
         results = view.of(FORWARD)
-        policy = view.gate_policy
-        if policy is not None and view.soak_batch is not None:
-            return self._soak(view, policy, view.soak_batch)
-        gated = policy is not None and bool(policy.gates)
+        policy = view.gates.policy
+        if policy is not None and view.gates.soak_batch is not None:
+            return self._soak(view, policy, view.gates.soak_batch)
+        gated = view.gates.gated is not None
         if self._dispatch is not None and policy is not None and gated:
             # Engine mode: a gated batch's jobs have all finished; its soak starts now, as it
             # does right after the batch in single mode.
@@ -336,7 +330,7 @@ class RolloutRunner:
             # results land in the same rows, and the next step sees the batch done. A gated
             # batch reads its baseline once, before its first job is queued.
             names = [r.switch for r in batch]
-            baseline = policy is not None and gated and number not in view.baselines
+            baseline = policy is not None and gated and number not in view.gates.baselines
             if policy is not None and baseline:
                 self._read_gates(view.id, policy, "baseline", number, names, {})
             return self._dispatch(view.id, names, live) > 0 or baseline
@@ -410,7 +404,7 @@ class RolloutRunner:
     def _soak(self, view: RolloutView, policy: GatePolicy, batch: int) -> bool:
         """After a batch: wait out its soak (by returning: the worker comes back), then judge
         its gates; a failure halts the rollout and rolls back per ``on_fail``."""
-        if view.soak_until is not None and self._clock() < view.soak_until:
+        if view.gates.soaking(self._clock()):
             return False
         forward = view.of(FORWARD)
         in_batch = [r for r in forward if r.batch == batch]
@@ -420,7 +414,7 @@ class RolloutRunner:
             "soak",
             batch,
             [r.switch for r in in_batch],
-            view.baselines.get(batch, {}),
+            view.gates.baselines.get(batch, {}),
         )
         self._store.set_soak(view.id, None, None)
         bad = failed_gates(evaluations)

@@ -1,4 +1,4 @@
-"""Liveness: is the database answering?"""
+"""Liveness: is the database answering, and is a failure the database being away?"""
 
 from __future__ import annotations
 
@@ -7,9 +7,16 @@ import logging
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.store.outage import is_database_outage, outage_summary
 from controller.store.repositories import health
 
 log = logging.getLogger(__name__)
+
+
+def database_outage(error: BaseException) -> str | None:
+    """One line naming what failed when ``error`` means PostgreSQL cannot be reached now (the
+    API answers those 503 with ``Retry-After``); None for every other failure."""
+    return outage_summary(error) if is_database_outage(error) else None
 
 
 class HealthService:

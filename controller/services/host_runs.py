@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound
-from controller.hosts.compile import compile_hosts
+from controller.hosts.compile import compile_hosts, exporter_targets
 from controller.intent.loader import parse_intent
 from controller.rollout.gates import GatePolicy, Reader
 from controller.rollout.hosts import host_batches
@@ -31,7 +31,7 @@ from controller.store.models import UQ_HOST_RUN_ONE_ACTIVE_APPLY, HostRun, HostR
 from controller.store.repositories import host_runs, intents
 from controller.store.repositories.host_runs import NewHostRun
 from controller.store.rollout_store import evaluation_row
-from controller.types import Clock
+from controller.types import Clock, JsonObject
 
 UNFINISHED = ("pending", "running", "rolling_back")
 
@@ -111,6 +111,15 @@ class HostRunService:
                 for row in rows
             ]
             return Page(views, total, limit, offset)
+
+    def exporter_targets(self) -> list[JsonObject]:
+        """The current intent's host exporters as Prometheus service-discovery target groups
+        (one per host, labelled ``host``); none when the fabric runs no exporter
+        (``fabric.host_exporter``) or no intent is stored."""
+        with self._sessions() as session:
+            row = intents.latest_version(session=session)
+            data = None if row is None else row.intent
+        return [] if data is None else exporter_targets(parse_intent(data))
 
     # -- requests ------------------------------------------------------------------------------
 

@@ -33,6 +33,8 @@ from controller.store.repositories import intents
 from controller.store.snapshots import encode_config
 from controller.types import Clock, JsonObject
 
+NO_INTENT_YET = "no intent has been stored yet"
+
 
 class ResourceKind(StrEnum):
     """The named lists of the intent that the API edits one entry at a time."""
@@ -125,11 +127,16 @@ class IntentService:
             return intents.head_number(session=session)
 
     def current(self) -> IntentRecord:
+        record = self.latest()
+        if record is None:
+            raise NotFound(NO_INTENT_YET)
+        return record
+
+    def latest(self) -> IntentRecord | None:
+        """The current intent; None before the first is stored."""
         with self._sessions() as session:
             row = intents.latest_version(session=session)
-            if row is None:
-                raise NotFound("no intent has been stored yet")
-            return _record(row)
+            return None if row is None else _record(row)
 
     def version(self, number: int) -> IntentRecord:
         with self._sessions() as session:
@@ -172,11 +179,11 @@ class IntentService:
             )
             return None if row is None else _info(row)
 
-    def validate(self, data: object) -> Intent:
-        """Every check a write makes (``accept_intent``), storing nothing; ``IntentInvalid``
-        if bad."""
+    def validate(self, data: object) -> JsonObject:
+        """Every check a write makes (``accept_intent``), storing nothing: the intent as it
+        would be stored (defaults filled); ``IntentInvalid`` if bad."""
         intent, _ = accept_intent(data, self._resolve)
-        return intent
+        return dump_intent(intent)
 
     # -- writes --------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ Two questions are answered here, both pure over stored snapshots:
 - ``diff``: from the desired state of one version to that of another.
 
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
-may remove them when an intent drops them, and never touches anything else.
+may remove them when an intent drops them, and never touches anything else. A ``Plan``
+(``controller/sonic/model.py``) is this service's answer: the API reads its type here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
-from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.model import Plan as Plan
+from controller.sonic.model import SwitchConfig
 from controller.store.repositories import intents, states
 from controller.store.snapshots import decode_fleet, save_running_state
 from controller.types import Clock

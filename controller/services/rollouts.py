@@ -3,7 +3,9 @@ side is ``controller/store/rollout_store.py`` (the ``RolloutStore`` of
 ``controller/rollout/switches.py``).
 
 The operator's calls only change rows; a runner (``python -m controller.worker``) does the
-switch work. Every action is audited (resource type ``rollout``).
+switch work. Every action is audited (resource type ``rollout``). The health gates' policy,
+its parser and built-ins are this service's own to its callers (imported ``as`` themselves:
+exported), for the API's schemas and the host runs alike.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PortFlapsNotAllowed
-from controller.rollout.gates import Evaluation, GatePolicy, Reader, describe, failed, read_all
+from controller.rollout.gates import BUILTINS as BUILTINS
+from controller.rollout.gates import Evaluation, Reader, describe, failed, read_all
+from controller.rollout.gates import GatePolicy as GatePolicy
+from controller.rollout.gates import parse_policy as parse_policy
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
 from controller.services.audit import record_change

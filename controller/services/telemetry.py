@@ -5,7 +5,9 @@ docs/telemetry.md) judged against the current intent.
 Only names from the intent go into a PromQL selector (switch and port names match
 ``controller/intent/models.py``'s patterns, which exclude quotes and backslashes), so no request
 can change a query's meaning. Health asks Prometheus only for queues past a warn threshold
-(``metric >= warn``), so its cost follows the trouble in the fabric, not its size.
+(``metric >= warn``), so its cost follows the trouble in the fabric, not its size. The health
+model's answers (``FabricHealth``, ``SwitchHealth``, ``Reason``) are this service's own: the
+API reads their types here (imported ``as`` themselves: exported).
 """
 
 from __future__ import annotations
@@ -16,13 +18,10 @@ from datetime import datetime, timedelta
 
 from controller.errors import NotFound
 from controller.intent.models import Intent, Switch
-from controller.telemetry.health import (
-    FabricHealth,
-    FabricSamples,
-    QueueSample,
-    SwitchSample,
-    fabric_health,
-)
+from controller.telemetry.health import FabricHealth as FabricHealth
+from controller.telemetry.health import FabricSamples, QueueSample, SwitchSample, fabric_health
+from controller.telemetry.health import Reason as Reason
+from controller.telemetry.health import SwitchHealth as SwitchHealth
 from controller.telemetry.promql import PromQL, Sample, finite
 from controller.types import Clock
 
@@ -117,18 +116,13 @@ def step_for(window_s: float) -> float:
 
 
 class TelemetryService:
+    """Telemetry reads for the API, the CLI and the dashboard, over a Prometheus client its
+    builder owns and closes (``controller/services/wiring.py``)."""
+
     def __init__(self, promql: PromQL, current_intent: CurrentIntent, *, clock: Clock) -> None:
         self._promql = promql
         self._current_intent = current_intent
         self._clock = clock
-
-    @property
-    def promql(self) -> PromQL:
-        """The client, for readers of other PromQL (rollout health gates)."""
-        return self._promql
-
-    def close(self) -> None:
-        self._promql.close()
 
     def _switch(self, name: str) -> Switch:
         for switch in self._current_intent().switches:

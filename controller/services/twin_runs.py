@@ -29,6 +29,8 @@ from controller.twin.translate import Request, TwinInputInvalid, check_request
 from controller.types import Clock
 
 JsonObject = dict[str, Any]
+# What a twin run is requested with, as the API builds it (the twin's own ``Request``).
+TwinRequest = Request
 # (intent, request, on_progress) -> result: controller.twin.runner.run_twin bound to a binary.
 RunTwin = Callable[[Intent, Request, Callable[[str], None]], JsonObject]
 

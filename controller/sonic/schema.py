@@ -249,3 +249,63 @@ def min_le_max(low: str, high: str) -> Rule:
         return None
 
     return rule
+
+
+# A YANG model's ``must`` statements as rules, in the forms scripts/gen_sluice_yang.py reads
+# from sonic-sluice-agent.yang (``controller/sonic/sluice_yang.py`` lists them); each reason
+# is the model's own error-message, after the field it names (as a field's own problem is).
+# A rule runs once every field is valid on its own.
+
+
+def needs(
+    fields: tuple[str, ...], unless: tuple[str, str], default: str | None, message: str
+) -> Rule:
+    """Unless the field ``unless[0]`` (``default`` when absent) is ``unless[1]``, every one of
+    ``fields`` is present."""
+    switch, value = unless
+
+    def rule(entry: Mapping[str, str]) -> str | None:
+        if entry.get(switch, default) == value:
+            return None
+        missing = [name for name in fields if name not in entry]
+        if not missing:
+            return None
+        return f"field {missing[0]!r}: {message} (missing: {', '.join(missing)})"
+
+    return rule
+
+
+def only_when(leaf: str, when: tuple[str, str], default: str | None, message: str) -> Rule:
+    """``leaf``, when present, needs the field ``when[0]`` (``default`` when absent) to be
+    ``when[1]``."""
+    switch, value = when
+
+    def rule(entry: Mapping[str, str]) -> str | None:
+        present = leaf in entry and entry.get(switch, default) != value
+        return f"field {leaf!r}: {message}" if present else None
+
+    return rule
+
+
+def at_least(leaf: str, other: str, message: str) -> Rule:
+    """``leaf``, when present, is at least ``other``, which is present (XPath compares an
+    absent node as false). Both are whole numbers (the generator compares no other kind)."""
+    return _compared(leaf, other, message, lambda a, b: a >= b)
+
+
+def at_most(leaf: str, other: str, message: str) -> Rule:
+    """``leaf``, when present, is at most ``other``, which is present."""
+    return _compared(leaf, other, message, lambda a, b: a <= b)
+
+
+def _compared(leaf: str, other: str, message: str, holds: Callable[[int, int], bool]) -> Rule:
+    def rule(entry: Mapping[str, str]) -> str | None:
+        if leaf not in entry:
+            return None
+        if other not in entry:
+            return f"field {leaf!r}: {message} ({other} missing)"
+        if holds(int(entry[leaf]), int(entry[other])):
+            return None
+        return f"field {leaf!r}: {message} ({entry[leaf]}; {other} {entry[other]})"
+
+    return rule

@@ -588,10 +588,17 @@ class ChannelOptions:
         ]
 
 
-def _open_channel(target: GnmiTarget, options: ChannelOptions) -> Any:
-    grpc_options: list[tuple[str, Any]] = list(options.as_grpc())
+def open_channel(
+    target: GnmiTarget, options: ChannelOptions | None = None, *, aio: bool = False
+) -> Any:
+    """The one way a channel to a switch is opened: its TLS (the CA that signed the switch's
+    certificate, mutual TLS, the name the certificate bears) and ``options``; blocking for
+    Get and Set (``SessionPool``), asyncio (``aio``) for Subscribe's streams
+    (``controller/southbound/subscribe.py``, ``EndpointChannels``)."""
+    transport = grpc.aio if aio else grpc
+    grpc_options: list[tuple[str, Any]] = list((options or ChannelOptions()).as_grpc())
     if target.tls is None:
-        return grpc.insecure_channel(target.endpoint, options=grpc_options)
+        return transport.insecure_channel(target.endpoint, options=grpc_options)
     tls = target.tls
     credentials = grpc.ssl_channel_credentials(
         root_certificates=tls.root_cert.read_bytes() if tls.root_cert else None,
@@ -600,7 +607,7 @@ def _open_channel(target: GnmiTarget, options: ChannelOptions) -> Any:
     )
     if tls.server_name:
         grpc_options.append(("grpc.ssl_target_name_override", tls.server_name))
-    return grpc.secure_channel(target.endpoint, credentials, options=grpc_options)
+    return transport.secure_channel(target.endpoint, credentials, options=grpc_options)
 
 
 class SessionPool:
@@ -635,7 +642,7 @@ class SessionPool:
             key = (target.endpoint, target.tls)
             channel = self._channels.get(key)
             if channel is None:
-                channel = _open_channel(target, self._channel_options)
+                channel = open_channel(target, self._channel_options)
                 self._channels[key] = channel
             session = SwitchSession(
                 target,

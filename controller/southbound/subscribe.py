@@ -1,12 +1,12 @@
 """gNMI Subscribe to SONiC switches: STREAM (SAMPLE, ON_CHANGE), ONCE and POLL over origin
 ``sonic-db``, and supervised streams per switch.
 
-Same targets, credentials (username/password metadata), TLS and channel options as Get/Set
-(``controller.southbound.gnmi``); the channel is asyncio gRPC (``grpc.aio``) so one collector
-process holds hundreds of streams on one event loop instead of a thread each. Why our own
-call (pygnmi's generated messages, responses taken as bytes for a per-stream decoder) and not
-``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a thread
-that swallows errors (a stream that dies looks like a quiet one, so staleness and reconnects
+Same targets, credentials (username/password metadata), TLS and channel options as Get/Set:
+channels come from ``controller.southbound.gnmi.open_channel``, asyncio ones (``grpc.aio``)
+here, so one collector process holds hundreds of streams on one event loop instead of a
+thread each. Why our own call (pygnmi's generated messages, responses taken as bytes for a
+per-stream decoder) and not ``pygnmi``'s ``subscribe2``: pygnmi runs each subscription on a
+thread that swallows errors (a stream that dies looks like a quiet one, so staleness and reconnects
 could not be told apart), has no asyncio form, and a client is bound to one target, while a
 fleet server needs the prefix target per switch on a shared channel (docs/southbound.md).
 
@@ -45,7 +45,7 @@ import orjson
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from controller.southbound.faults import Fault, FaultLog, Reason, absent_table, classify, redact
-from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions
+from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions, open_channel
 from controller.southbound.paths import ORIGIN
 from controller.southbound.retry import RetryPolicy, backoff_delay
 
@@ -214,17 +214,6 @@ def reference_decoder() -> Decoder:
     return lambda raw: decode(parse(raw), names)
 
 
-def open_channel(target: GnmiTarget, options: ChannelOptions | None = None) -> Any:
-    """An asyncio channel to ``target`` with the same TLS and options as Get/Set's."""
-    grpc_options: list[tuple[str, Any]] = list((options or ChannelOptions()).as_grpc())
-    if target.tls is None:
-        return grpc.aio.insecure_channel(target.endpoint, options=grpc_options)
-    credentials = _credentials(target.tls)
-    if target.tls.server_name:
-        grpc_options.append(("grpc.ssl_target_name_override", target.tls.server_name))
-    return grpc.aio.secure_channel(target.endpoint, credentials, options=grpc_options)
-
-
 class EndpointChannels:
     """One asyncio channel per endpoint, TLS and stream kind (``lane``), opened on first use:
     the switches of a fleet server share one per kind (streams to them multiplex over one
@@ -242,21 +231,13 @@ class EndpointChannels:
         key = (target.endpoint, target.tls, lane)
         channel = self._open.get(key)
         if channel is None:
-            channel = self._open[key] = open_channel(target, self._options)
+            channel = self._open[key] = open_channel(target, self._options, aio=True)
         return channel
 
     async def close(self) -> None:
         for channel in self._open.values():
             await channel.close()
         self._open.clear()
-
-
-def _credentials(tls: TlsOptions) -> Any:
-    return grpc.ssl_channel_credentials(
-        root_certificates=tls.root_cert.read_bytes() if tls.root_cert else None,
-        private_key=tls.client_key.read_bytes() if tls.client_key else None,
-        certificate_chain=tls.client_cert.read_bytes() if tls.client_cert else None,
-    )
 
 
 def metadata(target: GnmiTarget) -> list[tuple[str, str]]:

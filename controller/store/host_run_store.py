@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import NotFound
 from controller.hosts.runner import HostResult
 from controller.intent.models import Intent
-from controller.rollout.gates import Evaluation, parse_policy
+from controller.rollout.gates import Evaluation, GateState
 from controller.rollout.hosts import HostProgress, HostRunState
 from controller.store.models import GateEvaluation, HostRun, HostRunResult
 from controller.store.repositories import host_runs, intents
@@ -49,10 +49,7 @@ class SqlHostRunStore:
                 raise NotFound(f"host run {run_id} does not exist")
             results = host_runs.results_of(session=session, run_id=run_id)
             rollback = host_runs.results_of(session=session, run_id=run_id, phase=ROLLBACK)
-            baselines: dict[int, dict[str, float | None]] = {}
-            for e in host_evaluations(session, run_id):
-                if e.stage == "baseline":
-                    baselines.setdefault(e.batch, {})[e.gate] = e.value
+            readings = host_evaluations(session, run_id)
             version = intents.get_version(session=session, number=row.intent_version)
             switches = () if version is None else _switch_names(version.intent)
             return HostRunState(
@@ -62,10 +59,7 @@ class SqlHostRunStore:
                 intent_version=row.intent_version,
                 failure_budget=row.failure_budget,
                 results=tuple(_progress(r) for r in results),
-                gate_policy=parse_policy(row.gate_policy),
-                soak_batch=row.soak_batch,
-                soak_until=row.soak_until,
-                baselines=baselines,
+                gates=GateState.recorded(row.gate_policy, row.soak_batch, row.soak_until, readings),
                 switches=switches,
                 rollback=tuple(_progress(r) for r in rollback),
                 message=row.message,

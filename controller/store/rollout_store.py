@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import NotFound
 from controller.intent.models import Intent
 from controller.reconcile.apply import ApplyResult
-from controller.rollout.gates import Evaluation, parse_policy
+from controller.rollout.gates import Evaluation, GateState
 from controller.rollout.staging import PENDING
 from controller.rollout.switches import (
     BACKWARD,
@@ -43,11 +43,6 @@ def rollout_view(
 def view_of(
     row: Rollout, progress: tuple[SwitchProgress, ...], evaluations: Sequence[GateEvaluation]
 ) -> RolloutView:
-    baselines: dict[int, dict[str, float | None]] = {}
-    for e in evaluations:
-        if e.stage == "baseline":
-            baselines.setdefault(e.batch, {})[e.gate] = e.value
-    soaked = frozenset(e.batch for e in evaluations if e.stage == "soak")
     return RolloutView(
         row.id,
         row.state,
@@ -57,11 +52,7 @@ def view_of(
         row.failure_budget,
         progress,
         row.reason,
-        parse_policy(row.gate_policy),
-        row.soak_batch,
-        row.soak_until,
-        baselines,
-        soaked,
+        GateState.recorded(row.gate_policy, row.soak_batch, row.soak_until, evaluations),
         row.allow_port_flaps,
     )
 

@@ -38,7 +38,7 @@ from tests.support.controller_services import ControllerServices
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_YANG = ROOT / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
-EXAMPLE_INTENT = ROOT / "examples" / "intent.yaml"
+EXAMPLE_INTENT = ROOT / "docs" / "example-intent.yaml"
 # GCU sorts a first rollout of the example leaf into about 60 changes of a second or more
 # each: minutes on a loaded machine. The intent gives the switch the Set deadline its
 # platform needs (docs/southbound.md, "What a switch needs").

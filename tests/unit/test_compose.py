@@ -74,8 +74,8 @@ def project_scripts() -> set[str]:
 
 
 def example_credential_variables() -> set[str]:
-    """The environment variables examples/intent.yaml's ``env:`` credential references name."""
-    intent = yaml.safe_load((ROOT / "examples" / "intent.yaml").read_text())
+    """The environment variables docs/example-intent.yaml's ``env:`` credential references name."""
+    intent = yaml.safe_load((ROOT / "docs" / "example-intent.yaml").read_text())
     refs = [switch.get("credential_ref", "") for switch in intent.get("switches", [])]
     return {ref.removeprefix("env:") for ref in refs if ref.startswith("env:")}
 

@@ -1,5 +1,6 @@
 """The house: the product (controller, api, vsonic) never imports ``lab`` and nothing ships it;
-docs/architecture.md's room table is what each room imports; nothing imports in a loop.
+docs/architecture.md's room table is what each room imports; nothing imports in a loop; its
+folder table lists exactly the folders at the top of the repository, each with its reason.
 
 ``lab/`` holds what exists to demonstrate or test sluice (the demo, namespaced hosts, a local
 PostgreSQL). The tests read every product module's syntax tree, so an import hidden in a
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -366,3 +368,49 @@ def test_a_rust_loop_is_found_and_tests_and_comments_do_not_count(tmp_path: Path
     )
     (tmp_path / "wred.rs").write_text("use crate::state::Report;\n")
     assert cycles(crate_modules_graph(tmp_path)) == [["backend", "state"]]
+
+
+# --- the top-level folders -----------------------------------------------------------------------
+
+DESIGN_FOLDERS = {"controller", "agents", "playbooks", "api", "migrations", "tests"}
+
+
+def folder_table(text: str) -> dict[str, str]:
+    """The "Top-level folders" table: each folder (its first cell) with its reason."""
+    section = text.split("\n## Top-level folders\n", 1)[1].split("\n## ", 1)[0]
+    folders = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            folders[cells[0].strip("`").rstrip("/")] = cells[1]
+    return folders
+
+
+def tracked_folders(root: Path = ROOT) -> set[str]:
+    """The folders at the top of the repository that hold a tracked file (hidden ones aside)."""
+    listed = subprocess.run(
+        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    tops = {line.split("/")[0] for line in listed.splitlines() if "/" in line}
+    return {name for name in tops if not name.startswith(".")}
+
+
+def test_the_folder_table_lists_exactly_the_top_level_folders() -> None:
+    table = folder_table(ARCHITECTURE.read_text())
+    assert set(table) == tracked_folders()
+    # The design fixes six; each of the others gives its own reason.
+    assert {name for name, why in table.items() if why.startswith("the design's")} == DESIGN_FOLDERS
+
+
+def test_tracked_folders_sees_a_new_folder_and_not_a_hidden_one(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, check=True)
+
+    git("init", "-q")
+    for path in ("README.md", "controller/a.py", "tools/b.go", ".ci/run"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x\n")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "built").write_text("x\n")  # untracked: no folder of the repo's
+    git("add", "README.md", "controller", "tools", ".ci")
+    assert tracked_folders(tmp_path) == {"controller", "tools"}

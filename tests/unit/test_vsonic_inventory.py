@@ -9,7 +9,7 @@ import pytest
 from vsonic.inventory import InventoryError, load_inventory, parse_port_list, specs_from
 from vsonic.seed import PortSeed
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 
 
 def test_the_example_intent_gives_its_four_switches_ports_and_gnmi_ports() -> None:

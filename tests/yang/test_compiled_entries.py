@@ -18,7 +18,7 @@ from controller.sonic.compile import compile_fleet
 from tests.yang.configdb_yang import modelled_elsewhere, table_models, yang_problem
 from tests.yang.switches import seeded_config
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 SPEEDS = (10, 25, 40, 100, 400)
 
 

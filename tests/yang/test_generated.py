@@ -6,7 +6,9 @@ Edit the YANG model, run ``uv run python scripts/gen_sluice_yang.py``, commit bo
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
@@ -37,5 +39,25 @@ def test_the_generator_reads_every_leaf_of_the_model() -> None:
     tables = {t.name: t for t in _generator().read_tables()}
     assert sorted(tables) == ["SLUICE_AGENT", "SLUICE_AGENT_QUEUE"]
     assert [k.name for k in tables["SLUICE_AGENT_QUEUE"].keys] == ["ifname", "qindex"]
-    assert len(tables["SLUICE_AGENT"].leaves) == 9  # the nine GLOBAL_FIELDS of orders.rs
+    assert len(tables["SLUICE_AGENT"].leaves) == 9  # the nine fields of SLUICE_AGENT|global
     assert len(tables["SLUICE_AGENT_QUEUE"].leaves) == 10  # with the per-class lambda
+
+
+def test_the_generator_reads_every_must_of_the_model() -> None:
+    model = (GENERATOR.parents[1] / "agents/qos-agent/yang/sonic-sluice-agent.yang").read_text()
+    messages = re.findall(r'error-message "([^"]+)"', model)
+    read = [must for table in _generator().read_tables() for must in table.musts]
+    assert {must.message for must in read} == set(messages)
+    # static_bytes' one must is two comparisons: each reader applies both.
+    assert len(read) == len(messages) + 1
+
+
+@pytest.mark.parametrize(
+    ("where", "condition"),
+    [("entry", "count(../x) > 1"), ("leaf", "../managed != 'true'"), ("leaf", "current() > ../a")],
+)
+def test_the_generator_stops_at_a_must_it_cannot_translate(where: str, condition: str) -> None:
+    generator = _generator()
+    read = generator._entry_must if where == "entry" else partial(generator._leaf_musts, "x")
+    with pytest.raises(ValueError, match="a form the generator does not know"):
+        read(condition, "why", {})

@@ -8,6 +8,8 @@
 //!   and late samples.
 //! - [`orders`]: the `SLUICE_AGENT|global` and `SLUICE_AGENT_QUEUE|<port>|<q>` entries the
 //!   controller writes, parsed and validated.
+//! - [`sluice_yang`]: those tables' fields and cross-field rules, generated from
+//!   `agents/qos-agent/yang/sonic-sluice-agent.yang` (`scripts/gen_sluice_yang.py`).
 //! - [`flex`]: SONiC's flex counter groups (`FLEX_COUNTER_TABLE`), their defaults, and the
 //!   check that the agent's interval is no shorter than the counters it reads.
 //! - [`threshold`]: bounds, hysteresis, EWMA, the standard threshold K = C x RTT x lambda.
@@ -26,4 +28,5 @@ pub mod hdcq;
 pub mod mqecn;
 pub mod orders;
 pub mod port;
+pub mod sluice_yang;
 pub mod threshold;

@@ -4,13 +4,18 @@
 //! `SLUICE_AGENT_QUEUE|<port>|<q>` entry per DWRR or STRICT queue of a port the agent works
 //! on: a managed queue (`managed = true`, the default) carries its WRED profile and bounds;
 //! an unmanaged one (`managed = false`) only its weight and the port's speed and buffer, so
-//! the fair-share computation sees every queue the scheduler serves. Field
-//! names are fixed by the contract in DESIGN.md. Every value is a string, as in any CONFIG_DB
-//! hash. Unknown fields are refused, as orchagent refuses them, and every error names the
-//! field it is about.
+//! the fair-share computation sees every queue the scheduler serves. The fields and the
+//! cross-field rules are sonic-sluice-agent.yang's ([`crate::sluice_yang`], generated from
+//! it). Every value is a string, as in any CONFIG_DB hash. Unknown fields are refused, as
+//! orchagent refuses them, and every error names the field it is about.
 
 use std::collections::HashMap;
 use std::str::FromStr;
+
+use crate::sluice_yang::{
+    Bound, Must, QUEUE_INDEX_MAX, SLUICE_AGENT_FIELDS, SLUICE_AGENT_MUSTS, SLUICE_AGENT_QUEUE_FIELDS,
+    SLUICE_AGENT_QUEUE_MUSTS,
+};
 
 /// Which algorithm the agent runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,22 +99,11 @@ pub struct AgentOrders {
     pub version: String,
 }
 
-const GLOBAL_FIELDS: [&str; 9] = [
-    "algorithm",
-    "interval_ms",
-    "rtt_us",
-    "lambda",
-    "hysteresis_pct",
-    "hdcq_k",
-    "stale_after_ms",
-    "queues",
-    "version",
-];
-
 impl AgentOrders {
     /// Parses `SLUICE_AGENT|global`.
     pub fn parse(fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
-        refuse_unknown(fields, &GLOBAL_FIELDS)?;
+        refuse_unknown(fields, SLUICE_AGENT_FIELDS)?;
+        check_musts(fields, SLUICE_AGENT_MUSTS)?;
         let f = Fields(fields);
         Ok(Self {
             algorithm: f
@@ -173,41 +167,27 @@ pub struct QueueOrders {
     pub lambda: Option<f64>,
 }
 
-const QUEUE_FIELDS: [&str; 10] = [
-    "managed",
-    "wred_profile",
-    "weight",
-    "floor_bytes",
-    "ceiling_bytes",
-    "static_bytes",
-    "speed_gbps",
-    "buffer_bytes",
-    "port_threshold_bytes",
-    "lambda",
-];
-
-/// The fields only a managed queue may carry (the first four it must carry; the per-port
-/// point and the queue's lambda are optional). On an unmanaged queue the agent would silently
-/// ignore them.
-const MANAGED_ONLY: [&str; 6] =
-    ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes", "port_threshold_bytes", "lambda"];
-
 impl QueueOrders {
     /// Parses one `SLUICE_AGENT_QUEUE` entry; `key` is `<port>|<q>` (the part after the
     /// table name), or the whole Redis key with the table name in front.
     pub fn parse(key: &str, fields: &HashMap<String, String>) -> Result<Self, OrdersError> {
         let (port, queue) = parse_queue_key(key)?;
-        refuse_unknown(fields, &QUEUE_FIELDS)?;
+        refuse_unknown(fields, SLUICE_AGENT_QUEUE_FIELDS)?;
         let f = Fields(fields);
-        // Absent means managed: orders written before the field existed listed only those.
+        // Absent means managed (the model's default): orders written before the field existed
+        // listed only those.
         let managed = match fields.get("managed") {
             None => true,
             Some(_) => f.parse_with("managed", "expected true or false", parse_bool)?,
         };
+        // A managed queue has its profile and bounds, floor <= static <= ceiling; an
+        // unmanaged one none of them (nor a per-port point or a lambda the agent would
+        // silently ignore).
+        check_musts(fields, SLUICE_AGENT_QUEUE_MUSTS)?;
         if !managed {
             return Self::parse_unmanaged(port, queue, &f);
         }
-        let orders = Self {
+        Ok(Self {
             port,
             queue,
             managed,
@@ -220,22 +200,12 @@ impl QueueOrders {
             buffer_bytes: f.integer("buffer_bytes", 1, u64::MAX)?,
             port_threshold_bytes: f.optional_integer("port_threshold_bytes", 0, u64::MAX)?,
             lambda: f.optional_real("lambda", Range::Open(0.0, f64::MAX))?,
-        };
-        check_order(&orders)?;
-        Ok(orders)
+        })
     }
 
-    /// An unmanaged entry: weight, speed and buffer; the managed-only fields are refused, so
-    /// a half-edited entry cannot leave a profile the agent would silently ignore.
+    /// An unmanaged entry: weight, speed and buffer (the model's rules refused anything
+    /// else, so a half-edited entry cannot leave a profile the agent would silently ignore).
     fn parse_unmanaged(port: String, queue: u8, f: &Fields<'_>) -> Result<Self, OrdersError> {
-        if let Some(field) = MANAGED_ONLY.into_iter().find(|k| f.0.contains_key(*k)) {
-            let value = f.0.get(field).cloned().unwrap_or_default();
-            return Err(OrdersError::Invalid {
-                field,
-                value,
-                reason: "only on a managed queue (managed = true)",
-            });
-        }
         Ok(Self {
             port,
             queue,
@@ -263,18 +233,55 @@ impl QueueOrders {
     }
 }
 
-/// The controller's invariant `floor <= static <= ceiling` (the fallback must itself be a
-/// threshold the agent could have chosen).
-fn check_order(o: &QueueOrders) -> Result<(), OrdersError> {
-    let invalid =
-        |field, value: u64, reason| Err(OrdersError::Invalid { field, value: value.to_string(), reason });
-    if o.floor_bytes > o.ceiling_bytes {
-        return invalid("floor_bytes", o.floor_bytes, "must not exceed ceiling_bytes");
-    }
-    if o.static_bytes < o.floor_bytes || o.static_bytes > o.ceiling_bytes {
-        return invalid("static_bytes", o.static_bytes, "must lie between floor_bytes and ceiling_bytes");
+/// The model's cross-field rules ([`crate::sluice_yang`], generated from its `must`
+/// statements), in its order: the first one `fields` break is refused, with the model's own
+/// error-message. A value that is not a whole number is left to its field's own parse.
+fn check_musts(fields: &HashMap<String, String>, musts: &[Must]) -> Result<(), OrdersError> {
+    let value_of = |name: &str, default: Option<&'static str>| fields.get(name).map(|v| v.trim()).or(default);
+    for must in musts {
+        match *must {
+            Must::Needs { switch, value, default, fields: needed, .. } => {
+                if value_of(switch, default) != Some(value) {
+                    if let Some(field) = needed.iter().find(|name| !fields.contains_key(**name)) {
+                        return Err(OrdersError::Missing { field });
+                    }
+                }
+            }
+            Must::OnlyWhen { leaf, switch, value, default, message } => {
+                if fields.contains_key(leaf) && value_of(switch, default) != Some(value) {
+                    return Err(invalid_by_rule(fields, leaf, message));
+                }
+            }
+            Must::Compare { leaf, bound, other, message } => {
+                if !compares(fields, leaf, other, bound) {
+                    return Err(invalid_by_rule(fields, leaf, message));
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether `leaf`, when present, holds against `other`, which must then be present (XPath
+/// compares an absent node as false); true when either is not a whole number.
+fn compares(fields: &HashMap<String, String>, leaf: &str, other: &str, bound: Bound) -> bool {
+    let Some(mine) = fields.get(leaf) else { return true };
+    let Some(theirs) = fields.get(other) else { return false };
+    match (mine.trim().parse::<u64>(), theirs.trim().parse::<u64>()) {
+        (Ok(mine), Ok(theirs)) => match bound {
+            Bound::AtLeast => mine >= theirs,
+            Bound::AtMost => mine <= theirs,
+        },
+        _ => true,
+    }
+}
+
+fn invalid_by_rule(
+    fields: &HashMap<String, String>,
+    field: &'static str,
+    reason: &'static str,
+) -> OrdersError {
+    OrdersError::Invalid { field, value: fields.get(field).cloned().unwrap_or_default(), reason }
 }
 
 /// Splits `[SLUICE_AGENT_QUEUE|]<port>|<q>`.
@@ -283,12 +290,13 @@ pub fn parse_queue_key(key: &str) -> Result<(String, u8), OrdersError> {
     let rest = key.strip_prefix("SLUICE_AGENT_QUEUE|").unwrap_or(key);
     let (port, queue) = rest.split_once('|').ok_or_else(bad)?;
     let queue: u8 = queue.parse().map_err(|_| bad())?;
-    if port.is_empty() || port.contains('|') || queue > 7 {
+    if port.is_empty() || port.contains('|') || u64::from(queue) > QUEUE_INDEX_MAX {
         return Err(bad());
     }
     Ok((port.to_string(), queue))
 }
 
+/// A field the model does not define is refused (orchagent refuses them too).
 fn refuse_unknown(fields: &HashMap<String, String>, known: &[&str]) -> Result<(), OrdersError> {
     let mut unknown: Vec<&String> = fields.keys().filter(|k| !known.contains(&k.as_str())).collect();
     unknown.sort();
@@ -559,10 +567,11 @@ mod tests {
             Err(OrdersError::Invalid { field: "weight", .. })
         ));
         let mut f = queue_fields();
+        // The model's must is on ceiling_bytes: it is at least floor_bytes.
         f.insert("floor_bytes".to_string(), "200000".to_string());
         assert!(matches!(
             QueueOrders::parse("Ethernet8|3", &f),
-            Err(OrdersError::Invalid { field: "floor_bytes", .. })
+            Err(OrdersError::Invalid { field: "ceiling_bytes", .. })
         ));
         let mut f = queue_fields();
         f.insert("static_bytes".to_string(), "2000".to_string());

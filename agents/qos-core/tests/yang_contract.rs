@@ -1,9 +1,10 @@
 //! The orders parser agrees with sonic-sluice-agent.yang, the one definition of the contract.
 //!
-//! `yang/sluice_yang.rs` is generated from `agents/qos-agent/yang/sonic-sluice-agent.yang` by
-//! `scripts/gen_sluice_yang.py` (a Python test keeps it up to date). The agent must know
-//! exactly the model's fields, refuse an entry missing what the model makes mandatory, and
-//! accept every value the model accepts: a switch's GCU has already validated what the agent
+//! `yang/sluice_leaves.rs` (each field's type) and `qos_core::sluice_yang` (what the parser
+//! applies: names, queue indexes, cross-field rules) are generated from
+//! `agents/qos-agent/yang/sonic-sluice-agent.yang` by `scripts/gen_sluice_yang.py` (a Python
+//! test keeps them up to date). The agent must know exactly the model's fields, refuse an
+//! entry missing what the model makes mandatory, and accept every value the model accepts: a switch's GCU has already validated what the agent
 //! reads, so an agent stricter than the model would refuse orders the switch took. Where the
 //! agent is looser than the model (it keeps its own wider sanity bounds), the fields are
 //! listed here, so a change on either side shows up.
@@ -11,13 +12,14 @@
 // Test helpers outside #[test] fns: a failed unwrap or panic here is a failed test.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-#[path = "yang/sluice_yang.rs"]
-mod sluice_yang;
+#[path = "yang/sluice_leaves.rs"]
+mod sluice_leaves;
 
 use std::collections::{BTreeSet, HashMap};
 
 use qos_core::orders::{AgentOrders, OrdersError, QueueOrders};
-use sluice_yang::{Kind, Leaf, QUEUE_INDEX_MAX, SLUICE_AGENT, SLUICE_AGENT_QUEUE};
+use qos_core::sluice_yang::{Must, QUEUE_INDEX_MAX, SLUICE_AGENT_QUEUE_MUSTS};
+use sluice_leaves::{Kind, Leaf, SLUICE_AGENT, SLUICE_AGENT_QUEUE};
 
 /// Fields whose values above the model's maximum the agent still takes (the model's maximum
 /// is the controller's intent bound; the agent's own bound is only a sanity limit).
@@ -35,12 +37,27 @@ const AGENT_WIDER_ABOVE: [&str; 11] = [
     "static_bytes",
 ];
 
-/// The model's list-level `must`: a managed queue has all of these, an unmanaged one none.
-const MANAGED_ONLY: [&str; 4] = ["wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes"];
+/// The model's list-level `must`: what a managed queue needs (an unmanaged one has none).
+fn managed_needs() -> Vec<&'static str> {
+    SLUICE_AGENT_QUEUE_MUSTS
+        .iter()
+        .flat_map(|must| match must {
+            Must::Needs { fields, .. } => fields.to_vec(),
+            _ => vec![],
+        })
+        .collect()
+}
 
-/// The leaf-level `must "../managed = 'true'"` on an optional leaf: a managed queue may have
-/// it, an unmanaged one may not.
-const MANAGED_OPTIONAL: [&str; 2] = ["port_threshold_bytes", "lambda"];
+/// The leaves whose `must "../managed = 'true'"` keeps them off an unmanaged queue.
+fn managed_only() -> Vec<&'static str> {
+    SLUICE_AGENT_QUEUE_MUSTS
+        .iter()
+        .filter_map(|must| match must {
+            Must::OnlyWhen { leaf, .. } => Some(*leaf),
+            _ => None,
+        })
+        .collect()
+}
 
 /// The byte bounds are tied by `floor <= static <= ceiling`: probes move them together.
 const BYTE_BOUNDS: [&str; 3] = ["floor_bytes", "ceiling_bytes", "static_bytes"];
@@ -92,7 +109,7 @@ fn good_queue() -> HashMap<String, String> {
 
 fn unmanaged(mut fields: HashMap<String, String>) -> HashMap<String, String> {
     fields.insert("managed".into(), "false".into());
-    for name in MANAGED_ONLY.into_iter().chain(MANAGED_OPTIONAL) {
+    for name in managed_only() {
         fields.remove(name);
     }
     fields
@@ -199,7 +216,7 @@ fn a_missing_field_is_refused_exactly_when_the_model_requires_it() {
             fields.remove(leaf.name);
             // Required: `mandatory true`, or the must that a managed queue has its bounds.
             let required =
-                leaf.mandatory || matches!(table, Table::Queue) && MANAGED_ONLY.contains(&leaf.name);
+                leaf.mandatory || matches!(table, Table::Queue) && managed_needs().contains(&leaf.name);
             let parsed = table.parse(&fields);
             assert_eq!(parsed.is_err(), required, "{}: {parsed:?}", leaf.name);
             if leaf.mandatory {
@@ -238,7 +255,9 @@ fn values_the_model_refuses_the_agent_refuses_except_its_wider_upper_bounds() {
 
 #[test]
 fn what_only_a_managed_queue_may_have_is_refused_on_an_unmanaged_one_by_name() {
-    for name in MANAGED_ONLY.into_iter().chain(MANAGED_OPTIONAL) {
+    let only = managed_only();
+    assert_eq!(only.len(), 6, "the profile, the three bounds, the per-port point, the lambda");
+    for name in only {
         let mut fields = unmanaged(good_queue());
         fields.insert(name.into(), good_queue()[name].clone());
         match QueueOrders::parse("Ethernet0|3", &fields) {
@@ -256,4 +275,53 @@ fn queue_keys_take_the_models_queue_indexes() {
     }
     let past = format!("Ethernet0|{}", QUEUE_INDEX_MAX + 1);
     assert!(matches!(QueueOrders::parse(&past, &fields), Err(OrdersError::BadKey { .. })));
+}
+
+/// The field an error names; `None` for the key.
+fn named(error: &OrdersError) -> Option<&str> {
+    match error {
+        OrdersError::Missing { field } | OrdersError::Invalid { field, .. } => Some(field),
+        OrdersError::Unknown { field } => Some(field),
+        OrdersError::BadKey { .. } => None,
+    }
+}
+
+/// Every entry of `agents/qos-agent/yang/sonic-sluice-agent-verdicts.json`, with libyang's
+/// verdict, is judged the same by the orders parser, and a refusal names the field the file
+/// names (the controller's schemas and vsonic are held to the same file by
+/// tests/yang/test_agent_verdicts.py).
+#[test]
+fn the_orders_parser_gives_the_shared_verdicts() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../qos-agent/yang/sonic-sluice-agent-verdicts.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let shared: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let strings = |value: &serde_json::Value| -> HashMap<String, String> {
+        let pairs = value.as_object().into_iter().flatten();
+        pairs.map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect()
+    };
+    let cases = shared["cases"].as_array().unwrap();
+    let mut wrong = Vec::new();
+    for case in cases {
+        let mut fields = strings(&shared["bases"][case["base"].as_str().unwrap()]);
+        fields.extend(strings(&case["set"]));
+        for name in case["unset"].as_array().into_iter().flatten() {
+            fields.remove(name.as_str().unwrap());
+        }
+        let parsed = match case["table"].as_str().unwrap() {
+            "SLUICE_AGENT" => AgentOrders::parse(&fields).map(|_| ()),
+            "SLUICE_AGENT_QUEUE" => QueueOrders::parse(case["key"].as_str().unwrap(), &fields).map(|_| ()),
+            other => panic!("a table the orders do not have: {other}"),
+        };
+        let agrees = match &parsed {
+            Ok(()) => case["valid"] == true,
+            Err(error) => case["valid"] == false && named(error) == case["field"].as_str(),
+        };
+        if !agrees {
+            wrong.push(format!("{}: {parsed:?}", case["name"]));
+        }
+    }
+    let valid = cases.iter().filter(|case| case["valid"] == true).count();
+    assert!(valid > 0 && valid < cases.len(), "good and bad entries both");
+    assert!(wrong.is_empty(), "the agent judges these unlike the model: {wrong:#?}");
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 from controller.sonic.context import FleetQos, SwitchContext
 from controller.sonic.model import Fields
 from controller.sonic.schema import TableSchema
-from controller.sonic.sluice_yang import AGENT_FIELDS, AGENT_KEY_PATTERN
+from controller.sonic.sluice_yang import AGENT_FIELDS, AGENT_KEY_PATTERN, AGENT_MUSTS
 from controller.sonic.tables._common import Entries, checked_entries
 
 TABLE = "SLUICE_AGENT"
@@ -23,6 +23,7 @@ SCHEMA = TableSchema(
     table=TABLE,
     key_pattern=AGENT_KEY_PATTERN,
     fields=AGENT_FIELDS,
+    rules=AGENT_MUSTS,
     after=("FLEX_COUNTER_TABLE", "SLUICE_AGENT_QUEUE", "WRED_PROFILE"),
 )
 _FRACTION_DIGITS = {s.name: s.fraction_digits for s in AGENT_FIELDS if s.fraction_digits}

@@ -22,11 +22,9 @@ port with no dynamic queue gets no entries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from controller.sonic.context import PortProfile, SwitchContext
 from controller.sonic.schema import TableSchema
-from controller.sonic.sluice_yang import AGENT_QUEUE_FIELDS, QUEUE_INDEX_MAX
+from controller.sonic.sluice_yang import AGENT_QUEUE_FIELDS, AGENT_QUEUE_MUSTS, QUEUE_INDEX_MAX
 from controller.sonic.tables._common import PORT_KEY, Entries, Row, per_port_queue_entries
 from controller.sonic.tables.sluice_agent import decimal
 
@@ -35,42 +33,14 @@ TABLE = "SLUICE_AGENT_QUEUE"
 LAMBDA_DIGITS = next(f.fraction_digits or 0 for f in AGENT_QUEUE_FIELDS if f.name == "lambda")
 
 
-MANAGED_ONLY = ("wred_profile", "floor_bytes", "ceiling_bytes", "static_bytes")
-# Optional, but only on a managed queue: the agent applies them to the thresholds it moves.
-MANAGED_OPTIONAL = ("port_threshold_bytes", "lambda")
-
-
-def _managed_fields(fields: Mapping[str, str]) -> str | None:
-    """A managed queue has its profile and bounds; an unmanaged one has none of them, nor
-    HDCQ's per-port point."""
-    present = [f for f in (*MANAGED_ONLY, *MANAGED_OPTIONAL) if f in fields]
-    managed = fields.get("managed", "true")  # the model's default
-    missing = [f for f in MANAGED_ONLY if f not in fields]
-    if managed == "true" and missing:
-        return f"a managed queue needs {', '.join(missing)}"
-    if managed == "false" and present:
-        return f"an unmanaged queue carries no {', '.join(present)}"
-    return None
-
-
-def _static_between_bounds(fields: Mapping[str, str]) -> str | None:
-    if not all(f in fields for f in MANAGED_ONLY[1:]):
-        return None  # unmanaged, or _managed_fields names what is missing
-    floor, static, ceiling = (
-        int(fields[f]) for f in ("floor_bytes", "static_bytes", "ceiling_bytes")
-    )
-    if not floor <= static <= ceiling:
-        return f"need floor {floor} <= static {static} <= ceiling {ceiling}"
-    return None
-
-
-# Fields and ranges come from sonic-sluice-agent.yang (through the generated sluice_yang);
-# the two rules above are the model's ``must`` statements.
+# Fields, ranges and the cross-field rules (a managed queue has its profile and bounds, an
+# unmanaged one none of them nor HDCQ's per-port point nor a lambda; floor <= static <=
+# ceiling) come from sonic-sluice-agent.yang, through the generated sluice_yang.
 SCHEMA = TableSchema(
     table=TABLE,
     key_pattern=PORT_KEY + r"\|(" + "|".join(str(q) for q in range(QUEUE_INDEX_MAX + 1)) + ")",
     fields=AGENT_QUEUE_FIELDS,
-    rules=(_managed_fields, _static_between_bounds),
+    rules=AGENT_QUEUE_MUSTS,
 )
 
 

@@ -23,7 +23,7 @@ from controller.services.tokens import AccessRole, TokenService
 from controller.store.db import make_engine, make_sessions
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "examples" / "intent.yaml"
+EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 ROLES = (AccessRole.ADMIN, AccessRole.OPERATOR, AccessRole.VIEWER)
 
 

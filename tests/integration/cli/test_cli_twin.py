@@ -10,7 +10,7 @@ import yaml
 
 from tests.integration.cli.support import ROOT, Cli
 
-EXAMPLE = ROOT / "examples" / "intent.yaml"
+EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 CONTENDED = ("--load", "0.8", "--flows", "400", "--mix", "storage=0.5,best-effort=0.5")
 
 

@@ -1,5 +1,5 @@
 """The compose stack without a container engine (none runs here): docker-compose.yml loaded
-by compose-go (the parser Docker Compose v2 uses; tools/compose-check) and checked against
+by compose-go (the parser Docker Compose v2 uses; compose-check/ beside it) and checked against
 the Compose Specification's own JSON schema, each image's file list built from its
 Dockerfile's COPY lines and its .dockerignore, and each service's entry point run as a
 process with the environment compose would give it (postgres from lab/localpg, prometheus
@@ -63,7 +63,7 @@ def service(name: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # the file, by compose's own parser and by the Compose Specification's schema
 
-COMPOSE_CHECK = ROOT / "tools" / "compose-check"
+COMPOSE_CHECK = Path(__file__).resolve().parent / "compose-check"
 STACK = {"postgres", "migrate", "api", "worker", "collector", "prometheus"}
 
 
@@ -76,7 +76,7 @@ def go() -> str:
 
 @pytest.fixture(scope="module")
 def compose_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tools/compose-check built with compose-go (modules from the Go proxy, go.sum pinned)."""
+    """compose-check/ built with compose-go (modules from the Go proxy, go.sum pinned)."""
     binary = tmp_path_factory.mktemp("compose-check") / "compose-check"
     built = subprocess.run(
         [go(), "build", "-mod=readonly", "-o", str(binary), "."],
@@ -398,7 +398,7 @@ def test_migrate_api_and_worker_run_with_the_compose_environment(
             # With an intent stored, the API grades it from the stack's Prometheus: no
             # collector runs here, so every switch is critical (no_telemetry), not a 503.
             admin = {"Authorization": f"Bearer {issue_token(local_url, AccessRole.ADMIN)}"}
-            intent = yaml.safe_load((ROOT / "examples" / "intent.yaml").read_text())
+            intent = yaml.safe_load((ROOT / "docs" / "example-intent.yaml").read_text())
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
                 stored = put_intent(http, admin, intent, 0)  # type: ignore[arg-type]
                 assert stored.status_code == 201, stored.text

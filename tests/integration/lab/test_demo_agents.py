@@ -30,7 +30,7 @@ from vsonic.tether import CleanupGuard
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-EXAMPLE = ROOT / "examples" / "intent.yaml"
+EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 SCHEDULE = (
     Burst("storage", 0.0, 8.0),
     Burst("analytics", 3.0, 11.0),

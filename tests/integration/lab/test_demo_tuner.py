@@ -37,7 +37,7 @@ from vsonic.tls import tls_files
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = ROOT / "examples" / "intent.yaml"
+EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 SWITCH = "leaf1"
 STORAGE_QUEUE = 3
 BIN = Path(sys.executable).parent

@@ -40,8 +40,8 @@ from vsonic.redis_process import RedisProcess, free_port
 from vsonic.seed import PortSeed, SwitchSeed, seed_store
 from vsonic.switch import Switch, Targets
 
-EXAMPLE_INTENT = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
-SWITCH_COUNT = 4  # leaf1, leaf2, spine1, spine2 in examples/intent.yaml
+EXAMPLE_INTENT = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
+SWITCH_COUNT = 4  # leaf1, leaf2, spine1, spine2 in docs/example-intent.yaml
 USERNAME = "admin"
 
 
@@ -169,7 +169,7 @@ def switch_tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 
 @pytest.fixture
 def fabric(redis_servers: list[RedisProcess], switch_tls: TlsFiles) -> Iterator[Fabric]:
-    """The four switches of examples/intent.yaml, freshly booted and serving gNMI over TLS."""
+    """The four switches of docs/example-intent.yaml, freshly booted and serving gNMI over TLS."""
     intent = load_intent_file(EXAMPLE_INTENT)
     password = secrets.token_hex(12)
     credentials = Credentials(username=USERNAME, password=password)

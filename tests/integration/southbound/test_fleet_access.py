@@ -21,7 +21,7 @@ from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, TlsFiles, start_server
 from vsonic.seed import default_ports
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 CREDS = Credentials("admin", "fleet-access-password")
 NAMES = ("fleet-a", "fleet-b")
 

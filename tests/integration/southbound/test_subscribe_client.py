@@ -14,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from controller.southbound.faults import Fault, Reason
-from controller.southbound.gnmi import GnmiTarget, session_tls
+from controller.southbound.gnmi import GnmiTarget, open_channel, session_tls
 from controller.southbound.retry import RetryPolicy
 from controller.southbound.subscribe import (
     AGENT_STATE,
@@ -29,7 +29,6 @@ from controller.southbound.subscribe import (
     SupervisedStream,
     counters_path,
     never,
-    open_channel,
     read_once,
     subscribe,
 )
@@ -88,7 +87,7 @@ def test_once_poll_and_on_change_on_one_shared_channel(
     store = _store(service, "rack1")
 
     async def scenario() -> None:
-        channel = open_channel(rack0)
+        channel = open_channel(rack0, aio=True)
         try:
             maps = await read_once(channel, rack0, [QUEUE_NAME_MAP], deadline_s=10)
             # 2 ports x 8 queues, named as SONiC names them.
@@ -149,7 +148,7 @@ def test_an_object_the_maps_name_without_counters_is_an_error_not_silence(
     session = CounterSession(handler, StreamPolicy())
 
     async def scenario() -> SupervisedStream:
-        channel = open_channel(target(running.port, "rack0"))
+        channel = open_channel(target(running.port, "rack0"), aio=True)
         stream = SupervisedStream(
             target(running.port, "rack0"), channel, session, StreamPolicy().retry, rand=lambda: 0.5
         )
@@ -216,7 +215,7 @@ def _supervise(
             raise asyncio.CancelledError  # the way a collector stops a stream
 
     async def scenario() -> SupervisedStream:
-        channel = open_channel(target)
+        channel = open_channel(target, aio=True)
         stream = SupervisedStream(target, channel, session, retry, rand=lambda: 0.0, sleep=sleep)
         try:
             with pytest.raises(asyncio.CancelledError):

@@ -29,7 +29,7 @@ from vsonic.seed import default_ports
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 LEAF_LOGIN = Credentials("leaf-ops", "leaf-password-from-the-store")
 SPINE_LOGIN = Credentials("spine-ops", "spine-password-from-a-file")
 

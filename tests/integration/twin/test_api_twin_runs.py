@@ -22,7 +22,7 @@ from controller.store.models import TwinRun
 from controller.twin.translate import Request
 from tests.integration.conftest import put_intent
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 CLASSES = ["control", "rpc", "storage", "analytics", "best-effort"]
 
 

@@ -14,7 +14,7 @@ from controller.twin.results import compare
 from controller.twin.runner import NetsimFailed, run_netsim, run_twin
 from controller.twin.translate import Request
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 NETSIM = TwinSettings().netsim
 # storage and best-effort share the load: both DWRR queues are backlogged at once on the
 # host ports, where the weights decide who is served.

@@ -20,7 +20,7 @@ from controller.intent.models import EcnMode, Intent
 from .helpers import assert_has_problem, assert_only_problem, problems_of, yaml_problems_of
 from .intents import intent_data
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 
 def test_valid_data_parses_to_the_declared_objects() -> None:

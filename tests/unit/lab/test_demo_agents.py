@@ -29,7 +29,7 @@ from lab.demo_agents_view import (
 from lab.demo_common import DemoError
 from lab.demo_switches import demo_intent
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 DEFAULT = AgentDemo()
 
 
@@ -39,7 +39,7 @@ def _q(queue: int, tx: int, marked: int = 0, k: int | None = 1000, flag: str = "
 
 def test_queues_come_from_the_intent_highest_weight_first() -> None:
     queues = shown_queues(load_intent_file(EXAMPLE), DEFAULT.schedule)
-    # examples/intent.yaml: storage q3 DWRR 50 DSCP 10/12, analytics q2 30 DSCP 18/20,
+    # docs/example-intent.yaml: storage q3 DWRR 50 DSCP 10/12, analytics q2 30 DSCP 18/20,
     # best-effort q1 20 DSCP 0.
     assert queues == [
         ShownQueue(3, "storage", "mqecn", 50, 10),

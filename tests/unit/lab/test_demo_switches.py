@@ -8,7 +8,7 @@ from pathlib import Path
 from controller.intent.loader import parse_intent
 from lab.demo_switches import demo_intent
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 
 def test_taken_ports_are_replaced_and_the_loop_runs_often() -> None:

@@ -19,7 +19,7 @@ from lab.demo_tuner import (
     wait_for_pass,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 
 def test_the_tuned_intent_turns_the_tuner_on_with_ranges_and_is_valid(tmp_path: Path) -> None:

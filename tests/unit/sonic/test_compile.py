@@ -144,16 +144,21 @@ def test_agent_queue_schema_keeps_bounds_on_managed_entries_only() -> None:
     schema = SCHEMAS["SLUICE_AGENT_QUEUE"]
     base = {"weight": "3", "speed_gbps": "10", "buffer_bytes": "1000000"}
     assert schema.field_problems({"managed": "false", **base}) == []
+    # The model's own error-messages (sonic-sluice-agent.yang's must statements).
     assert schema.field_problems({"managed": "false", "floor_bytes": "1", **base}) == [
-        "an unmanaged queue carries no floor_bytes"
+        "field 'floor_bytes': floor_bytes is only for a managed queue"
     ]
     assert schema.field_problems({"managed": "true", "wred_profile": "SLUICE_Q", **base}) == [
-        "a managed queue needs floor_bytes, ceiling_bytes, static_bytes"
+        "field 'floor_bytes': A managed queue needs wred_profile, floor_bytes, ceiling_bytes "
+        "and static_bytes "
+        "(missing: floor_bytes, ceiling_bytes, static_bytes)"
     ]
     assert schema.field_problems({"managed": "yes", **base}) != []
     # The model's default: an entry without ``managed`` is a managed queue (as the agent reads it).
     assert schema.field_problems(base) == [
-        "a managed queue needs wred_profile, floor_bytes, ceiling_bytes, static_bytes"
+        "field 'wred_profile': A managed queue needs wred_profile, floor_bytes, ceiling_bytes "
+        "and static_bytes "
+        "(missing: wred_profile, floor_bytes, ceiling_bytes, static_bytes)"
     ]
 
 

@@ -135,7 +135,7 @@ def test_wred_schema_refuses(key: str, fields: dict[str, str], reason: str) -> N
                 "speed_gbps": "10",
                 "buffer_bytes": "1000",
             },
-            "floor 5000 <= static 4500 <= ceiling 4000",
+            "ceiling_bytes must be greater than or equal to floor_bytes",
         ),
     ],
 )

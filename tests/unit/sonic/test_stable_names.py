@@ -17,7 +17,7 @@ from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import Plan, SwitchConfig
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 # sonic-wred-profile.yang: the profile name.
 WRED_NAME = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}")
 PORT_CRITICAL = {"QUEUE", "BUFFER_QUEUE", "PORT_QOS_MAP"}

@@ -35,7 +35,7 @@ from controller.sonic.gcu import GcuPace, sorted_changes
 from controller.sonic.model import Op, Plan
 from controller.southbound.gnmi import CallPolicy
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 SCHED = Op("add", "SCHEDULER", "SLUICE_SCHED_3", {"type": "DWRR", "weight": "50"}, {})
 QUEUE = Op("add", "QUEUE", "Ethernet0|3", {"scheduler": "SLUICE_SCHED_3"}, {}, whole_entry=False)
 GONE = Op("delete", "WRED_PROFILE", "SLUICE_OLD", {}, {"ecn": "ecn_all"})

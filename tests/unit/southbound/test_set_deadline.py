@@ -12,7 +12,7 @@ from controller.intent.loader import load_intent_file
 from controller.intent.models import GnmiEndpoint
 from controller.southbound.gnmi import CallPolicy, SessionPool, target_for_switch
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 
 def _secret(ref: str) -> SecretStr:

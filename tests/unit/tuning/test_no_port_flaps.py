@@ -15,7 +15,7 @@ from controller.tuning.apply import apply_changes
 from controller.tuning.summary import QueueSummary, TelemetrySummary
 from controller.tuning.tune import propose
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 LINE = 25e9 / 8
 # The demo's weight ranges (lab/demo_tuner.py): the tenants may move.
 RANGES = {"storage": (20, 70), "analytics": (15, 75), "best-effort": (10, 40)}

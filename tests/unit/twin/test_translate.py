@@ -22,7 +22,7 @@ from controller.qos.qjump import QjumpWindow
 from controller.twin.results import compare, per_class, per_hop
 from controller.twin.translate import Request, TwinInputInvalid, translate
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,6 @@ pub struct Leaf {
     pub mandatory: bool,
 }
 
-/// Highest queue index of a SLUICE_AGENT_QUEUE key.
-pub const QUEUE_INDEX_MAX: u64 = 7;
-
 /// SLUICE_AGENT|global.
 pub const SLUICE_AGENT: &[Leaf] = &[
     Leaf { name: "algorithm", kind: Kind::Enum(&["static", "mqecn", "dynaq", "hdcq"]), mandatory: true },

@@ -1,4 +1,4 @@
-module sluice/tools/compose-check
+module sluice/tests/integration/docker/compose-check
 
 go 1.24
 

@@ -1,13 +1,15 @@
-"""Request and answer bodies of rollout health gates (``controller/rollout/gates.py``)."""
+"""Health gates, as switch rollouts and host runs take and answer them (the policy, its checks
+and built-ins: ``controller/rollout/gates.py``, through the rollout service)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from controller.rollout.gates import BUILTINS, GatePolicy, parse_policy
+from api.schemas.common import Strict, ViewOut
+from controller.services.rollouts import BUILTINS, GatePolicy, parse_policy
 
 GateName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")]
 
@@ -35,9 +37,9 @@ ONE_SOURCE: dict[str, Any] = {
 }
 
 
-class GateIn(BaseModel):
+class GateIn(Strict):
     # strict: "0" or true is not a threshold (a request that says so is refused, not coerced)
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=ONE_SOURCE)
+    model_config = ConfigDict(strict=True, json_schema_extra=ONE_SOURCE)
 
     name: GateName | None = Field(default=None, description="defaults to the built-in's name")
     builtin: (
@@ -67,8 +69,8 @@ class GateIn(BaseModel):
         return self
 
 
-class GatePolicyIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class GatePolicyIn(Strict):
+    model_config = ConfigDict(strict=True)
 
     gates: list[GateIn] = Field(min_length=1, max_length=50)
     soak_s: float = Field(default=60.0, ge=0.0, le=86_400.0, description="soak after each batch")
@@ -88,9 +90,7 @@ class GatePolicyIn(BaseModel):
         return self
 
 
-class GateEvaluationOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
+class GateEvaluationOut(ViewOut):
     batch: int = Field(description="the batch; -1 for the pre-checks before the start")
     stage: str = Field(description="precheck, baseline (before the batch) or soak (after it)")
     gate: str
@@ -105,7 +105,7 @@ class GateEvaluationOut(BaseModel):
     at: datetime
 
 
-class GatesOut(BaseModel):
+class GatesOut(ViewOut):
     gate_policy: dict[str, Any] | None = Field(description="the rollout's gate policy")
     soak_batch: int | None = Field(description="the batch soaking now, if any")
     soak_until: datetime | None

@@ -1,0 +1,10 @@
+"""Liveness (``GET /healthz``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class HealthOut(BaseModel):
+    status: str
+    database: str

@@ -1,0 +1,30 @@
+"""Tuning proposals: what the tuner found, with every change's evidence, and its decision."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from api.schemas.common import ViewOut
+
+
+class ProposalOut(ViewOut):
+    id: int
+    state: str = Field(description="pending, no_change, approved, rejected or stale")
+    base_version: int = Field(description="the intent version the proposal was made against")
+    new_version: int | None = Field(description="the version its approval wrote")
+    changes: list[dict[str, Any]] = Field(
+        description="each change with its evidence: inputs, rule, outputs, bounds"
+    )
+    held: list[dict[str, Any]] = Field(description="new values a stability guard held back")
+    diff: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
+    reason: str
+    window_start: datetime
+    window_end: datetime
+    created_by: str
+    created_at: datetime
+    decided_by: str | None
+    decided_at: datetime | None
