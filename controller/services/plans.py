@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import FieldProblem, NotFound
-from controller.intent.agent_advice import agent_warnings
 from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
+from controller.sonic.agent_advice import agent_warnings
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.sonic.model import Plan as Plan
@@ -35,7 +35,7 @@ from controller.types import Clock
 class PlanResult:
     """Plans against ``base_version`` (the current version: its desired state is what sluice
     owns, and the target unless an intent was proposed), and the warnings about the planned
-    intent (``controller.intent.agent_advice``: accepted, but the agent will do no good)."""
+    intent (``controller.sonic.agent_advice``: accepted, but the agent will do no good)."""
 
     base_version: int
     proposed: bool

@@ -163,7 +163,7 @@ def test_snapshot_encoding_splits_on_the_first_bar_only() -> None:
 def test_a_plan_warns_where_the_agent_will_do_no_good(stored: TestClient, auth: Any) -> None:
     # The stored intent runs no agent: no warning. A proposed DynaQ at the default 100 ms
     # is accepted and planned, with the agent's own refusal named (SONiC polls watermarks
-    # every 1 s at the fastest, controller.intent.agent_advice).
+    # every 1 s at the fastest, controller.sonic.agent_advice).
     body = stored.post("/api/v1/plans", json={}, headers=auth["viewer"]).json()
     assert body["warnings"] == []
     proposed = small_intent()

@@ -256,7 +256,12 @@ def test_integral_floats_are_taken_where_the_schema_says_integer(
     operator = auth["operator"]
     rollout = client.post(
         "/api/v1/rollouts",
-        json={"to_version": 1.0, "batch_size": 2.0, "failure_budget": 0.0},
+        json={
+            "to_version": 1.0,
+            "batch_size": 2.0,
+            "failure_budget": 0.0,
+            "allow_port_flaps": True,  # the first rollout adds queues: ports flap
+        },
         headers=operator,
     )
     assert rollout.status_code == 201, rollout.text

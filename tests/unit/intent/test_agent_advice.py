@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.intent.agent_advice import NIL_FROM_MS, agent_warnings
 from controller.intent.loader import parse_intent
 from controller.intent.models import EcnMode
+from controller.sonic.agent_advice import NIL_FROM_MS, agent_warnings
 
 from .intents import intent_data
 
