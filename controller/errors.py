@@ -65,9 +65,9 @@ class HeadroomDoesNotFit(LosslessBufferInvalid):
         self.headroom_bytes = headroom_bytes
         self.buffer_bytes = buffer_bytes
         reason = (
-            f"{port} needs {headroom_bytes} B of headroom for its lossless priorities (the last "
-            f"added: priority {priority}), which leaves no shared pool in its {buffer_bytes} B "
-            "buffer"
+            f"{port}: the lossless priorities' headroom, {headroom_bytes} B with priority "
+            f"{priority}, leaves no shared pool in a {buffer_bytes} B port buffer; give the "
+            "port more buffer, a shorter cable or fewer lossless priorities"
         )
         super().__init__(path, port, priority, reason)
 

@@ -237,10 +237,11 @@ def xoff_point_bytes(shared_pool_bytes: int, dynamic_th: int, lossless_groups: i
 
 @dataclass(frozen=True, slots=True)
 class LosslessQueue:
-    """One lossless priority on a port: its PFC priority and its queue's ECN."""
+    """One lossless priority on a port: its PFC priority and its queue's ECN (None: the queue
+    does not mark, so there is no Kmax to hold below XOFF)."""
 
     priority: int
-    ecn: DcqcnEcn
+    ecn: DcqcnEcn | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +285,6 @@ def port_lossless(
     shared = buffer_bytes - total
     point = xoff_point_bytes(shared, dynamic_th, len(queues))
     for queue in queues:
-        if queue.ecn.kmax_bytes >= point:
+        if queue.ecn is not None and queue.ecn.kmax_bytes >= point:
             raise KmaxAboveXoff(path, port, queue.priority, queue.ecn.kmax_bytes, point)
     return PortLossless(headroom_of_group, total, shared, point)
