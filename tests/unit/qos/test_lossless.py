@@ -14,6 +14,17 @@ What the table does not let us reproduce: its xon is 19 456 B (19 KB) where asic
 says pipeline_latency 18 KB; the table predates the dynamic model. The tests therefore take
 the table's xon as the platform's pipeline latency and check size = xon + xoff, which holds on
 every row.
+
+Second worked example, the other branch of the worst-case factor (a cell above 128 B): the
+SN4700 (Spectrum-3, cell_size 144 in asic_table.j2) table, device/mellanox/
+x86_64-mlnx_msn4700-r0/ACS-MSN4700/pg_profile_lookup.ini (same mirror and commit), with the
+same delays and traffic pattern: every xoff, 10 to 400 Gb/s, comes out exactly. Its 400 Gb/s
+rows carry two vendor-only terms of the plugin's first version (sonic-swss 2cab51d,
+"Adjustment for 400G"): a 37 KB pipeline latency and one port MTU more in size (later the
+8-lane adjustment); neither is modelled, so those rows check xoff only.
+
+Not checked: the SN3800 table (a gearbox platform), whose gearbox delay is not among the
+published figures read here.
 """
 
 from __future__ import annotations
@@ -71,6 +82,47 @@ MSN2700_TABLE = [
 @pytest.mark.parametrize(("speed", "cable", "size", "xon", "xoff"), MSN2700_TABLE)
 def test_sonic_msn2700_table_reproduced(speed, cable, size, xon, xoff):
     assert headroom(speed, cable, 9216, SPECTRUM_1) == Headroom(xon, xoff, size)
+
+
+SPECTRUM_3 = HeadroomPlatform(
+    cell_bytes=144,
+    pipeline_latency_bytes=19 * KB,  # the table's xon below 400 Gb/s, as for the SN2700
+    mac_phy_delay_bytes=0.8 * KB,
+    peer_response_bytes=3.8 * KB,
+)
+
+# speed (Gb/s), cable (m), size, xon, xoff: ACS-MSN4700/pg_profile_lookup.ini, every row.
+MSN4700_TABLE = [
+    (10, 5, 52224, 19456, 32768),
+    (25, 5, 52224, 19456, 32768),
+    (40, 5, 53248, 19456, 33792),
+    (50, 5, 53248, 19456, 33792),
+    (100, 5, 53248, 19456, 33792),
+    (200, 5, 55296, 19456, 35840),
+    (400, 5, 86016, 37888, 38912),
+    (10, 40, 53248, 19456, 33792),
+    (25, 40, 55296, 19456, 35840),
+    (40, 40, 57344, 19456, 37888),
+    (50, 40, 58368, 19456, 38912),
+    (100, 40, 63488, 19456, 44032),
+    (200, 40, 74752, 19456, 55296),
+    (400, 40, 124928, 37888, 77824),
+    (10, 300, 60416, 19456, 40960),
+    (25, 300, 73728, 19456, 54272),
+    (40, 300, 86016, 19456, 66560),
+    (50, 300, 95232, 19456, 75776),
+    (100, 300, 137216, 19456, 117760),
+    (200, 300, 223232, 19456, 203776),
+    (400, 300, 420864, 37888, 373760),
+]
+
+
+@pytest.mark.parametrize(("speed", "cable", "size", "xon", "xoff"), MSN4700_TABLE)
+def test_sonic_msn4700_table_reproduced(speed, cable, size, xon, xoff):
+    room = headroom(speed, cable, 9216, SPECTRUM_3)
+    assert room.xoff_bytes == xoff
+    if speed < 400:  # the plugin's 400 Gb/s terms are not modelled (see the docstring)
+        assert (room.xon_bytes, room.size_bytes) == (xon, size)
 
 
 def test_the_table_pins_the_inputs():
