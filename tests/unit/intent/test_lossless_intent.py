@@ -8,7 +8,7 @@ response from IEEE 802.3's pause quanta. Worked by hand (docs/lossless.md):
 * occupancy: 144 B cells > 128, so 144 / 64 = 2.25 at 100 % small packets;
 * 100 Gb/s, 5 m, MTU 1500: cable 2 x 5 / 1.98e8 s x 1.25e10 B/s = 631.3 B, peer 394 x 64 =
   25 216 B, propagation 1500 + 631.3 + 819.2 + 25 216 = 28 166.5 B; xoff = 1024 + 2.25 x
-  28 166.5 = 64 398.7 -> 64 512 B; xon 18 432 B; size 82 944 B. One lossless group on a
+  28 166.5 = 64 398.6 -> 64 512 B; xon 18 432 B; size 82 944 B. One lossless group on a
   2 000 000 B buffer leaves 1 917 056 B, and alpha 1 puts XOFF at half of it: 958 528 B.
 * 25 Gb/s, same: cable 157.8 B, peer 80 x 64 = 5120 B, propagation 7597.0 B; xoff = 1024 +
   17 093.3 -> 18 432 B; size 36 864 B; XOFF point (2 000 000 - 36 864) / 2 = 981 568 B.
