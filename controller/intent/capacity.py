@@ -317,19 +317,12 @@ def _lossless_classes(intent: Intent) -> Iterator[tuple[str, ServiceClass, Lossl
 
 
 def lossless_declared(intent: Intent) -> list[FieldProblem]:
-    """A lossless class needs the platform's headroom parameters, a PFC priority of its own
-    (PFC pauses a priority, so two classes on one would pause each other), and marks with
-    DCQCN's thresholds or not at all: the dynamic modes move or drop by rules made for lossy
-    queues, and per-queue-minimum would replace Kmin/Kmax."""
+    """A lossless class needs the platform's headroom parameters and marks with DCQCN's
+    thresholds or not at all: the dynamic modes move or drop by rules made for lossy queues,
+    and per-queue-minimum would replace Kmin/Kmax. (One class per PFC priority:
+    ``validate.pfc_priorities_once``.)"""
     problems: list[FieldProblem] = []
-    first_use: dict[int, str] = {}
-    for path, service_class, lossless in _lossless_classes(intent):
-        field = f"{path}.lossless.pfc_priority"
-        priority = lossless.pfc_priority
-        if priority in first_use:
-            reason = f"PFC priority {priority} is already used at {first_use[priority]}"
-            problems.append(FieldProblem(field, reason))
-        first_use.setdefault(priority, field)
+    for path, service_class, _ in _lossless_classes(intent):
         if intent.fabric.lossless is None:
             reason = "a lossless class needs fabric.lossless (the ASIC's headroom parameters)"
             problems.append(FieldProblem(f"{path}.lossless", reason))
