@@ -6,9 +6,10 @@ sonic-buildimage device/mellanox/x86_64-mlnx_msn2700-r0/ACS-MSN2700/pg_profile_l
 xoff. Its platform is the one sonic-buildimage's files/build_templates/asic_table.j2 declares
 for MELLANOX-SPECTRUM (cell_size 96, mac_phy_delay 0.8 KB, peer_response_time 3.8 KB; read
 from the stephenxs/sonic-buildimage mirror at 761bdf3), with the LOSSLESS_TRAFFIC_PATTERN
-defaults of SONiC's Configuration.md (mtu 1024, small_packet_percentage 100) and SONiC's
-older default port MTU, 9216 B. With those inputs every xoff of the table comes out of the
-formula exactly.
+defaults of SONiC's Configuration.md (mtu 1024, small_packet_percentage 100) and a port MTU
+of 9216 B, the largest SONiC's PORT table takes (the HLD's default, 9100 B, does not reproduce
+the table: test_the_table_pins_the_inputs). With those inputs every xoff of the table comes out
+of the formula exactly.
 
 What the table does not let us reproduce: its xon is 19 456 B (19 KB) where asic_table.j2
 says pipeline_latency 18 KB; the table predates the dynamic model. The tests therefore take
