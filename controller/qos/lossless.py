@@ -272,7 +272,8 @@ def port_lossless(
 
     Every group of a port has one headroom (speed, cable and MTU are the port's).
     ``dynamic_th`` 0 is SONiC's default for the lossless groups (``DEFAULT_LOSSLESS_BUFFER_
-    PARAMETER.default_dynamic_th`` in the HLD's examples).
+    PARAMETER|AZURE`` ``default_dynamic_th`` "0" in sonic-buildimage's Configuration.md, and
+    what sonic-utilities' db_migrator writes).
     """
     require_int_at_least("buffer_bytes", buffer_bytes, 1)
     if not queues:
