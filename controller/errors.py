@@ -41,6 +41,56 @@ class IntentInvalid(SluiceError):
         super().__init__("; ".join(str(p) for p in self.problems))
 
 
+class LosslessBufferInvalid(IntentInvalid):
+    """A lossless priority's buffer cannot be made safe on a port (``controller/qos/lossless.py``,
+    docs/lossless.md): one problem, at ``path``, naming the port, the priority and the numbers."""
+
+    title = "lossless buffer invalid"
+
+    def __init__(self, path: str, port: str, priority: int, reason: str) -> None:
+        self.port = port
+        self.priority = priority
+        super().__init__([FieldProblem(path=path, reason=f"{type(self).__name__}: {reason}")])
+
+
+class HeadroomDoesNotFit(LosslessBufferInvalid):
+    """The headroom a port's lossless priorities need leaves no shared pool within its buffer:
+    a pause could not be absorbed, or the priorities would have nothing to queue in."""
+
+    title = "headroom does not fit"
+
+    def __init__(
+        self, path: str, port: str, priority: int, headroom_bytes: int, buffer_bytes: int
+    ) -> None:
+        self.headroom_bytes = headroom_bytes
+        self.buffer_bytes = buffer_bytes
+        reason = (
+            f"{port}: the lossless priorities' headroom, {headroom_bytes} B with priority "
+            f"{priority}, leaves no shared pool in a {buffer_bytes} B port buffer; give the "
+            "port more buffer, a shorter cable or fewer lossless priorities"
+        )
+        super().__init__(path, port, priority, reason)
+
+
+class KmaxAboveXoff(LosslessBufferInvalid):
+    """A lossless queue's ECN Kmax is not below the point where its priority group sends
+    PFC XOFF: the port would pause its peer before DCQCN's marking slowed the senders."""
+
+    title = "ECN Kmax above the XOFF point"
+
+    def __init__(
+        self, path: str, port: str, priority: int, kmax_bytes: int, xoff_point_bytes: int
+    ) -> None:
+        self.kmax_bytes = kmax_bytes
+        self.xoff_point_bytes = xoff_point_bytes
+        reason = (
+            f"{port} priority {priority}: Kmax {kmax_bytes} B is not below the XOFF point "
+            f"{xoff_point_bytes} B (the priority group's shared-buffer limit): PFC would pause "
+            "before ECN marks every packet it should; lower kmax_bytes or give the port more buffer"
+        )
+        super().__init__(path, port, priority, reason)
+
+
 class DocumentInvalid(SluiceError):
     """A document (JSON body, YAML file) sluice cannot read: not UTF-8, too large, nested
     too deep, an integer too long, a key given twice; ``detail`` says which and where."""

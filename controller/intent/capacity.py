@@ -1,4 +1,5 @@
-"""Intent rules about numbers that must fit the hardware: QJUMP levels, thresholds, weights.
+"""Intent rules about numbers that must fit the hardware: QJUMP levels, thresholds, weights,
+lossless headroom.
 
 Part of the cross-object validation (``controller/intent/validate.py`` runs ``CAPACITY_RULES``);
 kept apart because these rules call the pure algorithms in ``controller/qos/``, so the limits
@@ -9,9 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from controller.errors import FieldProblem, IntentInvalid
-from controller.intent.models import EcnMode, Intent, Qjump, SchedulingType, ServiceClass
+from controller.errors import FieldProblem, IntentInvalid, KmaxAboveXoff
+from controller.intent.models import (
+    EcnMode,
+    Intent,
+    Lossless,
+    Qjump,
+    SchedulingType,
+    ServiceClass,
+)
 from controller.qos.ecn import standard_threshold_bytes
+from controller.qos.lossless import LosslessQueue, headroom, port_lossless
 from controller.qos.qjump import (
     QjumpLevel,
     QjumpWindow,
@@ -294,6 +303,97 @@ def _few(ports: list[str]) -> str:
     return shown if len(ports) <= 3 else f"{shown} and {len(ports) - 3} more"
 
 
+# ---------------------------------------------------------------------------------------------
+# lossless classes (docs/lossless.md)
+
+# ECN modes a lossless class may have: DCQCN's fixed Kmin/Kmax/Pmax ("standard"), or none.
+LOSSLESS_ECN_MODES = (EcnMode.STANDARD, EcnMode.OFF)
+
+
+def _lossless_classes(intent: Intent) -> Iterator[tuple[str, ServiceClass, Lossless]]:
+    for i, service_class in enumerate(intent.service_classes):
+        if service_class.lossless is not None:
+            yield f"service_classes[{i}]", service_class, service_class.lossless
+
+
+def lossless_declared(intent: Intent) -> list[FieldProblem]:
+    """A lossless class needs the platform's headroom parameters and marks with DCQCN's
+    thresholds or not at all: the dynamic modes move or drop by rules made for lossy queues,
+    and per-queue-minimum would replace Kmin/Kmax. (One class per PFC priority:
+    ``validate.pfc_priorities_once``.)"""
+    problems: list[FieldProblem] = []
+    for path, service_class, _ in _lossless_classes(intent):
+        if intent.fabric.lossless is None:
+            reason = "a lossless class needs fabric.lossless (the ASIC's headroom parameters)"
+            problems.append(FieldProblem(f"{path}.lossless", reason))
+        if service_class.ecn not in LOSSLESS_ECN_MODES:
+            reason = (
+                f"a lossless class marks with DCQCN's Kmin/Kmax/Pmax (ecn: standard) or not at "
+                f"all (off), not {service_class.ecn.value}"
+            )
+            problems.append(FieldProblem(f"{path}.ecn", reason))
+    return problems
+
+
+def lossless_buffers_fit(intent: Intent) -> list[FieldProblem]:
+    """On every port, the headroom of the lossless priorities (SONiC's dynamic buffer formula
+    from the port's speed, cable length and MTU) must leave a shared pool in the port's buffer
+    (HeadroomDoesNotFit), and each lossless queue's Kmax must sit below the XOFF point in that
+    pool (KmaxAboveXoff): ECN before PFC (DCQCN, SIGCOMM 2015)."""
+    platform = intent.fabric.lossless
+    classes = list(_lossless_classes(intent))
+    if platform is None or not classes:
+        return []
+    queues = [
+        LosslessQueue(lossless.pfc_priority, None if c.ecn is EcnMode.OFF else lossless.ecn())
+        for _, c, lossless in classes
+    ]
+    kmax_path = {
+        lossless.pfc_priority: f"{path}.lossless.kmax_bytes" for path, _, lossless in classes
+    }
+    # Ports alike in speed, cable, MTU and buffer are alike in headroom: checked once, named
+    # together (the first one's path), as thresholds_fit_buffer does.
+    alike: dict[tuple[int, float, int, int], list[tuple[str, str]]] = {}
+    for i, switch in enumerate(intent.switches):
+        for j, port in enumerate(switch.ports):
+            key = (
+                port.speed_gbps,
+                port.cable_length_m or platform.cable_length_m,
+                port.mtu_bytes or intent.fabric.mtu_bytes,
+                port.buffer_bytes or intent.fabric.port_buffer_bytes,
+            )
+            alike.setdefault(key, []).append(
+                (f"switches[{i}].ports[{j}]", f"{switch.name} {port.name}")
+            )
+    problems: list[FieldProblem] = []
+    for (speed_gbps, cable_m, mtu_bytes, buffer_bytes), ports in alike.items():
+        path = ports[0][0]
+        try:
+            room = headroom(speed_gbps, cable_m, mtu_bytes, platform.headroom_platform())
+            port_lossless(
+                _few([name for _, name in ports]),
+                buffer_bytes,
+                queues,
+                room,
+                dynamic_th=platform.dynamic_th,
+                path=f"{path}.buffer_bytes",
+            )
+        except KmaxAboveXoff as refused:
+            reason = refused.problems[0].reason
+            problems.append(FieldProblem(kmax_path[refused.priority], reason))
+        except IntentInvalid as refused:
+            problems += [_at_port(path, problem) for problem in refused.problems]
+    return problems
+
+
+def _at_port(path: str, problem: FieldProblem) -> FieldProblem:
+    # The qos core names its own arguments (speed_gbps); a refusal of a whole port is already
+    # at the port's path.
+    if problem.path.startswith(path):
+        return problem
+    return FieldProblem(f"{path}.{problem.path}", problem.reason)
+
+
 CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_levels_declared,
     qjump_fabric,
@@ -303,4 +403,6 @@ CAPACITY_RULES: tuple[Rule, ...] = (
     qjump_window_holds,
     weights_representable,
     thresholds_fit_buffer,
+    lossless_declared,
+    lossless_buffers_fit,
 )

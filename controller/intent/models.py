@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from controller.qos.lossless import DCQCN_PAPER, DcqcnEcn, HeadroomPlatform
 from controller.qos.qjump import QjumpWindow
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -44,6 +45,11 @@ Dscp = Annotated[int, Field(ge=0, le=63)]
 # The largest byte count a CONFIG_DB buffer field holds (BUFFER_PROFILE ``size`` is a YANG
 # int32 in sonic-buildimage's sonic-buffer-profile.yang; controller/sonic/tables/buffer_profile.py).
 BUFFER_BYTES_MAX = 2**31 - 1
+# Frame sizes a port may carry (SONiC's PORT ``mtu`` goes to 9216) and cable lengths headroom
+# is sized for (SONiC's dynamic buffer model takes any length; 10 km is beyond a fabric).
+MTU_MIN_BYTES = 576
+MTU_MAX_BYTES = 9216
+CABLE_LENGTH_MAX_M = 10_000.0
 
 
 def _json_type_mismatch(annotation: object, value: object) -> str | None:
@@ -236,6 +242,19 @@ class Port(Frozen):
         gt=0,
         le=BUFFER_BYTES_MAX,
         description="egress buffer this port may use; fabric default if unset",
+    )
+    cable_length_m: float | None = Field(
+        default=None,
+        gt=0,
+        le=CABLE_LENGTH_MAX_M,
+        description="length of the cable on this port, m (sizes lossless headroom); unset: "
+        "fabric.lossless.cable_length_m",
+    )
+    mtu_bytes: int | None = Field(
+        default=None,
+        ge=MTU_MIN_BYTES,
+        le=MTU_MAX_BYTES,
+        description="this port's MTU (sizes lossless headroom); unset: fabric.mtu_bytes",
     )
 
 
@@ -528,6 +547,37 @@ class Objective(Frozen):
     )
 
 
+class Lossless(Frozen):
+    """This class is lossless (docs/lossless.md): PFC pauses its priority instead of dropping,
+    and its queue marks ECN for DCQCN between Kmin and Kmax, at most Pmax below Kmax. Defaults
+    are the DCQCN paper's (SIGCOMM 2015: Kmin 5 KB, Kmax 200 KB, Pmax 1 %)."""
+
+    pfc_priority: int = Field(ge=0, le=7, description="the 802.1p priority PFC pauses")
+    kmin_bytes: int = Field(
+        default=DCQCN_PAPER.kmin_bytes, ge=1, le=BUFFER_BYTES_MAX, description="ECN marks from here"
+    )
+    kmax_bytes: int = Field(
+        default=DCQCN_PAPER.kmax_bytes,
+        ge=1,
+        le=BUFFER_BYTES_MAX,
+        description="ECN marks every packet past here; must be below the XOFF point",
+    )
+    pmax_pct: int = Field(
+        default=DCQCN_PAPER.pmax_pct, ge=1, le=100, description="marking probability at Kmax, %"
+    )
+
+    @model_validator(mode="after")
+    def _kmin_below_kmax(self) -> Lossless:
+        if self.kmin_bytes >= self.kmax_bytes:
+            raise ValueError(
+                f"kmin_bytes ({self.kmin_bytes}) must be below kmax_bytes ({self.kmax_bytes})"
+            )
+        return self
+
+    def ecn(self) -> DcqcnEcn:
+        return DcqcnEcn(self.kmin_bytes, self.kmax_bytes, self.pmax_pct)
+
+
 class ServiceClass(Frozen):
     name: Name
     dscp: tuple[Dscp, ...] = Field(min_length=1)
@@ -549,6 +599,9 @@ class ServiceClass(Frozen):
     )
     objective: Objective | None = Field(
         default=None, description="what the class's flows should see (hosts' measurements)"
+    )
+    lossless: Lossless | None = Field(
+        default=None, description="PFC on a priority and DCQCN's ECN; none: the class may drop"
     )
 
 
@@ -773,10 +826,57 @@ class HostTransport(Frozen):
     )
 
 
+class LosslessPlatform(Frozen):
+    """What the switches' ASIC needs for lossless headroom (docs/lossless.md), as SONiC's
+    dynamic buffer model keeps it (STATE_DB ``ASIC_TABLE``, ``PERIPHERAL_TABLE``, CONFIG_DB
+    ``LOSSLESS_TRAFFIC_PATTERN``), in bytes. No default for the ASIC's own figures: they
+    differ per chip and a guess would size headroom wrong."""
+
+    cell_bytes: int = Field(ge=1, le=65_536, description="the ASIC's buffer cell size")
+    pipeline_latency_bytes: float = Field(
+        ge=0, le=BUFFER_BYTES_MAX, description="pipeline latency in bytes (xon)"
+    )
+    mac_phy_delay_bytes: float = Field(ge=0, le=BUFFER_BYTES_MAX, description="MAC/PHY delay")
+    peer_response_bytes: float | None = Field(
+        default=None,
+        ge=0,
+        le=BUFFER_BYTES_MAX,
+        description="what the peer sends after XOFF arrives; unset: IEEE 802.3's pause quanta "
+        "for the port's speed",
+    )
+    gearbox_delay_ns: float = Field(default=0.0, ge=0, le=1_000_000, description="0: no gearbox")
+    small_packet_pct: float = Field(
+        default=100.0, ge=0, le=100, description="share of small packets (worst case 100)"
+    )
+    lossless_mtu_bytes: int = Field(
+        default=1024, ge=64, le=MTU_MAX_BYTES, description="largest lossless (RDMA) packet"
+    )
+    cable_length_m: float = Field(
+        default=5.0,
+        gt=0,
+        le=CABLE_LENGTH_MAX_M,
+        description="cable length of a port that sets none",
+    )
+    dynamic_th: int = Field(
+        default=0, ge=-8, le=7, description="the lossless groups' shared-buffer alpha, 2^n"
+    )
+
+    def headroom_platform(self) -> HeadroomPlatform:
+        return HeadroomPlatform(
+            cell_bytes=self.cell_bytes,
+            pipeline_latency_bytes=self.pipeline_latency_bytes,
+            mac_phy_delay_bytes=self.mac_phy_delay_bytes,
+            peer_response_bytes=self.peer_response_bytes,
+            small_packet_pct=self.small_packet_pct,
+            lossless_mtu_bytes=self.lossless_mtu_bytes,
+            gearbox_delay_ns=self.gearbox_delay_ns,
+        )
+
+
 class Fabric(Frozen):
     base_rtt_us: float = Field(gt=0, le=100_000)
     ecn_lambda: float = Field(default=1.0, gt=0, le=10)
-    mtu_bytes: int = Field(default=1500, ge=576, le=9216)
+    mtu_bytes: int = Field(default=1500, ge=MTU_MIN_BYTES, le=MTU_MAX_BYTES)
     port_buffer_bytes: int = Field(
         gt=0, le=BUFFER_BYTES_MAX, description="default per-port egress buffer"
     )
@@ -796,6 +896,9 @@ class Fabric(Frozen):
     health: Health = Field(default_factory=Health)
     tuning: Tuning = Field(default_factory=Tuning)
     host_exporter: HostExporter | None = None
+    lossless: LosslessPlatform | None = Field(
+        default=None, description="the ASIC's headroom parameters; needed by a lossless class"
+    )
 
 
 class Intent(Frozen):

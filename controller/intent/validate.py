@@ -348,6 +348,19 @@ def queues_not_shared(intent: Intent) -> list[FieldProblem]:
     ]
 
 
+def pfc_priorities_once(intent: Intent) -> list[FieldProblem]:
+    """PFC pauses a priority, so two lossless classes on one would pause each other."""
+    uses = [
+        (f"{path}.lossless.pfc_priority", service_class.lossless.pfc_priority)
+        for path, service_class in _classes(intent)
+        if service_class.lossless is not None
+    ]
+    return [
+        FieldProblem(path, f"PFC priority {value} is already used at {first}")
+        for path, value, first in _repeats(uses)
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # scheduling and what each feature needs of it
 
@@ -518,6 +531,7 @@ RULES: tuple[Rule, ...] = (
     counter_intervals,
     dscp_used_once,
     queues_not_shared,
+    pfc_priorities_once,
     scheduling_weights,
     strict_where_required,
     ecn_modes,

@@ -43,7 +43,9 @@ def test_unknown_key_in_a_port_lists_the_allowed_keys() -> None:
     data = intent_data()
     data["switches"][1]["ports"][0]["speed"] = 25
     assert_only_problem(
-        problems_of(data), "switches[1].ports[0].speed", "allowed: name, speed_gbps, buffer_bytes"
+        problems_of(data),
+        "switches[1].ports[0].speed",
+        "allowed: name, speed_gbps, buffer_bytes, cable_length_m, mtu_bytes)",
     )
 
 

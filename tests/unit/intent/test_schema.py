@@ -37,12 +37,27 @@ def every_model_intent() -> dict[str, Any]:
         "gnmi": {"address": "127.0.0.1", "port": 50052, "target": "t", "set_deadline_s": 90},
     }
     data["switches"][0]["username"] = "leaf1-ops"
-    data["switches"][0]["ports"][0]["buffer_bytes"] = 1_000_000
+    data["switches"][0]["ports"][0] |= {
+        "buffer_bytes": 1_000_000,
+        "cable_length_m": 40.0,
+        "mtu_bytes": 9100,
+    }
     data["hosts"][0]["ssh"] = {"user": "root", "port": 22, "key_ref": "file:/k", "become": False}
     fabric = data["fabric"]
     fabric["qjump"] |= {"window": "aligned", "release_jitter_us": 0.0}
     fabric["host_transport"] = {"tcp_ecn": 1, "congestion_control": "dctcp"}
     fabric["host_exporter"] = {"port": 9140, "fan_in_window_ms": 10, "reap_interval_s": 5.0}
+    fabric["lossless"] = {
+        "cell_bytes": 144,
+        "pipeline_latency_bytes": 18432.0,
+        "mac_phy_delay_bytes": 819.2,
+        "peer_response_bytes": 3891.2,
+        "gearbox_delay_ns": 0.0,
+        "small_packet_pct": 100.0,
+        "lossless_mtu_bytes": 1024,
+        "cable_length_m": 5.0,
+        "dynamic_th": 0,
+    }
     for section in ("agent", "counters", "reconcile", "health", "tuning"):
         fabric[section] = Intent.model_validate(data).fabric.model_dump(mode="json")[section]
     classes = data["service_classes"]
@@ -51,6 +66,12 @@ def every_model_intent() -> dict[str, Any]:
     classes[2]["hosts_match"] |= {"sports": [1], "cgroup": "system.slice/x.service"}
     classes[3]["scheduling"] |= {"weight_min": 10, "weight_max": 80}
     classes[3]["ecn_lambda"] = 0.5
+    classes[2]["lossless"] = {
+        "pfc_priority": 3,
+        "kmin_bytes": 5_000,
+        "kmax_bytes": 200_000,
+        "pmax_pct": 1,
+    }
     classes[3]["hdcq"] = {
         "flow_type_thresh_bytes": 100_000,
         "ack": {"dscp": 40, "queue": 4},
