@@ -1,0 +1,121 @@
+"""Every openconfig-qos payload sluice compiles validates against the published models.
+
+One test per object kind on the example intent's leaf1 (and the whole document on every
+switch), and per kind a payload broken the way a compiler bug would break it, which the
+models refuse: proof that the check can fail. The models are the pyangbind bindings of
+openconfig-qos shipped by the pinned ``oc-config-validate`` (``tests/yang/openconfig_models``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.intent.loader import load_intent_file
+from controller.intent.models import Intent
+from controller.openconfig.qos import KINDS, QOS, QosPayloads, compile_switch
+from tests.yang.openconfig_models import model_versions, qos_problem
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+
+Json = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def intent() -> Intent:
+    return load_intent_file(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def leaf1(intent: Intent) -> QosPayloads:
+    return compile_switch(intent, next(s for s in intent.switches if s.name == "leaf1"))
+
+
+def test_the_models_are_openconfig_qos_with_its_imports() -> None:
+    versions = model_versions()
+    for module in ("openconfig-qos", "openconfig-types", "openconfig-yang-types"):
+        assert module in versions, module
+    assert versions["openconfig-qos"] >= "2023-09-06"  # queue-id, WRED weight in the model
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_of_the_example_validates(leaf1: QosPayloads, kind: str) -> None:
+    body = leaf1.by_kind[kind]
+    (entries,) = body.values()
+    assert entries, f"{kind}: nothing compiled"
+    assert qos_problem(leaf1.document((kind,))) is None
+
+
+def test_every_switch_of_the_example_validates_whole(intent: Intent) -> None:
+    for switch in intent.switches:
+        payloads = compile_switch(intent, switch)
+        assert set(payloads.by_kind) == set(KINDS)
+        problem = qos_problem(payloads.document())
+        assert problem is None, f"{switch.name}: {problem}"
+
+
+def _first(body: Json) -> Json:
+    (entries,) = body.values()
+    first: Json = entries[0]
+    return first
+
+
+def _queue_id_past_uint8(body: Json) -> None:
+    _first(body)["config"]["queue-id"] = 256
+
+
+def _queue_leaf_on_a_forwarding_group(body: Json) -> None:
+    _first(body)["config"]["queue-id"] = 3  # a queue's leaf, not a forwarding group's
+
+
+def _dscp_past_six_bits(body: Json) -> None:
+    _first(body)["terms"]["term"][0]["conditions"]["ipv4"]["config"]["dscp-set"].append(64)
+
+
+def _sonic_scheduler_type_as_priority(body: Json) -> None:
+    scheduler = _first(body)["schedulers"]["scheduler"][0]
+    scheduler["config"]["priority"] = "DWRR"  # SONiC's word; the model knows only STRICT
+
+
+def _probability_past_100(body: Json) -> None:
+    _first(body)["wred"]["uniform"]["config"]["max-drop-probability-percent"] = 101
+
+
+def _unknown_buffer_limit_identity(body: Json) -> None:
+    queue = _first(body)["queues"]["queue"][0]
+    queue["config"]["shared-buffer-limit-type"] = "openconfig-qos:DYNAMIC"
+
+
+def _ethernet_classifier_on_an_interface(body: Json) -> None:
+    # A classifier may be of type ETHERNET; an interface binds only IPV4/IPV6/MPLS/multicast.
+    binding = _first(body)["input"]["classifiers"]["classifier"][0]
+    binding["type"] = binding["config"]["type"] = "ETHERNET"
+
+
+BREAKAGES: dict[str, Callable[[Json], None]] = {
+    "queues": _queue_id_past_uint8,
+    "forwarding-groups": _queue_leaf_on_a_forwarding_group,
+    "classifiers": _dscp_past_six_bits,
+    "scheduler-policies": _sonic_scheduler_type_as_priority,
+    "queue-management-profiles": _probability_past_100,
+    "buffer-allocation-profiles": _unknown_buffer_limit_identity,
+    "interfaces": _ethernet_classifier_on_an_interface,
+}
+
+
+def test_every_kind_has_a_breakage() -> None:
+    assert set(BREAKAGES) == set(KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_models_refuse_a_broken_payload_of_each_kind(leaf1: QosPayloads, kind: str) -> None:
+    body = copy.deepcopy(leaf1.by_kind[kind])
+    BREAKAGES[kind](body)
+    problem = qos_problem({QOS: {kind: body}})
+    assert problem is not None, f"{kind}: the broken payload passed"
+    # The unbroken payload passes, so the breakage is what was refused.
+    assert qos_problem(leaf1.document((kind,))) is None
