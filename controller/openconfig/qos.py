@@ -34,6 +34,7 @@ from controller.errors import CompiledConfigInvalid
 from controller.intent.models import Intent, SchedulingType, Switch
 from controller.sonic.compile import switch_context
 from controller.sonic.context import PREFIX, PortProfile, QueueProfile, SwitchContext
+from controller.sonic.tables._common import unique_profiles
 
 Json = dict[str, Any]
 
@@ -188,17 +189,9 @@ def _wred(fields: Mapping[str, str]) -> Json:
     }
 
 
-def _port_profiles(ctx: SwitchContext) -> Iterator[PortProfile]:
-    seen: set[int] = set()
-    for port in ctx.ports:
-        if id(port.profile) not in seen:
-            seen.add(id(port.profile))
-            yield port.profile
-
-
 def _queue_management_profiles(ctx: SwitchContext) -> Json:
     profiles: dict[str, Json] = {}
-    for profile in _port_profiles(ctx):
+    for profile in unique_profiles(ctx):
         for queue in profile.queues:
             name = management_profile_name(profile, queue)
             if name is None or queue.wred_fields is None:
@@ -211,7 +204,7 @@ def _queue_management_profiles(ctx: SwitchContext) -> Json:
 
 def _buffer_allocation_profiles(ctx: SwitchContext) -> Json:
     profiles: dict[str, Json] = {}
-    for profile in _port_profiles(ctx):
+    for profile in unique_profiles(ctx):
         for name, fields in profile.buffer_profiles.items():
             queue_config: Json = {
                 "dedicated-buffer": fields["size"],  # uint64: a string
