@@ -9,8 +9,10 @@ release/models/qos: openconfig-qos, -elements, -interfaces, -mem-mgmt):
 - ``classifiers``: ``SLUICE_DSCP_IPV4`` and ``SLUICE_DSCP_IPV6``, one term per queue matching
   its DSCPs (``dscp-set``) with the queue's forwarding group as target (DSCP_TO_TC_MAP);
 - ``scheduler-policies``: ``SLUICE``: one strict-priority scheduler per STRICT queue, highest
-  queue first (SONiC serves the higher strict queue first and every strict queue before the
-  DWRR ones), then one scheduler whose inputs are the DWRR queues with their weights;
+  queue first, then one scheduler whose inputs are the DWRR queues with their weights. On
+  SONiC the platform fixes the order of strict queues (by index, highest first, which the
+  HDCQ and PIAS layouts assume, ``controller/intent/validate.py``); OpenConfig states it, so
+  sluice writes that order;
 - ``queue-management-profiles``: WRED with min = max = the queue's threshold (step marking,
   MQ-ECN NSDI 2016 §2), ``enable-ecn`` when the queue marks, ``drop`` for non-ECT packets,
   ``weight`` 0 (the instantaneous queue, as qosorch sets SAI_WRED_ATTR_WEIGHT); a dynamic
