@@ -98,14 +98,15 @@ def _ethernet_classifier_on_an_interface(body: Json) -> None:
     binding["type"] = binding["config"]["type"] = "ETHERNET"
 
 
-BREAKAGES: dict[str, Callable[[Json], None]] = {
-    "queues": _queue_id_past_uint8,
-    "forwarding-groups": _queue_leaf_on_a_forwarding_group,
-    "classifiers": _dscp_past_six_bits,
-    "scheduler-policies": _sonic_scheduler_type_as_priority,
-    "queue-management-profiles": _probability_past_100,
-    "buffer-allocation-profiles": _unknown_buffer_limit_identity,
-    "interfaces": _ethernet_classifier_on_an_interface,
+# kind -> (how it is broken, the node the models' refusal names)
+BREAKAGES: dict[str, tuple[Callable[[Json], None], str]] = {
+    "queues": (_queue_id_past_uint8, "queue_id"),
+    "forwarding-groups": (_queue_leaf_on_a_forwarding_group, "queue-id"),
+    "classifiers": (_dscp_past_six_bits, "dscp_set"),
+    "scheduler-policies": (_sonic_scheduler_type_as_priority, "priority"),
+    "queue-management-profiles": (_probability_past_100, "max_drop_probability_percent"),
+    "buffer-allocation-profiles": (_unknown_buffer_limit_identity, "shared_buffer_limit_type"),
+    "interfaces": (_ethernet_classifier_on_an_interface, "type"),
 }
 
 
@@ -116,8 +117,10 @@ def test_every_kind_has_a_breakage() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_models_refuse_a_broken_payload_of_each_kind(leaf1: QosPayloads, kind: str) -> None:
     body = copy.deepcopy(leaf1.by_kind[kind])
-    BREAKAGES[kind](body)
+    breakage, node = BREAKAGES[kind]
+    breakage(body)
     problem = qos_problem({QOS: {kind: body}})
-    # The unbroken payload passes (test_each_kind_of_the_example_validates), so the
-    # breakage is what was refused.
+    # The unbroken payload passes (test_each_kind_of_the_example_validates), and the
+    # refusal names the broken node.
     assert problem is not None, f"{kind}: the broken payload passed"
+    assert node in problem, problem
