@@ -185,6 +185,14 @@ class Role(StrEnum):
     SPINE = "spine"
 
 
+class Dialect(StrEnum):
+    """What a switch's gNMI server speaks: SONiC's CONFIG_DB (origin ``sonic-db``) or the
+    OpenConfig models (``openconfig-qos``, docs/openconfig.md)."""
+
+    SONIC = "sonic"
+    OPENCONFIG = "openconfig"
+
+
 class EcnMode(StrEnum):
     """How a class's queue is marked or dropped (see docs/algorithms.md)."""
 
@@ -336,6 +344,11 @@ class Switch(Frozen):
         "switches; instead of credential_ref and username",
     )
     ports: tuple[Port, ...] = Field(min_length=1)
+    dialect: Dialect = Field(
+        default=Dialect.SONIC,
+        description="what the switch's gNMI server speaks: sonic (CONFIG_DB) or openconfig "
+        "(openconfig-qos); openconfig is refused until the southbound writes it (issue 28)",
+    )
     # The group named by ``credential``, attached by the intent that holds this switch.
     _group: Credential | None = PrivateAttr(default=None)
 

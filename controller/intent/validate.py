@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 
 from controller.errors import FieldProblem, IntentInvalid
 from controller.intent.capacity import CAPACITY_RULES
-from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
+from controller.intent.models import Dialect, EcnMode, Intent, SchedulingType, ServiceClass
 
 Rule = Callable[[Intent], list[FieldProblem]]
 
@@ -173,6 +173,22 @@ def unique_endpoints(intent: Intent, resolve: AddressResolver = no_names) -> lis
     known = resolve(names) if names else {}
     problems = _same_endpoints(gnmi, known, "gNMI endpoint")
     return problems + _same_endpoints(hosts, known, "address")
+
+
+def dialects_supported(intent: Intent) -> list[FieldProblem]:
+    """Only SONiC switches for now: the intent compiles to openconfig-qos
+    (``controller/openconfig/``), but the southbound, read-back and drift speak CONFIG_DB
+    alone, so an OpenConfig switch would be sent SONiC's paths. Refused until they speak it
+    (issue 28 item 1)."""
+    return [
+        FieldProblem(
+            f"switches[{i}].dialect",
+            "openconfig is compiled (docs/openconfig.md) but not yet pushed: the southbound "
+            "writes only SONiC's CONFIG_DB",
+        )
+        for i, switch in enumerate(intent.switches)
+        if switch.dialect is not Dialect.SONIC
+    ]
 
 
 def credentials_known(intent: Intent) -> list[FieldProblem]:
@@ -523,6 +539,7 @@ def hdcq_layout(intent: Intent) -> list[FieldProblem]:
 # After ``unique_names`` and ``unique_endpoints`` (which takes the resolver).
 RULES: tuple[Rule, ...] = (
     credentials_known,
+    dialects_supported,
     addresses_well_formed,
     exporter_addresses,
     known_speeds,

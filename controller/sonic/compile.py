@@ -373,6 +373,13 @@ def compile_switch(intent: Intent, switch: Switch) -> SwitchConfig:
     return _FleetCompiler(intent).compile(switch)
 
 
+def switch_context(intent: Intent, switch: Switch) -> SwitchContext:
+    """The compiled per-switch model (queues, weights, maps, per-port thresholds) that the
+    CONFIG_DB table builders read; the OpenConfig dialect (``controller/openconfig/``) reads
+    the same one, so both dialects carry the same arithmetic."""
+    return _FleetCompiler(intent).context(switch)
+
+
 @dataclass(frozen=True)
 class CompiledFleet:
     """Every switch's desired entries and their table digests, by switch name. Each switch

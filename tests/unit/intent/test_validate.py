@@ -8,7 +8,7 @@ import pytest
 
 from controller.errors import IntentInvalid
 from controller.intent.loader import parse_intent
-from controller.intent.models import Intent
+from controller.intent.models import Dialect, Intent
 from controller.intent.validate import intent_problems, validate_intent
 
 from .helpers import assert_has_problem, assert_only_problem, problems_of
@@ -346,3 +346,23 @@ def test_watermarks_below_their_floor_are_refused() -> None:
     assert_only_problem(
         problems_of(data), "fabric.counters.watermark_interval_ms", "500 ms is shorter"
     )
+
+
+def test_a_switch_speaks_sonic_unless_it_says_otherwise() -> None:
+    data = intent_data()
+    data["switches"][1]["dialect"] = "sonic"
+    intent = parse_intent(data)
+    assert [s.dialect for s in intent.switches] == [Dialect.SONIC, Dialect.SONIC]
+    assert "dialect" not in intent_data()["switches"][0]  # the first said nothing
+
+
+def test_an_unknown_dialect_is_refused() -> None:
+    data = intent_data()
+    data["switches"][0]["dialect"] = "junos"
+    assert_only_problem(problems_of(data), "switches[0].dialect", "sonic")
+
+
+def test_an_openconfig_switch_is_refused_until_the_southbound_speaks_it() -> None:
+    data = intent_data()
+    data["switches"][1]["dialect"] = "openconfig"
+    assert_only_problem(problems_of(data), "switches[1].dialect", "not yet pushed")

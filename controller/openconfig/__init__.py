@@ -1,0 +1,1 @@
+"""The OpenConfig dialect: the intent's compiled per-switch model as ``openconfig-qos``."""
