@@ -20,7 +20,7 @@ from controller.intent.models import Intent
 from controller.openconfig.qos import KINDS, QOS, QosPayloads, compile_switch
 from tests.yang.openconfig_models import model_versions, qos_problem
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 
 Json = dict[str, Any]
 

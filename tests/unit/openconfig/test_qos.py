@@ -22,7 +22,7 @@ from controller.openconfig.qos import check_references, compile_switch
 from controller.sonic.compile import compile_switch as compile_config_db
 from controller.sonic.model import SwitchConfig
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "intent.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 Json = dict[str, Any]
 
