@@ -25,6 +25,8 @@ from controller.errors import (
     DocumentInvalid,
     Forbidden,
     IntentInvalid,
+    InventoryMismatch,
+    LosslessConflict,
     NotFound,
     PortFlapsNotAllowed,
     PreconditionFailed,
@@ -78,6 +80,9 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundSetUnconfirmed: 504,
     SouthboundSetOutcomeUnknown: 504,
     PortFlapsNotAllowed: 409,
+    # The intent disagrees with the switch: its ports, or the operator's lossless traffic.
+    InventoryMismatch: 409,
+    LosslessConflict: 409,
     SluiceError: 400,
 }
 
@@ -130,7 +135,7 @@ async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SluiceError)
     status = status_of(exc)
     errors = None
-    if isinstance(exc, IntentInvalid):
+    if isinstance(exc, IntentInvalid | InventoryMismatch | LosslessConflict):
         errors = [{"field": p.path, "reason": p.reason} for p in exc.problems]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if status >= 500:

@@ -28,13 +28,13 @@ from typing import Any
 from lab.asic_db import asic_problems
 from lab.demo_common import DemoError, Say, start_process, stop_process
 from lab.realsonic import (
-    S6000_BUFFERS,
     RealSonicError,
     RealSwitch,
     SwitchParts,
     prepare_bundle,
 )
 from vsonic.dataplane import AGENT, DataplaneUnavailable, agent_command, find_binary
+from vsonic.seed import S6000_BUFFERS
 from vsonic.tls import self_signed_tls
 
 REPO = Path(__file__).resolve().parent.parent

@@ -63,30 +63,6 @@ DB = {
 ConfigDbJson = Mapping[str, Mapping[str, Mapping[str, str]]]
 """A CONFIG_DB as ``config load`` reads it: table -> key -> field -> value."""
 
-# The buffers a Force10-S6000 (Broadcom Trident2) switch gets from its ``buffers.json`` at
-# ``config load``: the pools and profiles of sonic-net/sonic-buildimage
-# device/dell/x86_64-dell_s6000_s1220-r0/Force10-S6000/buffers_defaults_t1.j2 (bare
-# references, as SONiC 202111 and later write them). The pools are the operator's: GCU
-# refuses every BUFFER_POOL patch and the first BUFFER_PROFILE (its table validators), so a
-# switch sluice manages always has these from its image. sluice's profiles name
-# ``egress_lossy_pool`` (the intent's ``fabric.egress_pool``).
-S6000_BUFFERS: ConfigDbJson = {
-    "BUFFER_POOL": {
-        "ingress_lossless_pool": {"size": "12766208", "type": "ingress", "mode": "dynamic"},
-        "egress_lossless_pool": {"size": "12766208", "type": "egress", "mode": "static"},
-        "egress_lossy_pool": {"size": "7326924", "type": "egress", "mode": "dynamic"},
-    },
-    "BUFFER_PROFILE": {
-        "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"},
-        "egress_lossless_profile": {
-            "pool": "egress_lossless_pool",
-            "size": "0",
-            "static_th": "12766208",
-        },
-        "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "1518", "dynamic_th": "3"},
-    },
-}
-
 
 class RealSonicError(RuntimeError):
     """SONiC's software is missing, or a daemon did not start or stop."""

@@ -31,10 +31,11 @@ from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.rollout_store import SqlRolloutStore
 from controller.types import Clock
-from lab.realsonic import S6000_BUFFERS, RealSwitch, SonicBundle, SwitchParts, prepare_bundle
+from lab.realsonic import RealSwitch, SonicBundle, SwitchParts, prepare_bundle
 from tests.integration.conftest import StepClock
 from tests.support.controller_services import OPERATOR as OPERATOR
 from tests.support.controller_services import ControllerServices
+from vsonic.seed import S6000_BUFFERS
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_YANG = ROOT / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
