@@ -22,6 +22,7 @@ from api.openapi import install_openapi
 from api.routes import (
     audit,
     diff,
+    discoveries,
     drift,
     fabric,
     health,
@@ -30,6 +31,7 @@ from api.routes import (
     intent,
     plans,
     reconcile,
+    releases,
     rollouts,
     service_classes,
     switches,
@@ -112,7 +114,8 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning):
+    adopting = (discoveries, releases)
+    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning, *adopting):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     guard_bodies(twin_runs.deprecated_router)  # the old path of twin runs, until clients move

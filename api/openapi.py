@@ -68,13 +68,20 @@ NEVER_404 = frozenset(
         "list_versions",
         "list_host_runs",
         "list_rollouts",
+        "list_releases",
+        "list_adoptions",
         "validate_intent",
     }
 )
 # Writes that cannot conflict with stored state.
 NEVER_409 = frozenset({"validate_intent", "create_plans"})
 # Operations that wait for the worker or reach an upstream.
-UPSTREAM = {"run_reconcile": (504,), "plan_hosts": (504,), "apply_hosts": (504,)}
+UPSTREAM = {
+    "run_reconcile": (504,),
+    "plan_hosts": (504,),
+    "apply_hosts": (504,),
+    "request_discovery": (504,),
+}
 # Writes that create what they name when it did not exist (``mark_written``: 201).
 MAY_CREATE = ("put_", "replace_intent")
 

@@ -13,11 +13,13 @@ from sqlalchemy import Engine
 
 from controller.services.audit import AuditService
 from controller.services.common import WorkerWait
+from controller.services.discoveries import DiscoveryService
 from controller.services.health import HealthService
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.reconcile import ReconcileService
+from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
 from controller.services.tokens import TokenService
 from controller.services.twin_runs import TwinRunService
@@ -37,6 +39,8 @@ class Services:
     rollouts: RolloutService
     reconcile: ReconcileService
     twin_runs: TwinRunService
+    discoveries: DiscoveryService
+    releases: ReleaseService
 
 
 def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Services:
@@ -52,4 +56,6 @@ def build_services(engine: Engine, *, clock: Clock, settings: Settings) -> Servi
         rollouts=RolloutService(sessions, clock=clock),
         reconcile=ReconcileService(sessions, clock=clock, wait=wait),
         twin_runs=TwinRunService(sessions, clock=clock),
+        discoveries=DiscoveryService(sessions, clock=clock, wait=wait),
+        releases=ReleaseService(sessions, clock=clock),
     )

@@ -415,3 +415,15 @@ def refuse_lossless_changes(
     problems = lossless_problems(desired, baseline, declared=declared)
     if problems:
         raise LosslessConflict([FieldProblem(f"{switch}: {p.path}", p.reason) for p in problems])
+
+
+def sluice_leftovers(config: SwitchConfig) -> list[str]:
+    """What of sluice's ``config`` still holds: its entries (``TABLE|key``) and the fields
+    of other entries that name one of its objects (``TABLE|key.field``). Empty once released."""
+    found: list[str] = []
+    for (table, key), fields in sorted(config.items()):
+        if _is_sluice(table) or _is_sluice(key):
+            found.append(f"{table}|{key}")
+            continue
+        found += [f"{table}|{key}.{n}" for n, v in sorted(fields.items()) if _is_sluice(v)]
+    return found

@@ -37,21 +37,21 @@ from controller.sonic.model import Fields, SwitchConfig
 PORT = "PORT"
 DEVICE_METADATA = "DEVICE_METADATA"
 BREAKOUT_CFG = "BREAKOUT_CFG"
-CABLE_LENGTH = "CABLE_LENGTH"
 # The QoS tables discovery reports (and dry runs plan from before adoption): the operator's
-# config an adoption keeps, and PFC's watchdog and the 802.1p map besides.
+# config an adoption keeps, and PFC's watchdog, the 802.1p map and the cable lengths that
+# size lossless headroom besides.
+CABLE_LENGTH = "CABLE_LENGTH"
 QOS_TABLES: tuple[str, ...] = tuple(
     sorted(
         {
             *BASELINE_TABLES,
             "PFC_WD",
             "DOT1P_TO_TC_MAP",
+            CABLE_LENGTH,
         }
     )
 )
-CONFIG_TABLES: tuple[str, ...] = tuple(
-    sorted({*QOS_TABLES, PORT, DEVICE_METADATA, BREAKOUT_CFG, CABLE_LENGTH})
-)
+CONFIG_TABLES: tuple[str, ...] = tuple(sorted({*QOS_TABLES, PORT, DEVICE_METADATA, BREAKOUT_CFG}))
 STATE_PORT_TABLE = "PORT_TABLE"  # STATE_DB
 LLDP_TABLE = "LLDP_ENTRY_TABLE"  # APPL_DB
 _CABLE = re.compile(r"([0-9]+(?:\.[0-9]+)?)m")
