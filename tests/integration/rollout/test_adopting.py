@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,19 +97,27 @@ def operated(fabric: Fabric) -> Fabric:
     return fabric
 
 
-@pytest.fixture
-def api(operated: Fabric, db_url: str) -> Iterator[TestClient]:
-    """The app, and beside it the real worker over the virtual switches (TLS, password)."""
-    assert operated.tls is not None
-    assert operated.tls.root_cert is not None
+@contextmanager
+def worker_for(fabric: Fabric, db_url: str) -> Iterator[Settings]:
+    """The real worker over the virtual switches (TLS, password); its settings."""
+    assert fabric.tls is not None
+    assert fabric.tls.root_cert is not None
     settings = Settings.for_database(
         db_url,
-        gnmi=GnmiSettings(username=USERNAME, tls_ca=operated.tls.root_cert, deadline_s=5.0),
+        gnmi=GnmiSettings(username=USERNAME, tls_ca=fabric.tls.root_cert, deadline_s=5.0),
         worker=WorkerSettings(poll_s=0.05, watch_drift=False),
     )
-    environ = {"SLUICE_GNMI_PASSWORD": operated.password}
-    app = create_app(settings, clock=StepClock())
-    with running_worker(settings, environ), TestClient(app) as client:
+    with running_worker(settings, {"SLUICE_GNMI_PASSWORD": fabric.password}):
+        yield settings
+
+
+@pytest.fixture
+def api(operated: Fabric, db_url: str) -> Iterator[TestClient]:
+    """The app, and beside it the real worker."""
+    with (
+        worker_for(operated, db_url) as settings,
+        TestClient(create_app(settings, clock=StepClock())) as client,
+    ):
         yield client
 
 
@@ -418,15 +427,10 @@ def test_each_way_of_making_lossless_traffic_lossy_is_refused_before_anything_is
 @pytest.fixture
 def served_api(operated: Fabric, db_url: str) -> Iterator[str]:
     """The app served on 127.0.0.1 for the command line, the real worker beside it."""
-    assert operated.tls is not None
-    assert operated.tls.root_cert is not None
-    settings = Settings.for_database(
-        db_url,
-        gnmi=GnmiSettings(username=USERNAME, tls_ca=operated.tls.root_cert, deadline_s=5.0),
-        worker=WorkerSettings(poll_s=0.05, watch_drift=False),
-    )
-    environ = {"SLUICE_GNMI_PASSWORD": operated.password}
-    with running_worker(settings, environ), served(create_app(settings, clock=StepClock())) as url:
+    with (
+        worker_for(operated, db_url) as settings,
+        served(create_app(settings, clock=StepClock())) as url,
+    ):
         yield url
 
 
