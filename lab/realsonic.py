@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -426,6 +427,20 @@ class RealSwitch:
         ``buffermgrd``."""
         path = self.run_dir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def declare_running_speeds(self, switch: dict[str, Any]) -> list[str]:
+        """Declare the ports of ``switch`` (an intent switch as a document, changed in place)
+        at the speeds this switch runs them (libsaivs's ports run at 40G), as an operator's
+        inventory would: a rollout refuses a declared speed the switch does not run. The
+        ports whose declared speed changed."""
+        config = self.db("CONFIG_DB")
+        changed = []
+        for port in switch["ports"]:
+            speed = config.hget(f"PORT|{port['name']}", "speed")
+            if speed is not None and int(speed) // 1000 != port["speed_gbps"]:
+                port["speed_gbps"] = int(speed) // 1000
+                changed.append(port["name"])
+        return changed
 
     def asic_view(self) -> AsicView:
         """ASIC_DB's QoS objects now, with the names and scheduler groups to read them by

@@ -86,7 +86,7 @@ def operator_switch_parts() -> SwitchParts:
 
 def example_leaf(switch: RealSwitch) -> Intent:
     """The example intent with its leaf1 alone (four ports, five classes), whose gNMI
-    endpoint is ``switch``'s server."""
+    endpoint is ``switch``'s server and whose ports are declared at the speeds it runs."""
     data: dict[str, Any] = dump_intent(load_intent_file(EXAMPLE_INTENT))
     leaf = next(s for s in data["switches"] if s["name"] == "leaf1")
     leaf["gnmi"] = {
@@ -94,6 +94,7 @@ def example_leaf(switch: RealSwitch) -> Intent:
         "port": switch.gnmi_port,
         "set_deadline_s": SET_DEADLINE_S,
     }
+    switch.declare_running_speeds(leaf)
     data["switches"] = [leaf]
     return parse_intent(data)
 
