@@ -15,8 +15,8 @@ from controller.services.releases import ReleaseInfo
 SwitchName = Annotated[str, Field(pattern=NAME_RE)]
 CREDENTIAL_REF = r"^(env|file|vault):[^\s]+$"
 # Each endpoint is a connection the worker opens, waiting out its deadline if nothing answers:
-# a fabric's worth per request, not an unbounded list.
-ENDPOINTS_MAX = 1024
+# a pod's worth per request (more in several), not an unbounded list.
+ENDPOINTS_MAX = 64
 
 
 class _Strict(BaseModel):
