@@ -65,10 +65,11 @@ class FirstRollout:
 
 @pytest.fixture(scope="module")
 def first(real_controller: RealController) -> FirstRollout:
-    """The example leaf rolled out to a switch that holds only what its image loaded."""
+    """The example leaf rolled out to a switch that holds only what its image loaded (its
+    QUEUE, BUFFER_QUEUE and PORT_QOS_MAP entries added: port flaps, allowed)."""
     intent = example_leaf(real_controller.switch)
     with real_controller.switch.ports_taken_down() as downs:
-        info = real_controller.roll_out(intent)
+        info = real_controller.roll_out(intent, allow_port_flaps=True)
     desired = real_controller.desired(info.to_version)
     return FirstRollout(info, intent, desired, frozenset(downs))
 
