@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import Conflict, NotFound
 from controller.intent.models import Intent, Switch
 from controller.reconcile.access import SwitchAccess, unapplied
-from controller.rollout.switches import converge_switch
+from controller.rollout.switches import Adoptions, converge_switch
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
 from controller.services.rollouts import refuse_port_flaps
@@ -256,13 +256,15 @@ class ReleaseService:
             result = unapplied(name, "failed", "no intent version says how to reach the switch")
             return "failed", result.reason, result.to_json()
         by = f"release {release_id}"
+        records = SqlAdoptions(self._sessions, clock=self._clock)
+        held = _HeldRelease(records)
         converged = converge_switch(
             access,
             letting.switch,
             {},
             letting.owned,
             allow_port_flaps=allow,
-            adoptions=SqlAdoptions(self._sessions, clock=self._clock),
+            adoptions=held,
             by=by,
         )
         result = converged.result
@@ -278,4 +280,24 @@ class ReleaseService:
         left = sluice_leftovers(converged.running)
         if left:
             return "failed", f"sluice's config remains: {', '.join(left[:10])}", result.to_json()
+        if held.asked:
+            records.release(name, by)
         return "released", None, result.to_json()
+
+
+class _HeldRelease:
+    """Adoption records whose release waits until the release has found nothing of sluice's
+    left on the switch: until then the switch stays adopted, so a new release can be asked."""
+
+    def __init__(self, records: Adoptions) -> None:
+        self._records = records
+        self.asked = False
+
+    def baseline(self, switch: str) -> SwitchConfig | None:
+        return self._records.baseline(switch)
+
+    def adopt(self, switch: str, baseline: SwitchConfig, by: str) -> None:
+        self._records.adopt(switch, baseline, by)
+
+    def release(self, switch: str, by: str) -> None:
+        self.asked = True
