@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -147,12 +148,17 @@ class RealController(ControllerServices):
 def real_controller(module_db_url: str, start_switch: StartSwitch) -> Iterator[RealController]:
     """One switch as an operator hands it over, and the controller's parts over a database
     of the module's own."""
-    switch = start_switch(operator_switch_parts())
-    engine = make_engine(module_db_url, pool_size=4)
-    pool = SessionPool(policy=CallPolicy(deadline_s=10.0), sleep=time.sleep)
-    controller = RealController(engine, make_sessions(engine), switch, StepClock(), pool)
-    try:
+    with controller_of(start_switch(operator_switch_parts()), module_db_url) as controller:
         yield controller
+
+
+@contextmanager
+def controller_of(switch: RealSwitch, db_url: str) -> Iterator[RealController]:
+    """The controller's parts over ``db_url`` and ``switch``, closed at the end."""
+    engine = make_engine(db_url, pool_size=4)
+    pool = SessionPool(policy=CallPolicy(deadline_s=10.0), sleep=time.sleep)
+    try:
+        yield RealController(engine, make_sessions(engine), switch, StepClock(), pool)
     finally:
         pool.close()
         engine.dispose()

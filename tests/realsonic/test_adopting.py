@@ -13,7 +13,6 @@ what the operator had, entry for entry and field for field.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -24,9 +23,6 @@ from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.services.reconcile import ReconcileService
 from controller.services.releases import ReleaseService
-from controller.southbound.gnmi import CallPolicy, SessionPool
-from controller.store.db import make_engine, make_sessions
-from tests.integration.conftest import StepClock
 from vsonic.seed import LOSSLESS_PRIORITIES, operator_qos_config
 
 from .conftest import (
@@ -34,6 +30,7 @@ from .conftest import (
     RealController,
     StartSwitch,
     config_db,
+    controller_of,
     example_leaf,
     full_switch_parts,
 )
@@ -47,15 +44,8 @@ MANAGED_PORTS = ("Ethernet0", "Ethernet48")
 def operated(module_db_url: str, start_switch: StartSwitch) -> Iterator[RealController]:
     """A real switch booted with its operator's QoS config, and the controller's parts."""
     parts = replace(full_switch_parts(), operator_config=operator_qos_config(list(LEAF_PORTS)))
-    switch = start_switch(parts)
-    engine = make_engine(module_db_url, pool_size=4)
-    pool = SessionPool(policy=CallPolicy(deadline_s=10.0), sleep=time.sleep)
-    controller = RealController(engine, make_sessions(engine), switch, StepClock(), pool)
-    try:
+    with controller_of(start_switch(parts), module_db_url) as controller:
         yield controller
-    finally:
-        pool.close()
-        engine.dispose()
 
 
 def brownfield_leaf(controller: RealController) -> Intent:
