@@ -47,6 +47,8 @@ ReasonParam = Annotated[
     str | None,
     Query(max_length=2000, pattern=NO_NUL, description="why; kept in the version history"),
 ]
+# A discovery's answer with every QoS table entry it read, or without them.
+IncludeTables = Annotated[bool, Query(description="include every QoS table entry read")]
 # A list's length, for lists answered whole (not paged).
 LimitParam = Annotated[int, Query(ge=1, le=PAGE_SIZE_LIMIT, description="at most this many")]
 

@@ -25,7 +25,12 @@ from controller.errors import (
     Conflict,
     DocumentInvalid,
     Forbidden,
+    HeadroomDoesNotFit,
     IntentInvalid,
+    InventoryMismatch,
+    KmaxAboveXoff,
+    LosslessBufferInvalid,
+    LosslessConflict,
     NotFound,
     PortFlapsNotAllowed,
     PreconditionFailed,
@@ -53,6 +58,9 @@ TYPE_PREFIX = "urn:sluice:problem:"
 
 STATUS_OF: dict[type[SluiceError], int] = {
     IntentInvalid: 422,
+    LosslessBufferInvalid: 422,
+    HeadroomDoesNotFit: 422,
+    KmaxAboveXoff: 422,
     # JSON or YAML sluice cannot read (not UTF-8, too deep, a key twice): named, never a 500.
     DocumentInvalid: 400,
     # Refused by its Content-Length, or once more than the limit arrived (api/body.py).
@@ -81,6 +89,9 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundSetUnconfirmed: 504,
     SouthboundSetOutcomeUnknown: 504,
     PortFlapsNotAllowed: 409,
+    # The intent disagrees with the switch: its ports, or the operator's lossless traffic.
+    InventoryMismatch: 409,
+    LosslessConflict: 409,
     SluiceError: 400,
 }
 
@@ -142,7 +153,7 @@ async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SluiceError)
     status = status_of(exc)
     errors = None
-    if isinstance(exc, IntentInvalid):
+    if isinstance(exc, IntentInvalid | InventoryMismatch | LosslessConflict):
         errors = [{"field": p.path, "reason": p.reason} for p in exc.problems]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if status >= 500:

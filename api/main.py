@@ -24,6 +24,7 @@ from api.routes import (
     audit,
     dashboard,
     diff,
+    discoveries,
     drift,
     fabric,
     health,
@@ -32,6 +33,7 @@ from api.routes import (
     intent,
     plans,
     reconcile,
+    releases,
     rollouts,
     service_classes,
     switches,
@@ -99,7 +101,9 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    for module in (*routers, tokens, rollouts, drift, reconcile, twin_runs, tuning, telemetry):
+    adopting = (discoveries, releases)
+    routers_more = (tokens, rollouts, drift, reconcile, twin_runs, tuning, telemetry, *adopting)
+    for module in (*routers, *routers_more):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(telemetry.health_router, prefix=API_PREFIX)

@@ -122,6 +122,31 @@ class PortFlapsNotAllowed(Conflict):
     title = "port flaps not allowed"
 
 
+class InventoryMismatch(Conflict):
+    """The intent's ports differ from what the switch reports (a port it lacks, a speed it
+    does not run): every threshold sluice computes follows the declared speed, so nothing
+    is written. ``problems`` name each switch and port (``switches.leaf1.ports.Ethernet0``)."""
+
+    title = "inventory mismatch"
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
+class LosslessConflict(Conflict):
+    """The intent would touch what makes the operator's traffic lossless (a lossless DSCP
+    moved to a lossy class, lossy traffic put on a PFC priority, a lossless queue's scheduler,
+    WRED or buffer changed: ``controller/sonic/coexist.py``); nothing is written.
+    ``problems`` name each CONFIG_DB field (``QUEUE|Ethernet0|3.scheduler``)."""
+
+    title = "lossless traffic would be changed"
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+
 class PreconditionFailed(SluiceError):
     """An If-Match precondition no longer holds: somebody changed the intent first."""
 

@@ -2,8 +2,10 @@
 
 It is the only process that touches switches and hosts; it does what the API only records:
 switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans and applies),
-operators' reconcile-now requests, and the reconciliation loop (``ReconcileLoop``), one after
-the other on one thread, under the cross-process work lock (``controller/store/locks.py``).
+operators' reconcile-now requests, discoveries and releases of switches
+(``controller/services/discoveries.py``, ``releases.py``), and the reconciliation loop
+(``ReconcileLoop``), one after the other on one thread, under the cross-process work lock
+(``controller/store/locks.py``).
 In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
 are queued as one job per switch instead, which any worker's engine thread takes
 (``controller/rollout/engine.py``).
@@ -60,9 +62,11 @@ from controller.rollout.hosts import HostRunRunner
 from controller.rollout.switches import RolloutRunner
 from controller.services.auto_rollout import AutoTuner
 from controller.services.common import WorkerWait, utc_now
+from controller.services.discoveries import DiscoveryService
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
+from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
 from controller.services.tuning import TuningService
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
@@ -94,6 +98,7 @@ class Worker:
         *,
         host_runner: HostRunRunner,
         answer_requests: Callable[[ReconcileLoop], int],
+        switch_requests: Callable[[], int] = lambda: 0,
         twin_runs: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
@@ -111,6 +116,7 @@ class Worker:
         self.reconcile_one = loop.reconcile_now  # engine mode's reconcile job body
         self._host_runner = host_runner
         self._answer_requests = answer_requests
+        self._switch_requests = switch_requests  # discoveries and releases
         self._twin_runs = twin_runs
         self._loop = loop
         self._lock = lock
@@ -123,6 +129,7 @@ class Worker:
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
             steps += self._answer_requests(self._loop)
+            steps += self._switch_requests()
             # In engine mode a batch's switches are still being worked by jobs when this round
             # has nothing to step; a reconcile pass then waits, as it does in single mode.
             if not steps and not self._switch_jobs_busy():
@@ -216,6 +223,8 @@ def build_worker(
         host_store, AnsibleBatches(settings.hosts, host_store.intent), clock=clock, gates=gates
     )
     reconciler = ReconcileService(sessions, clock=clock, rand=rand)
+    discoveries = DiscoveryService(sessions, clock=clock)
+    releases = ReleaseService(sessions, clock=clock)
     passes = _reconcile_dispatch(settings)
     loop = reconciler.loop(access, max_parallel=settings.worker.max_parallel, dispatch=passes)
     inbox = DriftInbox()
@@ -240,6 +249,10 @@ def build_worker(
         lambda: switch_work_lock(engine),
         host_runner=host_runner,
         answer_requests=reconciler.answer_requests,
+        switch_requests=lambda: (
+            discoveries.answer(access, max_parallel=settings.worker.max_parallel)
+            + releases.run_pending(access)
+        ),
         twin_runs=TwinRunRunner(
             sessions,
             run_twin_with(settings.twin.netsim, settings.twin.timeout_s),

@@ -28,13 +28,13 @@ from typing import Any
 from lab.asic_db import asic_problems
 from lab.demo_common import DemoError, Say, start_process, stop_process
 from lab.realsonic import (
-    S6000_BUFFERS,
     RealSonicError,
     RealSwitch,
     SwitchParts,
     prepare_bundle,
 )
 from vsonic.dataplane import AGENT, DataplaneUnavailable, agent_command, find_binary
+from vsonic.seed import S6000_BUFFERS
 from vsonic.tls import self_signed_tls
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,6 +97,9 @@ def real_switches(document: Any, run_dir: Path, keep: bool, say: Say) -> Iterato
             }
             say(f"{name}: SONiC's gNMI server on 127.0.0.1:{real.gnmi_port}, redis "
                 f"127.0.0.1:{real.redis_port}, run dir {real.run_dir}")  # fmt: skip
+            resped = real.declare_running_speeds(switch)
+            if resped:
+                say(f"{name}: {', '.join(resped)} declared at the speed the switch runs")
         yield RealFabric(started, tls.cert, time.monotonic() - began)
     finally:
         for name, real in reversed(started.items()):

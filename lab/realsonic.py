@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -62,30 +63,6 @@ DB = {
 
 ConfigDbJson = Mapping[str, Mapping[str, Mapping[str, str]]]
 """A CONFIG_DB as ``config load`` reads it: table -> key -> field -> value."""
-
-# The buffers a Force10-S6000 (Broadcom Trident2) switch gets from its ``buffers.json`` at
-# ``config load``: the pools and profiles of sonic-net/sonic-buildimage
-# device/dell/x86_64-dell_s6000_s1220-r0/Force10-S6000/buffers_defaults_t1.j2 (bare
-# references, as SONiC 202111 and later write them). The pools are the operator's: GCU
-# refuses every BUFFER_POOL patch and the first BUFFER_PROFILE (its table validators), so a
-# switch sluice manages always has these from its image. sluice's profiles name
-# ``egress_lossy_pool`` (the intent's ``fabric.egress_pool``).
-S6000_BUFFERS: ConfigDbJson = {
-    "BUFFER_POOL": {
-        "ingress_lossless_pool": {"size": "12766208", "type": "ingress", "mode": "dynamic"},
-        "egress_lossless_pool": {"size": "12766208", "type": "egress", "mode": "static"},
-        "egress_lossy_pool": {"size": "7326924", "type": "egress", "mode": "dynamic"},
-    },
-    "BUFFER_PROFILE": {
-        "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"},
-        "egress_lossless_profile": {
-            "pool": "egress_lossless_pool",
-            "size": "0",
-            "static_th": "12766208",
-        },
-        "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "1518", "dynamic_th": "3"},
-    },
-}
 
 
 class RealSonicError(RuntimeError):
@@ -450,6 +427,20 @@ class RealSwitch:
         ``buffermgrd``."""
         path = self.run_dir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def declare_running_speeds(self, switch: dict[str, Any]) -> list[str]:
+        """Declare the ports of ``switch`` (an intent switch as a document, changed in place)
+        at the speeds this switch runs them (libsaivs's ports run at 40G), as an operator's
+        inventory would: a rollout refuses a declared speed the switch does not run. The
+        ports whose declared speed changed."""
+        config = self.db("CONFIG_DB")
+        changed = []
+        for port in switch["ports"]:
+            speed = config.hget(f"PORT|{port['name']}", "speed")
+            if speed is not None and int(speed) // 1000 != port["speed_gbps"]:
+                port["speed_gbps"] = int(speed) // 1000
+                changed.append(port["name"])
+        return changed
 
     def asic_view(self) -> AsicView:
         """ASIC_DB's QoS objects now, with the names and scheduler groups to read them by

@@ -11,6 +11,14 @@ from api.schemas.common import NO_NUL, IntentJson, Strict, ViewOut
 from controller.services.plans import DiffResult, Plan, PlanResult
 
 
+class FieldOwnerOut(BaseModel):
+    field: str
+    owner: str = Field(description="sluice, operator_kept or operator_overwritten")
+    value: str | None = Field(description="what the switch holds after the op; None: gone")
+    saved: str | None = Field(description="the operator's value the adoption record keeps")
+    source: str | None = Field(description="the operator's map a merged map's field came from")
+
+
 class OpOut(BaseModel):
     kind: str
     table: str
@@ -20,6 +28,11 @@ class OpOut(BaseModel):
     old_fields: dict[str, str]
     removed_fields: list[str]
     whole_entry: bool
+    ownership: list[FieldOwnerOut] | None = Field(
+        default=None,
+        description="who owns each field of the entry, where the switch has operator config "
+        '(docs/config-db.md, "Who owns what")',
+    )
 
 
 class PortFlapOut(BaseModel):

@@ -1,5 +1,6 @@
 """The ``sluice`` command line (entry point ``controller.cli:main``); see ``app.py``."""
 
+from controller.cli.adopting import register as register_adopting_commands
 from controller.cli.app import CliDeps, app, main
 from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
@@ -16,6 +17,9 @@ app.command("import-switches")(import_switches)
 
 # rollout, drift, reconcile: they build on app.py's helpers, so they register here.
 register_rollout_commands(app)
+
+# discover, release, adoptions: taking over a running fabric and giving it back.
+register_adopting_commands(app)
 
 # health, top: telemetry read through the API.
 register_telemetry_commands(app)

@@ -104,7 +104,8 @@ app = typer.Typer(
     epilog=(
         "Exit codes: 0 ok, 1 unexpected, 2 usage, 3 invalid intent, 4 conflict, "
         "5 unauthenticated/forbidden, 6 not found, 7 API unreachable, "
-        "8 hosts failed, 10 changes (--exit-code). See docs/operator-guide.md."
+        "8 hosts failed, 10 changes (--exit-code), 11/12 rollout watch, 13 not released. "
+        "See docs/operator-guide.md."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,

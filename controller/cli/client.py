@@ -19,6 +19,8 @@ from controller.errors import (
     FieldProblem,
     Forbidden,
     IntentInvalid,
+    InventoryMismatch,
+    LosslessConflict,
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
@@ -44,6 +46,13 @@ _ERROR_BY_STATUS: Mapping[int, type[SluiceError]] = {
     409: Conflict,
     412: PreconditionFailed,
     428: PreconditionRequired,
+}
+
+
+# Conflicts that name each field or port they are about (api/errors.py renders them).
+_ERROR_BY_TYPE: Mapping[str, type[InventoryMismatch] | type[LosslessConflict]] = {
+    "urn:sluice:problem:inventory-mismatch": InventoryMismatch,
+    "urn:sluice:problem:lossless-traffic-would-be-changed": LosslessConflict,
 }
 
 
@@ -79,6 +88,9 @@ def error_from_response(response: httpx.Response) -> SluiceError:
         return IntentInvalid(problems)
     if body.get("type") == PROMETHEUS_UNREACHABLE:
         return PrometheusUnreachable(detail)
+    listed = _ERROR_BY_TYPE.get(str(body.get("type")))
+    if listed is not None:
+        return listed(field_problems(body) or [FieldProblem(path="request", reason=detail)])
     error_class = _ERROR_BY_STATUS.get(status)
     if error_class is not None:
         return error_class(detail)

@@ -67,6 +67,37 @@ def field_changes(op: JsonObject) -> list[str]:
     ]
 
 
+FIELDS_SHOWN = 6
+
+
+def _listed(pairs: Sequence[str]) -> str:
+    more = f" (+{len(pairs) - FIELDS_SHOWN} more)" if len(pairs) > FIELDS_SHOWN else ""
+    return ", ".join(pairs[:FIELDS_SHOWN]) + more
+
+
+def ownership_lines(op: JsonObject) -> list[str]:
+    """On an entry the operator configured too: the operator's fields the op overwrites
+    (with the value the adoption record saved), those it keeps, and those a merged map
+    takes from an operator's map (docs/config-db.md, "Who owns what")."""
+    owners: Sequence[JsonObject] = op.get("ownership") or []
+    overwritten = [
+        f"{o['field']}={o['saved']}" for o in owners if o.get("owner") == "operator_overwritten"
+    ]
+    kept = [
+        f"{o['field']}={o['value']}"
+        for o in owners
+        if o.get("owner") == "operator_kept" and not o.get("source")
+    ]
+    sources = Counter(str(o["source"]) for o in owners if o.get("source"))
+    lines = []
+    if overwritten:
+        lines.append(f"operator's, overwritten (saved): {_listed(overwritten)}")
+    if kept:
+        lines.append(f"operator's, kept: {_listed(kept)}")
+    lines += [f"operator's, kept from {name}: {n} field(s)" for name, n in sorted(sources.items())]
+    return lines
+
+
 def plan_rows(plans: Sequence[JsonObject]) -> list[Row]:
     """One row per op, switches in the order given, ops in the order they will be written."""
     return [
@@ -75,7 +106,7 @@ def plan_rows(plans: Sequence[JsonObject]) -> list[Row]:
             str(op.get("kind", "")),
             str(op.get("table", "")),
             str(op.get("key", "")),
-            "\n".join(field_changes(op)),
+            "\n".join([*field_changes(op), *ownership_lines(op)]),
         )
         for plan in plans
         for op in plan.get("ops", [])

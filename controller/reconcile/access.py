@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.intent.models import Switch
+from controller.intent.models import GnmiEndpoint, Switch
 from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, apply_plan_to_switch
+from controller.sonic.coexist import BASELINE_TABLES
+from controller.sonic.discovery import PORT, Discovery, discover
 from controller.sonic.model import Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from controller.southbound.credentials import SecretResolver
@@ -25,12 +27,16 @@ from controller.southbound.gnmi import (
     SwitchSession,
     TableAnswers,
     TlsOptions,
+    target_for_endpoint,
     target_for_switch,
 )
 
 # Every table sluice can own: reading all of them lets a plan find an entry sluice wrote
 # under an older version even when the newer version no longer has that table at all.
 OWNED_TABLES = tuple(sorted(SCHEMAS))
+# What a rollout reads before it writes: the owned tables, the operator's QoS config that
+# adoption keeps (controller/sonic/coexist.py) and the ports the intent's are checked against.
+ROLLOUT_TABLES = tuple(sorted({*OWNED_TABLES, *BASELINE_TABLES, PORT}))
 
 
 class SwitchAccess(Protocol):
@@ -41,6 +47,16 @@ class SwitchAccess(Protocol):
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         """Write ``plan`` and verify it by read-back; never raises for a switch's failure."""
+        ...
+
+
+class SwitchDiscovery(Protocol):
+    def discover(
+        self, name: str, gnmi: GnmiEndpoint, credential_ref: str, *, username: str | None = None
+    ) -> Discovery:
+        """What the switch at ``gnmi`` runs (``controller/sonic/discovery.py``), logged in as
+        ``username`` (None: the access's own); raises ``SouthboundError`` or ``NotFound`` (an
+        unresolvable credential)."""
         ...
 
 
@@ -88,6 +104,19 @@ class GnmiAccess:
 
     def read_answers(self, switch: Switch, tables: Iterable[str]) -> TableAnswers:
         return self.session(switch).get_table_answers(tables)
+
+    def discover(
+        self, name: str, gnmi: GnmiEndpoint, credential_ref: str, *, username: str | None = None
+    ) -> Discovery:
+        target = target_for_endpoint(
+            name,
+            gnmi,
+            credential_ref,
+            self.resolve,
+            username=username or self.username,
+            tls=self.tls,
+        )
+        return discover(name, self.pool.session(target).read_for_discovery())
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         try:

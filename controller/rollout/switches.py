@@ -12,9 +12,15 @@ of work and then returns, which is where pause requests and the failure budget a
   them, back to the previous version's desired state; none left -> ``rolled_back``.
 
 Each switch is planned from a fresh read of the tables sluice owns, so re-running a batch
-that a restart interrupted writes only what is still missing. Writes are verified by
-read-back (``controller/reconcile/apply.py``) and the state read afterwards is recorded as
-the switch's running state. The staging (canary, batches, failure budget) is
+that a restart interrupted writes only what is still missing. Before anything is written to
+a switch (``converge_switch``): its declared ports and speeds are checked against what it
+reports; the operator's QoS config is its adoption record's baseline (recorded from that
+read before the first write, ``Adoptions``); sluice's maps are merged with the operator's and
+an intent that would touch lossless traffic is refused (``controller/sonic/coexist.py``).
+Going back to no sluice config at all (a first rollout rolled back, a version with no
+classes) restores the baseline and releases the adoption. Writes are verified by read-back
+(``controller/reconcile/apply.py``) and the state read afterwards is recorded as the switch's
+running state. The staging (canary, batches, failure budget) is
 ``controller/rollout/staging.py``, shared with host rollouts. Time, the switches and the
 store are all passed in.
 """
@@ -27,9 +33,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
-from controller.errors import NotFound, SouthboundError
+from controller.errors import FieldProblem, NotFound, SouthboundError
 from controller.intent.models import Intent, Switch
-from controller.reconcile.access import OWNED_TABLES, SwitchAccess, read_failure, unapplied
+from controller.reconcile.access import (
+    OWNED_TABLES,
+    ROLLOUT_TABLES,
+    SwitchAccess,
+    read_failure,
+    unapplied,
+)
 from controller.reconcile.apply import ApplyResult
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.rollout.gates import Evaluation, GatePolicy, GateState, Reader, describe, read_all
@@ -40,7 +52,9 @@ from controller.rollout.staging import (
     Halt,
     next_stage,
 )
+from controller.sonic.coexist import effective, lossless_problems, operator_baseline
 from controller.sonic.diff import plan_switch
+from controller.sonic.discovery import port_problems, ports_of
 from controller.sonic.gcu import describe_port_flaps
 from controller.sonic.model import Plan, SwitchConfig
 from controller.types import Clock
@@ -82,7 +96,20 @@ class RolloutView:
         return [r for r in self.results if r.phase == phase]
 
 
-class RolloutStore(Protocol):
+class Adoptions(Protocol):
+    """Adoption records (``controller/store/adoption_store.py``): the operator's QoS config
+    a switch ran before sluice's first write to it."""
+
+    def baseline(self, switch: str) -> SwitchConfig | None:
+        """The active adoption's baseline; None when sluice has not adopted the switch."""
+        ...
+
+    def adopt(self, switch: str, baseline: SwitchConfig, by: str) -> None: ...
+
+    def release(self, switch: str, by: str) -> None: ...
+
+
+class RolloutStore(Adoptions, Protocol):
     """What the runner needs from persistence (``controller/store/rollout_store.py``)."""
 
     def runnable(self) -> list[int]: ...
@@ -164,6 +191,13 @@ def port_flap_refusal(plan: Plan) -> ApplyResult:
     return unapplied(plan.switch, "failed", reason)
 
 
+def refusal(switch: str, why: str, problems: Sequence[FieldProblem]) -> ApplyResult:
+    """A switch's result when a check before writing refused it: failed, nothing written,
+    each problem named."""
+    listed = "; ".join(str(p) for p in problems)
+    return unapplied(switch, "failed", f"not written: {why}: {listed}")
+
+
 def converge_switch(
     access: SwitchAccess,
     switch: Switch,
@@ -171,20 +205,43 @@ def converge_switch(
     owned: SwitchConfig,
     *,
     allow_port_flaps: bool,
+    adoptions: Adoptions,
+    by: str,
 ) -> Converged:
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
-    and verify, then read what it runs now. A plan that takes ports down is not written
-    unless ``allow_port_flaps``."""
+    and verify, then read what it runs now. Refused before anything is written: declared
+    ports the switch does not run at their speed, a change to the operator's lossless
+    traffic, a plan that takes ports down unless ``allow_port_flaps``. The first write is
+    preceded by the switch's adoption record (``by`` says who adopted it); an empty
+    ``desired`` gives the operator's config back and releases the adoption."""
+    leaving = not desired
     try:
-        observed = access.read(switch, OWNED_TABLES)
+        observed = access.read(switch, ROLLOUT_TABLES)
     except (SouthboundError, NotFound) as error:
         return Converged(read_failure(switch.name, error), None)
-    plan = plan_switch(switch.name, desired, observed, owned)
+    if not leaving:
+        mismatched = port_problems(switch, ports_of(observed))
+        if mismatched:
+            why = "the declared ports differ from what the switch runs"
+            return Converged(refusal(switch.name, why, mismatched), None)
+    saved = adoptions.baseline(switch.name)
+    baseline = saved if saved is not None else operator_baseline(observed)
+    want = effective(desired, baseline)
+    if not leaving:
+        touched = lossless_problems(want, baseline)
+        if touched:
+            why = "the intent would change the operator's lossless traffic"
+            return Converged(refusal(switch.name, why, touched), None)
+    plan = plan_switch(switch.name, want, observed, effective(owned, baseline), baseline=baseline)
     if plan.port_flaps and not allow_port_flaps:
         return Converged(port_flap_refusal(plan), None)
+    if saved is None and not leaving and not plan.is_empty:
+        adoptions.adopt(switch.name, baseline, by)
     result = access.apply(switch, plan)
     if result.status != "applied_verified":
         return Converged(result, None)
+    if leaving and saved is not None:
+        adoptions.release(switch.name, by)
     try:
         return Converged(result, access.read(switch, OWNED_TABLES))
     except (SouthboundError, NotFound) as error:
@@ -465,6 +522,8 @@ class RolloutRunner:
                 item.desired,
                 item.owned,
                 allow_port_flaps=item.allow_port_flaps,
+                adoptions=self._store,
+                by=f"rollout {rollout_id}" + (" rollback" if phase == BACKWARD else ""),
             )
             return converged, started, self._clock()
 

@@ -2,8 +2,13 @@
 
 Two questions are answered here, both pure over stored snapshots:
 
-- ``plan``: from what each switch is recorded to run (``running_states``; empty until an
-  apply records a read-back) to the desired state of the current or a proposed intent;
+- ``plan``: from what each switch is recorded to run (``running_states``; until an apply
+  records a read-back, what the newest discovery read of its QoS tables, else nothing) to
+  the desired state of the current or a proposed intent, as sluice would write it there
+  (merged with the operator's config, ``controller/services/coexistence.py``), each field
+  named sluice's, the operator's kept, or the operator's overwritten with its saved value.
+  An intent whose ports differ from what a switch reported, or that would change its
+  lossless traffic, is refused with every problem named;
 - ``diff``: from the desired state of one version to that of another.
 
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
@@ -21,9 +26,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.errors import FieldProblem, NotFound
 from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
+from controller.services.coexistence import (
+    KnownSwitch,
+    baselines_of,
+    effective_fleet,
+    inherited_fields,
+    known_switches,
+    preflight,
+)
 from controller.sonic.agent_advice import agent_warnings
 from controller.sonic.compile import compile_fleet
-from controller.sonic.diff import diff_fleet
+from controller.sonic.diff import diff_fleet, with_ownership
 from controller.sonic.model import Plan as Plan
 from controller.sonic.model import SwitchConfig
 from controller.store.repositories import intents, states
@@ -65,14 +78,15 @@ class PlanService:
         with self._sessions() as session:
             head = intents.head_number(session=session)
             if planned is None:
-                current = intents.latest_version(session=session)
                 # Stored intents were validated when written; only their shape is read here.
-                planned = None if current is None else Intent.model_validate(current.intent)
+                planned = _version_intent(session, head)
             owned = decode_fleet(intents.desired_states(session=session, version=head))
             desired = owned if proposed is None else proposed
             wanted = _select(switches, set(desired) | set(owned))
             observed = decode_fleet(states.latest_running_states(session=session, switches=wanted))
-        plans = _plans(_only(desired, wanted), observed, _only(owned, wanted))
+            known = known_switches(session, wanted)
+        preflight(planned, _only(desired, wanted), known)
+        plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
         warnings = [] if planned is None else agent_warnings(planned)
         return PlanResult(head, proposed is not None, plans, warnings)
 
@@ -124,6 +138,41 @@ def _select(requested: Sequence[str] | None, known: Collection[str]) -> list[str
 
 def _only(fleet: Mapping[str, SwitchConfig], names: Collection[str]) -> dict[str, SwitchConfig]:
     return {name: fleet.get(name, {}) for name in names}
+
+
+def _version_intent(session: Session, number: int) -> Intent | None:
+    row = intents.get_version(session=session, number=number) if number else None
+    return None if row is None else Intent.model_validate(row.intent)
+
+
+def _shown_plans(
+    desired: Mapping[str, SwitchConfig],
+    observed: Mapping[str, SwitchConfig],
+    owned: Mapping[str, SwitchConfig],
+    known: Mapping[str, KnownSwitch],
+) -> list[Plan]:
+    """Plans to what sluice would write to each switch, from what it is recorded to run (or,
+    never written, what discovery read), with every field's owner."""
+    seen = {
+        name: observed.get(name) or (k.discovery.qos if k.discovery is not None else {})
+        for name, k in known.items()
+    }
+    baselines = baselines_of(known)
+    plans = diff_fleet(
+        effective_fleet(desired, known), seen, effective_fleet(owned, known), baselines=baselines
+    )
+    # A switch with no operator config known is sluice's alone: no owners to tell apart.
+    return [
+        with_ownership(
+            plans[name],
+            seen.get(name, {}),
+            baselines[name],
+            inherited_fields(desired.get(name, {}), known.get(name)),
+        )
+        if name in baselines
+        else plans[name]
+        for name in sorted(plans)
+    ]
 
 
 def _plans(

@@ -2,7 +2,10 @@
 
 The version a switch is reconciled against is the one a rollout (or a rollback) last
 verified on it; a switch sluice never verified is not reconciled (sluice owns nothing there
-yet). While a rollout is running or rolling back, the loop leaves the switches to it.
+yet), nor one it released (until a rollout adopts it again). An adopted switch is held to
+that version's desired state merged with the operator's config its adoption record keeps
+(``controller/sonic/coexist.py``). While a rollout is running or rolling back, the loop
+leaves the switches to it.
 
 An operator's "reconcile now" is recorded by the API (``request_pass``) and answered by the
 worker (``answer_requests``), the only process that talks to switches.
@@ -21,7 +24,9 @@ from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
 from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun, Target
 from controller.services.common import Actor, Page, WorkerWait
+from controller.sonic.coexist import effective
 from controller.sonic.digest import TableDigests, table_digests
+from controller.store.adoption_store import adoption_state
 from controller.store.models import DriftEvent, ReconcileRun
 from controller.store.repositories import intents, reconcile, rollouts
 from controller.store.repositories.reconcile import NewDrift
@@ -93,8 +98,9 @@ class SqlReconcileStore:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
         self._intents: dict[int, Intent] = {}
-        # A version's desired state never changes once stored, nor then its table digests.
-        self._digests: dict[tuple[int, str], TableDigests] = {}
+        # A version's desired state never changes once stored, nor then its table digests;
+        # nor an adoption's baseline, which the merged state also follows.
+        self._digests: dict[tuple[int, str, int | None], TableDigests] = {}
 
     def _intent(self, session: Session, version: int) -> Intent | None:
         if version not in self._intents:
@@ -118,14 +124,21 @@ class SqlReconcileStore:
         return self._targets(names)
 
     def _targets(self, only: Collection[str] | None) -> list[Target]:
-        """Every switch a rollout verified (or those of them named in ``only``)."""
+        """Every switch a rollout verified and sluice has not released (or those of them
+        named in ``only``)."""
         with self._sessions() as session:
             active = rollouts.active_rollout(session=session)
             if active is not None and active.state in BUSY_STATES:
                 return []
+            verified = {
+                name: version
+                for name, version in rollouts.verified_versions(session=session).items()
+                if only is None or name in only
+            }
+            adopted = adoption_state(session, verified)
             found: list[Target] = []
-            for name, version in sorted(rollouts.verified_versions(session=session).items()):
-                if only is not None and name not in only:
+            for name, version in sorted(verified.items()):
+                if name in adopted.released:
                     continue
                 intent = self._intent(session, version)
                 switch = (
@@ -133,10 +146,11 @@ class SqlReconcileStore:
                 )
                 stored = intents.desired_states(session=session, version=version, switches=[name])
                 if switch is not None and name in stored:
-                    desired = decode_config(stored[name])
-                    digests = self._digests.get((version, name))
+                    desired = effective(decode_config(stored[name]), adopted.baselines.get(name))
+                    key = (version, name, adopted.ids.get(name))
+                    digests = self._digests.get(key)
                     if digests is None:
-                        digests = self._digests[version, name] = table_digests(desired)
+                        digests = self._digests[key] = table_digests(desired)
                     found.append(Target(switch, version, desired, digests))
             return found
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PortFlapsNotAllowed
+from controller.intent.models import Intent
 from controller.rollout.gates import BUILTINS as BUILTINS
 from controller.rollout.gates import Evaluation, Reader, describe, failed, read_all
 from controller.rollout.gates import GatePolicy as GatePolicy
@@ -25,6 +26,13 @@ from controller.rollout.gates import parse_policy as parse_policy
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
 from controller.rollout.switches import BACKWARD, FORWARD, rollback_switches
 from controller.services.audit import record_change
+from controller.services.coexistence import (
+    KnownSwitch,
+    baselines_of,
+    effective_fleet,
+    known_switches,
+    preflight,
+)
 from controller.services.common import Actor, Page
 from controller.sonic.diff import plan_switch
 from controller.sonic.gcu import PORT_CRITICAL_TABLES, PortFlap, describe_port_flaps
@@ -244,8 +252,10 @@ class RolloutService:
             switches = sorted(intents.desired_states(session=session, version=to_version))
             batches = _batches(switches, policy)
             from_version = rollouts.last_finished_version(session=session)
+            known = known_switches(session, switches)
+            preflight(_intent_of(session, to_version), _desired_of(session, to_version), known)
             if not policy.allow_port_flaps:
-                refuse_port_flaps(port_flaps_of(session, from_version, to_version))
+                refuse_port_flaps(port_flaps_of(session, from_version, to_version, known))
             now = self._clock()
             prechecks = precheck(policy.gates, gates, switches, now)
             row = rollouts.insert_rollout(
@@ -424,27 +434,43 @@ def _port_critical(config: SwitchConfig) -> SwitchConfig:
     return {key: fields for key, fields in config.items() if key[0] in PORT_CRITICAL_TABLES}
 
 
+def _intent_of(session: Session, version: int) -> Intent | None:
+    row = intents.get_version(session=session, number=version)
+    return None if row is None else Intent.model_validate(row.intent)
+
+
+def _desired_of(session: Session, version: int) -> dict[str, SwitchConfig]:
+    return decode_fleet(intents.desired_states(session=session, version=version))
+
+
 def port_flaps_of(
-    session: Session, from_version: int, to_version: int
+    session: Session,
+    from_version: int,
+    to_version: int,
+    known: Mapping[str, KnownSwitch] | None = None,
 ) -> dict[str, tuple[PortFlap, ...]]:
     """Per switch, the changes of a rollout of ``to_version`` that take a port down, planned
-    from what each switch is recorded to run (nothing: a switch never rolled out to), with
-    ``from_version``'s desired state as what sluice wrote. Only port-critical tables are
-    compared: the rest cannot take a port down."""
-    desired = decode_fleet(intents.desired_states(session=session, version=to_version))
-    owned = (
-        decode_fleet(intents.desired_states(session=session, version=from_version))
-        if from_version > 0
-        else {}
-    )
+    from what each switch is recorded to run (nothing: a switch never rolled out to; what
+    discovery read, for one discovered), with ``from_version``'s desired state as what sluice
+    wrote, both as sluice writes them there (``known``: the operator's config each runs).
+    Only port-critical tables are compared: the rest cannot take a port down."""
+    found_known = known if known is not None else {}
+    desired = effective_fleet(_desired_of(session, to_version), found_known)
+    owned = effective_fleet(_desired_of(session, from_version), found_known)
     running = decode_fleet(states.latest_running_states(session=session, switches=list(desired)))
+    baselines = baselines_of(found_known)
     found: dict[str, tuple[PortFlap, ...]] = {}
     for name, config in sorted(desired.items()):
+        seen = running.get(name)
+        discovered = found_known[name].discovery if name in found_known else None
+        if seen is None and discovered is not None:
+            seen = discovered.qos
         plan = plan_switch(
             name,
             _port_critical(config),
-            _port_critical(running.get(name, {})),
+            _port_critical(seen or {}),
             _port_critical({**config, **owned.get(name, {})}),
+            baseline=baselines.get(name),
         )
         if plan.port_flaps:
             found[name] = plan.port_flaps

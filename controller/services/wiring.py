@@ -20,11 +20,13 @@ import httpx
 from controller.rollout.gates import Reader
 from controller.services.audit import AuditService
 from controller.services.common import WorkerWait
+from controller.services.discoveries import DiscoveryService
 from controller.services.health import HealthService
 from controller.services.host_runs import HostRunService
 from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.reconcile import ReconcileService
+from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
 from controller.services.telemetry import TelemetryService
 from controller.services.tokens import TokenService
@@ -55,6 +57,8 @@ class Services:
     twin_runs: TwinRunService
     telemetry: TelemetryService
     tuning: TuningService
+    discoveries: DiscoveryService
+    releases: ReleaseService
     gate_reads: Reader
 
 
@@ -93,6 +97,8 @@ def open_services(
                 lambda at, window_s: read_summary(promql, at, window_s),
                 clock=clock,
             ),
+            discoveries=DiscoveryService(sessions, clock=clock, wait=wait),
+            releases=ReleaseService(sessions, clock=clock),
             gate_reads=promql_reader(promql),
         )
     finally:

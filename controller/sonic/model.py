@@ -23,6 +23,7 @@ Op semantics (the southbound and ``diff.apply_plan`` follow them exactly):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -91,6 +92,33 @@ class Op:
         }
 
 
+Owner = Literal["sluice", "operator_kept", "operator_overwritten"]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldOwner:
+    """Who one field of a planned entry belongs to (``controller/sonic/diff.py``).
+
+    ``value``: what the switch holds once the plan is applied (None: the field goes);
+    ``saved``: the operator's value kept in the adoption record, for an overwritten field;
+    ``source``: for a field a merged map took from an operator's map, that map's name."""
+
+    field: str
+    owner: Owner
+    value: str | None
+    saved: str | None = None
+    source: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "field": self.field,
+            "owner": self.owner,
+            "value": self.value,
+            "saved": self.saved,
+            "source": self.source,
+        }
+
+
 _table_and_kind = attrgetter("table", "kind")
 
 
@@ -100,6 +128,11 @@ class Plan:
 
     switch: str
     ops: tuple[Op, ...] = ()
+    # Who owns each field an op touches (``controller/sonic/diff.py`` ``with_ownership``):
+    # filled for a plan shown to the operator, empty where only the ops matter.
+    ownership: Mapping[EntryKey, tuple[FieldOwner, ...]] = field(
+        default_factory=dict, compare=False
+    )
     counts: dict[str, int] = field(init=False, compare=False)
     counts_by_table: dict[str, dict[str, int]] = field(init=False, compare=False)
 
@@ -142,12 +175,19 @@ class Plan:
         down = self.ports_down
         return f"{line}; takes {len(down)} port(s) down: {', '.join(down)}" if down else line
 
+    def _op_dict(self, op: Op) -> dict[str, object]:
+        found = op.as_dict()
+        owners = self.ownership.get(op.entry_key)
+        if owners is not None:
+            found["ownership"] = [owner.as_dict() for owner in owners]
+        return found
+
     def as_dict(self) -> dict[str, object]:
         return {
             "switch": self.switch,
             "counts": dict(self.counts),
             "counts_by_table": {t: dict(c) for t, c in self.counts_by_table.items()},
-            "ops": [op.as_dict() for op in self.ops],
+            "ops": [self._op_dict(op) for op in self.ops],
             "gcu_changes": self.gcu_changes,
             "ports_down": list(self.ports_down),
             "port_flaps": [flap.as_dict() for flap in self.port_flaps],

@@ -52,7 +52,8 @@ from controller.errors import (
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
 )
-from controller.intent.models import Switch
+from controller.intent.models import GnmiEndpoint, Switch
+from controller.sonic.discovery import CONFIG_TABLES, LLDP_TABLE, STATE_PORT_TABLE, SwitchRead
 from controller.sonic.gcu import GcuPace
 from controller.sonic.model import Op, SwitchConfig
 from controller.southbound.credentials import SecretResolver
@@ -66,6 +67,7 @@ from controller.southbound.paths import (
     config_from_value,
     database_elems,
     decode_json,
+    entries_from_table,
     parse_elems,
     set_parts,
     table_elems,
@@ -165,15 +167,38 @@ def target_for_switch(
         login = switch.login(username)
     except LookupError as error:
         raise NotFound(f"switch {switch.name}: {error}") from None
-    return GnmiTarget(
-        name=switch.name,
-        address=switch.gnmi.address,
-        port=switch.gnmi.port,
+    return target_for_endpoint(
+        switch.name,
+        switch.gnmi,
+        login.secret_ref,
+        resolve,
         username=login.username,
-        password=resolve(login.secret_ref),
         tls=tls,
-        prefix_target=prefix_target if prefix_target is not None else switch.gnmi.target,
-        set_deadline_s=switch.gnmi.set_deadline_s,
+        prefix_target=prefix_target,
+    )
+
+
+def target_for_endpoint(
+    name: str,
+    gnmi: GnmiEndpoint,
+    credential_ref: str,
+    resolve: SecretResolver,
+    *,
+    username: str = DEFAULT_USERNAME,
+    tls: TlsOptions | None = None,
+    prefix_target: str | None = None,
+) -> GnmiTarget:
+    """``target_for_switch`` for a switch known by its endpoint only (one being discovered
+    before the intent has it)."""
+    return GnmiTarget(
+        name=name,
+        address=gnmi.address,
+        port=gnmi.port,
+        username=username,
+        password=resolve(credential_ref),
+        tls=tls,
+        prefix_target=prefix_target if prefix_target is not None else gnmi.target,
+        set_deadline_s=gnmi.set_deadline_s,
     )
 
 
@@ -384,6 +409,39 @@ class SwitchSession:
                     raise
                 # A table emptied since the last read: the root read below says which.
         return TableAnswers(self.name, {}, self._get_from_root(frozenset(names)))
+
+    def read_for_discovery(self) -> SwitchRead:
+        """What discovery reads (``controller/sonic/discovery.py``), one Get per database:
+        the CONFIG_DB root (every table it holds, whatever the port count), STATE_DB
+        ``PORT_TABLE`` and APPL_DB ``LLDP_ENTRY_TABLE``. sonic-gnmi refuses a GetRequest whose
+        paths name two databases ("Target conflict in path", sonic_data_client ParseTarget),
+        so three Gets is the least; a table the switch does not hold (no LLDP neighbour yet)
+        answers NOT_FOUND and reads as empty."""
+        before = self._rpc_counts["Get"]
+        config = self._get_from_root(frozenset(CONFIG_TABLES))
+        state = self._read_other_table("STATE_DB", STATE_PORT_TABLE)
+        lldp = self._read_other_table("APPL_DB", LLDP_TABLE)
+        return SwitchRead(config, state, lldp, self._rpc_counts["Get"] - before)
+
+    def _read_other_table(self, database: str, table: str) -> dict[str, dict[str, str]]:
+        elems = table_elems(table, database)
+        request = gnmi_pb2.GetRequest(
+            prefix=self._prefix(), path=[_path(elems)], encoding=JSON_IETF
+        )
+        try:
+            reply = self._call("Get", request)
+        except SouthboundRejected as error:
+            if error.code == "NOT_FOUND":
+                return {}
+            raise
+        entries: dict[str, dict[str, str]] = {}
+        try:
+            for note in reply.notification:
+                for update in note.update:
+                    entries.update(entries_from_table(elems, _json_of(update, elems)))
+        except PathError as error:
+            raise SouthboundProtocolError(self.name, f"Get answer: {error}") from None
+        return entries
 
     def _get_from_root(self, names: frozenset[str]) -> SwitchConfig:
         """Read the whole CONFIG_DB (sonic-gnmi answers a database path whatever tables it

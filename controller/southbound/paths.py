@@ -46,8 +46,9 @@ def database_elems() -> Elems:
     return (DATABASE, INSTANCE)
 
 
-def table_elems(table: str) -> Elems:
-    return (DATABASE, INSTANCE, table)
+def table_elems(table: str, database: str = DATABASE) -> Elems:
+    """A table of CONFIG_DB, or of ``database`` (``STATE_DB``, ``APPL_DB``)."""
+    return (database, INSTANCE, table)
 
 
 def entry_elems(table: str, key: str) -> Elems:
@@ -190,3 +191,19 @@ def decode_json(raw: bytes, elems: Iterable[str]) -> object:
     except ValueError as error:
         raise PathError(f"{text(elems)}: value is not JSON ({error})") from None
     return decoded
+
+
+def entries_from_table(elems: Iterable[str], value: object) -> dict[str, Fields]:
+    """The entries of a table answer of any database (``{key: {field: value}}``), each field
+    value as text: STATE_DB and APPL_DB tables are read to be shown, never written back."""
+    if not isinstance(value, dict):
+        raise PathError(f"{text(elems)}: value is not a JSON object")
+    entries: dict[str, Fields] = {}
+    for key, fields in value.items():
+        if not isinstance(fields, dict):
+            raise PathError(f"{text(elems)}|{key}: entry value is not a JSON object")
+        entries[str(key)] = {
+            str(name): item if isinstance(item, str) else json.dumps(item)
+            for name, item in fields.items()
+        }
+    return entries

@@ -560,3 +560,89 @@ class GateEvaluation(Base):
             f"GateEvaluation(rollout_id={self.rollout_id}, batch={self.batch}, "
             f"gate={self.gate!r}, verdict={self.verdict!r})"
         )
+
+
+# --- adopting a running switch (revision 0016_adoption) --------------------------------------
+
+UQ_ADOPTION_ACTIVE = "uq_adoptions_active_switch_name"
+DISCOVERY_STATES = ("pending", "done")
+RELEASE_STATES = ("pending", "released", "failed", "unreachable", "unknown")
+
+
+class Adoption(Base):
+    """sluice took over a switch: what the operator's QoS config was before its first write
+    (``baseline``, ``controller/sonic/coexist.py``), restored when it lets go. At most one
+    active (not released) record per switch; a switch adopted again gets a new one."""
+
+    __tablename__ = "adoptions"
+    __table_args__ = (
+        Index(
+            UQ_ADOPTION_ACTIVE,
+            "switch_name",
+            unique=True,
+            postgresql_where=text("released_at IS NULL"),
+        ),
+        Index("ix_adoptions_switch_name_adopted_at", "switch_name", "adopted_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    switch_name: Mapped[str] = mapped_column(String(63))
+    baseline: Mapped[JsonObject]
+    adopted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    adopted_by: Mapped[str] = mapped_column(String(128))
+    released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    released_by: Mapped[str | None] = mapped_column(String(128))
+
+    def __repr__(self) -> str:
+        return f"Adoption(id={self.id}, switch_name={self.switch_name!r})"
+
+
+class Discovery(Base):
+    """An operator's "what do these switches run", recorded by the API and answered by the
+    worker: the request (switches and how to reach them) and, once done, what each runs."""
+
+    __tablename__ = "discoveries"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", DISCOVERY_STATES), name="state_known"),
+        Index("ix_discoveries_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(16))
+    request: Mapped[JsonObject]
+    result: Mapped[JsonObject | None] = mapped_column(JSONB)
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_id: Mapped[str] = mapped_column(String(64))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"Discovery(id={self.id}, state={self.state!r})"
+
+
+class Release(Base):
+    """An operator's "let go of this switch": recorded by the API, carried out by the worker
+    (the adoption's baseline restored, sluice's own entries removed, read back)."""
+
+    __tablename__ = "releases"
+    __table_args__ = (
+        CheckConstraint(_one_of("state", RELEASE_STATES), name="state_known"),
+        Index("ix_releases_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    switch_name: Mapped[str] = mapped_column(String(63))
+    adoption_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("adoptions.id", ondelete="CASCADE")
+    )
+    state: Mapped[str] = mapped_column(String(16))
+    allow_port_flaps: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[JsonObject | None] = mapped_column(JSONB)
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_id: Mapped[str] = mapped_column(String(64))
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    def __repr__(self) -> str:
+        return f"Release(id={self.id}, switch_name={self.switch_name!r}, state={self.state!r})"

@@ -20,6 +20,7 @@ from controller.rollout.switches import (
     SwitchProgress,
 )
 from controller.sonic.model import SwitchConfig
+from controller.store.adoption_store import SqlAdoptions
 from controller.store.models import GateEvaluation, Rollout, RolloutResult
 from controller.store.rejections import accept_completed, reject_rolled_back
 from controller.store.repositories import intents, rollouts
@@ -69,11 +70,12 @@ def load_rollout(session: Session, rollout_id: int) -> tuple[Rollout, list[Rollo
     return row, rollouts.results_of(session=session, rollout_ids=[rollout_id])
 
 
-class SqlRolloutStore:
+class SqlRolloutStore(SqlAdoptions):
     """The runner's ``RolloutStore`` over PostgreSQL; desired states and intents are
-    immutable per version, so they are cached."""
+    immutable per version, so they are cached. Adoption records are ``SqlAdoptions``'."""
 
     def __init__(self, sessions: sessionmaker[Session], *, clock: Clock) -> None:
+        super().__init__(sessions, clock=clock)
         self._sessions = sessions
         self._clock = clock
         self._desired: dict[int, dict[str, SwitchConfig]] = {}

@@ -52,6 +52,16 @@ ENDPOINTS += [
     ("POST", "/api/v1/reconcile/run", AccessRole.OPERATOR),
 ]
 
+# Discovery, releases and adoption records (docs/adopting.md).
+ENDPOINTS += [
+    ("POST", "/api/v1/discoveries", AccessRole.OPERATOR),
+    ("GET", "/api/v1/discoveries/{discovery_id}", AccessRole.VIEWER),
+    ("POST", "/api/v1/releases", AccessRole.OPERATOR),
+    ("GET", "/api/v1/releases", AccessRole.VIEWER),
+    ("GET", "/api/v1/releases/{release_id}", AccessRole.VIEWER),
+    ("GET", "/api/v1/adoptions", AccessRole.VIEWER),
+]
+
 # Telemetry and health, read from Prometheus.
 ENDPOINTS += [
     ("GET", "/api/v1/telemetry/switches/{name}", AccessRole.VIEWER),
@@ -90,6 +100,8 @@ def _concrete(path: str) -> str:
         .replace("{run_id}", "999")
         .replace("{proposal_id}", "999")
         .replace("{twin_run_id}", "999")
+        .replace("{discovery_id}", "999")
+        .replace("{release_id}", "999")
         .replace("{name}", "x1")
         .replace("{port}", "Ethernet0")
     )

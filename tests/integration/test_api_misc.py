@@ -96,6 +96,12 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "reject_proposal",
         "request_twin_run",
         "get_twin_run",
+        "request_discovery",
+        "get_discovery",
+        "request_release",
+        "list_releases",
+        "get_release",
+        "list_adoptions",
     }
     assert set(ids) == expected
     assert "HTTPBearer" in spec["components"]["securitySchemes"]

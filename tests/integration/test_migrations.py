@@ -34,6 +34,10 @@ SCHEMA_TABLES = TABLES_0001 | {
     "procrastinate_periodic_defers",
     # 0010_collshard: which engine worker records are telemetry collectors
     "telemetry_collectors",
+    # 0016_adoption: adoption records, releases and discoveries (docs/adopting.md)
+    "adoptions",
+    "releases",
+    "discoveries",
 }
 
 

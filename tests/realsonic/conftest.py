@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,11 @@ from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.rollout_store import SqlRolloutStore
 from controller.types import Clock
-from lab.realsonic import S6000_BUFFERS, RealSwitch, SonicBundle, SwitchParts, prepare_bundle
+from lab.realsonic import RealSwitch, SonicBundle, SwitchParts, prepare_bundle
 from tests.integration.conftest import StepClock
 from tests.support.controller_services import OPERATOR as OPERATOR
 from tests.support.controller_services import ControllerServices
+from vsonic.seed import S6000_BUFFERS
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_YANG = ROOT / "agents" / "qos-agent" / "yang" / "sonic-sluice-agent.yang"
@@ -85,7 +87,7 @@ def operator_switch_parts() -> SwitchParts:
 
 def example_leaf(switch: RealSwitch) -> Intent:
     """The example intent with its leaf1 alone (four ports, five classes), whose gNMI
-    endpoint is ``switch``'s server."""
+    endpoint is ``switch``'s server and whose ports are declared at the speeds it runs."""
     data: dict[str, Any] = dump_intent(load_intent_file(EXAMPLE_INTENT))
     leaf = next(s for s in data["switches"] if s["name"] == "leaf1")
     leaf["gnmi"] = {
@@ -93,6 +95,7 @@ def example_leaf(switch: RealSwitch) -> Intent:
         "port": switch.gnmi_port,
         "set_deadline_s": SET_DEADLINE_S,
     }
+    switch.declare_running_speeds(leaf)
     data["switches"] = [leaf]
     return parse_intent(data)
 
@@ -145,12 +148,17 @@ class RealController(ControllerServices):
 def real_controller(module_db_url: str, start_switch: StartSwitch) -> Iterator[RealController]:
     """One switch as an operator hands it over, and the controller's parts over a database
     of the module's own."""
-    switch = start_switch(operator_switch_parts())
-    engine = make_engine(module_db_url, pool_size=4)
-    pool = SessionPool(policy=CallPolicy(deadline_s=10.0), sleep=time.sleep)
-    controller = RealController(engine, make_sessions(engine), switch, StepClock(), pool)
-    try:
+    with controller_of(start_switch(operator_switch_parts()), module_db_url) as controller:
         yield controller
+
+
+@contextmanager
+def controller_of(switch: RealSwitch, db_url: str) -> Iterator[RealController]:
+    """The controller's parts over ``db_url`` and ``switch``, closed at the end."""
+    engine = make_engine(db_url, pool_size=4)
+    pool = SessionPool(policy=CallPolicy(deadline_s=10.0), sleep=time.sleep)
+    try:
+        yield RealController(engine, make_sessions(engine), switch, StepClock(), pool)
     finally:
         pool.close()
         engine.dispose()

@@ -41,11 +41,12 @@ from controller.tuning.apply import apply_changes
 from controller.tuning.evidence import Change, Evidence
 from lab.asic_db import asic_problems, wait_for_asic
 from lab.prometheus import LocalPrometheus
-from lab.realsonic import S6000_BUFFERS, RealSwitch
+from lab.realsonic import RealSwitch
 from tests.integration.dataplane.conftest import agent_binary
 from tests.integration.rollout.conftest import wait_for
 from tests.support.gate_collector import Exposition, HandClock, scraped, settle
 from vsonic.redis_process import free_port
+from vsonic.seed import S6000_BUFFERS
 from vsonic.tether import start_tethered
 
 from .conftest import OPERATOR, RealController, config_db, example_leaf
@@ -64,7 +65,8 @@ class FirstRollout:
 
 @pytest.fixture(scope="module")
 def first(real_controller: RealController) -> FirstRollout:
-    """The example leaf rolled out to a switch that holds only what its image loaded."""
+    """The example leaf rolled out to a switch that holds only what its image loaded (its
+    QUEUE, BUFFER_QUEUE and PORT_QOS_MAP entries added: port flaps, allowed)."""
     intent = example_leaf(real_controller.switch)
     with real_controller.switch.ports_taken_down() as downs:
         info = real_controller.roll_out(intent, allow_port_flaps=True)

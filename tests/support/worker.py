@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from controller.settings import Settings
@@ -15,10 +15,14 @@ POLL_S = 0.05
 
 
 @contextmanager
-def running_worker(settings: Settings) -> Iterator[None]:
-    """A worker over ``settings``' database, stopped (after its step in progress) on exit."""
+def running_worker(settings: Settings, environ: Mapping[str, str] | None = None) -> Iterator[None]:
+    """A worker over ``settings``' database, stopped (after its step in progress) on exit;
+    ``environ``: where its ``env:`` credential references resolve (this process's by
+    default)."""
     with settings.gnmi.session_pool() as pool:
-        worker, close = build_worker(settings, pool, environ=os.environ)
+        worker, close = build_worker(
+            settings, pool, environ=os.environ if environ is None else environ
+        )
         stop = threading.Event()
         thread = threading.Thread(
             target=worker.run, args=(stop, POLL_S), name="test-worker", daemon=True

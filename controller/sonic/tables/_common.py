@@ -17,6 +17,9 @@ PORT_KEY = r"Ethernet[0-9]{1,4}"
 PORT_QUEUE_KEY = PORT_KEY + r"\|[0-7]"
 # Every object sluice names starts with SLUICE_; WRED profile names stop at 32 characters.
 SLUICE_NAME_KEY = r"SLUICE_[-A-Za-z0-9_]{1,25}"
+# A map: sluice's own (``SLUICE``) or one merged with an operator's (``SLUICE_AZURE``,
+# controller/sonic/coexist.py); SONiC map names stop at 32 characters.
+MAP_KEY = r"SLUICE(_[-A-Za-z0-9_]{1,25})?"
 _PORT_RE = re.compile(PORT_KEY)
 
 Entries = dict[EntryKey, Fields]

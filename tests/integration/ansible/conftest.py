@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from controller.intent.loader import dump_intent
+from controller.services.discoveries import DiscoveryService
 from controller.services.tokens import AccessRole
 from tests.integration.conftest import issue_token
 from tests.integration.rollout import conftest as rollout
@@ -36,16 +37,20 @@ switch_tls = rollout.switch_tls
 
 
 class WorkerThread:
-    """Steps rollouts until stopped, as ``python -m controller.worker`` would."""
+    """Steps rollouts and answers discoveries until stopped, as ``python -m
+    controller.worker`` would."""
 
     def __init__(self, controller: Controller) -> None:
         self._runner = controller.runner()
+        self._discoveries = DiscoveryService(controller.sessions, clock=controller.clock)
+        self._access = controller.access()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if not self._runner.run_until_idle():
+            steps = self._runner.run_until_idle() + self._discoveries.answer(self._access)
+            if not steps:
                 self._stop.wait(0.05)
 
     def __enter__(self) -> WorkerThread:

@@ -27,6 +27,7 @@ API_MODULES = (
     "drift_info",
     "switch_info",
     "rollout_info",
+    "discover",
 )
 HOST_MODULES = ("sysctl", "route", "htb", "nft", "host_exporter")
 SANITY_TIMEOUT_S = 1800  # the first run creates one virtual environment per sanity test

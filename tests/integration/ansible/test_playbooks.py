@@ -146,6 +146,11 @@ def test_info_modules_report_the_fabric_and_rollout_control_rolls_back_once(
                 {"name": "Last rollout", "sluice.fabric.rollout_info": {}, "register": "last"},
                 {"name": "Drift", "sluice.fabric.drift_info": {}, "register": "drift"},
                 {
+                    "name": "Discover",
+                    "sluice.fabric.discover": {"switches": ["leaf1"], "check": True},
+                    "register": "found",
+                },
+                {
                     "name": "What was read",
                     "ansible.builtin.assert": {
                         "that": [
@@ -161,6 +166,10 @@ def test_info_modules_report_the_fabric_and_rollout_control_rolls_back_once(
                             " == [['leaf1'], ['leaf2', 'spine1'], ['spine2']]",
                             "last.failed_switches == []",
                             "drift.events == []",
+                            "found.switches | map(attribute='switch') | list == ['leaf1']",
+                            "found.switches[0].gets == 3",
+                            "found.problems == []",
+                            "not found.changed",
                         ]
                     },
                 },

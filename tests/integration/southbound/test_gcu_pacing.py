@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
 from controller.rollout.switches import Converged, converge_switch
 from controller.sonic.gcu import GcuPace
+from controller.sonic.model import SwitchConfig
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour
@@ -44,6 +45,23 @@ def pool_with(set_deadline_s: float, pace: GcuPace = NEGLIGIBLE) -> SessionPool:
     return SessionPool(policy=policy, sleep=time.sleep)
 
 
+class InMemoryAdoptions:
+    """Adoption records kept in memory (``controller/store/adoption_store.py`` keeps them in
+    PostgreSQL): these tests are about pacing, not adoption."""
+
+    def __init__(self) -> None:
+        self.baselines: dict[str, SwitchConfig] = {}
+
+    def baseline(self, switch: str) -> SwitchConfig | None:
+        return self.baselines.get(switch)
+
+    def adopt(self, switch: str, baseline: SwitchConfig, by: str) -> None:
+        self.baselines[switch] = baseline
+
+    def release(self, switch: str, by: str) -> None:
+        self.baselines.pop(switch, None)
+
+
 def pace(fabric: Fabric, name: str, gcu: GcuBehaviour) -> None:
     model = fabric.switches[name].model
     assert model is not None
@@ -55,7 +73,9 @@ def first_rollout(fabric: Fabric, name: str, access: GnmiAccess) -> Converged:
     PORT_QOS_MAP entries are added, which takes each port down and up: allowed."""
     switch = next(s for s in fabric.intent.switches if s.name == name)
     desired = fabric.desired()[name]
-    return converge_switch(access, switch, desired, {}, allow_port_flaps=True)
+    return converge_switch(
+        access, switch, desired, {}, allow_port_flaps=True, adoptions=InMemoryAdoptions(), by="test"
+    )
 
 
 def test_a_set_slower_than_the_read_deadline_completes_and_reports_progress(

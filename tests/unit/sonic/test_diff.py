@@ -161,23 +161,62 @@ def test_removing_a_class_deletes_its_entries_in_reverse_order() -> None:
     assert ("QUEUE", "Ethernet0|3") not in converged
 
 
-def test_removing_every_class_leaves_only_the_operator_config() -> None:
+def test_removing_every_class_gives_the_operator_back_what_sluice_overwrote() -> None:
+    """Leaving restores (the contract since adoption records, issue 25): every field of a
+    shared entry that sluice overwrote gets the operator's saved value back, every field and
+    entry it added goes, and the switch holds the operator's config, field for field."""
+    before = desired(t.VOICE, t.BULK)
+    running = apply_plan(OPERATOR, plan_switch("leaf1", before, OPERATOR))
+    assert running[("PORT_QOS_MAP", "Ethernet0")]["dscp_to_tc_map"] == "SLUICE"
+    assert running[("QUEUE", "Ethernet0|5")]["scheduler"] == "SLUICE_SCHED_5"
+    plan = plan_switch("leaf1", {}, running, before, baseline=OPERATOR)
+    restores = {op.entry_key: op for op in plan.ops if op.kind == "change"}
+    assert restores[("PORT_QOS_MAP", "Ethernet0")].fields == {"dscp_to_tc_map": "AZURE"}
+    assert restores[("PORT_QOS_MAP", "Ethernet0")].removed_fields == ("tc_to_queue_map",)
+    assert restores[("QUEUE", "Ethernet0|5")].fields == {
+        "scheduler": "scheduler.0",
+        "wred_profile": "AZURE_LOSSLESS",
+    }
+    assert_deletes_follow_their_referrers(plan, running)
+    left = apply_plan(running, plan)
+    assert left == OPERATOR
+    assert plan_switch("leaf1", {}, left, before, baseline=OPERATOR).ops == ()
+
+
+def test_without_a_baseline_leaving_deletes_what_sluice_overwrote() -> None:
+    """A switch sluice managed before adoption records has no saved values: sluice's fields
+    go, and the operator's overwritten ones cannot come back."""
     before = desired(t.VOICE, t.BULK)
     running = apply_plan(OPERATOR, plan_switch("leaf1", before, OPERATOR))
     plan = plan_switch("leaf1", {}, running, before)
     assert {op.kind for op in plan.ops} == {"delete"}
     left = apply_plan(running, plan)
-    # PORT_QOS_MAP keeps the operator's PFC fields; its dscp_to_tc_map was overwritten by
-    # sluice (the intent asked for the port), so it leaves with sluice's value.
     assert left[("PORT_QOS_MAP", "Ethernet0")] == {"pfc_enable": "3,4", "tc_to_pg_map": "AZURE"}
-    # The operator's queue 5 was taken over by sluice and is released: sluice's fields go.
     assert ("QUEUE", "Ethernet0|5") not in left
     assert all(
         not key.startswith("SLUICE") and not table.startswith("SLUICE") for table, key in left
     )
-    for entry, fields in OPERATOR.items():
-        if entry not in (("PORT_QOS_MAP", "Ethernet0"), ("QUEUE", "Ethernet0|5")):
-            assert left[entry] == fields
+
+
+def test_a_port_dropped_from_the_intent_gets_its_operator_values_back() -> None:
+    """Not only a release: a shared field sluice stops setting on one port is restored
+    while the rest of the switch stays sluice's."""
+    two_ports = t.switch(ports=(("Ethernet0", 10), ("Ethernet4", 10)))
+    operator = {
+        **OPERATOR,
+        ("PORT", "Ethernet4"): {"speed": "10000", "admin_status": "up"},
+        ("PORT_QOS_MAP", "Ethernet4"): {"dscp_to_tc_map": "AZURE", "pfc_enable": "3,4"},
+    }
+    both = t.intent(t.VOICE, switches=(two_ports,))
+    one = t.intent(t.VOICE)
+    before = compile_switch(both, both.switches[0])
+    after = compile_switch(one, one.switches[0])
+    running = apply_plan(operator, plan_switch("leaf1", before, operator))
+    plan = plan_switch("leaf1", after, running, before, baseline=operator)
+    left = apply_plan(running, plan)
+    assert left[("PORT_QOS_MAP", "Ethernet4")] == operator[("PORT_QOS_MAP", "Ethernet4")]
+    assert left[("PORT_QOS_MAP", "Ethernet0")]["dscp_to_tc_map"] == "SLUICE"
+    assert plan_switch("leaf1", after, left, after, baseline=operator).ops == ()
 
 
 def test_agent_moved_thresholds_are_not_fought() -> None:

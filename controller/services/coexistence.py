@@ -1,0 +1,107 @@
+"""What the controller knows of each switch's own config, for plans and rollout starts.
+
+A switch sluice adopted has its adoption record's baseline; one it has not adopted but
+discovered has what the newest discovery read; one it knows nothing of has neither (a fresh
+switch, as far as sluice can tell). From that, before anything is recorded:
+
+- ``preflight`` refuses an intent whose declared ports differ from what a switch last
+  reported (``InventoryMismatch``) or that would change a switch's lossless traffic
+  (``LosslessConflict``), each problem named (``controller/sonic/discovery.py``,
+  ``controller/sonic/coexist.py``);
+- ``effective_fleet`` is what sluice would write to each switch: the desired state merged with
+  the operator's config (``controller/sonic/coexist.py``).
+
+The worker checks the same against a fresh read before it writes; these are the API's early
+answers, from what is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from controller.errors import FieldProblem, InventoryMismatch, LosslessConflict
+from controller.intent.models import Intent
+from controller.sonic.coexist import coexist, effective, lossless_problems, operator_baseline
+from controller.sonic.discovery import Discovery, port_problems
+from controller.sonic.model import EntryKey, SwitchConfig
+from controller.store.adoption_store import adoption_state
+from controller.store.repositories import discoveries
+
+
+@dataclass(frozen=True)
+class KnownSwitch:
+    """``baseline``: the operator's config (the adoption's, else the discovered one);
+    ``adopted``: whether an active adoption record holds it; ``discovery``: the newest."""
+
+    baseline: SwitchConfig | None
+    adopted: bool
+    discovery: Discovery | None
+
+
+def known_switches(session: Session, names: Collection[str]) -> dict[str, KnownSwitch]:
+    adopted = adoption_state(session, names)
+    found = {
+        name: Discovery.from_json(data)
+        for name, data in discoveries.latest_found(session=session, switches=names).items()
+    }
+    known: dict[str, KnownSwitch] = {}
+    for name in names:
+        discovery = found.get(name)
+        baseline = adopted.baselines.get(name)
+        if baseline is None and discovery is not None:
+            baseline = operator_baseline(discovery.qos)
+        known[name] = KnownSwitch(baseline, name in adopted.baselines, discovery)
+    return known
+
+
+def baselines_of(known: Mapping[str, KnownSwitch]) -> dict[str, SwitchConfig]:
+    return {name: k.baseline for name, k in known.items() if k.baseline is not None}
+
+
+def effective_fleet(
+    desired: Mapping[str, SwitchConfig], known: Mapping[str, KnownSwitch]
+) -> dict[str, SwitchConfig]:
+    """Each switch's desired state as sluice would write it there."""
+    return {
+        name: effective(config, known[name].baseline if name in known else None)
+        for name, config in desired.items()
+    }
+
+
+def inherited_fields(
+    desired: SwitchConfig, known: KnownSwitch | None
+) -> dict[EntryKey, dict[str, str]]:
+    """The fields each merged map takes from an operator's map (for a plan's ownership)."""
+    return coexist(desired, known.baseline if known else None).inherited
+
+
+def preflight(
+    intent: Intent | None,
+    desired: Mapping[str, SwitchConfig],
+    known: Mapping[str, KnownSwitch],
+) -> None:
+    """Refuse ``intent`` (its compiled ``desired`` per switch) when a switch last reported
+    other ports or speeds than it declares, or when it would change a switch's lossless
+    traffic; every problem of every switch named, ports first."""
+    mismatched: list[FieldProblem] = []
+    for switch in intent.switches if intent is not None else ():
+        found = known.get(switch.name)
+        if switch.name in desired and found is not None and found.discovery is not None:
+            ports = {p.name: p for p in found.discovery.ports}
+            mismatched += port_problems(switch, ports)
+    if mismatched:
+        raise InventoryMismatch(mismatched)
+    touched: list[FieldProblem] = []
+    for name, config in sorted(desired.items()):
+        baseline = known[name].baseline if name in known else None
+        if not config or baseline is None:
+            continue
+        touched += [
+            FieldProblem(f"{name}: {p.path}", p.reason)
+            for p in lossless_problems(effective(config, baseline), baseline)
+        ]
+    if touched:
+        raise LosslessConflict(touched)

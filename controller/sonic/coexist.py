@@ -1,0 +1,429 @@
+"""Coexisting with the operator's QoS config: sluice owns only what the intent declares. Pure.
+
+Three rules, one function each:
+
+- **The baseline** (``operator_baseline``): what a switch ran of the QoS tables before sluice
+  first wrote to it, sluice's own objects left out. The adoption record keeps it (the
+  ``adoptions`` table); the diff restores from it (``controller/sonic/diff.py``: a field of
+  a shared entry sluice stops setting gets its saved value back); discovery shows it.
+- **Merged maps** (``coexist``): SONiC binds one DSCP->TC and one TC->queue map to each port
+  (``PORT_QOS_MAP``, sonic-port-qos-map.yang). sluice's own maps list only the intent's DSCPs
+  and queues, and every DSCP a bound map leaves out goes to TC 0 (SAI's default). So on a
+  port that was bound to an operator map before adoption, sluice binds a merged map instead,
+  ``SLUICE_<operator map>``: the operator's entries, with the intent's over them. A port that
+  had no map keeps sluice's plain ``SLUICE`` map, as on a fresh switch.
+- **Lossless protection** (``lossless_problems``): a port's lossless priorities are its
+  ``pfc_enable`` (PFC pauses those priorities instead of dropping; SONiC's PFC priority is
+  the TC, sonic-swss orchagent/portsorch.cpp). The DSCPs the port's map sends to them are
+  lossless DSCPs; the queues its TC->queue and PFC priority->queue maps send them to are
+  lossless queues. Unless the intent declares a priority lossless itself (``declared``), it may
+  not: move a DSCP onto or off a lossless priority, move a lossless TC to another queue, or
+  set the scheduler, WRED profile or buffer profile of a lossless queue, nor any of the
+  port's PFC fields or priority groups. Each is a ``FieldProblem`` naming the CONFIG_DB field;
+  ``refuse_lossless_changes`` raises them together, before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from controller.errors import FieldProblem, LosslessConflict
+from controller.sonic.context import MAP_NAME, PREFIX
+from controller.sonic.model import EntryKey, Fields, SwitchConfig
+from controller.sonic.tables import SCHEMAS
+
+# What defines a port's lossless traffic, besides the tables sluice writes.
+LOSSLESS_TABLES = (
+    "BUFFER_PG",
+    "MAP_PFC_PRIORITY_TO_QUEUE",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP",
+)
+# The operator's QoS config an adoption record keeps: every table sluice writes, what makes
+# traffic lossless, and the pools sluice's buffer profiles draw from.
+BASELINE_TABLES: tuple[str, ...] = tuple(sorted({*SCHEMAS, *LOSSLESS_TABLES, "BUFFER_POOL"}))
+# PORT_QOS_MAP fields that make a port's priorities lossless; sluice writes none of them.
+PFC_FIELDS = ("pfc_enable", "pfcwd_sw_enable", "pfc_to_queue_map", "pfc_to_pg_map", "tc_to_pg_map")
+# The port bindings sluice writes, and the table each names.
+MAP_BINDINGS = (("dscp_to_tc_map", "DSCP_TO_TC_MAP"), ("tc_to_queue_map", "TC_TO_QUEUE_MAP"))
+# A map name: 1-32 of [-a-zA-Z0-9_], starting with a letter or digit (sonic-dscp-tc-map.yang).
+MAP_NAME_MAX = 32
+GLOBAL = "global"  # PORT_QOS_MAP|global: the switch-wide DSCP->TC map of ports with none
+PORTS_SHOWN = 4
+
+
+def _is_sluice(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def operator_baseline(observed: SwitchConfig) -> SwitchConfig:
+    """The operator's part of ``observed``: the entries of ``BASELINE_TABLES`` without
+    sluice's own (a ``SLUICE`` table or key) and without fields naming a sluice object."""
+    baseline: SwitchConfig = {}
+    for (table, key), fields in observed.items():
+        if table not in BASELINE_TABLES or _is_sluice(table) or _is_sluice(key):
+            continue
+        kept = {name: value for name, value in fields.items() if not _is_sluice(value)}
+        if kept:
+            baseline[(table, key)] = kept
+    return baseline
+
+
+def merged_map_name(operator_map: str) -> str:
+    """``SLUICE_AZURE`` for the operator's ``AZURE``; a name too long for SONiC's 32
+    characters keeps its start and a digest of the whole."""
+    name = f"{PREFIX}_{operator_map}"
+    if len(name) <= MAP_NAME_MAX:
+        return name
+    digest = hashlib.sha256(operator_map.encode()).hexdigest()[:8]
+    return f"{PREFIX}_{operator_map[: MAP_NAME_MAX - len(PREFIX) - 10]}_{digest}"
+
+
+def port_binding(config: SwitchConfig, port: str, binding: str) -> str | None:
+    """The map ``port`` is bound to in ``config`` (``binding``: a PORT_QOS_MAP field); a port
+    without its own DSCP->TC map uses the switch-wide one (``PORT_QOS_MAP|global``)."""
+    name = config.get(("PORT_QOS_MAP", port), {}).get(binding)
+    if name is None and binding == "dscp_to_tc_map":
+        name = config.get(("PORT_QOS_MAP", GLOBAL), {}).get(binding)
+    return name
+
+
+def _numeric(fields: Mapping[str, str]) -> Fields:
+    return {
+        k: fields[k]
+        for k in sorted(fields, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0, k))
+    }
+
+
+@dataclass(frozen=True)
+class Coexisting:
+    """The desired config with merged maps, and per merged map the fields it took from the
+    operator's map: field -> that map's name (what a plan shows as the operator's, kept)."""
+
+    config: SwitchConfig
+    inherited: dict[EntryKey, dict[str, str]] = field(default_factory=dict)
+
+
+def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
+    """``desired`` with each managed port bound to merged maps where it was bound to an
+    operator's map before adoption (module docstring). Pure; ``desired`` is not modified.
+    Without a baseline (nothing known of the switch) ``desired`` is what it is."""
+    if not baseline:
+        return Coexisting(desired)
+    merged: dict[EntryKey, Fields] = {}
+    inherited: dict[EntryKey, dict[str, str]] = {}
+    bindings: dict[EntryKey, Fields] = {}
+    for (table, port), fields in desired.items():
+        if table != "PORT_QOS_MAP":
+            continue
+        rebound = dict(fields)
+        for binding, map_table in MAP_BINDINGS:
+            ours = fields.get(binding)
+            theirs = port_binding(baseline, port, binding)
+            if ours is None or theirs is None or _is_sluice(theirs):
+                continue
+            operator_map = baseline.get((map_table, theirs))
+            if operator_map is None:
+                continue
+            name = merged_map_name(theirs)
+            map_key = (map_table, name)
+            if map_key not in merged:
+                own = desired.get((map_table, ours), {})
+                merged[map_key] = _numeric({**operator_map, **own})
+                SCHEMAS[map_table].check(name, merged[map_key])
+                inherited[map_key] = {n: theirs for n in operator_map if n not in own}
+            rebound[binding] = name
+        bindings[(table, port)] = rebound
+    if not merged:
+        return Coexisting(desired)
+    still_bound = {
+        (map_table, fields[binding])
+        for fields in bindings.values()
+        for binding, map_table in MAP_BINDINGS
+        if binding in fields
+    }
+    config: SwitchConfig = {}
+    for entry_key, fields in desired.items():
+        table, key = entry_key
+        if table in ("DSCP_TO_TC_MAP", "TC_TO_QUEUE_MAP") and key == MAP_NAME:
+            # Merged maps go where sluice's plain map stood (the write order within a table).
+            config.update({k: v for k, v in merged.items() if k[0] == table})
+            if entry_key not in still_bound:
+                continue
+        config[entry_key] = bindings.get(entry_key, fields)
+    for entry_key, fields in merged.items():
+        config.setdefault(entry_key, fields)
+    return Coexisting(config, inherited)
+
+
+def effective(desired: SwitchConfig, baseline: SwitchConfig | None) -> SwitchConfig:
+    """What sluice writes to a switch whose operator config before adoption was
+    ``baseline`` (None: not known, as on a fresh switch): ``coexist``'s config."""
+    return coexist(desired, baseline).config
+
+
+# --------------------------------------------------------------------------------------------
+# lossless protection
+
+
+@dataclass(frozen=True)
+class Lossless:
+    """One port's lossless traffic as the operator configured it."""
+
+    port: str
+    priorities: frozenset[int]  # pfc_enable
+    tc_of_dscp: Mapping[int, int]  # the port's whole DSCP->TC map (unmapped DSCPs: TC 0)
+    queue_of_tc: Mapping[int, int]  # the lossless TCs' queues
+    queues: frozenset[int]  # the queues lossless traffic is held in
+
+    @property
+    def dscps(self) -> tuple[int, ...]:
+        """The DSCPs that travel lossless on this port."""
+        return tuple(d for d, tc in sorted(self.tc_of_dscp.items()) if tc in self.priorities)
+
+
+def _priorities(text: str | None) -> frozenset[int]:
+    if not text:
+        return frozenset()
+    return frozenset(int(p) for p in text.split(",") if p.strip().isdigit())
+
+
+def _int_map(fields: Mapping[str, str]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in fields.items() if k.isdigit() and v.isdigit()}
+
+
+def _map_of(config: SwitchConfig, table: str, name: str | None) -> dict[int, int] | None:
+    if name is None:
+        return None
+    found = config.get((table, name))
+    return None if found is None else _int_map(found)
+
+
+def lossless_ports(config: SwitchConfig) -> dict[str, Lossless]:
+    """Every port with PFC on some priority, and what is lossless on it, per ``config`` (an
+    operator's baseline, or what discovery read)."""
+    found: dict[str, Lossless] = {}
+    for (table, port), fields in sorted(config.items()):
+        if table != "PORT_QOS_MAP" or port == GLOBAL:
+            continue
+        priorities = _priorities(fields.get("pfc_enable"))
+        if not priorities:
+            continue
+        dscp = _map_of(config, "DSCP_TO_TC_MAP", port_binding(config, port, "dscp_to_tc_map"))
+        tc_queue = _map_of(config, "TC_TO_QUEUE_MAP", fields.get("tc_to_queue_map"))
+        pfc_queue = _map_of(config, "MAP_PFC_PRIORITY_TO_QUEUE", fields.get("pfc_to_queue_map"))
+        # No map bound: SAI's defaults, TC n to queue n.
+        queue_of_tc = {tc: (tc_queue or {}).get(tc, tc) for tc in priorities}
+        pfc_queues = {(pfc_queue or {}).get(p, p) for p in priorities}
+        found[port] = Lossless(
+            port,
+            priorities,
+            dscp or {},
+            queue_of_tc,
+            frozenset(queue_of_tc.values()) | frozenset(pfc_queues),
+        )
+    return found
+
+
+def _queue_covered(key: str, port: str, queue: int) -> bool:
+    """Whether ``BUFFER_QUEUE``/``QUEUE`` key ``key`` covers ``port``'s ``queue`` (a single
+    index or a range such as ``Ethernet0|3-4``)."""
+    name, _, index = key.partition("|")
+    if name != port:
+        return False
+    low, _, high = index.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        return False
+    return int(low) <= queue <= int(high or low)
+
+
+def _operator_value(
+    baseline: SwitchConfig, table: str, port: str, queue: int, name: str
+) -> str | None:
+    for (t, key), fields in baseline.items():
+        if t == table and _queue_covered(key, port, queue) and name in fields:
+            return fields[name]
+    return None
+
+
+class _Problems:
+    """Problems by (field, reason), with the ports each was found on."""
+
+    def __init__(self) -> None:
+        self._ports: dict[tuple[str, str], list[str]] = {}
+
+    def add(self, path: str, reason: str, port: str) -> None:
+        self._ports.setdefault((path, reason), []).append(port)
+
+    def listed(self) -> list[FieldProblem]:
+        out: list[FieldProblem] = []
+        for (path, reason), ports in self._ports.items():
+            shown = ", ".join(ports[:PORTS_SHOWN])
+            more = f" and {len(ports) - PORTS_SHOWN} more" if len(ports) > PORTS_SHOWN else ""
+            out.append(FieldProblem(path, f"{reason} (on {shown}{more})"))
+        return out
+
+
+def lossless_problems(
+    desired: SwitchConfig, baseline: SwitchConfig | None, *, declared: Iterable[int] = ()
+) -> list[FieldProblem]:
+    """Every field of ``desired`` (what sluice would write, ``effective``) that changes the
+    lossless traffic ``baseline`` configures, unless the intent declares the priority lossless
+    itself (``declared``). Empty when nothing is lossless or nothing would change."""
+    if not baseline:
+        return []
+    own = frozenset(declared)
+    problems = _Problems()
+    for port, lossless in lossless_ports(baseline).items():
+        guarded = lossless.priorities - own
+        if not guarded or ("PORT_QOS_MAP", port) not in desired:
+            continue
+        _check_dscps(desired, baseline, lossless, guarded, problems)
+        _check_tc_queues(desired, baseline, lossless, guarded, problems)
+        queues = frozenset(lossless.queue_of_tc[tc] for tc in guarded)
+        _check_queues(desired, baseline, port, queues, problems)
+        _check_pfc(desired, baseline, port, problems)
+    return problems.listed()
+
+
+def _bound_map(
+    desired: SwitchConfig, baseline: SwitchConfig, port: str, binding: str, table: str
+) -> tuple[str | None, dict[int, int] | None]:
+    """The map ``port`` would be bound to, by name, and its entries (desired over baseline)."""
+    name = port_binding(desired, port, binding) or port_binding(baseline, port, binding)
+    found = _map_of(desired, table, name)
+    return name, found if found is not None else _map_of(baseline, table, name)
+
+
+def _check_dscps(
+    desired: SwitchConfig,
+    baseline: SwitchConfig,
+    lossless: Lossless,
+    guarded: frozenset[int],
+    problems: _Problems,
+) -> None:
+    name, new = _bound_map(desired, baseline, lossless.port, "dscp_to_tc_map", "DSCP_TO_TC_MAP")
+    if name is None or new is None:
+        return
+    old = lossless.tc_of_dscp
+    for dscp in sorted(set(old) | set(new)):
+        before, after = old.get(dscp, 0), new.get(dscp, 0)
+        if before == after or not ({before, after} & guarded):
+            continue
+        path = f"DSCP_TO_TC_MAP|{name}.{dscp}"
+        if before in guarded and after not in lossless.priorities:
+            reason = (
+                f"DSCP {dscp} is lossless (PFC priority {before}); "
+                f"the intent maps it to lossy TC {after}"
+            )
+        elif before in guarded:
+            reason = (
+                f"DSCP {dscp} is lossless on PFC priority {before}; "
+                f"the intent moves it to priority {after}"
+            )
+        else:
+            reason = (
+                f"DSCP {dscp} is lossy (TC {before}); the intent maps it to PFC priority "
+                f"{after}, which would pause it"
+            )
+        problems.add(path, reason, lossless.port)
+
+
+def _check_tc_queues(
+    desired: SwitchConfig,
+    baseline: SwitchConfig,
+    lossless: Lossless,
+    guarded: frozenset[int],
+    problems: _Problems,
+) -> None:
+    name, new = _bound_map(desired, baseline, lossless.port, "tc_to_queue_map", "TC_TO_QUEUE_MAP")
+    if name is None:
+        return
+    for tc in sorted(guarded):
+        before = lossless.queue_of_tc[tc]
+        after = (new or {}).get(tc, tc if new is None else 0)
+        if before != after:
+            reason = (
+                f"lossless TC {tc} is held in queue {before}; "
+                f"the intent would send it to queue {after}"
+            )
+            problems.add(f"TC_TO_QUEUE_MAP|{name}.{tc}", reason, lossless.port)
+
+
+_QUEUE_FIELDS = (("QUEUE", "scheduler"), ("QUEUE", "wred_profile"), ("BUFFER_QUEUE", "profile"))
+
+
+def _check_queues(
+    desired: SwitchConfig,
+    baseline: SwitchConfig,
+    port: str,
+    queues: frozenset[int],
+    problems: _Problems,
+) -> None:
+    for queue in sorted(queues):
+        for table, name in _QUEUE_FIELDS:
+            wanted = desired.get((table, f"{port}|{queue}"), {}).get(name)
+            if wanted is None:
+                continue
+            theirs = _operator_value(baseline, table, port, queue, name)
+            if wanted == theirs:
+                continue
+            held = f"the operator's {theirs}" if theirs is not None else "none"
+            reason = (
+                f"queue {queue} holds lossless traffic; its {name} is {held}, "
+                f"the intent would make it {wanted}"
+            )
+            problems.add(f"{table}|{port}|{queue}.{name}", reason, port)
+
+
+def _check_pfc(
+    desired: SwitchConfig, baseline: SwitchConfig, port: str, problems: _Problems
+) -> None:
+    wanted = desired.get(("PORT_QOS_MAP", port), {})
+    theirs = baseline.get(("PORT_QOS_MAP", port), {})
+    for name in PFC_FIELDS:
+        if name in wanted and wanted[name] != theirs.get(name):
+            reason = (
+                f"{name} is the operator's ({theirs.get(name)!r}); "
+                f"the intent would make it {wanted[name]!r}"
+            )
+            problems.add(f"PORT_QOS_MAP|{port}.{name}", reason, port)
+    for (table, key), fields in desired.items():
+        if (
+            table == "BUFFER_PG"
+            and key.partition("|")[0] == port
+            and fields != baseline.get((table, key))
+        ):
+            problems.add(
+                f"BUFFER_PG|{key}",
+                "priority groups hold lossless headroom; the intent would change them",
+                port,
+            )
+
+
+def refuse_lossless_changes(
+    desired: SwitchConfig,
+    baseline: SwitchConfig | None,
+    *,
+    switch: str,
+    declared: Iterable[int] = (),
+) -> None:
+    """``LosslessConflict`` naming every field of ``desired`` that touches ``baseline``'s
+    lossless traffic, each prefixed with ``switch``; nothing when there is none."""
+    problems = lossless_problems(desired, baseline, declared=declared)
+    if problems:
+        raise LosslessConflict([FieldProblem(f"{switch}: {p.path}", p.reason) for p in problems])
+
+
+def sluice_leftovers(config: SwitchConfig) -> list[str]:
+    """What of sluice's ``config`` still holds: its entries (``TABLE|key``) and the fields
+    of other entries that name one of its objects (``TABLE|key.field``). Empty once released."""
+    found: list[str] = []
+    for (table, key), fields in sorted(config.items()):
+        if _is_sluice(table) or _is_sluice(key):
+            found.append(f"{table}|{key}")
+            continue
+        found += [f"{table}|{key}.{n}" for n, v in sorted(fields.items()) if _is_sluice(v)]
+    return found

@@ -1,0 +1,128 @@
+"""Adopting a switch that runs its operator's QoS config, on SONiC's own software: the gNMI
+server, the real GCU validating against SONiC's YANG models and sluice's, orchagent + syncd
+over libsaivs and buffermgrd.
+
+The switch boots with the QoS config ``config load`` gives a Trident2 switch
+(``vsonic.seed.operator_qos_config``: two lossless priorities with PFC, maps naming DSCPs the
+intent does not, the operator's schedulers and lossless WRED profile, its image's buffers).
+One cycle, in order, on one switch (a real first rollout takes minutes): discovered, adopted
+by a rollout, drift-repaired, released; its CONFIG_DB, read straight from redis, then equals
+what the operator had, entry for entry and field for field.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from controller.intent.loader import dump_intent, parse_intent
+from controller.intent.models import Intent
+from controller.services.reconcile import ReconcileService
+from controller.services.releases import ReleaseService
+from vsonic.seed import LOSSLESS_PRIORITIES, operator_qos_config
+
+from .conftest import (
+    OPERATOR,
+    RealController,
+    StartSwitch,
+    config_db,
+    controller_of,
+    example_leaf,
+    full_switch_parts,
+)
+
+pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(1800)]  # a hang guard only
+LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # examples/intent.yaml
+MANAGED_PORTS = ("Ethernet0", "Ethernet48")
+
+
+@pytest.fixture(scope="module")
+def operated(module_db_url: str, start_switch: StartSwitch) -> Iterator[RealController]:
+    """A real switch booted with its operator's QoS config, and the controller's parts."""
+    parts = replace(full_switch_parts(), operator_config=operator_qos_config(list(LEAF_PORTS)))
+    with controller_of(start_switch(parts), module_db_url) as controller:
+        yield controller
+
+
+def brownfield_leaf(controller: RealController) -> Intent:
+    """The example leaf cut down to what the cycle needs, since GCU takes about a second a
+    change: two of its ports (the operator's config stays on all four) and three classes, the
+    storage class off queue 3, which the operator holds lossless, onto queue 0."""
+    data: dict[str, Any] = dump_intent(example_leaf(controller.switch))
+    data["switches"][0]["ports"] = [
+        p for p in data["switches"][0]["ports"] if p["name"] in MANAGED_PORTS
+    ]
+    data["service_classes"] = [
+        c for c in data["service_classes"] if c["name"] in ("control", "storage", "best-effort")
+    ]
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "storage":
+            service_class["queue"] = 0
+    return parse_intent(data)
+
+
+def test_a_running_switch_is_discovered_adopted_repaired_and_given_back_intact(
+    operated: RealController,
+) -> None:
+    switch = operated.switch
+    original = config_db(switch)
+    assert original[("PORT_QOS_MAP", "Ethernet0")]["pfc_enable"] == "3,4"
+    intent = brownfield_leaf(operated)
+    leaf = intent.switches[0]
+
+    # Discover: three Gets (one a database), lossless priorities found on every port.
+    login = leaf.login("")
+    found = operated.access().discover(
+        leaf.name, leaf.gnmi, login.secret_ref, username=login.username or None
+    )
+    assert found.gets == 3
+    assert found.lossless() == {p: list(LOSSLESS_PRIORITIES) for p in LEAF_PORTS}
+    speeds = {p.name: (p.speed_mbps or 0) // 1000 for p in found.ports}
+    assert {p.name: speeds.get(p.name) for p in leaf.ports} == {
+        p.name: p.speed_gbps for p in leaf.ports
+    }
+
+    # Adopt: the first rollout, through GCU; the lossless settings are the operator's still.
+    info = operated.roll_out(intent, allow_port_flaps=True)
+    assert info.state == "completed", (info.reason, [r.reason for r in info.results])
+    (record,) = (
+        ReleaseService(operated.sessions, clock=operated.clock)
+        .adoptions(limit=10, offset=0, switch="leaf1")
+        .items
+    )
+    assert record.released_at is None
+    running = config_db(switch)
+    for port in LEAF_PORTS:
+        managed = port in MANAGED_PORTS
+        assert running[("PORT_QOS_MAP", port)]["dscp_to_tc_map"] == (
+            "SLUICE_AZURE" if managed else "AZURE"
+        )
+        assert running[("PORT_QOS_MAP", port)]["pfc_enable"] == "3,4"
+        for queue in LOSSLESS_PRIORITIES:
+            assert running[("QUEUE", f"{port}|{queue}")] == original[("QUEUE", f"{port}|{queue}")]
+    merged = running[("DSCP_TO_TC_MAP", "SLUICE_AZURE")]
+    assert (merged["3"], merged["4"], merged["8"]) == ("3", "4", "0")  # the operator's
+    assert merged["10"] == "0"  # the intent's storage class, now on queue 0
+
+    # Drift: lossless DSCP 3 made lossy in sluice's merged map, behind its back.
+    switch.db("CONFIG_DB").hset("DSCP_TO_TC_MAP|SLUICE_AZURE", "3", "1")
+    reconciler = ReconcileService(
+        operated.sessions, clock=operated.clock, rand=random.Random(5).random
+    )
+    reconciler.loop(operated.access()).run_pass()
+    runs = {run.switch: run for run in reconciler.last_runs()}
+    assert (runs["leaf1"].status, runs["leaf1"].drift_count) == ("corrected", 1)
+    assert config_db(switch)[("DSCP_TO_TC_MAP", "SLUICE_AZURE")]["3"] == "3"
+
+    # Release: through GCU again, verified by read-back; the operator's config is back whole.
+    releases = ReleaseService(operated.sessions, clock=operated.clock)
+    asked = releases.request("leaf1", allow_port_flaps=True, actor=OPERATOR)
+    assert asked.plan is not None
+    assert releases.run_pending(operated.access()) == 1
+    done = releases.get(asked.id or 0)
+    assert done.state == "released", done.reason
+    assert config_db(switch) == original
