@@ -9,9 +9,9 @@ from fastapi import FastAPI
 
 from api.routes import dashboard, telemetry
 from api.services import Services
+from controller.prometheus.promql import make_promql
 from controller.services.telemetry import TelemetryService
 from controller.settings import PrometheusSettings
-from controller.telemetry.promql import make_promql
 from controller.types import Clock
 
 

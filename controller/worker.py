@@ -43,6 +43,8 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import PromQL, make_promql
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
 from controller.reconcile.shard import LiveShard, QueuedReconciler
@@ -75,8 +77,6 @@ from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.collector import targets_of
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 

@@ -17,7 +17,7 @@ from api.schemas import ApplyRequest, HostRunOut, PageOut, page_out
 from controller.errors import NotFound
 from controller.hosts.compile import exporter_targets
 from controller.intent.loader import parse_intent
-from controller.telemetry.gate_reads import promql_reader
+from controller.prometheus.gate_reads import promql_reader
 from controller.types import JsonObject
 
 router = APIRouter(prefix="/hosts", tags=["host runs"])

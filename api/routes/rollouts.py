@@ -13,8 +13,8 @@ from fastapi import APIRouter, Path
 from api.deps import DB_BIGINT_MAX, OperatorActor, PagingDep, ServicesDep, Viewer
 from api.routes.telemetry import TelemetryDep
 from api.schemas import PageOut, RolloutIn, RolloutOut, RolloutSummaryOut, page_out
+from controller.prometheus.gate_reads import promql_reader
 from controller.services.rollouts import RolloutPolicy
-from controller.telemetry.gate_reads import promql_reader
 
 router = APIRouter(prefix="/rollouts", tags=["rollouts"])
 RolloutId = Annotated[int, Path(ge=1, le=DB_BIGINT_MAX, description="the rollout's id")]

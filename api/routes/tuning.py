@@ -14,10 +14,10 @@ from sqlalchemy import Engine
 
 from api.deps import OperatorActor, Viewer
 from api.services import Services
+from controller.prometheus.promql import make_promql
 from controller.services.tuning import ProposalRecord, TuningService
 from controller.settings import PrometheusSettings
 from controller.store.db import make_sessions
-from controller.telemetry.promql import make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 

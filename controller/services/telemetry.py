@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from controller.errors import NotFound
 from controller.intent.models import Intent, Switch
+from controller.prometheus.promql import PromQL, Sample, finite
 from controller.telemetry.health import (
     FabricHealth,
     FabricSamples,
@@ -23,7 +24,6 @@ from controller.telemetry.health import (
     SwitchSample,
     fabric_health,
 )
-from controller.telemetry.promql import PromQL, Sample, finite
 from controller.types import Clock
 
 CurrentIntent = Callable[[], Intent]

@@ -27,6 +27,8 @@ import yaml
 
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.rollout.gates import Gate, GatePolicy, Reader
@@ -35,8 +37,6 @@ from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from controller.sonic.model import Fields, SwitchConfig
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from controller.tuning.apply import apply_changes
 from controller.tuning.evidence import Change, Evidence
 from lab.asic_db import asic_problems, wait_for_asic

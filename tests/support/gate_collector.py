@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Reader
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 
 # The host exporter's completion-time buckets (roles/host_exporter: 50 us x 2^k).

@@ -2,7 +2,7 @@
 real vsonic gNMI server streams it over gRPC Subscribe on TLS (every switch session here, as
 on a fabric), ``python -m controller.telemetry.collector`` turns it into metrics, and a real
 Prometheus scrapes them every second. Rates and resets are read back from Prometheus with
-PromQL (``controller.telemetry.promql``), the way the controller reads them; stream state and
+PromQL (``controller.prometheus.promql``), the way the controller reads them; stream state and
 freshness are read from the collector's own endpoint, which reports them at once.
 
 Offered traffic is known: one on/off class whose on periods average 10^5 s (so it is on for
@@ -25,9 +25,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.errors import PrometheusUnreachable
 from controller.intent.loader import parse_intent
+from controller.prometheus.promql import PromQL, make_promql
 from controller.sonic.compile import compile_switch
 from controller.telemetry.metrics import QUEUE_GAUGES
-from controller.telemetry.promql import PromQL, make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.dataplane.conftest import Running, SeededSwitch, eventually
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls

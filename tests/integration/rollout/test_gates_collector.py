@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from controller.intent.loader import dump_intent, parse_intent
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutPolicy
 from controller.store.rollout_store import SqlRolloutStore
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
