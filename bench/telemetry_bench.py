@@ -113,9 +113,10 @@ async def _collector(
     duration: float,
     tls: TlsOptions,
 ) -> int:
+    from controller.collector import Collector
     from controller.intent.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
+    from controller.reconcile.shard import StaticShard
     from controller.southbound.subscribe import StreamPolicy, SubMode
-    from controller.telemetry.collector import Collector, Shard
 
     intent = Intent(
         fabric=Fabric(base_rtt_us=40, port_buffer_bytes=4_000_000),
@@ -135,7 +136,7 @@ async def _collector(
         ),
     )
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
-    collector = Collector(Shard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
+    collector = Collector(StaticShard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
     collector.sync(intent, {t.name: t for t in _targets(server_ports, switches, tls)})
 
     async def scrape_then_close() -> None:
@@ -300,7 +301,7 @@ def _run_role(
     the certificate at ``ca``; print its figures as one JSON line."""
     import pygnmi.client  # type: ignore[import-untyped]  # noqa: F401
 
-    import controller.telemetry.collector  # noqa: F401  (imports are not per-switch memory)
+    import controller.collector  # noqa: F401  (imports are not per-switch memory)
 
     warmup, duration = window
     tls = TlsOptions(root_cert=ca)
@@ -370,7 +371,7 @@ def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
     import threading as _threading
 
     from controller.southbound.subscribe import SYNC, reference_decoder
-    from controller.telemetry.collector import SwitchHandler
+    from controller.telemetry.ingest import SwitchHandler
     from controller.telemetry.state import SwitchTelemetry
 
     raws = [r.SerializeToString() for r in _responses(ports, rounds)]

@@ -46,6 +46,7 @@ from pydantic import SecretStr
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
 from controller.errors import (
+    NotFound,
     SouthboundProtocolError,
     SouthboundRejected,
     SouthboundSetUnconfirmed,
@@ -168,6 +169,25 @@ def target_for_switch(
         prefix_target=prefix_target if prefix_target is not None else switch.gnmi.target,
         set_deadline_s=switch.gnmi.set_deadline_s,
     )
+
+
+def targets_for(
+    switches: Iterable[Switch],
+    resolve: SecretResolver,
+    *,
+    username: str = DEFAULT_USERNAME,
+    tls: TlsOptions | None = None,
+) -> dict[str, GnmiTarget]:
+    """The targets of ``switches`` by name; a switch whose credential does not resolve is left
+    out and logged (the error names the reference, never the secret): it is that switch's
+    problem only."""
+    out: dict[str, GnmiTarget] = {}
+    for switch in switches:
+        try:
+            out[switch.name] = target_for_switch(switch, resolve, username=username, tls=tls)
+        except NotFound as error:
+            log.warning("%s left out: %s", switch.name, error)
+    return out
 
 
 # Operators report 19.5 s on average for a 10-entry patch (sonic-net/sonic-gnmi#784) and about

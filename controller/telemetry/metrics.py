@@ -200,7 +200,7 @@ class TelemetryMetrics:
 
     def render(self) -> bytes:
         """The whole exposition. The lock the updates are applied under (the scrape runs on
-        the HTTP server's thread) is taken once per switch, not for the whole scrape, so a
+        the metrics endpoint's thread) is taken once per switch, not for the whole scrape, so a
         large scrape delays an update by one switch's lines at most."""
         with self._lock:
             switches = list(self._switches())

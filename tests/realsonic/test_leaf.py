@@ -261,7 +261,7 @@ STREAM_KNOWN = 'count(sluice_switch_stream_up{switch="leaf1"})'
 def collector_telemetry(
     real_controller: RealController, first: FirstRollout, tmp_path: Path
 ) -> Iterator[Reader]:
-    """sluice's collector (``python -m controller.telemetry.collector``) subscribed to the real
+    """sluice's collector (``python -m controller.collector``) subscribed to the real
     switch, scraped by a real Prometheus; read once it says whether leaf1's stream is up."""
     intent_file = tmp_path / "intent.yaml"
     intent_file.write_text(yaml.safe_dump(dump_intent(first.intent)))
@@ -274,7 +274,7 @@ def collector_telemetry(
     }
     with (tmp_path / "collector.log").open("wb") as log:
         collector = start_tethered(
-            [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent_file)],
+            [sys.executable, "-m", "controller.collector", "--intent", str(intent_file)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """A fake collector for the gate tests: serves the collector's metric names (docs/telemetry.md),
 and a host exporter's flow completion times (docs/tuning.md), on /metrics from values the test
 changes while Prometheus scrapes it. The real collector
-(``python -m controller.telemetry.collector``) takes its place once its switches run the data
+(``python -m controller.collector``) takes its place once its switches run the data
 plane; everything downstream (Prometheus, PromQL, the gates, the runner, the store) is real."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The collector end to end: a real data plane writes COUNTERS_DB into a real redis-server, a
 real vsonic gNMI server streams it over gRPC Subscribe on TLS (every switch session here, as
-on a fabric), ``python -m controller.telemetry.collector`` turns it into metrics, and a real
+on a fabric), ``python -m controller.collector`` turns it into metrics, and a real
 Prometheus scrapes them every second. Rates and resets are read back from Prometheus with
 PromQL (``controller.prometheus.promql``), the way the controller reads them; stream state and
 freshness are read from the collector's own endpoint, which reports them at once.
@@ -154,7 +154,7 @@ def collector(tmp_path: Path, tls: TlsFiles) -> Iterator[Callable[..., Scraper]]
         log = (tmp_path / "collector.log").open("wb")
         processes.append(
             start_tethered(
-                [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent)],
+                [sys.executable, "-m", "controller.collector", "--intent", str(intent)],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -30,7 +30,7 @@ from controller.southbound.subscribe import (
     counters_path,
     decode,
 )
-from controller.telemetry.collector import SwitchHandler
+from controller.telemetry.ingest import SwitchHandler
 from controller.telemetry.state import (
     PORT_IN_OCTETS,
     PORT_OUT_OCTETS,
