@@ -107,16 +107,16 @@ class Collector:
         self._running: dict[str, Running] = {}
         self._channels = EndpointChannels()
         self.metrics_label = "engine" if live_shard is not None else shard.name
-        self.metrics = TelemetryMetrics(self.metrics_label, self._switches, wall_ns, self.lock)
+        self.metrics = TelemetryMetrics(self.metrics_label, self.streamed, wall_ns, self.lock)
 
-    def _switches(self) -> Iterable[SwitchTelemetry]:
+    def streamed(self) -> Iterable[SwitchTelemetry]:
         """The switches streamed now (the metrics read them holding ``lock``)."""
         return [r.handler.telemetry for r in list(self._running.values())]
 
     def updates(self) -> int:
         """Updates ingested so far, over every switch."""
         with self.lock:
-            return sum(t.updates for t in self._switches())
+            return sum(t.updates for t in self.streamed())
 
     def telemetry(self, name: str) -> SwitchTelemetry | None:
         running = self._running.get(name)

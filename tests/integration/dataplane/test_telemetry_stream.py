@@ -27,7 +27,7 @@ from controller.errors import PrometheusUnreachable
 from controller.intent.loader import parse_intent
 from controller.prometheus.promql import PromQL, make_promql
 from controller.sonic.compile import compile_switch
-from controller.telemetry.metrics import QUEUE_GAUGES
+from controller.telemetry.metrics import COUNTER_FAMILIES
 from lab.prometheus import LocalPrometheus
 from tests.integration.dataplane.conftest import Running, SeededSwitch, eventually
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
@@ -185,7 +185,11 @@ PORT_RATE = 'sluice_port_tx_bytes_per_second{switch="vs1",port="Ethernet0"}'
 SWITCH_SUM = 'switch:sluice_queue_tx_bytes_per_second:sum{switch="vs1"}'
 RESETS = 'sluice_counter_resets_total{switch="vs1",port="Ethernet0",queue="1"}'
 RATE_METRICS = (
-    *(name for name, _, _ in QUEUE_GAUGES if name.endswith("_per_second")),
+    *(
+        f.name
+        for f in COUNTER_FAMILIES
+        if f.name.startswith("sluice_queue_") and f.name.endswith("_per_second")
+    ),
     "sluice_port_tx_bytes_per_second",
     "sluice_port_rx_bytes_per_second",
 )
