@@ -14,8 +14,11 @@ Memory per switch is the client's resident-set growth from before the streams to
 divided by N. The switches are served by ``--servers`` fleet vsonic processes (switch i by
 server i x K / N): a real fabric has a gNMI server per switch, and one Python process cannot
 offer a few hundred switches' counters every second, so when every client sees about the
-same rate, the servers are the limit, not the client. After its window the collector times
-one Prometheus scrape of everything it holds (the metrics are built at scrape time).
+same rate, the servers are the limit, not the client. After its window, with its streams still
+running, the collector times one scrape of everything it holds as Prometheus makes it (an HTTP
+GET with gzip of its metrics endpoint; the metrics are built at scrape time), then one of the
+same state through the code path before the compiled core wrote the counter families
+(``tests/support/reference_exposition.py``), the ratio of the two in the same run.
 Every server serves gNMI over TLS with one certificate made for the run (bench/switch_tls.py)
 and every client, pygnmi's included, trusts it: the figures include TLS's cost, as a
 deployment pays it.
@@ -113,9 +116,10 @@ async def _collector(
     duration: float,
     tls: TlsOptions,
 ) -> int:
+    from controller.collector import Collector
     from controller.intent.models import Fabric, GnmiEndpoint, Intent, Port, Role, Switch
+    from controller.reconcile.shard import StaticShard
     from controller.southbound.subscribe import StreamPolicy, SubMode
-    from controller.telemetry.collector import Collector, Shard
 
     intent = Intent(
         fabric=Fabric(base_rtt_us=40, port_buffer_bytes=4_000_000),
@@ -135,18 +139,59 @@ async def _collector(
         ),
     )
     policy = StreamPolicy(counter_mode=SubMode.SAMPLE, sample_interval_s=1.0)
-    collector = Collector(Shard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
+    collector = Collector(StaticShard(0, 1), policy, window_ns=0, rand=random.Random(1).random)
     collector.sync(intent, {t.name: t for t in _targets(server_ports, switches, tls)})
 
     async def scrape_then_close() -> None:
-        start, cpu = time.perf_counter(), time.process_time()
-        text = collector.metrics.render()
-        SCRAPE["seconds"] = time.perf_counter() - start
-        SCRAPE["cpu_s"] = time.process_time() - cpu
-        SCRAPE["samples"] = text.count(b"\n") - text.count(b"\n#")
+        from tests.support.reference_exposition import ReferenceMetrics
+
+        # The code path before the compiled core wrote the counter families, over the same
+        # state, scraped in the same run.
+        before = ReferenceMetrics(
+            collector.metrics_label, collector.streamed, time.time_ns, collector.lock
+        )
+        renders = {"now": collector.metrics.render, "before": before.render}
+        for key, which, gzip in SCRAPES:
+            scrape = await _scrape_over_http(renders[which], gzip)
+            SCRAPE.update({f"{key}{name}": value for name, value in scrape.items()})
         await collector.close()
 
     return await _count_between(collector.updates, warmup, duration, scrape_then_close)
+
+
+# (key, whose render, gzip): now, as Prometheus scrapes (it asks for gzip); now without gzip;
+# and the code path before the core as it was served (its http.server never compressed).
+SCRAPES = (("", "now", True), ("plain_", "now", False), ("before_", "before", False))
+
+
+async def _scrape_over_http(render: Any, gzip: bool) -> dict[str, float]:
+    """One scrape as Prometheus makes it, while the streams keep arriving on this event loop:
+    a GET (taking gzip if ``gzip``) from the collector's endpoint (``MetricsEndpoint``: uvicorn
+    on a thread of its own, the render on a worker thread), the body read as it came
+    (decompressed after the clock stops: the scraper's cost, not the collector's). Wall
+    seconds, the process' CPU seconds (streams included), samples and bytes on the wire."""
+    import zlib
+
+    import httpx
+
+    from controller.collector import MetricsEndpoint
+
+    endpoint = MetricsEndpoint("127.0.0.1", 0, render)
+    try:
+        url = f"http://127.0.0.1:{endpoint.port}/metrics"
+        async with httpx.AsyncClient(timeout=600) as client:
+            await client.post(url)  # the server up and the connection open (405: no render)
+            start, cpu = time.perf_counter(), time.process_time()
+            coding = {"Accept-Encoding": "gzip" if gzip else "identity"}
+            async with client.stream("GET", url, headers=coding) as reply:
+                body = b"".join([chunk async for chunk in reply.aiter_raw()])
+            seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        await asyncio.to_thread(endpoint.close)
+    gzipped = reply.headers.get("content-encoding") == "gzip"
+    text = zlib.decompress(body, 16 + zlib.MAX_WBITS) if gzipped else body
+    samples = text.count(b"\n") - text.count(b"\n#")
+    return {"seconds": seconds, "cpu_s": cpu_s, "samples": samples, "wire_bytes": len(body)}
 
 
 async def _bare(
@@ -300,7 +345,7 @@ def _run_role(
     the certificate at ``ca``; print its figures as one JSON line."""
     import pygnmi.client  # type: ignore[import-untyped]  # noqa: F401
 
-    import controller.telemetry.collector  # noqa: F401  (imports are not per-switch memory)
+    import controller.collector  # noqa: F401  (imports are not per-switch memory)
 
     warmup, duration = window
     tls = TlsOptions(root_cert=ca)
@@ -370,7 +415,7 @@ def _ingest_once(ports: int, rounds: int) -> dict[str, float]:
     import threading as _threading
 
     from controller.southbound.subscribe import SYNC, reference_decoder
-    from controller.telemetry.collector import SwitchHandler
+    from controller.telemetry.ingest import SwitchHandler
     from controller.telemetry.state import SwitchTelemetry
 
     raws = [r.SerializeToString() for r in _responses(ports, rounds)]
@@ -584,12 +629,7 @@ def render(r: dict[str, Any]) -> str:
         b = r["bare"]["updates"] / max(r["bare"]["seconds"], 1e-9)
         lines.append(f"ratio collector / bare loop: {c / b:.2f}" if b else "bare loop saw nothing")
     if "collector" in r:
-        scrape = r["collector"]["scrape"]
-        lines.append(
-            f"one scrape of the collector's metrics: {scrape['samples']:,.0f} samples "
-            f"in {scrape['seconds']:.2f} s ({scrape['cpu_s']:.2f} CPU s, "
-            f"{scrape['cpu_s'] / max(scrape['samples'], 1) * 1e6:.1f} us a sample)"
-        )
+        lines.extend(_scrape_lines(r["collector"]["scrape"]))
     i = r["ingest"]
     lines.append(
         f"ingest alone ({i['updates']:,} prebuilt updates, no server): "
@@ -610,6 +650,28 @@ def render(r: dict[str, Any]) -> str:
         f"--servers {r['servers']}"
     )
     return "\n".join(lines)
+
+
+def _scrape_lines(scrape: dict[str, float]) -> list[str]:
+    lines = []
+    labels = {
+        "": "now, gzip (as Prometheus asks)",
+        "plain_": "now, no gzip",
+        "before_": "before the core (Python render, no gzip), same state",
+    }
+    for key, label in labels.items():
+        if f"{key}seconds" not in scrape:
+            continue
+        samples, seconds, cpu_s = (scrape[f"{key}{n}"] for n in ("samples", "seconds", "cpu_s"))
+        lines.append(
+            f"one scrape over HTTP, {label}: {samples:,.0f} samples in {seconds:.2f} s "
+            f"({cpu_s:.2f} CPU s of the process, streams included; "
+            f"{scrape[f'{key}wire_bytes'] / 2**20:,.1f} MiB on the wire)"
+        )
+    if scrape.get("seconds") and scrape.get("before_seconds"):
+        ratio = scrape["before_seconds"] / scrape["seconds"]
+        lines.append(f"ratio scrape before / now: {ratio:.1f}x")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,7 +75,7 @@ async def _client(role: str, port: int, ports: int, warmup: float, duration: flo
         SubMode,
         SupervisedStream,
     )
-    from controller.telemetry.collector import SwitchHandler
+    from controller.telemetry.ingest import SwitchHandler
     from controller.telemetry.state import SwitchTelemetry
 
     target = GnmiTarget("sonic", "127.0.0.1", port, "admin", SecretStr(PASSWORD))

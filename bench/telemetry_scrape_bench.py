@@ -5,9 +5,12 @@
 Builds the state of N switches x 64 ports x 8 queues in one process (every queue and port
 with rates, an agent threshold per queue: the series a collector streaming those switches
 exports), then times, in the same run, ``TelemetryMetrics.render`` (controller/telemetry/
-metrics.py) and the baseline: the same samples as prometheus_client metric families
-(``GaugeMetricFamily.add_metric`` per sample, as the collector built them before) rendered by
-``generate_latest``. CPU seconds of this process, best of ``--repeats``.
+metrics.py, the counter families written by the compiled core) and two baselines: the same
+exposition written in Python (``tests/support/reference_exposition.py``'s
+``ReferenceMetrics``, the collector's code path before the core), and the same samples as
+prometheus_client metric families (``GaugeMetricFamily.add_metric`` per sample, as the
+collector built them before that) rendered by ``generate_latest``. CPU seconds of this
+process, best of ``--repeats``; the three must render the same number of samples.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.telemetry.metrics import TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
+from tests.support.reference_exposition import ReferenceMetrics
 
 S = 1_000_000_000
 
@@ -103,18 +107,25 @@ def main(argv: list[str] | None = None) -> int:
     metrics = TelemetryMetrics("0/1", lambda: switches, lambda: 3 * S)
     ours_s, text = _best_cpu_s(metrics.render, args.repeats)
     samples = _samples(text)
+    python = ReferenceMetrics("0/1", lambda: switches, lambda: 3 * S)
+    python_s, python_text = _best_cpu_s(python.render, args.repeats)
     registry = CollectorRegistry()
     registry.register(FamiliesOf(text))
     base_s, base_text = _best_cpu_s(lambda: generate_latest(registry), args.repeats)
-    if _samples(base_text) != samples:
-        raise SystemExit("the baseline rendered a different number of samples")
+    if not _samples(python_text) == _samples(base_text) == samples:
+        raise SystemExit("a baseline rendered a different number of samples")
+
+    def per_sample(cpu_s: float) -> str:
+        return f"{cpu_s:.2f} CPU s ({cpu_s / samples * 1e6:.2f} us a sample)"
+
     print(
         f"{args.switches} switches x {args.ports} ports: {samples:,} samples, "
         f"{len(text) / 2**20:,.0f} MiB of text\n"
-        f"sluice render: {ours_s:.2f} CPU s ({ours_s / samples * 1e6:.2f} us a sample)\n"
-        f"prometheus_client families + generate_latest (baseline): {base_s:.2f} CPU s "
-        f"({base_s / samples * 1e6:.2f} us a sample)\n"
-        f"ratio baseline / render: {base_s / ours_s:.1f}x\n"
+        f"sluice render (counter families by the core): {per_sample(ours_s)}\n"
+        f"baseline: the same in Python (before the core): {per_sample(python_s)}\n"
+        f"baseline: prometheus_client families + generate_latest: {per_sample(base_s)}\n"
+        f"ratio Python / render: {python_s / ours_s:.1f}x; "
+        f"prometheus_client / render: {base_s / ours_s:.1f}x\n"
         f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     return 0

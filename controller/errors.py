@@ -241,7 +241,7 @@ class SouthboundProtocolError(SouthboundError):
 
 
 class PrometheusError(SluiceError):
-    """Reading telemetry history from Prometheus failed (controller/telemetry/promql.py)."""
+    """Reading telemetry history from Prometheus failed (controller/prometheus/promql.py)."""
 
     title = "prometheus error"
 

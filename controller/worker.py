@@ -45,6 +45,8 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import PromQL, make_promql
 from controller.reconcile.access import GnmiAccess
 from controller.reconcile.loop import ReconcileLoop
 from controller.reconcile.shard import LiveShard, QueuedReconciler
@@ -72,15 +74,12 @@ from controller.services.tuning import TuningService
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings
 from controller.southbound.credentials import SecretResolver
-from controller.southbound.gnmi import GnmiTarget, SessionPool
+from controller.southbound.gnmi import GnmiTarget, SessionPool, targets_for
 from controller.store.db import make_engine, make_sessions
 from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
-from controller.telemetry.collector import targets_of
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 
@@ -308,7 +307,12 @@ def _watched(
             return {}
         if head not in known:
             known.clear()
-            known[head] = targets_of(intents.current().intent, settings, resolve)
+            known[head] = targets_for(
+                intents.current().intent.switches,
+                resolve,
+                username=settings.gnmi.username,
+                tls=settings.gnmi.tls(),
+            )
         every = known[head]
         if live_shard is None:
             return every

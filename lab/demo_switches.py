@@ -261,9 +261,7 @@ def switches_step(
             "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
         collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
         log = run_dir / "collector.log"
-        stack.enter_context(
-            controller_process("controller.telemetry.collector", collector, log, keep)
-        )
+        stack.enter_context(controller_process("controller.collector", collector, log, keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
         run([sluice, "apply", "-f", str(intent), "--summary", "--reason",
              "demo: roll out to the switches"], full)  # fmt: skip

@@ -1,6 +1,7 @@
-"""Engine mode's fleet division: each live member's shard of the switches, for the workers'
-drift watch (``SLUICE_WORKER_ENGINE=procrastinate``, docs/scaling.md "Several workers") and
-the telemetry collectors (``SLUICE_TELEMETRY_SHARD=engine``).
+"""The fleet's division into shards: a collector's static shard (``--shard I/N``,
+``StaticShard``) and engine mode's live shards, each live member's part of the switches, for
+the workers' drift watch (``SLUICE_WORKER_ENGINE=procrastinate``, docs/scaling.md "Several
+workers") and the telemetry collectors (``SLUICE_TELEMETRY_SHARD=engine``).
 
 Each worker watches only its shard of the head intent's switches: a switch belongs to the live
 worker with the highest hash of (worker, switch), rendezvous or highest-random-weight hashing
@@ -23,11 +24,41 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun
 
 log = logging.getLogger("controller.reconcile.shard")
+
+
+@dataclass(frozen=True)
+class StaticShard:
+    """Shard ``index`` of ``count`` (0-based): the switches whose SHA-256 name hash is
+    ``index`` modulo ``count``, the same in every process and run, with no coordination."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> StaticShard:
+        """``I/N`` with 0 <= I < N, e.g. ``0/1`` (everything) or ``2/4``."""
+        index, sep, count = text.partition("/")
+        if not sep or not index.isdigit() or not count.isdigit():
+            raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4")
+        shard = cls(int(index), int(count))
+        if shard.count < 1 or not 0 <= shard.index < shard.count:
+            raise ValueError(f"--shard {text!r}: need 0 <= I < N")
+        return shard
+
+    @property
+    def name(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def holds(self, switch: str) -> bool:
+        """Stable across processes and restarts (not Python's salted ``hash``)."""
+        digest = hashlib.sha256(switch.encode()).digest()
+        return int.from_bytes(digest[:8], "big") % self.count == self.index
 
 
 def weight(member: int, switch: str) -> int:

@@ -22,6 +22,11 @@ shortest spacing, read from procrastinate's ``deferred`` events. A dead worker's
 jobs are put back to ``todo`` by the reaper (a reconcile is safe to repeat), so another
 worker reconciles those switches within the same pass.
 
+Telemetry collectors that share the switches through the engine (``SLUICE_TELEMETRY_SHARD=
+engine``) are engine worker records too, each named a collector's in ``telemetry_collectors``
+(``CollectorMembership``): they heartbeat and are read back live as the workers are, and the
+workers' drift watch leaves them out of its members.
+
 Finished jobs are pruned by procrastinate's own cleanup (``builtin_tasks.remove_old_jobs``)
 run as a periodic task: procrastinate's periodic deferrer records each tick in
 ``procrastinate_periodic_defers``, so however many workers run, one job per tick is queued.
@@ -30,6 +35,7 @@ run as a periodic task: procrastinate's periodic deferrer records each tick in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -42,6 +48,7 @@ from procrastinate import App, JobContext, PsycopgConnector, SyncPsycopgConnecto
 from procrastinate.exceptions import AlreadyEnqueued, UniqueViolation
 from procrastinate.jobs import Status
 from procrastinate.manager import JobManager
+from procrastinate.sql import queries as engine_queries
 from procrastinate.worker import Worker as ProcrastinateWorker
 
 from controller.settings import libpq_conninfo
@@ -81,12 +88,23 @@ QUEUED_RECONCILES = (
     " WHERE task_name = %(task)s AND status = 'todo' AND queueing_lock IS NOT NULL"
 )
 
-# A telemetry collector's record (``telemetry_collectors``, controller/telemetry/collector.py)
-# is a member of the collectors' shard, not of the workers' drift watch.
+# A telemetry collector's record (``telemetry_collectors``, ``CollectorMembership``) is a
+# member of the collectors' shard, not of the workers' drift watch.
 LIVE_WORKERS = (
     "SELECT id FROM procrastinate_workers"
     " WHERE last_heartbeat > now() - make_interval(secs => %(seconds)s)"
     " AND id NOT IN (SELECT worker_id FROM telemetry_collectors) ORDER BY id"
+)
+
+# A new engine worker record (procrastinate's own function, its schema.sql), named a collector's
+# in the same statement so no other member ever reads it as a worker.
+REGISTER_COLLECTOR = (
+    "WITH w AS (SELECT worker_id FROM procrastinate_register_worker_v1())"
+    " INSERT INTO telemetry_collectors (worker_id) SELECT worker_id FROM w RETURNING worker_id"
+)
+LIVE_COLLECTORS = (
+    "SELECT w.id FROM procrastinate_workers w JOIN telemetry_collectors c ON c.worker_id = w.id"
+    " WHERE w.last_heartbeat > now() - make_interval(secs => %(seconds)s) ORDER BY w.id"
 )
 
 
@@ -209,6 +227,45 @@ class ReconcileDispatch:
             connection, QUEUED_RECONCILES, task=RECONCILE_TASK
         )
         return {row["queueing_lock"] for row in rows}
+
+
+class CollectorMembership:
+    """A telemetry collector's record among the engine's workers (``SLUICE_TELEMETRY_SHARD=
+    engine``): registered at its first ``beat``, heartbeat by the next ones, removed on
+    ``close``; ``live`` reads the collectors heard from within ``stalled_after_s``, the members
+    its shard is computed over (``controller.reconcile.shard.LiveShard``). Synchronous: call
+    off the event loop."""
+
+    def __init__(self, database_url: str, stalled_after_s: float) -> None:
+        self._app = App(connector=SyncPsycopgConnector(conninfo=libpq_conninfo(database_url)))
+        self._stalled_after_s = stalled_after_s
+        self.member_id: int | None = None
+
+    def open(self) -> None:
+        self._app.open()
+
+    def beat(self) -> None:
+        """Register on the first beat (or again once this record was pruned as stalled, after
+        a long pause), else refresh the heartbeat."""
+        connector = self._app.connector
+        if self.member_id is None or self.member_id not in self.live():
+            row = connector.execute_query_one(REGISTER_COLLECTOR)
+            self.member_id = int(row["worker_id"])
+            log.info("telemetry collector: registered as engine member %d", self.member_id)
+            return
+        connector.execute_query(engine_queries["update_heartbeat"], worker_id=self.member_id)
+
+    def live(self) -> tuple[int, ...]:
+        rows = self._app.connector.execute_query_all(LIVE_COLLECTORS, seconds=self._stalled_after_s)
+        return tuple(int(row["id"]) for row in rows)
+
+    def close(self) -> None:
+        if self.member_id is not None:
+            with contextlib.suppress(Exception):  # a stalled record is pruned anyway
+                self._app.connector.execute_query(
+                    engine_queries["unregister_worker"], worker_id=self.member_id
+                )
+        self._app.close()
 
 
 @dataclass(frozen=True, slots=True)

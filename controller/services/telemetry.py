@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 
 from controller.errors import NotFound
 from controller.intent.models import Intent, Switch
+from controller.prometheus.promql import PromQL, Sample, finite
 from controller.telemetry.health import FabricHealth as FabricHealth
 from controller.telemetry.health import FabricSamples, QueueSample, SwitchSample, fabric_health
 from controller.telemetry.health import Reason as Reason
 from controller.telemetry.health import SwitchHealth as SwitchHealth
-from controller.telemetry.promql import PromQL, Sample, finite
 from controller.types import Clock
 
 CurrentIntent = Callable[[], Intent]

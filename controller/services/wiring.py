@@ -35,8 +35,8 @@ from controller.services.twin_runs import TwinRunService
 from controller.settings import Settings
 from controller.southbound.resolve import resolve_names
 from controller.store.db import make_engine, make_sessions
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 

@@ -202,6 +202,25 @@ def target_for_endpoint(
     )
 
 
+def targets_for(
+    switches: Iterable[Switch],
+    resolve: SecretResolver,
+    *,
+    username: str = DEFAULT_USERNAME,
+    tls: TlsOptions | None = None,
+) -> dict[str, GnmiTarget]:
+    """The targets of ``switches`` by name; a switch whose credential does not resolve is left
+    out and logged (the error names the reference, never the secret): it is that switch's
+    problem only."""
+    out: dict[str, GnmiTarget] = {}
+    for switch in switches:
+        try:
+            out[switch.name] = target_for_switch(switch, resolve, username=username, tls=tls)
+        except NotFound as error:
+            log.warning("%s left out: %s", switch.name, error)
+    return out
+
+
 # Operators report 19.5 s on average for a 10-entry patch (sonic-net/sonic-gnmi#784) and about
 # 10 minutes for 150 ACL rules (sonic-net/sonic-buildimage#22370): a QoS Set of a hundred
 # entries needs tens of seconds, not the 10 s a read gets. Measured with the real GCU, a Set

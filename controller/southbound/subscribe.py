@@ -546,7 +546,7 @@ class SupervisedStream:
 
 
 class Handler(Protocol):
-    """What the collector's streams report to (``controller.telemetry.collector``)."""
+    """What the collector's streams report to (``controller.collector``)."""
 
     def notification(self, note: Notification) -> None:
         """One notification: name maps, counter hashes (by object or as a whole table), the

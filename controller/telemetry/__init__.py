@@ -1,3 +1,4 @@
-"""Telemetry: counters and agent state streamed from switches (gNMI Subscribe) and turned
-into rates by the collector, exported to Prometheus; the health model and the PromQL client
-that read the history back (docs/telemetry.md, docs/health.md)."""
+"""Telemetry: one switch's counters and agent state as the collector holds them (the ingest
+from its streams, the rates over the compiled core) and their Prometheus exposition; the
+health model and the tuner's summary read back from Prometheus (docs/telemetry.md,
+docs/health.md)."""

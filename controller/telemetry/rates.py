@@ -1,5 +1,5 @@
 """What the collector's counter rule shares with its readers (pure): the unit of switch time,
-a clamped fraction, and a COUNTERS_DB count parsed without an exception.
+the bound a counter may grow by, and a COUNTERS_DB count parsed without an exception.
 
 A SONiC counter only grows until something clears it (``sonic-clear queuecounters``), the
 switch or syncd restarts, or a 64-bit count wraps. A counter that goes backwards is therefore
@@ -38,15 +38,6 @@ def grew_too_fast(grown: int, since_ns: int, limit_per_s: int | None) -> bool:
     if limit_per_s is None or grown <= 0:
         return False
     return grown * NS_PER_S > limit_per_s * JUMP_FACTOR * max(0, since_ns + JUMP_SLACK_NS)
-
-
-def fraction(part: float | None, whole: float | None) -> float | None:
-    """``part / whole`` clamped to 0..1; None without both, 0 when nothing was sent."""
-    if part is None or whole is None:
-        return None
-    if whole <= 0:
-        return 0.0
-    return min(1.0, max(0.0, part / whole))
 
 
 def parse_count(text: object) -> int | None:

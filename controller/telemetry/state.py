@@ -29,7 +29,7 @@ from typing import Any
 from controller_core import CounterTable
 
 from controller.southbound.faults import Fault
-from controller.telemetry.rates import NS_PER_S, fraction, parse_count
+from controller.telemetry.rates import NS_PER_S, parse_count
 
 QUEUE_PACKETS = "SAI_QUEUE_STAT_PACKETS"
 QUEUE_BYTES = "SAI_QUEUE_STAT_BYTES"
@@ -66,35 +66,6 @@ class CounterView:
 
     rates: dict[str, float]
     gauges: dict[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class QueueView:
-    tx_bytes_per_second: float | None
-    tx_packets_per_second: float | None
-    dropped_packets_per_second: float | None
-    dropped_bytes_per_second: float | None
-    ecn_marked_packets_per_second: float | None
-    mark_fraction: float | None
-    occupancy_bytes: int | None
-    watermark_bytes: int | None
-
-
-def queue_view(counters: CounterView) -> QueueView:
-    rates, gauges = counters.rates, counters.gauges
-    marked = rates.get(QUEUE_ECN_MARKED_PACKETS)
-    watermark = gauges.get(QUEUE_SHARED_WATERMARK, gauges.get(QUEUE_WATERMARK))
-    return QueueView(
-        tx_bytes_per_second=rates.get(QUEUE_BYTES),
-        tx_packets_per_second=rates.get(QUEUE_PACKETS),
-        dropped_packets_per_second=rates.get(QUEUE_DROPPED_PACKETS),
-        dropped_bytes_per_second=rates.get(QUEUE_DROPPED_BYTES),
-        ecn_marked_packets_per_second=marked,
-        mark_fraction=fraction(marked, rates.get(QUEUE_PACKETS)),
-        # Current occupancy where the switch polls it, else the watermark since the last read.
-        occupancy_bytes=gauges.get(QUEUE_OCCUPANCY, watermark),
-        watermark_bytes=watermark,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +222,7 @@ class SwitchTelemetry:
 
     @property
     def queues(self) -> dict[QueueId, CounterView]:
-        """Each queue that has had a hash (built at each read: a scrape reads it once)."""
+        """Each queue that has had a hash (built at each read)."""
         return {QueueId(p, q): CounterView(*views) for p, q, views in self.table.queues()}
 
     @property
@@ -259,23 +230,14 @@ class SwitchTelemetry:
         """Each port that has had a hash."""
         return {port: CounterView(*views) for port, views in self.table.ports()}
 
-    def queue_views(self) -> dict[QueueId, QueueView]:
-        return {q: queue_view(c) for q, c in sorted(self.queues.items())}
-
-    def port_rates(self, port: str) -> tuple[float | None, float | None]:
-        """(tx, rx) bytes per second of ``port``."""
-        found = self.table.port(port)
-        if found is None:
-            return None, None
-        rates = found[0]
-        return rates.get(PORT_OUT_OCTETS), rates.get(PORT_IN_OCTETS)
-
-    def utilisation(self, port: str) -> float | None:
-        tx, _ = self.port_rates(port)
-        speed = self.port_speeds_bps.get(port)
-        if tx is None or not speed:
-            return None
-        return fraction(tx * 8, speed)
+    def counter_lines(self, names: list[str]) -> list[bytes]:
+        """The sample lines of the counter families (the queues' and ports' series), one
+        ``bytes`` per name of ``names``, in the core's slot order (``controller_core.
+        CounterTable.exposition``; ``controller.telemetry.metrics.COUNTER_FAMILIES``)."""
+        chunks: list[bytes] = self.table.exposition(
+            names, self.name, self.queue_classes, self._port_speeds_bps
+        )
+        return chunks
 
     def class_of(self, queue: str) -> str:
         return self.queue_classes.get(queue, "")

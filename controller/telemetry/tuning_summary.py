@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from controller.telemetry.promql import PromQL, Sample
+from controller.prometheus.promql import PromQL, Sample
 from controller.tuning.summary import (
     FlowSizeSample,
     QjumpLevelSummary,

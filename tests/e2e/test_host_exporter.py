@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from controller.prometheus.promql import PromQL, make_promql
 from controller.qos.pias import demotion_thresholds, load_workload
-from controller.telemetry.promql import PromQL, make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.tuning.pias import PiasInUse, tune_pias
 from controller.tuning.stability import StabilityPolicy

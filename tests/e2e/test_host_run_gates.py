@@ -26,11 +26,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Reader
 from controller.services.tokens import AccessRole
 from controller.settings import PrometheusSettings, Settings
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab import netns
 from lab.prometheus import LocalPrometheus
 from tests.e2e.playbook import htb_classes, in_namespace

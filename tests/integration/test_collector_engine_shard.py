@@ -1,5 +1,5 @@
 """Collectors sharing the switches through the engine (``SLUICE_TELEMETRY_SHARD=engine``):
-two ``python -m controller.telemetry.collector`` processes on a real PostgreSQL register as
+two ``python -m controller.collector`` processes on a real PostgreSQL register as
 engine worker records and split six vsonic switches (gNMI over TLS) by rendezvous hashing,
 each switch's series exported by exactly one; the controller workers' drift watch does not
 count them as its members. One collector is killed with SIGKILL and the survivor exports every
@@ -68,7 +68,7 @@ def _start(db_url: str, tls: TlsFiles, port: int, log: Path) -> subprocess.Popen
            "SLUICE_WORKER_STALLED_AFTER_S": str(STALLED_AFTER_S)}  # fmt: skip
     with log.open("wb") as out:
         return start_tethered(
-            [sys.executable, "-m", "controller.telemetry.collector"],
+            [sys.executable, "-m", "controller.collector"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

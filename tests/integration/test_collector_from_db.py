@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.telemetry.collector import Shard
+from controller.reconcile.shard import StaticShard
 from tests.integration.dataplane.conftest import eventually
 from tests.integration.tls_certs import self_signed_tls
 from tests.support.collector_fleet import store_intent, streaming_switches, tls_switches
@@ -54,14 +54,14 @@ def test_two_shards_stream_the_intents_switches_between_them(
             log = (tmp_path / f"collector-{shard.replace('/', '-')}.log").open("wb")
             processes.append(
                 start_tethered(
-                    [sys.executable, "-m", "controller.telemetry.collector", "--shard", shard],
+                    [sys.executable, "-m", "controller.collector", "--shard", shard],
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
             )
         for shard, port in ports.items():
-            expected = {n for n in NAMES if Shard.parse(shard).holds(n)}
+            expected = {n for n in NAMES if StaticShard.parse(shard).holds(n)}
             eventually(lambda p=port, e=expected: streaming_switches(p) == e,  # type: ignore[misc]
                        f"shard {shard} streams {sorted(expected)}")  # fmt: skip
         assert set().union(*(streaming_switches(p) for p in ports.values())) == set(NAMES)

@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from controller.collector import Collector
 from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
 from controller.reconcile.access import GnmiAccess
+from controller.reconcile.shard import StaticShard
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
 from controller.southbound.gnmi import GnmiTarget, SessionPool, TlsOptions
 from controller.southbound.subscribe import StreamPolicy
-from controller.telemetry.collector import Collector, Shard
 from lab.realsonic import RealSwitch, SonicBundle, SwitchParts
 from tests.realsonic.streams import wait_for
 
@@ -96,7 +97,7 @@ def _collector_faults(intent: Intent, target: GnmiTarget) -> str:
     its metrics then."""
 
     async def scenario() -> str:
-        collector = Collector(Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.random)
+        collector = Collector(StaticShard(0, 1), StreamPolicy(), window_ns=0, rand=random.random)
         collector.sync(intent, {"leaf1": target})
         try:
             await asyncio.to_thread(

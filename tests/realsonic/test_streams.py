@@ -1,5 +1,5 @@
 """sluice's streams against SONiC's own gNMI server: the collector process
-(``python -m controller.telemetry.collector``, its switches from the intent in PostgreSQL)
+(``python -m controller.collector``, its switches from the intent in PostgreSQL)
 and the drift watch, on one switch with no orchagent so the test owns COUNTERS_DB: it writes
 counters at known rates as syncd's flex counters would (an HSET per object), and writes
 STATE_DB as an agent would.
@@ -131,7 +131,7 @@ def lab(
     }
     with log.open("wb") as out:
         process = start_tethered(
-            [sys.executable, "-m", "controller.telemetry.collector"],
+            [sys.executable, "-m", "controller.collector"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """A fake collector for the gate tests: serves the collector's metric names (docs/telemetry.md),
 and a host exporter's flow completion times (docs/tuning.md), on /metrics from values the test
 changes while Prometheus scrapes it. The real collector
-(``python -m controller.telemetry.collector``) takes its place once its switches run the data
+(``python -m controller.collector``) takes its place once its switches run the data
 plane; everything downstream (Prometheus, PromQL, the gates, the runner, the store) is real."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Reader
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 
 # The host exporter's completion-time buckets (roles/host_exporter: 50 us x 2^k).

@@ -2,10 +2,12 @@
 //! the collector's lock; every method runs to its end holding the interpreter, so the
 //! metrics thread never sees a half-applied batch.
 
+use crate::exposition::{self, Labels, SLOTS};
 use crate::gnmi::counter_batch;
 use crate::table::{CounterSet, Kind, SwitchCounters, PORT_RATE_FIELDS, QUEUE_RATE_FIELDS};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
+use std::collections::HashMap;
 
 /// One switch's counter objects and rates (`table::SwitchCounters`).
 #[pyclass(module = "controller_core")]
@@ -117,11 +119,6 @@ impl CounterTable {
         self.inner.unknown_oids
     }
 
-    /// `(rates, gauges)` of the port named `port`, once a hash of it arrived.
-    fn port<'py>(&self, py: Python<'py>, port: &str) -> PyResult<Option<Views<'py>>> {
-        self.inner.port(port).map(|c| self.views(py, Kind::Port, c)).transpose()
-    }
-
     /// `(port, queue, count)` per object that reset (queue empty for a port).
     fn resets(&self) -> Vec<(String, String, u64)> {
         self.inner.resets().to_vec()
@@ -134,6 +131,34 @@ impl CounterTable {
             Ok((object.port.clone(), object.queue.clone(), views))
         });
         queues.collect()
+    }
+
+    /// The sample lines of the counter families (`exposition::render`): one `bytes` per name
+    /// of `names` (the families in slot order, `exposition::SLOTS` of them), labelled with
+    /// `switch`, each queue index's class from `classes` and each port's speed in bits a
+    /// second from `speeds` (in its order). Written without the interpreter, so the event
+    /// loop's thread runs meanwhile; the caller's lock keeps the table still.
+    fn exposition<'py>(
+        &self,
+        py: Python<'py>,
+        names: Vec<String>,
+        switch: &str,
+        classes: HashMap<String, String>,
+        speeds: &Bound<'py, PyDict>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let names: [String; SLOTS] = names.try_into().map_err(|names: Vec<String>| {
+            pyo3::exceptions::PyValueError::new_err(format!("{} names for {SLOTS} families", names.len()))
+        })?;
+        let speeds: Vec<(String, f64)> = speeds
+            .iter()
+            .map(|(port, bps)| Ok((port.extract()?, bps.extract()?)))
+            .collect::<PyResult<_>>()?;
+        let inner = &self.inner;
+        let chunks = py.detach(|| {
+            let names: [&str; SLOTS] = std::array::from_fn(|i| names[i].as_str());
+            exposition::render(inner, &names, &Labels { switch, classes: &classes, speeds: &speeds })
+        });
+        Ok(chunks.iter().map(|chunk| PyBytes::new(py, chunk)).collect())
     }
 
     /// `(port, rates, gauges)` per port that has had a hash.

@@ -1,8 +1,8 @@
 """The collector end to end: a real data plane writes COUNTERS_DB into a real redis-server, a
 real vsonic gNMI server streams it over gRPC Subscribe on TLS (every switch session here, as
-on a fabric), ``python -m controller.telemetry.collector`` turns it into metrics, and a real
+on a fabric), ``python -m controller.collector`` turns it into metrics, and a real
 Prometheus scrapes them every second. Rates and resets are read back from Prometheus with
-PromQL (``controller.telemetry.promql``), the way the controller reads them; stream state and
+PromQL (``controller.prometheus.promql``), the way the controller reads them; stream state and
 freshness are read from the collector's own endpoint, which reports them at once.
 
 Offered traffic is known: one on/off class whose on periods average 10^5 s (so it is on for
@@ -25,9 +25,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.errors import PrometheusUnreachable
 from controller.intent.loader import parse_intent
+from controller.prometheus.promql import PromQL, make_promql
 from controller.sonic.compile import compile_switch
-from controller.telemetry.metrics import QUEUE_GAUGES
-from controller.telemetry.promql import PromQL, make_promql
+from controller.telemetry.metrics import COUNTER_FAMILIES
 from lab.prometheus import LocalPrometheus
 from tests.integration.dataplane.conftest import Running, SeededSwitch, eventually
 from tests.integration.tls_certs import SERVER_NAME, self_signed_tls
@@ -154,7 +154,7 @@ def collector(tmp_path: Path, tls: TlsFiles) -> Iterator[Callable[..., Scraper]]
         log = (tmp_path / "collector.log").open("wb")
         processes.append(
             start_tethered(
-                [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent)],
+                [sys.executable, "-m", "controller.collector", "--intent", str(intent)],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -185,7 +185,11 @@ PORT_RATE = 'sluice_port_tx_bytes_per_second{switch="vs1",port="Ethernet0"}'
 SWITCH_SUM = 'switch:sluice_queue_tx_bytes_per_second:sum{switch="vs1"}'
 RESETS = 'sluice_counter_resets_total{switch="vs1",port="Ethernet0",queue="1"}'
 RATE_METRICS = (
-    *(name for name, _, _ in QUEUE_GAUGES if name.endswith("_per_second")),
+    *(
+        f.name
+        for f in COUNTER_FAMILIES
+        if f.name.startswith("sluice_queue_") and f.name.endswith("_per_second")
+    ),
     "sluice_port_tx_bytes_per_second",
     "sluice_port_rx_bytes_per_second",
 )

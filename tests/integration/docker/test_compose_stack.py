@@ -7,7 +7,7 @@ with docker/prometheus/, then migrate, api and worker).
 
 Only what names another container changes: ``postgres:5432`` and ``prometheus:9090`` become
 the local servers' loopback addresses, and the API listens on 127.0.0.1 (not 0.0.0.0).
-The collector (``python -m controller.telemetry.collector``) is not run here: its module
+The collector (``python -m controller.collector``) is not run here: its module
 arrives with the telemetry-stream branch."""
 
 from __future__ import annotations

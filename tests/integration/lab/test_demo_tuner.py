@@ -111,9 +111,7 @@ def lab(tmp_path: Path, db_url: str) -> Iterator[Lab]:
         stack.callback(run, [str(BIN / "vsonic"), "down", "--state-dir", str(state_dir)], env)
         stack.enter_context(controller_worker(env, tmp_path / "worker.log", False))
         stack.enter_context(
-            controller_process(
-                "controller.telemetry.collector", env, tmp_path / "collector.log", False
-            )
+            controller_process("controller.collector", env, tmp_path / "collector.log", False)
         )
         run([sluice, "apply", "-f", str(intent), "--reason", "test"], env)
         # The switch's first rollout takes its ports down and up once: allowed.

@@ -21,14 +21,14 @@ from controller.cli import CliDeps, app
 from controller.errors import Conflict
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.services.tokens import AccessRole
 from controller.settings import PrometheusSettings, Settings
 from controller.store.rollout_store import SqlRolloutStore
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served

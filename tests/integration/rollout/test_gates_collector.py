@@ -1,5 +1,5 @@
 """Health gates end to end with the real collector: four vsonic switches (real gRPC over TLS,
-real Redis), ``python -m controller.telemetry.collector`` subscribed to them, a real
+real Redis), ``python -m controller.collector`` subscribed to them, a real
 Prometheus scraping it, PostgreSQL holding the rollout. The gate is a PromQL one over the
 collector's ``sluice_switch_stream_up``: a switch of the batch that stops streaming during
 the soak fails it, and the batch is rolled back while the spines are never touched."""
@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from controller.intent.loader import dump_intent, parse_intent
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutPolicy
 from controller.store.rollout_store import SqlRolloutStore
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import make_promql
 from lab.prometheus import LocalPrometheus
 from vsonic.gnmi_server import TlsFiles
 from vsonic.redis_process import free_port
@@ -69,7 +69,7 @@ def streaming(controller: Controller, switch_tls: TlsFiles, tmp_path: Path) -> I
     }
     with (tmp_path / "collector.log").open("wb") as log:
         collector = start_tethered(
-            [sys.executable, "-m", "controller.telemetry.collector", "--intent", str(intent_file)],
+            [sys.executable, "-m", "controller.collector", "--intent", str(intent_file)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """A bad config caught by what the traffic does: four vsonic switches each running the real
 data plane (``vswitch-dataplane``, offered traffic) and the real qos-agent next to its Redis,
-``python -m controller.telemetry.collector`` streaming their counters over gNMI into a real
+``python -m controller.collector`` streaming their counters over gNMI into a real
 Prometheus, the rollout in a real PostgreSQL.
 
 The traffic is a partition-aggregate burst into the strict ``rpc`` queue (6, static ECN) of

@@ -32,7 +32,7 @@ from controller.southbound.subscribe import (
     read_once,
     subscribe,
 )
-from controller.telemetry.collector import SwitchHandler
+from controller.telemetry.ingest import SwitchHandler
 from controller.telemetry.state import SwitchTelemetry
 from vsonic.db import COUNTERS_DB, STATE_DB, Store
 from vsonic.fleet import fleet_targets

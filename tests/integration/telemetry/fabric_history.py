@@ -1,7 +1,7 @@
 """Ten minutes of telemetry for a two-leaf fabric, in the collector's metric names
 (docs/telemetry.md), written as OpenMetrics for ``promtool tsdb create-blocks-from``.
 
-This stands in for the collector (``controller/telemetry/collector.py``) where a test needs a
+This stands in for the collector (``controller/collector.py``) where a test needs a
 known history at once: the values are functions of the sample index, so a test can compute
 what Prometheus must answer. Pointing the same tests at a real collector means starting
 ``LocalPrometheus`` with the collector as its target instead of backfilling this history.

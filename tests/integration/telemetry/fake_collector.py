@@ -1,6 +1,6 @@
 """A fake collector: serves a fixed Prometheus exposition on /metrics (http.server on
 127.0.0.1), in the real collector's metric names (docs/telemetry.md), for tests of what reads
-them. The real one is ``python -m controller.telemetry.collector``; a test switches to it by
+them. The real one is ``python -m controller.collector``; a test switches to it by
 scraping its port instead."""
 
 from __future__ import annotations

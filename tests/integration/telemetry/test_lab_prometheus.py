@@ -1,6 +1,6 @@
 """lab.prometheus: a real Prometheus on loopback that scrapes its targets, loads sluice's rules
 and stops when done. The scraped target here is a fake collector (a few lines of the
-collector's exposition, fake_collector.py); the real one is controller.telemetry.collector."""
+collector's exposition, fake_collector.py); the real one is controller.collector."""
 
 from __future__ import annotations
 

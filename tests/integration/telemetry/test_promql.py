@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from controller.errors import PrometheusBadAnswer, PrometheusQueryInvalid, PrometheusUnreachable
-from controller.telemetry.promql import PromQL, make_promql
+from controller.prometheus.promql import PromQL, make_promql
 from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus
 from tests.integration.telemetry.fabric_history import STEP_S, last_point

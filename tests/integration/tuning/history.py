@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.telemetry.promql import PromQL, make_promql
+from controller.prometheus.promql import PromQL, make_promql
 from lab.prometheus import running_prometheus
 
 STEP_S = 5

@@ -15,6 +15,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.intent.models import TunerRollout
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import PromQL
 from controller.rollout.gates import Gate, GatePolicy
 from controller.services.auto_rollout import AUTO_GATES, AutoTuner, auto_gates
 from controller.services.common import Actor, WorkerWait
@@ -27,8 +29,6 @@ from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import intents as intents_repo
 from controller.store.rollout_store import SqlRolloutStore
 from controller.store.snapshots import decode_fleet
-from controller.telemetry.gate_reads import promql_reader
-from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
 from controller.tuning.summary import QjumpLevelSummary, TelemetrySummary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent

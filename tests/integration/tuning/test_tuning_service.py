@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict
+from controller.prometheus.promql import PromQL
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutPolicy, RolloutService
@@ -21,7 +22,6 @@ from controller.services.tuning import TuningService
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import rollouts as rollouts_repo
 from controller.store.rollout_store import SqlRolloutStore
-from controller.telemetry.promql import PromQL
 from controller.telemetry.tuning_summary import read_summary
 from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
 

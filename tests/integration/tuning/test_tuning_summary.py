@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.intent.loader import parse_intent
-from controller.telemetry.promql import make_promql
+from controller.prometheus.promql import make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose

@@ -25,7 +25,7 @@ from controller.southbound.subscribe import (
     Subscription,
     counters_path,
 )
-from controller.telemetry.collector import SwitchHandler
+from controller.telemetry.ingest import SwitchHandler
 from controller.telemetry.state import QueueId, SwitchTelemetry
 
 S = 1_000_000_000

@@ -9,6 +9,7 @@ import threading
 import pytest
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
+from controller.reconcile.shard import StaticShard
 from controller.southbound.subscribe import (
     COUNTERS,
     SYNC,
@@ -25,7 +26,7 @@ from controller.southbound.subscribe import (
     stream_subscriptions,
     subscribe_request,
 )
-from controller.telemetry.collector import Shard, SwitchHandler
+from controller.telemetry.ingest import SwitchHandler
 from controller.telemetry.state import QueueId, SwitchTelemetry
 
 
@@ -119,14 +120,14 @@ def decode_map(mapping: dict[str, str]) -> Notification:
 
 def test_shards_split_switches_stably_and_completely() -> None:
     names = [f"leaf{i}" for i in range(200)]
-    shards = [Shard.parse(f"{i}/4") for i in range(4)]
+    shards = [StaticShard.parse(f"{i}/4") for i in range(4)]
     owners = [[s.index for s in shards if s.holds(n)] for n in names]
     assert all(len(o) == 1 for o in owners)  # every switch in exactly one shard
     assert all(sum(1 for o in owners if o == [i]) > 20 for i in range(4))  # none starved
-    assert Shard.parse("0/1").holds("anything")
+    assert StaticShard.parse("0/1").holds("anything")
     for bad in ("4/4", "1", "a/b", "0/0"):
         with pytest.raises(ValueError, match="--shard"):
-            Shard.parse(bad)
+            StaticShard.parse(bad)
 
 
 def test_objects_without_counters_are_the_named_oids_no_hash_was_delivered_for() -> None:

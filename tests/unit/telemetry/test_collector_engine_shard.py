@@ -9,13 +9,13 @@ import random
 
 import pytest
 
+from controller.collector import Collector, engine_membership, targets_of
 from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
-from controller.reconcile.shard import LiveShard, shard_of
+from controller.reconcile.shard import LiveShard, StaticShard, shard_of
 from controller.settings import Settings
 from controller.southbound.credentials import secret_resolver
 from controller.southbound.subscribe import StreamPolicy
-from controller.telemetry.collector import Collector, Shard, engine_membership, targets_of
 
 NAMES = [f"leaf{i}" for i in range(8)]
 
@@ -38,7 +38,7 @@ def test_a_collector_streams_its_shard_and_takes_a_dead_members_switches() -> No
 
     async def scenario() -> None:
         collector = Collector(
-            Shard(0, 1),
+            StaticShard(0, 1),
             StreamPolicy(),
             window_ns=0,
             rand=random.Random(0).random,

@@ -8,12 +8,13 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
     import asyncio
     import random
 
+    from controller.collector import Collector, targets_of
     from controller.intent.loader import parse_intent
     from controller.intent.models import Intent
+    from controller.reconcile.shard import StaticShard
     from controller.settings import Settings
     from controller.southbound.credentials import secret_resolver
     from controller.southbound.subscribe import StreamPolicy
-    from controller.telemetry.collector import Collector, Shard, targets_of
 
     def intent(speed: int, name: str) -> Intent:
         return parse_intent({
@@ -27,7 +28,7 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
 
     async def scenario() -> None:
         collector = Collector(
-            Shard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random
+            StaticShard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random
         )
         first = intent(25, "storage")
         targets = targets_of(first, Settings(), secret_resolver({"PW": "x"}))

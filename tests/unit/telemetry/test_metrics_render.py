@@ -9,7 +9,7 @@ import math
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.telemetry.collector import serve_metrics
+from controller.collector import MetricsEndpoint, accepts_gzip
 from controller.telemetry.metrics import CONTENT_TYPE, FAMILIES, TelemetryMetrics, number
 from controller.telemetry.state import SwitchTelemetry
 
@@ -124,16 +124,31 @@ def test_numbers_the_text_format_reads() -> None:
     assert number(math.nan) == "NaN"
 
 
-def test_the_endpoint_serves_the_exposition_over_http() -> None:
+def test_the_endpoint_serves_the_exposition_over_http_gzipped_when_asked() -> None:
     metrics = _metrics(_switch())
-    server = serve_metrics("127.0.0.1", 0, metrics.render)
+    endpoint = MetricsEndpoint("127.0.0.1", 0, metrics.render)
     try:
-        port = server.server_address[1]
-        reply = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+        url = f"http://127.0.0.1:{endpoint.port}/metrics"
+        plain = httpx.get(url, headers={"Accept-Encoding": "identity"}, timeout=5)
+        packed = httpx.get(url, headers={"Accept-Encoding": "gzip"}, timeout=5)
+        refused = httpx.post(url, timeout=5)
     finally:
-        server.shutdown()
-        server.server_close()
-    assert reply.status_code == 200
-    assert reply.headers["content-type"] == CONTENT_TYPE
-    samples, _ = _parse(reply.content)
+        endpoint.close()
+    assert plain.status_code == packed.status_code == 200
+    assert plain.headers["content-type"] == packed.headers["content-type"] == CONTENT_TYPE
+    assert "content-encoding" not in plain.headers
+    assert packed.headers["content-encoding"] == "gzip"
+    assert int(packed.headers["content-length"]) < len(plain.content)
+    assert packed.content == plain.content  # httpx takes the gzip off
+    samples, _ = _parse(plain.content)
     assert samples[("sluice_switch_stream_up", (("switch", "leaf1"),))] == 1
+    assert refused.status_code == 405
+
+
+def test_gzip_is_taken_when_named_or_starred_with_a_quality_above_zero() -> None:
+    assert accepts_gzip("gzip")
+    assert accepts_gzip("br, GZIP;q=0.5")
+    assert accepts_gzip("*")
+    assert not accepts_gzip("identity")
+    assert not accepts_gzip("gzip;q=0")
+    assert not accepts_gzip("")

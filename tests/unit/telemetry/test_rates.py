@@ -1,14 +1,26 @@
 """Counter deltas to rates (the reference rule, tests/support/reference_counters.py, and one
-switch's state over the compiled core): switch timestamps, resets never negative, unknown oids
-counted."""
+switch's state over the compiled core, its series read back from the exposition by
+prometheus_client's parser): switch timestamps, resets never negative, unknown oids counted."""
 
 from __future__ import annotations
 
-from controller.telemetry.rates import fraction, grew_too_fast
+from controller.telemetry.metrics import TelemetryMetrics
+from controller.telemetry.rates import grew_too_fast
 from controller.telemetry.state import QueueId, ResetEvent, SwitchTelemetry
 from tests.support.reference_counters import CounterTrack
+from tests.support.reference_exposition import read_back
 
 S = 1_000_000_000
+QUEUE = frozenset(
+    {("switch", "leaf1"), ("port", "Ethernet0"), ("queue", "3"), ("class", "storage")}
+)
+PORT = frozenset({("switch", "leaf1"), ("port", "Ethernet0")})
+
+
+def exposed(sw: SwitchTelemetry, labels: frozenset[tuple[str, str]]) -> dict[str, float]:
+    """``sw``'s series with exactly ``labels``, by name, as a scrape reads them."""
+    text = TelemetryMetrics("0/1", lambda: [sw], lambda: 9 * S).render()
+    return {name: value for (name, got), value in read_back(text).items() if got == labels}
 
 
 def test_rate_is_the_delta_over_the_switch_timestamps() -> None:
@@ -47,11 +59,18 @@ def test_a_window_spans_several_samples() -> None:
     assert track.add(3 * S, 400).rate == 150.0  # (400 - 100) / 2 s
 
 
-def test_fraction_is_clamped_and_zero_when_nothing_was_sent() -> None:
-    assert fraction(5.0, 10.0) == 0.5
-    assert fraction(11.0, 10.0) == 1.0
-    assert fraction(3.0, 0.0) == 0.0
-    assert fraction(None, 10.0) is None
+def test_the_mark_fraction_is_clamped_and_zero_when_nothing_was_sent() -> None:
+    sw = _switch()
+    oid = "oid:0x15000000000003"
+    marks = "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"
+    fractions = []
+    for sent, marked in ((1000, 1100), (1000, 1200), (3000, 1700)):
+        sw.counters(oid, {"SAI_QUEUE_STAT_PACKETS": str(sent), marks: str(marked)}, marked * S)
+        fractions.append(exposed(sw, QUEUE).get("sluice_queue_mark_fraction"))
+    # No rate from one sample; nothing sent but 100 marked: 0; 500 marked of 2000: 0.25.
+    assert fractions == [None, 0.0, 0.25]
+    sw.counters(oid, {"SAI_QUEUE_STAT_PACKETS": "3010", marks: "1720"}, 1800 * S)
+    assert exposed(sw, QUEUE)["sluice_queue_mark_fraction"] == 1.0  # 20 marked of 10 sent
 
 
 def _switch() -> SwitchTelemetry:
@@ -72,12 +91,12 @@ def test_queue_rates_marks_and_occupancy_from_sai_fields() -> None:
               "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS": "250",
               "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES": "9000"}  # fmt: skip
     sw.counters(oid, second, 2 * S)
-    view = sw.queue_views()[QueueId("Ethernet0", "3")]
-    assert view.tx_bytes_per_second == 1_500_000.0
-    assert view.ecn_marked_packets_per_second == 250.0
-    assert view.mark_fraction == 0.25
+    view = exposed(sw, QUEUE)
+    assert view["sluice_queue_tx_bytes_per_second"] == 1_500_000.0
+    assert view["sluice_queue_ecn_marked_packets_per_second"] == 250.0
+    assert view["sluice_queue_mark_fraction"] == 0.25
     # No current-occupancy stat polled: the watermark since the last read stands in.
-    assert view.occupancy_bytes == view.watermark_bytes == 9000
+    assert view["sluice_queue_occupancy_bytes"] == view["sluice_queue_watermark_bytes"] == 9000
     assert sw.class_of("3") == "storage"
 
 
@@ -89,8 +108,8 @@ def test_a_cleared_queue_gives_one_reset_event_for_all_its_fields() -> None:
     event = sw.counters(oid, dict.fromkeys(fields, "5"), 2 * S)
     assert event == ResetEvent("Ethernet0", "3")
     assert sw.resets == {ResetEvent("Ethernet0", "3"): 1}
-    view = sw.queue_views()[QueueId("Ethernet0", "3")]
-    assert view.tx_bytes_per_second is None  # no negative rate, no rate at all this interval
+    view = exposed(sw, QUEUE)
+    assert "sluice_queue_tx_bytes_per_second" not in view  # no negative rate, none at all
 
 
 def test_port_utilisation_and_unknown_oids() -> None:
@@ -98,7 +117,7 @@ def test_port_utilisation_and_unknown_oids() -> None:
     port = "oid:0x1000000000001"
     sw.counters(port, {"SAI_PORT_STAT_IF_OUT_OCTETS": "0"}, 1 * S)
     sw.counters(port, {"SAI_PORT_STAT_IF_OUT_OCTETS": "625000000"}, 2 * S)
-    assert sw.utilisation("Ethernet0") == 0.5  # 5 Gb/s of 10
+    assert exposed(sw, PORT)["sluice_port_utilisation"] == 0.5  # 5 Gb/s of 10
     assert sw.counters("oid:0xdead", {"SAI_QUEUE_STAT_BYTES": "1"}, 3 * S) is None
     assert sw.unknown_oids == 1
 
@@ -107,7 +126,7 @@ def test_a_changed_name_map_forgets_objects_it_no_longer_names() -> None:
     sw = _switch()
     sw.counters("oid:0x15000000000003", {"SAI_QUEUE_STAT_BYTES": "1"}, 1 * S)
     sw.set_queue_map({"Ethernet0:3": "oid:0x15000000000099"})
-    assert sw.queue_views() == {}
+    assert exposed(sw, QUEUE) == {}
     sw.counters("oid:0x15000000000003", {"SAI_QUEUE_STAT_BYTES": "2"}, 2 * S)
     assert sw.unknown_oids == 1
     assert sw.counter_oids() == ["oid:0x15000000000099", "oid:0x1000000000001"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from controller.telemetry.promql import Sample
+from controller.prometheus.promql import Sample
 from controller.telemetry.tuning_summary import (
     assemble_flow_sizes,
     assemble_qjump,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 
 from controller.errors import PrometheusError
-from controller.telemetry.promql import PromQL
+from controller.prometheus.promql import PromQL
 
 log = logging.getLogger(__name__)
 

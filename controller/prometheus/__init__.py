@@ -1,0 +1,1 @@
+"""How the controller reads Prometheus: the PromQL client and the gates' reads through it."""

@@ -1,0 +1,343 @@
+//! One switch's counter families in Prometheus' text exposition format (version 0.0.4,
+//! Prometheus "Exposition formats"): the series the counters give, one buffer of sample lines
+//! per family, written straight from the objects' rates and gauges at scrape time.
+//!
+//! These are most of a collector's series (per queue eight, per port four: 4,352 of a 64-port
+//! switch's 5,400), so they are written here rather than in Python, with no Python object per
+//! series. The metric names, the family headers and every other family stay with the caller
+//! (`controller/telemetry/metrics.py`); the slots below say which value goes in which name's
+//! buffer. What a value is follows the queue's and the port's views as the reference renderer
+//! (`tests/support/reference_exposition.py`) writes them, line for line and byte for byte, and
+//! `tests/unit/telemetry/test_exposition_core.py` holds the two equal.
+
+use crate::table::{Kind, Rate, SwitchCounters};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// The families written here, in slot order: a caller names them in this order.
+pub const SLOTS: usize = 12;
+/// `sluice_queue_tx_bytes_per_second`: `SAI_QUEUE_STAT_BYTES`' rate.
+pub const QUEUE_TX_BYTES: usize = 0;
+/// `sluice_queue_tx_packets_per_second`: `SAI_QUEUE_STAT_PACKETS`' rate.
+pub const QUEUE_TX_PACKETS: usize = 1;
+/// `sluice_queue_dropped_packets_per_second`.
+pub const QUEUE_DROPPED_PACKETS: usize = 2;
+/// `sluice_queue_dropped_bytes_per_second`.
+pub const QUEUE_DROPPED_BYTES: usize = 3;
+/// `sluice_queue_ecn_marked_packets_per_second`.
+pub const QUEUE_ECN_MARKED: usize = 4;
+/// `sluice_queue_mark_fraction`: marked over sent packets, 0..1.
+pub const QUEUE_MARK_FRACTION: usize = 5;
+/// `sluice_queue_occupancy_bytes`: current occupancy where polled, else the watermark.
+pub const QUEUE_OCCUPANCY: usize = 6;
+/// `sluice_queue_watermark_bytes`: the shared watermark, else the watermark.
+pub const QUEUE_WATERMARK: usize = 7;
+/// `sluice_port_speed_bits_per_second`: the intent's speed of each port named.
+pub const PORT_SPEED: usize = 8;
+/// `sluice_port_tx_bytes_per_second`.
+pub const PORT_TX: usize = 9;
+/// `sluice_port_rx_bytes_per_second`.
+pub const PORT_RX: usize = 10;
+/// `sluice_port_utilisation`: tx bits a second over the port's speed, 0..1.
+pub const PORT_UTILISATION: usize = 11;
+
+const OCCUPANCY: &str = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES";
+const SHARED_WATERMARK: &str = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES";
+const WATERMARK: &str = "SAI_QUEUE_STAT_WATERMARK_BYTES";
+
+/// What labels and bounds the counters do not hold: the switch's name, each queue index's
+/// service class (`""` for none) and each port's speed in bits a second, in the intent's order.
+pub struct Labels<'a> {
+    /// The `switch` label.
+    pub switch: &'a str,
+    /// Queue index (as the queue map writes it) to class.
+    pub classes: &'a HashMap<String, String>,
+    /// `(port, bits a second)`, each port once.
+    pub speeds: &'a [(String, f64)],
+}
+
+/// A value of one sample line: a float written as Python's `repr` writes it, or a count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// A rate, a fraction or a speed.
+    Float(f64),
+    /// A gauge as the switch reported it.
+    Count(u64),
+}
+
+/// Every sample line of `table`'s counter families, one buffer per slot; each line is
+/// `<name>{<labels>} <value>\n`, `names[slot]` its name. Queues and ports in map order, with
+/// a line for each value they have (a rate needs two samples; a gauge one report).
+pub fn render(table: &SwitchCounters, names: &[&str; SLOTS], labels: &Labels<'_>) -> [Vec<u8>; SLOTS] {
+    let mut out: [Vec<u8>; SLOTS] = Default::default();
+    let mut scratch = String::new();
+    let mut label_text = String::new();
+    for (object, counters) in table.queues() {
+        label_text.clear();
+        let class = labels.classes.get(&object.queue).map_or("", String::as_str);
+        push_labels(
+            &mut label_text,
+            &[("switch", labels.switch), ("port", &object.port), ("queue", &object.queue), ("class", class)],
+        );
+        let mut rates: [Option<Rate>; 5] = [None; 5];
+        for (i, _, rate) in counters.indexed_rates(Kind::Queue) {
+            rates[i] = Some(rate);
+        }
+        let per_second = |i: usize| rates[i].map(Rate::per_second);
+        let (packets, marked) = (per_second(0), per_second(4));
+        let gauge = |name: &str| counters.gauges().iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        let watermark = gauge(SHARED_WATERMARK).or_else(|| gauge(WATERMARK));
+        let values = [
+            (QUEUE_TX_BYTES, per_second(1).map(Value::Float)),
+            (QUEUE_TX_PACKETS, packets.map(Value::Float)),
+            (QUEUE_DROPPED_PACKETS, per_second(2).map(Value::Float)),
+            (QUEUE_DROPPED_BYTES, per_second(3).map(Value::Float)),
+            (QUEUE_ECN_MARKED, marked.map(Value::Float)),
+            (QUEUE_MARK_FRACTION, fraction(marked, packets).map(Value::Float)),
+            (QUEUE_OCCUPANCY, gauge(OCCUPANCY).or(watermark).map(Value::Count)),
+            (QUEUE_WATERMARK, watermark.map(Value::Count)),
+        ];
+        for (slot, value) in values {
+            if let Some(value) = value {
+                push_line(&mut out[slot], names[slot], &label_text, value, &mut scratch);
+            }
+        }
+    }
+    for (port, bps) in labels.speeds {
+        label_text.clear();
+        push_labels(&mut label_text, &[("switch", labels.switch), ("port", port)]);
+        push_line(&mut out[PORT_SPEED], names[PORT_SPEED], &label_text, Value::Float(*bps), &mut scratch);
+    }
+    let speeds: HashMap<&str, f64> = labels.speeds.iter().map(|(p, s)| (p.as_str(), *s)).collect();
+    for (object, counters) in table.ports() {
+        label_text.clear();
+        push_labels(&mut label_text, &[("switch", labels.switch), ("port", &object.port)]);
+        let mut rates: [Option<f64>; 2] = [None; 2];
+        for (i, _, rate) in counters.indexed_rates(Kind::Port) {
+            rates[i] = Some(rate.per_second());
+        }
+        let [sent, received] = rates;
+        let speed = speeds.get(object.port.as_str()).copied().filter(|s| *s != 0.0);
+        let used = sent.zip(speed).and_then(|(tx, speed)| fraction(Some(tx * 8.0), Some(speed)));
+        for (slot, value) in [(PORT_TX, sent), (PORT_RX, received), (PORT_UTILISATION, used)] {
+            if let Some(value) = value {
+                push_line(&mut out[slot], names[slot], &label_text, Value::Float(value), &mut scratch);
+            }
+        }
+    }
+    out
+}
+
+/// `part / whole` clamped to 0..1; None without both, 0 when nothing was sent (`whole` not
+/// above 0): `controller.telemetry.rates.fraction`, comparison for comparison (NaN to 0).
+pub fn fraction(part: Option<f64>, whole: Option<f64>) -> Option<f64> {
+    let (part, whole) = (part?, whole?);
+    if whole <= 0.0 {
+        return Some(0.0);
+    }
+    let ratio = part / whole;
+    let at_least_zero = if ratio > 0.0 { ratio } else { 0.0 };
+    Some(if at_least_zero < 1.0 { at_least_zero } else { 1.0 })
+}
+
+fn push_line(out: &mut Vec<u8>, name: &str, labels: &str, value: Value, scratch: &mut String) {
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'{');
+    out.extend_from_slice(labels.as_bytes());
+    out.extend_from_slice(b"} ");
+    scratch.clear();
+    match value {
+        Value::Float(x) => push_float(scratch, x),
+        Value::Count(n) => {
+            let _ = write!(scratch, "{n}"); // writing to a String cannot fail
+        }
+    }
+    out.extend_from_slice(scratch.as_bytes());
+    out.push(b'\n');
+}
+
+/// `name="value"` pairs joined by commas, each value escaped as the text format requires
+/// (backslash, double quote, line feed).
+pub fn push_labels(out: &mut String, pairs: &[(&str, &str)]) {
+    for (i, (name, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(name);
+        out.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+}
+
+/// `x` as Python's `repr` writes a float (the shortest digits that read back as `x`; fixed
+/// notation for decimal exponents from -4 to 15, else `d.ddde±XX`), with the text format's
+/// spellings of the infinities and NaN. Go's `ParseFloat`, which Prometheus reads with, takes
+/// both notations.
+pub fn push_float(out: &mut String, x: f64) {
+    if x.is_nan() {
+        out.push_str("NaN");
+        return;
+    }
+    if x.is_infinite() {
+        out.push_str(if x > 0.0 { "+Inf" } else { "-Inf" });
+        return;
+    }
+    if x.is_sign_negative() {
+        out.push('-');
+    }
+    if x == 0.0 {
+        out.push_str("0.0");
+        return;
+    }
+    // Rust's `{:e}` writes the same shortest round-trip digits, as `d.ddde<exp>` (at most
+    // 17 digits and a four-character exponent: 24 bytes), here into a buffer on the stack.
+    let mut shortest = [0u8; 32];
+    let written = {
+        let mut cursor = std::io::Cursor::new(&mut shortest[..]);
+        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{:e}", x.abs()));
+        usize::try_from(cursor.position()).unwrap_or(0)
+    };
+    let shortest = &shortest[..written];
+    let e = shortest.iter().position(|b| *b == b'e').unwrap_or(shortest.len());
+    let exponent: i32 = std::str::from_utf8(&shortest[(e + 1).min(written)..])
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0);
+    let mut digits = [0u8; 32];
+    let mut count = 0;
+    for b in shortest[..e].iter().filter(|b| b.is_ascii_digit()) {
+        digits[count] = *b;
+        count += 1;
+    }
+    let digits = std::str::from_utf8(&digits[..count]).unwrap_or("0");
+    // Python's decimal point position: x = 0.DIGITS x 10^point.
+    let point = exponent + 1;
+    if point > -4 && point <= 16 {
+        push_fixed(out, digits, point);
+    } else {
+        let (first, rest) = digits.split_at(1);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let _ = write!(out, "e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.unsigned_abs());
+    }
+}
+
+fn push_fixed(out: &mut String, digits: &str, point: i32) {
+    let count = digits.len() as i32; // at most 17 digits
+    if point <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat('0').take(point.unsigned_abs() as usize));
+        out.push_str(digits);
+    } else if point >= count {
+        out.push_str(digits);
+        out.extend(std::iter::repeat('0').take((point - count) as usize));
+        out.push_str(".0");
+    } else {
+        let (whole, part) = digits.split_at(point as usize);
+        out.push_str(whole);
+        out.push('.');
+        out.push_str(part);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn float(x: f64) -> String {
+        let mut out = String::new();
+        push_float(&mut out, x);
+        out
+    }
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        // Each right-hand side is what CPython 3.11's repr() gives.
+        let cases = [
+            (1_500_000.0, "1500000.0"),
+            (0.25, "0.25"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e100, "1e+100"),
+            (-2.5e-10, "-2.5e-10"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+        ];
+        for (x, python) in cases {
+            assert_eq!(float(x), python, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut out = String::new();
+        push_labels(&mut out, &[("switch", "leaf \"1\"\\a\nb"), ("port", "Ethernet0")]);
+        assert_eq!(out, "switch=\"leaf \\\"1\\\"\\\\a\\nb\",port=\"Ethernet0\"");
+    }
+
+    #[test]
+    fn a_fraction_is_clamped_and_zero_over_nothing() {
+        assert_eq!(fraction(Some(5.0), Some(10.0)), Some(0.5));
+        assert_eq!(fraction(Some(11.0), Some(10.0)), Some(1.0));
+        assert_eq!(fraction(Some(-1.0), Some(10.0)), Some(0.0));
+        assert_eq!(fraction(Some(3.0), Some(0.0)), Some(0.0));
+        assert_eq!(fraction(None, Some(10.0)), None);
+    }
+
+    #[test]
+    fn a_queue_and_a_port_give_their_lines() {
+        let mut table = SwitchCounters::new(0);
+        table.set_queues(vec![("oid:q".into(), "Ethernet0".into(), "3".into())]);
+        table.set_ports(vec![("oid:p".into(), "Ethernet0".into())]);
+        fn hash<'a>(fields: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, Option<&'a str>)> {
+            fields.iter().map(|(n, v)| (*n, Some(*v)))
+        }
+        table.counters(
+            "oid:q",
+            hash(&[("SAI_QUEUE_STAT_PACKETS", "0"), ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "0")]),
+            1_000_000_000,
+        );
+        let second = [
+            ("SAI_QUEUE_STAT_PACKETS", "1000"),
+            ("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "250"),
+            (WATERMARK, "9000"),
+        ];
+        table.counters("oid:q", hash(&second), 2_000_000_000);
+        table.counters("oid:p", hash(&[("SAI_PORT_STAT_IF_OUT_OCTETS", "0")]), 1_000_000_000);
+        table.counters("oid:p", hash(&[("SAI_PORT_STAT_IF_OUT_OCTETS", "625000000")]), 2_000_000_000);
+        let names = ["b", "p", "dp", "db", "m", "f", "o", "w", "s", "tx", "rx", "u"];
+        let classes = HashMap::from([("3".to_string(), "gold".to_string())]);
+        let speeds = [("Ethernet0".to_string(), 10e9)];
+        let out = render(&table, &names, &Labels { switch: "leaf1", classes: &classes, speeds: &speeds });
+        let text = |slot: usize| String::from_utf8_lossy(&out[slot]).into_owned();
+        let queue = "{switch=\"leaf1\",port=\"Ethernet0\",queue=\"3\",class=\"gold\"}";
+        assert_eq!(text(QUEUE_TX_PACKETS), format!("p{queue} 1000.0\n"));
+        assert_eq!(text(QUEUE_MARK_FRACTION), format!("f{queue} 0.25\n"));
+        assert_eq!(text(QUEUE_OCCUPANCY), format!("o{queue} 9000\n"));
+        assert_eq!(text(QUEUE_TX_BYTES), "");
+        assert_eq!(text(PORT_SPEED), "s{switch=\"leaf1\",port=\"Ethernet0\"} 10000000000.0\n");
+        assert_eq!(text(PORT_UTILISATION), "u{switch=\"leaf1\",port=\"Ethernet0\"} 0.5\n");
+        assert_eq!(text(PORT_RX), "");
+    }
+}

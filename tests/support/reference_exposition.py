@@ -1,0 +1,206 @@
+"""The counter families' exposition written plainly in Python, as the collector wrote them
+before the compiled core did (``controller_core.CounterTable.exposition``,
+native/controller-core/src/exposition.rs): a view per queue and per port (rates by name, the
+mark fraction, occupancy falling back to the watermark, utilisation over the intent's speed),
+then a string format per sample. It is the reference the core's lines are held equal to, byte
+for byte (tests/unit/telemetry/test_exposition_core.py), and the scrape benches' baseline
+(``ReferenceMetrics``: the code path before the core, bench/telemetry_scrape_bench.py and
+bench/telemetry_bench.py). ``read_back`` reads an exposition with prometheus_client's own
+parser and ``counter_values`` gives the values a switch's state implies, so that the tests
+hold the text to a reader that is not ours as well as to this reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.telemetry.metrics import COUNTER_FAMILIES, TelemetryMetrics, labels_text, number
+from controller.telemetry.state import (
+    PORT_IN_OCTETS,
+    PORT_OUT_OCTETS,
+    QUEUE_BYTES,
+    QUEUE_DROPPED_BYTES,
+    QUEUE_DROPPED_PACKETS,
+    QUEUE_ECN_MARKED_PACKETS,
+    QUEUE_OCCUPANCY,
+    QUEUE_PACKETS,
+    QUEUE_SHARED_WATERMARK,
+    QUEUE_WATERMARK,
+    CounterView,
+    QueueId,
+    SwitchTelemetry,
+)
+
+
+def fraction(part: float | None, whole: float | None) -> float | None:
+    """``part / whole`` clamped to 0..1; None without both, 0 when nothing was sent."""
+    if part is None or whole is None:
+        return None
+    if whole <= 0:
+        return 0.0
+    return min(1.0, max(0.0, part / whole))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    tx_bytes_per_second: float | None
+    tx_packets_per_second: float | None
+    dropped_packets_per_second: float | None
+    dropped_bytes_per_second: float | None
+    ecn_marked_packets_per_second: float | None
+    mark_fraction: float | None
+    occupancy_bytes: int | None
+    watermark_bytes: int | None
+
+
+def queue_view(counters: CounterView) -> QueueView:
+    rates, gauges = counters.rates, counters.gauges
+    marked = rates.get(QUEUE_ECN_MARKED_PACKETS)
+    watermark = gauges.get(QUEUE_SHARED_WATERMARK, gauges.get(QUEUE_WATERMARK))
+    return QueueView(
+        tx_bytes_per_second=rates.get(QUEUE_BYTES),
+        tx_packets_per_second=rates.get(QUEUE_PACKETS),
+        dropped_packets_per_second=rates.get(QUEUE_DROPPED_PACKETS),
+        dropped_bytes_per_second=rates.get(QUEUE_DROPPED_BYTES),
+        ecn_marked_packets_per_second=marked,
+        mark_fraction=fraction(marked, rates.get(QUEUE_PACKETS)),
+        # Current occupancy where the switch polls it, else the watermark since the last read.
+        occupancy_bytes=gauges.get(QUEUE_OCCUPANCY, watermark),
+        watermark_bytes=watermark,
+    )
+
+
+def queue_views(sw: SwitchTelemetry) -> dict[QueueId, QueueView]:
+    return {q: queue_view(c) for q, c in sorted(sw.queues.items())}
+
+
+def port_rates(sw: SwitchTelemetry, port: str) -> tuple[float | None, float | None]:
+    """(tx, rx) bytes per second of ``port``."""
+    found = sw.ports.get(port)
+    if found is None:
+        return None, None
+    return found.rates.get(PORT_OUT_OCTETS), found.rates.get(PORT_IN_OCTETS)
+
+
+def utilisation(sw: SwitchTelemetry, port: str) -> float | None:
+    tx, _ = port_rates(sw, port)
+    speed = sw.port_speeds_bps.get(port)
+    if tx is None or not speed:
+        return None
+    return fraction(tx * 8, speed)
+
+
+# The queue view's fields in the core's slot order (the first eight counter families).
+QUEUE_SLOTS = (
+    "tx_bytes_per_second",
+    "tx_packets_per_second",
+    "dropped_packets_per_second",
+    "dropped_bytes_per_second",
+    "ecn_marked_packets_per_second",
+    "mark_fraction",
+    "occupancy_bytes",
+    "watermark_bytes",
+)
+PORT_SPEED, PORT_TX, PORT_RX, PORT_UTILISATION = range(8, 12)
+
+
+class LabelTexts:
+    """Each object's label text, escaped once and reused (as the collector cached it)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[tuple[str, QueueId, str], str] = {}
+        self._ports: dict[tuple[str, str], str] = {}
+
+    def queue(self, sw: SwitchTelemetry, queue: QueueId) -> str:
+        klass = sw.class_of(queue.queue)
+        key = (sw.name, queue, klass)
+        text = self._queues.get(key)
+        if text is None:
+            pairs = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue))
+            text = self._queues[key] = labels_text((*pairs, ("class", klass)))
+        return text
+
+    def port(self, sw: SwitchTelemetry, port: str) -> str:
+        text = self._ports.get((sw.name, port))
+        if text is None:
+            text = self._ports[(sw.name, port)] = labels_text((("switch", sw.name), ("port", port)))
+        return text
+
+
+def counter_lines(sw: SwitchTelemetry, names: list[str], labels: LabelTexts) -> list[str]:
+    """The counter families' sample lines of ``sw``, one text per name, in slot order."""
+    out: list[list[str]] = [[] for _ in names]
+    for queue, counters in sw.queues.items():
+        text = labels.queue(sw, queue)
+        view = queue_view(counters)
+        for slot, attr in enumerate(QUEUE_SLOTS):
+            value = getattr(view, attr)
+            if value is not None:
+                out[slot].append(f"{names[slot]}{{{text}}} {number(value)}\n")
+    for port, bps in sw.port_speeds_bps.items():
+        out[PORT_SPEED].append(f"{names[PORT_SPEED]}{{{labels.port(sw, port)}}} {number(bps)}\n")
+    for port in sw.ports:
+        text = labels.port(sw, port)
+        sent, received = port_rates(sw, port)
+        used = utilisation(sw, port)
+        for slot, value in ((PORT_TX, sent), (PORT_RX, received), (PORT_UTILISATION, used)):
+            if value is not None:
+                out[slot].append(f"{names[slot]}{{{text}}} {number(value)}\n")
+    return ["".join(lines) for lines in out]
+
+
+class ReferenceMetrics(TelemetryMetrics):
+    """The collector's exposition with the counter families written by ``counter_lines``:
+    the code path before the compiled core wrote them (the bench's baseline)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._texts = LabelTexts()
+
+    def counter_chunks(self, sw: SwitchTelemetry) -> list[bytes]:
+        names = [family.sample_name() for family in COUNTER_FAMILIES]
+        return [text.encode() for text in counter_lines(sw, names, self._texts)]
+
+
+Sample = tuple[str, frozenset[tuple[str, str]]]
+
+
+def read_back(text: bytes) -> dict[Sample, float]:
+    """Every sample of an exposition as prometheus_client's own text-format parser reads it
+    (a reader that is not ours: Prometheus reads the same format), by name and label set."""
+    samples: dict[Sample, float] = {}
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in samples, f"{key} twice"
+            samples[key] = sample.value
+    return samples
+
+
+def counter_values(sw: SwitchTelemetry) -> dict[Sample, float]:
+    """The counter families' samples ``sw``'s state implies, as values, not text: what a
+    reader of the exposition must find."""
+    out: dict[Sample, float] = {}
+
+    def put(slot: int, labels: tuple[tuple[str, str], ...], value: float | None) -> None:
+        if value is not None:  # a count stays an int: the parser reads one exactly
+            out[(COUNTER_FAMILIES[slot].sample_name(), frozenset(labels))] = value
+
+    labels: tuple[tuple[str, str], ...]
+    for queue, view in queue_views(sw).items():
+        labels = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue),
+                  ("class", sw.class_of(queue.queue)))  # fmt: skip
+        for slot, attr in enumerate(QUEUE_SLOTS):
+            put(slot, labels, getattr(view, attr))
+    for port, bps in sw.port_speeds_bps.items():
+        put(PORT_SPEED, (("switch", sw.name), ("port", port)), bps)
+    for port in sw.ports:
+        labels = (("switch", sw.name), ("port", port))
+        sent, received = port_rates(sw, port)
+        put(PORT_TX, labels, sent)
+        put(PORT_RX, labels, received)
+        put(PORT_UTILISATION, labels, utilisation(sw, port))
+    return out
