@@ -17,5 +17,8 @@ def test_tiny_scrape_bench_reports_both_renderings(capsys: pytest.CaptureFixture
     # 2 switches x 2 ports x 8 queues x (8 queue gauges + threshold + info), 4 per port,
     # 6 per switch (heartbeat, mode, version, loop, stream up, update age), 4 collector.
     assert "2 switches x 2 ports: 352 samples" in out
-    assert "sluice render:" in out
-    assert "generate_latest (baseline)" in out
+    # All three renderings of the same samples are timed and compared.
+    assert "sluice render (counter families by the core):" in out
+    assert "baseline: the same in Python (before the core):" in out
+    assert "baseline: prometheus_client families + generate_latest:" in out
+    assert "ratio Python / render:" in out

@@ -117,14 +117,18 @@ def test_a_gate_with_no_data_fails_naming_the_empty_series_and_an_objective_is_t
     policy = GatePolicy(gates, soak_s=SOAK_S)
     with pytest.raises(Conflict) as refused:
         controller.rollouts.start(
-            RolloutPolicy(None, batch_size=2, gates=policy), actor=OPERATOR, gates=telemetry.read
+            RolloutPolicy(None, batch_size=2, gates=policy, allow_port_flaps=True),
+            actor=OPERATOR,
+            gates=telemetry.read,
         )
     said = str(refused.value)
     assert "fct.rpc-tight: value 398 > threshold 300" in said
     assert "fct.bulk: no value" in said
     forced = GatePolicy(gates, soak_s=SOAK_S, force=True)
     info = controller.rollouts.start(
-        RolloutPolicy(None, batch_size=2, gates=forced), actor=OPERATOR, gates=telemetry.read
+        RolloutPolicy(None, batch_size=2, gates=forced, allow_port_flaps=True),
+        actor=OPERATOR,
+        gates=telemetry.read,
     )
     prechecks = {e.gate: e for e in info.evaluations or []}
     assert prechecks["fct.rpc"].verdict == "pass"
