@@ -309,7 +309,11 @@ class SubscribeSession:
         dbs = {s.db_path.db for s in plan.subs}
 
         def on_event(db: int, rkey: str | None, event: str) -> None:
-            if db in dbs:
+            if db not in dbs:
+                return
+            # A server stopped with this stream open closes its loop before the stream can
+            # unwatch: the event then has no one to go to.
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(events.put_nowait, (db, rkey, event))
 
         return feed.watch(on_event)

@@ -276,6 +276,16 @@ class Stream:
             return None
         return item
 
+    def drain(self) -> list[Answer]:
+        """Everything received so far and not yet read (streams are read by their own
+        threads, so two streams can share one wait)."""
+        seen = []
+        while True:
+            try:
+                seen.append(self.responses.get_nowait())
+            except queue.Empty:
+                return seen
+
     def until_sync(self, timeout_s: float = 30.0) -> list[Answer]:
         """Everything up to and including the sync (or the end)."""
         seen = []

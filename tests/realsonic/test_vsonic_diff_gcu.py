@@ -50,16 +50,21 @@ def pair(start_switch: StartSwitch) -> Iterator[Pair]:
 
 
 def test_accepted_sets(pair: Pair) -> None:
-    expect("gcu-add-entry", *pair.set(update=[(f"{CONFIG}/WRED_PROFILE/diff_new", ietf(WRED))]))
+    # An entry added, a leaf updated, a leaf and an entry deleted: one GCU run (seconds each),
+    # what each op wrote compared key by key.
     leaf = f"{CONFIG}/WRED_PROFILE/diff_wred/green_drop_probability"
-    expect("gcu-update-leaf", *pair.set(update=[(leaf, ietf("9"))]))
+    expect(
+        "gcu-entry-and-leaf-ops",
+        *pair.set(
+            update=[(f"{CONFIG}/WRED_PROFILE/diff_new", ietf(WRED)), (leaf, ietf("9"))],
+            delete=[f"{CONFIG}/WRED_PROFILE/diff_wred/ecn", f"{CONFIG}/SCHEDULER/diff_other"],
+        ),
+    )
     partial = {"green_min_threshold": "1000", "green_max_threshold": "2000"}
     expect(
         "gcu-update-entry-replaces-it",
         *pair.set(update=[(f"{CONFIG}/WRED_PROFILE/diff_wred", ietf(partial))]),
     )
-    expect("gcu-delete-leaf", *pair.set(delete=[f"{CONFIG}/WRED_PROFILE/diff_wred/ecn"]))
-    expect("gcu-delete-entry", *pair.set(delete=[f"{CONFIG}/SCHEDULER/diff_other"]))
     queue = {"scheduler": "diff_sched", "wred_profile": "diff_wred"}
     expect("gcu-add-queue", *pair.set(update=[(f"{CONFIG}/QUEUE/Ethernet4|3", ietf(queue))]))
 

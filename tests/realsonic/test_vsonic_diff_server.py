@@ -433,20 +433,20 @@ def test_sample(pair: Pair) -> None:
     paths = [f"/COUNTERS_DB/localhost/COUNTERS/{queue}", f"/COUNTERS_DB/localhost/COUNTERS/{port}"]
     request = subscribe_request([subscription(p, SAMPLE, 1.0) for p in paths])
     with both_opened(request, pair) as (sonic, vsonic, opened_s, opened_v):
-        opened_s["ticks"] = distinct(sonic.collect(2.5))
-        opened_v["ticks"] = distinct(vsonic.collect(0.1) + vsonic.collect(2.4))
+        time.sleep(2.5)  # both streams tick meanwhile, each read by a thread of its own
+        opened_s["ticks"] = distinct(sonic.drain())
+        opened_v["ticks"] = distinct(vsonic.drain())
         expect("sub-sample", opened_s, opened_v)
         # HSET, as flex counters write: an event, so both re-send the new value.
         counters.hset(f"COUNTERS:{queue}", "SAI_QUEUE_STAT_BYTES", "1000")
         time.sleep(0.2)
         # HINCRBY: no event sonic-gnmi follows, so its cache keeps the value above.
         counters.hincrby(f"COUNTERS:{queue}", "SAI_QUEUE_STAT_BYTES", 500)
-        sonic.collect(1.2)
-        vsonic.collect(1.2)  # the ticks that may straddle the writes
-        cached = {
-            "sonic": distinct(sonic.collect(2.5)),
-            "vsonic": distinct(vsonic.collect(2.5)),
-        }
+        time.sleep(1.2)
+        sonic.drain()
+        vsonic.drain()  # the ticks that may straddle the writes
+        time.sleep(2.5)
+        cached = {"sonic": distinct(sonic.drain()), "vsonic": distinct(vsonic.drain())}
         counters.hset(f"COUNTERS:{queue}", "SAI_QUEUE_STAT_BYTES", "0")
         expect("sub-sample-cache", {"ticks": cached["sonic"]}, {"ticks": cached["vsonic"]})
 
@@ -455,8 +455,9 @@ def test_sample_updates_only(pair: Pair) -> None:
     path = f"{CONFIG}/PORT/Ethernet0"
     request = subscribe_request([subscription(path, SAMPLE, 1.0)], updates_only=True)
     with both_opened(request, pair) as (sonic, vsonic, opened_s, opened_v):
-        opened_s["ticks"] = distinct(sonic.collect(2.5))
-        opened_v["ticks"] = distinct(vsonic.collect(2.5))
+        time.sleep(2.5)
+        opened_s["ticks"] = distinct(sonic.drain())
+        opened_v["ticks"] = distinct(vsonic.drain())
         expect("sub-sample-updates-only", opened_s, opened_v)
 
 
