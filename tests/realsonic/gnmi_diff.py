@@ -35,6 +35,14 @@ from vsonic.gnmi_server import Clock, GnmiService, RunningServer, start_server
 from vsonic.switch import Switch, Targets
 
 ORIGIN = "sonic-db"
+CONFIG = "/CONFIG_DB/localhost"
+WRED: dict[str | bytes, str] = {  # a valid WRED profile, as redis-py's hset takes it
+    "green_min_threshold": "1048576",
+    "green_max_threshold": "2097152",
+    "green_drop_probability": "5",
+    "wred_green_enable": "true",
+    "ecn": "ecn_all",
+}
 JSON = gnmi_pb2.Encoding.Value("JSON")
 JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
 PROTO = gnmi_pb2.Encoding.Value("PROTO")
@@ -288,29 +296,11 @@ class Stream:
 
     def until_sync(self, timeout_s: float = 30.0) -> list[Answer]:
         """Everything up to and including the sync (or the end)."""
-        seen = []
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            item = self.next(left)
-            if item is None:
-                break
-            seen.append(item)
-            if item.get("sync") or "end" in item:
-                break
-        return seen
+        return self.collect_until(lambda seen: bool(seen and seen[-1].get("sync")), timeout_s)
 
     def collect(self, seconds: float) -> list[Answer]:
         """What arrives within ``seconds`` (fewer if the stream ends)."""
-        seen = []
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            item = self.next(left)
-            if item is None:
-                break
-            seen.append(item)
-            if "end" in item:
-                break
-        return seen
+        return self.collect_until(lambda seen: False, seconds)
 
     def collect_until(
         self, done: Callable[[list[Answer]], bool], timeout_s: float = 15.0

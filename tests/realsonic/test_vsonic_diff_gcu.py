@@ -20,18 +20,10 @@ from vsonic.gcu import GcuBehaviour
 
 from .conftest import StartSwitch
 from .differences import expect
-from .gnmi_diff import Pair, ietf, vsonic_over
+from .gnmi_diff import CONFIG, WRED, Pair, ietf, vsonic_over
 
 pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(600)]
 
-CONFIG = "/CONFIG_DB/localhost"
-WRED: dict[str | bytes, str] = {
-    "green_min_threshold": "1048576",
-    "green_max_threshold": "2097152",
-    "green_drop_probability": "5",
-    "wred_green_enable": "true",
-    "ecn": "ecn_all",
-}
 SCHEDULER: dict[str | bytes, str] = {"type": "DWRR", "weight": "20"}
 
 

@@ -26,6 +26,7 @@ from vsonic.gcu import GcuBehaviour
 from .conftest import StartSwitch
 from .differences import expect
 from .gnmi_diff import (
+    CONFIG,
     ON_CHANGE,
     ONCE,
     POLL,
@@ -33,6 +34,7 @@ from .gnmi_diff import (
     SAMPLE,
     STREAM,
     TARGET_DEFINED,
+    WRED,
     Answer,
     Pair,
     Stream,
@@ -46,14 +48,6 @@ from .streams import seed_counters
 
 pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(300)]
 
-CONFIG = "/CONFIG_DB/localhost"
-WRED: dict[str | bytes, str] = {
-    "green_min_threshold": "1048576",
-    "green_max_threshold": "2097152",
-    "green_drop_probability": "5",
-    "wred_green_enable": "true",
-    "ecn": "ecn_all",
-}
 JSON = gnmi_pb2.Encoding.Value("JSON")
 ASCII = gnmi_pb2.Encoding.Value("ASCII")
 
@@ -316,9 +310,8 @@ def ended(stream: Stream) -> list[Answer]:
     return [m for m in seen if "end" in m]
 
 
-@pytest.mark.parametrize("mode", [ONCE, POLL])
-def test_once_and_poll_half_closed(pair: Pair, mode: int) -> None:
-    request = subscribe_request([subscription(f"{CONFIG}/PORT/Ethernet0")], mode=mode)
+def half_closed_endings(pair: Pair, request: Any) -> list[Answer]:
+    """How a Subscribe whose request side ends right after ``request`` ends, on each server."""
     forms = []
     for server in pair.servers():
         stream = Stream(server, request).open(half_closed=True)
@@ -326,19 +319,18 @@ def test_once_and_poll_half_closed(pair: Pair, mode: int) -> None:
             forms.append({"end": ended(stream)})
         finally:
             stream.cancel()
+    return forms
+
+
+@pytest.mark.parametrize("mode", [ONCE, POLL])
+def test_once_and_poll_half_closed(pair: Pair, mode: int) -> None:
+    request = subscribe_request([subscription(f"{CONFIG}/PORT/Ethernet0")], mode=mode)
     probe = "sub-once-half-closed" if mode == ONCE else "sub-poll-half-closed"
-    expect(probe, forms[0], forms[1])
+    expect(probe, *half_closed_endings(pair, request))
 
 
 def test_no_request_before_half_close(pair: Pair) -> None:
-    forms = []
-    for server in pair.servers():
-        stream = Stream(server, None).open(half_closed=True)
-        try:
-            forms.append({"end": ended(stream)})
-        finally:
-            stream.cancel()
-    expect("sub-no-request", forms[0], forms[1])
+    expect("sub-no-request", *half_closed_endings(pair, None))
 
 
 def test_stream_half_closed_goes_on(pair: Pair) -> None:
