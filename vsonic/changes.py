@@ -8,8 +8,10 @@ and key paths, reference: sonic-gnmi sonic_data_client/db_client.go).
   happened while it was away is unknown, so every ON_CHANGE path is read again.
 - ``MemoryFeed``: the in-process change log of a ``MemoryStore`` (fleet mode).
 
-A callback gets ``(db, redis key)`` or ``(db, None)`` for "anything may have changed"; it is
-called on the feed's thread and must only hand the key over (``call_soon_threadsafe``).
+A callback gets ``(db, redis key, event)``, the event being the keyspace event's name
+(``hset``, ``hdel``, ``del``, ``hincrby``, …), or ``(db, None, RESYNC)`` for "anything may have
+changed"; it is called on the feed's thread and must only hand the key over
+(``call_soon_threadsafe``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import redis
 
 from vsonic.db import CONFIG_DB, SEPARATORS, MemoryStore, RedisStore, Store
 
-Callback = Callable[[int, str | None], None]
+Callback = Callable[[int, str | None, str], None]
+RESYNC = "resync"
 Unwatch = Callable[[], None]
 # K: keyspace channel; g: DEL and friends; h: hash commands (HSET, HDEL).
 KEYSPACE_EVENTS = "Kgh"
@@ -51,11 +54,11 @@ class _Listeners:
 
         return remove
 
-    def emit(self, db: int, rkey: str | None) -> None:
+    def emit(self, db: int, rkey: str | None, event: str) -> None:
         with self._lock:
             callbacks = list(self._callbacks.values())
         for callback in callbacks:
-            callback(db, rkey)
+            callback(db, rkey, event)
 
     def __len__(self) -> int:
         return len(self._callbacks)
@@ -124,22 +127,22 @@ class RedisFeed:
                 self._subscribed.set()
                 if not first:
                     for db in SEPARATORS:
-                        self._listeners.emit(db, None)  # missed events while away: resync
+                        self._listeners.emit(db, None, RESYNC)  # missed events while away
                 first = False
                 while not self._closed.is_set():
                     message = pubsub.get_message(timeout=0.5)
                     if message is not None and message["type"] == "pmessage":
-                        self._dispatch(str(message["channel"]))
+                        self._dispatch(str(message["channel"]), str(message["data"]))
             except (redis.ConnectionError, redis.TimeoutError, OSError):
                 time.sleep(self._reconnect_s)
             finally:
                 client.close()
 
-    def _dispatch(self, channel: str) -> None:
+    def _dispatch(self, channel: str, event: str) -> None:
         head, _, rkey = channel.partition("__:")
         db_text = head.rpartition("@")[2]
         if db_text.isdigit():
-            self._listeners.emit(int(db_text), rkey)
+            self._listeners.emit(int(db_text), rkey, event)
 
 
 def redis_feed(store: RedisStore) -> RedisFeed | None:

@@ -84,6 +84,35 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+# KEYS: the entries; ARGV per key: the number of field and value strings, then those
+# (0: delete the entry).
+_WRITE_ENTRIES = """
+local at = 1
+for _, key in ipairs(KEYS) do
+    local count = tonumber(ARGV[at])
+    if count == 0 then
+        redis.call('DEL', key)
+    else
+        local keep = {}
+        local pairs = {}
+        for i = at + 1, at + count, 2 do
+            keep[ARGV[i]] = true
+            table.insert(pairs, ARGV[i])
+            table.insert(pairs, ARGV[i + 1])
+        end
+        local gone = {}
+        for _, name in ipairs(redis.call('HKEYS', key)) do
+            if not keep[name] then table.insert(gone, name) end
+        end
+        redis.call('HSET', key, unpack(pairs))
+        if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
+    end
+    at = at + count + 1
+end
+return 0
+"""
+
+
 def _glob_escape(text: str) -> str:
     # SCAN MATCH uses glob syntax; keys such as "[WRED_PROFILE|x]" must match literally.
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
@@ -131,20 +160,29 @@ class RedisStore:
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(key)
-        values: list[dict[str, str]] = pipe.execute()
-        # A key deleted between SCAN and HGETALL comes back empty: it is gone, skip it.
-        return {k: from_stored(v) for k, v in zip(keys, values, strict=True) if v}
+        values: list[Any] = pipe.execute(raise_on_error=False)
+        # A key deleted between SCAN and HGETALL comes back empty: it is gone, skip it. A key
+        # that is no hash (a switch's CONFIG_DB_INITIALIZED string) is no entry: skip it too.
+        return {
+            k: from_stored(v)
+            for k, v in zip(keys, values, strict=True)
+            if v and isinstance(v, dict)
+        }
 
     def write_atomically(self, db: int, changes: Mapping[str, Fields | None]) -> None:
-        # MULTI/EXEC: a reader sees the state before or after the whole change, never between.
-        pipe = self._clients[db].pipeline(transaction=True)
+        # One script: a reader sees the state before or after the whole change, never
+        # between. An entry is written as swsscommon's ConfigDBConnector.set_entry writes it,
+        # HSET of its fields and HDEL of the fields it lost (DEL when it is deleted), so a
+        # subscriber sees the keyspace events a switch's writers cause (vsonic/subscribe.py).
+        keys: list[str] = []
+        args: list[str] = []
         for rkey, fields in changes.items():
-            pipe.delete(rkey)
-            if fields is not None:
-                stored: dict[str | bytes, bytes | float | int | str] = {}
-                stored.update(to_stored(fields))
-                pipe.hset(rkey, mapping=stored)
-        pipe.execute()
+            keys.append(rkey)
+            stored = [] if fields is None else [x for kv in to_stored(fields).items() for x in kv]
+            args.append(str(len(stored)))
+            args.extend(stored)
+        if keys:
+            self._clients[db].eval(_WRITE_ENTRIES, len(keys), *keys, *args)  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
         if self._feed is not None:
@@ -167,11 +205,13 @@ class MemoryStore:
         self._generations: dict[int, dict[str, int]] = {db: {} for db in SEPARATORS}
         self._writes = 0
         self._lock = threading.Lock()
-        self._listeners: list[Callable[[int, str | None], None]] = []
+        self._listeners: list[Callable[[int, str | None, str], None]] = []
         self._feed: Any = None
 
-    def on_change(self, listener: Callable[[int, str | None], None]) -> None:
-        """Call ``listener(db, key)`` after each write, outside the lock (the change log)."""
+    def on_change(self, listener: Callable[[int, str | None, str], None]) -> None:
+        """Call ``listener(db, key, event)`` after each write, outside the lock (the change
+        log); the event is the keyspace event redis would publish: ``hset`` for a hash
+        written, ``del`` for one deleted."""
         self._listeners.append(listener)
 
     def feed(self, make: Callable[[MemoryStore], FeedT]) -> FeedT:
@@ -238,8 +278,8 @@ class MemoryStore:
                     if not entries:
                         del tables[name]
         for listener in self._listeners:
-            for rkey in changes:
-                listener(db, rkey)
+            for rkey, fields in changes.items():
+                listener(db, rkey, "del" if fields is None else "hset")
 
     def close(self) -> None:
         return None

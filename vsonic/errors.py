@@ -36,7 +36,18 @@ class SchemaViolationError(VsonicError):
 
 
 class PathNotFoundError(VsonicError):
-    """Get of an entry or field that does not exist (NotFound)."""
+    """Get of an entry or field that does not exist, or a path sonic-gnmi cannot read
+    (NotFound)."""
+
+
+class AbsentTableError(PathNotFoundError):
+    """A table path whose table has no key in redis: sonic-gnmi's "Failed to find" (NotFound
+    in a Get; it ends a Subscribe)."""
+
+
+class BadTargetError(VsonicError):
+    """A request whose paths name no database, or several (sonic-gnmi ``ParseDatabase``):
+    NotFound on every RPC, with the text of the Unimplemented status it wraps."""
 
 
 class UnsupportedError(VsonicError):

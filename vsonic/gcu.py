@@ -9,7 +9,9 @@ the call's context to the D-Bus call. ``GcuBehaviour`` lets a virtual switch tak
 (a time per Set for checkpoint and save, and a time per operation for the patch) and refuse
 what GCU refuses before it validates anything: a patch that touches a table without a YANG
 model (sonic-net/sonic-utilities:generic_config_updater/generic_updater.py, the check
-``validate_config_db_patch_has_yang_models``). A refused patch changes nothing.
+``validate_config_db_patch_has_yang_models``) and one that leaves a table empty
+(``emptied_tables``); a gNMI client reads either as ``SCOPE_REFUSAL``. A refused patch
+changes nothing.
 
 GCU's PatchSorter also takes a port admin down before any change to its port-critical entries
 and up again after them (sonic-net/sonic-utilities:generic_config_updater/patch_sorter.py,
@@ -28,10 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from vsonic.db import Config
-from vsonic.schema import GCU_NO_YANG_MESSAGE, SLUICE_YANG_TABLES
+from vsonic.schema import GCU_SCOPE_REFUSAL, SLUICE_YANG_TABLES
+from vsonic.setops import OpKind, SetOp
 
-# GCU's own words, and sluice's tables (one home: vsonic/schema.py, where the check runs).
-NO_YANG_MODEL = GCU_NO_YANG_MESSAGE
+# What GCU's refusals before validation read as, and sluice's tables (one home:
+# vsonic/schema.py, where the model check runs).
+SCOPE_REFUSAL = GCU_SCOPE_REFUSAL
 SLUICE_TABLES = SLUICE_YANG_TABLES
 
 # patch_sorter.py RequiredValueIdentifier: "required_pattern": ["PORT", "@", "admin_status"],
@@ -51,6 +55,21 @@ ADMIN_DOWN = "down"
 ADMIN_UP = "up"
 # Changes the sorter adds per port it takes down: admin down, admin up.
 FLAP_CHANGES = 2
+
+
+def emptied_tables(before: Config, after: Config, ops: Iterable[SetOp]) -> list[str]:
+    """The tables a patch leaves without entries but does not remove: GCU refuses such a patch
+    ("will result in empty tables which is not allowed in ConfigDb"), so the last entry of a
+    table goes by deleting the table path."""
+    had = {table for table, _ in before}
+    has = {table for table, _ in after}
+    removed = {
+        str(op.path.table)
+        for op in ops
+        if op.path.key is None
+        and (op.kind is OpKind.DELETE or (op.kind is OpKind.REPLACE and op.value is None))
+    }
+    return sorted(had - has - removed)
 
 
 def _critical_ports(entries: Iterable[tuple[str, str]]) -> set[str]:

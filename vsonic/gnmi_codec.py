@@ -12,6 +12,7 @@ import orjson
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from vsonic.errors import (
+    BadTargetError,
     InvalidPathError,
     InvalidRequestError,
     InvalidValueError,
@@ -21,7 +22,7 @@ from vsonic.errors import (
     UnsupportedError,
     VsonicError,
 )
-from vsonic.paths import DbPath, parse_path
+from vsonic.paths import DbPath, check_origin, parse_path, request_db
 
 JSON = gnmi_pb2.Encoding.Value("JSON")
 JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
@@ -32,13 +33,17 @@ _STATUS: dict[type[VsonicError], Any] = {
     InvalidRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     SchemaViolationError: grpc.StatusCode.INVALID_ARGUMENT,
     PathNotFoundError: grpc.StatusCode.NOT_FOUND,
+    BadTargetError: grpc.StatusCode.NOT_FOUND,
     UnknownTargetError: grpc.StatusCode.NOT_FOUND,
     UnsupportedError: grpc.StatusCode.UNIMPLEMENTED,
 }
 
 
 def status_for(error: VsonicError) -> Any:
-    return _STATUS.get(type(error), grpc.StatusCode.INVALID_ARGUMENT)
+    for kind in type(error).__mro__:
+        if kind in _STATUS:
+            return _STATUS[kind]
+    return grpc.StatusCode.INVALID_ARGUMENT
 
 
 @contextmanager
@@ -60,25 +65,21 @@ def db_path(prefix: Any, path: Any) -> DbPath:
     return parse_path(origin, elem_names(prefix) + elem_names(path))
 
 
-def decode_ietf(typed_value: Any, where: str) -> Any:
-    """The JSON a Set carries. Only JSON_IETF is accepted, as sonic-gnmi's CONFIG_DB writer."""
-    kind = typed_value.WhichOneof("value")
-    if kind != "json_ietf_val":
-        shown = kind or "no value"
-        raise InvalidValueError(
-            f"{where}: Value encoding is not IETF JSON (got {shown}); send json_ietf_val"
-        )
+def check_request_db(prefix: Any, paths: Any) -> str:
+    """The one database a request's paths name (``paths.request_db``), origins checked."""
+    for path in paths:
+        check_origin(path.origin or prefix.origin)
+    return request_db([elem_names(prefix) + elem_names(p) for p in paths])
+
+
+def decode_ietf(typed_value: Any) -> Any:
+    """The JSON a Set carries, as sonic-gnmi's JSON client parses it: only ``json_ietf_val``
+    is read, so any other kind of value is empty text that fails to parse."""
+    text = typed_value.json_ietf_val if typed_value.WhichOneof("value") == "json_ietf_val" else b""
     try:
-        return json.loads(typed_value.json_ietf_val)
-    except ValueError as error:
-        raise InvalidValueError(f"{where}: json_ietf_val is not valid JSON: {error}") from None
-
-
-def check_encoding(encoding: int) -> int:
-    if encoding not in (JSON, JSON_IETF):
-        name = gnmi_pb2.Encoding.Name(encoding)
-        raise UnsupportedError(f"encoding {name} is not supported; use JSON_IETF or JSON")
-    return encoding
+        return json.loads(text)
+    except ValueError:
+        raise InvalidValueError(f"Fail to parse {text.decode(errors='replace')}") from None
 
 
 def json_text(value: Any) -> bytes:
@@ -90,25 +91,6 @@ def json_text(value: Any) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
-
-
-def typed_json(value: Any, encoding: int) -> Any:
-    return typed_json_text(json_text(value), encoding)
-
-
-def typed_json_text(text: bytes, encoding: int) -> Any:
-    """A TypedValue around JSON text already encoded by ``json_text``."""
-    if encoding == JSON_IETF:
-        return gnmi_pb2.TypedValue(json_ietf_val=text)
-    return gnmi_pb2.TypedValue(json_val=text)
-
-
-def child_path(path: Any, name: str) -> Any:
-    """``path`` with one more element (a table path plus a key)."""
-    child = gnmi_pb2.Path()
-    child.CopyFrom(path)
-    child.elem.add(name=name)
-    return child
 
 
 def notification(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hmac
 import threading
 import time
@@ -29,24 +30,35 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-untyped]
 
-from vsonic.answers import PROTO, check_get_encoding, get_value, set_errors_as_status
-from vsonic.errors import InvalidRequestError, VsonicError
+from vsonic.answers import (
+    PROTO,
+    check_get_encoding,
+    names_entry,
+    no_valid_entry,
+    read_path,
+    set_errors_as_status,
+)
+from vsonic.appl_db import Producer
+from vsonic.errors import InvalidRequestError, InvalidValueError, UnsupportedError, VsonicError
 from vsonic.gnmi_codec import (
     JSON,
     JSON_IETF,
+    check_request_db,
     db_path,
     decode_ietf,
     errors_as_status,
+    json_text,
     notification,
     status_for,
-    typed_json_text,
 )
+from vsonic.gotext import go_path
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
-from vsonic.subscribe import SubscribeSession, Timing
+from vsonic.subscribe import QUEUE_DISPOSED, SubscribeSession, Timing
 from vsonic.switch import Targets
 
-GNMI_VERSION = "0.8.0"  # the proto revision pygnmi 0.8.15 ships (pygnmi.spec.v080)
+GNMI_VERSION = "0.7.0"  # what sonic-gnmi 5ec1c20b answers (gnmi_server/server.go)
+GET_ALL = gnmi_pb2.GetRequest.DataType.Value("ALL")
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,51 @@ class Credentials:
         user_ok = hmac.compare_digest(username.encode(), self.username.encode())
         pass_ok = hmac.compare_digest(password.encode(), self.password.encode())
         return user_ok and pass_ok
+
+
+class Connections:
+    """The Subscribe streams open on each client connection (gRPC's peer address), so that a
+    new one ends the one before it, as sonic-gnmi does; ``multiplexed`` keeps them all."""
+
+    def __init__(self, multiplexed: bool) -> None:
+        self.multiplexed = multiplexed
+        self._streams: dict[str, asyncio.Event] = {}
+
+    def register(self, peer: str) -> asyncio.Event:
+        """The new stream's event, set once another Subscribe on ``peer`` displaces it."""
+        mine = asyncio.Event()
+        if not self.multiplexed:
+            before = self._streams.get(peer)
+            if before is not None:
+                before.set()
+            self._streams[peer] = mine
+        return mine
+
+    def unregister(self, peer: str, mine: asyncio.Event) -> None:
+        if self._streams.get(peer) is mine:
+            del self._streams[peer]
+
+
+async def _until(displaced: asyncio.Event, responses: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``responses`` until another Subscribe on the connection displaces this one, which then
+    ends as sonic-gnmi's does once its queue is disposed."""
+    ended = asyncio.ensure_future(displaced.wait())
+    try:
+        while True:
+            following = asyncio.ensure_future(anext(responses))
+            await asyncio.wait({following, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if ended.done():
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await following
+                raise InvalidRequestError(QUEUE_DISPOSED)
+            try:
+                response = following.result()
+            except StopAsyncIteration:
+                return
+            yield response
+    finally:
+        ended.cancel()
 
 
 @dataclass(frozen=True)
@@ -88,6 +145,7 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         self._credentials = credentials
         self._timing = timing or Timing()
         self._closing = threading.Event()
+        self._connections = Connections(multiplexed=targets.fleet)
 
     def close(self) -> None:
         """Called on server shutdown; the server then cancels open Subscribe streams."""
@@ -116,18 +174,24 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
     def Get(self, request: Any, context: Any) -> Any:  # noqa: N802
         self._authenticate(context)
         with errors_as_status(context):
+            if request.type != GET_ALL:
+                name = gnmi_pb2.GetRequest.DataType.Name(request.type)
+                raise UnsupportedError(f"unsupported request type: {name}")
             encoding = check_get_encoding(request.encoding)
             switch = self._targets.resolve(request.prefix.target)
+            check_request_db(request.prefix, request.path)
             notifications = []
             for path in request.path:
                 where = db_path(request.prefix, path)
-                if encoding == PROTO:
-                    found, value = switch.read_for_get(where)
-                    val = get_value(value, encoding, where.text()) if found else None
-                else:  # JSON text, a table's kept from the last Get while unwritten
+                if encoding == JSON_IETF:  # JSON text, a table's kept from the last Get
                     found, text = switch.json_for_get(where)
-                    val = typed_json_text(text, encoding)
-                if not found:
+                    val = gnmi_pb2.TypedValue(json_ietf_val=text) if found else None
+                else:
+                    read = read_path(switch.store, where, encoding)
+                    val = None if read is None else read.typed_value(json_text(read.json))
+                if val is None:
+                    if names_entry(where):
+                        raise no_valid_entry(path)
                     continue
                 update = gnmi_pb2.Update(path=path, val=val)
                 notifications.append(
@@ -139,8 +203,16 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         self._authenticate(context)
         with set_errors_as_status(context):
             switch = self._targets.resolve(request.prefix.target)
+            paths = [*request.delete, *(u.path for u in request.replace)]
+            database = check_request_db(request.prefix, [*paths, *(u.path for u in request.update)])
+            if database not in ("CONFIG_DB", "APPL_DB"):
+                raise UnsupportedError(f"Set RPC does not support {database}")
             ops, results = self._set_ops(request)
-            switch.apply(ops)
+            if database == "APPL_DB":
+                with switch.set_lock:
+                    Producer(switch.store).apply(ops)
+            else:
+                switch.apply(ops)
             return gnmi_pb2.SetResponse(
                 prefix=request.prefix, response=results, timestamp=self._clock.wall_ns()
             )
@@ -155,7 +227,12 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         for kind, updates in ((OpKind.REPLACE, request.replace), (OpKind.UPDATE, request.update)):
             for update in updates:
                 target = db_path(request.prefix, update.path)
-                value = decode_ietf(update.val, target.text())
+                if update.HasField("val"):
+                    value = decode_ietf(update.val)
+                elif kind is OpKind.REPLACE:
+                    value = None  # a replace without a value removes
+                else:
+                    raise InvalidValueError(f"Invalid update {go_path(update.path)}")
                 ops.append(SetOp(kind, target, value))
                 results.append(gnmi_pb2.UpdateResult(path=update.path, op=op_enum.Value(kind.name)))
         return ops, results
@@ -164,21 +241,41 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         self, request_iterator: AsyncIterator[Any], context: Any
     ) -> AsyncIterator[Any]:
         """A coroutine, not a thread per stream: open streams are bounded by memory only.
-        The stream ends when the client goes away (the RPC is cancelled) or on ``close``."""
+        The stream ends when the client goes away (the RPC is cancelled) or on ``close``.
+
+        As sonic-gnmi keys its Subscribe clients by connection (gnmi_server/server.go
+        ``Subscribe``: "Delete duplicate client"), a standalone switch's new Subscribe on a
+        connection ends the one it had there with INVALID_ARGUMENT "queue: disposed". A fleet
+        server multiplexes, as sonic-gnmi does with ``-enable_stream_multiplexing``: its
+        switches share connections."""
         if not self._authorised(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed")
         session = SubscribeSession(
             self._targets, self._clock.wall_ns, self._clock.monotonic, self._timing
         )
+        peer = context.peer()  # read while the call is alive: grpc.aio's context dies with it
+        displaced = self._connections.register(peer)
         try:
             first = await anext(aiter(request_iterator), None)
-            if first is None or not first.HasField("subscribe"):
-                raise InvalidRequestError("the first SubscribeRequest must carry a subscribe")
+            if first is None:
+                await context.abort(grpc.StatusCode.ABORTED, "stream EOF received before init")
+                return
+            if not first.HasField("subscribe"):
+                raise InvalidRequestError(f"first message must be SubscriptionList: {first}")
             plan = session.plan(first.subscribe)
-            async for response in session.run(plan, request_iterator):
-                yield response
+            responses = session.run(plan, request_iterator)
+            try:
+                followed = (
+                    responses if self._connections.multiplexed else _until(displaced, responses)
+                )
+                async for response in followed:
+                    yield response
+            finally:
+                await responses.aclose()
         except VsonicError as error:
             await context.abort(status_for(error), error.message)
+        finally:
+            self._connections.unregister(peer, displaced)
 
     def _authorised(self, context: Any) -> bool:
         if self._credentials is None:

@@ -252,24 +252,27 @@ TABLES: dict[str, TableSpec] = {
 }
 
 
-# sonic-utilities generic_config_updater/generic_updater.py (PatchApplier.apply): before
-# anything else GCU checks that every table the patch touches has a YANG model loaded from
-# /usr/local/yang-models, and refuses the whole patch with this message if one has none.
-GCU_NO_YANG_MESSAGE = (
-    "Given patch is not valid because it has changes to tables without YANG models"
-)
+# What a gNMI client reads when GCU refuses a patch before it validates it: a table without a
+# YANG model, a table the patch leaves empty, a value GCU cannot handle (sonic-utilities
+# generic_config_updater/generic_updater.py raises for each, inside the per-scope loop whose
+# first output line is this; sonic-host-services host_modules/gcu.py passes on only the first
+# line of GCU's output that says "Error"). Seen through the real server: tests/realsonic/
+# test_vsonic_diff_gcu.py. GCU's own reason ("Given patch is not valid because it has changes
+# to tables without YANG models") stays in its log.
+GCU_SCOPE_REFUSAL = "Error: Failed to apply patch on the following scopes:"
 # The tables whose model is sonic-sluice-agent.yang: on a switch without that file
 # installed, they have no YANG model and GCU refuses any patch that touches them.
 SLUICE_YANG_TABLES = frozenset({"SLUICE_AGENT", "SLUICE_AGENT_QUEUE"})
 
 
 def patch_problems(touched_tables: Iterable[str], *, unmodelled: frozenset[str]) -> list[str]:
-    """GCU's first check of a patch: [] or the one message that refuses all of it.
+    """GCU's first check of a patch, that every table it touches has a YANG model loaded from
+    /usr/local/yang-models: [] or the one message that refuses all of it.
 
     ``unmodelled``: the tables this switch has no YANG model for (``GcuBehaviour``).
     """
     if unmodelled.intersection(touched_tables):
-        return [GCU_NO_YANG_MESSAGE]
+        return [GCU_SCOPE_REFUSAL]
     return []
 
 

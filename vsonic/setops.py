@@ -17,7 +17,9 @@ from typing import Any
 
 from vsonic.db import Config, Fields
 from vsonic.errors import InvalidValueError, UnsupportedError
+from vsonic.gotext import go_value
 from vsonic.paths import DbPath
+from vsonic.schema import GCU_SCOPE_REFUSAL
 
 
 class OpKind(StrEnum):
@@ -33,30 +35,72 @@ class SetOp:
     value: Any = None  # decoded JSON_IETF; None for a delete
 
 
-def _leaf(value: Any, where: str) -> str:
-    """A CONFIG_DB value is a string. A JSON number is stored as its decimal text, as
-    swsscommon's ConfigDBConnector does with str(); pygnmi sends a Python str unquoted, so
-    "7" arrives as the number 7. Booleans, nulls, lists and objects are refused."""
+def _field_value(value: Any) -> str:
+    """A field of an entry the Set writes whole. CONFIG_DB values are strings; sonic-gnmi
+    passes any other JSON value on in the patch and GCU writes it as Python's ``str`` of it
+    (swsscommon ConfigDBConnector ``typed_to_raw``), then fails the Set when it finds the
+    config unlike its target (``mistyped``)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if value is None or isinstance(value, bool | int | float):
         return str(value)
-    shown = "null" if value is None else type(value).__name__
-    raise InvalidValueError(
-        f"{where}: must be a JSON string (CONFIG_DB values are strings), got {shown}"
-    )
+    raise InvalidValueError(GCU_SCOPE_REFUSAL)
+
+
+def mistyped(ops: list[SetOp]) -> bool:
+    """True when an entry the Set writes whole (an entry path, or each entry of a table path)
+    has a value that is no string: GCU writes it, then refuses the Set
+    (``GCU_SCOPE_REFUSAL``), so the client sees an error and the switch holds the change."""
+    for op in ops:
+        if op.value is None or op.path.field is not None or not isinstance(op.value, dict):
+            continue
+        entries = [op.value] if op.path.key is not None else list(op.value.values())
+        for entry in entries:
+            if isinstance(entry, dict) and not all(isinstance(v, str) for v in entry.values()):
+                return True
+    return False
+
+
+def _leaf(value: Any) -> str:
+    """A field path's value: sonic-gnmi's JSON client takes a string (or a leaf-list, which
+    vsonic does not model) and refuses anything else, a bare number too."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        raise UnsupportedError("a leaf-list value is not modelled by vsonic")
+    raise InvalidValueError(f"Invalid field {go_value(value)}")
 
 
 def _as_fields(value: Any, where: str) -> Fields:
     if not isinstance(value, dict):
-        raise InvalidValueError(f"{where}: value must be a JSON object of field: string")
-    return {name: _leaf(item, f"{where} field '{name}'") for name, item in value.items()}
+        raise InvalidValueError(f"Invalid entry {go_value(value)}")
+    return {name: _field_value(item) for name, item in value.items()}
 
 
 def _as_table(value: Any, where: str) -> dict[str, Fields]:
     if not isinstance(value, dict):
-        raise InvalidValueError(f"{where}: value must be a JSON object of key: {{field: string}}")
+        raise InvalidValueError(f"Invalid table {go_value(value)}")
     return {key: _as_fields(fields, f"{where}/{key}") for key, fields in value.items()}
+
+
+def _missing(config: Config, path: DbPath) -> str | None:
+    """Why sonic-gnmi's JSON client cannot remove ``path`` (a replace removes first), in its
+    words: the table, entry or field, each shown with what holds it (Go's ``%v``)."""
+    table = str(path.table)
+    entries = {key: fields for (name, key), fields in config.items() if name == table}
+    if not entries:
+        nested: dict[str, dict[str, Fields]] = {}
+        for (name, key), fields in config.items():
+            nested.setdefault(name, {})[key] = fields
+        return f"Invalid database {table} -> {go_value(nested)}"
+    if path.key is None:
+        return None
+    entry = entries.get(path.key)
+    if entry is None:
+        return f"Invalid entry {go_value(entries)}"
+    if path.field is not None and path.field not in entry:
+        return f"Invalid entry {go_value(entry)}"
+    return None
 
 
 def _delete(config: Config, path: DbPath) -> None:
@@ -82,7 +126,7 @@ def _write(config: Config, path: DbPath, value: Any) -> None:
     elif path.field is None:
         config[(table, path.key)] = _as_fields(value, where)
     else:
-        config.setdefault((table, path.key), {})[path.field] = _leaf(value, where)
+        config.setdefault((table, path.key), {})[path.field] = _leaf(value)
 
 
 _ORDER = {OpKind.DELETE: 0, OpKind.REPLACE: 1, OpKind.UPDATE: 2}
@@ -98,10 +142,17 @@ def apply_ops(config: Config, ops: list[SetOp]) -> Config:
             raise UnsupportedError(
                 f"{op.path.text()}: whole-database Set is not supported by vsonic"
             )
+        if op.path.index is not None:
+            raise UnsupportedError(f"{op.path.text()}: a leaf-list item is not modelled by vsonic")
         if op.kind is OpKind.DELETE or (op.kind is OpKind.REPLACE and op.value is None):
             _delete(result, op.path)
-        else:
-            _write(result, op.path, op.value)
+            continue
+        if op.kind is OpKind.REPLACE:  # remove, then add: what is not there fails the Set
+            problem = _missing(result, op.path)
+            if problem is not None:
+                raise InvalidValueError(problem)
+            _delete(result, op.path)
+        _write(result, op.path, op.value)
     return result
 
 

@@ -1,25 +1,42 @@
-"""gNMI Subscribe as sonic-gnmi's MixedDbClient serves it, on asyncio (sonic-gnmi
-gnmi_server/client_subscribe.go).
+"""gNMI Subscribe as sonic-gnmi serves origin ``sonic-db``, on asyncio.
 
-- ONCE: the current value of every path, then ``sync_response``, then the stream ends.
-- POLL: the same, then again for every Poll the client sends.
-- STREAM: each subscription is SAMPLE (every ``sample_interval``; 0 means the 1 s minimum,
-  anything below 1 s is refused) or ON_CHANGE; TARGET_DEFINED is refused with sonic-gnmi's
-  "unsupported subscription mode". ``updates_only`` skips the initial values. The SAMPLE
-  subscriptions due at one tick are sent as one Notification with an Update each (gNMI's
-  Notification carries a list of updates under one timestamp), and so are the initial values
-  of every subscription: a collector subscribed to every queue and port counter object of a
-  switch gets one message a second, not 576, which is what lets one server process offer a
-  few hundred switches' counters.
+Sources (sonic-net/sonic-gnmi 5ec1c20b): gnmi_server/client_subscribe.go (``Run``, ``recv``,
+``send``) and sonic_data_client/mixed_db_client.go (``OnceRun``, ``PollRun``, ``StreamRun``,
+``dbFieldSubscribe``, ``dbTableKeySubscribe``, ``dbSingleTableKeySubscribe``); every rule was
+also compared with the running server (tests/realsonic/test_vsonic_diff_server.py).
 
-ON_CHANGE follows writes: the switch's change feed (``vsonic.changes``: Redis keyspace
-notifications, as sonic-gnmi uses for table and key paths, or a fleet switch's in-memory
-change log) names each key written, and only the subscriptions that cover it are read again.
-Only a Redis without keyspace notifications falls back to re-reading every
-``Timing.on_change_poll_s``. A table subscription reports each changed entry at
-``<table>/<key>`` and each removed entry as a delete, as sonic-gnmi does. A field subscription
-carries the value as ``string_val``, like sonic-gnmi's field subscriber.
+- The request's encoding is not looked at: values are JSON_IETF (a STREAM field: string).
+- Paths naming no database or several fail the Subscribe at once: NOT_FOUND "… Target
+  conflict in path". Everything else that fails, fails while it runs: the values of the
+  paths before it may have gone out, then the stream ends INVALID_ARGUMENT with the message
+  ("Failed to find <DB> <TABLE> …" for a table with no key in redis, prefixed
+  "streamOnChangeSubscription error:  " under ON_CHANGE and "OnceRun error: " under ONCE).
+- ONCE: each path's value in a message of its own (a path that reads nothing: none), then
+  ``sync_response``; the stream then stays open until the client ends it. A client that
+  half-closes its side ends a ONCE or POLL with INVALID_ARGUMENT "queue: disposed".
+- POLL: the values and a sync at once, then at each Poll; a path that had a value and reads
+  nothing now is sent as a delete. A request that is not a Poll ends the stream like a
+  half-close. A path that fails stops the polling silently.
+- STREAM: every subscription sends its initial value, then the sync; ``updates_only`` does
+  not skip it. SAMPLE (``sample_interval`` 0 is the 1 s minimum, anything below it fails
+  "invalid interval: …") or ON_CHANGE; TARGET_DEFINED fails "unsupported subscription mode".
+  A half-closed request side changes nothing.
+  - A field path sends its value as ``string_val`` (``""`` while it is absent): ON_CHANGE
+    when it changed, SAMPLE at every tick.
+  - A table or entry path sends ``{key: fields}`` (a table) or the entry's fields, ``{}``
+    when there is none. Its updates follow the keyspace events of the switch's redis (the
+    change feed, ``vsonic.changes``), exactly those sonic-gnmi follows: after an ``hset``
+    the written entry is read (a table path: ``{key: fields}`` at the table path), and sent
+    unless it equals the last one read; after a ``del`` or ``hdel`` a table path sends a
+    delete of the table path (no key named) and an entry path sends nothing; other events
+    (``hincrby``) are not followed. ON_CHANGE sends each as it comes; SAMPLE keeps them in a
+    cache and sends the cache at each tick (a delete as a delete of the path, the key then
+    ``{}``), so a SAMPLE is the value the events brought in, not a fresh read;
+    ``updates_only`` empties the cache after each tick (``{}`` when nothing came).
+- One message per path: sonic-gnmi runs each subscription on a goroutine of its own.
 
+A redis without keyspace events (not started by vsonic) gets the same answers from a re-read
+every ``Timing.on_change_poll_s``, each difference standing for the event that caused it.
 A stream holds no thread: it waits on the event loop; reads run on the loop's executor.
 """
 
@@ -27,25 +44,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
+from vsonic.answers import Read, entry_json, read_path
 from vsonic.changes import feed_for
-from vsonic.db import SEPARATORS, redis_key
+from vsonic.db import SEPARATORS, Fields, read_table
 from vsonic.errors import InvalidRequestError, PathNotFoundError, UnsupportedError
-from vsonic.gnmi_codec import (
-    JSON_IETF,
-    check_encoding,
-    child_path,
-    db_path,
-    json_text,
-    notification,
-    typed_json,
-)
-from vsonic.paths import DbPath
+from vsonic.gnmi_codec import elem_names, json_text
+from vsonic.gotext import go_duration
+from vsonic.paths import DbPath, check_origin, parse_path, request_db
 from vsonic.switch import Switch, Targets
 
 NS_PER_S = 1_000_000_000
@@ -54,32 +66,47 @@ ONCE = gnmi_pb2.SubscriptionList.Mode.Value("ONCE")
 POLL = gnmi_pb2.SubscriptionList.Mode.Value("POLL")
 SAMPLE = gnmi_pb2.SubscriptionMode.Value("SAMPLE")
 ON_CHANGE = gnmi_pb2.SubscriptionMode.Value("ON_CHANGE")
+HSET, HDEL, DEL = "hset", "hdel", "del"
+QUEUE_DISPOSED = "queue: disposed"  # what sonic-gnmi's send loop ends with once closed
+ON_CHANGE_PREFIX = "streamOnChangeSubscription error:  "
 
 
 @dataclass(frozen=True)
 class Timing:
     min_sample_s: float = 1.0  # sonic-gnmi MinSampleInterval
-    on_change_poll_s: float = 0.2  # the re-read period when no change feed exists
+    # sonic-gnmi re-reads an ON_CHANGE field this often; vsonic re-reads every path this
+    # often where redis publishes no keyspace events.
+    on_change_poll_s: float = 0.2
 
 
 @dataclass(frozen=True)
 class Sub:
     proto_path: Any
-    path: DbPath
-    mode: int
-    period_s: float
-    suppress_redundant: bool
+    path: DbPath | None  # None: the path failed to parse (``problem`` says why)
+    mode: int  # SAMPLE or ON_CHANGE under STREAM; unused under ONCE and POLL
+    period_s: float = 0.0
+    problem: str | None = None
 
-    def covers(self, db: int, rkey: str) -> bool:
-        """True when a write to ``rkey`` in ``db`` may change this subscription's value."""
-        path = self.path
+    @property
+    def db_path(self) -> DbPath:
+        assert self.path is not None
+        return self.path
+
+    @property
+    def is_field(self) -> bool:
+        return self.db_path.field is not None
+
+    def event_key(self, db: int, rkey: str) -> str | None:
+        """The key a keyspace event for ``rkey`` names for this subscription (``""`` for an
+        entry path), None when the event is not one it follows (sonic-gnmi psubscribes
+        ``TABLE<sep>*`` for a table and ``TABLE<sep>KEY`` for an entry)."""
+        path = self.db_path
         if path.db != db or path.table is None:
-            return False
-        if rkey == path.table:  # a key-less hash (COUNTERS_DB name maps)
-            return True
-        if path.key is None:
-            return rkey.startswith(path.table + SEPARATORS[db])
-        return rkey == redis_key(db, path.table, path.key)
+            return None
+        if path.key is not None or path.field is not None:
+            return "" if rkey == path.rkey() else None
+        prefix = path.table + SEPARATORS[db]
+        return rkey[len(prefix) :] if rkey.startswith(prefix) else None
 
 
 @dataclass(frozen=True)
@@ -87,9 +114,51 @@ class Plan:
     switch: Switch
     prefix: Any
     mode: int
-    encoding: int
     updates_only: bool
     subs: tuple[Sub, ...]
+    # A fleet server sends the values due at one moment (the initial values, one tick's
+    # samples) in one notification: 576 messages a second per switch is more than one
+    # process serving a few hundred switches can send (docs/vsonic.md).
+    batched: bool = False
+
+    def following(self, db: int, rkey: str | None) -> list[int]:
+        """The subscriptions a keyspace event for ``rkey`` may concern (all: a resync)."""
+        if rkey is None:
+            return list(range(len(self.subs)))
+        table = rkey.partition(SEPARATORS[db])[0]
+        return sorted(self._by_key.get((db, rkey), []) + self._by_table.get((db, table), []))
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[int, str], list[int]]:
+        index: dict[tuple[int, str], list[int]] = {}
+        for i, sub in enumerate(self.subs):
+            path = sub.path
+            if path is not None and path.table is not None and path.key is not None:
+                index.setdefault((path.db, path.rkey()), []).append(i)
+        return index
+
+    @cached_property
+    def _by_table(self) -> dict[tuple[int, str], list[int]]:
+        index: dict[tuple[int, str], list[int]] = {}
+        for i, sub in enumerate(self.subs):
+            path = sub.path
+            if path is not None and path.table is not None and path.key is None:
+                index.setdefault((path.db, path.table), []).append(i)
+        return index
+
+
+@dataclass
+class _State:
+    """What one STREAM subscription remembers between events and ticks."""
+
+    last: Any = None  # the last value read after an hset (sonic-gnmi's dedupe) or of a field
+    cache: dict[str, Any] = field(default_factory=dict)  # SAMPLE: what the next tick sends
+    deleted: bool = False  # SAMPLE: a del/hdel came since the last tick
+    seen: dict[str, Fields] = field(default_factory=dict)  # re-reading: the last read
+
+
+Requests = asyncio.Queue[Any]
+_EOF = object()
 
 
 class SubscribeSession:
@@ -106,219 +175,379 @@ class SubscribeSession:
         self._timing = timing
 
     def plan(self, request: Any) -> Plan:
-        """Check a SubscriptionList the way sonic-gnmi does before any data is sent."""
-        encoding = check_encoding(request.encoding)
+        """What sonic-gnmi checks before it starts: the target, the origin, one database."""
         switch = self._targets.resolve(request.prefix.target)
         if not request.subscription:
-            raise InvalidRequestError("the SubscriptionList has no subscription")
+            raise PathNotFoundError("Invalid subscription path: No Subscription")
+        prefix_elems = elem_names(request.prefix)
+        for sub in request.subscription:
+            check_origin(sub.path.origin or request.prefix.origin)
+        request_db([prefix_elems + elem_names(s.path) for s in request.subscription])
         subs = tuple(self._sub(request, s, switch) for s in request.subscription)
-        for sub in subs:
-            _snapshot(switch, sub.path)  # refuses unreadable paths (a whole COUNTERS_DB) up front
-        return Plan(switch, request.prefix, request.mode, encoding, request.updates_only, subs)
+        return Plan(
+            switch, request.prefix, request.mode, request.updates_only, subs, self._targets.fleet
+        )
 
     def _sub(self, request: Any, sub: Any, switch: Switch) -> Sub:
-        path = db_path(request.prefix, sub.path)
-        if request.mode != STREAM:
-            return Sub(sub.path, path, sub.mode, 0.0, False)
-        if sub.mode == ON_CHANGE and not switch.on_change:
+        origin = sub.path.origin or request.prefix.origin
+        try:
+            path = parse_path(origin, elem_names(request.prefix) + elem_names(sub.path))
+        except PathNotFoundError as error:
+            return Sub(sub.path, None, sub.mode, problem=error.message)
+        if request.mode == STREAM and sub.mode == ON_CHANGE and not switch.on_change:
             # A switch whose gNMI server only samples refuses the mode (UNIMPLEMENTED, as for
             # any feature it lacks) rather than pretending to stream changes.
             raise UnsupportedError(f"ON_CHANGE is not supported for {path.text()}")
-        if sub.mode == ON_CHANGE:
-            return Sub(sub.path, path, ON_CHANGE, self._timing.on_change_poll_s, False)
-        if sub.mode != SAMPLE:
+        period_s = sub.sample_interval / NS_PER_S or self._timing.min_sample_s
+        return Sub(sub.path, path, sub.mode, period_s)
+
+    async def run(self, plan: Plan, requests: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+        """The responses of one Subscribe RPC, until it ends (an InvalidRequestError with
+        sonic-gnmi's message) or is cancelled."""
+        incoming: Requests = asyncio.Queue()
+        reader = asyncio.create_task(_read_requests(requests, incoming))
+        try:
+            if plan.mode == ONCE:
+                runner = self._once(plan, incoming)
+            elif plan.mode == POLL:
+                runner = self._polls(plan, incoming)
+            else:
+                runner = self._stream(plan)
+            async for response in runner:
+                yield response
+        finally:
+            reader.cancel()
+
+    # -- ONCE and POLL ---------------------------------------------------------------------------
+
+    async def _once(self, plan: Plan, incoming: Requests) -> AsyncIterator[Any]:
+        for sub in plan.subs:
+            try:
+                found = await _read(plan.switch, sub)
+            except PathNotFoundError as error:
+                raise InvalidRequestError(f"OnceRun error: {error.message}") from None
+            if found is not None:
+                yield self._update(plan, sub.proto_path, _typed(found))
+        yield gnmi_pb2.SubscribeResponse(sync_response=True)
+        await _closed(incoming, polls_allowed=False)
+
+    async def _polls(self, plan: Plan, incoming: Requests) -> AsyncIterator[Any]:
+        had = [False] * len(plan.subs)
+        while True:
+            failed = False
+            for i, sub in enumerate(plan.subs):
+                try:
+                    found = await _read(plan.switch, sub)
+                except PathNotFoundError:
+                    failed = True  # sonic-gnmi's PollRun returns: no answer from now on
+                    break
+                if found is not None:
+                    had[i] = True
+                    yield self._update(plan, sub.proto_path, _typed(found))
+                elif had[i]:
+                    had[i] = False
+                    yield self._delete(plan, sub.proto_path)
+            if failed:
+                await _closed(incoming, polls_allowed=True)
+            yield gnmi_pb2.SubscribeResponse(sync_response=True)
+            request = await incoming.get()
+            if request is _EOF or not request.HasField("poll"):
+                raise InvalidRequestError(QUEUE_DISPOSED)
+
+    # -- STREAM ----------------------------------------------------------------------------------
+
+    def _check_stream(self, sub: Sub) -> None:
+        """What ends a STREAM before its sync (sonic-gnmi ``StreamRun`` and the routines it
+        starts)."""
+        if sub.mode not in (SAMPLE, ON_CHANGE):
             name = gnmi_pb2.SubscriptionMode.Name(sub.mode)
             raise InvalidRequestError(f"unsupported subscription mode, {name}")
-        period_s = sub.sample_interval / NS_PER_S or self._timing.min_sample_s
-        if period_s < self._timing.min_sample_s:
+        if sub.mode == SAMPLE and sub.period_s < self._timing.min_sample_s:
+            requested = go_duration(round(sub.period_s * NS_PER_S))
+            minimum = go_duration(round(self._timing.min_sample_s * NS_PER_S))
             raise InvalidRequestError(
-                f"invalid sample_interval {sub.sample_interval} ns for {path.text()}: "
-                f"minimum is {self._timing.min_sample_s:g} s "
-                f"({int(self._timing.min_sample_s * NS_PER_S)} ns)"
+                f"invalid interval: {requested}. It cannot be less than {minimum}"
             )
-        return Sub(sub.path, path, SAMPLE, period_s, sub.suppress_redundant)
+        if sub.problem is not None:
+            prefix = ON_CHANGE_PREFIX if sub.mode == ON_CHANGE else ""
+            raise InvalidRequestError(prefix + sub.problem)
 
-    async def run(self, plan: Plan, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The responses of one Subscribe RPC, until it ends or is cancelled."""
-        changes: asyncio.Queue[tuple[int, str | None]] = asyncio.Queue()
-        unwatch = self._watch(plan, changes)
+    async def _stream(self, plan: Plan) -> AsyncIterator[Any]:
+        for sub in plan.subs:
+            self._check_stream(sub)
+        events: asyncio.Queue[tuple[int, str | None, str]] = asyncio.Queue()
+        unwatch = self._watch(plan, events)
         try:
-            values = await _read(plan.switch, plan.subs)
-            if not plan.updates_only:
-                for response in self._current(plan, values):
-                    yield response
+            states = [_State() for _ in plan.subs]
+            initial = []
+            for sub, state in zip(plan.subs, states, strict=True):
+                try:
+                    value = await _stream_value(plan.switch, sub, state)
+                except PathNotFoundError as error:
+                    prefix = ON_CHANGE_PREFIX if sub.mode == ON_CHANGE else ""
+                    raise InvalidRequestError(prefix + error.message) from None
+                initial.append(self._update(plan, sub.proto_path, _stream_typed(sub, value)))
+                if sub.mode == SAMPLE and not sub.is_field and not plan.updates_only:
+                    state.cache = dict(value)
+            for response in self._sent(plan, initial):
+                yield response
             yield gnmi_pb2.SubscribeResponse(sync_response=True)
-            if plan.mode == POLL:
-                async for response in self._polls(plan, requests):
-                    yield response
-            elif plan.mode == STREAM:
-                polling = unwatch is None
-                async for response in self._stream(plan, values, changes, polling):
-                    yield response
+            async for response in self._follow(plan, states, events, unwatch is None):
+                yield response
         finally:
             if unwatch is not None:
                 unwatch()
 
     def _watch(
-        self, plan: Plan, changes: asyncio.Queue[tuple[int, str | None]]
+        self, plan: Plan, events: asyncio.Queue[tuple[int, str | None, str]]
     ) -> Callable[[], None] | None:
-        """Hand the feed's keys to this stream's loop; None when there is no feed."""
-        if plan.mode != STREAM or not any(s.mode == ON_CHANGE for s in plan.subs):
-            return lambda: None
+        """Hand the feed's events to this stream's loop; None when there is no feed."""
         feed = feed_for(plan.switch.store)
         if feed is None:
             return None
         loop = asyncio.get_running_loop()
-        dbs = {s.path.db for s in plan.subs if s.mode == ON_CHANGE}
+        dbs = {s.db_path.db for s in plan.subs}
 
-        def on_change(db: int, rkey: str | None) -> None:
-            if db in dbs:
-                loop.call_soon_threadsafe(changes.put_nowait, (db, rkey))
+        def on_event(db: int, rkey: str | None, event: str) -> None:
+            if db not in dbs:
+                return
+            # A server stopped with this stream open closes its loop before the stream can
+            # unwatch: the event then has no one to go to.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(events.put_nowait, (db, rkey, event))
 
-        return feed.watch(on_change)
+        return feed.watch(on_event)
 
-    def _current(self, plan: Plan, values: Sequence[Any]) -> list[Any]:
-        """Every subscription's current value (those that have one) in one notification: a
-        collector's 579 subscriptions cost one message at (re)subscribe, not 579."""
-        response = self._empty_response(plan)
-        for sub, value in zip(plan.subs, values, strict=True):
-            if value is not None:
-                _add_update(response.update, sub.proto_path, value, plan.encoding)
-        return [response] if response.update.update else []
-
-    def _response(self, plan: Plan, updates: list[Any], deletes: list[Any]) -> Any:
-        note = notification(self._wall_ns, plan.prefix, updates, deletes)
-        return gnmi_pb2.SubscribeResponse(update=note)
-
-    async def _polls(self, plan: Plan, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for request in requests:
-            if not request.HasField("poll"):
-                continue
-            for response in self._current(plan, await _read(plan.switch, plan.subs)):
-                yield response
-            yield gnmi_pb2.SubscribeResponse(sync_response=True)
-
-    async def _stream(
+    async def _follow(
         self,
         plan: Plan,
-        values: list[Any],
-        changes: asyncio.Queue[tuple[int, str | None]],
-        polling: bool,
+        states: list[_State],
+        events: asyncio.Queue[tuple[int, str | None, str]],
+        rereading: bool,
     ) -> AsyncIterator[Any]:
-        """SAMPLE subscriptions on their schedule; ON_CHANGE ones when a key they cover is
-        written (or on the re-read schedule when ``polling``)."""
-        last = list(values)
-        timed = [i for i, s in enumerate(plan.subs) if s.mode == SAMPLE or polling]
-        watched = [i for i, s in enumerate(plan.subs) if s.mode == ON_CHANGE]
-        due = {i: self._monotonic() + plan.subs[i].period_s for i in timed}
+        """After the sync: SAMPLE ticks, ON_CHANGE fields re-read, events followed."""
+        now = self._monotonic()
+        poll_s = self._timing.on_change_poll_s
+        due: dict[int, float] = {}
+        for i, sub in enumerate(plan.subs):
+            if sub.mode == SAMPLE:
+                due[i] = now + sub.period_s
+            elif rereading:
+                due[i] = now + poll_s
         while True:
-            dirty = await self._wait(plan, due, changes, watched)
+            wait_s = min(due.values()) - self._monotonic() if due else None
+            batch = await _next_events(events, wait_s)
+            for db, rkey, event in batch:
+                for i in plan.following(db, rkey):
+                    sub = plan.subs[i]
+                    async for response in self._on_event(plan, sub, states[i], db, rkey, event):
+                        yield response
             now = self._monotonic()
-            for i in timed:
-                if due[i] <= now:
-                    due[i] = now + plan.subs[i].period_s
-                    dirty.add(i)
-            if not dirty:
-                continue
-            order = sorted(dirty)
-            current = await _read(plan.switch, [plan.subs[i] for i in order])
-            samples = self._empty_response(plan)
-            for i, value in zip(order, current, strict=True):
-                sub, old = plan.subs[i], last[i]
-                last[i] = value
-                if sub.mode == SAMPLE:
-                    if value is not None and not (sub.suppress_redundant and value == old):
-                        _add_update(samples.update, sub.proto_path, value, plan.encoding)
-                    continue
-                response = self._on_change(plan, sub, old, value)
-                if response is not None:
+            ticked = []
+            for i in [i for i, at in due.items() if at <= now]:
+                sub, state = plan.subs[i], states[i]
+                due[i] = now + (sub.period_s if sub.mode == SAMPLE else poll_s)
+                if rereading and not sub.is_field and sub.db_path.table is not None:
+                    for db, rkey, event in await _reread(plan.switch, sub, state):
+                        async for response in self._on_event(plan, sub, state, db, rkey, event):
+                            ticked.append(response)
+                if sub.is_field:
+                    before = state.last
+                    value = await _stream_value(plan.switch, sub, state)
+                    if sub.mode == SAMPLE or value != before:
+                        ticked.append(self._update(plan, sub.proto_path, _stream_typed(sub, value)))
+                elif sub.mode == SAMPLE:
+                    ticked.extend(self._tick(plan, sub, state))
+            for response in self._sent(plan, ticked):
+                yield response
+
+    async def _on_event(
+        self, plan: Plan, sub: Sub, state: _State, db: int, rkey: str | None, event: str
+    ) -> AsyncIterator[Any]:
+        """What one keyspace event means for one subscription."""
+        path = sub.db_path
+        if path.table is None or db != path.db:
+            return
+        if sub.is_field:  # any write to its entry (sonic-gnmi re-reads a field every 200 ms)
+            if sub.mode == ON_CHANGE and (rkey is None or sub.event_key(db, rkey) is not None):
+                before = state.last
+                value = await _stream_value(plan.switch, sub, state)
+                if value != before:
+                    yield self._update(plan, sub.proto_path, _stream_typed(sub, value))
+            return
+        if rkey is None:  # the feed reconnected: whatever changed meanwhile, read it again
+            for held in await asyncio.to_thread(_current_keys, plan.switch, sub):
+                async for response in self._on_event(plan, sub, state, db, _rkey(sub, held), HSET):
                     yield response
-            if samples.update.update:
-                yield samples
+            return
+        key = sub.event_key(db, rkey)
+        if key is None:
+            return
+        if event in (DEL, HDEL):
+            if sub.db_path.key is not None:
+                return  # an entry path: sonic-gnmi sends nothing
+            if sub.mode == ON_CHANGE:
+                yield self._delete(plan, sub.proto_path)
+            else:
+                state.cache[key] = {}
+                state.deleted = True
+            return
+        if event != HSET:
+            return
+        fields = await asyncio.to_thread(plan.switch.store.read_hash, db, rkey)
+        entry = entry_json(fields or {})
+        value = entry if sub.db_path.key is not None else {key: entry}
+        if value == state.last:
+            return
+        state.last = value
+        if sub.mode == ON_CHANGE:
+            yield self._update(plan, sub.proto_path, _stream_typed(sub, value))
+        else:
+            state.cache.update(value)
 
-    async def _wait(
-        self,
-        plan: Plan,
-        due: dict[int, float],
-        changes: asyncio.Queue[tuple[int, str | None]],
-        watched: list[int],
-    ) -> set[int]:
-        """Wait for the next due sample or written key; the subscriptions a key covers."""
-        timeout = max(0.0, min(due.values()) - self._monotonic()) if due else None
-        dirty: set[int] = set()
-        try:
-            first = await asyncio.wait_for(changes.get(), timeout)
-        except TimeoutError:
-            return dirty
-        batch = [first]
-        with contextlib.suppress(asyncio.QueueEmpty):
-            while True:  # everything already queued: one MULTI/EXEC writes many keys
-                batch.append(changes.get_nowait())
-        for db, rkey in batch:
-            for i in watched:
-                if rkey is None or plan.subs[i].covers(db, rkey):
-                    dirty.add(i)
-        return dirty
+    def _tick(self, plan: Plan, sub: Sub, state: _State) -> list[Any]:
+        """A SAMPLE tick of a table or entry path: the cache (a pending delete alone)."""
+        if state.deleted:
+            state.deleted = False
+            sent = [self._delete(plan, sub.proto_path)]
+        else:
+            sent = [self._update(plan, sub.proto_path, _stream_typed(sub, state.cache))]
+        if plan.updates_only:
+            state.cache = {}
+        return sent
 
-    def _empty_response(self, plan: Plan) -> Any:
-        """A response with no update yet, stamped now; updates are added to it in place (no
-        copy per update)."""
+    # -- messages --------------------------------------------------------------------------------
+
+    def _sent(self, plan: Plan, responses: list[Any]) -> list[Any]:
+        """The responses due at one moment as sent: one each, or in a fleet one notification
+        holding all their updates and deletes (``Plan.batched``)."""
+        if not plan.batched or len(responses) < 2:
+            return responses
+        merged = self._note(plan)
+        for response in responses:
+            merged.update.update.extend(response.update.update)
+            merged.update.delete.extend(response.update.delete)
+        return [merged]
+
+    def _note(self, plan: Plan) -> Any:
         response = gnmi_pb2.SubscribeResponse()
         response.update.timestamp = self._wall_ns()
         response.update.prefix.CopyFrom(plan.prefix)
         return response
 
-    def _on_change(self, plan: Plan, sub: Sub, old: Any, new: Any) -> Any:
-        """The response an ON_CHANGE subscription (or a polled one) owes for ``old`` -> ``new``;
-        None when nothing changed."""
-        if new == old:
-            return None
-        updates, deletes = _changes(sub, old, new, plan.encoding)
-        return self._response(plan, updates, deletes)
+    def _update(self, plan: Plan, proto_path: Any, value: Any) -> Any:
+        response = self._note(plan)
+        update = response.update.update.add()
+        update.path.CopyFrom(proto_path)
+        update.val.CopyFrom(value)
+        return response
+
+    def _delete(self, plan: Plan, proto_path: Any) -> Any:
+        response = self._note(plan)
+        response.update.delete.add().CopyFrom(proto_path)
+        return response
 
 
-async def _read(switch: Switch, subs: Sequence[Sub]) -> list[Any]:
-    """Current values of ``subs``, read off the event loop (a store may block on Redis)."""
-    return await asyncio.to_thread(lambda: [_snapshot(switch, s.path) for s in subs])
+async def _read_requests(requests: AsyncIterator[Any], incoming: Requests) -> None:
+    """Every request after the first, then ``_EOF`` when the client half-closes."""
+    with contextlib.suppress(Exception):  # a cancelled or broken call: the RPC is over
+        async for request in requests:
+            incoming.put_nowait(request)
+    incoming.put_nowait(_EOF)
 
 
-def _snapshot(switch: Switch, path: DbPath) -> Any:
-    """The value at ``path``, or None while the entry or field does not exist."""
+async def _closed(incoming: Requests, polls_allowed: bool) -> None:
+    """Wait for the client to end the request side (or, where Polls are not expected, send
+    anything), then end as sonic-gnmi does once its queue is disposed."""
+    while True:
+        request = await incoming.get()
+        if request is _EOF or not (polls_allowed and request.HasField("poll")):
+            raise InvalidRequestError(QUEUE_DISPOSED)
+
+
+async def _next_events(
+    events: asyncio.Queue[tuple[int, str | None, str]], timeout_s: float | None
+) -> list[tuple[int, str | None, str]]:
+    """The events queued now, waiting up to ``timeout_s`` for the first."""
     try:
-        return switch.read(path)
-    except PathNotFoundError:
-        return None
+        wait_s = None if timeout_s is None else max(0.0, timeout_s)
+        first = await asyncio.wait_for(events.get(), wait_s)
+    except TimeoutError:
+        return []
+    batch = [first]
+    with contextlib.suppress(asyncio.QueueEmpty):
+        while True:  # everything already queued: one script writes many keys
+            batch.append(events.get_nowait())
+    return batch
 
 
-def _update(proto_path: Any, value: Any, encoding: int) -> Any:
-    if isinstance(value, str):
-        return gnmi_pb2.Update(path=proto_path, val=gnmi_pb2.TypedValue(string_val=value))
-    return gnmi_pb2.Update(path=proto_path, val=typed_json(value, encoding))
+async def _read(switch: Switch, sub: Sub) -> Read | None:
+    """A ONCE or POLL path's value, read off the event loop (a store may block on Redis)."""
+    if sub.problem is not None:
+        raise PathNotFoundError(sub.problem)
+    return await asyncio.to_thread(read_path, switch.store, sub.db_path)
 
 
-def _add_update(note: Any, proto_path: Any, value: Any, encoding: int) -> None:
-    """``_update``'s Update, built inside ``note`` (a field's value as ``string_val``)."""
-    update = note.update.add()
-    update.path.CopyFrom(proto_path)
-    if isinstance(value, str):
-        update.val.string_val = value
-    elif encoding == JSON_IETF:
-        update.val.json_ietf_val = json_text(value)
-    else:
-        update.val.json_val = json_text(value)
+async def _stream_value(switch: Switch, sub: Sub, state: _State) -> Any:
+    """A STREAM path's value now: a field's string (``""`` when absent), else the JSON."""
+    return await asyncio.to_thread(_stream_read, switch, sub, state)
 
 
-def _changes(sub: Sub, old: Any, new: Any, encoding: int) -> tuple[list[Any], list[Any]]:
-    """Updates and deletes that turn ``old`` into ``new``; per entry for a table path."""
-    is_table = sub.path.table is not None and sub.path.key is None
-    if not is_table or not isinstance(old, dict) or not isinstance(new, dict):
-        if new is None:
-            return [], [sub.proto_path]
-        return [_update(sub.proto_path, new, encoding)], []
-    updates = [
-        _update(child_path(sub.proto_path, key), value, encoding)
-        for key, value in sorted(new.items())
-        if old.get(key) != value
+def _stream_read(switch: Switch, sub: Sub, state: _State) -> Any:
+    path = sub.db_path
+    if path.field is not None:
+        fields = switch.store.read_hash(path.db, path.rkey()) or {}
+        value = fields.get(path.field, "")
+        state.last = value
+        return value
+    if path.key is not None:
+        entry = switch.store.read_hash(path.db, path.rkey())
+        state.seen = {} if entry is None else {"": entry}
+        return entry_json(entry or {})
+    found = read_path(switch.store, path)
+    if path.table is not None:
+        state.seen = read_table(switch.store, path.db, path.table)
+    return {} if found is None else found.json
+
+
+def _current_keys(switch: Switch, sub: Sub) -> list[str]:
+    path = sub.db_path
+    if path.key is not None:
+        return [""]
+    return sorted(read_table(switch.store, path.db, str(path.table)))
+
+
+def _rkey(sub: Sub, key: str) -> str:
+    path = sub.db_path
+    return path.rkey() if path.key is not None else f"{path.table}{SEPARATORS[path.db]}{key}"
+
+
+async def _reread(switch: Switch, sub: Sub, state: _State) -> list[tuple[int, str, str]]:
+    """Without a change feed: the events that turn the last read into this one."""
+    path = sub.db_path
+
+    def read() -> dict[str, Fields]:
+        if path.key is not None:
+            fields = switch.store.read_hash(path.db, path.rkey())
+            return {} if fields is None else {"": fields}
+        return read_table(switch.store, path.db, str(path.table))
+
+    now = await asyncio.to_thread(read)
+    events = [
+        (path.db, _rkey(sub, key), HSET)
+        for key, fields in now.items()
+        if state.seen.get(key) != fields
     ]
-    deletes = [child_path(sub.proto_path, key) for key in sorted(old.keys() - new.keys())]
-    return updates, deletes
+    events += [(path.db, _rkey(sub, key), DEL) for key in state.seen.keys() - now.keys()]
+    state.seen = now
+    return events
+
+
+def _typed(found: Read) -> Any:
+    return found.typed_value(json_text(found.json) if found.proto is None else b"")
+
+
+def _stream_typed(sub: Sub, value: Any) -> Any:
+    if sub.is_field:
+        return gnmi_pb2.TypedValue(string_val=value)
+    return gnmi_pb2.TypedValue(json_ietf_val=json_text(value))

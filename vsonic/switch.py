@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vsonic.answers import read_path
 from vsonic.db import (
     CONFIG_DB,
     Config,
@@ -20,20 +21,22 @@ from vsonic.db import (
     MemoryStore,
     Store,
     read_config,
-    read_table,
     redis_key,
 )
-from vsonic.errors import (
-    InvalidPathError,
-    PathNotFoundError,
-    SchemaViolationError,
-    UnknownTargetError,
+from vsonic.errors import SchemaViolationError, UnknownTargetError
+from vsonic.gcu import (
+    ADMIN_DOWN,
+    ADMIN_STATUS,
+    ADMIN_UP,
+    SCOPE_REFUSAL,
+    GcuBehaviour,
+    emptied_tables,
+    flapped_ports,
 )
-from vsonic.gcu import ADMIN_DOWN, ADMIN_STATUS, ADMIN_UP, GcuBehaviour, flapped_ports
 from vsonic.gnmi_codec import json_text
 from vsonic.paths import DbPath
 from vsonic.schema import patch_problems, validate_change
-from vsonic.setops import SetOp, apply_ops, changed_entries, touched_tables
+from vsonic.setops import SetOp, apply_ops, changed_entries, mistyped, touched_tables
 
 
 @dataclass
@@ -57,53 +60,12 @@ class Switch:
         default_factory=dict, init=False, repr=False
     )
 
-    def read(self, path: DbPath) -> Any:
-        """The JSON value at ``path``: a table, an entry, a field, or the whole CONFIG_DB."""
-        if path.table is None:
-            return self._read_database(path)
-        if path.key is None:
-            return self._read_table(path)
-        entry = self.store.read_hash(path.db, redis_key(path.db, path.table, path.key))
-        if entry is None:
-            return self._read_keyless_field(path)
-        if path.field is None:
-            return entry
-        if path.field not in entry:
-            raise PathNotFoundError(f"{path.text()}: no field {path.field!r}")
-        return entry[path.field]
-
-    def _read_database(self, path: DbPath) -> Any:
-        if path.db != CONFIG_DB:
-            raise InvalidPathError(f"{path.text()}: reading a whole {path.db_name} is refused")
-        nested: dict[str, dict[str, dict[str, str]]] = {}
-        for (table, key), fields in sorted(read_config(self.store).items()):
-            nested.setdefault(table, {})[key] = fields
-        return nested
-
-    def _read_table(self, path: DbPath) -> Any:
-        entries = read_table(self.store, path.db, str(path.table))
-        if entries:
-            return entries
-        # COUNTERS_DB name maps are one hash with no key level (sonic-gnmi
-        # test/test_gnmi_countersdb.py).
-        keyless = self.store.read_hash(path.db, str(path.table))
-        return keyless if keyless is not None else {}
-
     def read_for_get(self, path: DbPath) -> tuple[bool, Any]:
-        """``(found, value)`` for a Get, with sonic-gnmi's missing-table rule: a table path
-        whose table has no key at all fails the whole Get ("Failed to find"), but when some
-        other key starts with the table's name (``SLUICE_AGENT`` beside
-        ``SLUICE_AGENT_QUEUE|...``) the path is left out of the answer instead, because
-        sonic-gnmi tests for keys matching ``TABLE*`` and then skips a table path that reads
-        no data (sonic-gnmi:sonic_data_client/mixed_db_client.go ``getDbtablePath``, ``Get``)."""
-        if path.table is None or path.key is not None:
-            return True, self.read(path)
-        value = self._read_table(path)
-        if value:
-            return True, value
-        if self.store.read_prefixed(path.db, str(path.table)):
-            return False, None
-        raise PathNotFoundError(f"Failed to find {path.db_name} {path.text()}")
+        """``(found, JSON value)`` of ``path`` as sonic-gnmi reads it for a Get
+        (``vsonic/answers.py``): a table whose name no redis key starts with fails
+        ("Failed to find"); one that reads nothing is not found."""
+        found = read_path(self.store, path)
+        return (False, None) if found is None else (True, found.json)
 
     def json_for_get(self, path: DbPath) -> tuple[bool, bytes]:
         """``read_for_get`` encoded as JSON text (``json_text``: sorted keys).
@@ -128,12 +90,6 @@ class Switch:
         self._encoded[where] = (generation, text)
         return True, text
 
-    def _read_keyless_field(self, path: DbPath) -> Any:
-        keyless = self.store.read_hash(path.db, str(path.table))
-        if keyless is None or path.field is not None or path.key not in keyless:
-            raise PathNotFoundError(f"{path.text()}: no such entry")
-        return keyless[str(path.key)]
-
     def apply(self, ops: list[SetOp]) -> None:
         """Validate the would-be CONFIG_DB of the whole request, then write it in one MULTI/EXEC.
 
@@ -149,6 +105,8 @@ class Switch:
             before = read_config(self.store)
             after = apply_ops(before, ops)
             problems = patch_problems(touched_tables(ops), unmodelled=self.gcu.unmodelled())
+            if not problems and emptied_tables(before, after, ops):
+                problems = [SCOPE_REFUSAL]
             problems = problems or validate_change(before, after)
             if problems:
                 raise SchemaViolationError(problems)
@@ -165,6 +123,8 @@ class Switch:
             self._admin_status(after, flapped, ADMIN_UP)
             self.applied.update(op.path.text() for op in ops)
             self.port_flaps.update(flapped)
+            if mistyped(ops):  # written, then GCU finds the config unlike the patch's target
+                raise SchemaViolationError([SCOPE_REFUSAL])
 
     def _admin_status(self, config: Config, ports: list[str], status: str) -> None:
         """``PORT|<port> admin_status`` to ``status`` for each of ``ports``, as GCU's sorted

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Reader
 from controller.services.audit import AuditService
 from controller.services.common import WorkerWait
@@ -35,8 +37,6 @@ from controller.services.twin_runs import TwinRunService
 from controller.settings import Settings
 from controller.southbound.resolve import resolve_names
 from controller.store.db import make_engine, make_sessions
-from controller.prometheus.gate_reads import promql_reader
-from controller.prometheus.promql import make_promql
 from controller.telemetry.tuning_summary import read_summary
 from controller.types import Clock
 

@@ -36,7 +36,7 @@ from .conftest import (
 )
 
 pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(1800)]  # a hang guard only
-LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # examples/intent.yaml
+LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # docs/example-intent.yaml
 MANAGED_PORTS = ("Ethernet0", "Ethernet48")
 
 

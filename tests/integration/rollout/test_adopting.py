@@ -49,7 +49,7 @@ from vsonic.seed import (
 
 from .conftest import new_pool, resolver_for, wait_for
 
-# Who is cabled to whom in examples/intent.yaml (its comments): each leaf's Ethernet48 to
+# Who is cabled to whom in docs/example-intent.yaml (its comments): each leaf's Ethernet48 to
 # spine1 and Ethernet52 to spine2; the spines' Ethernet0 to leaf1 and Ethernet4 to leaf2.
 CABLING = {
     "leaf1": [("Ethernet48", "spine1", "Ethernet0"), ("Ethernet52", "spine2", "Ethernet0")],

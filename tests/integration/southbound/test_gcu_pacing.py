@@ -16,7 +16,7 @@ from controller.sonic.gcu import GcuPace
 from controller.sonic.model import SwitchConfig
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
-from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour
+from vsonic.gcu import SCOPE_REFUSAL, GcuBehaviour
 
 from .conftest import USERNAME, Fabric
 
@@ -191,7 +191,7 @@ def test_a_switch_without_the_yang_extension_gets_its_qos_tables_and_is_told_why
     result = converged.result
     assert result.status == "failed"
     reason = result.reason or ""
-    assert NO_YANG_MODEL in reason
+    assert SCOPE_REFUSAL in reason
     assert "SLUICE_AGENT, SLUICE_AGENT_QUEUE" in reason
     assert "sonic-sluice-agent.yang" in reason
     assert "/usr/local/yang-models" in reason

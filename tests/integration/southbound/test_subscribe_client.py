@@ -120,8 +120,9 @@ def test_once_poll_and_on_change_on_one_shared_channel(
             )
             store.write_atomically(STATE_DB, {"SLUICE_AGENT_STATE|global": {"mode": "stopped"}})
             change = await asyncio.wait_for(anext(stream), 10)
+            # As sonic-gnmi sends it: the written entry, keyed, at the table path.
             assert [(c.elems[-1], c.value) for c in change.changes] == [
-                ("global", {"mode": "stopped"})
+                ("SLUICE_AGENT_STATE", {"global": {"mode": "stopped"}})
             ]
             await stream.aclose()
         finally:

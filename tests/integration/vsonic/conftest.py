@@ -113,11 +113,21 @@ def status_code(error: BaseException) -> grpc.StatusCode:
 @pytest.fixture
 def vswitch(redis_store: RedisStore, switch_tls: TlsFiles) -> Iterator[RunningSwitch]:
     """Ethernet0 and Ethernet4 at 100G on real Redis, served over TLS on a free loopback port."""
+    yield from _served(redis_store, switch_tls, fleet=False)
+
+
+@pytest.fixture
+def fleet_vswitch(redis_store: RedisStore, switch_tls: TlsFiles) -> Iterator[RunningSwitch]:
+    """``vswitch`` served as a fleet server's switch ``vs1`` (the gNMI prefix target)."""
+    yield from _served(redis_store, switch_tls, fleet=True)
+
+
+def _served(redis_store: RedisStore, switch_tls: TlsFiles, fleet: bool) -> Iterator[RunningSwitch]:
     seed_store(redis_store, SwitchSeed(hostname="vs1", ports=default_ports(2)))
     credentials = Credentials(username="admin", password=secrets.token_hex(8))
     # Short ON_CHANGE re-read period keeps subscription tests quick; SAMPLE keeps 1 s minimum.
     service = GnmiService(
-        Targets([Switch("vs1", redis_store)], fleet=False),
+        Targets([Switch("vs1", redis_store)], fleet=fleet),
         Clock(),
         credentials,
         Timing(on_change_poll_s=0.05),

@@ -15,7 +15,7 @@ from pygnmi.spec.v080 import gnmi_pb2, gnmi_pb2_grpc  # type: ignore[import-unty
 
 from tests.integration.vsonic.conftest import tls_channel
 from vsonic.db import CONFIG_DB, RedisStore
-from vsonic.gcu import NO_YANG_MODEL, GcuBehaviour
+from vsonic.gcu import SCOPE_REFUSAL, GcuBehaviour
 from vsonic.gnmi_server import (
     Clock,
     Credentials,
@@ -151,7 +151,7 @@ def test_without_the_yang_extension_a_patch_touching_agent_tables_is_refused_who
     with pytest.raises(grpc.RpcError) as caught:
         served.set({("SCHEDULER", "s1"): SCHED, ("SLUICE_AGENT", "global"): AGENT})
     assert caught.value.code() == grpc.StatusCode.UNKNOWN
-    assert NO_YANG_MODEL in caught.value.details()
+    assert SCOPE_REFUSAL in caught.value.details()
     raw = served.store.client(CONFIG_DB)
     assert raw.exists("SCHEDULER|s1", "SLUICE_AGENT|global") == 0
     served.set({("SCHEDULER", "s1"): SCHED})  # QoS tables alone are fine

@@ -19,6 +19,7 @@ MODE = gnmi_pb2.SubscriptionList.Mode
 SUB = gnmi_pb2.SubscriptionMode
 JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
 WRED = {"green_min_threshold": "1000", "green_max_threshold": "2000"}
+SCHEDULER_PATH = ["CONFIG_DB", "localhost", "SCHEDULER"]
 
 
 def _path(*elems: str) -> Any:
@@ -59,14 +60,21 @@ class Stream:
     def rest(self) -> list[Any]:
         return list(self._call)
 
+    def half_close(self) -> None:
+        self._requests.put(None)
+
     def close(self) -> None:
         self._requests.put(None)
         self._call.cancel()
 
 
-def _sub_list(mode: int, *subs: Any, updates_only: bool = False) -> Any:
+def _sub_list(mode: int, *subs: Any, updates_only: bool = False, target: str = "") -> Any:
     return gnmi_pb2.SubscriptionList(
-        mode=mode, subscription=list(subs), encoding=JSON_IETF, updates_only=updates_only
+        prefix=gnmi_pb2.Path(target=target),
+        mode=mode,
+        subscription=list(subs),
+        encoding=JSON_IETF,
+        updates_only=updates_only,
     )
 
 
@@ -100,29 +108,42 @@ def test_sample_interval_under_one_second_is_refused(vswitch: RunningSwitch) -> 
     with pytest.raises(grpc.RpcError) as caught:
         stream.next()
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "invalid sample_interval 500000000 ns" in caught.value.details()
-    assert "minimum is 1 s (1000000000 ns)" in caught.value.details()
+    assert caught.value.details() == "invalid interval: 500ms. It cannot be less than 1s"
 
 
-def test_on_change_reports_each_changed_and_deleted_entry(vswitch: RunningSwitch) -> None:
+def test_on_change_of_an_absent_table_fails_as_sonic_gnmi_does(vswitch: RunningSwitch) -> None:
     sub = gnmi_pb2.Subscription(
         path=_path("CONFIG_DB", "localhost", "WRED_PROFILE"), mode=SUB.Value("ON_CHANGE")
     )
     stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    with pytest.raises(grpc.RpcError) as caught:
+        stream.until_sync()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details() == (
+        "streamOnChangeSubscription error:  Failed to find CONFIG_DB WRED_PROFILE <nil> []"
+    )
+
+
+def test_on_change_reports_each_written_entry_and_a_delete_at_the_table(
+    vswitch: RunningSwitch,
+) -> None:
+    _set_entry(vswitch, "WRED_PROFILE", "keep", WRED)
+    table = ["CONFIG_DB", "localhost", "WRED_PROFILE"]
+    sub = gnmi_pb2.Subscription(path=_path(*table), mode=SUB.Value("ON_CHANGE"))
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
     try:
         initial = stream.until_sync()
-        # The table is empty at boot: one update carrying {}.
-        assert [json.loads(n.update[0].val.json_ietf_val) for n in initial] == [{}]
+        assert [json.loads(n.update[0].val.json_ietf_val) for n in initial] == [{"keep": WRED}]
         _set_entry(vswitch, "WRED_PROFILE", "p", WRED)
+        # As sonic-gnmi: the written entry, keyed, at the table path.
         note = stream.next().update
-        assert [_names(u.path) for u in note.update] == [
-            ["CONFIG_DB", "localhost", "WRED_PROFILE", "p"]
-        ]
-        assert json.loads(note.update[0].val.json_ietf_val) == WRED
-        # A change behind the server's back (straight into Redis) is seen too.
+        assert [_names(u.path) for u in note.update] == [table]
+        assert json.loads(note.update[0].val.json_ietf_val) == {"p": WRED}
+        # A change behind the server's back (straight into Redis) is seen too; a delete
+        # names the table path, not the key.
         vswitch.store.client(CONFIG_DB).delete("WRED_PROFILE|p")
         note = stream.next().update
-        assert [_names(d) for d in note.delete] == [["CONFIG_DB", "localhost", "WRED_PROFILE", "p"]]
+        assert [_names(d) for d in note.delete] == [table]
     finally:
         stream.close()
 
@@ -142,7 +163,7 @@ def test_on_change_of_a_field_sends_string_values(vswitch: RunningSwitch) -> Non
         stream.close()
 
 
-def test_once_sends_current_values_then_ends(vswitch: RunningSwitch) -> None:
+def test_once_sends_current_values_then_waits_for_the_client(vswitch: RunningSwitch) -> None:
     sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "PORT", "Ethernet4"))
     stream = Stream(vswitch, _sub_list(MODE.Value("ONCE"), sub))
     try:
@@ -150,20 +171,29 @@ def test_once_sends_current_values_then_ends(vswitch: RunningSwitch) -> None:
         assert len(notes) == 1
         # Seeded port: 100 Gb/s written as Mb/s, 100 x 1000.
         assert json.loads(notes[0].update[0].val.json_ietf_val)["speed"] == "100000"
-        assert stream.rest() == []
+        # As sonic-gnmi: the stream stays open after its sync, and a client that half-closes
+        # its side ends it with "queue: disposed" (a client cancels instead).
+        stream.half_close()
+        with pytest.raises(grpc.RpcError) as caught:
+            stream.rest()
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert caught.value.details() == "queue: disposed"
     finally:
         stream.close()
 
 
 def test_poll_answers_each_poll_with_fresh_values(vswitch: RunningSwitch) -> None:
+    first = {"type": "DWRR", "weight": "5"}
+    _set_entry(vswitch, "SCHEDULER", "a", first)
     sub = gnmi_pb2.Subscription(path=_path("CONFIG_DB", "localhost", "SCHEDULER"))
     stream = Stream(vswitch, _sub_list(MODE.Value("POLL"), sub))
     try:
-        assert [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()] == [{}]
+        initial = [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()]
+        assert initial == [{"a": first}]
         _set_entry(vswitch, "SCHEDULER", "s", {"type": "DWRR", "weight": "9"})
         stream.poll()
         polled = [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()]
-        assert polled == [{"s": {"type": "DWRR", "weight": "9"}}]
+        assert polled == [{"a": first, "s": {"type": "DWRR", "weight": "9"}}]
     finally:
         stream.close()
 
@@ -176,26 +206,52 @@ def test_sample_sends_the_value_again_each_interval(vswitch: RunningSwitch) -> N
     )
     stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub, updates_only=True))
     try:
-        assert stream.until_sync() == []  # updates_only: no initial values
-        sample = stream.next().update.update[0]
+        # sonic-gnmi sends a STREAM's initial values even with updates_only.
+        initial = stream.until_sync()
         # Ethernet0 queue 0 is the first queue oid.
-        assert sample.val.string_val == "oid:0x15000000000000"
+        assert [n.update[0].val.string_val for n in initial] == ["oid:0x15000000000000"]
+        sample = stream.next().update
+        assert sample.update[0].val.string_val == "oid:0x15000000000000"
+        assert sample.timestamp > initial[0].timestamp
     finally:
         stream.close()
 
 
-def test_samples_due_together_share_one_notification_and_so_do_initial_values(
+QUEUE_MAP = ("COUNTERS_DB", "localhost", "COUNTERS_QUEUE_NAME_MAP")
+QUEUE_NAMES = [f"Ethernet0:{q}" for q in range(8)]
+
+
+def _queue_samples() -> list[Any]:
+    """Every queue of Ethernet0 by its oid, as the collector subscribes."""
+    return [
+        gnmi_pb2.Subscription(path=_path(*QUEUE_MAP, name), mode=SUB.Value("SAMPLE"))
+        for name in QUEUE_NAMES
+    ]
+
+
+def test_a_standalone_switch_sends_each_path_in_a_message_of_its_own(
     vswitch: RunningSwitch,
 ) -> None:
-    # Every queue of Ethernet0 by its oid, as the collector subscribes: the initial values
-    # come in one notification, and each tick's samples in one more, under one timestamp.
-    queue_map = ("COUNTERS_DB", "localhost", "COUNTERS_QUEUE_NAME_MAP")
-    names = [f"Ethernet0:{q}" for q in range(8)]
-    subs = [
-        gnmi_pb2.Subscription(path=_path(*queue_map, name), mode=SUB.Value("SAMPLE"))
-        for name in names
-    ]
-    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), *subs))
+    # As sonic-gnmi, which runs a goroutine per subscription.
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), *_queue_samples()))
+    try:
+        initial = stream.until_sync()
+        assert sorted(_names(n.update[0].path)[-1] for n in initial) == QUEUE_NAMES
+        assert all(len(n.update) == 1 for n in initial)
+        ticks = [stream.next().update for _ in QUEUE_NAMES]
+        assert sorted(_names(n.update[0].path)[-1] for n in ticks) == QUEUE_NAMES
+    finally:
+        stream.close()
+
+
+def test_a_fleet_server_batches_samples_due_together_and_initial_values(
+    fleet_vswitch: RunningSwitch,
+) -> None:
+    # The initial values come in one notification, and each tick's samples in one more,
+    # under one timestamp: what lets one process serve a few hundred switches' counters.
+    names = QUEUE_NAMES
+    request = _sub_list(MODE.Value("STREAM"), *_queue_samples(), target="vs1")
+    stream = Stream(fleet_vswitch, request)
     try:
         initial = stream.until_sync()
         assert len(initial) == 1
@@ -224,10 +280,12 @@ def test_seventy_streams_on_one_server_all_see_a_change_and_get_still_answers(
     sub = gnmi_pb2.Subscription(
         path=_path("CONFIG_DB", "localhost", "SCHEDULER"), mode=SUB.Value("ON_CHANGE")
     )
+    _set_entry(vswitch, "SCHEDULER", "a", {"type": "STRICT"})
     streams = [Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub)) for _ in range(70)]
     try:
         for stream in streams:
-            assert [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()] == [{}]
+            initial = [json.loads(n.update[0].val.json_ietf_val) for n in stream.until_sync()]
+            assert initial == [{"a": {"type": "STRICT"}}]
         stub = gnmi_pb2_grpc.gNMIStub(vswitch.channel())
         reply = stub.Get(
             gnmi_pb2.GetRequest(path=[_path("CONFIG_DB", "localhost", "PORT")], encoding=JSON_IETF),
@@ -239,9 +297,8 @@ def test_seventy_streams_on_one_server_all_see_a_change_and_get_still_answers(
         vswitch.store.client(CONFIG_DB).hset("SCHEDULER|s", mapping={"type": "STRICT"})
         for stream in streams:
             note = stream.next().update
-            assert [_names(u.path) for u in note.update] == [
-                ["CONFIG_DB", "localhost", "SCHEDULER", "s"]
-            ]
+            assert [_names(u.path) for u in note.update] == [SCHEDULER_PATH]
+            assert json.loads(note.update[0].val.json_ietf_val) == {"s": {"type": "STRICT"}}
     finally:
         for stream in streams:
             stream.close()
@@ -252,6 +309,7 @@ def test_on_change_without_keyspace_events_falls_back_to_re_reading(
 ) -> None:
     config = vswitch.store.client(CONFIG_DB)
     config.config_set("notify-keyspace-events", "")  # a Redis vsonic did not start
+    config.hset("SCHEDULER|a", mapping={"type": "STRICT"})
     try:
         sub = gnmi_pb2.Subscription(
             path=_path("CONFIG_DB", "localhost", "SCHEDULER"), mode=SUB.Value("ON_CHANGE")
@@ -261,9 +319,8 @@ def test_on_change_without_keyspace_events_falls_back_to_re_reading(
             stream.until_sync()
             config.hset("SCHEDULER|s", mapping={"type": "STRICT"})
             note = stream.next().update
-            assert [_names(u.path) for u in note.update] == [
-                ["CONFIG_DB", "localhost", "SCHEDULER", "s"]
-            ]
+            assert [_names(u.path) for u in note.update] == [SCHEDULER_PATH]
+            assert json.loads(note.update[0].val.json_ietf_val) == {"s": {"type": "STRICT"}}
         finally:
             stream.close()
     finally:

@@ -92,7 +92,8 @@ SETS = [
     [_set(OpKind.UPDATE, "SCHEDULER", "s", {"type": "DWRR", "weight": "9"})],
     [_set(OpKind.REPLACE, "WRED_PROFILE", "w1", {"green_min_threshold": "5"})],
     [_set(OpKind.DELETE, "WRED_PROFILE", "w0")],
-    [_set(OpKind.DELETE, "WRED_PROFILE", "w1"), _set(OpKind.DELETE, "SCHEDULER", "s")],
+    # A table's last entries go with the table (GCU refuses to leave a table empty).
+    [_set(OpKind.DELETE, "WRED_PROFILE", None), _set(OpKind.DELETE, "SCHEDULER", None)],
 ]
 TABLES = ["WRED_PROFILE", "SCHEDULER", "PORT", "DEVICE_METADATA", "FLEX_COUNTER_TABLE"]
 
