@@ -23,13 +23,17 @@ from tests.integration.conftest import issue_token, put_intent
 from tests.integration.telemetry.fabric_history import telemetry_intent, write_history
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: the tests read the history at the wall clock's now, so it must
+# end just before they run. Under pytest-xdist (scripts/test.sh) a worker runs other files
+# between this package's; leaving the package stops this Prometheus and coming back makes
+# a fresh one, where a session-wide one would have aged by minutes.
+@pytest.fixture(scope="package")
 def history_end() -> int:
-    """The Unix second of the history's last sample: just before the tests start."""
+    """The Unix second of the history's last sample: just before the package's tests start."""
     return int(time.time()) - 2
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def history_prometheus(
     tmp_path_factory: pytest.TempPathFactory, history_end: int
 ) -> Iterator[LocalPrometheus]:
