@@ -67,8 +67,9 @@ fn main() -> anyhow::Result<()> {
         Command::Resolve { config, out } => {
             let rendered = serde_json::to_string_pretty(&read_config(&config)?.resolved()?)?;
             match out {
-                Some(path) => std::fs::write(&path, rendered)
-                    .with_context(|| format!("writing {}", path.display()))?,
+                Some(path) => {
+                    std::fs::write(&path, rendered).with_context(|| format!("writing {}", path.display()))?
+                }
                 None => writeln!(std::io::stdout(), "{rendered}")?,
             }
             return Ok(());
