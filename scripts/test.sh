@@ -29,11 +29,13 @@ start() {
   echo "== $step: started (log $logs/$step.log)"
 }
 
-# Waits for every started step, printing each one's outcome and last line as it ends.
-# A pytest group that selected nothing (exit 5) is no failure when extra options narrowed it.
+# Waits for every started step (or, given a step's name, until that one has ended), printing
+# each one's outcome and last line as it ends. A pytest group that selected nothing (exit 5)
+# is no failure when extra options narrowed it.
 wait_all() {
-  local pid rc step last
+  local until="${1:-}" pid rc step last
   while [ ${#pid_step[@]} -gt 0 ]; do
+    if [ -n "$until" ] && ! running "$until"; then return 0; fi
     rc=0
     wait -n -p pid "${!pid_step[@]}" || rc=$?
     step="${pid_step[$pid]}"
@@ -49,6 +51,15 @@ wait_all() {
   done
 }
 
+# Whether step $1 was started and has not ended.
+running() {
+  local step
+  for step in "${pid_step[@]}"; do
+    if [ "$step" = "$1" ]; then return 0; fi
+  done
+  return 1
+}
+
 lint() {
   echo "== ruff"; uv run --frozen ruff check .
   echo "== ruff format"; uv run --frozen ruff format --check .
@@ -61,12 +72,14 @@ rust_and_collection() {
 }
 
 # The tiers that mostly wait (on SONiC's GCU and orchagent, on sshd and Ansible in network
-# namespaces) each get a process of their own beside the rest; the last group is every other
+# namespaces) each get a process of their own, started beside the Rust gate (they build what
+# they run of it themselves) at a lower priority than the gate, which the rest waits for;
+# the last group is every other
 # test under tests/, so a new tier runs without being named here, spread over two pytest-xdist
 # workers a test file at a time (a module's tests share its module fixtures and keep their
 # order). Every process makes its own session fixtures (PostgreSQL, Redis, Prometheus,
 # namespaces with random names, ephemeral ports) and keeps its own pytest cache.
-groups=(realsonic e2e rest)
+early_groups=(realsonic e2e)
 group_args() {
   case "$1" in
     realsonic) echo tests/realsonic ;;
@@ -82,22 +95,29 @@ done
 narrowed=no
 if [ $# -gt 0 ]; then narrowed=yes; fi
 
+# Starts pytest group $1 with the extra arguments after it, at niceness $2.
+start_group() {
+  local group="$1" niceness="$2"
+  shift 2
+  # shellcheck disable=SC2046 # group_args is a list of words, none with spaces
+  start "pytest-$group" nice -n "$niceness" uv run --frozen pytest -q \
+    -o cache_dir=".pytest_cache/$group" $(group_args "$group") "$@"
+}
+
 start lint lint
 start rust rust_and_collection
-wait_all
+if [ "$names_a_path" = no ]; then
+  for group in "${early_groups[@]}"; do start_group "$group" 5 "$@"; done
+fi
+wait_all rust
 if [[ " ${failed[*]} " == *" rust "* ]]; then
-  echo "== pytest: not run (the Rust gate failed; the Python tests start its binaries)"
+  echo "== pytest: the rest not run (the Rust gate failed; those tests start its binaries)"
 elif [ "$names_a_path" = yes ]; then
   start pytest uv run --frozen pytest -q "$@"
-  wait_all
 else
-  for group in "${groups[@]}"; do
-    # shellcheck disable=SC2046 # group_args is a list of words, none with spaces
-    start "pytest-$group" uv run --frozen pytest -q -o cache_dir=".pytest_cache/$group" \
-      $(group_args "$group") "$@"
-  done
-  wait_all
+  start_group rest 0 "$@"
 fi
+wait_all
 
 for step in "${failed[@]}"; do
   echo

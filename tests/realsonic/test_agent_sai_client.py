@@ -65,21 +65,31 @@ def switch(start_switch: StartSwitch) -> RealSwitch:
 def sai_agent_binary(switch: RealSwitch) -> Path:
     """The agent built with feature ``sai`` against the SAI headers the switch's libraries were
     built with (what scripts/test-rust.sh builds: cargo has nothing to do then), copied beside
-    the switch so that later builds of the default binary do not replace it under the test."""
+    the switch so that later builds of the default binary do not replace it under the test.
+    A default build in a process running beside this one can land on the same path between
+    the build and the copy: the copy is checked, and built again if it is not the sai one."""
     env = {**os.environ, "SAI_INCLUDE_DIR": str(switch.bundle.orchagent / "include" / "sai")}
-    done = subprocess.run(
-        ["cargo", "build", "-p", "qos-agent", "--features", "sai", "--bin", "qos-agent",
-         "--message-format=json-render-diagnostics"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True,
-    )  # fmt: skip
-    built = [
-        message["executable"]
-        for message in map(json.loads, done.stdout.splitlines())
-        if message.get("reason") == "compiler-artifact" and message.get("executable")
-    ]
     copy = switch.run_dir / "qos-agent-sai"
-    shutil.copy(built[-1], copy)
-    return copy
+    for _ in range(3):
+        done = subprocess.run(
+            ["cargo", "build", "-p", "qos-agent", "--features", "sai", "--bin", "qos-agent",
+             "--message-format=json-render-diagnostics"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True,
+        )  # fmt: skip
+        built = [
+            message["executable"]
+            for message in map(json.loads, done.stdout.splitlines())
+            if message.get("reason") == "compiler-artifact" and message.get("executable")
+        ]
+        shutil.copy(built[-1], copy)
+        lib = switch.bundle.orchagent / "lib"
+        shown = subprocess.run(
+            [copy, "--help"], env={**os.environ, "LD_LIBRARY_PATH": str(lib)},
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if "--sai-lib" in shown.stdout:
+            return copy
+    raise AssertionError(f"{copy} is not the qos-agent with feature sai after three builds")
 
 
 def seed_wred_and_orders(switch: RealSwitch) -> None:
