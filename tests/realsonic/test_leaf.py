@@ -357,7 +357,9 @@ def test_the_agents_threshold_writes_reach_the_asic_through_orchagent(
     version (storage's weight 50 -> 60) move those, and the ASIC's WRED objects follow."""
     switch = real_controller.switch
     state = switch.db("STATE_DB")
-    version = first.desired[("SLUICE_AGENT", "global")]["version"]
+    # The orders the switch holds now: the module's earlier tests may have rolled out a
+    # later version than the first (the collector gate's DSCP change, when it passes).
+    version = config_db(switch)[("SLUICE_AGENT", "global")]["version"]
     log = tmp_path / "agent.log"
     with log.open("w") as sink:
         agent = start_tethered(
