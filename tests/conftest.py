@@ -28,13 +28,6 @@ def pg_server() -> Iterator[LocalPostgres]:
 TEMPLATE_DB = "sluice_migrated_template"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files marked ``long_file`` (minutes each on this machine, docs/benchmarks.md) first,
-    the rest in their order: pytest-xdist hands out a file at a time in this order, and a
-    worker that started one of them last would end the run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("long_file") is None)
-
-
 def _admin_execute(server: LocalPostgres, sql: str) -> None:
     """Run one statement on the maintenance database outside a transaction (CREATE DATABASE)."""
     dsn = server.url().replace("postgresql+psycopg", "postgresql")

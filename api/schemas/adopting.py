@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from api.schemas.common import Strict, ViewOut
 from api.schemas.plans import PlanOut
@@ -29,8 +29,27 @@ class EndpointIn(Strict):
         "vault:mount/path#field); never the secret"
     )
 
+    @model_validator(mode="after")
+    def _endpoint_is_text(self) -> Self:
+        # The request is stored before the worker reads it: PostgreSQL text holds neither a
+        # NUL byte nor half of a UTF-16 surrogate pair (JSON can spell both).
+        _storable(self.gnmi.address, "gnmi.address")
+        _storable(self.gnmi.target, "gnmi.target")
+        return self
+
     def target(self) -> DiscoverTarget:
         return DiscoverTarget(self.name, self.gnmi, self.credential_ref)
+
+
+def _storable(text: str | None, field: str) -> None:
+    if text is None:
+        return
+    if "\x00" in text:
+        raise ValueError(f"{field} holds a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{field} holds an unpaired UTF-16 surrogate, which is not text") from None
 
 
 class DiscoverIn(Strict):

@@ -141,6 +141,22 @@ CASES: dict[str, Case] = {
     "diff version not a number": Case("GET", "/api/v1/diff?from=abc", None, "from"),
     "plan switches not a list": Case("POST", "/api/v1/plans", {"switches": "leaf1"}, "switches"),
     "resource name with spaces": Case("GET", "/api/v1/switches/bad%20name", None, "name"),
+    # The request is stored before the worker reads it, and PostgreSQL text holds no NUL: it
+    # was a 500 (found by the fuzzer).
+    "discovery address with a NUL": Case(
+        "POST",
+        "/api/v1/discoveries",
+        {
+            "endpoints": [
+                {
+                    "name": "new1",
+                    "gnmi": {"address": "10.0.0.1\x00", "port": 8080},
+                    "credential_ref": "env:GNMI_PASSWORD",
+                }
+            ]
+        },
+        "endpoints[0]",
+    ),
 }
 
 

@@ -52,9 +52,6 @@ from tests.support.host_runs import UNFINISHED
 from tests.support.namespaced_hosts import fabric_hosts, hosts_settings
 from tests.support.worker import running_worker
 
-# Minutes on this machine: run first, so no pytest-xdist worker ends on it (tests/conftest.py).
-pytestmark = pytest.mark.long_file
-
 EXAMPLES = int(os.environ.get("SLUICE_FUZZ_EXAMPLES", "8"))
 # One host: each plan and apply runs the whole play, and a second host would add its CPU
 # to every run (the fuzz run is part of CI; the e2e tests cover batches over several hosts).

@@ -15,9 +15,6 @@ from pathlib import Path
 
 import pytest
 
-# Minutes on this machine: run first, so no pytest-xdist worker ends on it (tests/conftest.py).
-pytestmark = pytest.mark.long_file
-
 REPO = Path(__file__).resolve().parents[3]
 COLLECTION = REPO / "ansible_collections" / "sluice" / "fabric"
 BIN = Path(sys.executable).parent

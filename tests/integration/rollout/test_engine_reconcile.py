@@ -38,9 +38,6 @@ from vsonic.gnmi_server import TlsFiles
 
 from .conftest import POLICY, kill_mid_job, wait_for
 
-# Minutes on this machine: run first, so no pytest-xdist worker ends on it (tests/conftest.py).
-pytestmark = pytest.mark.long_file
-
 OPERATOR = Actor(name="test-operator", request_id="test")
 SWITCHES = 60
 WORKERS = 3

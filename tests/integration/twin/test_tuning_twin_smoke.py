@@ -12,9 +12,6 @@ import pytest
 from bench import tuning_twin
 from controller.twin.translate import Request
 
-# Minutes on this machine: run first, so no pytest-xdist worker ends on it (tests/conftest.py).
-pytestmark = pytest.mark.long_file
-
 REQUEST = Request("websearch", 0.7, 150, 3, tuning_twin.MIX)
 
 
