@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from api.schemas.common import Strict, ViewOut
 from api.schemas.plans import PlanOut
@@ -17,39 +17,40 @@ SwitchName = Annotated[str, Field(pattern=NAME_RE)]
 # Each endpoint is a connection the worker opens, waiting out its deadline if nothing answers:
 # a pod's worth per request (more in several), not an unbounded list.
 ENDPOINTS_MAX = 64
+# A DNS name, an IPv4 address, or an IPv6 address (with a zone), as an endpoint is written.
+ADDRESS_RE = r"^[A-Za-z0-9._:%-]+$"
+# A gNMI prefix target: printable ASCII.
+TARGET_RE = r"^[!-~]+$"
+
+
+class EndpointGnmiIn(Strict):
+    """Where a switch's gNMI server listens: the intent's ``gnmi``, its text bounded to what a
+    host name, an address or a target can be (the request is stored before the worker reads
+    it, and PostgreSQL text holds no NUL byte)."""
+
+    address: str = Field(
+        min_length=1, max_length=253, pattern=ADDRESS_RE, description="a host name or address"
+    )
+    port: int = Field(ge=1, le=65535)
+    target: str | None = Field(default=None, min_length=1, max_length=253, pattern=TARGET_RE)
+    set_deadline_s: float | None = Field(default=None, gt=0, le=3600)
+
+    def endpoint(self) -> GnmiEndpoint:
+        return GnmiEndpoint.model_validate(self.model_dump())
 
 
 class EndpointIn(Strict):
     """A switch the intent does not have yet, and how to reach it."""
 
     name: SwitchName
-    gnmi: GnmiEndpoint
+    gnmi: EndpointGnmiIn
     credential_ref: SecretRef = Field(
         description="where its gNMI credential lives (env:NAME, file:/path, "
         "vault:mount/path#field); never the secret"
     )
 
-    @model_validator(mode="after")
-    def _endpoint_is_text(self) -> Self:
-        # The request is stored before the worker reads it: PostgreSQL text holds neither a
-        # NUL byte nor half of a UTF-16 surrogate pair (JSON can spell both).
-        _storable(self.gnmi.address, "gnmi.address")
-        _storable(self.gnmi.target, "gnmi.target")
-        return self
-
     def target(self) -> DiscoverTarget:
-        return DiscoverTarget(self.name, self.gnmi, self.credential_ref)
-
-
-def _storable(text: str | None, field: str) -> None:
-    if text is None:
-        return
-    if "\x00" in text:
-        raise ValueError(f"{field} holds a NUL byte")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{field} holds an unpaired UTF-16 surrogate, which is not text") from None
+        return DiscoverTarget(self.name, self.gnmi.endpoint(), self.credential_ref)
 
 
 class DiscoverIn(Strict):

@@ -155,7 +155,7 @@ CASES: dict[str, Case] = {
                 }
             ]
         },
-        "endpoints[0]",
+        "endpoints[0].gnmi.address",
     ),
 }
 
