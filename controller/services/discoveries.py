@@ -24,6 +24,7 @@ from controller.intent.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import SwitchDiscovery
 from controller.reconcile.fanout import map_parallel
 from controller.services.common import Actor, WorkerWait
+from controller.services.intents import version_intent
 from controller.sonic.discovery import Discovery, port_problems
 from controller.sonic.topology import DEFAULT_PER_HOP_US, estimate_rtt, inventory, topology
 from controller.store.models import Discovery as DiscoveryRow
@@ -82,9 +83,7 @@ class DiscoveryInfo:
 
 
 def _intent(session: Session) -> Intent | None:
-    head = intents.head_number(session=session)
-    row = intents.get_version(session=session, number=head) if head else None
-    return None if row is None else Intent.model_validate(row.intent)
+    return version_intent(session, intents.head_number(session=session))
 
 
 def _targets(

@@ -372,3 +372,10 @@ def _after(content: JsonObject, draft: _Draft) -> JsonObject | None:
     entries = list(content.get(kind.value, []))
     index = _find(entries, draft.resource_id)
     return None if index is None else dict(entries[index])
+
+
+def version_intent(session: Session, number: int) -> Intent | None:
+    """Intent version ``number`` as stored (validated when written: only its shape is read);
+    None for version 0 or one that does not exist."""
+    row = intents.get_version(session=session, number=number) if number else None
+    return None if row is None else Intent.model_validate(row.intent)

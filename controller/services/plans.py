@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import FieldProblem, NotFound
 from controller.intent.loader import parse_intent
-from controller.intent.models import Intent
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
@@ -34,6 +33,7 @@ from controller.services.coexistence import (
     known_switches,
     preflight,
 )
+from controller.services.intents import version_intent
 from controller.sonic.agent_advice import agent_warnings
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet, with_ownership
@@ -79,7 +79,7 @@ class PlanService:
             head = intents.head_number(session=session)
             if planned is None:
                 # Stored intents were validated when written; only their shape is read here.
-                planned = _version_intent(session, head)
+                planned = version_intent(session, head)
             owned = decode_fleet(intents.desired_states(session=session, version=head))
             desired = owned if proposed is None else proposed
             wanted = _select(switches, set(desired) | set(owned))
@@ -138,11 +138,6 @@ def _select(requested: Sequence[str] | None, known: Collection[str]) -> list[str
 
 def _only(fleet: Mapping[str, SwitchConfig], names: Collection[str]) -> dict[str, SwitchConfig]:
     return {name: fleet.get(name, {}) for name in names}
-
-
-def _version_intent(session: Session, number: int) -> Intent | None:
-    row = intents.get_version(session=session, number=number) if number else None
-    return None if row is None else Intent.model_validate(row.intent)
 
 
 def _shown_plans(

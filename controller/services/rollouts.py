@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PortFlapsNotAllowed
-from controller.intent.models import Intent
 from controller.rollout.gates import BUILTINS as BUILTINS
 from controller.rollout.gates import Evaluation, Reader, describe, failed, read_all
 from controller.rollout.gates import GatePolicy as GatePolicy
@@ -34,6 +33,7 @@ from controller.services.coexistence import (
     preflight,
 )
 from controller.services.common import Actor, Page
+from controller.services.intents import version_intent
 from controller.sonic.diff import plan_switch
 from controller.sonic.gcu import PORT_CRITICAL_TABLES, PortFlap, describe_port_flaps
 from controller.sonic.model import SwitchConfig
@@ -253,7 +253,7 @@ class RolloutService:
             batches = _batches(switches, policy)
             from_version = rollouts.last_finished_version(session=session)
             known = known_switches(session, switches)
-            preflight(_intent_of(session, to_version), _desired_of(session, to_version), known)
+            preflight(version_intent(session, to_version), _desired_of(session, to_version), known)
             if not policy.allow_port_flaps:
                 refuse_port_flaps(port_flaps_of(session, from_version, to_version, known))
             now = self._clock()
@@ -432,11 +432,6 @@ def precheck(
 
 def _port_critical(config: SwitchConfig) -> SwitchConfig:
     return {key: fields for key, fields in config.items() if key[0] in PORT_CRITICAL_TABLES}
-
-
-def _intent_of(session: Session, version: int) -> Intent | None:
-    row = intents.get_version(session=session, number=version)
-    return None if row is None else Intent.model_validate(row.intent)
 
 
 def _desired_of(session: Session, version: int) -> dict[str, SwitchConfig]:
