@@ -316,6 +316,31 @@ class RealSwitch:
         """The shell commands that stop this switch."""
         return self._stop_command()[-1]
 
+    def restart_gnmi(self) -> None:
+        """Start the gNMI server again on the same port (with its D-Bus and host service), as
+        SONiC restarts a gnmi container whose critical process exited."""
+        self._script(self.bundle.gnmi / "scripts" / "stop-server.sh", timeout=60)
+        self._start_gnmi()
+
+    def exited_daemons(self) -> dict[str, str]:
+        """The daemons this switch started that are no longer running, each with the last
+        lines of its log (``<name>.pid`` beside ``<name>.log``; the gNMI server's is
+        ``gnmi.pid`` and ``telemetry.log``): a daemon dying mid-module otherwise shows up
+        only as a later test's ``Connection refused``."""
+        logs = {"gnmi": "telemetry"}
+        exited: dict[str, str] = {}
+        for pid_file in sorted(self.run_dir.glob("*.pid")):
+            name = pid_file.stem
+            try:
+                pid = int(pid_file.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if Path(f"/proc/{pid}").exists() and _state(pid) != "Z":
+                continue
+            tail = self.log(logs.get(name, name)).splitlines()[-20:]
+            exited[name] = "\n".join(tail)
+        return exited
+
     def resident_bytes(self) -> int:
         """Memory its daemons hold now (resident set of every process it started)."""
         total = 0
@@ -502,3 +527,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from ``/proc/<pid>/stat`` ("Z": exited, not yet reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "Z"
+    return stat.rsplit(")", 1)[-1].split()[0]
