@@ -283,7 +283,10 @@ class Reports:
             return next((at for _, t, at in self.seen if t == table and at > since), None)
 
 
-def test_drift_on_a_fresh_switch_is_found_by_on_change_within_2_s(lab: Lab) -> None:
+def test_drift_on_a_fresh_switch_is_found_by_on_change(lab: Lab) -> None:
+    """The watch has no periodic read: a report of the drift while no stream was made again
+    (whose initial values could report it) came through ON_CHANGE. How long that takes is a
+    bench's figure (bench/drift_watch_bench.py), not this test's."""
     config = lab.switch.db("CONFIG_DB")
     assert not [t for t in OWNED_TABLES if list(config.scan_iter(f"{t}|*"))]  # fresh
     reports = Reports()
@@ -314,11 +317,10 @@ def test_drift_on_a_fresh_switch_is_found_by_on_change_within_2_s(lab: Lab) -> N
         scheduler = next(key for table, key in desired if table == "SCHEDULER")
         time.sleep(0.5)  # the debouncer's last report is out
         before = time.monotonic()
+        syncs = watch.syncs
         config.hset(f"SCHEDULER|{scheduler}", "weight", "7")  # an operator, behind sluice
         wait_for("the drift", lambda: reports.first_after("SCHEDULER", before) is not None)
-        reported = reports.first_after("SCHEDULER", before)
-        assert reported is not None
-        assert reported - before < 2.0
+        assert watch.syncs == syncs  # no stream was made again in between
         assert watcher.states()["leaf1"] is WatchState.WATCHING
     finally:
         watcher.close()
