@@ -26,5 +26,9 @@ echo "== cargo build (binaries)"; cargo build --workspace --bins
 SLUICE_ORCHAGENT_RUNTIME="$(uv run --frozen python -m lab.realsonic orchagent-runtime)"
 export SLUICE_ORCHAGENT_RUNTIME
 export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$SLUICE_ORCHAGENT_RUNTIME/include/sai}"
-echo "== cargo clippy (sai)"; cargo clippy -p qos-agent --features sai --all-targets -- -D warnings
-echo "== cargo test (sai)"; cargo test -p qos-agent --features sai "$@"
+# Its own target directory: the binary cargo leaves in target/debug/qos-agent is the default
+# build, which the Python tests start while this runs (scripts/test.sh), and
+# tests/realsonic/test_agent_sai_client.py finds this one there built.
+sai=(--target-dir target/sai)
+echo "== cargo clippy (sai)"; cargo clippy "${sai[@]}" -p qos-agent --features sai --all-targets -- -D warnings
+echo "== cargo test (sai)"; cargo test "${sai[@]}" -p qos-agent --features sai "$@"

@@ -2,11 +2,12 @@
 # The test command: installs what it needs, then lints, type-checks and runs every test.
 #
 # Independent steps run side by side, each into its own log (docs/benchmarks.md, "The test
-# command's time", has the figures that chose the split): the linters beside the Rust gate,
-# then pytest as one process per group of tiers. The Rust gate runs before pytest: the Python
-# integration tests start the binaries it builds (the virtual switch's data plane, the
-# qos-agent). Each step's last line is printed as it ends, a failed step's whole log after
-# everything has ended, and the command exits non-zero when any step failed.
+# command's time", has the figures that chose the split): the binaries the Python tests start
+# are built first (the virtual switch's data plane, the qos-agent, netsim), beside the linters
+# and the pytest groups that need none of them; then every other test beside the Rust gate
+# (formatting, clippy, the crates' tests), which no Python test waits for. Each step's last
+# line is printed as it ends, a failed step's whole log after everything has ended, and the
+# command exits non-zero when any step failed.
 #
 # Extra arguments go to pytest: options alone (`-x`, `-k expr`) go to every group; when one
 # names a path (`tests/unit/test_house.py::test_x`), a single pytest runs them as given.
@@ -66,25 +67,30 @@ lint() {
   echo "== mypy"; uv run --frozen mypy
 }
 
-rust_and_collection() {
-  ./scripts/test-rust.sh
+# What the Python tests start: every binary of the workspace (a fixture that needs one builds
+# it again, which finds nothing to do), and the Ansible collection's tarball.
+build_for_tests() {
+  echo "== cargo build (binaries)"; cargo build --workspace --bins
   echo "== ansible collection"; ./scripts/build-collection.sh target/collection
 }
 
-# The tiers that mostly wait (on SONiC's GCU and orchagent, on sshd and Ansible in network
-# namespaces) each get a process of their own, started beside the Rust gate (they build what
-# they run of it themselves) at a lower priority than the gate, which the rest waits for;
-# the last group is every other
-# test under tests/, so a new tier runs without being named here, spread over two pytest-xdist
-# workers a test file at a time (a module's tests share its module fixtures and keep their
-# order). Every process makes its own session fixtures (PostgreSQL, Redis, Prometheus,
-# namespaces with random names, ephemeral ports) and keeps its own pytest cache.
-early_groups=(realsonic e2e)
+# The groups that need none of those binaries start at once, each in a process of its own at
+# a lower priority than the build the rest waits for: the tiers that mostly wait (on SONiC's
+# GCU and orchagent; on sshd and Ansible in network namespaces), and the API fuzzer, the
+# longest single file, which on a worker of the rest would bound that group from below. The
+# last group is every other test under tests/, so a new tier runs without being named here,
+# spread over two pytest-xdist workers a test file at a time (a module's tests share its
+# module fixtures and keep their order). Every process makes its own session fixtures
+# (PostgreSQL, Redis, Prometheus, namespaces with random names, ephemeral ports) and keeps its
+# own pytest cache.
+FUZZ=tests/integration/test_api_fuzz.py
+early_groups=(realsonic e2e fuzz)
 group_args() {
   case "$1" in
     realsonic) echo tests/realsonic ;;
     e2e) echo tests/e2e ;;
-    rest) echo tests --ignore=tests/realsonic --ignore=tests/e2e -n 2 --dist loadfile ;;
+    fuzz) echo "$FUZZ" ;;
+    rest) echo tests --ignore=tests/realsonic --ignore=tests/e2e --ignore="$FUZZ" -n 2 --dist loadfile ;;
   esac
 }
 
@@ -105,18 +111,20 @@ start_group() {
 }
 
 start lint lint
-start rust rust_and_collection
+start build build_for_tests
 if [ "$names_a_path" = no ]; then
   for group in "${early_groups[@]}"; do start_group "$group" 5 "$@"; done
 fi
-wait_all rust
-if [[ " ${failed[*]} " == *" rust "* ]]; then
-  echo "== pytest: the rest not run (the Rust gate failed; those tests start its binaries)"
+wait_all build
+if [[ " ${failed[*]} " == *" build "* ]]; then
+  echo "== pytest: the rest not run (the build failed; those tests start its binaries)"
 elif [ "$names_a_path" = yes ]; then
   start pytest uv run --frozen pytest -q "$@"
 else
   start_group rest 0 "$@"
 fi
+# The Rust gate: no Python test waits for it, so it yields the cores to them.
+start rust nice -n 5 ./scripts/test-rust.sh
 wait_all
 
 for step in "${failed[@]}"; do

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -25,6 +24,9 @@ from lab.realsonic import RealSwitch, SwitchParts
 from vsonic.tether import start_tethered
 
 from .conftest import ROOT, StartSwitch
+
+# Where scripts/test-rust.sh builds the agent with feature sai.
+SAI_TARGET_DIR = ROOT / "target" / "sai"
 
 PORT = "Ethernet0"
 STATIC_BYTES = 60_000
@@ -64,32 +66,28 @@ def switch(start_switch: StartSwitch) -> RealSwitch:
 @pytest.fixture(scope="module")
 def sai_agent_binary(switch: RealSwitch) -> Path:
     """The agent built with feature ``sai`` against the SAI headers the switch's libraries were
-    built with (what scripts/test-rust.sh builds: cargo has nothing to do then), copied beside
-    the switch so that later builds of the default binary do not replace it under the test.
-    A default build in a process running beside this one can land on the same path between
-    the build and the copy: the copy is checked, and built again if it is not the sai one."""
+    built with, into the target directory of its own that scripts/test-rust.sh builds it in
+    (``target/sai``: cargo has nothing to do then, and the default build in ``target/debug``,
+    which other tests start, is never replaced by this one)."""
     env = {**os.environ, "SAI_INCLUDE_DIR": str(switch.bundle.orchagent / "include" / "sai")}
-    copy = switch.run_dir / "qos-agent-sai"
-    for _ in range(3):
-        done = subprocess.run(
-            ["cargo", "build", "-p", "qos-agent", "--features", "sai", "--bin", "qos-agent",
-             "--message-format=json-render-diagnostics"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True,
-        )  # fmt: skip
-        built = [
-            message["executable"]
-            for message in map(json.loads, done.stdout.splitlines())
-            if message.get("reason") == "compiler-artifact" and message.get("executable")
-        ]
-        shutil.copy(built[-1], copy)
-        lib = switch.bundle.orchagent / "lib"
-        shown = subprocess.run(
-            [copy, "--help"], env={**os.environ, "LD_LIBRARY_PATH": str(lib)},
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        if "--sai-lib" in shown.stdout:
-            return copy
-    raise AssertionError(f"{copy} is not the qos-agent with feature sai after three builds")
+    done = subprocess.run(
+        ["cargo", "build", "-p", "qos-agent", "--features", "sai", "--bin", "qos-agent",
+         "--target-dir", str(SAI_TARGET_DIR), "--message-format=json-render-diagnostics"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=True,
+    )  # fmt: skip
+    built = [
+        message["executable"]
+        for message in map(json.loads, done.stdout.splitlines())
+        if message.get("reason") == "compiler-artifact" and message.get("executable")
+    ]
+    agent = Path(built[-1])
+    lib = switch.bundle.orchagent / "lib"
+    shown = subprocess.run(
+        [agent, "--help"], env={**os.environ, "LD_LIBRARY_PATH": str(lib)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "--sai-lib" in shown.stdout, f"{agent} is not the qos-agent with feature sai"
+    return agent
 
 
 def seed_wred_and_orders(switch: RealSwitch) -> None:

@@ -3,7 +3,6 @@ booted vsonic switch, and helpers to read COUNTERS_DB the way a collector would.
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import time
@@ -31,25 +30,15 @@ def dataplane_binary() -> Path:
 
 
 @pytest.fixture(scope="session")
-def agent_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The qos-agent as the working tree builds it by default, copied out of target/: the
-    real-SONiC tier builds the same binary with feature ``sai`` (linked to a SAI library this
-    machine has only in SONiC's bundle) into the same path, in this process or another one
-    running beside it, and a test must not find that one under its name."""
-    copy = tmp_path_factory.mktemp("qos-agent") / AGENT.name
-    for _ in range(3):
-        subprocess.run(AGENT.build_command, cwd=ROOT, check=True, timeout=900)
-        shutil.copy(find_binary(build=False, binary=AGENT), copy)
-        if _default_features(copy):
-            return copy
-    raise AssertionError(f"{copy} is not the default qos-agent after three builds")
-
-
-def _default_features(agent: Path) -> bool:
-    """Whether ``agent`` is the build without feature ``sai`` (its help names no --sai-lib;
-    the sai build does not even start without its library)."""
+def agent_binary() -> Path:
+    """The qos-agent as the working tree builds it by default (the build with feature ``sai``
+    has a target directory of its own, ``target/sai``: scripts/test-rust.sh)."""
+    subprocess.run(AGENT.build_command, cwd=ROOT, check=True, timeout=900)
+    agent = find_binary(build=False, binary=AGENT)
     shown = subprocess.run([agent, "--help"], capture_output=True, text=True, timeout=60)
-    return shown.returncode == 0 and "--sai-lib" not in shown.stdout
+    assert shown.returncode == 0, f"{agent} --help: {shown.stderr}"
+    assert "--sai-lib" not in shown.stdout, f"{agent} is the qos-agent with feature sai"
+    return agent
 
 
 @dataclass
