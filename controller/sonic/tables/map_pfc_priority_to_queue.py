@@ -7,9 +7,9 @@ a map of its own, sluice binds the merged ``SLUICE_<that map>`` (controller/soni
 
 from __future__ import annotations
 
-from controller.sonic.context import MAP_NAME, SwitchContext
+from controller.sonic.context import SwitchContext
 from controller.sonic.schema import FieldSpec, IndexedFields, TableSchema
-from controller.sonic.tables._common import MAP_KEY, Entries, checked_entries
+from controller.sonic.tables._common import MAP_KEY, Entries, lossless_map
 
 TABLE = "MAP_PFC_PRIORITY_TO_QUEUE"
 
@@ -21,7 +21,4 @@ SCHEMA = TableSchema(
 
 
 def build(ctx: SwitchContext) -> Entries:
-    lossless = ctx.fleet.lossless
-    if lossless is None:
-        return {}
-    return checked_entries(SCHEMA, {MAP_NAME: lossless.pfc_to_queue})
+    return lossless_map(ctx, SCHEMA, lambda lossless: lossless.pfc_to_queue)

@@ -10,9 +10,9 @@ intent's over them (controller/sonic/coexist.py).
 
 from __future__ import annotations
 
-from controller.sonic.context import MAP_NAME, SwitchContext
+from controller.sonic.context import SwitchContext
 from controller.sonic.schema import FieldSpec, IndexedFields, TableSchema
-from controller.sonic.tables._common import MAP_KEY, Entries, checked_entries
+from controller.sonic.tables._common import MAP_KEY, Entries, lossless_map
 
 TABLE = "TC_TO_PRIORITY_GROUP_MAP"
 
@@ -24,7 +24,4 @@ SCHEMA = TableSchema(
 
 
 def build(ctx: SwitchContext) -> Entries:
-    lossless = ctx.fleet.lossless
-    if lossless is None:
-        return {}
-    return checked_entries(SCHEMA, {MAP_NAME: lossless.tc_to_pg})
+    return lossless_map(ctx, SCHEMA, lambda lossless: lossless.tc_to_pg)
