@@ -171,6 +171,8 @@ def test_switches_alike_but_for_a_cable_get_their_own_profiles() -> None:
     data = lossless_data()
     data["switches"][1]["ports"][1]["cable_length_m"] = 100
     configs = compile_fleet(_intent(data))
+    # The shape a switch shares its entries by includes its cables: as if built alone.
+    assert configs == compile_fleet(_intent(data), share_shapes=False)
     assert only(configs["leaf2"], "BUFFER_PG")["Ethernet4|3"] == {
         "profile": "SLUICE_pg_lossless_100000_100m_mtu1500_profile"
     }
