@@ -164,11 +164,6 @@ def fleet_lossless(intent: Intent) -> FleetLossless | None:
         watchdog=pfc_wd.watchdog_fields(platform.watchdog),
         pool=platform.ingress_pool,
         dynamic_th=platform.dynamic_th,
-        takeover=frozenset(
-            c.lossless.pfc_priority
-            for c in classes
-            if c.lossless is not None and c.lossless.take_over
-        ),
     )
 
 

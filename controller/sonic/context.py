@@ -85,7 +85,8 @@ class FleetLossless:
     """What the intent's lossless classes put on every port (docs/lossless.md): the PFC
     priorities (each its own ingress priority group, as SONiC's stock config numbers them),
     the maps from TC (= queue) to priority group and from PFC priority to queue, and the
-    watchdog's fields."""
+    watchdog's fields. Which of them may replace an operator's own lossless config is the
+    brownfield rules' (``controller.sonic.coexist.lossless_claim``)."""
 
     priorities: tuple[int, ...]
     tc_to_pg: Fields
@@ -93,7 +94,6 @@ class FleetLossless:
     watchdog: Fields
     pool: str
     dynamic_th: int
-    takeover: frozenset[int]  # priorities whose operator config the intent may replace
 
 
 @dataclass(frozen=True)
