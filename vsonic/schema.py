@@ -1,7 +1,8 @@
 """CONFIG_DB validation as SONiC's YANG models (and GCU) apply it to a gNMI Set.
 
 Sources: sonic-buildimage:src/sonic-yang-models/yang-models/sonic-{wred-profile,scheduler,
-queue,port-qos-map,dscp-tc-map,tc-queue-map,buffer-pool,buffer-profile,buffer-queue}.yang,
+queue,port-qos-map,dscp-tc-map,tc-queue-map,buffer-pool,buffer-profile,buffer-queue,buffer-pg,
+pfcwd,tc-priority-group-map,pfc-priority-queue-map}.yang,
 and the fixed SLUICE_AGENT field names the controller and the qos-agent share. Pure:
 ``validate_change(before, after)`` returns every problem, each naming table, key and field.
 
@@ -43,6 +44,12 @@ EntryRule = Callable[[Fields], list[str]]
 # named like "scheduler.1" in stock configs, so a dot is allowed there.
 WRED_NAME = name_key(r"[a-zA-Z0-9][-a-zA-Z0-9_]{0,31}", "a profile name of 1-32 of [-a-zA-Z0-9_]")
 OBJECT_NAME = name_key(r"[a-zA-Z0-9][-a-zA-Z0-9_.]{0,31}", "a name of 1-32 of [-a-zA-Z0-9_.]")
+# sonic-buffer-profile.yang types a profile's name as a plain string: SONiC's own lossless
+# profiles pass 32 characters (pg_lossless_100000_300m_mtu9216_profile, buffermgrdyn.cpp).
+BUFFER_PROFILE_NAME = name_key(
+    r"[a-zA-Z0-9][-a-zA-Z0-9_.]{0,63}", "a name of 1-64 of [-a-zA-Z0-9_.]"
+)
+PFC_WD_GLOBAL = "GLOBAL"
 # The counter groups sonic-flex_counter.yang models (and orchagent's flexcounterorch.cpp polls).
 FLEX_COUNTER_GROUPS = (
     "ACL", "BUFFER_POOL_WATERMARK", "DEBUG_COUNTER", "ENI", "FLOW_CNT_ROUTE", "FLOW_CNT_TRAP",
@@ -109,6 +116,16 @@ def _one_threshold(fields: Fields) -> list[str]:
     return []
 
 
+def _pfc_wd_scope(fields: Fields) -> list[str]:
+    # sonic-pfcwd.yang's musts: POLL_INTERVAL only on GLOBAL, the per-port leaves never there.
+    # The key is not in ``fields``; a GLOBAL entry is the one that carries POLL_INTERVAL.
+    if "POLL_INTERVAL" in fields:
+        port_only = sorted(set(fields) & set(_PFC_WD_PORT_FIELDS))
+        if port_only:
+            return [f"field '{port_only[0]}': not on the GLOBAL entry"]
+    return []
+
+
 def _pool_percentage(fields: Fields) -> list[str]:
     if "percentage" not in fields:
         return []
@@ -133,6 +150,12 @@ for _c in _COLOURS:
     _WRED_FIELDS[f"wred_{_c}_enable"] = BOOLEAN
 
 _BYTES32 = Integer(0, UINT32_MAX)
+_PFC_WD_PORT_FIELDS: dict[str, FieldType] = {
+    "action": OneOf(("drop", "forward", "alert")),
+    "detection_time": Integer(100, 5000),
+    "restoration_time": Integer(100, 60000),
+    "pfc_stat_history": OneOf(("enable", "disable")),
+}
 _STOI_BYTES = Integer(0, STOI_MAX)
 _PORT_QOS_REFS = {
     "dscp_to_tc_map": "DSCP_TO_TC_MAP",
@@ -202,7 +225,7 @@ TABLES: dict[str, TableSpec] = {
         rules=(_pool_percentage,),
     ),
     "BUFFER_PROFILE": TableSpec(
-        key=OBJECT_NAME,
+        key=BUFFER_PROFILE_NAME,
         fields={
             "pool": Ref("BUFFER_POOL"),
             "size": _BYTES32,
@@ -221,6 +244,16 @@ TABLES: dict[str, TableSpec] = {
         key=port_queue_key(True, QUEUE_INDEX_MAX),
         fields={"profile": Ref("BUFFER_PROFILE")},
         mandatory=("profile",),
+    ),
+    # sonic-buffer-pg.yang: ``<port>|<pg>`` or ``<port>|<pg>-<pg>``, pg 0..7.
+    "BUFFER_PG": TableSpec(
+        key=port_queue_key(True, 7),
+        fields={"profile": Ref("BUFFER_PROFILE")},
+    ),
+    "PFC_WD": TableSpec(
+        key=port_key(PFC_WD_GLOBAL),
+        fields={**_PFC_WD_PORT_FIELDS, "POLL_INTERVAL": Integer(100, 1000)},
+        rules=(_pfc_wd_scope,),
     ),
     # Fields, ranges, mandatory fields and the cross-field rules (the model's ``must``
     # statements) from sonic-sluice-agent.yang, through the generated vsonic/sluice_yang.py.

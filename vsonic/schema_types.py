@@ -280,5 +280,5 @@ def key_port(table: str, key: str) -> str | None:
 
 
 PORT_KEYED_TABLES = frozenset(
-    {"QUEUE", "PORT_QOS_MAP", "BUFFER_QUEUE", "BUFFER_PG", "SLUICE_AGENT_QUEUE"}
+    {"QUEUE", "PORT_QOS_MAP", "BUFFER_QUEUE", "BUFFER_PG", "PFC_WD", "SLUICE_AGENT_QUEUE"}
 )

@@ -578,6 +578,11 @@ class Lossless(Frozen):
     pmax_pct: int = Field(
         default=DCQCN_PAPER.pmax_pct, ge=1, le=100, description="marking probability at Kmax, %"
     )
+    take_over: bool = Field(
+        default=False,
+        description="replace an operator's own lossless config of this priority on a switch "
+        "sluice adopts; false: an intent that would change it is refused",
+    )
 
     @model_validator(mode="after")
     def _kmin_below_kmax(self) -> Lossless:
@@ -839,6 +844,29 @@ class HostTransport(Frozen):
     )
 
 
+class PfcAction(StrEnum):
+    """What SONiC's PFC watchdog does with a queue it finds stormed (sonic-pfcwd.yang)."""
+
+    DROP = "drop"
+    FORWARD = "forward"
+    ALERT = "alert"
+
+
+class PfcWatchdog(Frozen):
+    """SONiC's PFC watchdog on every lossless port (``PFC_WD|<port>``). The defaults are
+    sonic-utilities' ``pfcwd start_default`` for up to 32 ports (pfcwd/main.py:
+    DEFAULT_DETECTION_TIME 200, DEFAULT_RESTORATION_TIME 200, DEFAULT_ACTION drop); the ranges
+    are sonic-pfcwd.yang's."""
+
+    detection_time_ms: int = Field(
+        default=200, ge=100, le=5000, description="a queue paused this long is stormed"
+    )
+    restoration_time_ms: int = Field(
+        default=200, ge=100, le=60_000, description="no pause this long ends the storm"
+    )
+    action: PfcAction = Field(default=PfcAction.DROP, description="what a stormed queue does")
+
+
 class LosslessPlatform(Frozen):
     """What the switches' ASIC needs for lossless headroom (docs/lossless.md), as SONiC's
     dynamic buffer model keeps it (STATE_DB ``ASIC_TABLE``, ``PERIPHERAL_TABLE``, CONFIG_DB
@@ -873,6 +901,13 @@ class LosslessPlatform(Frozen):
     dynamic_th: int = Field(
         default=0, ge=-8, le=7, description="the lossless groups' shared-buffer alpha, 2^n"
     )
+    ingress_pool: str = Field(
+        default="ingress_lossless_pool",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
+        description="existing BUFFER_POOL the lossless priority groups draw from (the "
+        "operator's; SONiC's buffer templates name it ingress_lossless_pool)",
+    )
+    watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
 
     def headroom_platform(self) -> HeadroomPlatform:
         return HeadroomPlatform(

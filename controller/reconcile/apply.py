@@ -264,6 +264,16 @@ def compare_readback(
     return tuple(found)
 
 
+def _unnames_profile(op: Op) -> bool:
+    """A change of an agent queue entry that drops the WRED profile it named."""
+    return (
+        op.table == sluice_agent_queue.TABLE
+        and op.kind == "change"
+        and "wred_profile" in op.old_fields
+        and "wred_profile" not in op.fields
+    )
+
+
 def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], ...]:
     """``(extension deletes, QoS ops, released QoS entries, agent queue writes, agent global
     writes)``, each in plan order. Extension entries may name QoS entries (a queue's WRED
@@ -276,10 +286,21 @@ def write_groups(ops: Sequence[Op]) -> tuple[tuple[Op, ...], ...]:
     carries the orders' version, which the agent reads every iteration and on a change of
     which it reads all its orders: it goes in a GCU run after the queue entries, since GCU
     writes one patch as changes a second apart (a first rollout's agent otherwise read the
-    new version with none of its queues and managed nothing). Every group is valid on its
-    own, as a batch is."""
-    first = tuple(op for op in ops if op.table in EXTENSION_TABLES and op.kind == "delete")
-    queues = tuple(op for op in ops if op.table == sluice_agent_queue.TABLE and op.kind != "delete")
+    new version with none of its queues and managed nothing). A queue entry that stops naming
+    its WRED profile (a dynamic class made static, or lossless) goes with the extension
+    deletes, for the same reason: the profile's delete comes before the queue writes, and
+    libyang refuses a delete whose profile a queue entry still names. Every group is valid
+    on its own, as a batch is."""
+    first = tuple(
+        op
+        for op in ops
+        if op.table in EXTENSION_TABLES and (op.kind == "delete" or _unnames_profile(op))
+    )
+    queues = tuple(
+        op
+        for op in ops
+        if op.table == sluice_agent_queue.TABLE and op.kind != "delete" and op not in first
+    )
     stamp = tuple(op for op in ops if op.table == sluice_agent.TABLE and op.kind != "delete")
     qos = [op for op in ops if op.table not in EXTENSION_TABLES]
     released = tuple(op for op in qos if op.kind == "delete" and op.table in NAMED_TABLES)

@@ -52,7 +52,14 @@ from controller.rollout.staging import (
     Halt,
     next_stage,
 )
-from controller.sonic.coexist import effective, lossless_problems, operator_baseline
+from controller.sonic.coexist import (
+    NO_CLAIM,
+    LosslessClaim,
+    effective,
+    lossless_claim,
+    lossless_problems,
+    operator_baseline,
+)
 from controller.sonic.diff import plan_switch
 from controller.sonic.discovery import port_problems, ports_of
 from controller.sonic.gcu import describe_port_flaps
@@ -207,11 +214,13 @@ def converge_switch(
     allow_port_flaps: bool,
     adoptions: Adoptions,
     by: str,
+    claim: LosslessClaim = NO_CLAIM,
 ) -> Converged:
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
     and verify, then read what it runs now. Refused before anything is written: declared
     ports the switch does not run at their speed, a change to the operator's lossless
-    traffic, a plan that takes ports down unless ``allow_port_flaps``. The first write is
+    traffic (but for the priorities ``claim`` takes over), a plan that takes ports down unless
+    ``allow_port_flaps``. The first write is
     preceded by the switch's adoption record (``by`` says who adopted it); an empty
     ``desired`` gives the operator's config back and releases the adoption."""
     leaving = not desired
@@ -228,7 +237,9 @@ def converge_switch(
     baseline = saved if saved is not None else operator_baseline(observed)
     want = effective(desired, baseline)
     if not leaving:
-        touched = lossless_problems(want, baseline)
+        touched = lossless_problems(
+            want, baseline, declared=claim.taken_over, claimed=claim.claimed
+        )
         if touched:
             why = "the intent would change the operator's lossless traffic"
             return Converged(refusal(switch.name, why, touched), None)
@@ -282,6 +293,7 @@ class _Work:
     desired: SwitchConfig
     owned: SwitchConfig
     allow_port_flaps: bool
+    claim: LosslessClaim = NO_CLAIM  # the lossless priorities of the intent ``desired`` is of
 
 
 class Dispatch(Protocol):
@@ -408,6 +420,7 @@ class RolloutRunner:
         to_desired = self._store.desired(view.to_version)
         from_desired = self._store.desired(view.from_version)
         intents = [self._store.intent(view.to_version)]
+        claim = lossless_claim(intents[0])
         return [
             _Work(
                 name,
@@ -417,6 +430,7 @@ class RolloutRunner:
                 # so a start value that changed between versions is written afresh.
                 {**to_desired.get(name, {}), **from_desired.get(name, {})},
                 view.allow_port_flaps,
+                claim,
             )
             for name in names
         ]
@@ -505,6 +519,7 @@ class RolloutRunner:
             # The newer version was written last: its values are what sluice recorded.
             {**from_desired.get(target.switch, {}), **to_desired.get(target.switch, {})},
             view.allow_port_flaps,
+            lossless_claim(intents[1]),
         )
         log.info("rollout %d: rolling back %s", view.id, target.switch)
         self._run(view.id, BACKWARD, [work])
@@ -524,6 +539,7 @@ class RolloutRunner:
                 allow_port_flaps=item.allow_port_flaps,
                 adoptions=self._store,
                 by=f"rollout {rollout_id}" + (" rollback" if phase == BACKWARD else ""),
+                claim=item.claim,
             )
             return converged, started, self._clock()
 

@@ -24,7 +24,13 @@ from sqlalchemy.orm import Session
 
 from controller.errors import FieldProblem, InventoryMismatch, LosslessConflict
 from controller.intent.models import Intent
-from controller.sonic.coexist import coexist, effective, lossless_problems, operator_baseline
+from controller.sonic.coexist import (
+    coexist,
+    effective,
+    lossless_claim,
+    lossless_problems,
+    operator_baseline,
+)
 from controller.sonic.discovery import Discovery, port_problems
 from controller.sonic.model import EntryKey, SwitchConfig
 from controller.store.adoption_store import adoption_state
@@ -95,13 +101,19 @@ def preflight(
     if mismatched:
         raise InventoryMismatch(mismatched)
     touched: list[FieldProblem] = []
+    claim = lossless_claim(intent)
     for name, config in sorted(desired.items()):
         baseline = known[name].baseline if name in known else None
         if not config or baseline is None:
             continue
         touched += [
             FieldProblem(f"{name}: {p.path}", p.reason)
-            for p in lossless_problems(effective(config, baseline), baseline)
+            for p in lossless_problems(
+                effective(config, baseline),
+                baseline,
+                declared=claim.taken_over,
+                claimed=claim.claimed,
+            )
         ]
     if touched:
         raise LosslessConflict(touched)

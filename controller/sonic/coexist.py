@@ -12,15 +12,24 @@ Three rules, one function each:
   port that was bound to an operator map before adoption, sluice binds a merged map instead,
   ``SLUICE_<operator map>``: the operator's entries, with the intent's over them. A port that
   had no map keeps sluice's plain ``SLUICE`` map, as on a fresh switch.
+  The same holds for a lossless class's maps (``tc_to_pg_map``, ``pfc_to_queue_map``), and
+  its PFC priority lists (``pfc_enable``, ``pfcwd_sw_enable``) are the operator's with the
+  intent's priorities added (``merged_priorities``).
 - **Lossless protection** (``lossless_problems``): a port's lossless priorities are its
-  ``pfc_enable`` (PFC pauses those priorities instead of dropping; SONiC's PFC priority is
-  the TC, sonic-swss orchagent/portsorch.cpp). The DSCPs the port's map sends to them are
-  lossless DSCPs; the queues its TC->queue and PFC priority->queue maps send them to are
-  lossless queues. Unless the intent declares a priority lossless itself (``declared``), it may
-  not: move a DSCP onto or off a lossless priority, move a lossless TC to another queue, or
-  set the scheduler, WRED profile or buffer profile of a lossless queue, nor any of the
-  port's PFC fields or priority groups. Each is a ``FieldProblem`` naming the CONFIG_DB field;
-  ``refuse_lossless_changes`` raises them together, before anything is written.
+  ``pfc_enable`` (PFC pauses those priorities instead of dropping; in SONiC's stock config
+  the PFC priority is the TC and its priority group, sonic-buildimage qos_config.j2). The
+  DSCPs the port's map sends to them are lossless DSCPs; the queues its TC->queue and PFC
+  priority->queue maps send them to are lossless queues. Unless the intent takes a priority
+  over (``declared``: its lossless class says ``take_over``), it may not: move a DSCP onto or
+  off a lossless priority, move a lossless TC to another queue or priority group, stop PFC
+  or the watchdog on it, change the queue a pause for it stops, set the scheduler, WRED
+  profile or buffer profile of a lossless queue, write a priority group that holds it or
+  overlaps the operator's priority groups, or change the port's watchdog (one per port).
+  The intent's own new lossless priorities are added beside the operator's. Each is a
+  ``FieldProblem`` naming the CONFIG_DB field; ``refuse_lossless_changes`` raises them
+  together, before anything is written. A priority the intent declares lossless that the
+  operator's config already makes lossless differently is refused the same way, with a
+  problem saying so (``claimed``), until the intent takes it over.
 """
 
 from __future__ import annotations
@@ -30,9 +39,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from controller.errors import FieldProblem, LosslessConflict
+from controller.intent.models import Intent
 from controller.sonic.context import MAP_NAME, PREFIX
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import SCHEMAS
+from controller.sonic.tables.port_qos_map import priority_list
 
 # What defines a port's lossless traffic, besides the tables sluice writes.
 LOSSLESS_TABLES = (
@@ -46,8 +57,17 @@ LOSSLESS_TABLES = (
 BASELINE_TABLES: tuple[str, ...] = tuple(sorted({*SCHEMAS, *LOSSLESS_TABLES, "BUFFER_POOL"}))
 # PORT_QOS_MAP fields that make a port's priorities lossless; sluice writes none of them.
 PFC_FIELDS = ("pfc_enable", "pfcwd_sw_enable", "pfc_to_queue_map", "pfc_to_pg_map", "tc_to_pg_map")
+# The PORT_QOS_MAP fields that list PFC priorities: the operator's stay listed beside the
+# intent's.
+PRIORITY_LISTS = ("pfc_enable", "pfcwd_sw_enable")
 # The port bindings sluice writes, and the table each names.
-MAP_BINDINGS = (("dscp_to_tc_map", "DSCP_TO_TC_MAP"), ("tc_to_queue_map", "TC_TO_QUEUE_MAP"))
+MAP_BINDINGS = (
+    ("dscp_to_tc_map", "DSCP_TO_TC_MAP"),
+    ("tc_to_queue_map", "TC_TO_QUEUE_MAP"),
+    ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP"),
+    ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE"),
+)
+MAP_TABLES = frozenset(table for _, table in MAP_BINDINGS)
 # A map name: 1-32 of [-a-zA-Z0-9_], starting with a letter or digit (sonic-dscp-tc-map.yang).
 MAP_NAME_MAX = 32
 GLOBAL = "global"  # PORT_QOS_MAP|global: the switch-wide DSCP->TC map of ports with none
@@ -106,10 +126,23 @@ class Coexisting:
     inherited: dict[EntryKey, dict[str, str]] = field(default_factory=dict)
 
 
+def merged_priorities(wanted: str, port: str, binding: str, baseline: SwitchConfig) -> str:
+    """A PFC priority list (``pfc_enable``, ``pfcwd_sw_enable``) with the operator's priorities
+    kept beside the intent's. The watchdog watches ``pfcwd_sw_enable`` where it is set and
+    ``pfc_enable`` otherwise (sonic-swss orchagent/pfcwdorch.cpp), so without a list of its
+    own the operator's watched priorities are their PFC ones, where they have a watchdog."""
+    theirs = baseline.get(("PORT_QOS_MAP", port), {})
+    kept = theirs.get(binding)
+    if kept is None and binding == "pfcwd_sw_enable" and ("PFC_WD", port) in baseline:
+        kept = theirs.get("pfc_enable")
+    return priority_list(_priorities(wanted) | _priorities(kept))
+
+
 def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     """``desired`` with each managed port bound to merged maps where it was bound to an
-    operator's map before adoption (module docstring). Pure; ``desired`` is not modified.
-    Without a baseline (nothing known of the switch) ``desired`` is what it is."""
+    operator's map before adoption, and the operator's PFC priorities kept in its priority
+    lists (module docstring). Pure; ``desired`` is not modified. Without a baseline (nothing
+    known of the switch) ``desired`` is what it is."""
     if not baseline:
         return Coexisting(desired)
     merged: dict[EntryKey, Fields] = {}
@@ -119,6 +152,9 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
         if table != "PORT_QOS_MAP":
             continue
         rebound = dict(fields)
+        for binding in PRIORITY_LISTS:
+            if binding in fields:
+                rebound[binding] = merged_priorities(fields[binding], port, binding, baseline)
         for binding, map_table in MAP_BINDINGS:
             ours = fields.get(binding)
             theirs = port_binding(baseline, port, binding)
@@ -135,19 +171,20 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
                 SCHEMAS[map_table].check(name, merged[map_key])
                 inherited[map_key] = {n: theirs for n in operator_map if n not in own}
             rebound[binding] = name
-        bindings[(table, port)] = rebound
-    if not merged:
+        if rebound != fields:
+            bindings[(table, port)] = rebound
+    if not bindings:
         return Coexisting(desired)
     still_bound = {
         (map_table, fields[binding])
-        for fields in bindings.values()
+        for fields in (bindings.get(k, f) for k, f in desired.items() if k[0] == "PORT_QOS_MAP")
         for binding, map_table in MAP_BINDINGS
         if binding in fields
     }
     config: SwitchConfig = {}
     for entry_key, fields in desired.items():
         table, key = entry_key
-        if table in ("DSCP_TO_TC_MAP", "TC_TO_QUEUE_MAP") and key == MAP_NAME:
+        if table in MAP_TABLES and key == MAP_NAME:
             # Merged maps go where sluice's plain map stood (the write order within a table).
             config.update({k: v for k, v in merged.items() if k[0] == table})
             if entry_key not in still_bound:
@@ -257,6 +294,9 @@ class _Problems:
     def add(self, path: str, reason: str, port: str) -> None:
         self._ports.setdefault((path, reason), []).append(port)
 
+    def count(self) -> int:
+        return sum(len(ports) for ports in self._ports.values())
+
     def listed(self) -> list[FieldProblem]:
         out: list[FieldProblem] = []
         for (path, reason), ports in self._ports.items():
@@ -266,12 +306,38 @@ class _Problems:
         return out
 
 
+@dataclass(frozen=True)
+class LosslessClaim:
+    """The PFC priorities an intent makes lossless (``claimed``), and those of them whose
+    lossless class may replace an operator's own config of that priority (``taken_over``)."""
+
+    claimed: frozenset[int] = frozenset()
+    taken_over: frozenset[int] = frozenset()
+
+
+NO_CLAIM = LosslessClaim()
+
+
+def lossless_claim(intent: Intent | None) -> LosslessClaim:
+    classes = [c.lossless for c in intent.service_classes if c.lossless] if intent else []
+    return LosslessClaim(
+        frozenset(c.pfc_priority for c in classes),
+        frozenset(c.pfc_priority for c in classes if c.take_over),
+    )
+
+
 def lossless_problems(
-    desired: SwitchConfig, baseline: SwitchConfig | None, *, declared: Iterable[int] = ()
+    desired: SwitchConfig,
+    baseline: SwitchConfig | None,
+    *,
+    declared: Iterable[int] = (),
+    claimed: Iterable[int] = (),
 ) -> list[FieldProblem]:
     """Every field of ``desired`` (what sluice would write, ``effective``) that changes the
-    lossless traffic ``baseline`` configures, unless the intent declares the priority lossless
-    itself (``declared``). Empty when nothing is lossless or nothing would change."""
+    lossless traffic ``baseline`` configures, unless the intent takes the priority over
+    (``declared``). A priority the intent makes lossless (``claimed``) without taking it over
+    gets one more problem saying so, on a port where it is refused. Empty when nothing is
+    lossless or nothing would change."""
     if not baseline:
         return []
     own = frozenset(declared)
@@ -280,11 +346,22 @@ def lossless_problems(
         guarded = lossless.priorities - own
         if not guarded or ("PORT_QOS_MAP", port) not in desired:
             continue
+        before = problems.count()
         _check_dscps(desired, baseline, lossless, guarded, problems)
         _check_tc_queues(desired, baseline, lossless, guarded, problems)
         queues = frozenset(lossless.queue_of_tc[tc] for tc in guarded)
         _check_queues(desired, baseline, port, queues, problems)
-        _check_pfc(desired, baseline, port, problems)
+        _check_pfc(desired, baseline, lossless, guarded, problems)
+        _check_priority_groups(desired, baseline, port, guarded, problems)
+        _check_watchdog(desired, baseline, port, problems)
+        if problems.count() > before:
+            for priority in sorted(guarded & frozenset(claimed)):
+                reason = (
+                    f"the intent makes PFC priority {priority} lossless, which the operator's "
+                    "config already does differently; its class may take it over "
+                    "(lossless.take_over: true)"
+                )
+                problems.add(f"PORT_QOS_MAP|{port}.pfc_enable", reason, port)
     return problems.listed()
 
 
@@ -378,29 +455,126 @@ def _check_queues(
             problems.add(f"{table}|{port}|{queue}.{name}", reason, port)
 
 
+def _watched(config: SwitchConfig, port: str) -> frozenset[int]:
+    """The priorities the port's PFC watchdog watches (``merged_priorities``)."""
+    fields = config.get(("PORT_QOS_MAP", port), {})
+    if "pfcwd_sw_enable" in fields:
+        return _priorities(fields["pfcwd_sw_enable"])
+    if ("PFC_WD", port) in config:
+        return _priorities(fields.get("pfc_enable"))
+    return frozenset()
+
+
+def _mapped(
+    config: SwitchConfig, baseline: SwitchConfig, port: str, binding: str, table: str, at: int
+) -> str | None:
+    """What the map ``port`` would be bound to in ``config`` (over ``baseline``) maps ``at``
+    to; None without a map or an entry (SAI's default, which no map states)."""
+    name = port_binding(config, port, binding) or port_binding(baseline, port, binding)
+    if name is None:
+        return None
+    entries = config.get((table, name), baseline.get((table, name), {}))
+    return entries.get(str(at))
+
+
 def _check_pfc(
-    desired: SwitchConfig, baseline: SwitchConfig, port: str, problems: _Problems
+    desired: SwitchConfig,
+    baseline: SwitchConfig,
+    lossless: Lossless,
+    guarded: frozenset[int],
+    problems: _Problems,
 ) -> None:
+    """PFC and the watchdog stay on the operator's priorities, their TCs keep their priority
+    groups and their pauses the queues they stop; ``pfc_to_pg_map`` is the operator's."""
+    port = lossless.port
     wanted = desired.get(("PORT_QOS_MAP", port), {})
     theirs = baseline.get(("PORT_QOS_MAP", port), {})
-    for name in PFC_FIELDS:
-        if name in wanted and wanted[name] != theirs.get(name):
+    kept_on = {"pfc_enable": guarded, "pfcwd_sw_enable": _watched(baseline, port) & guarded}
+    for name, before in kept_on.items():
+        dropped = before - _priorities(wanted[name]) if name in wanted else frozenset()
+        if dropped:
             reason = (
-                f"{name} is the operator's ({theirs.get(name)!r}); "
-                f"the intent would make it {wanted[name]!r}"
+                f"{name} is the operator's ({theirs.get(name)!r}); the intent would make it "
+                f"{wanted[name]!r}, without lossless priority {priority_list(dropped)}"
             )
             problems.add(f"PORT_QOS_MAP|{port}.{name}", reason, port)
-    for (table, key), fields in desired.items():
-        if (
-            table == "BUFFER_PG"
-            and key.partition("|")[0] == port
-            and fields != baseline.get((table, key))
-        ):
-            problems.add(
-                f"BUFFER_PG|{key}",
-                "priority groups hold lossless headroom; the intent would change them",
-                port,
+    for binding, table, what in (
+        ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", "priority group"),
+        ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", "paused queue"),
+    ):
+        if binding not in wanted:
+            continue
+        for at in sorted(guarded):
+            was = _mapped(baseline, baseline, port, binding, table, at)
+            will = _mapped(desired, baseline, port, binding, table, at)
+            if was != will:
+                reason = (
+                    f"lossless priority {at}'s {what} is {was or 'unmapped'}; "
+                    f"the intent would make it {will or 'unmapped'}"
+                )
+                bound = port_binding(desired, port, binding)
+                problems.add(f"{table}|{bound}.{at}", reason, port)
+    if "pfc_to_pg_map" in wanted and wanted["pfc_to_pg_map"] != theirs.get("pfc_to_pg_map"):
+        reason = f"pfc_to_pg_map is the operator's ({theirs.get('pfc_to_pg_map')!r})"
+        problems.add(f"PORT_QOS_MAP|{port}.pfc_to_pg_map", reason, port)
+
+
+def _groups(key: str) -> frozenset[int]:
+    """The priority groups of a ``BUFFER_PG`` key ``<port>|3`` or ``<port>|3-4``."""
+    low, _, high = key.partition("|")[2].partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        return frozenset()
+    return frozenset(range(int(low), int(high or low) + 1))
+
+
+def _check_priority_groups(
+    desired: SwitchConfig,
+    baseline: SwitchConfig,
+    port: str,
+    guarded: frozenset[int],
+    problems: _Problems,
+) -> None:
+    """A priority group the intent writes holds none of the operator's lossless priorities
+    (each priority its own group, as SONiC's stock config numbers them) and overlaps none of
+    the operator's ``BUFFER_PG`` keys, which sluice never splits."""
+    theirs = {
+        key: _groups(key)
+        for (table, key) in baseline
+        if table == "BUFFER_PG" and key.partition("|")[0] == port
+    }
+    for table, key in desired:
+        if table != "BUFFER_PG" or key.partition("|")[0] != port:
+            continue
+        groups = _groups(key)
+        held = groups & guarded
+        if held:
+            reason = (
+                f"priority group {priority_list(held)} holds the operator's lossless "
+                "priority; the intent would give it its own headroom"
             )
+            problems.add(f"BUFFER_PG|{key}", reason, port)
+        for other, their_groups in sorted(theirs.items()):
+            if other != key and groups & their_groups:
+                reason = f"overlaps the operator's BUFFER_PG|{other}"
+                problems.add(f"BUFFER_PG|{key}", reason, port)
+
+
+def _check_watchdog(
+    desired: SwitchConfig, baseline: SwitchConfig, port: str, problems: _Problems
+) -> None:
+    """A port has one watchdog: the operator's stays as it is while it guards one of their
+    lossless priorities."""
+    wanted = desired.get(("PFC_WD", port))
+    theirs = baseline.get(("PFC_WD", port))
+    if wanted is None or theirs is None:
+        return
+    for name, value in sorted(wanted.items()):
+        if theirs.get(name) != value:
+            reason = (
+                f"the port's watchdog is the operator's ({name} {theirs.get(name)!r}); "
+                f"the intent would make it {value!r}"
+            )
+            problems.add(f"PFC_WD|{port}.{name}", reason, port)
 
 
 def refuse_lossless_changes(
@@ -409,10 +583,11 @@ def refuse_lossless_changes(
     *,
     switch: str,
     declared: Iterable[int] = (),
+    claimed: Iterable[int] = (),
 ) -> None:
     """``LosslessConflict`` naming every field of ``desired`` that touches ``baseline``'s
     lossless traffic, each prefixed with ``switch``; nothing when there is none."""
-    problems = lossless_problems(desired, baseline, declared=declared)
+    problems = lossless_problems(desired, baseline, declared=declared, claimed=claimed)
     if problems:
         raise LosslessConflict([FieldProblem(f"{switch}: {p.path}", p.reason) for p in problems])
 

@@ -26,14 +26,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
-from controller.intent.models import EcnMode, Fabric, Intent, SchedulingType, ServiceClass, Switch
+from controller.intent.models import (
+    EcnMode,
+    Fabric,
+    Intent,
+    Port,
+    SchedulingType,
+    ServiceClass,
+    Switch,
+)
 from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
+from controller.qos.lossless import DcqcnEcn, headroom
 from controller.qos.scheduling import normalise_weights
 from controller.sonic.bulk import collector_paused
 from controller.sonic.context import (
     Bounds,
+    FleetLossless,
     FleetQos,
+    PgProfile,
     PortContext,
     PortProfile,
     QueueClass,
@@ -48,6 +59,7 @@ from controller.sonic.tables import (
     TABLES,
     WRITE_ORDER,
     buffer_profile,
+    pfc_wd,
     scheduler,
     wred_profile,
 )
@@ -125,6 +137,36 @@ def _dynamic_algorithm(classes: Iterable[ServiceClass]) -> str:
     return modes[0] if modes else "static"
 
 
+def _dcqcn(service_class: ServiceClass) -> DcqcnEcn | None:
+    """A lossless class's DCQCN marking; none when lossy or when it does not mark."""
+    if service_class.lossless is None or service_class.ecn is EcnMode.OFF:
+        return None
+    return service_class.lossless.ecn()
+
+
+def _by_number(pairs: Iterable[tuple[int, int]]) -> Fields:
+    return {str(k): str(v) for k, v in sorted(pairs)}
+
+
+def fleet_lossless(intent: Intent) -> FleetLossless | None:
+    """What the intent's lossless classes put on every port: each class's PFC priority is
+    its ingress priority group, its TC (= queue) maps to that group, and a pause for the
+    priority stops its queue. None without a lossless class."""
+    platform = intent.fabric.lossless
+    classes = [c for c in intent.service_classes if c.lossless is not None]
+    if platform is None or not classes:
+        return None
+    pairs = [(c.lossless.pfc_priority, c.queue) for c in classes if c.lossless is not None]
+    return FleetLossless(
+        priorities=tuple(sorted(p for p, _ in pairs)),
+        tc_to_pg=_by_number((queue, priority) for priority, queue in pairs),
+        pfc_to_queue=_by_number(pairs),
+        watchdog=pfc_wd.watchdog_fields(platform.watchdog),
+        pool=platform.ingress_pool,
+        dynamic_th=platform.dynamic_th,
+    )
+
+
 def fleet_qos(intent: Intent) -> FleetQos:
     """Queue per class, normalised weights, maps, schedulers and agent algorithm."""
     owners = _queue_classes(intent.service_classes)
@@ -141,6 +183,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
             c.ecn,
             _owner_port_threshold_pct(name, c),
             c.ecn_lambda,
+            _dcqcn(c) if name == c.name else None,
         )
         for q, name, c in owners
     )
@@ -151,6 +194,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
     dscp_to_tc = _dscp_to_tc(intent.service_classes)
     tc_to_queue = {str(q.queue): str(q.queue) for q in queues}
     algorithm = _dynamic_algorithm(intent.service_classes)
+    lossless = fleet_lossless(intent)
     # Only what reaches the switch: QJUMP and PIAS host settings do not, so changing them
     # must not bump the version; thresholds and buffers are in the port profiles' digests.
     fabric = intent.fabric
@@ -162,10 +206,20 @@ def fleet_qos(intent: Intent) -> FleetQos:
             # only when some class has its own lambda: other intents keep their versions
             *([[q.queue, q.ecn_lambda] for q in queues if q.ecn_lambda is not None] or []),
             dscp_to_tc,
+            # only with a lossless class: other intents keep their versions
+            *([repr(lossless)] if lossless is not None else []),
         ]
     )
     return FleetQos(
-        intent.fabric, queues, dscp_to_tc, tc_to_queue, schedulers, algorithm, dynamic, digest
+        intent.fabric,
+        queues,
+        dscp_to_tc,
+        tc_to_queue,
+        schedulers,
+        algorithm,
+        dynamic,
+        digest,
+        lossless,
     )
 
 
@@ -279,7 +333,12 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
         threshold, bounds, mark = _wred_for(queue, own_k, total, fabric, buffer_bytes)
         name: str | None = None
         fields: Fields | None = None
-        if threshold is not None:
+        if queue.dcqcn is not None:
+            # A lossless queue marks by DCQCN's ramp, not at the lossy classes' K.
+            fields = wred_profile.dcqcn_fields(queue.dcqcn)
+            name = wred_profile.dcqcn_name(queue.queue)
+            static_wred[name] = fields
+        elif threshold is not None:
             fields = wred_profile.profile_fields(threshold, mark=mark, probability_pct=pct)
             name = wred_profile.static_name(speed_gbps, queue.queue)
             static_wred[name] = fields
@@ -318,6 +377,7 @@ class _FleetCompiler:
     def __init__(self, intent: Intent) -> None:
         self.fleet = fleet_qos(intent)
         self._profiles: dict[tuple[int, int], PortProfile] = {}
+        self._pg_profiles: dict[tuple[int, float, int], PgProfile] = {}
 
     def profile(self, speed_gbps: int, buffer_bytes: int) -> PortProfile:
         key = (speed_gbps, buffer_bytes)
@@ -326,13 +386,39 @@ class _FleetCompiler:
             found = self._profiles[key] = port_profile(self.fleet, speed_gbps, buffer_bytes)
         return found
 
+    def pg_profile(self, port: Port) -> PgProfile | None:
+        """The port's lossless ingress profile (SONiC's dynamic buffer formula from its
+        speed, cable length and MTU), or None without a lossless class."""
+        fabric = self.fleet.fabric
+        lossless = self.fleet.lossless
+        if lossless is None or fabric.lossless is None:
+            return None
+        cable = port.cable_length_m or fabric.lossless.cable_length_m
+        mtu = port.mtu_bytes or fabric.mtu_bytes
+        key = (port.speed_gbps, cable, mtu)
+        found = self._pg_profiles.get(key)
+        if found is None:
+            room = headroom(port.speed_gbps, cable, mtu, fabric.lossless.headroom_platform())
+            name = buffer_profile.lossless_name(port.speed_gbps, cable, mtu)
+            found = buffer_profile.lossless_profile(name, lossless.pool, room, lossless.dynamic_th)
+            self._pg_profiles[key] = found
+        return found
+
     def context(self, switch: Switch) -> SwitchContext:
         default_buffer = self.fleet.fabric.port_buffer_bytes
         ports = tuple(
-            PortContext(p.name, self.profile(p.speed_gbps, p.buffer_bytes or default_buffer))
+            PortContext(
+                p.name,
+                self.profile(p.speed_gbps, p.buffer_bytes or default_buffer),
+                self.pg_profile(p),
+            )
             for p in switch.ports
         )
-        version = _digest([self.fleet.digest, [[p.name, p.profile.digest] for p in ports]])
+        # Lossless profiles only when there are some: other intents keep their versions.
+        lossless = [[p.name, p.lossless.name, p.lossless.fields] for p in ports if p.lossless]
+        version = _digest(
+            [self.fleet.digest, [[p.name, p.profile.digest] for p in ports], *lossless]
+        )
         return SwitchContext(switch.name, self.fleet, ports, version)
 
     def compile(self, switch: Switch) -> SwitchConfig:
@@ -389,12 +475,15 @@ class CompiledFleet:
     digests: dict[str, TableDigests]
 
 
-Shape = tuple[tuple[str, int, int | None], ...]
+Shape = tuple[tuple[str, int, int | None, float | None, int | None], ...]
 
 
 def _shape(switch: Switch) -> Shape:
-    """What the table builders read of a switch: its ports' names, speeds and buffers."""
-    return tuple((p.name, p.speed_gbps, p.buffer_bytes) for p in switch.ports)
+    """What the table builders read of a switch: its ports' names, speeds, buffers, and
+    the cable lengths and MTUs that size lossless headroom."""
+    return tuple(
+        (p.name, p.speed_gbps, p.buffer_bytes, p.cable_length_m, p.mtu_bytes) for p in switch.ports
+    )
 
 
 def compile_fleet(intent: Intent, *, share_shapes: bool = True) -> dict[str, SwitchConfig]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.intent.models import EcnMode, Fabric
+from controller.qos.lossless import DcqcnEcn
 from controller.sonic.model import Fields
 
 # Every object sluice creates carries this prefix, so the diff can tell it from an operator's.
@@ -31,6 +32,8 @@ class QueueClass:
     port_threshold_pct: float | None = None
     # The class's own lambda of K = C x RTT x lambda (None: the fabric's)
     ecn_lambda: float | None = None
+    # A lossless class's queue marking with DCQCN's Kmin/Kmax/Pmax (None: lossy, or ecn off)
+    dcqcn: DcqcnEcn | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,30 @@ class PortProfile:
 
 
 @dataclass(frozen=True)
+class FleetLossless:
+    """What the intent's lossless classes put on every port (docs/lossless.md): the PFC
+    priorities (each its own ingress priority group, as SONiC's stock config numbers them),
+    the maps from TC (= queue) to priority group and from PFC priority to queue, and the
+    watchdog's fields. Which of them may replace an operator's own lossless config is the
+    brownfield rules' (``controller.sonic.coexist.lossless_claim``)."""
+
+    priorities: tuple[int, ...]
+    tc_to_pg: Fields
+    pfc_to_queue: Fields
+    watchdog: Fields
+    pool: str
+    dynamic_th: int
+
+
+@dataclass(frozen=True)
+class PgProfile:
+    """A lossless ingress BUFFER_PROFILE, one per (speed, cable length, MTU) as SONiC's."""
+
+    name: str
+    fields: Fields
+
+
+@dataclass(frozen=True)
 class FleetQos:
     """Everything that depends only on the intent (the same on every switch)."""
 
@@ -89,12 +116,14 @@ class FleetQos:
     algorithm: str  # static, or the one dynamic ECN mode in use
     dynamic_queues: tuple[int, ...]
     digest: str
+    lossless: FleetLossless | None = None
 
 
 @dataclass(frozen=True)
 class PortContext:
     name: str
     profile: PortProfile
+    lossless: PgProfile | None = None  # the port's lossless priority groups' profile
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -426,3 +427,50 @@ def test_a_tuner_proposal_takes_no_port_down(
         wait_for_asic(switch.asic_view, running(switch, real_controller.desired(done.to_version)))
         == []
     )
+
+
+# Spectrum-2's figures (docs/lossless.md): only the headroom arithmetic reads them.
+SPECTRUM_2 = {"cell_bytes": 144, "pipeline_latency_bytes": 18432, "mac_phy_delay_bytes": 819.2}
+LOSSLESS_TABLES = ("BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP", "MAP_PFC_PRIORITY_TO_QUEUE")
+
+
+def with_lossless_storage(intent: Intent) -> Intent:
+    """The storage class (queue 3) lossless on PFC priority 3, marking with DCQCN's defaults."""
+    data: dict[str, Any] = dump_intent(intent)
+    data["fabric"]["lossless"] = dict(SPECTRUM_2)
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "storage":
+            service_class |= {"ecn": "standard", "lossless": {"pfc_priority": 3}}
+    return parse_intent(data)
+
+
+def test_a_rollout_adds_a_lossless_class_through_gcu(
+    real_controller: RealController, first: FirstRollout
+) -> None:
+    """The lossless tables through the real GCU, validated against SONiC's YANG models
+    (sonic-buffer-pg, -pfcwd, -port-qos-map, -tc-priority-group-map, -pfc-priority-queue-map,
+    -buffer-profile, -wred-profile): applied, verified by read-back, and the lossless queue's
+    DCQCN ramp programmed into the ASIC."""
+    switch = real_controller.switch
+    # The watchdog's poll interval, as ``pfcwd interval 200`` sets it: GCU's table validator
+    # lets a port's PFC_WD entry be added only beside an existing PFC_WD table.
+    switch.db("CONFIG_DB").hset("PFC_WD|GLOBAL", "POLL_INTERVAL", "200")
+    started = time.monotonic()
+    done = real_controller.roll_out(
+        with_lossless_storage(example_leaf(switch)), allow_port_flaps=True
+    )
+    print(f"lossless rollout through GCU: {time.monotonic() - started:.1f} s")
+    assert [(r.status, r.reason) for r in done.results] == [("applied_verified", None)]
+    desired = real_controller.desired(done.to_version)
+    assert {t for t, _ in desired} >= set(LOSSLESS_TABLES)
+    assert holds(switch, running(switch, desired)) == []
+    stored = config_db(switch)
+    for port in ("Ethernet0", "Ethernet48"):
+        assert stored[("PORT_QOS_MAP", port)]["pfc_enable"] == "3"
+        profile = stored[("BUFFER_PG", f"{port}|3")]["profile"]
+        assert stored[("BUFFER_PROFILE", profile)]["pool"] == "ingress_lossless_pool"
+        assert stored[("QUEUE", f"{port}|3")]["wred_profile"] == "SLUICE_DCQCN_Q3"
+    # No priority group of the ports but sluice's (buffermgrd adds none without a cable).
+    groups = {k for t, k in stored if t == "BUFFER_PG"}
+    assert groups == {k for t, k in desired if t == "BUFFER_PG"}
+    assert wait_for_asic(switch.asic_view, running(switch, desired)) == []

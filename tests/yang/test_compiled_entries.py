@@ -17,6 +17,9 @@ from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from tests.yang.configdb_yang import modelled_elsewhere, table_models, yang_problem
 from tests.yang.switches import seeded_config
+from vsonic.seed import S6000_BUFFERS
+
+S6000_INGRESS_POOL = S6000_BUFFERS["BUFFER_POOL"]["ingress_lossless_pool"]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 SPEEDS = (10, 25, 40, 100, 400)
@@ -103,3 +106,54 @@ def test_the_check_refuses_a_compiled_entry_broken_by_one_field() -> None:
     problem = yang_problem({**seeded_config(switch), **config})
     assert problem is not None
     assert "out of the allowed range" in problem
+
+
+def _lossless_example() -> Intent:
+    """The example intent with its first DWRR class lossless on its queue's priority, two
+    ports with their own cable length and MTU (docs/lossless.md's Spectrum-2 figures)."""
+    raw: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    raw["fabric"]["lossless"] = {
+        "cell_bytes": 144,
+        "pipeline_latency_bytes": 18432,
+        "mac_phy_delay_bytes": 819.2,
+    }
+    lossless = next(c for c in raw["service_classes"] if c.get("ecn", "standard") == "standard")
+    lossless["lossless"] = {"pfc_priority": lossless["queue"]}
+    ports = raw["switches"][0]["ports"]
+    ports[0] |= {"cable_length_m": 40, "mtu_bytes": 9100}
+    return parse_intent(raw)
+
+
+def test_the_lossless_tables_validate_on_every_switch() -> None:
+    intent = _lossless_example()
+    counts: dict[str, int] = {}
+    for name, config in compile_fleet(intent).items():
+        switch = next(s for s in intent.switches if s.name == name)
+        # The ingress pool is the operator's, from the image's buffer template.
+        pool = {("BUFFER_POOL", "ingress_lossless_pool"): S6000_INGRESS_POOL}
+        problem = yang_problem({**seeded_config(switch), **pool, **config})
+        assert problem is None, f"{name}: {problem}"
+        for table, _ in config:
+            counts[table] = counts.get(table, 0) + 1
+    ports = sum(len(s.ports) for s in intent.switches)
+    assert counts["BUFFER_PG"] == ports
+    assert counts["PFC_WD"] == ports
+    assert counts["TC_TO_PRIORITY_GROUP_MAP"] == len(intent.switches)
+    assert counts["MAP_PFC_PRIORITY_TO_QUEUE"] == len(intent.switches)
+
+
+def test_the_check_refuses_a_lossless_entry_broken_by_one_field() -> None:
+    # The check can fail: a watchdog detection time below sonic-pfcwd.yang's 100 ms.
+    intent = _lossless_example()
+    switch = intent.switches[0]
+    config = dict(compile_fleet(intent)[switch.name])
+    key = next(k for k in config if k[0] == "PFC_WD")
+    config[key] = {**config[key], "detection_time": "50"}
+    pool = {("BUFFER_POOL", "ingress_lossless_pool"): S6000_INGRESS_POOL}
+    problem = yang_problem({**seeded_config(switch), **pool, **config})
+    assert problem is not None
+    assert '"50" is out of the allowed range' in problem
+    # And without the operator's ingress pool the lossless profile's leafref has no target.
+    problem = yang_problem({**seeded_config(switch), **compile_fleet(intent)[switch.name]})
+    assert problem is not None
+    assert 'leafref value "ingress_lossless_pool"' in problem

@@ -7,7 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller.errors import CompiledConfigInvalid
-from controller.sonic.context import PortProfile, SwitchContext, dynamic_wred_name
+from controller.sonic.context import (
+    MAP_NAME,
+    FleetLossless,
+    PortProfile,
+    SwitchContext,
+    dynamic_wred_name,
+)
 from controller.sonic.model import EntryKey, Fields
 from controller.sonic.schema import TableSchema
 
@@ -88,3 +94,14 @@ def checked_entries(schema: TableSchema, entries: dict[str, Fields]) -> Entries:
         schema.check(key, entries[key])
         out[(schema.table, key)] = dict(entries[key])
     return out
+
+
+def lossless_map(
+    ctx: SwitchContext, schema: TableSchema, entries: Callable[[FleetLossless], Fields]
+) -> Entries:
+    """sluice's ``SLUICE`` map of a lossless table, ``entries`` of the fleet's lossless
+    classes; nothing without one."""
+    lossless = ctx.fleet.lossless
+    if lossless is None:
+        return {}
+    return checked_entries(schema, {MAP_NAME: entries(lossless)})

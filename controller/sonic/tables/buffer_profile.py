@@ -13,13 +13,24 @@ profile in use. So a new ``dynamic_th`` (it follows K, and so the fabric's lambd
 change on the same profile, while a new pool or reserve is a new profile and the queues are
 repointed to it: ``BUFFER_QUEUE`` changes take the port down (``controller/sonic/gcu.py``),
 and only a change of the intent's structure (pool, MTU, a port's buffer) makes them.
+
+A lossless class adds an ingress profile for its priority groups (``BUFFER_PG``), one per
+(speed, cable length, MTU) of the switch's ports, named as SONiC's buffer managers name theirs
+(sonic-swss cfgmgr/buffermgr.cpp and buffermgrdyn.cpp: ``pg_lossless_<speed in Mb/s>_<cable>_
+profile``, ``_mtu<mtu>`` before ``_profile`` when the port's MTU is not SONiC's default 9100)
+with sluice's prefix, so it is never the profile buffermgrd makes for the operator's lossless
+ports under that name. Its fields: the ingress lossless pool, ``xon``, ``xoff`` and ``size``
+from the headroom formula (``controller/qos/lossless.py``), and ``dynamic_th`` for the
+group's shared-buffer limit (sonic-buffer-profile.yang; SONiC's own lossless profiles carry
+the same four, sonic-buildimage device/*/pg_profile_lookup.ini).
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from controller.sonic.context import PREFIX, SwitchContext
+from controller.qos.lossless import Headroom
+from controller.sonic.context import PREFIX, PgProfile, SwitchContext
 from controller.sonic.model import Fields
 from controller.sonic.schema import INT32_MAX, FieldSpec, TableSchema
 from controller.sonic.tables._common import (
@@ -30,14 +41,20 @@ from controller.sonic.tables._common import (
 )
 
 TABLE = "BUFFER_PROFILE"
+# SONiC's port MTU when none is set (sonic-swss cfgmgr/buffermgrdyn.h DEFAULT_MTU_STR): its
+# lossless profile names leave the MTU out for it.
+SONIC_DEFAULT_MTU = 9100
+LOSSLESS_KEY = PREFIX + r"_pg_lossless_[1-9][0-9]*_[0-9]+(\.[0-9]+)?m(_mtu[1-9][0-9]*)?_profile"
 
 SCHEMA = TableSchema(
     table=TABLE,
-    key_pattern=SLUICE_NAME_KEY,
+    key_pattern=f"{SLUICE_NAME_KEY}|{LOSSLESS_KEY}",
     fields=(
         FieldSpec("pool", "ref", ref="BUFFER_POOL", required=True),
         FieldSpec("size", "uint", 0, INT32_MAX, required=True),
         FieldSpec("dynamic_th", "int", -8, 7, required=True),
+        FieldSpec("xon", "uint", 0, INT32_MAX),
+        FieldSpec("xoff", "uint", 0, INT32_MAX),
     ),
 )
 
@@ -58,8 +75,30 @@ def profile_name(speed_gbps: int, buffer_bytes: int, fields: Fields) -> str:
     return f"{PREFIX}_BUF_{speed_gbps}G_{digest}"
 
 
+def lossless_name(speed_gbps: int, cable_length_m: float, mtu_bytes: int) -> str:
+    """``SLUICE_pg_lossless_100000_5m_profile``; ``..._5m_mtu1500_profile`` off SONiC's
+    default MTU. A cable length that is not whole keeps its decimals (``2.5m``)."""
+    mtu = "" if mtu_bytes == SONIC_DEFAULT_MTU else f"_mtu{mtu_bytes}"
+    return f"{PREFIX}_pg_lossless_{speed_gbps * 1000}_{cable_length_m:g}m{mtu}_profile"
+
+
+def lossless_profile(name: str, pool: str, room: Headroom, dynamic_th: int) -> PgProfile:
+    fields = {
+        "pool": pool,
+        "xon": str(room.xon_bytes),
+        "xoff": str(room.xoff_bytes),
+        "size": str(room.size_bytes),
+        "dynamic_th": str(dynamic_th),
+    }
+    SCHEMA.check(name, fields)
+    return PgProfile(name, fields)
+
+
 def build(ctx: SwitchContext) -> Entries:
     profiles: dict[str, Fields] = {}
     for profile in unique_profiles(ctx):
         profiles.update(profile.buffer_profiles)
+    for port in ctx.ports:
+        if port.lossless is not None:
+            profiles[port.lossless.name] = port.lossless.fields
     return checked_entries(SCHEMA, profiles)

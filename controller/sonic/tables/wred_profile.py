@@ -31,6 +31,7 @@ threshold of 0 under ``ecn_all`` would mark every such packet.
 from __future__ import annotations
 
 from controller.errors import CompiledConfigInvalid
+from controller.qos.lossless import DcqcnEcn
 from controller.sonic.context import PREFIX, SwitchContext, dynamic_wred_name
 from controller.sonic.model import Fields
 from controller.sonic.schema import INT32_MAX, FieldSpec, TableSchema, min_le_max
@@ -82,14 +83,33 @@ SCHEMA = TableSchema(
 
 def profile_fields(threshold_bytes: int, *, mark: bool, probability_pct: int) -> Fields:
     """Step profile at ``threshold_bytes``: marks (ECN) or, with ``mark`` false, drops."""
+    return ramp_fields(threshold_bytes, threshold_bytes, mark=mark, probability_pct=probability_pct)
+
+
+def ramp_fields(min_bytes: int, max_bytes: int, *, mark: bool, probability_pct: int) -> Fields:
+    """RED-like profile: no mark below ``min_bytes``, probability rising to
+    ``probability_pct`` at ``max_bytes``, every packet above; the same on every colour."""
     fields: Fields = {}
     for colour in COLOURS:
-        fields[f"{colour}_min_threshold"] = str(threshold_bytes)
-        fields[f"{colour}_max_threshold"] = str(threshold_bytes)
+        fields[f"{colour}_min_threshold"] = str(min_bytes)
+        fields[f"{colour}_max_threshold"] = str(max_bytes)
         fields[f"{colour}_drop_probability"] = str(probability_pct)
         fields[f"wred_{colour}_enable"] = "true"
     fields["ecn"] = "ecn_all" if mark else "ecn_none"
     return fields
+
+
+def dcqcn_fields(ecn: DcqcnEcn) -> Fields:
+    """A lossless queue's DCQCN marking (SIGCOMM 2015): Kmin, Kmax and Pmax as the green
+    (and, as SONiC's own lossless profile ``AZURE_LOSSLESS`` in sonic-buildimage
+    files/build_templates/qos_config.j2 has it, yellow and red) thresholds, ``ecn_all``."""
+    return ramp_fields(ecn.kmin_bytes, ecn.kmax_bytes, mark=True, probability_pct=ecn.pmax_pct)
+
+
+def dcqcn_name(queue: int) -> str:
+    """``SLUICE_DCQCN_Q3``: a lossless queue's profile, the same at every speed (DCQCN's
+    thresholds are the class's, not the port's)."""
+    return f"{PREFIX}_DCQCN_Q{queue}"
 
 
 def static_name(speed_gbps: int, queue: int) -> str:

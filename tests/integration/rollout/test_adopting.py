@@ -156,6 +156,21 @@ def finished(api: TestClient, headers: dict[str, str], path: str, ends: set[str]
     return found
 
 
+def release_switch(api: TestClient, headers: dict[str, str], switch: str) -> None:
+    """Ask for the switch's release (ports may flap) and wait until it is released."""
+    asked = api.post(
+        "/api/v1/releases", json={"switch": switch, "allow_port_flaps": True}, headers=headers
+    )
+    assert asked.status_code == 201, asked.text
+    release = finished(
+        api,
+        headers,
+        f"/api/v1/releases/{asked.json()['id']}",
+        {"released", "failed", "unreachable", "unknown"},
+    )
+    assert release["state"] == "released", release
+
+
 def config_db(switch: VirtualSwitch) -> dict[str, dict[str, str]]:
     return switch.config_db()
 
@@ -236,17 +251,7 @@ def test_a_running_switch_is_discovered_adopted_repaired_and_released(
     refused = api.post("/api/v1/releases", json={"switch": "leaf1"}, headers=headers)
     assert refused.status_code == 409  # it takes ports down: allow_port_flaps
     assert refused.json()["title"] == "port flaps not allowed"
-    asked = api.post(
-        "/api/v1/releases", json={"switch": "leaf1", "allow_port_flaps": True}, headers=headers
-    )
-    assert asked.status_code == 201, asked.text
-    release = finished(
-        api,
-        headers,
-        f"/api/v1/releases/{asked.json()['id']}",
-        {"released", "failed", "unreachable", "unknown"},
-    )
-    assert release["state"] == "released", release
+    release_switch(api, headers, "leaf1")
     assert config_db(leaf1) == original
 
     # Released: the loop leaves it alone, and the next rollout adopts it again.
@@ -491,3 +496,80 @@ def test_the_runbook_from_the_command_line(
     assert config_db(leaf1) == original
     code, shown = sluice("release", "leaf1", "--dry-run")
     assert code == ExitCode.CONFLICT, shown  # released: nothing left to give back
+
+
+# sonic-utilities ``pfcwd start_default`` on a switch of up to 32 ports (pfcwd/main.py).
+STOCK_WATCHDOG = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+SPECTRUM_2 = {"cell_bytes": 144, "pipeline_latency_bytes": 18432, "mac_phy_delay_bytes": 819.2}
+
+
+def lossless_intent(fabric: Fabric, **storage: Any) -> dict[str, Any]:
+    """``brownfield``'s intent with analytics (queue 2) lossless on PFC priority 2, a priority
+    the operator's config leaves lossy; ``storage``: changes to the storage class."""
+    data = brownfield(fabric)
+    data["fabric"]["lossless"] = dict(SPECTRUM_2)
+    for service_class in data["service_classes"]:
+        if service_class["name"] == "analytics":
+            service_class |= {"ecn": "standard", "lossless": {"pfc_priority": 2}}
+        if service_class["name"] == "storage":
+            service_class |= storage
+    return data
+
+
+def test_a_lossless_class_is_added_beside_the_operators_and_released(
+    operated: Fabric, api: TestClient, headers: dict[str, str]
+) -> None:
+    """leaf1 runs the operator's lossless priorities 3 and 4 with a watchdog on every port;
+    the rollout adds priority 2 beside them (its own priority group, headroom and DCQCN
+    marking), leaves theirs as they were, and the release gives their config back."""
+    leaf1 = operated.switches["leaf1"]
+    ports = [p.name for p in next(s for s in operated.intent.switches if s.name == "leaf1").ports]
+    leaf1.store.write_atomically(
+        CONFIG_DB, {redis_key(CONFIG_DB, "PFC_WD", p): dict(STOCK_WATCHDOG) for p in ports}
+    )
+    for name, switch in operated.switches.items():
+        if name != "leaf1":  # the image's ingress pool, which leaf1's operator config has
+            pool = operator_qos_config([])["BUFFER_POOL"]["ingress_lossless_pool"]
+            key = redis_key(CONFIG_DB, "BUFFER_POOL", "ingress_lossless_pool")
+            switch.store.write_atomically(CONFIG_DB, {key: dict(pool)})
+    original = config_db(leaf1)
+
+    # A class on the operator's priority 3 without taking it over: refused at the start,
+    # the collision named, nothing written.
+    on_3 = {"queue": 3, "ecn": "standard", "lossless": {"pfc_priority": 3}}
+    body = {
+        "allow_port_flaps": True,
+        "to_version": store(api, headers, lossless_intent(operated, **on_3)),
+    }
+    found = api.post("/api/v1/discoveries", json={"switches": ["leaf1"]}, headers=headers)
+    assert found.status_code == 201, found.text
+    refused = api.post("/api/v1/rollouts", json=body, headers=headers)
+    assert refused.status_code == 409, refused.text
+    fields = {e["field"]: e["reason"] for e in refused.json()["errors"]}
+    assert "lossless.take_over: true" in fields["leaf1: PORT_QOS_MAP|Ethernet0.pfc_enable"]
+    assert "leaf1: QUEUE|Ethernet0|3.wred_profile" in fields
+    assert config_db(leaf1) == original
+
+    store(api, headers, lossless_intent(operated))
+    rollout = roll_out(api, headers, canary=["leaf1"])
+    assert rollout["state"] == "completed", rollout
+    running = config_db(leaf1)
+    for port in ports:
+        qos = running[f"PORT_QOS_MAP|{port}"]
+        assert (qos["pfc_enable"], qos["pfcwd_sw_enable"]) == ("2,3,4", "2,3,4")
+        assert running[f"BUFFER_PG|{port}|2"]["profile"].startswith("SLUICE_pg_lossless_")
+        assert running[f"PFC_WD|{port}"] == STOCK_WATCHDOG
+        assert running[f"QUEUE|{port}|3"] == original[f"QUEUE|{port}|3"]
+        assert running[f"QUEUE|{port}|2"]["wred_profile"] == "SLUICE_DCQCN_Q2"
+    tc_to_pg = running["TC_TO_PRIORITY_GROUP_MAP|SLUICE_AZURE"]
+    assert (tc_to_pg["2"], tc_to_pg["3"], tc_to_pg["4"]) == ("2", "3", "4")
+    # 25 Gb/s, 5 m, MTU 9100 (SONiC's default: no _mtu in the name).
+    profile = running["BUFFER_PROFILE|SLUICE_pg_lossless_25000_5m_profile"]
+    assert profile["pool"] == "ingress_lossless_pool"
+    assert int(profile["size"]) == int(profile["xon"]) + int(profile["xoff"])
+    leaf2 = config_db(operated.switches["leaf2"])
+    assert leaf2["PORT_QOS_MAP|Ethernet0"]["pfc_enable"] == "2"
+    assert leaf2["PFC_WD|Ethernet0"] == STOCK_WATCHDOG
+
+    release_switch(api, headers, "leaf1")
+    assert config_db(leaf1) == original

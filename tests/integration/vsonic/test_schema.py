@@ -6,8 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.intent.loader import parse_intent
+from controller.sonic.compile import compile_switch
+from tests.unit.intent.test_lossless_intent import lossless_data
+from tests.yang.switches import seeded_config
 from vsonic.db import Config
 from vsonic.schema import validate_change
+from vsonic.seed import S6000_BUFFERS
 
 BASE: Config = {
     ("PORT", "Ethernet0"): {"speed": "100000"},
@@ -218,3 +223,40 @@ def test_flex_counter_groups_take_sonics_fields_and_refuse_others() -> None:
     assert "'1s'" in text
     assert "POLL_INTERVALS" in text
     assert len(problems) == 4, problems
+
+
+def _lossless_switch() -> tuple[Config, Config]:
+    """A vsonic switch's seed with the image's ingress pool, and what sluice compiles for it
+    with a lossless class (tests/unit/intent/test_lossless_intent.py's intent)."""
+    intent = parse_intent(lossless_data())
+    switch = intent.switches[0]
+    pool = S6000_BUFFERS["BUFFER_POOL"]["ingress_lossless_pool"]
+    before = {**seeded_config(switch), ("BUFFER_POOL", "ingress_lossless_pool"): pool}
+    return before, {**before, **compile_switch(intent, switch)}
+
+
+def test_the_lossless_tables_sluice_compiles_are_accepted() -> None:
+    before, after = _lossless_switch()
+    assert {t for t, _ in after} >= {"BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP"}
+    assert validate_change(before, after) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "fields", "reason"),
+    [
+        (("PFC_WD", "Ethernet0"), {"detection_time": "99"}, "detection_time"),
+        (("PFC_WD", "Ethernet0"), {"action": "pause"}, "action"),
+        (("PFC_WD", "GLOBAL"), {"POLL_INTERVAL": "200", "action": "drop"}, "not on the GLOBAL"),
+        (("BUFFER_PG", "Ethernet0|8"), {"profile": "ingress_lossy_profile"}, "queue part"),
+        (("BUFFER_PG", "Ethernet0|3"), {"profile": "no_such_profile"}, "does not exist"),
+        (("PORT_QOS_MAP", "Ethernet0"), {"pfc_enable": "3,8"}, "pfc_enable"),
+        (("TC_TO_PRIORITY_GROUP_MAP", "SLUICE"), {"3": "8"}, "'3'"),
+    ],
+)
+def test_a_broken_lossless_entry_is_refused(
+    entry: tuple[str, str], fields: dict[str, str], reason: str
+) -> None:
+    before, after = _lossless_switch()
+    after = {**after, entry: {**after.get(entry, {}), **fields}}
+    problems = validate_change(before, after)
+    assert any(reason in p and entry[0] in p for p in problems), problems

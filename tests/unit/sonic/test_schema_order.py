@@ -26,6 +26,11 @@ def test_every_table_of_the_brief_is_registered() -> None:
         "SLUICE_AGENT",
         "SLUICE_AGENT_QUEUE",
         "FLEX_COUNTER_TABLE",
+        # lossless classes (docs/lossless.md)
+        "BUFFER_PG",
+        "PFC_WD",
+        "TC_TO_PRIORITY_GROUP_MAP",
+        "MAP_PFC_PRIORITY_TO_QUEUE",
     }
 
 

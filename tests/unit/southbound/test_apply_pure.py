@@ -371,6 +371,31 @@ def test_write_groups_put_agent_writes_last_and_agent_deletes_first() -> None:
     )
 
 
+def test_a_queue_entry_that_stops_naming_its_profile_goes_before_the_profiles_delete() -> None:
+    # A dynamic class made static (or lossless): its per-port profile is deleted, and its
+    # agent queue entry, unmanaged now, no longer names it. The profile's delete goes in
+    # the released group, so the entry's change must come first (libyang's leafref).
+    unmanaged = Op(
+        "change",
+        "SLUICE_AGENT_QUEUE",
+        "Ethernet0|3",
+        {"managed": "false", "weight": "50"},
+        {"managed": "true", "weight": "50", "wred_profile": "SLUICE_Q_Ethernet0_3"},
+    )
+    profile_gone = Op("delete", "WRED_PROFILE", "SLUICE_Q_Ethernet0_3", {}, {"ecn": "ecn_all"})
+    still_managed = Op(
+        "change",
+        "SLUICE_AGENT_QUEUE",
+        "Ethernet0|2",
+        {"managed": "true", "wred_profile": "SLUICE_Q_Ethernet0_2", "floor_bytes": "2"},
+        {"managed": "true", "wred_profile": "SLUICE_Q_Ethernet0_2", "floor_bytes": "1"},
+    )
+    groups = write_groups([QUEUE, unmanaged, still_managed, profile_gone])
+    assert groups == ((unmanaged,), (QUEUE,), (profile_gone,), (still_managed,), ())
+    batches = gcu_batches([QUEUE, unmanaged, still_managed, profile_gone], 100, 100)
+    assert batches.index((profile_gone,)) > batches.index((unmanaged,))
+
+
 def test_entries_other_entries_name_are_deleted_after_the_ops_that_stop_naming_them() -> None:
     # GONE (a WRED profile) goes in a GCU run after the queues moved off it; the shared
     # delete of a port's maps only drops references and stays with the writes.
@@ -381,6 +406,9 @@ def test_entries_other_entries_name_are_deleted_after_the_ops_that_stop_naming_t
         "BUFFER_PROFILE",
         "DSCP_TO_TC_MAP",
         "TC_TO_QUEUE_MAP",
+        # a lossless class's maps (docs/lossless.md)
+        "TC_TO_PRIORITY_GROUP_MAP",
+        "MAP_PFC_PRIORITY_TO_QUEUE",
     } == NAMED_TABLES
 
 
