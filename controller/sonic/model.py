@@ -43,6 +43,14 @@ OpKind = Literal["add", "change", "delete"]
 
 GNMI_ORIGIN = "sonic-db"
 CONFIG_DB_PREFIX = "/CONFIG_DB/localhost"
+PATH_TABLE_MARK = "/"
+"""A table whose name starts with it belongs to a path dialect: OpenConfig's keyed lists,
+named by their path (``/qos/queues/queue``, ``controller/openconfig/entries.py``). Its
+entries follow the same op semantics; the southbound writes them at their own paths."""
+
+
+def is_path_table(table: str) -> bool:
+    return table.startswith(PATH_TABLE_MARK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +71,10 @@ class Op:
 
     @property
     def gnmi_path(self) -> str:
-        """``/CONFIG_DB/localhost/<TABLE>/<key>`` (origin ``sonic-db``); the key keeps its ``|``."""
+        """``/CONFIG_DB/localhost/<TABLE>/<key>`` (origin ``sonic-db``); the key keeps its ``|``.
+        A path table's entry: ``/qos/queues/queue[SLUICE_Q3]`` (its list and key)."""
+        if is_path_table(self.table):
+            return f"{self.table}[{self.key}]"
         return f"{CONFIG_DB_PREFIX}/{self.table}/{self.key}"
 
     def field_path(self, name: str) -> str:
