@@ -34,7 +34,14 @@ from typing import Any
 from controller.errors import CompiledConfigInvalid
 from controller.openconfig.qos import KINDS, QOS, QosPayloads
 from controller.sonic.context import PREFIX
-from controller.sonic.model import PATH_TABLE_MARK, Fields, Op, SwitchConfig
+from controller.sonic.model import (
+    PATH_TABLE_MARK,
+    Fields,
+    Op,
+    SetParts,
+    SwitchConfig,
+    joined_parts,
+)
 
 ORIGIN = "openconfig"
 """The gNMI origin of the OpenConfig models (gNMI specification §2.2.2.1)."""
@@ -348,18 +355,6 @@ def encode_entry(fields: Mapping[str, str]) -> bytes:
     return json.dumps(unflatten(fields), sort_keys=True, separators=(",", ":")).encode()
 
 
-@dataclass(frozen=True, slots=True)
-class OpenConfigSet:
-    """The content of one SetRequest at origin ``openconfig``."""
-
-    deletes: tuple[KeyedElems, ...] = ()
-    updates: tuple[tuple[KeyedElems, bytes], ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.deletes and not self.updates
-
-
 def _dropped(removed: Iterable[str], kept: Iterable[str]) -> list[str]:
     """The paths that remove ``removed``: a list element inside the entry whole when no
     ``kept`` leaf is under it (its outermost such element), else the leaf."""
@@ -379,26 +374,20 @@ def _dropped(removed: Iterable[str], kept: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def op_set(op: Op) -> OpenConfigSet:
+def op_set(op: Op) -> SetParts[KeyedElems]:
     """The deletes and updates that carry out one op (the module docstring)."""
     table = _table(op.table)
     entry = entry_elems(op.table, op.key)
     if op.kind == "delete" and not table.shared:
-        return OpenConfigSet(deletes=(entry,))
+        return SetParts(deletes=(entry,))
     kept = {} if op.kind == "delete" else op.fields
     removed = [p for p in op.removed_fields if p not in kept and p not in _IDENTITY]
     deletes = tuple(leaf_elems(op.table, op.key, path) for path in _dropped(removed, kept.keys()))
     updates = ((entry, encode_entry(kept)),) if kept else ()
-    return OpenConfigSet(deletes=deletes, updates=updates)
+    return SetParts(deletes=deletes, updates=updates)
 
 
-def set_request(ops: Iterable[Op]) -> OpenConfigSet:
+def set_request(ops: Iterable[Op]) -> SetParts[KeyedElems]:
     """One SetRequest for all of ``ops``: the switch applies it as one transaction (gNMI
     specification §3.4.3), so the order inside it does not matter."""
-    deletes: list[KeyedElems] = []
-    updates: list[tuple[KeyedElems, bytes]] = []
-    for op in ops:
-        parts = op_set(op)
-        deletes += parts.deletes
-        updates += parts.updates
-    return OpenConfigSet(tuple(dict.fromkeys(deletes)), tuple(updates))
+    return joined_parts(op_set(op) for op in ops)

@@ -23,6 +23,10 @@ profiles) are written when the entry is created and afterwards only when the sta
 sluice wants changes from the one it recorded in ``owned``; otherwise the agent's live value
 stands, so a plan does not fight the agent.
 
+A path dialect's tables (OpenConfig's lists, ``model.is_path_table``) have no schema: an
+entry is written whole when it differs, and one sluice no longer wants goes when its key is a
+``SLUICE`` name or sluice wrote it before (only its fields, for a port's shared entry).
+
 Order: writes (add, change) in table write order, which the schemas' references determine
 (``controller/sonic/order.py``), then deletes in the reverse order, so nothing ever names an
 entry that does not exist. Within a table, writes keep the desired order and deletes are
@@ -133,10 +137,9 @@ def _delete_op(
 def _path_delete_op(entry_key: EntryKey, have: Fields, recorded: Fields | None) -> Op | None:
     """An entry of a path dialect's table (``model.is_path_table``) sluice no longer wants:
     gone when it is sluice's (its key a ``SLUICE`` name, or written before). Entries keyed
-    otherwise (an OpenConfig port) are shared: only sluice's fields go. Tables sluice never
-    writes are not its business."""
+    otherwise (an OpenConfig port) are shared: only sluice's fields go."""
     table, key = entry_key
-    if not is_path_table(table) or not (_is_sluice(key) or recorded is not None):
+    if not (_is_sluice(key) or recorded is not None):
         return None
     return Op("delete", table, key, {}, dict(have), _is_sluice(key))
 
@@ -210,6 +213,8 @@ def plan_switch(
             continue
         schema = SCHEMAS.get(entry_key[0])
         if schema is None:
+            if not is_path_table(entry_key[0]):
+                continue  # tables sluice never writes are not its business
             op = _path_delete_op(entry_key, have, recorded.get(entry_key))
         else:
             op = _delete_op(

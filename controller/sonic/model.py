@@ -23,11 +23,11 @@ Op semantics (the southbound and ``diff.apply_plan`` follow them exactly):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from controller.sonic.gcu import PortFlap, flapped_ports, port_flaps, sorted_changes
 
@@ -101,6 +101,33 @@ class Op:
             "removed_fields": list(self.removed_fields),
             "whole_entry": self.whole_entry,
         }
+
+
+PathT = TypeVar("PathT")
+
+
+@dataclass(frozen=True)
+class SetParts(Generic[PathT]):
+    """The content of one SetRequest in a dialect's path scheme (``PathT``): paths to
+    delete and (path, JSON_IETF value) updates."""
+
+    deletes: tuple[PathT, ...] = ()
+    updates: tuple[tuple[PathT, bytes], ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.deletes and not self.updates
+
+
+def joined_parts(parts: Iterable[SetParts[PathT]]) -> SetParts[PathT]:
+    """One SetRequest carrying all of ``parts`` in their order, each path deleted once (the
+    ops of a table or an entry that goes whole share its delete)."""
+    deletes: list[PathT] = []
+    updates: list[tuple[PathT, bytes]] = []
+    for part in parts:
+        deletes += part.deletes
+        updates += part.updates
+    return SetParts(tuple(dict.fromkeys(deletes)), tuple(updates))
 
 
 Owner = Literal["sluice", "operator_kept", "operator_overwritten"]

@@ -458,17 +458,22 @@ class SwitchSession:
         lldp = self._read_other_table("APPL_DB", LLDP_TABLE)
         return SwitchRead(config, state, lldp, self._rpc_counts["Get"] - before)
 
-    def _read_other_table(self, database: str, table: str) -> dict[str, dict[str, str]]:
-        elems = table_elems(table, database)
-        request = gnmi_pb2.GetRequest(
-            prefix=self._prefix(), path=[_path(elems)], encoding=JSON_IETF
-        )
+    def _get_found(self, path: Any) -> Any:
+        """The answer to a Get of ``path``; None when the switch has nothing there
+        (NOT_FOUND)."""
+        request = gnmi_pb2.GetRequest(prefix=self._prefix(), path=[path], encoding=JSON_IETF)
         try:
-            reply = self._call("Get", request)
+            return self._call("Get", request)
         except SouthboundRejected as error:
             if error.code == "NOT_FOUND":
-                return {}
+                return None
             raise
+
+    def _read_other_table(self, database: str, table: str) -> dict[str, dict[str, str]]:
+        elems = table_elems(table, database)
+        reply = self._get_found(_path(elems))
+        if reply is None:
+            return {}
         entries: dict[str, dict[str, str]] = {}
         try:
             for note in reply.notification:
@@ -483,15 +488,9 @@ class SwitchSession:
         asked for (every table of the dialect lives under it; ``entries_from_tree`` keeps
         sluice's). A switch holding no QoS configuration answers NOT_FOUND: nothing."""
         elems = openconfig.qos_elems()
-        request = gnmi_pb2.GetRequest(
-            prefix=self._prefix(), path=[_keyed_path(elems)], encoding=JSON_IETF
-        )
-        try:
-            reply = self._call("Get", request)
-        except SouthboundRejected as error:
-            if error.code == "NOT_FOUND":
-                return {}
-            raise
+        reply = self._get_found(_keyed_path(elems))
+        if reply is None:
+            return {}
         config: SwitchConfig = {}
         try:
             for note in reply.notification:

@@ -112,11 +112,15 @@ def session_of(oc: OpenConfigSwitch, pool: SessionPool) -> SwitchSession:
     return pool.session(target_for_switch(oc.switch, oc.resolve, username=USERNAME, tls=None))
 
 
-def converge(oc: OpenConfigSwitch, session: SwitchSession) -> None:
-    desired = oc.desired()
+@pytest.fixture
+def converged(fresh: OpenConfigSwitch, pool: SessionPool) -> SwitchSession:
+    """A session to the switch, brought to the intent first."""
+    session = session_of(fresh, pool)
+    desired = fresh.desired()
     plan = plan_switch(SWITCH, desired, session.get_tables(OWNED_TABLES), desired)
     result = apply_plan_to_switch(session, plan)
     assert result.status == "applied_verified", result.reason
+    return session
 
 
 def test_apply_writes_each_entry_once_reads_back_and_replans_empty(
@@ -139,10 +143,8 @@ def test_apply_writes_each_entry_once_reads_back_and_replans_empty(
 
 
 def test_drift_behind_sluices_back_is_found_and_repaired(
-    fresh: OpenConfigSwitch, pool: SessionPool
+    fresh: OpenConfigSwitch, converged: SwitchSession, pool: SessionPool
 ) -> None:
-    session = session_of(fresh, pool)
-    converge(fresh, session)
     desired = fresh.desired()
     qos = fresh.tree.tree
     profile = qos["queue-management-profiles"]["queue-management-profile"][0]
@@ -172,23 +174,19 @@ def test_drift_behind_sluices_back_is_found_and_repaired(
 
 
 def test_the_models_refuse_a_bad_set_and_the_switch_keeps_what_it_had(
-    fresh: OpenConfigSwitch, pool: SessionPool
+    fresh: OpenConfigSwitch, converged: SwitchSession
 ) -> None:
-    session = session_of(fresh, pool)
-    converge(fresh, session)
     before = fresh.tree.document()
     fields = dict(fresh.desired()[(QUEUES, "SLUICE_Q3")])
     broken = Op("change", QUEUES, "SLUICE_Q3", {**fields, "config/queue-id": '"three"'}, fields)
     with pytest.raises(SouthboundRejected, match="openconfig-qos refuses the Set"):
-        session.set([broken])
+        converged.set([broken])
     assert fresh.tree.document() == before
 
 
 def test_a_dropped_class_and_a_released_port_go_and_the_read_back_agrees(
-    fresh: OpenConfigSwitch, pool: SessionPool
+    fresh: OpenConfigSwitch, converged: SwitchSession
 ) -> None:
-    session = session_of(fresh, pool)
-    converge(fresh, session)
     before = fresh.desired()
     data: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
     data["service_classes"] = [c for c in data["service_classes"] if c["queue"] != 2]
@@ -197,9 +195,9 @@ def test_a_dropped_class_and_a_released_port_go_and_the_read_back_agrees(
             switch["dialect"] = "openconfig"
             released = switch["ports"].pop()["name"]
     after = compile_dialects(parse_intent(data))[SWITCH]
-    plan = plan_switch(SWITCH, after, session.get_tables(OWNED_TABLES), before)
+    plan = plan_switch(SWITCH, after, converged.get_tables(OWNED_TABLES), before)
     assert {op.kind for op in plan.ops} >= {"change", "delete"}
-    result = apply_plan_to_switch(session, plan)
+    result = apply_plan_to_switch(converged, plan)
     assert result.status == "applied_verified", result.reason
     assert fresh.holds() == after
     assert (QUEUES, "SLUICE_Q2") not in fresh.holds()
