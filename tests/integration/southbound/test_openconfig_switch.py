@@ -31,10 +31,10 @@ from controller.intent.models import Intent, ReconcileMode
 from controller.intent.models import Switch as IntentSwitch
 from controller.openconfig.entries import TABLES, entries_from_tree
 from controller.reconcile.access import OWNED_TABLES, GnmiAccess
-from controller.reconcile.apply import apply_plan_to_switch
+from controller.reconcile.apply import ApplyResult, apply_plan_to_switch
 from controller.reconcile.loop import Target, reconcile_switch
 from controller.sonic.diff import plan_switch
-from controller.sonic.model import Op, SwitchConfig
+from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.southbound.credentials import resolve_secret
 from controller.southbound.gnmi import SessionPool, SwitchSession, target_for_switch
 from tests.yang.openconfig_models import qos_problem
@@ -95,14 +95,6 @@ def oc_switch() -> Iterator[OpenConfigSwitch]:
 
 
 @pytest.fixture
-def fresh(oc_switch: OpenConfigSwitch) -> OpenConfigSwitch:
-    """The switch with an empty tree, as a switch without QoS config boots."""
-    oc_switch.tree.tree = {}
-    oc_switch.tree.writes.clear()
-    return oc_switch
-
-
-@pytest.fixture
 def pool() -> Iterator[SessionPool]:
     with SessionPool() as sessions:
         yield sessions
@@ -112,41 +104,65 @@ def session_of(oc: OpenConfigSwitch, pool: SessionPool) -> SwitchSession:
     return pool.session(target_for_switch(oc.switch, oc.resolve, username=USERNAME, tls=None))
 
 
+@dataclass(frozen=True)
+class FirstApply:
+    """The first apply to the switch, from an empty tree: what it planned and its result,
+    and the tree and writes it left."""
+
+    read_before: SwitchConfig
+    plan: Plan
+    result: ApplyResult
+    tree: dict[str, Any]
+    writes: tuple[str, ...]
+
+
+@pytest.fixture(scope="module")
+def first_apply(oc_switch: OpenConfigSwitch) -> FirstApply:
+    """Applied once per module: every Set the models check costs seconds."""
+    oc_switch.tree.tree = {}
+    oc_switch.tree.writes.clear()
+    desired = oc_switch.desired()
+    with SessionPool() as pool:
+        session = session_of(oc_switch, pool)
+        read_before = session.get_tables(OWNED_TABLES)
+        plan = plan_switch(SWITCH, desired, read_before, desired)
+        result = apply_plan_to_switch(session, plan)
+    tree = copy.deepcopy(oc_switch.tree.tree)
+    return FirstApply(read_before, plan, result, tree, tuple(oc_switch.tree.writes))
+
+
 @pytest.fixture
-def converged(fresh: OpenConfigSwitch, pool: SessionPool) -> SwitchSession:
-    """A session to the switch, brought to the intent first."""
-    session = session_of(fresh, pool)
-    desired = fresh.desired()
-    plan = plan_switch(SWITCH, desired, session.get_tables(OWNED_TABLES), desired)
-    result = apply_plan_to_switch(session, plan)
-    assert result.status == "applied_verified", result.reason
-    return session
+def converged(
+    oc_switch: OpenConfigSwitch, first_apply: FirstApply, pool: SessionPool
+) -> SwitchSession:
+    """A session to the switch holding what the first apply left."""
+    assert first_apply.result.status == "applied_verified", first_apply.result.reason
+    oc_switch.tree.tree = copy.deepcopy(first_apply.tree)
+    oc_switch.tree.writes.clear()
+    return session_of(oc_switch, pool)
 
 
 def test_apply_writes_each_entry_once_reads_back_and_replans_empty(
-    fresh: OpenConfigSwitch, pool: SessionPool
+    oc_switch: OpenConfigSwitch, first_apply: FirstApply, converged: SwitchSession
 ) -> None:
-    session = session_of(fresh, pool)
-    desired = fresh.desired()
-    assert session.get_tables(OWNED_TABLES) == {}  # no /qos yet: NOT_FOUND reads as nothing
-    plan = plan_switch(SWITCH, desired, {}, desired)
-    result = apply_plan_to_switch(session, plan)
+    desired = oc_switch.desired()
+    assert first_apply.read_before == {}  # no /qos yet: NOT_FOUND reads as nothing
+    plan, result = first_apply.plan, first_apply.result
     assert result.status == "applied_verified", result.reason
     assert result.set_requests == 1
-    assert fresh.holds() == desired
-    # One update (a merge) per list entry, at its keyed path; no CONFIG_DB write.
+    assert oc_switch.holds() == desired
     keys = {t.table: (t.kind, t.name, t.key) for t in TABLES}
     expected = ["update /qos/{}/{}[{}={}]".format(*keys[op.table], op.key) for op in plan.ops]
-    assert sorted(fresh.tree.writes) == sorted(expected)
-    assert fresh.model.applied == {}
-    assert plan_switch(SWITCH, desired, session.get_tables(OWNED_TABLES), desired).is_empty
+    assert sorted(first_apply.writes) == sorted(expected)
+    assert oc_switch.model.applied == {}
+    assert plan_switch(SWITCH, desired, converged.get_tables(OWNED_TABLES), desired).is_empty
 
 
 def test_drift_behind_sluices_back_is_found_and_repaired(
-    fresh: OpenConfigSwitch, converged: SwitchSession, pool: SessionPool
+    oc_switch: OpenConfigSwitch, converged: SwitchSession, pool: SessionPool
 ) -> None:
-    desired = fresh.desired()
-    qos = fresh.tree.tree
+    desired = oc_switch.desired()
+    qos = oc_switch.tree.tree
     profile = qos["queue-management-profiles"]["queue-management-profile"][0]
     wanted = copy.deepcopy(profile["wred"]["uniform"]["config"])
     profile["wred"]["uniform"]["config"]["min-threshold"] = "1"
@@ -155,16 +171,16 @@ def test_drift_behind_sluices_back_is_found_and_repaired(
     # The operator's own queue on the same port: not sluice's, never touched.
     port["output"]["queues"]["queue"].append({"name": "OPS", "config": {"name": "OPS"}})
 
-    access = GnmiAccess(pool, fresh.resolve, username=USERNAME, tls=None)
-    target = Target(fresh.switch, 1, desired)
+    access = GnmiAccess(pool, oc_switch.resolve, username=USERNAME, tls=None)
+    target = Target(oc_switch.switch, 1, desired)
     run = reconcile_switch(access, target, ReconcileMode.CORRECT, lambda: datetime.now(UTC))
     assert run.status == "corrected", run.error
     drifted = {(d.table, d.key, d.field) for d in run.drift}
     assert (PROFILES, profile["name"], "wred/uniform/config/min-threshold") in drifted
     assert (INTERFACES, port["interface-id"], "output/scheduler-policy/config/name") in drifted
-    assert fresh.holds() == desired
+    assert oc_switch.holds() == desired
     # A Set replaces the tree with its checked copy: read it anew.
-    qos = fresh.tree.tree
+    qos = oc_switch.tree.tree
     profile = qos["queue-management-profiles"]["queue-management-profile"][0]
     assert profile["wred"]["uniform"]["config"] == wanted
     port = qos["interfaces"]["interface"][0]
@@ -174,20 +190,20 @@ def test_drift_behind_sluices_back_is_found_and_repaired(
 
 
 def test_the_models_refuse_a_bad_set_and_the_switch_keeps_what_it_had(
-    fresh: OpenConfigSwitch, converged: SwitchSession
+    oc_switch: OpenConfigSwitch, converged: SwitchSession
 ) -> None:
-    before = fresh.tree.document()
-    fields = dict(fresh.desired()[(QUEUES, "SLUICE_Q3")])
+    before = oc_switch.tree.document()
+    fields = dict(oc_switch.desired()[(QUEUES, "SLUICE_Q3")])
     broken = Op("change", QUEUES, "SLUICE_Q3", {**fields, "config/queue-id": '"three"'}, fields)
     with pytest.raises(SouthboundRejected, match="openconfig-qos refuses the Set"):
         converged.set([broken])
-    assert fresh.tree.document() == before
+    assert oc_switch.tree.document() == before
 
 
 def test_a_dropped_class_and_a_released_port_go_and_the_read_back_agrees(
-    fresh: OpenConfigSwitch, converged: SwitchSession
+    oc_switch: OpenConfigSwitch, converged: SwitchSession
 ) -> None:
-    before = fresh.desired()
+    before = oc_switch.desired()
     data: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
     data["service_classes"] = [c for c in data["service_classes"] if c["queue"] != 2]
     for switch in data["switches"]:
@@ -199,14 +215,16 @@ def test_a_dropped_class_and_a_released_port_go_and_the_read_back_agrees(
     assert {op.kind for op in plan.ops} >= {"change", "delete"}
     result = apply_plan_to_switch(converged, plan)
     assert result.status == "applied_verified", result.reason
-    assert fresh.holds() == after
-    assert (QUEUES, "SLUICE_Q2") not in fresh.holds()
-    ports = {p["interface-id"]: p for p in fresh.tree.tree["interfaces"]["interface"]}
+    assert oc_switch.holds() == after
+    assert (QUEUES, "SLUICE_Q2") not in oc_switch.holds()
+    ports = {p["interface-id"]: p for p in oc_switch.tree.tree["interfaces"]["interface"]}
     # The released port's entry and key leaves stay (the port is the operator's); sluice's
     # leaves of it are gone, which ``holds() == after`` above says too.
     assert ports[released]["config"] == {"interface-id": released}
     assert "SLUICE" not in json.dumps(ports[released])
     terms = {
-        t["id"] for c in fresh.tree.tree["classifiers"]["classifier"] for t in c["terms"]["term"]
+        t["id"]
+        for c in oc_switch.tree.tree["classifiers"]["classifier"]
+        for t in c["terms"]["term"]
     }
     assert "Q2" not in terms
