@@ -198,6 +198,11 @@ def test_the_models_refuse_a_bad_set_and_the_switch_keeps_what_it_had(
     with pytest.raises(SouthboundRejected, match="openconfig-qos refuses the Set"):
         converged.set([broken])
     assert oc_switch.tree.document() == before
+    # Through the apply: the switch's refusal is the result (its own words).
+    result = apply_plan_to_switch(converged, Plan(SWITCH, (broken,)))
+    assert (result.status, result.ops_written) == ("failed", 0)
+    assert "openconfig-qos refuses the Set" in (result.reason or "")
+    assert oc_switch.tree.document() == before
 
 
 def test_a_dropped_class_and_a_released_port_go_and_the_read_back_agrees(
