@@ -18,8 +18,9 @@ from controller.services.rollouts import RolloutPolicy
 from tests.yang.openconfig_models import qos_problem
 from vsonic.openconfig import OpenConfigTree
 
-from .conftest import OPERATOR, Controller, statuses
+from .conftest import OPERATOR, Controller, full_dump, statuses
 from .test_reconcile import pass_now
+from .test_rollout import second_version
 
 OPENCONFIG = "leaf2"
 ALL = ("leaf1", "leaf2", "spine1", "spine2")
@@ -69,3 +70,21 @@ def test_a_staged_rollout_brings_a_sonic_and_an_openconfig_switch_to_one_intent(
     runs = {r.switch: r.status for r in pass_now(controller)}
     assert runs[OPENCONFIG] == "corrected"
     assert entries_from_tree(model.openconfig.document()) == desired[OPENCONFIG]
+
+    # A second version (a weight changed, a class removed) and its rollback: both dialects
+    # come back to exactly what they held.
+    dump_before = full_dump(controller.fabric)
+    controller.store_intent(second_version(intent))
+    policy = RolloutPolicy(None, batch_size=4, allow_port_flaps=True)
+    second = controller.rollouts.start(policy, actor=OPERATOR)
+    controller.runner().run_until_idle()
+    assert statuses(controller.rollouts.get(second.id)) == dict.fromkeys(ALL, "applied_verified")
+    moved = entries_from_tree(model.openconfig.document())
+    assert moved == compile_dialects(second_version(intent))[OPENCONFIG]
+    assert moved != desired[OPENCONFIG]
+    controller.rollouts.rollback(second.id, actor=OPERATOR)
+    controller.runner().run_until_idle()
+    rolled = controller.rollouts.get(second.id)
+    assert statuses(rolled, "rollback") == dict.fromkeys(ALL, "applied_verified")
+    assert entries_from_tree(model.openconfig.document()) == desired[OPENCONFIG]
+    assert full_dump(controller.fabric) == dump_before
