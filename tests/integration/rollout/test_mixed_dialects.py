@@ -15,7 +15,7 @@ from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.openconfig.entries import entries_from_tree
 from controller.services.rollouts import RolloutPolicy
-from tests.yang.openconfig_models import qos_problem
+from tests.yang.openconfig_models import entrywise_qos_check
 from vsonic.openconfig import OpenConfigTree
 
 from .conftest import OPERATOR, Controller, full_dump, statuses
@@ -39,7 +39,7 @@ def test_a_staged_rollout_brings_a_sonic_and_an_openconfig_switch_to_one_intent(
 ) -> None:
     model = controller.fabric.switches[OPENCONFIG].model
     assert model is not None
-    model.openconfig = OpenConfigTree(check=qos_problem)
+    model.openconfig = OpenConfigTree(check=entrywise_qos_check())
     intent = mixed(controller.fabric.intent)
     controller.store_intent(intent)
     policy = RolloutPolicy(None, canary=("leaf2",), batch_size=3, allow_port_flaps=True)

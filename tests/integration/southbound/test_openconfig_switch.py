@@ -37,7 +37,7 @@ from controller.sonic.diff import plan_switch
 from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.southbound.credentials import resolve_secret
 from controller.southbound.gnmi import SessionPool, SwitchSession, target_for_switch
-from tests.yang.openconfig_models import qos_problem
+from tests.yang.openconfig_models import entrywise_qos_check
 from vsonic.db import MemoryStore
 from vsonic.gnmi_server import Clock, Credentials, GnmiService, RunningServer, start_server
 from vsonic.openconfig import OpenConfigTree
@@ -82,7 +82,7 @@ def oc_switch() -> Iterator[OpenConfigSwitch]:
         if switch["name"] == SWITCH:
             switch["dialect"] = "openconfig"
     password = secrets.token_hex(12)
-    model = Switch(SWITCH, MemoryStore(), openconfig=OpenConfigTree(check=qos_problem))
+    model = Switch(SWITCH, MemoryStore(), openconfig=OpenConfigTree(check=entrywise_qos_check()))
     service = GnmiService(Targets([model], fleet=False), Clock(), Credentials(USERNAME, password))
     server = start_server("127.0.0.1:0", service)
     try:
