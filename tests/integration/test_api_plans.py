@@ -178,3 +178,27 @@ def test_a_plan_warns_where_the_agent_will_do_no_good(stored: TestClient, auth: 
     (warning,) = body["warnings"]
     assert warning["field"] == "fabric.agent.interval_ms"
     assert "QUEUE_WATERMARK" in warning["reason"]
+
+
+def test_an_openconfig_switch_is_planned_in_its_dialect_and_warned_of_static_thresholds(
+    stored: TestClient, auth: Any
+) -> None:
+    proposed = small_intent()
+    proposed["switches"][1]["dialect"] = "openconfig"
+    for service_class in proposed["service_classes"]:
+        if service_class["scheduling"]["type"] == "DWRR":
+            service_class["ecn"] = "mqecn"
+    answer = stored.post("/api/v1/plans", json={"intent": proposed}, headers=auth["viewer"])
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    openconfig = proposed["switches"][1]["name"]
+    by_switch = {p["switch"]: p for p in body["plans"]}
+    tables = {op["table"] for op in by_switch[openconfig]["ops"]}
+    assert "/qos/queues/queue" in tables
+    assert not [t for t in tables if not t.startswith("/qos/")]  # no CONFIG_DB table
+    assert by_switch[openconfig]["ports_down"] == []
+    sonic = {op["table"] for op in by_switch[proposed["switches"][0]["name"]]["ops"]}
+    assert "QUEUE" in sonic
+    static = [w for w in body["warnings"] if w["field"] == "switches[1].dialect"]
+    assert len(static) == 1
+    assert "static thresholds the controller computes" in static[0]["reason"]
