@@ -78,6 +78,17 @@ def _pieces(document: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [{QOS: skeleton}, *entries]
 
 
+def _where(piece: dict[str, Any]) -> str:
+    """A piece's list entry as a gNMI path (``/qos/queues/queue[name=SLUICE_Q3]``), the way
+    a switch's refusal names what it refused; ``/qos`` for the skeleton."""
+    ((kind, body),) = piece[QOS].items() if len(piece[QOS]) == 1 else (("", {}),)
+    if not body:
+        return "/qos"
+    ((name, (item,)),) = body.items()
+    keys = ",".join(f"{k}={v}" for k, v in item.items() if not isinstance(v, dict | list))
+    return f"/qos/{kind}/{name}[{keys}]"
+
+
 def entrywise_qos_check() -> Callable[[dict[str, Any]], str | None]:
     """``qos_problem`` for a switch that takes Set after Set: the document is checked piece
     by piece (``_pieces``) and a piece the models accepted once is not checked again, so a
@@ -95,7 +106,7 @@ def entrywise_qos_check() -> Callable[[dict[str, Any]], str | None]:
                 continue
             problem = qos_problem(piece)
             if problem is not None:
-                return problem
+                return f"{_where(piece)}: {problem}"
             accepted.add(text)
         return None
 

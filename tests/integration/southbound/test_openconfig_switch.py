@@ -198,9 +198,10 @@ def test_the_models_refuse_a_bad_set_and_the_switch_keeps_what_it_had(
     with pytest.raises(SouthboundRejected, match="openconfig-qos refuses the Set"):
         converged.set([broken])
     assert oc_switch.tree.document() == before
-    # Through the apply: the switch's refusal is the result (its own words).
+    # Through the apply: the switch's refusal is the result, its own words naming the op.
     result = apply_plan_to_switch(converged, Plan(SWITCH, (broken,)))
-    assert (result.status, result.ops_written) == ("failed", 0)
+    assert (result.status, result.ops_written, result.failed_op) == ("failed", 0, broken)
+    assert "/qos/queues/queue[name=SLUICE_Q3]" in (result.reason or "")
     assert "openconfig-qos refuses the Set" in (result.reason or "")
     assert oc_switch.tree.document() == before
 
