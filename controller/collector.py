@@ -45,7 +45,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from controller.intent.loader import load_intent_file
-from controller.intent.models import Intent
+from controller.intent.models import Dialect, Intent
 from controller.reconcile.shard import TELEMETRY_COLLECTORS, LiveShard, StaticShard
 from controller.rollout.engine import CollectorMembership
 from controller.services.common import utc_now
@@ -106,6 +106,7 @@ class Collector:
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
         self._channels = EndpointChannels()
+        self._unstreamed: set[str] = set()
         self.metrics_label = "engine" if live_shard is not None else shard.name
         self.metrics = TelemetryMetrics(self.metrics_label, self.streamed, wall_ns, self.lock)
 
@@ -121,6 +122,18 @@ class Collector:
     def telemetry(self, name: str) -> SwitchTelemetry | None:
         running = self._running.get(name)
         return running.handler.telemetry if running is not None else None
+
+    def _not_streamed(self, name: str) -> None:
+        """An OpenConfig switch: the streams read SONiC's COUNTERS_DB, which it has not
+        (openconfig-qos state counters are not collected yet, docs/openconfig.md). Said
+        once per switch."""
+        if name not in self._unstreamed:
+            self._unstreamed.add(name)
+            log.warning(
+                "%s is not streamed: its dialect is openconfig and the collector reads "
+                "SONiC's COUNTERS_DB only (docs/openconfig.md)",
+                name,
+            )
 
     def sync(self, intent: Intent, targets: Mapping[str, GnmiTarget]) -> None:
         """Stream exactly the intent's switches of this shard (call on the event loop)."""
@@ -143,6 +156,9 @@ class Collector:
                     existing.handler.telemetry.queue_classes = fresh.queue_classes
                 continue
             if name not in targets:
+                continue
+            if switch.dialect is Dialect.OPENCONFIG:
+                self._not_streamed(name)
                 continue
             target = targets[name]
             handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)

@@ -22,6 +22,8 @@ from vsonic.errors import (
     UnsupportedError,
     VsonicError,
 )
+from vsonic.openconfig import ORIGIN as OC_ORIGIN
+from vsonic.openconfig import Elem
 from vsonic.paths import DbPath, check_origin, parse_path, request_db
 
 JSON = gnmi_pb2.Encoding.Value("JSON")
@@ -63,6 +65,24 @@ def db_path(prefix: Any, path: Any) -> DbPath:
     """Prefix elements then path elements; the origin may sit on either (path wins)."""
     origin = path.origin or prefix.origin
     return parse_path(origin, elem_names(prefix) + elem_names(path))
+
+
+def is_openconfig(prefix: Any, paths: Any) -> bool:
+    """A request for the ``openconfig`` origin (vsonic/openconfig.py): every path's origin,
+    or the prefix's; one that mixes it with ``sonic-db`` is refused."""
+    origins = {path.origin or prefix.origin for path in paths}
+    if OC_ORIGIN not in origins:
+        return False
+    if len(origins) > 1:
+        raise UnsupportedError(f"a request mixing origin {OC_ORIGIN} with others")
+    return True
+
+
+def keyed_elems(prefix: Any, path: Any) -> tuple[Elem, ...]:
+    """Prefix then path elements as (name, sorted keys) pairs."""
+    return tuple(
+        (elem.name, tuple(sorted(elem.key.items()))) for elem in [*prefix.elem, *path.elem]
+    )
 
 
 def check_request_db(prefix: Any, paths: Any) -> str:

@@ -47,15 +47,19 @@ from vsonic.gnmi_codec import (
     db_path,
     decode_ietf,
     errors_as_status,
+    is_openconfig,
     json_text,
+    keyed_elems,
     notification,
     status_for,
 )
 from vsonic.gotext import go_path
+from vsonic.openconfig import ORIGIN as OC_ORIGIN
+from vsonic.openconfig import OcOp
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
 from vsonic.subscribe import QUEUE_DISPOSED, SubscribeSession, Timing
-from vsonic.switch import Targets
+from vsonic.switch import Switch, Targets
 
 GNMI_VERSION = "0.7.0"  # what sonic-gnmi 5ec1c20b answers (gnmi_server/server.go)
 GET_ALL = gnmi_pb2.GetRequest.DataType.Value("ALL")
@@ -177,6 +181,8 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             if request.type != GET_ALL:
                 name = gnmi_pb2.GetRequest.DataType.Name(request.type)
                 raise UnsupportedError(f"unsupported request type: {name}")
+            if is_openconfig(request.prefix, request.path):
+                return self._openconfig_get(request)
             encoding = check_get_encoding(request.encoding)
             switch = self._targets.resolve(request.prefix.target)
             check_request_db(request.prefix, request.path)
@@ -203,6 +209,9 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         self._authenticate(context)
         with set_errors_as_status(context):
             switch = self._targets.resolve(request.prefix.target)
+            updated = [*(u.path for u in request.replace), *(u.path for u in request.update)]
+            if is_openconfig(request.prefix, [*request.delete, *updated]):
+                return self._openconfig_set(switch, request)
             paths = [*request.delete, *(u.path for u in request.replace)]
             database = check_request_db(request.prefix, [*paths, *(u.path for u in request.update)])
             if database not in ("CONFIG_DB", "APPL_DB"):
@@ -216,6 +225,41 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             return gnmi_pb2.SetResponse(
                 prefix=request.prefix, response=results, timestamp=self._clock.wall_ns()
             )
+
+    def _openconfig_get(self, request: Any) -> Any:
+        """Origin ``openconfig``: the node at each path, JSON_IETF (vsonic/openconfig.py)."""
+        if request.encoding != JSON_IETF:
+            raise UnsupportedError(f"origin {OC_ORIGIN}: vsonic answers JSON_IETF only")
+        switch = self._targets.resolve(request.prefix.target)
+        notifications = []
+        for path in request.path:
+            value = switch.openconfig.get(keyed_elems(request.prefix, path))
+            update = gnmi_pb2.Update(
+                path=path, val=gnmi_pb2.TypedValue(json_ietf_val=json_text(value))
+            )
+            notifications.append(notification(self._clock.wall_ns, request.prefix, [update], []))
+        return gnmi_pb2.GetResponse(notification=notifications)
+
+    def _openconfig_set(self, switch: Switch, request: Any) -> Any:
+        """Origin ``openconfig``: all of the request or none, checked whole."""
+        ops: list[OcOp] = []
+        results: list[Any] = []
+        op_enum = gnmi_pb2.UpdateResult.Operation
+        for path in request.delete:
+            ops.append(OcOp("delete", keyed_elems(request.prefix, path)))
+            results.append(gnmi_pb2.UpdateResult(path=path, op=op_enum.Value("DELETE")))
+        for kind, updates in (("replace", request.replace), ("update", request.update)):
+            for update in updates:
+                value = decode_ietf(update.val)
+                ops.append(OcOp(kind, keyed_elems(request.prefix, update.path), value))
+                results.append(
+                    gnmi_pb2.UpdateResult(path=update.path, op=op_enum.Value(kind.upper()))
+                )
+        with switch.set_lock:
+            switch.openconfig.apply(ops)
+        return gnmi_pb2.SetResponse(
+            prefix=request.prefix, response=results, timestamp=self._clock.wall_ns()
+        )
 
     def _set_ops(self, request: Any) -> tuple[list[SetOp], list[Any]]:
         ops: list[SetOp] = []

@@ -34,6 +34,7 @@ from vsonic.gcu import (
     flapped_ports,
 )
 from vsonic.gnmi_codec import json_text
+from vsonic.openconfig import OpenConfigTree
 from vsonic.paths import DbPath
 from vsonic.schema import patch_problems, validate_change
 from vsonic.setops import SetOp, apply_ops, changed_entries, mistyped, touched_tables
@@ -54,6 +55,9 @@ class Switch:
     # Every time a Set took a port admin down and up (GCU's port-critical rule, vsonic/gcu.py),
     # by port: shows a link flap a change caused.
     port_flaps: Counter[str] = field(default_factory=Counter)
+    # Origin ``openconfig``: the switch's openconfig-qos tree (vsonic/openconfig.py), for a
+    # switch that plays one speaking OpenConfig.
+    openconfig: OpenConfigTree = field(default_factory=OpenConfigTree)
     # The JSON text of table Gets on an in-memory store, by (db, table), with the table's
     # generation when it was encoded (``json_for_get``).
     _encoded: dict[tuple[int, str], tuple[int, bytes]] = field(

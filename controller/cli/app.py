@@ -20,6 +20,7 @@ import httpx
 import typer
 from rich.console import Console
 
+from controller.accept import compile_accepted
 from controller.cli.client import PAGE_SIZE, ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
 from controller.cli.render import (
@@ -42,7 +43,6 @@ from controller.cli.resources import AUDIT_COLUMNS, RESOURCES
 from controller.errors import NotFound, SluiceError
 from controller.intent.loader import load_intent_file, read_intent_document
 from controller.settings import DEFAULT_API_URL, ApiSettings
-from controller.sonic.accept import compile_accepted
 from controller.southbound.resolve import resolve_names
 from controller.types import JsonObject
 

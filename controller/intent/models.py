@@ -347,7 +347,7 @@ class Switch(Frozen):
     dialect: Dialect = Field(
         default=Dialect.SONIC,
         description="what the switch's gNMI server speaks: sonic (CONFIG_DB) or openconfig "
-        "(openconfig-qos); openconfig is refused until the southbound writes it (issue 28)",
+        "(openconfig-qos, docs/openconfig.md: no on-switch agent, no lossless classes)",
     )
     # The group named by ``credential``, attached by the intent that holds this switch.
     _group: Credential | None = PrivateAttr(default=None)

@@ -176,19 +176,20 @@ def unique_endpoints(intent: Intent, resolve: AddressResolver = no_names) -> lis
 
 
 def dialects_supported(intent: Intent) -> list[FieldProblem]:
-    """Only SONiC switches for now: the intent compiles to openconfig-qos
-    (``controller/openconfig/``), but the southbound, read-back and drift speak CONFIG_DB
-    alone, so an OpenConfig switch would be sent SONiC's paths. Refused until they speak it
-    (issue 28 item 1)."""
-    return [
-        FieldProblem(
-            f"switches[{i}].dialect",
-            "openconfig is compiled (docs/openconfig.md) but not yet pushed: the southbound "
-            "writes only SONiC's CONFIG_DB",
-        )
-        for i, switch in enumerate(intent.switches)
-        if switch.dialect is not Dialect.SONIC
+    """What an OpenConfig switch cannot carry yet, refused by name rather than dropped
+    (docs/openconfig.md, "What does not map"): lossless classes (PFC, headroom and DCQCN's
+    ECN compile to CONFIG_DB only; openconfig-qos spells no PFC)."""
+    openconfig = [
+        i for i, switch in enumerate(intent.switches) if switch.dialect is Dialect.OPENCONFIG
     ]
+    lossless = [c.name for c in intent.service_classes if c.lossless is not None]
+    if not openconfig or not lossless:
+        return []
+    reason = (
+        f"an openconfig switch cannot carry the lossless classes {', '.join(lossless)}: "
+        "PFC, headroom and DCQCN's ECN are written to SONiC's CONFIG_DB only"
+    )
+    return [FieldProblem(f"switches[{i}].dialect", reason) for i in openconfig]
 
 
 def credentials_known(intent: Intent) -> list[FieldProblem]:

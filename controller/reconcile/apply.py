@@ -66,7 +66,7 @@ from controller.sonic.gcu import (
     critical_port,
     sorted_changes,
 )
-from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig
+from controller.sonic.model import EntryKey, Fields, Op, Plan, SwitchConfig, is_path_table
 from controller.sonic.tables import SCHEMAS, sluice_agent, sluice_agent_queue
 
 log = logging.getLogger(__name__)
@@ -424,11 +424,20 @@ def extension_refusal(refused: Sequence[Op], error: SouthboundRejected) -> str:
     )
 
 
+def _named_in(op: Op, message: str) -> bool:
+    """``TABLE|key`` as SONiC's YANG errors and vsonic write a CONFIG_DB entry; a path
+    table's entry as a gNMI path names it (``queue[name=SLUICE_Q3]``)."""
+    if is_path_table(op.table):
+        list_name = op.table.rpartition("/")[2]
+        return f"/{list_name}[" in message and f"={op.key}]" in message
+    return f"{op.table}|{op.key}" in message
+
+
 def blame_op(batch: Sequence[Op], message: str) -> Op | None:
-    """The op of a refused batch that the switch's message names (``TABLE|key``, as SONiC's
-    YANG errors and vsonic write them); None when it names none of them. The longest match
-    wins so ``QUEUE|Ethernet0|1`` is not blamed for ``QUEUE|Ethernet0|10``."""
-    named = [op for op in batch if f"{op.table}|{op.key}" in message]
+    """The op of a refused batch that the switch's message names (``_named_in``); None when
+    it names none of them. The longest match wins so ``QUEUE|Ethernet0|1`` is not blamed
+    for ``QUEUE|Ethernet0|10``."""
+    named = [op for op in batch if _named_in(op, message)]
     if not named:
         return None
     return max(named, key=lambda op: len(op.table) + len(op.key))

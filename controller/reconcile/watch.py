@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped]
 
-from controller.intent.models import Reconcile
+from controller.intent.models import Dialect, Reconcile
 from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s
@@ -331,8 +331,17 @@ class DriftWatcher:
                 self._running.pop(name).task.cancel()
                 with self._lock:
                     self._states.pop(name, None)
+        with self._lock:
+            for name in [n for n in self._states if n not in targets and n not in self._running]:
+                del self._states[name]
         for name, target in sorted(targets.items()):
             if name in self._running:
+                continue
+            if target.dialect is Dialect.OPENCONFIG:
+                # The watch subscribes to CONFIG_DB tables: an OpenConfig switch is left to
+                # the periodic pass, as a switch that refused ON_CHANGE is.
+                with self._lock:
+                    self._states[name] = WatchState.UNSUPPORTED
                 continue
             watch = SwitchWatch(
                 name,

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from controller.errors import FieldProblem, NotFound, SouthboundError
-from controller.intent.models import Intent, Switch
+from controller.intent.models import Dialect, Intent, Switch
 from controller.reconcile.access import (
     OWNED_TABLES,
     ROLLOUT_TABLES,
@@ -218,7 +218,7 @@ def converge_switch(
 ) -> Converged:
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
     and verify, then read what it runs now. Refused before anything is written: declared
-    ports the switch does not run at their speed, a change to the operator's lossless
+    ports a SONiC switch does not run at their speed, a change to the operator's lossless
     traffic (but for the priorities ``claim`` takes over), a plan that takes ports down unless
     ``allow_port_flaps``. The first write is
     preceded by the switch's adoption record (``by`` says who adopted it); an empty
@@ -228,7 +228,8 @@ def converge_switch(
         observed = access.read(switch, ROLLOUT_TABLES)
     except (SouthboundError, NotFound) as error:
         return Converged(read_failure(switch.name, error), None)
-    if not leaving:
+    if not leaving and switch.dialect is Dialect.SONIC:
+        # An OpenConfig switch's ports are not read (openconfig-interfaces): no port check.
         mismatched = port_problems(switch, ports_of(observed))
         if mismatched:
             why = "the declared ports differ from what the switch runs"

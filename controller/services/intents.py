@@ -21,13 +21,13 @@ from enum import StrEnum
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.accept import accept_intent
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent
 from controller.intent.validate import AddressResolver
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
-from controller.sonic.accept import accept_intent
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, IntentVersion
 from controller.store.repositories import intents
 from controller.store.snapshots import encode_config

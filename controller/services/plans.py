@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.accept import compile_dialects
 from controller.errors import FieldProblem, NotFound
 from controller.intent.loader import parse_intent
 from controller.services.coexistence import (
@@ -35,7 +36,6 @@ from controller.services.coexistence import (
 )
 from controller.services.intents import version_intent
 from controller.sonic.agent_advice import agent_warnings
-from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet, with_ownership
 from controller.sonic.model import Plan as Plan
 from controller.sonic.model import SwitchConfig
@@ -74,7 +74,7 @@ class PlanService:
         """Per-switch plans from the recorded running state to the desired state of
         ``intent_data`` (a proposed intent, validated) or, if None, of the current version."""
         planned = None if intent_data is None else parse_intent(intent_data)
-        proposed = None if planned is None else compile_fleet(planned)
+        proposed = None if planned is None else compile_dialects(planned)
         with self._sessions() as session:
             head = intents.head_number(session=session)
             if planned is None:

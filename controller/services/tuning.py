@@ -25,12 +25,12 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.accept import compile_dialects
 from controller.errors import Conflict, NotFound
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Tuning, TuningMode
 from controller.services.common import Actor
 from controller.services.intents import IntentService, VersionInfo
-from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import diff_fleet
 from controller.store.models import TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
@@ -241,8 +241,8 @@ def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:
     """What the proposal would write on each switch: the CONFIG_DB plan from the compiled
     current intent to the compiled proposed one (switches with nothing to do left out).
     Host-side changes (QJUMP levels) show in the intent diff; the host rollout plans them."""
-    old = compile_fleet(before)
-    plans = diff_fleet(compile_fleet(after), old, owned=old)
+    old = compile_dialects(before)
+    plans = diff_fleet(compile_dialects(after), old, owned=old)
     return [plan.as_dict() for _, plan in sorted(plans.items()) if plan.ops]
 
 

@@ -8,7 +8,9 @@ controller will push orders the switch accepts but the agent does nothing useful
   SONiC polls no faster than 1 s; HDCQ's WRED/ECN queue counters, which not every platform
   publishes); it then holds every dynamic queue at its static fallback;
 - from ``NIL_FROM_MS`` on, the agent's measured benefit over that static fallback is nil
-  (docs/qos-agent.md, "At a switch's counter intervals", ``bench/agent_intervals.py``).
+  (docs/qos-agent.md, "At a switch's counter intervals", ``bench/agent_intervals.py``);
+- the agent runs on SONiC only: a switch whose dialect is ``openconfig`` holds every dynamic
+  queue at the static threshold the controller computes (docs/openconfig.md).
 
 A warning is a ``FieldProblem`` (the field, why) the plan carries beside its ops; nothing is
 refused because of one.
@@ -17,7 +19,7 @@ refused because of one.
 from __future__ import annotations
 
 from controller.errors import FieldProblem
-from controller.intent.models import EcnMode, Intent
+from controller.intent.models import Dialect, EcnMode, Intent
 from controller.sonic.tables.flex_counter_table import agent_refusal
 
 # The shortest interval from which the agent's measured benefit over its static fallback is
@@ -50,12 +52,31 @@ def _algorithm(intent: Intent) -> EcnMode | None:
     return next((c.ecn for c in intent.service_classes if c.ecn.is_dynamic), None)
 
 
+def static_on_openconfig(intent: Intent, algorithm: EcnMode) -> list[FieldProblem]:
+    """One warning per OpenConfig switch: no agent runs there, its thresholds are static."""
+    reason = (
+        f"openconfig switch: the on-switch agent is SONiC-only, so its {algorithm.value} "
+        "queues keep the static thresholds the controller computes (their fallback; "
+        "docs/openconfig.md)"
+    )
+    return [
+        FieldProblem(f"switches[{i}].dialect", reason)
+        for i, switch in enumerate(intent.switches)
+        if switch.dialect is Dialect.OPENCONFIG
+    ]
+
+
 def agent_warnings(intent: Intent) -> list[FieldProblem]:
     """Where the agent, at ``fabric.agent.interval_ms``, will hold its static fallback or do
-    no measurable good; empty when nothing runs or it helps."""
+    no measurable good, and the switches it does not run on (OpenConfig); empty when
+    nothing runs or it helps everywhere."""
     algorithm = _algorithm(intent)
     if algorithm is None:
         return []
+    return static_on_openconfig(intent, algorithm) + _interval_warnings(intent, algorithm)
+
+
+def _interval_warnings(intent: Intent, algorithm: EcnMode) -> list[FieldProblem]:
     interval_ms = intent.fabric.agent.interval_ms
     refusal = agent_refusal(intent.fabric, algorithm)
     if refusal is not None:

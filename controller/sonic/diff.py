@@ -23,6 +23,10 @@ profiles) are written when the entry is created and afterwards only when the sta
 sluice wants changes from the one it recorded in ``owned``; otherwise the agent's live value
 stands, so a plan does not fight the agent.
 
+A path dialect's tables (OpenConfig's lists, ``model.is_path_table``) have no schema: an
+entry is written whole when it differs, and one sluice no longer wants goes when its key is a
+``SLUICE`` name or sluice wrote it before (only its fields, for a port's shared entry).
+
 Order: writes (add, change) in table write order, which the schemas' references determine
 (``controller/sonic/order.py``), then deletes in the reverse order, so nothing ever names an
 entry that does not exist. Within a table, writes keep the desired order and deletes are
@@ -37,7 +41,15 @@ from dataclasses import replace
 from controller.sonic.bulk import collector_paused
 from controller.sonic.context import PREFIX
 from controller.sonic.digest import DigestPair, TableDigests, changed_tables
-from controller.sonic.model import EntryKey, FieldOwner, Fields, Op, Plan, SwitchConfig
+from controller.sonic.model import (
+    EntryKey,
+    FieldOwner,
+    Fields,
+    Op,
+    Plan,
+    SwitchConfig,
+    is_path_table,
+)
 from controller.sonic.schema import TableSchema
 from controller.sonic.tables import SCHEMAS, WRITE_ORDER
 
@@ -79,6 +91,7 @@ def _restored(managed: Fields, want: Fields, saved: Fields) -> Fields:
 
 
 def _write_op(
+    table: str,
     schema: TableSchema | None,
     key: str,
     want: Fields,
@@ -87,7 +100,6 @@ def _write_op(
     saved: Fields,
 ) -> Op | None:
     """The op that brings an existing entry to ``want``, or None when it already is."""
-    table = schema.table if schema else ""
     if schema is not None and schema.shared:
         managed = _sluice_fields(schema, have, recorded, want)
         want = _restored(managed, want, saved)
@@ -120,6 +132,31 @@ def _delete_op(
     if _is_sluice(schema.table) or _is_sluice(key) or recorded is not None:
         return Op("delete", schema.table, key, {}, dict(have), True)
     return None
+
+
+def _path_delete_op(entry_key: EntryKey, have: Fields, recorded: Fields | None) -> Op | None:
+    """An entry of a path dialect's table (``model.is_path_table``) sluice no longer wants:
+    gone when it is sluice's (its key a ``SLUICE`` name, or written before). Entries keyed
+    otherwise (an OpenConfig port) are shared: only sluice's fields go."""
+    table, key = entry_key
+    if not (_is_sluice(key) or recorded is not None):
+        return None
+    return Op("delete", table, key, {}, dict(have), _is_sluice(key))
+
+
+def _path_tables(
+    writes: Mapping[str, list[Op]],
+    deletes: Mapping[str, list[Op]],
+    desired: SwitchConfig,
+    observed: SwitchConfig,
+) -> tuple[str, ...]:
+    """The path dialect's tables the plan touches, in the order the compiler lists them
+    (what is referenced first), then the reader: CONFIG_DB's ``WRITE_ORDER`` knows none."""
+    touched = {t for t in (*writes, *deletes) if is_path_table(t)}
+    if not touched:
+        return ()
+    listed = dict.fromkeys(t for t, _ in (*desired, *observed) if t in touched)
+    return tuple(listed)
 
 
 def _owned_map(owned: Owned) -> Mapping[EntryKey, Fields]:
@@ -160,6 +197,7 @@ def plan_switch(
             op: Op | None = Op("add", table, key, dict(want), {}, not _SHARED.get(table, False))
         else:
             op = _write_op(
+                table,
                 SCHEMAS.get(table),
                 key,
                 want,
@@ -171,17 +209,22 @@ def plan_switch(
             writes.setdefault(table, []).append(op)
     deletes: dict[str, list[Op]] = {}
     for entry_key, have in observed.items():
+        if entry_key in desired:
+            continue
         schema = SCHEMAS.get(entry_key[0])
-        if schema is None or entry_key in desired:
-            continue  # tables sluice never writes are not its business
-        op = _delete_op(
-            schema, entry_key[1], have, recorded.get(entry_key), saved.get(entry_key, _EMPTY)
-        )
+        if schema is None:
+            if not is_path_table(entry_key[0]):
+                continue  # tables sluice never writes are not its business
+            op = _path_delete_op(entry_key, have, recorded.get(entry_key))
+        else:
+            op = _delete_op(
+                schema, entry_key[1], have, recorded.get(entry_key), saved.get(entry_key, _EMPTY)
+            )
         if op is not None:
             # A restore is a write: the operator's value goes back before sluice's objects
             # that the old value named are deleted.
             (deletes if op.kind == "delete" else writes).setdefault(op.table, []).append(op)
-    return Plan(switch, _ordered(writes, deletes))
+    return Plan(switch, _ordered(writes, deletes, _path_tables(writes, deletes, desired, observed)))
 
 
 def _tables_to_walk(desired: TableDigests, observed: TableDigests) -> frozenset[str]:
@@ -189,7 +232,9 @@ def _tables_to_walk(desired: TableDigests, observed: TableDigests) -> frozenset[
     writes that only the switch holds (an equal table yields no op: every wanted entry is
     there unchanged and nothing is left over to delete)."""
     return frozenset(
-        table for table in changed_tables(desired, observed) if table in desired or table in SCHEMAS
+        table
+        for table in changed_tables(desired, observed)
+        if table in desired or table in SCHEMAS or is_path_table(table)
     )
 
 
@@ -197,14 +242,18 @@ def _in_tables(config: SwitchConfig, tables: frozenset[str]) -> SwitchConfig:
     return {entry_key: fields for entry_key, fields in config.items() if entry_key[0] in tables}
 
 
-def _ordered(writes: dict[str, list[Op]], deletes: dict[str, list[Op]]) -> tuple[Op, ...]:
+def _ordered(
+    writes: dict[str, list[Op]], deletes: dict[str, list[Op]], path_tables: tuple[str, ...] = ()
+) -> tuple[Op, ...]:
     """Writes in table write order, then deletes in reverse. Within a table, writes keep the
     desired state's order (the compiler's port order: Ethernet0, Ethernet4, ... Ethernet100)
-    and deletes, which come from whatever order the switch was read in, are sorted by key."""
+    and deletes, which come from whatever order the switch was read in, are sorted by key.
+    ``path_tables``: a path dialect's tables, in their write order, after CONFIG_DB's."""
+    sequence = (*_WRITE_SEQUENCE, *path_tables) if path_tables else _WRITE_SEQUENCE
     ops: list[Op] = []
-    for table in _WRITE_SEQUENCE:
+    for table in sequence:
         ops += writes.get(table, ())
-    for table in reversed(_WRITE_SEQUENCE):
+    for table in reversed(sequence):
         ops += sorted(deletes.get(table, ()), key=_by_key)
     return tuple(ops)
 

@@ -23,11 +23,11 @@ Op semantics (the southbound and ``diff.apply_plan`` follow them exactly):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from controller.sonic.gcu import PortFlap, flapped_ports, port_flaps, sorted_changes
 
@@ -43,6 +43,14 @@ OpKind = Literal["add", "change", "delete"]
 
 GNMI_ORIGIN = "sonic-db"
 CONFIG_DB_PREFIX = "/CONFIG_DB/localhost"
+PATH_TABLE_MARK = "/"
+"""A table whose name starts with it belongs to a path dialect: OpenConfig's keyed lists,
+named by their path (``/qos/queues/queue``, ``controller/openconfig/entries.py``). Its
+entries follow the same op semantics; the southbound writes them at their own paths."""
+
+
+def is_path_table(table: str) -> bool:
+    return table.startswith(PATH_TABLE_MARK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +71,10 @@ class Op:
 
     @property
     def gnmi_path(self) -> str:
-        """``/CONFIG_DB/localhost/<TABLE>/<key>`` (origin ``sonic-db``); the key keeps its ``|``."""
+        """``/CONFIG_DB/localhost/<TABLE>/<key>`` (origin ``sonic-db``); the key keeps its ``|``.
+        A path table's entry: ``/qos/queues/queue[SLUICE_Q3]`` (its list and key)."""
+        if is_path_table(self.table):
+            return f"{self.table}[{self.key}]"
         return f"{CONFIG_DB_PREFIX}/{self.table}/{self.key}"
 
     def field_path(self, name: str) -> str:
@@ -90,6 +101,33 @@ class Op:
             "removed_fields": list(self.removed_fields),
             "whole_entry": self.whole_entry,
         }
+
+
+PathT = TypeVar("PathT")
+
+
+@dataclass(frozen=True)
+class SetParts(Generic[PathT]):
+    """The content of one SetRequest in a dialect's path scheme (``PathT``): paths to
+    delete and (path, JSON_IETF value) updates."""
+
+    deletes: tuple[PathT, ...] = ()
+    updates: tuple[tuple[PathT, bytes], ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.deletes and not self.updates
+
+
+def joined_parts(parts: Iterable[SetParts[PathT]]) -> SetParts[PathT]:
+    """One SetRequest carrying all of ``parts`` in their order, each path deleted once (the
+    ops of a table or an entry that goes whole share its delete)."""
+    deletes: list[PathT] = []
+    updates: list[tuple[PathT, bytes]] = []
+    for part in parts:
+        deletes += part.deletes
+        updates += part.updates
+    return SetParts(tuple(dict.fromkeys(deletes)), tuple(updates))
 
 
 Owner = Literal["sluice", "operator_kept", "operator_overwritten"]

@@ -52,7 +52,9 @@ from controller.errors import (
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
 )
-from controller.intent.models import GnmiEndpoint, Switch
+from controller.intent.models import Dialect, GnmiEndpoint, Switch
+from controller.openconfig import entries as openconfig
+from controller.openconfig.entries import KeyedElems, OpenConfigPathError
 from controller.sonic.discovery import CONFIG_TABLES, LLDP_TABLE, STATE_PORT_TABLE, SwitchRead
 from controller.sonic.gcu import GcuPace
 from controller.sonic.model import Op, SwitchConfig
@@ -62,7 +64,6 @@ from controller.southbound.paths import (
     ORIGIN,
     Elems,
     PathError,
-    SetParts,
     config_from_database,
     config_from_value,
     database_elems,
@@ -133,7 +134,8 @@ class GnmiTarget:
     ``tls`` None means plaintext (a lab on loopback; SONiC's no-cert fallback, sonic-buildimage
     dockers/docker-sonic-gnmi/gnmi-native.sh): only when the settings say so explicitly.
     ``set_deadline_s``: how long one Set may take on this switch (its platform's GCU time, from
-    the intent); None takes the policy's."""
+    the intent); None takes the policy's. ``dialect``: the path scheme the switch speaks
+    (CONFIG_DB at origin ``sonic-db``, or ``openconfig-qos`` at origin ``openconfig``)."""
 
     name: str
     address: str
@@ -143,6 +145,7 @@ class GnmiTarget:
     tls: TlsOptions | None = None
     prefix_target: str | None = None
     set_deadline_s: float | None = None
+    dialect: Dialect = Dialect.SONIC
 
     @property
     def endpoint(self) -> str:
@@ -175,6 +178,7 @@ def target_for_switch(
         username=login.username,
         tls=tls,
         prefix_target=prefix_target,
+        dialect=switch.dialect,
     )
 
 
@@ -187,6 +191,7 @@ def target_for_endpoint(
     username: str = DEFAULT_USERNAME,
     tls: TlsOptions | None = None,
     prefix_target: str | None = None,
+    dialect: Dialect = Dialect.SONIC,
 ) -> GnmiTarget:
     """``target_for_switch`` for a switch known by its endpoint only (one being discovered
     before the intent has it)."""
@@ -199,6 +204,7 @@ def target_for_endpoint(
         tls=tls,
         prefix_target=prefix_target if prefix_target is not None else gnmi.target,
         set_deadline_s=gnmi.set_deadline_s,
+        dialect=dialect,
     )
 
 
@@ -294,6 +300,14 @@ def _is_retryable(error: BaseException) -> bool:
 
 def _path(elems: Elems) -> Any:
     return gnmi_pb2.Path(origin=ORIGIN, elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+
+
+def _keyed_path(elems: KeyedElems) -> Any:
+    """An ``openconfig`` origin path: element names with their list keys."""
+    return gnmi_pb2.Path(
+        origin=openconfig.ORIGIN,
+        elem=[gnmi_pb2.PathElem(name=name, key=dict(keys)) for name, keys in elems],
+    )
 
 
 class SwitchSession:
@@ -420,6 +434,8 @@ class SwitchSession:
         names = sorted(set(tables))
         if not names:
             return TableAnswers(self.name, {}, {})
+        if self.target.dialect is Dialect.OPENCONFIG:
+            return TableAnswers(self.name, {}, self._get_openconfig())
         if self._present is not None and set(names) <= self._present:
             try:
                 return self._get_answers([table_elems(t) for t in names])
@@ -442,17 +458,22 @@ class SwitchSession:
         lldp = self._read_other_table("APPL_DB", LLDP_TABLE)
         return SwitchRead(config, state, lldp, self._rpc_counts["Get"] - before)
 
-    def _read_other_table(self, database: str, table: str) -> dict[str, dict[str, str]]:
-        elems = table_elems(table, database)
-        request = gnmi_pb2.GetRequest(
-            prefix=self._prefix(), path=[_path(elems)], encoding=JSON_IETF
-        )
+    def _get_found(self, path: Any) -> Any:
+        """The answer to a Get of ``path``; None when the switch has nothing there
+        (NOT_FOUND)."""
+        request = gnmi_pb2.GetRequest(prefix=self._prefix(), path=[path], encoding=JSON_IETF)
         try:
-            reply = self._call("Get", request)
+            return self._call("Get", request)
         except SouthboundRejected as error:
             if error.code == "NOT_FOUND":
-                return {}
+                return None
             raise
+
+    def _read_other_table(self, database: str, table: str) -> dict[str, dict[str, str]]:
+        elems = table_elems(table, database)
+        reply = self._get_found(_path(elems))
+        if reply is None:
+            return {}
         entries: dict[str, dict[str, str]] = {}
         try:
             for note in reply.notification:
@@ -461,6 +482,28 @@ class SwitchSession:
         except PathError as error:
             raise SouthboundProtocolError(self.name, f"Get answer: {error}") from None
         return entries
+
+    def _get_openconfig(self) -> SwitchConfig:
+        """Sluice's entries on an OpenConfig switch: one Get of ``/qos``, whatever tables were
+        asked for (every table of the dialect lives under it; ``entries_from_tree`` keeps
+        sluice's). A switch holding no QoS configuration answers NOT_FOUND: nothing."""
+        elems = openconfig.qos_elems()
+        reply = self._get_found(_keyed_path(elems))
+        if reply is None:
+            return {}
+        config: SwitchConfig = {}
+        try:
+            for note in reply.notification:
+                for update in note.update:
+                    kind = update.val.WhichOneof("value")
+                    if kind not in ("json_ietf_val", "json_val"):
+                        raise OpenConfigPathError(f"value is {kind or 'empty'}, not JSON")
+                    value = decode_json(getattr(update.val, kind), ("qos",))
+                    config.update(openconfig.entries_from_tree(value))
+        except (OpenConfigPathError, PathError) as error:
+            where = openconfig.text(elems)
+            raise SouthboundProtocolError(self.name, f"Get answer of {where}: {error}") from None
+        return config
 
     def _get_from_root(self, names: frozenset[str]) -> SwitchConfig:
         """Read the whole CONFIG_DB (sonic-gnmi answers a database path whatever tables it
@@ -507,14 +550,15 @@ class SwitchSession:
         same patch again. No answer within ``deadline_s`` (default ``set_deadline_s``) or a
         lost connection raises ``SouthboundSetUnconfirmed``; the caller reads back and never
         sends it again while it may still be applying."""
-        parts = set_parts(ops)
-        if parts.is_empty:
+        built = self._set_request(ops)
+        if built is None:
             return
+        request, expected = built
         deadline = self.set_deadline_s if deadline_s is None else deadline_s
         self._rpc_counts["Set"] += 1
         try:
             with self._slot():
-                reply = self._await_set(self._set_request(parts), deadline, len(ops))
+                reply = self._await_set(request, deadline, len(ops))
         except grpc.RpcError as error:
             code = _code_name(error)
             if code in RETRYABLE:
@@ -525,9 +569,9 @@ class SwitchSession:
                     outcome_wait_s=deadline * self._policy.outcome_wait_factor,
                 ) from None
             raise self._rejected(error) from None
-        dropped = {op.table for op in ops if op.kind == "delete" and op.whole_table}
-        self._present = ((self._present or frozenset()) | {op.table for op in ops}) - dropped
-        expected = len(parts.deletes) + len(parts.updates)
+        if self.target.dialect is Dialect.SONIC:
+            dropped = {op.table for op in ops if op.kind == "delete" and op.whole_table}
+            self._present = ((self._present or frozenset()) | {op.table for op in ops}) - dropped
         if reply.response and len(reply.response) != expected:
             raise SouthboundProtocolError(
                 self.name, f"Set answer has {len(reply.response)} results for {expected} paths"
@@ -551,14 +595,33 @@ class SwitchSession:
                     deadline,
                 )
 
-    def _set_request(self, parts: SetParts) -> Any:
-        updates = [
-            gnmi_pb2.Update(path=_path(elems), val=gnmi_pb2.TypedValue(json_ietf_val=value))
-            for elems, value in parts.updates
-        ]
-        return gnmi_pb2.SetRequest(
-            prefix=self._prefix(), delete=[_path(e) for e in parts.deletes], update=updates
+    def _set_request(self, ops: Sequence[Op]) -> tuple[Any, int] | None:
+        """The SetRequest that carries ``ops`` in the switch's dialect and how many results
+        its answer holds; None when there is nothing to send."""
+        if self.target.dialect is Dialect.OPENCONFIG:
+            try:
+                keyed = openconfig.set_request(ops)
+            except OpenConfigPathError as error:
+                raise SouthboundProtocolError(self.name, f"Set: {error}") from None
+            if keyed.is_empty:
+                return None
+            deletes = [_keyed_path(e) for e in keyed.deletes]
+            updates = [(_keyed_path(e), value) for e, value in keyed.updates]
+        else:
+            parts = set_parts(ops)
+            if parts.is_empty:
+                return None
+            deletes = [_path(e) for e in parts.deletes]
+            updates = [(_path(e), value) for e, value in parts.updates]
+        request = gnmi_pb2.SetRequest(
+            prefix=self._prefix(),
+            delete=deletes,
+            update=[
+                gnmi_pb2.Update(path=path, val=gnmi_pb2.TypedValue(json_ietf_val=value))
+                for path, value in updates
+            ],
         )
+        return request, len(deletes) + len(updates)
 
 
 def _json_of(update: Any, elems: Elems) -> object:

@@ -27,7 +27,14 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.sonic.model import GNMI_ORIGIN, Fields, Op, SwitchConfig
+from controller.sonic.model import (
+    GNMI_ORIGIN,
+    Fields,
+    Op,
+    SetParts,
+    SwitchConfig,
+    joined_parts,
+)
 
 ORIGIN = GNMI_ORIGIN
 DATABASE = "CONFIG_DB"
@@ -93,19 +100,7 @@ def encode_value(value: Fields | str) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-@dataclass(frozen=True, slots=True)
-class SetParts:
-    """The content of one SetRequest: paths to delete and (path, JSON_IETF value) updates."""
-
-    deletes: tuple[Elems, ...] = ()
-    updates: tuple[tuple[Elems, bytes], ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.deletes and not self.updates
-
-
-def op_parts(op: Op) -> SetParts:
+def op_parts(op: Op) -> SetParts[Elems]:
     """The deletes and updates that carry out one op (module docstring)."""
     if op.kind == "add":
         return SetParts(updates=((entry_elems(op.table, op.key), encode_value(op.fields)),))
@@ -123,19 +118,12 @@ def op_parts(op: Op) -> SetParts:
     return SetParts(deletes=deletes, updates=updates)
 
 
-def set_parts(ops: Iterable[Op]) -> SetParts:
+def set_parts(ops: Iterable[Op]) -> SetParts[Elems]:
     """One SetRequest for all of ``ops``, in their order within deletes and within updates.
     The switch applies the request as one transaction and validates its result as a whole
     (sonic-gnmi sonic_data_client/mixed_db_client.go SetConfigDB), so an op may reference an
     entry another op of the same request creates."""
-    deletes: list[Elems] = []
-    updates: list[tuple[Elems, bytes]] = []
-    for op in ops:
-        parts = op_parts(op)
-        deletes += parts.deletes
-        updates += parts.updates
-    # The ops of a table that goes whole share one delete of its path.
-    return SetParts(tuple(dict.fromkeys(deletes)), tuple(updates))
+    return joined_parts(op_parts(op) for op in ops)
 
 
 def _as_fields(value: object, table: str, key: str) -> Fields:

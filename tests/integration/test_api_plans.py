@@ -160,21 +160,50 @@ def test_snapshot_encoding_splits_on_the_first_bar_only() -> None:
     }
 
 
+def _dynamic(ecn: str) -> dict[str, Any]:
+    """The small intent with its DWRR classes on a dynamic ECN algorithm."""
+    proposed = small_intent()
+    for service_class in proposed["service_classes"]:
+        if service_class["scheduling"]["type"] == "DWRR":
+            service_class["ecn"] = ecn
+    return proposed
+
+
+def _planned(client: TestClient, auth: Any, proposed: dict[str, Any]) -> dict[str, Any]:
+    answer = client.post("/api/v1/plans", json={"intent": proposed}, headers=auth["viewer"])
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
 def test_a_plan_warns_where_the_agent_will_do_no_good(stored: TestClient, auth: Any) -> None:
     # The stored intent runs no agent: no warning. A proposed DynaQ at the default 100 ms
     # is accepted and planned, with the agent's own refusal named (SONiC polls watermarks
     # every 1 s at the fastest, controller.sonic.agent_advice).
     body = stored.post("/api/v1/plans", json={}, headers=auth["viewer"]).json()
     assert body["warnings"] == []
-    proposed = small_intent()
-    for service_class in proposed["service_classes"]:
-        if service_class["scheduling"]["type"] == "DWRR":
-            service_class["ecn"] = "dynaq"
-    answer = stored.post("/api/v1/plans", json={"intent": proposed}, headers=auth["viewer"])
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
+    body = _planned(stored, auth, _dynamic("dynaq"))
     assert body["proposed"] is True
     assert body["plans"]
     (warning,) = body["warnings"]
     assert warning["field"] == "fabric.agent.interval_ms"
     assert "QUEUE_WATERMARK" in warning["reason"]
+
+
+def test_an_openconfig_switch_is_planned_in_its_dialect_and_warned_of_static_thresholds(
+    stored: TestClient, auth: Any
+) -> None:
+    proposed = _dynamic("mqecn")
+    proposed["switches"][1]["dialect"] = "openconfig"
+    body = _planned(stored, auth, proposed)
+    openconfig = proposed["switches"][1]["name"]
+    by_switch = {p["switch"]: p for p in body["plans"]}
+    tables = {op["table"] for op in by_switch[openconfig]["ops"]}
+    assert "/qos/queues/queue" in tables
+    assert not [t for t in tables if not t.startswith("/qos/")]  # no CONFIG_DB table
+    assert by_switch[openconfig]["ports_down"] == []
+    sonic = {op["table"] for op in by_switch[proposed["switches"][0]["name"]]["ops"]}
+    assert "QUEUE" in sonic
+    static = [w for w in body["warnings"] if w["field"] == "switches[1].dialect"]
+    assert len(static) == 1
+    assert "static thresholds the controller computes" in static[0]["reason"]

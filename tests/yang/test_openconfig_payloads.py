@@ -18,7 +18,7 @@ import pytest
 from controller.intent.loader import load_intent_file
 from controller.intent.models import Intent
 from controller.openconfig.qos import KINDS, QOS, QosPayloads, compile_switch
-from tests.yang.openconfig_models import model_versions, qos_problem
+from tests.yang.openconfig_models import entrywise_qos_check, model_versions, qos_problem
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 
@@ -124,3 +124,28 @@ def test_the_models_refuse_a_broken_payload_of_each_kind(leaf1: QosPayloads, kin
     # refusal names the broken node.
     assert problem is not None, f"{kind}: the broken payload passed"
     assert node in problem, problem
+
+
+@pytest.fixture(scope="module")
+def entrywise() -> Callable[[Json], str | None]:
+    """One check for every kind: what it accepted once it does not check again."""
+    return entrywise_qos_check()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_entrywise_check_refuses_what_the_whole_check_refuses(
+    leaf1: QosPayloads, entrywise: Callable[[Json], str | None], kind: str
+) -> None:
+    # What the OpenConfig vsonic of the integration tests checks every Set with: the same
+    # bindings entry by entry, each accepted entry not checked again.
+    check = entrywise
+    assert check(leaf1.document()) is None
+    body = copy.deepcopy(leaf1.by_kind[kind])
+    breakage, node = BREAKAGES[kind]
+    breakage(body)
+    broken = leaf1.document()
+    broken[QOS][kind] = body
+    problem = check(broken)
+    assert problem is not None, f"{kind}: the broken payload passed"
+    assert node in problem, problem
+    assert check(leaf1.document()) is None

@@ -64,3 +64,14 @@ def test_from_the_measured_interval_on_the_benefit_is_nil() -> None:
     # HDCQ's (on a platform publishing WRED/ECN counters) from 1 s on; at 100 ms it helps.
     assert _with("hdcq", 100, wred_ecn_queue=True) == []
     assert len(_with("hdcq", NIL_FROM_MS[EcnMode.HDCQ], wred_ecn_queue=True)) == 1
+
+
+def test_an_openconfig_switch_is_told_its_dynamic_queues_are_static() -> None:
+    data = intent_data()
+    data["switches"][1]["dialect"] = "openconfig"
+    warnings = [(w.path, w.reason) for w in agent_warnings(parse_intent(data))]
+    dialect = [(path, reason) for path, reason in warnings if path.startswith("switches")]
+    assert [path for path, _ in dialect] == ["switches[1].dialect"]
+    assert "mqecn queues keep the static thresholds the controller computes" in dialect[0][1]
+    data["switches"][1]["dialect"] = "sonic"
+    assert all(not w.path.startswith("switches") for w in agent_warnings(parse_intent(data)))

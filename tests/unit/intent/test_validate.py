@@ -362,7 +362,21 @@ def test_an_unknown_dialect_is_refused() -> None:
     assert_only_problem(problems_of(data), "switches[0].dialect", "sonic")
 
 
-def test_an_openconfig_switch_is_refused_until_the_southbound_speaks_it() -> None:
+def test_an_openconfig_switch_is_accepted_beside_a_sonic_one() -> None:
     data = intent_data()
     data["switches"][1]["dialect"] = "openconfig"
-    assert_only_problem(problems_of(data), "switches[1].dialect", "not yet pushed")
+    intent = parse_intent(data)
+    assert [s.dialect for s in intent.switches] == [Dialect.SONIC, Dialect.OPENCONFIG]
+
+
+def test_an_openconfig_switch_refuses_lossless_classes_by_name() -> None:
+    data = intent_data()
+    data["switches"][1]["dialect"] = "openconfig"
+    data["fabric"]["lossless"] = {
+        "cell_bytes": 144,
+        "pipeline_latency_bytes": 18432,
+        "mac_phy_delay_bytes": 819.2,
+    }
+    data["service_classes"][2]["ecn"] = "standard"
+    data["service_classes"][2]["lossless"] = {"pfc_priority": 3}
+    assert_only_problem(problems_of(data), "switches[1].dialect", "lossless classes storage")

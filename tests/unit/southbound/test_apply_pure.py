@@ -146,6 +146,18 @@ def test_blame_picks_the_op_the_switch_names() -> None:
     assert blame_op(batch, "Failed to apply patch") is None
 
 
+def test_blame_of_a_path_table_reads_the_entry_in_a_gnmi_path() -> None:
+    queues = "/qos/queues/queue"
+    batch = [
+        Op("add", "/qos/forwarding-groups/forwarding-group", "SLUICE_Q10", {}, {}),
+        Op("add", queues, "SLUICE_Q1", {"config/queue-id": "1"}, {}),
+        Op("add", queues, "SLUICE_Q10", {"config/queue-id": "10"}, {}),
+    ]
+    message = "/qos/queues/queue[name=SLUICE_Q10]: queue_id must be of a type uint8"
+    assert blame_op(batch, message) is batch[2]
+    assert blame_op(batch, "/qos/queues/queue[name=SLUICE_Q2]: refused") is None
+
+
 def test_result_is_json_ready() -> None:
     result = ApplyResult(
         "leaf1",

@@ -3,6 +3,8 @@ without restarting its stream (no server needed: the stream only backs off)."""
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams() -> None:
     import asyncio
@@ -44,3 +46,45 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
         await collector.close()
 
     asyncio.run(scenario())
+
+
+def test_an_openconfig_switch_is_not_streamed_and_a_sonic_one_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+    import random
+
+    from controller.collector import Collector, targets_of
+    from controller.intent.loader import parse_intent
+    from controller.reconcile.shard import StaticShard
+    from controller.settings import Settings
+    from controller.southbound.credentials import secret_resolver
+    from controller.southbound.subscribe import StreamPolicy
+
+    def switch(name: str, port: int, dialect: str) -> dict[str, object]:
+        return {"name": name, "role": "leaf", "credential_ref": "env:PW", "dialect": dialect,
+                "gnmi": {"address": "127.0.0.1", "port": port},
+                "ports": [{"name": "Ethernet0", "speed_gbps": 25}]}  # fmt: skip
+
+    intent = parse_intent({
+        "fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000},
+        "switches": [switch("leaf1", 9, "sonic"), switch("leaf2", 10, "openconfig")],
+        "service_classes": [{"name": "storage", "dscp": [10], "queue": 1,
+                             "scheduling": {"type": "DWRR", "weight": 10}, "ecn": "off"}],
+    })  # fmt: skip
+
+    async def scenario() -> None:
+        collector = Collector(
+            StaticShard(0, 1), StreamPolicy(), window_ns=0, rand=random.Random(0).random
+        )
+        targets = targets_of(intent, Settings(), secret_resolver({"PW": "x"}))
+        assert set(targets) == {"leaf1", "leaf2"}
+        collector.sync(intent, targets)
+        collector.sync(intent, targets)
+        assert set(collector._running) == {"leaf1"}
+        await collector.close()
+
+    asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if "leaf2 is not streamed" in r.getMessage()]
+    assert len(said) == 1  # once, not at every sync
+    assert "openconfig" in said[0]
