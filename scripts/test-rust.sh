@@ -15,8 +15,6 @@ cargo clippy --manifest-path "$core" --all-targets -- -D warnings
 cargo test --manifest-path "$core" "$@"
 PYO3_PYTHON="${PYO3_PYTHON:-$PWD/.venv/bin/python}" \
   cargo clippy --manifest-path "$core" --features python --all-targets -- -D warnings
-# The Python tests start these binaries (data plane, qos-agent, netsim); build every one.
-echo "== cargo build (binaries)"; cargo build --workspace --bins
 # The SAI backend is behind a feature (no SAI headers or library are needed for the default
 # build); lint and test it too, against SONiC's virtual SAI (libsaivs) from the orchagent
 # runtime bundle beside the clone (shared/sonic, or $SLUICE_SONIC_BUNDLE): lab/realsonic.py
@@ -26,9 +24,7 @@ echo "== cargo build (binaries)"; cargo build --workspace --bins
 SLUICE_ORCHAGENT_RUNTIME="$(uv run --frozen python -m lab.realsonic orchagent-runtime)"
 export SLUICE_ORCHAGENT_RUNTIME
 export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$SLUICE_ORCHAGENT_RUNTIME/include/sai}"
-# Its own target directory: the binary cargo leaves in target/debug/qos-agent is the default
-# build, which the Python tests start while this runs (scripts/test.sh), and
-# tests/realsonic/test_agent_sai_client.py finds this one there built.
-sai=(--target-dir target/sai)
+# A target directory of its own: the qos-agent binary beside the others is the default build.
+sai=(--target-dir "${CARGO_TARGET_DIR:-target}/sai")
 echo "== cargo clippy (sai)"; cargo clippy "${sai[@]}" -p qos-agent --features sai --all-targets -- -D warnings
 echo "== cargo test (sai)"; cargo test "${sai[@]}" -p qos-agent --features sai "$@"

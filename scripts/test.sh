@@ -123,8 +123,11 @@ elif [ "$names_a_path" = yes ]; then
 else
   start_group rest 0 "$@"
 fi
-# The Rust gate: no Python test waits for it, so it yields the cores to them.
-start rust nice -n 5 ./scripts/test-rust.sh
+# The Rust gate: no Python test waits for it, so it yields the cores to them, and it builds
+# in a target directory of its own: cargo holds a target directory's lock for a whole
+# command (a cold clippy or test build takes minutes on a loaded machine), and the tests'
+# fixtures build what they start in target/ (finding it built), which must not wait on it.
+start rust nice -n 5 env CARGO_TARGET_DIR=target/gate ./scripts/test-rust.sh
 wait_all
 
 for step in "${failed[@]}"; do

@@ -25,7 +25,7 @@ from vsonic.tether import start_tethered
 
 from .conftest import ROOT, StartSwitch
 
-# Where scripts/test-rust.sh builds the agent with feature sai.
+# Where the agent with feature sai is built.
 SAI_TARGET_DIR = ROOT / "target" / "sai"
 
 PORT = "Ethernet0"
@@ -66,9 +66,8 @@ def switch(start_switch: StartSwitch) -> RealSwitch:
 @pytest.fixture(scope="module")
 def sai_agent_binary(switch: RealSwitch) -> Path:
     """The agent built with feature ``sai`` against the SAI headers the switch's libraries were
-    built with, into the target directory of its own that scripts/test-rust.sh builds it in
-    (``target/sai``: cargo has nothing to do then, and the default build in ``target/debug``,
-    which other tests start, is never replaced by this one)."""
+    built with, in a target directory of its own (``target/sai``), so that the default build
+    in ``target/debug``, which other tests start, is never replaced by this one."""
     env = {**os.environ, "SAI_INCLUDE_DIR": str(switch.bundle.orchagent / "include" / "sai")}
     done = subprocess.run(
         ["cargo", "build", "-p", "qos-agent", "--features", "sai", "--bin", "qos-agent",
