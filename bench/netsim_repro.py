@@ -27,7 +27,9 @@ recorded in docs/reproductions.md.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -39,6 +41,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from controller.qos.buffers import dynaq_bounds
+from controller.qos.pias import demotion_thresholds, load_workload
+from controller.qos.pias_chain import chain_thresholds
 from controller.qos.qjump import QjumpWindow, epoch_seconds, host_limiter, plan_levels
 from controller.twin.translate import qjump_level
 
@@ -57,13 +61,24 @@ PIAS_THRESHOLDS = {
         0.6: [956, 1381, 1718, 2028, 2297, 2551, 2660],
         0.7: [999, 1305, 1564, 1763, 1956, 2149, 2309],
         0.8: [909, 1329, 1648, 1960, 2143, 2337, 2484],
+        0.9: [759, 1132, 1456, 1737, 2010, 2199, 2325],
     },
     "datamining": {
         0.5: [805, 1106, 1401, 10693, 11970, 21162, 22272],
         0.6: [840, 1232, 1617, 11950, 12238, 21494, 25720],
         0.7: [907, 1301, 1619, 12166, 12915, 21313, 26374],
         0.8: [745, 1083, 1391, 13689, 14936, 21149, 27245],
+        0.9: [750, 1083, 1416, 13705, 14952, 21125, 28253],
     },
+}
+
+# The thresholds of the scripts' first version (PIAS-NS2 @907b41c scripts/run_pias_dctcp.py,
+# @3e0d2c1 run_pias_vl2.py, October 2015, one set for every load), which the authors replaced
+# with the load-dependent ones above in December 2015 and March 2016 when, in the README's
+# words, they updated the threshold derivation for the ToN version.
+PIAS_THRESHOLDS_2015 = {
+    "websearch": [46, 1084, 1717, 1943, 1989, 1999, 2001],
+    "datamining": [257, 2107, 24703, 28915, 28984, 29000, 29016],
 }
 
 # PIAS's ns-2 ports (PIAS-NS2 scripts/run_pias_dctcp.py): queueSize 240 packets, DCTCP_K 65.
@@ -97,6 +112,20 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def run_flows(config: dict[str, Any]) -> list[dict[str, str]]:
+    """A run's per-flow rows (netsim's --csv: bytes, fct_ns, timeouts, ...)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, rows = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
+        conf.write_text(json.dumps(config))
+        subprocess.run(
+            [str(NETSIM), "run", "--quiet", "--config", str(conf), "--csv", str(rows)],
+            check=True,
+            capture_output=True,
+        )
+        with rows.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+
 def pias_fabric() -> dict[str, Any]:
     return {
         "leaves": 9,
@@ -110,11 +139,20 @@ def pias_fabric() -> dict[str, Any]:
     }
 
 
-def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str, Any]:
+def pias_config(
+    workload: str,
+    load: float,
+    scheme: str,
+    flows: int,
+    thresholds: list[int] | None = None,
+    seed: int = 1,
+) -> dict[str, Any]:
+    """One PIAS-fabric run; ``thresholds`` (bytes) replaces the published set for PIAS."""
     k, buffer = PIAS_K_PACKETS * PACKET, PIAS_BUFFER_PACKETS * PACKET
     qos: dict[str, Any]
     if scheme == "pias":
-        thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
+        if thresholds is None:
+            thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
         qos = {
             "scheme": "pias",
             "thresholds_bytes": thresholds,
@@ -131,7 +169,7 @@ def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str
     qos["host_buffer_bytes"] = buffer
     qos["host_ecn"] = True
     return {
-        "seed": 1,
+        "seed": seed,
         "topology": pias_fabric(),
         # maxcwnd_ = queueSize - 1 packets in the same script.
         "tcp": {
@@ -190,6 +228,97 @@ def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
         ax.legend()
     save(fig, f"netsim_pias_{'_'.join(workloads)}.png")
     print("\n".join(rows))
+
+
+# netsim's size buckets (sim/netsim/src/report.rs, PIAS NSDI'15 §6.1), bytes: upper bounds.
+FCT_BUCKETS = (("small", 100_000), ("medium", 10_000_000), ("large", None))
+
+
+def pias_threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
+    """PIAS's threshold sets compared (bytes): the published one, sluice's derivation (the
+    byte-weighted model, the product's default) and the paper's M/M/1 chain solved exactly."""
+    cdf = load_workload(workload)
+    return {
+        "published": [t * MSS for t in PIAS_THRESHOLDS[workload][load]],
+        "sluice (byte-weighted)": demotion_thresholds(cdf, load, 8),
+        "M/M/1 chain": chain_thresholds(cdf, load, 8),
+    }
+
+
+def bucket_report(rows: list[dict[str, str]]) -> dict[str, dict[str, float]]:
+    """Per size bucket: flows, finished, mean and p99 FCT (us), timeouts, flows timed out."""
+    report: dict[str, dict[str, float]] = {}
+    lower = 0
+    for name, upper in FCT_BUCKETS:
+        inside = [r for r in rows if lower < int(r["bytes"]) <= (upper or float("inf"))]
+        fct = sorted(float(r["fct_ns"]) / 1e3 for r in inside if r["fct_ns"])
+        report[name] = {
+            "flows": len(inside),
+            "unfinished": len(inside) - len(fct),
+            "mean_us": statistics.fmean(fct) if fct else float("nan"),
+            "p99_us": fct[max(0, -(-99 * len(fct) // 100) - 1)] if fct else float("nan"),
+            "timeouts": sum(int(r["timeouts"]) for r in inside),
+            "timed_out": sum(1 for r in inside if int(r["timeouts"]) > 0),
+        }
+        lower = upper or lower
+    return report
+
+
+def over_seeds(runs: list[dict[str, dict[str, float]]], bucket: str, key: str) -> float:
+    return statistics.fmean(r[bucket][key] for r in runs)
+
+
+def total(runs: list[dict[str, dict[str, float]]], bucket: str, key: str) -> int:
+    return int(sum(r[bucket][key] for r in runs))
+
+
+def pias_sets(flows: int, loads: list[float], workloads: list[str], seeds: list[int]) -> None:
+    """DCTCP and PIAS under each threshold set: what the thresholds change for small and
+    large flows, and whether large flows' losses to DCTCP come with timeouts."""
+    print(
+        f"PIAS threshold sets vs DCTCP, {flows} flows per run, seeds {seeds}, 144 hosts; FCT in us"
+        " (means over seeds); TO: timeouts / flows timed out",
+        flush=True,
+    )
+    print(
+        f"{'workload':<11}{'load':>5} {'scheme':<24}{'small':>8}{'small p99':>10}{'medium':>9}"
+        f"{'large':>9}{'large vs DCTCP':>15}{'large TO':>10}{'unfinished':>11}",
+        flush=True,
+    )
+    for workload in workloads:
+        for load in loads:
+            schemes: dict[str, list[int] | None] = {"DCTCP": None}
+            schemes.update(pias_threshold_sets(workload, load))
+            dctcp_large = float("nan")
+            for scheme, thresholds in schemes.items():
+                kind = "dctcp" if thresholds is None else "pias"
+                per_seed = [
+                    bucket_report(
+                        run_flows(pias_config(workload, load, kind, flows, thresholds, seed))
+                    )
+                    for seed in seeds
+                ]
+
+                large = over_seeds(per_seed, "large", "mean_us")
+                if thresholds is None:
+                    dctcp_large = large
+                small, small_p99, medium = (
+                    over_seeds(per_seed, bucket, key)
+                    for bucket, key in (
+                        ("small", "mean_us"),
+                        ("small", "p99_us"),
+                        ("medium", "mean_us"),
+                    )
+                )
+                timeouts = total(per_seed, "large", "timeouts")
+                timed_out = total(per_seed, "large", "timed_out")
+                unfinished = sum(total(per_seed, b, "unfinished") for b, _ in FCT_BUCKETS)
+                print(
+                    f"{workload:<11}{load:>5.1f} {scheme:<24}{small:>8.0f}{small_p99:>10.0f}"
+                    f"{medium:>9.0f}{large:>9.0f}{(large / dctcp_large - 1) * 100:>14.1f}%"
+                    f"{timeouts:>5}/{timed_out:<4}{unfinished:>11}",
+                    flush=True,
+                )
 
 
 def mqecn_config(aqm: Any, k_each: int | None, active: int, weights: list[int]) -> dict[str, Any]:
@@ -803,7 +932,7 @@ def save(fig: Any, name: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("which", choices=["pias", "mqecn", "dynaq", "qjump", "hdcq"])
+    parser.add_argument("which", choices=["pias", "pias-sets", "mqecn", "dynaq", "qjump", "hdcq"])
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
     parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
@@ -817,6 +946,8 @@ def main(argv: list[str] | None = None) -> int:
     build()
     if args.which == "pias":
         pias(args.flows, args.loads, args.workloads)
+    elif args.which == "pias-sets":
+        pias_sets(args.flows, args.loads, args.workloads, args.seeds)
     elif args.which == "mqecn":
         mqecn()
     elif args.which == "dynaq":
