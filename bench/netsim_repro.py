@@ -40,6 +40,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from bench.pias_mlfq import mlfq_optimum
 from controller.qos.buffers import dynaq_bounds
 from controller.qos.pias import demotion_thresholds, load_workload
 from controller.qos.pias_chain import chain_thresholds
@@ -235,13 +236,15 @@ FCT_BUCKETS = (("small", 100_000), ("medium", 10_000_000), ("large", None))
 
 
 def pias_threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
-    """PIAS's threshold sets compared (bytes): the published one, sluice's derivation (the
-    byte-weighted model, the product's default) and the paper's M/M/1 chain solved exactly."""
+    """PIAS's threshold sets compared (bytes): the published one; sluice's derivation (the
+    byte-weighted model, the product's default); the paper's M/M/1 chain solved exactly; and
+    the exact single-link MLFQ optimum (bench/pias_mlfq.py)."""
     cdf = load_workload(workload)
     return {
         "published": [t * MSS for t in PIAS_THRESHOLDS[workload][load]],
         "sluice (byte-weighted)": demotion_thresholds(cdf, load, 8),
         "M/M/1 chain": chain_thresholds(cdf, load, 8),
+        "exact MLFQ optimum": mlfq_optimum(cdf, load, 8),
     }
 
 
@@ -272,7 +275,9 @@ def total(runs: list[dict[str, dict[str, float]]], bucket: str, key: str) -> int
     return int(sum(r[bucket][key] for r in runs))
 
 
-def pias_sets(flows: int, loads: list[float], workloads: list[str], seeds: list[int]) -> None:
+def pias_sets(
+    flows: int, loads: list[float], workloads: list[str], seeds: list[int], only: list[str]
+) -> None:
     """DCTCP and PIAS under each threshold set: what the thresholds change for small and
     large flows, and whether large flows' losses to DCTCP come with timeouts."""
     print(
@@ -289,6 +294,7 @@ def pias_sets(flows: int, loads: list[float], workloads: list[str], seeds: list[
         for load in loads:
             schemes: dict[str, list[int] | None] = {"DCTCP": None}
             schemes.update(pias_threshold_sets(workload, load))
+            schemes = {k: v for k, v in schemes.items() if k == "DCTCP" or not only or k in only}
             dctcp_large = float("nan")
             for scheme, thresholds in schemes.items():
                 kind = "dctcp" if thresholds is None else "pias"
@@ -940,6 +946,8 @@ def main(argv: list[str] | None = None) -> int:
     # Fig. 9's 10 Gb/s sweep (1000-4000) is opt-in: a run takes minutes (docs/reproductions.md).
     parser.add_argument("--senders-10g", type=int, nargs="*", default=[])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    # pias-sets: which threshold sets beside DCTCP (default: all of pias_threshold_sets).
+    parser.add_argument("--sets", nargs="*", default=[])
     # TCP without SACK: netsim's NewReno loss recovery, as every run was before SACK.
     parser.add_argument("--no-sack", action="store_true")
     args = parser.parse_args(argv)
@@ -947,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.which == "pias":
         pias(args.flows, args.loads, args.workloads)
     elif args.which == "pias-sets":
-        pias_sets(args.flows, args.loads, args.workloads, args.seeds)
+        pias_sets(args.flows, args.loads, args.workloads, args.seeds, args.sets)
     elif args.which == "mqecn":
         mqecn()
     elif args.which == "dynaq":

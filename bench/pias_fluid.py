@@ -29,8 +29,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.netsim_repro import MSS, PIAS_THRESHOLDS_2015, pias_threshold_sets
-from controller.qos.pias import FlowSizeCdf, load_workload
+from controller.qos.pias import WORKLOAD_PACKET_BYTES, FlowSizeCdf, load_workload
 
 TEN_G_BYTES = 10e9 / 8
 # The size buckets of netsim's report (PIAS NSDI'15 §6.1): small up to 100 KB, medium up
@@ -94,7 +93,7 @@ def draw_size(cdf: FlowSizeCdf, u: float) -> float:
     for (s0, p0), (s1, p1) in zip(cdf.points, cdf.points[1:], strict=False):
         if u <= p1:
             size = s1 if p1 == p0 else s0 + (s1 - s0) * (u - p0) / (p1 - p0)
-            return float(math.ceil(size / MSS) * MSS)
+            return float(math.ceil(size / WORKLOAD_PACKET_BYTES) * WORKLOAD_PACKET_BYTES)
     return cdf.max_bytes
 
 
@@ -128,10 +127,13 @@ def bucket_means(flows: Sequence[Flow], fcts: Sequence[float]) -> dict[str, floa
 def threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
     """The schemes compared: fair sharing, PIAS with the sets netsim compares, and two more
     (the scripts' first, load-independent set; PIAS-Software's shipped 2 queues at 100 KiB)."""
+    # Imported here: netsim_repro loads matplotlib, which the model and its tests do not need.
+    from bench.netsim_repro import PIAS_THRESHOLDS_2015, pias_threshold_sets
+
     return {
         "fair sharing (DCTCP)": [],
         **pias_threshold_sets(workload, load),
-        "2015 scripts": [t * MSS for t in PIAS_THRESHOLDS_2015[workload]],
+        "2015 scripts": [t * WORKLOAD_PACKET_BYTES for t in PIAS_THRESHOLDS_2015[workload]],
         "2 queues at 100 KiB": [102_400],
     }
 

@@ -4,12 +4,20 @@ second, so sizes are also service times), and one property no scheduling can cha
 from __future__ import annotations
 
 import itertools
+import math
 import random
+import statistics
 
 import pytest
 
 from bench.pias_fluid import Flow, draw_size, fluid_fcts, poisson_flows
-from controller.qos.pias import load_workload
+from bench.pias_mlfq import (
+    mlfq_fct_of_size,
+    mlfq_mean_fct,
+    mlfq_optimum,
+    truncated_second_moment,
+)
+from controller.qos.pias import FlowSizeCdf, load_workload
 
 # A (3000 B) at t = 0, B (1000 B) at t = 1000.
 TWO = [Flow(0.0, 3000.0), Flow(1000.0, 1000.0)]
@@ -63,3 +71,41 @@ def test_sizes_are_drawn_as_netsim_draws_them() -> None:
     # Offered bytes over the span: the load, within sampling error of a heavy tail.
     offered = sum(f.size_bytes for f in flows) / flows[-1].arrival_s / 1e6
     assert offered == pytest.approx(0.5, rel=0.2)
+
+
+# Half the flows 1000 B, half 3000 B (E[S] = 2000 B).
+TWO_SIZES = FlowSizeCdf(points=((1000.0, 0.0), (1000.0, 0.5), (3000.0, 0.5), (3000.0, 1.0)))
+
+
+def test_the_exact_mean_fct_worked_by_hand() -> None:
+    # Load 0.5: lambda = 0.5 / 2000 flows per byte-time. One queue: M/G/1-PS, E[S] / (1 - rho).
+    assert mlfq_mean_fct(TWO_SIZES, 0.5, []) == pytest.approx(4000.0)
+    # Threshold 1000: rho_1000 = lambda x 1000 = 0.25. A 1000 B flow: 1000 / 0.75 = 1333.3.
+    # A 3000 B flow waits lambda E[min(S, 1000)^2] / (2 x 0.75 x 0.5) = 250 / 0.75 = 333.3
+    # and sends at 1 - 0.5: 6000; mean (1333.3 + 6333.3) / 2.
+    assert mlfq_mean_fct(TWO_SIZES, 0.5, [1000.0]) == pytest.approx(3833.333, rel=1e-6)
+    # A threshold inside (1000, 3000) only adds the large flows' bytes to the top queue.
+    assert mlfq_mean_fct(TWO_SIZES, 0.5, [2000.0]) > mlfq_mean_fct(TWO_SIZES, 0.5, [1000.0])
+    assert mlfq_optimum(TWO_SIZES, 0.5, 2) == [1000]
+
+
+def test_truncated_second_moment_on_a_uniform_piece() -> None:
+    # S uniform on (1000, 3000] after a step at 1000 with half the flows: E[min(S, 2000)^2] =
+    # 0.5 x 1000^2 + integral_1000^2000 t^2 (0.5 / 2000) dt + 0.25 x 2000^2 (flows above
+    # 2000) = 500 000 + 583 333.3 + 1 000 000.
+    cdf = FlowSizeCdf(points=((1000.0, 0.0), (1000.0, 0.5), (3000.0, 1.0)))
+    expected = 0.5 * 1000.0**2 + (2000.0**3 - 1000.0**3) / 3 * 0.5 / 2000 + 0.25 * 2000.0**2
+    assert truncated_second_moment(cdf, 2000.0) == pytest.approx(expected)
+
+
+def test_the_exact_mean_fct_agrees_with_the_fluid_simulation_per_level() -> None:
+    # 10, 200 and 600 packets (the simulation draws whole packets of 1460 B, as netsim does).
+    cdf = FlowSizeCdf(points=((14_600.0, 0.0), (14_600.0, 0.6), (292_000.0, 0.9), (876_000.0, 1.0)))
+    thresholds, load = [14_600.0, 146_000.0], 0.7
+    flows = poisson_flows(cdf, load, 20_000, 3, 1.0)
+    kept = list(zip(flows, fluid_fcts(flows, thresholds, 1.0), strict=True))[2000:]  # warm-up
+    for low, high in itertools.pairwise([0.0, *thresholds, math.inf]):
+        inside = [(f.size_bytes, fct) for f, fct in kept if low < f.size_bytes <= high]
+        predicted = [mlfq_fct_of_size(cdf, load, thresholds, size) for size, _ in inside]
+        measured = [fct for _, fct in inside]
+        assert statistics.fmean(measured) == pytest.approx(statistics.fmean(predicted), rel=0.05)
