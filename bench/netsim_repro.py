@@ -238,13 +238,13 @@ FCT_BUCKETS = (("small", 100_000), ("medium", 10_000_000), ("large", None))
 def pias_threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
     """PIAS's threshold sets compared (bytes): the published one; sluice's derivation (the
     byte-weighted model, the product's default); the paper's M/M/1 chain solved exactly; and
-    the exact single-link MLFQ optimum (bench/pias_mlfq.py)."""
+    the optimum of the M/G/1 model of the MLFQ (bench/pias_mlfq.py)."""
     cdf = load_workload(workload)
     return {
         "published": [t * MSS for t in PIAS_THRESHOLDS[workload][load]],
         "sluice (byte-weighted)": demotion_thresholds(cdf, load, 8),
         "M/M/1 chain": chain_thresholds(cdf, load, 8),
-        "exact MLFQ optimum": mlfq_optimum(cdf, load, 8),
+        "M/G/1 model optimum": mlfq_optimum(cdf, load, 8),
     }
 
 

@@ -29,6 +29,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.pias_mlfq import mlfq_mean_fct
 from controller.qos.pias import WORKLOAD_PACKET_BYTES, FlowSizeCdf, load_workload
 
 TEN_G_BYTES = 10e9 / 8
@@ -146,9 +147,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     args = parser.parse_args()
     cdf = load_workload(args.workload)
-    print(f"{args.workload}, one 10 Gb/s fluid link, {args.flows} flows x seeds {args.seeds}")
-    print(f"{'load':>5} {'scheme':<28}{'small':>9}{'medium':>10}{'large':>10}{'all':>9}"
-          f"{'large vs fair':>15}")  # fmt: skip
+    print(
+        f"{args.workload}, one 10 Gb/s fluid link, {args.flows} flows x seeds {args.seeds};"
+        " FCT in us; model all: the M/G/1 model's mean over all flows (bench/pias_mlfq.py)"
+    )
+    print(f"{'load':>5} {'scheme':<24}{'small':>9}{'medium':>10}{'large':>10}{'all':>9}"
+          f"{'large vs fair':>15}{'model all':>11}")  # fmt: skip
     for load in args.loads:
         runs = [poisson_flows(cdf, load, args.flows, s, TEN_G_BYTES) for s in args.seeds]
         fair_large = math.nan
@@ -157,10 +161,12 @@ def main() -> None:
             mean = {k: statistics.fmean(m[k] for m in per_seed) for k in per_seed[0]}
             if not thresholds:
                 fair_large = mean["large"]
+            model_all = mlfq_mean_fct(cdf, load, thresholds) / TEN_G_BYTES * 1e6
             print(
-                f"{load:>5.1f} {scheme:<28}{mean['small']:>9.0f}{mean['medium']:>10.0f}"
+                f"{load:>5.1f} {scheme:<24}{mean['small']:>9.0f}{mean['medium']:>10.0f}"
                 f"{mean['large']:>10.0f}{mean['all']:>9.0f}"
-                f"{(mean['large'] / fair_large - 1) * 100:>14.1f}%",
+                f"{(mean['large'] / fair_large - 1) * 100:>14.1f}%"
+                f"{model_all:>11.0f}",
                 flush=True,
             )
 

@@ -1,23 +1,28 @@
-"""PIAS's optimisation without the M/M/1 approximation: the exact mean FCT of a multi-level
-feedback queue on one link, and the thresholds that minimise it.
+"""PIAS's optimisation with an M/G/1 model of the multi-level feedback queue in place of the
+paper's M/M/1 stages: the model's mean FCT, and the thresholds that minimise it.
 
 PIAS (NSDI'15 §4, ToN'17 §IV) picks the demotion thresholds that minimise the mean FCT of
 flows arriving as a Poisson process at load rho with sizes from the workload's CDF F, on one
 link whose K strict-priority queues hold a flow in queue i while the bytes it has sent lie in
-(alpha_{i-1}, alpha_i]; flows in one queue share it (TCP's fair share). The paper
-approximates each queue by an M/M/1 stage (controller/qos/pias_chain.py); this system is
-also exactly Kleinrock's multi-level processor sharing (M/G/1, PS at every level;
-Kleinrock, Queueing Systems vol. II, 1976, §4.7), whose mean FCT for a flow of size x in
-level i is
+(alpha_{i-1}, alpha_i]; flows in one queue share it (TCP's fair share). The paper models
+each queue as an M/M/1 stage (controller/qos/pias_chain.py). This model keeps the general
+size distribution (M/G/1) and charges a flow of size x in level i
 
     T(x) = lambda E[min(S, a)^2] / (2 (1 - rho_a) (1 - rho_b)) + x / (1 - rho_b),
 
 with a = alpha_{i-1}, b = alpha_i, rho_y = lambda E[min(S, y)] the load of the flows'
-first y bytes and lambda the flow arrival rate: the first term is the wait for the queues
-above to empty, the second the flow's own bytes at the share its level leaves it. One
-level gives the M/G/1-PS mean x / (1 - rho). The formula is checked against the fluid
-simulation of bench/pias_fluid.py (tests/unit/test_bench_pias_fluid.py, and per level in
-docs/reproductions.md).
+first y bytes and lambda the flow arrival rate: the mean wait for the levels above to empty
+(the M/G/1 backlog of their bytes, stretched by what keeps arriving), then the flow's bytes
+at the share of the link its level leaves (processor sharing). It is exact for the top level
+(M/G/1-PS of the truncated sizes) and for one level (x / (1 - rho)); below the top level it
+is an approximation. Flows enter a lower level in batches (after each busy period of the
+levels above), which makes that level a batch processor-sharing queue with no closed form
+(Kleinrock, Queueing Systems vol. II, 1976, §4.7). Against the fluid simulation of
+bench/pias_fluid.py, which is exact for this system, it gives each level's mean FCT within
+5 % (tests/unit/test_bench_pias_fluid.py; docs/reproductions.md). Within the last level it
+gets the shape wrong: too slow just below a threshold and too fast for the largest flows
+(web search, load 0.8, published thresholds: 0.57x to 1.26x of the simulation). So the
+bench uses it to choose thresholds and the fluid simulation to judge them.
 
 The mean over flows, sum_i of E[T(S); S in level i], has one term per level that depends on
 that level's two edges only, so dynamic programming over a grid of sizes (log-spaced, plus
@@ -82,8 +87,8 @@ def _level_cost(
 
 
 def mlfq_mean_fct(cdf: FlowSizeCdf, load: float, thresholds: Sequence[float]) -> float:
-    """The exact mean FCT (byte-times of the link) of the MLFQ with ``thresholds`` (bytes,
-    rising; none is processor sharing, E[S] / (1 - load))."""
+    """The model's mean FCT (byte-times of the link) of the MLFQ with ``thresholds`` (bytes,
+    rising; none is processor sharing, E[S] / (1 - load), exact)."""
     rate = load / cdf.mean_bytes()
     edges = [_edge(cdf, size) for size in (0.0, *thresholds, math.inf)]
     return sum(_level_cost(rate, lo, hi) for lo, hi in itertools.pairwise(edges))
@@ -92,7 +97,7 @@ def mlfq_mean_fct(cdf: FlowSizeCdf, load: float, thresholds: Sequence[float]) ->
 def mlfq_fct_of_size(
     cdf: FlowSizeCdf, load: float, thresholds: Sequence[float], size: float
 ) -> float:
-    """T(x): the exact mean FCT (byte-times) of a flow of ``size`` bytes."""
+    """T(x): the model's mean FCT (byte-times) of a flow of ``size`` bytes."""
     rate = load / cdf.mean_bytes()
     edges = [0.0, *thresholds, math.inf]
     level = bisect.bisect_left(edges, size)  # edges[level - 1] < size <= edges[level]
@@ -103,7 +108,7 @@ def mlfq_fct_of_size(
 
 
 def mlfq_optimum(cdf: FlowSizeCdf, load: float, n_queues: int) -> list[int]:
-    """The n_queues - 1 thresholds (bytes) of least exact mean FCT over the grid."""
+    """The n_queues - 1 thresholds (bytes) of least model mean FCT over the grid."""
     low, high = cdf.min_bytes, cdf.max_bytes
     ratio = high / low
     grid = sorted(

@@ -77,7 +77,7 @@ def test_sizes_are_drawn_as_netsim_draws_them() -> None:
 TWO_SIZES = FlowSizeCdf(points=((1000.0, 0.0), (1000.0, 0.5), (3000.0, 0.5), (3000.0, 1.0)))
 
 
-def test_the_exact_mean_fct_worked_by_hand() -> None:
+def test_the_model_mean_fct_worked_by_hand() -> None:
     # Load 0.5: lambda = 0.5 / 2000 flows per byte-time. One queue: M/G/1-PS, E[S] / (1 - rho).
     assert mlfq_mean_fct(TWO_SIZES, 0.5, []) == pytest.approx(4000.0)
     # Threshold 1000: rho_1000 = lambda x 1000 = 0.25. A 1000 B flow: 1000 / 0.75 = 1333.3.
@@ -98,7 +98,7 @@ def test_truncated_second_moment_on_a_uniform_piece() -> None:
     assert truncated_second_moment(cdf, 2000.0) == pytest.approx(expected)
 
 
-def test_the_exact_mean_fct_agrees_with_the_fluid_simulation_per_level() -> None:
+def test_the_model_mean_fct_agrees_with_the_fluid_simulation_per_level() -> None:
     # 10, 200 and 600 packets (the simulation draws whole packets of 1460 B, as netsim does).
     cdf = FlowSizeCdf(points=((14_600.0, 0.0), (14_600.0, 0.6), (292_000.0, 0.9), (876_000.0, 1.0)))
     thresholds, load = [14_600.0, 146_000.0], 0.7
