@@ -19,7 +19,8 @@ is an approximation. Flows enter a lower level in batches (after each busy perio
 levels above), which makes that level a batch processor-sharing queue with no closed form
 (Kleinrock, Queueing Systems vol. II, 1976, §4.7). Against the fluid simulation of
 bench/pias_fluid.py, which is exact for this system, it gives each level's mean FCT within
-5 % (tests/unit/test_bench_pias_fluid.py; docs/reproductions.md). Within the last level it
+10 %, most within 5 %, in the cases checked (tests/unit/test_bench_pias_fluid.py;
+docs/reproductions.md). Within the last level it
 gets the shape wrong: too slow just below a threshold and too fast for the largest flows
 (web search, load 0.8, published thresholds: 0.57x to 1.26x of the simulation). So the
 bench uses it to choose thresholds and the fluid simulation to judge them.
