@@ -4,6 +4,9 @@
   search and data mining, loads 0.5-0.8, on PIAS's simulated fabric (NSDI'15 §6.1: 144 hosts,
   9 leaves x 4 spines, 10 Gb/s host links; 240-packet port buffers, K = 65 packets; DCTCP
   with an initial window of 70 and a 2 ms RTO floor; the published demotion thresholds).
+- ``pias-sets``: DCTCP and PIAS under each threshold set (published, sluice's byte-weighted
+  derivation, the paper's M/M/1 chain, the M/G/1 model's optimum): small, medium and large
+  flows' FCT and the large flows' timeouts; ``--leaves 1`` runs one leaf of the fabric.
 - ``mqecn``: MQ-ECN against per-queue standard and per-queue minimum thresholds (NSDI'16
   §2.2, §5): one bottleneck port with 8 DWRR queues; 1, 2, 4 or 8 of them active; throughput
   and the port's queue, and a 4:3:2:1 weighted case.
@@ -19,9 +22,9 @@
   not at all.
 
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
-3000), ``... mqecn``, ``... dynaq``, ``... qjump``, ``... hdcq`` (``--senders`` and
-``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK). Results are
-recorded in docs/reproductions.md.
+3000), ``... pias-sets`` (``--sets``, ``--leaves``, ``--seeds``), ``... mqecn``, ``... dynaq``,
+``... qjump``, ``... hdcq`` (``--senders`` and ``--senders-10g`` choose S, ``--seeds`` the
+seeds, ``--no-sack`` TCP without SACK). Results are recorded in docs/reproductions.md.
 """
 
 from __future__ import annotations
