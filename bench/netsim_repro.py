@@ -36,12 +36,8 @@ import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 
 from bench.pias_mlfq import mlfq_optimum
 from controller.qos.buffers import dynaq_bounds
@@ -96,6 +92,17 @@ PIAS_PAPER = {
     "websearch": {"mean": (37, 47), "p99": (40, 51)},
     "datamining": {"mean": (30, 45), "p99": (33, 48)},
 }
+
+
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot, headless; imported on first plot so that what only reads runs
+    (pias-sets, the tests of the report) does not load it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def build() -> None:
@@ -201,7 +208,7 @@ def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
         f"{'workload':<11}{'load':>5}{'DCTCP mean':>12}{'PIAS mean':>11}{'cut':>7}"
         f"{'DCTCP p99':>11}{'PIAS p99':>10}{'cut':>7}   paper cut (mean, p99)",
     ]
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
     for ax, workload in zip(axes[0], workloads, strict=True):
         series: dict[str, list[float]] = {
             "DCTCP mean": [],
@@ -391,7 +398,7 @@ def mqecn() -> None:
         "2 DCTCP flows per active queue",
         f"{'scheme':<26}{'active':>7}{'Gb/s':>7}{'mean queue KB':>15}{'p99 queue KB':>14}",
     ]
-    fig, (ax_tput, ax_queue) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (ax_tput, ax_queue) = pyplot().subplots(1, 2, figsize=(10, 4))
     for name, (aqm, k_each) in MQECN_SCHEMES.items():
         tput, queue = [], []
         for active in actives:
@@ -570,7 +577,7 @@ def dynaq() -> None:
         "flows 8/32/8/32, NewReno without ECN",
         f"{'scheme':<30}{'Gb/s per queue (fair: 4 3 2 1)':>34}{'Jain (weighted)':>17}",
     ]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     width = 0.8 / len(schemes)
     for i, (name, (aqm, th, agent)) in enumerate(schemes.items()):
         w = run(dynaq_config(aqm, th, agent))["watched"]
@@ -681,7 +688,7 @@ def qjump() -> None:
         "level-7 queueing: the worst wait at each switch position, added up",
         f"{'':<42}{'median us':>10}{'p99 us':>10}{'max us':>10}{'queueing us':>12}",
     ]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     cases = (
         (False, "per_port", "one queue (no QJUMP)"),
         (True, "per_port", "level 7, port buffer shared"),
@@ -901,7 +908,7 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
         + f"{'HDCQ vs PIAS':>14}{'unfinished':>14}",
     ]
     panels = [(1e9, senders_1g)] + ([(TEN_G, senders_10g)] if senders_10g else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
     for ax, (speed, points) in zip(axes[0], panels, strict=True):
         series: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
         for senders in points:
@@ -947,7 +954,7 @@ def save(fig: Any, name: str) -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(IMAGES / name, dpi=100)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

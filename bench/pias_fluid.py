@@ -29,6 +29,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.netsim_repro import PIAS_THRESHOLDS_2015, pias_threshold_sets
 from bench.pias_mlfq import mlfq_mean_fct
 from controller.qos.pias import WORKLOAD_PACKET_BYTES, FlowSizeCdf, load_workload
 
@@ -128,9 +129,6 @@ def bucket_means(flows: Sequence[Flow], fcts: Sequence[float]) -> dict[str, floa
 def threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
     """The schemes compared: fair sharing, PIAS with the sets netsim compares, and two more
     (the scripts' first, load-independent set; PIAS-Software's shipped 2 queues at 100 KiB)."""
-    # Imported here: netsim_repro loads matplotlib, which the model and its tests do not need.
-    from bench.netsim_repro import PIAS_THRESHOLDS_2015, pias_threshold_sets
-
     return {
         "fair sharing (DCTCP)": [],
         **pias_threshold_sets(workload, load),
