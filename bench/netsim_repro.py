@@ -4,6 +4,9 @@
   search and data mining, loads 0.5-0.8, on PIAS's simulated fabric (NSDI'15 §6.1: 144 hosts,
   9 leaves x 4 spines, 10 Gb/s host links; 240-packet port buffers, K = 65 packets; DCTCP
   with an initial window of 70 and a 2 ms RTO floor; the published demotion thresholds).
+- ``pias-sets``: DCTCP and PIAS under each threshold set (published, sluice's byte-weighted
+  derivation, the paper's M/M/1 chain, the M/G/1 model's optimum): small, medium and large
+  flows' FCT and the large flows' timeouts; ``--leaves 1`` runs one leaf of the fabric.
 - ``mqecn``: MQ-ECN against per-queue standard and per-queue minimum thresholds (NSDI'16
   §2.2, §5): one bottleneck port with 8 DWRR queues; 1, 2, 4 or 8 of them active; throughput
   and the port's queue, and a 4:3:2:1 weighted case.
@@ -19,26 +22,27 @@
   not at all.
 
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
-3000), ``... mqecn``, ``... dynaq``, ``... qjump``, ``... hdcq`` (``--senders`` and
-``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK). Results are
-recorded in docs/reproductions.md.
+3000), ``... pias-sets`` (``--sets``, ``--leaves``, ``--seeds``), ``... mqecn``, ``... dynaq``,
+``... qjump``, ``... hdcq`` (``--senders`` and ``--senders-10g`` choose S, ``--seeds`` the
+seeds, ``--no-sack`` TCP without SACK). Results are recorded in docs/reproductions.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
+from bench.pias_mlfq import mlfq_optimum
 from controller.qos.buffers import dynaq_bounds
+from controller.qos.pias import demotion_thresholds, load_workload
+from controller.qos.pias_chain import chain_thresholds
 from controller.qos.qjump import QjumpWindow, epoch_seconds, host_limiter, plan_levels
 from controller.twin.translate import qjump_level
 
@@ -57,13 +61,24 @@ PIAS_THRESHOLDS = {
         0.6: [956, 1381, 1718, 2028, 2297, 2551, 2660],
         0.7: [999, 1305, 1564, 1763, 1956, 2149, 2309],
         0.8: [909, 1329, 1648, 1960, 2143, 2337, 2484],
+        0.9: [759, 1132, 1456, 1737, 2010, 2199, 2325],
     },
     "datamining": {
         0.5: [805, 1106, 1401, 10693, 11970, 21162, 22272],
         0.6: [840, 1232, 1617, 11950, 12238, 21494, 25720],
         0.7: [907, 1301, 1619, 12166, 12915, 21313, 26374],
         0.8: [745, 1083, 1391, 13689, 14936, 21149, 27245],
+        0.9: [750, 1083, 1416, 13705, 14952, 21125, 28253],
     },
+}
+
+# The thresholds of the scripts' first version (PIAS-NS2 @907b41c scripts/run_pias_dctcp.py,
+# @3e0d2c1 run_pias_vl2.py, October 2015, one set for every load), which the authors replaced
+# with the load-dependent ones above in December 2015 and March 2016 when, in the README's
+# words, they updated the threshold derivation for the ToN version.
+PIAS_THRESHOLDS_2015 = {
+    "websearch": [46, 1084, 1717, 1943, 1989, 1999, 2001],
+    "datamining": [257, 2107, 24703, 28915, 28984, 29000, 29016],
 }
 
 # PIAS's ns-2 ports (PIAS-NS2 scripts/run_pias_dctcp.py): queueSize 240 packets, DCTCP_K 65.
@@ -77,6 +92,17 @@ PIAS_PAPER = {
     "websearch": {"mean": (37, 47), "p99": (40, 51)},
     "datamining": {"mean": (30, 45), "p99": (33, 48)},
 }
+
+
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot, headless; imported on first plot so that what only reads runs
+    (pias-sets, the tests of the report) does not load it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def build() -> None:
@@ -97,9 +123,25 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def pias_fabric() -> dict[str, Any]:
+def run_flows(config: dict[str, Any]) -> list[dict[str, str]]:
+    """A run's per-flow rows (netsim's --csv: bytes, fct_ns, timeouts, ...)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, rows = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
+        conf.write_text(json.dumps(config))
+        subprocess.run(
+            [str(NETSIM), "run", "--quiet", "--config", str(conf), "--csv", str(rows)],
+            check=True,
+            capture_output=True,
+        )
+        with rows.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+
+def pias_fabric(leaves: int = 9) -> dict[str, Any]:
+    """PIAS's simulated fabric (9 leaves x 16 hosts, 4 spines); fewer leaves keep its links,
+    delays and hosts per leaf (one leaf: the 16 servers of the paper's testbed, §6.1, at 10 G)."""
     return {
-        "leaves": 9,
+        "leaves": leaves,
         "spines": 4,
         "hosts_per_leaf": 16,
         "host_link_bps": TEN_G,
@@ -110,11 +152,21 @@ def pias_fabric() -> dict[str, Any]:
     }
 
 
-def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str, Any]:
+def pias_config(
+    workload: str,
+    load: float,
+    scheme: str,
+    flows: int,
+    thresholds: list[int] | None = None,
+    seed: int = 1,
+    leaves: int = 9,
+) -> dict[str, Any]:
+    """One PIAS-fabric run; ``thresholds`` (bytes) replaces the published set for PIAS."""
     k, buffer = PIAS_K_PACKETS * PACKET, PIAS_BUFFER_PACKETS * PACKET
     qos: dict[str, Any]
     if scheme == "pias":
-        thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
+        if thresholds is None:
+            thresholds = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
         qos = {
             "scheme": "pias",
             "thresholds_bytes": thresholds,
@@ -131,8 +183,8 @@ def pias_config(workload: str, load: float, scheme: str, flows: int) -> dict[str
     qos["host_buffer_bytes"] = buffer
     qos["host_ecn"] = True
     return {
-        "seed": 1,
-        "topology": pias_fabric(),
+        "seed": seed,
+        "topology": pias_fabric(leaves),
         # maxcwnd_ = queueSize - 1 packets in the same script.
         "tcp": {
             "cc": "dctcp",
@@ -156,7 +208,7 @@ def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
         f"{'workload':<11}{'load':>5}{'DCTCP mean':>12}{'PIAS mean':>11}{'cut':>7}"
         f"{'DCTCP p99':>11}{'PIAS p99':>10}{'cut':>7}   paper cut (mean, p99)",
     ]
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
     for ax, workload in zip(axes[0], workloads, strict=True):
         series: dict[str, list[float]] = {
             "DCTCP mean": [],
@@ -190,6 +242,116 @@ def pias(flows: int, loads: list[float], workloads: list[str]) -> None:
         ax.legend()
     save(fig, f"netsim_pias_{'_'.join(workloads)}.png")
     print("\n".join(rows))
+
+
+# netsim's size buckets (sim/netsim/src/report.rs, PIAS NSDI'15 §6.1), bytes: upper bounds.
+FCT_BUCKETS = (("small", 100_000), ("medium", 10_000_000), ("large", None))
+
+
+def pias_threshold_sets(workload: str, load: float) -> dict[str, list[int]]:
+    """PIAS's threshold sets compared (bytes): the published one; sluice's derivation (the
+    byte-weighted model, the product's default); the paper's M/M/1 chain solved exactly; the
+    optimum of the M/G/1 model of the MLFQ (bench/pias_mlfq.py); and a hybrid of the last and
+    the published one."""
+    cdf = load_workload(workload)
+    published = [t * MSS for t in PIAS_THRESHOLDS[workload][load]]
+    optimum = mlfq_optimum(cdf, load, 8)
+    return {
+        "published": published,
+        "sluice (byte-weighted)": demotion_thresholds(cdf, load, 8),
+        "M/M/1 chain": chain_thresholds(cdf, load, 8),
+        "M/G/1 model optimum": optimum,
+        # Which end of a set does what: the optimum's fine top thresholds with the published
+        # set's shallow last two (both rise: the optimum's fifth lies below them here).
+        "M/G/1 top, published tail": [*optimum[:5], *published[5:]],
+    }
+
+
+def bucket_report(rows: list[dict[str, str]]) -> dict[str, dict[str, float]]:
+    """Per size bucket: flows, finished, mean and p99 FCT (us), timeouts, flows timed out."""
+    report: dict[str, dict[str, float]] = {}
+    lower = 0
+    for name, upper in FCT_BUCKETS:
+        inside = [r for r in rows if lower < int(r["bytes"]) <= (upper or float("inf"))]
+        fct = sorted(float(r["fct_ns"]) / 1e3 for r in inside if r["fct_ns"])
+        report[name] = {
+            "flows": len(inside),
+            "unfinished": len(inside) - len(fct),
+            "mean_us": statistics.fmean(fct) if fct else float("nan"),
+            "p99_us": fct[max(0, -(-99 * len(fct) // 100) - 1)] if fct else float("nan"),
+            "timeouts": sum(int(r["timeouts"]) for r in inside),
+            "timed_out": sum(1 for r in inside if int(r["timeouts"]) > 0),
+        }
+        lower = upper or lower
+    return report
+
+
+def over_seeds(runs: list[dict[str, dict[str, float]]], bucket: str, key: str) -> float:
+    return statistics.fmean(r[bucket][key] for r in runs)
+
+
+def total(runs: list[dict[str, dict[str, float]]], bucket: str, key: str) -> int:
+    return int(sum(r[bucket][key] for r in runs))
+
+
+def pias_sets(
+    flows: int,
+    loads: list[float],
+    workloads: list[str],
+    seeds: list[int],
+    only: list[str],
+    leaves: int,
+) -> None:
+    """DCTCP and PIAS under each threshold set: what the thresholds change for small and
+    large flows, and whether large flows' losses to DCTCP come with timeouts."""
+    print(
+        f"PIAS threshold sets vs DCTCP, {flows} flows per run, seeds {seeds}, {16 * leaves} hosts;"
+        " FCT in us"
+        " (means over seeds); TO: timeouts / flows timed out",
+        flush=True,
+    )
+    print(
+        f"{'workload':<11}{'load':>5} {'scheme':<24}{'small':>8}{'small p99':>10}{'medium':>9}"
+        f"{'large':>9}{'large vs DCTCP':>15}{'large TO':>10}{'unfinished':>11}",
+        flush=True,
+    )
+    for workload in workloads:
+        for load in loads:
+            schemes: dict[str, list[int] | None] = {"DCTCP": None}
+            schemes.update(pias_threshold_sets(workload, load))
+            schemes = {k: v for k, v in schemes.items() if k == "DCTCP" or not only or k in only}
+            dctcp_large = float("nan")
+            for scheme, thresholds in schemes.items():
+                kind = "dctcp" if thresholds is None else "pias"
+                per_seed = [
+                    bucket_report(
+                        run_flows(
+                            pias_config(workload, load, kind, flows, thresholds, seed, leaves)
+                        )
+                    )
+                    for seed in seeds
+                ]
+
+                large = over_seeds(per_seed, "large", "mean_us")
+                if thresholds is None:
+                    dctcp_large = large
+                small, small_p99, medium = (
+                    over_seeds(per_seed, bucket, key)
+                    for bucket, key in (
+                        ("small", "mean_us"),
+                        ("small", "p99_us"),
+                        ("medium", "mean_us"),
+                    )
+                )
+                timeouts = total(per_seed, "large", "timeouts")
+                timed_out = total(per_seed, "large", "timed_out")
+                unfinished = sum(total(per_seed, b, "unfinished") for b, _ in FCT_BUCKETS)
+                print(
+                    f"{workload:<11}{load:>5.1f} {scheme:<24}{small:>8.0f}{small_p99:>10.0f}"
+                    f"{medium:>9.0f}{large:>9.0f}{(large / dctcp_large - 1) * 100:>14.1f}%"
+                    f"{timeouts:>5}/{timed_out:<4}{unfinished:>11}",
+                    flush=True,
+                )
 
 
 def mqecn_config(aqm: Any, k_each: int | None, active: int, weights: list[int]) -> dict[str, Any]:
@@ -242,7 +404,7 @@ def mqecn() -> None:
         "2 DCTCP flows per active queue",
         f"{'scheme':<26}{'active':>7}{'Gb/s':>7}{'mean queue KB':>15}{'p99 queue KB':>14}",
     ]
-    fig, (ax_tput, ax_queue) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (ax_tput, ax_queue) = pyplot().subplots(1, 2, figsize=(10, 4))
     for name, (aqm, k_each) in MQECN_SCHEMES.items():
         tput, queue = [], []
         for active in actives:
@@ -421,7 +583,7 @@ def dynaq() -> None:
         "flows 8/32/8/32, NewReno without ECN",
         f"{'scheme':<30}{'Gb/s per queue (fair: 4 3 2 1)':>34}{'Jain (weighted)':>17}",
     ]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     width = 0.8 / len(schemes)
     for i, (name, (aqm, th, agent)) in enumerate(schemes.items()):
         w = run(dynaq_config(aqm, th, agent))["watched"]
@@ -532,7 +694,7 @@ def qjump() -> None:
         "level-7 queueing: the worst wait at each switch position, added up",
         f"{'':<42}{'median us':>10}{'p99 us':>10}{'max us':>10}{'queueing us':>12}",
     ]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     cases = (
         (False, "per_port", "one queue (no QJUMP)"),
         (True, "per_port", "level 7, port buffer shared"),
@@ -752,7 +914,7 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
         + f"{'HDCQ vs PIAS':>14}{'unfinished':>14}",
     ]
     panels = [(1e9, senders_1g)] + ([(TEN_G, senders_10g)] if senders_10g else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
     for ax, (speed, points) in zip(axes[0], panels, strict=True):
         series: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
         for senders in points:
@@ -798,12 +960,12 @@ def save(fig: Any, name: str) -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(IMAGES / name, dpi=100)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("which", choices=["pias", "mqecn", "dynaq", "qjump", "hdcq"])
+    parser.add_argument("which", choices=["pias", "pias-sets", "mqecn", "dynaq", "qjump", "hdcq"])
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
     parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
@@ -811,12 +973,19 @@ def main(argv: list[str] | None = None) -> int:
     # Fig. 9's 10 Gb/s sweep (1000-4000) is opt-in: a run takes minutes (docs/reproductions.md).
     parser.add_argument("--senders-10g", type=int, nargs="*", default=[])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    # pias-sets: which threshold sets beside DCTCP (default: all of pias_threshold_sets).
+    parser.add_argument("--sets", nargs="*", default=[])
+    # pias-sets: leaves of 16 hosts (PIAS's fabric has 9; with fewer, each host link carries
+    # more of the run's flows, nearer the steady state the paper's 100,000 flows reach).
+    parser.add_argument("--leaves", type=int, default=9)
     # TCP without SACK: netsim's NewReno loss recovery, as every run was before SACK.
     parser.add_argument("--no-sack", action="store_true")
     args = parser.parse_args(argv)
     build()
     if args.which == "pias":
         pias(args.flows, args.loads, args.workloads)
+    elif args.which == "pias-sets":
+        pias_sets(args.flows, args.loads, args.workloads, args.seeds, args.sets, args.leaves)
     elif args.which == "mqecn":
         mqecn()
     elif args.which == "dynaq":
