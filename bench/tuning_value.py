@@ -143,20 +143,34 @@ def figures(rows: Iterable[tuple[str, int, float]]) -> dict[str, JsonObject]:
     }
 
 
-def p99_small(run: Run) -> dict[str, float]:
+def p99_small(runs: list[Run]) -> dict[str, float]:
+    """Per class, the small-flow p99 FCT over every run's flows pooled (one p99 of all the
+    seeds' small flows, not a mean of per-seed p99s)."""
+    pooled = figures(
+        (run.classes[int(f["class"])], int(f["bytes"]), float(f["fct_ns"]) / 1e3)
+        for run in runs
+        for f in run.flows
+        if f["fct_ns"]
+    )
     return {
-        name: row["p99_small_us"]
-        for name, row in class_figures(run).items()
-        if row["p99_small_us"] is not None
+        name: row["p99_small_us"] for name, row in pooled.items() if row["p99_small_us"] is not None
     }
 
 
 class Twin:
     """Runs candidates in netsim and counts the runs and their wall time; ``only`` restricts
-    the searches to the named knobs (``ecn_lambda/<class>``, ``weight/<class>``; empty: all)."""
+    the searches to the named knobs (``ecn_lambda/<class>``, ``weight/<class>``; empty: all);
+    each candidate runs on every seed of ``search_seeds``, its small flows pooled."""
 
-    def __init__(self, binary: Path, timeout_s: float, only: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        timeout_s: float,
+        only: tuple[str, ...] = (),
+        search_seeds: tuple[int, ...] = (SEARCH_SEED,),
+    ) -> None:
         self.binary, self.timeout_s, self.only = binary, timeout_s, only
+        self.search_seeds = search_seeds
         self.runs, self.seconds = 0, 0.0
 
     def run(self, intent: Intent, request: Request) -> Run:
@@ -174,12 +188,13 @@ def search(
     runs, seconds = twin.runs, twin.seconds
 
     def evaluate(candidate: Intent) -> dict[str, float]:
-        measured = p99_small(twin.run(candidate, request))
+        measured = p99_small(
+            [twin.run(candidate, dataclasses.replace(request, seed=s)) for s in twin.search_seeds]
+        )
         wanted = objectives(candidate)
         trial = score(measured, wanted)
         print(
-            f"  {label} candidate {twin.runs - runs}: misses {trial.misses}, "
-            f"ratio {trial.ratio:.3f}",
+            f"  {label} run {twin.runs - runs}: misses {trial.misses}, ratio {trial.ratio:.3f}",
             file=sys.stderr,
             flush=True,
         )
@@ -191,7 +206,12 @@ def search(
         if not twin.only or k.parameter in twin.only
     ]
     result = coordinate_search(intent, evaluate, knob_list=axes)
-    cost = {"candidates": twin.runs - runs, "wall_s": round(twin.seconds - seconds, 1)}
+    cost = {
+        "candidates": len(result.trials),
+        "runs": twin.runs - runs,
+        "search_seeds": list(twin.search_seeds),
+        "wall_s": round(twin.seconds - seconds, 1),
+    }
     return result, cost
 
 
@@ -568,6 +588,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ns3-flows", type=int, default=400)
     parser.add_argument(
+        "--search-seeds",
+        type=int,
+        nargs="+",
+        default=[SEARCH_SEED],
+        help="score each candidate on these seeds' small flows pooled",
+    )
+    parser.add_argument(
         "--knobs", nargs="*", default=[], help="search only these (e.g. weight/storage)"
     )
     args = parser.parse_args(argv)
@@ -582,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 args.json.write_text(json.dumps(judged, indent=2, default=str))
         return 0
-    twin = Twin(args.netsim, args.timeout_s, tuple(args.knobs))
+    twin = Twin(args.netsim, args.timeout_s, tuple(args.knobs), tuple(args.search_seeds))
     docs = []
     for name in args.scenarios:
         doc = one_scenario(twin, name, args.flows, args.seeds)
