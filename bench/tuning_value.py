@@ -1,7 +1,11 @@
 """Does the loop beat a well-tuned static config after the workload shifts? (issue 24)
 
-One command: ``uv run --frozen python -m bench.tuning_value`` (``--scenarios``, ``--flows``,
-``--seeds``, ``--json PATH``; needs ``cargo build --release -p netsim``).
+One command: ``uv run --frozen python -m bench.tuning_value`` (``--scenarios``, ``--flows``
+(1000), ``--seeds`` (the judge's), ``--search-seeds`` (each candidate's small flows pooled over
+these), ``--knobs`` (search only these), ``--json PATH``; needs ``cargo build --release -p
+netsim``). ``--ns3-from PATH`` (a ``--json`` file) judges its scenarios' phase two again, by
+netsim and ns-3.37 on the same flows (``ns3_judge``; ``--ns3-flows``). Figures and commands:
+docs/tuning.md, "Tuned vs a well-tuned static config after a workload shift".
 
 Each scenario has two phases of traffic on the example fabric (``bench.tuning_twin``'s
 static intent: the example with DWRR weight ranges), with each loaded class given a
@@ -13,14 +17,14 @@ small-flow objective (``OBJECTIVES``, ``objective.p99_fct_us_small``):
 
 1. **Static, well tuned for phase one**: ``controller.tuning.search.coordinate_search`` from
    the example's values over every class's lambda and every DWRR weight in its range, each
-   candidate run in the twin on phase one's traffic (seed ``SEARCH_SEED``). What an operator
+   candidate run in the twin on phase one's traffic (``--search-seeds``). What an operator
    with a simulator would write; its cost is printed.
 2. **The loop in phase two**: the static intent runs on phase two's traffic (seed
    ``OBSERVE_SEED``); its run becomes a telemetry summary (``summary_from_run``, as
    ``bench.tuning_twin`` builds it); the tuner's rules (``propose``, ``apply_changes``) run
    on it, then the counterfactual search from their result, its candidates run in the twin
    on the traffic the summary describes (``traffic_from_summary``: the nearest shipped
-   workload to the hosts' flow sizes, each class's measured load; seed ``SEARCH_SEED``),
+   workload to the hosts' flow sizes, each class's measured load; ``--search-seeds``),
    not on phase two's real description.
 3. **Judged**: static and tuned on phase two's real traffic with fresh seeds (``--seeds``,
    default 1 2 3); per class the small-flow (<= 100 kB) p99 FCT against its objective, the
@@ -184,7 +188,8 @@ class Twin:
 def search(
     twin: Twin, intent: Intent, request: Request, label: str
 ) -> tuple[SearchResult, JsonObject]:
-    """The counterfactual search from ``intent`` on ``request``'s traffic, with its cost."""
+    """The counterfactual search from ``intent`` on ``request``'s traffic, with its cost; each
+    candidate runs once per seed of ``twin.search_seeds`` (in place of the request's seed)."""
     runs, seconds = twin.runs, twin.seconds
 
     def evaluate(candidate: Intent) -> dict[str, float]:
