@@ -112,7 +112,7 @@ def tune_pias(
     distance = ks_distance(sample, in_use)
     outputs: dict[str, Value] = {
         "ks_distance": round(distance, 6),
-        "nearest_workload": _nearest_workload(sample),
+        "nearest_workload": nearest_workload(sample),
     }
     if distance <= ks_threshold:
         return held(f"KS distance {distance:.3f} <= {ks_threshold:g}: no drift", outputs)
@@ -142,7 +142,8 @@ def _load(sample: FlowSizeSample, intent_load: float) -> tuple[float, tuple[str,
     return clamped, ()
 
 
-def _nearest_workload(sample: FlowSizeSample) -> str:
+def nearest_workload(sample: FlowSizeSample) -> str:
+    """The shipped workload whose CDF is nearest the sample's (least KS distance)."""
     distances: Sequence[tuple[float, str]] = [
         (ks_distance(sample, load_workload(name)), name) for name in WORKLOADS
     ]
