@@ -317,11 +317,12 @@ class TelemetrySettings(BaseSettings):
     rate_window_s: float = Field(
         default=0.0, ge=0, le=600, description="rates span at least this much switch time"
     )
-    # SAMPLE by default: on SONiC's own server an ON_CHANGE Subscribe to the COUNTERS table,
-    # which syncd rewrites at every flex-counter poll, crashed the server (a map race in
-    # sonic-gnmi's MixedDbClient, docs/telemetry.md), and SAMPLE costs one message a tick.
+    # ON_CHANGE by default: its values carry the time they were written, so rates are exact;
+    # SAMPLE re-sends the last values each tick (rates off by up to a poll over the window).
+    # On SONiC's own server an ON_CHANGE Subscribe to COUNTERS can crash the server (a map
+    # race in sonic-gnmi's MixedDbClient, docs/telemetry.md), which SAMPLE does not trigger.
     counter_mode: str = Field(
-        default="SAMPLE", pattern="^(ON_CHANGE|SAMPLE)$", description="how counters stream"
+        default="ON_CHANGE", pattern="^(ON_CHANGE|SAMPLE)$", description="how counters stream"
     )
     sample_interval_s: float = Field(
         default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"

@@ -276,6 +276,10 @@ def collector_telemetry(
         "SLUICE_GNMI_PASSWORD": "unused",
         "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
         "SLUICE_GNMI_INSECURE": "true",
+        # SAMPLE: an ON_CHANGE Subscribe to COUNTERS crashed SONiC's server during this test
+        # on a loaded machine (sonic-gnmi's own map race, docs/telemetry.md); what the gate
+        # reads is whether the streams are up, which SAMPLE serves as well.
+        "SLUICE_TELEMETRY_COUNTER_MODE": "SAMPLE",
     }
     with (tmp_path / "collector.log").open("wb") as log:
         collector = start_tethered(

@@ -137,9 +137,7 @@ def collector(tmp_path: Path, tls: TlsFiles) -> Iterator[Callable[..., Scraper]]
     servers: list[LocalPrometheus] = []
     clients: list[PromQL] = []
 
-    def start(
-        gnmi_port: int, classes: list[dict[str, object]] | None = None, counter_mode: str = ""
-    ) -> Scraper:
+    def start(gnmi_port: int, classes: list[dict[str, object]] | None = None) -> Scraper:
         intent = tmp_path / "intent.yaml"
         intent.write_text(yaml.safe_dump(_intent(gnmi_port, classes)))
         metrics_port = free_port()
@@ -153,8 +151,6 @@ def collector(tmp_path: Path, tls: TlsFiles) -> Iterator[Callable[..., Scraper]]
             "SLUICE_GNMI_TLS_CA": str(tls.cert),
             "SLUICE_GNMI_TLS_SERVER_NAME": SERVER_NAME,
         }
-        if counter_mode:
-            env["SLUICE_TELEMETRY_COUNTER_MODE"] = counter_mode
         log = (tmp_path / "collector.log").open("wb")
         processes.append(
             start_tethered(
@@ -284,9 +280,7 @@ def test_a_tls_stream_survives_a_redis_restart_under_the_switch(
     gnmi_port = free_port()
     server = _serve(switch, gnmi_port, tls)
     try:
-        # ON_CHANGE: at SAMPLE (the default) the server re-sends its last values every tick
-        # while Redis is down, as SONiC's does, and the stream looks fresh and idle.
-        scraper = collector(gnmi_port, counter_mode="ON_CHANGE")
+        scraper = collector(gnmi_port)
         eventually(lambda: _within(_queue_rate(scraper), OFFERED_BYTES_PER_S, 0.05),
                    "queue rate over TLS within 5 % of the offered 50 MB/s")  # fmt: skip
         # Redis goes away: nothing is published, so the data goes stale. It comes back empty;
