@@ -335,7 +335,7 @@ class RealSwitch:
                 pid = int(pid_file.read_text().strip())
             except (OSError, ValueError):
                 continue
-            if Path(f"/proc/{pid}").exists() and _state(pid) != "Z":
+            if _state(pid) != "Z":
                 continue
             tail = self.log(logs.get(name, name)).splitlines()[-20:]
             exited[name] = "\n".join(tail)
@@ -508,6 +508,16 @@ class RealSwitch:
         return {key[len(prefix) :]: asic.hgetall(key) for key in asic.scan_iter(prefix + "*")}
 
 
+def _state(pid: int) -> str:
+    """A process's state letter from ``/proc/<pid>/stat``: "Z" also for a process that is
+    gone (exited and reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "Z"
+    return stat.rsplit(")", 1)[-1].split()[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lab.realsonic BUNDLE``: extracts one bundle (once) and prints its directory
     (``scripts/test-rust.sh`` builds and tests the qos-agent's SAI backend against it)."""
@@ -527,12 +537,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def _state(pid: int) -> str:
-    """A process's state letter from ``/proc/<pid>/stat`` ("Z": exited, not yet reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "Z"
-    return stat.rsplit(")", 1)[-1].split()[0]
