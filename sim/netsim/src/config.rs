@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use vasic::rng::SimRng;
 
 use crate::hops::HopDelays;
+use crate::pfc::PfcReport;
 use crate::qos::{Aqm, FabricQos, HdcqPromotion};
 use crate::report::{summarise, Summary};
 use crate::sim::{Fabric, FlowResult, Progress, SimError};
@@ -249,6 +250,8 @@ pub struct RunOutput {
     pub watched: Option<Watched>,
     /// Queueing delay per hop position, class and switch port.
     pub hops: HopDelays,
+    /// PFC's pauses and lossless drops, if the fabric has lossless queues.
+    pub pfc: Option<PfcReport>,
 }
 
 impl RunConfig {
@@ -315,6 +318,7 @@ impl RunConfig {
             flows: results,
             watched,
             hops: fabric.hop_delays(),
+            pfc: fabric.pfc_report(),
         })
     }
 }

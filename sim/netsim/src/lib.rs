@@ -12,6 +12,8 @@
 //! - [`agent`]: the real qos-core agent polling switch ports' counters, in place of a
 //!   per-packet algorithm;
 //! - [`tcp`]: NewReno and DCTCP senders (SACK loss recovery or NewReno's), receivers;
+//! - [`pfc`]: PFC's priority groups at switch ingress: PAUSE, RESUME, headroom;
+//! - [`dcqcn`]: DCQCN's rate-based senders (RP) and CNP generation (NP) for lossless classes;
 //! - [`sack`]: SACK blocks and scoreboards;
 //! - [`workload`]: flow-size CDFs, Poisson, incast, long-lived flows;
 //! - [`hops`]: per-hop queueing delay, per switch port, hop position and class;
@@ -25,7 +27,9 @@
 
 pub mod agent;
 pub mod config;
+pub mod dcqcn;
 pub mod hops;
+pub mod pfc;
 pub mod qos;
 pub mod report;
 pub mod sack;

@@ -97,6 +97,9 @@ fn main() -> anyhow::Result<()> {
             obj.insert("watched".into(), serde_json::to_value(watched)?);
         }
         obj.insert("hops".into(), serde_json::to_value(&out.hops)?);
+        if let Some(pfc) = &out.pfc {
+            obj.insert("pfc".into(), serde_json::to_value(pfc)?);
+        }
         obj.insert("wall_s".into(), wall_s.into());
         obj.insert("events_per_s".into(), (out.summary.tally.events as f64 / wall_s.max(1e-9)).into());
     }

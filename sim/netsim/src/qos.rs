@@ -8,9 +8,11 @@ use vasic::hdcq::{HdcqConfig, Promotion};
 use vasic::ideal::{MqecnConfig, SAME_LAMBDA};
 use vasic::port::{AqmMode, PortConfig, QueueConfig};
 use vasic::scheduler::Scheduling;
-use vasic::wred::WredProfile;
+use vasic::wred::{EcnMode, WredProfile};
 
 use crate::agent::AgentSpec;
+use crate::dcqcn::DcqcnParams;
+use crate::pfc::PfcThresholds;
 use crate::shaping::QjumpHosts;
 use crate::topology::PortKind;
 
@@ -281,6 +283,60 @@ pub struct FabricQos {
     /// mark by `aqm`).
     #[serde(default)]
     pub agent: Option<AgentSpec>,
+    /// Lossless queues: PFC at every switch ingress, DCQCN's ECN ramp and senders (none: every
+    /// queue is lossy).
+    #[serde(default)]
+    pub lossless: Option<Lossless>,
+}
+
+/// The lossless queues of every port and what makes them lossless (a sluice lossless class:
+/// its queue, PFC priority = queue, as sluice's `MAP_PFC_PRIORITY_TO_QUEUE` maps its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lossless {
+    /// The lossless queues (each its own PFC priority and priority group).
+    pub queues: Vec<usize>,
+    /// Every switch ingress port's group of each lossless priority.
+    pub pfc: PfcThresholds,
+    /// The lossless queues' ECN ramp on switch ports (DCQCN's CP), in place of their
+    /// `ecn_k_bytes`; none: no marking.
+    #[serde(default)]
+    pub ecn: Option<EcnRamp>,
+    /// DCQCN senders for flows whose data goes to a lossless queue (none: they run the
+    /// fabric's TCP).
+    #[serde(default)]
+    pub dcqcn: Option<DcqcnParams>,
+}
+
+impl Lossless {
+    /// The index of `queue` among the lossless queues, if it is one.
+    pub fn group_of(&self, queue: usize) -> Option<usize> {
+        self.queues.iter().position(|&q| q == queue)
+    }
+}
+
+/// A RED-like ECN ramp: no mark below Kmin, probability rising to Pmax at Kmax, every ECT
+/// packet above (DCQCN SIGCOMM'15 §3; sluice's `WRED_PROFILE` for a lossless queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EcnRamp {
+    /// Kmin, bytes.
+    pub kmin_bytes: u64,
+    /// Kmax, bytes.
+    pub kmax_bytes: u64,
+    /// Pmax, percent.
+    pub pmax_pct: u8,
+}
+
+impl EcnRamp {
+    /// The green WRED profile it is on a switch: marks ECT packets, ECN on all colours.
+    pub fn profile(self) -> WredProfile {
+        WredProfile {
+            min_bytes: self.kmin_bytes,
+            max_bytes: self.kmax_bytes,
+            max_probability_pct: self.pmax_pct,
+            green_enable: true,
+            ecn: EcnMode::All,
+        }
+    }
 }
 
 fn default_quantum() -> u64 {
@@ -309,6 +365,7 @@ impl FabricQos {
             qjump: None,
             host_ecn: false,
             agent: None,
+            lossless: None,
         }
     }
 
@@ -329,6 +386,7 @@ impl FabricQos {
             qjump: None,
             host_ecn: false,
             agent: None,
+            lossless: None,
         }
     }
 
@@ -365,6 +423,7 @@ impl FabricQos {
             qjump: None,
             host_ecn: false,
             agent: None,
+            lossless: None,
         }
     }
 
@@ -426,10 +485,12 @@ impl FabricQos {
                 let k = own
                     .and_then(|p| p.ecn_k_bytes.as_ref())
                     .map_or(q.ecn_k_bytes, |ks| ks.get(i).copied().flatten());
+                let ramp = self.lossless.as_ref().filter(|l| l.group_of(i).is_some()).and_then(|l| l.ecn);
                 QueueConfig {
                     scheduling: scheduling(q.sched),
-                    wred: match self.aqm {
-                        Aqm::PerQueue => k.map(WredProfile::ecn_step),
+                    wred: match (ramp, self.aqm) {
+                        (Some(ramp), _) => Some(ramp.profile()),
+                        (None, Aqm::PerQueue) => k.map(WredProfile::ecn_step),
                         _ => None,
                     },
                     buffer: q.dynamic_th.map_or(BufferLimit::Static(buffer_bytes), BufferLimit::Dynamic),

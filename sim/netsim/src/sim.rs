@@ -15,16 +15,21 @@ use vasic::packet::{EnqueueOutcome, Packet};
 use vasic::switch::{Vasic, VasicError};
 
 use crate::agent::AgentError;
+use crate::dcqcn::{NotificationPoint, ReactionPoint};
 use crate::hops::{Hop, HopDelays, HopRecorder};
+use crate::pfc::{Admission, PfcError, PfcFrame, PfcReport, PfcStats, PriorityGroup};
 use crate::qos::{BufferModel, FabricQos};
 use crate::sack::SackBlocks;
 use crate::shaping::TokenBucket;
 use crate::tcp::{Receiver, Sender, TcpConfig};
-use crate::topology::{ecmp_hash, LeafSpine, Node};
+use crate::topology::{ecmp_hash, LeafSpine, Node, PortKind};
 use crate::workload::{FlowSpec, MSS_BYTES};
 
 /// TCP/IP header bytes on every packet (a data packet of 1460 B payload is 1500 on the wire).
 pub const HEADER_BYTES: u64 = 40;
+
+/// A DCQCN CNP on the wire, bytes (a minimal Ethernet frame; RoCEv2's CNP fits in one).
+pub const CNP_BYTES: u32 = 64;
 
 /// What stops a simulation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,6 +53,17 @@ pub enum SimError {
     /// The agent's orders cannot run.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// The lossless queues' PFC thresholds cannot run.
+    #[error(transparent)]
+    Pfc(#[from] PfcError),
+    /// A lossless queue the ports do not have.
+    #[error("lossless queue {queue}: the ports have {queues} queues")]
+    NoSuchLosslessQueue {
+        /// The queue named.
+        queue: usize,
+        /// Queues per port.
+        queues: usize,
+    },
 }
 
 /// Byte and packet tallies over the whole run (all packets: data and ACKs).
@@ -63,6 +79,11 @@ pub struct Tally {
     pub dropped_packets: u64,
     /// Packets marked CE at switches.
     pub marked_packets: u64,
+    /// Packets of a lossless queue dropped at a switch (past their priority group's headroom,
+    /// or refused by the egress buffer): each is a failure of the lossless class.
+    pub lossless_dropped_packets: u64,
+    /// DCQCN CNPs sent by receivers.
+    pub cnps: u64,
     /// Data segments that reached a receiver holding them already: retransmissions that were
     /// not needed (spurious), counted where they land.
     pub duplicate_segments: u64,
@@ -106,6 +127,17 @@ enum Ev {
     Arrive {
         node: Node,
         packet: Packet,
+        /// The receiving switch's port it comes in by (unused at a host).
+        ingress: usize,
+    },
+    /// A DCQCN sender's next packet is due.
+    Pace(usize),
+    /// A PFC frame reaches the upstream device: its port's queue stops or goes on.
+    Pfc {
+        device: usize,
+        port: usize,
+        queue: usize,
+        pause: bool,
     },
     Wake(usize),
     Rto(usize),
@@ -135,14 +167,28 @@ struct Shaper {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Meta {
-    Data { seg: u64, sent_ns: f64, queue: usize },
-    Ack { ack: u64, sack: SackBlocks, ece: bool, echo_ns: f64, queue: usize },
+    Data {
+        seg: u64,
+        sent_ns: f64,
+        queue: usize,
+    },
+    Ack {
+        ack: u64,
+        sack: SackBlocks,
+        ece: bool,
+        echo_ns: f64,
+        queue: usize,
+    },
+    /// DCQCN's congestion notification, receiver to sender.
+    Cnp {
+        queue: usize,
+    },
 }
 
 impl Meta {
     fn queue(&self) -> usize {
         match *self {
-            Meta::Data { queue, .. } | Meta::Ack { queue, .. } => queue,
+            Meta::Data { queue, .. } | Meta::Ack { queue, .. } | Meta::Cnp { queue } => queue,
         }
     }
 }
@@ -160,6 +206,13 @@ struct Flow {
     /// When the flow's one pending timer event is due (the timer is checked lazily: an ACK
     /// moving the deadline does not push another event, the event re-arms itself).
     rto_event_at: Option<f64>,
+    /// DCQCN's sender, for a flow of a lossless queue with DCQCN (it then sends paced, has no
+    /// ACKs and no TCP): its rate, and the next segment it sends.
+    rp: Option<ReactionPoint>,
+    next_seg: u64,
+    segments: u64,
+    /// DCQCN's CNP generation at the receiver.
+    np: NotificationPoint,
 }
 
 /// Packets in flight: what vasic carries is a handle (`Packet::seq`) into this table.
@@ -168,6 +221,8 @@ struct InFlight {
     slots: Vec<Option<Meta>>,
     /// When each packet was last put in a device's queue, ns.
     queued_ns: Vec<f64>,
+    /// The switch ingress port whose lossless priority group holds each packet now.
+    ingress: Vec<Option<usize>>,
     free: Vec<usize>,
     live_bytes: u64,
 }
@@ -178,11 +233,13 @@ impl InFlight {
         match self.free.pop() {
             Some(i) => {
                 self.slots[i] = Some(meta);
+                self.ingress[i] = None;
                 i as u64
             }
             None => {
                 self.slots.push(Some(meta));
                 self.queued_ns.push(0.0);
+                self.ingress.push(None);
                 (self.slots.len() - 1) as u64
             }
         }
@@ -196,6 +253,17 @@ impl InFlight {
 
     fn queued_at(&self, handle: u64) -> f64 {
         self.queued_ns.get(handle as usize).copied().unwrap_or(0.0)
+    }
+
+    fn set_ingress(&mut self, handle: u64, port: Option<usize>) {
+        if let Some(slot) = self.ingress.get_mut(handle as usize) {
+            *slot = port;
+        }
+    }
+
+    /// The ingress port holding the packet in its priority group, now released from it.
+    fn take_ingress(&mut self, handle: u64) -> Option<usize> {
+        self.ingress.get_mut(handle as usize)?.take()
     }
 
     fn get(&self, handle: u64) -> Option<Meta> {
@@ -232,6 +300,8 @@ pub struct Fabric {
     agents: Vec<PortAgent>,
     agent_every_ns: f64,
     agent_steps: u64,
+    /// PFC: each switch's ingress ports' groups, one per lossless queue (empty if none).
+    groups: Vec<Vec<Vec<PriorityGroup>>>,
     finished: usize,
     salt: u64,
     now_ns: f64,
@@ -306,6 +376,7 @@ impl Fabric {
                 .collect()
         });
         let agent_every_ns = plan.as_ref().map_or(0.0, |p| p.interval_ns());
+        let groups = priority_groups(&topo, &qos)?;
         let switch_hops = (0..topo.switches())
             .map(|sw| (0..topo.port_speeds(sw).len()).map(|p| Hop::from(topo.port_kind(sw, p))).collect())
             .collect();
@@ -329,7 +400,16 @@ impl Fabric {
             }
             let mss = segment_bytes(&qos, spec.class);
             let segments = spec.bytes.div_ceil(mss).max(1);
+            let dcqcn = qos
+                .lossless
+                .as_ref()
+                .filter(|l| l.group_of(qos.data_queue(0, spec.class)).is_some())
+                .and_then(|l| l.dcqcn);
             state.push(Flow {
+                rp: dcqcn.map(|p| ReactionPoint::new(p, topo.host_link_bps, spec.start_ns)),
+                next_seg: 0,
+                segments,
+                np: NotificationPoint::default(),
                 spec: *spec,
                 mss,
                 sender: Sender::new(tcp, segments),
@@ -359,6 +439,7 @@ impl Fabric {
             agents,
             agent_every_ns,
             agent_steps: 0,
+            groups,
             finished: 0,
             salt: seed,
             now_ns: 0.0,
@@ -490,10 +571,15 @@ impl Fabric {
 
     fn handle(&mut self, event: Ev) -> Result<(), SimError> {
         match event {
+            Ev::Start(flow) if self.flows[flow].rp.is_some() => self.pace(flow),
             Ev::Start(flow) => self.send_more(flow),
+            Ev::Pace(flow) => self.pace(flow),
             Ev::Wake(device) => self.wake(device),
-            Ev::Arrive { node: Node::Switch(sw), packet } => self.arrive_at_switch(sw, packet),
-            Ev::Arrive { node: Node::Host(host), packet } => self.arrive_at_host(host, packet),
+            Ev::Arrive { node: Node::Switch(sw), packet, ingress } => {
+                self.arrive_at_switch(sw, packet, ingress)
+            }
+            Ev::Arrive { node: Node::Host(host), packet, .. } => self.arrive_at_host(host, packet),
+            Ev::Pfc { device, port, queue, pause } => self.pfc_frame_arrives(device, port, queue, pause),
             Ev::Rto(flow) => self.rto_check(flow),
             Ev::Release { host, bucket } => self.release(host, bucket),
             Ev::AgentStep => self.agent_step(),
@@ -536,17 +622,21 @@ impl Fabric {
         for d in self.devices[device].advance(self.now_ns)? {
             let wait_ns = d.start_ns - self.in_flight.queued_at(d.packet.seq);
             let class = self.flows.get(d.packet.flow as usize).map_or(0, |f| f.spec.class);
-            let (node, delay) = match owner {
+            let (node, delay, ingress) = match owner {
                 None => {
                     self.hops.host(class, wait_ns);
-                    (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns)
+                    let ingress = self.topo.ingress_port(Node::Host(device), 0);
+                    (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns, ingress)
                 }
                 Some((sw, first_port)) => {
-                    self.hops.switch_port(sw, first_port + d.port, class, wait_ns);
-                    self.topo.next_hop(sw, first_port + d.port)
+                    let port = first_port + d.port;
+                    self.hops.switch_port(sw, port, class, wait_ns);
+                    self.leave_group(sw, d.queue, d.packet)?;
+                    let (node, delay) = self.topo.next_hop(sw, port);
+                    (node, delay, self.topo.ingress_port(Node::Switch(sw), port))
                 }
             };
-            self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet });
+            self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet, ingress });
         }
         self.schedule_wake(device);
         Ok(())
@@ -560,19 +650,41 @@ impl Fabric {
         }
     }
 
-    fn arrive_at_switch(&mut self, sw: usize, packet: Packet) -> Result<(), SimError> {
+    fn arrive_at_switch(&mut self, sw: usize, packet: Packet, ingress: usize) -> Result<(), SimError> {
         let Some(meta) = self.in_flight.get(packet.seq) else { return Ok(()) };
         let flow = &self.flows[packet.flow as usize];
         let class = flow.spec.class;
         let (dst, reverse) = match meta {
             Meta::Data { .. } => (flow.spec.dst, false),
-            Meta::Ack { .. } => (flow.spec.src, true),
+            Meta::Ack { .. } | Meta::Cnp { .. } => (flow.spec.src, true),
         };
         let port = self.topo.egress_port(sw, dst, ecmp_hash(packet.flow, reverse, self.salt));
         let (device, local) = self.port_device[sw][port];
-        match self.devices[device].enqueue(self.now_ns, local, meta.queue(), packet)? {
+        let queue = meta.queue();
+        let group = self.group_index(queue);
+        if let Some(g) = group {
+            match self.groups[sw][ingress][g].admit(self.now_ns, u64::from(packet.bytes)) {
+                Admission::Overflow => {
+                    self.hops.switch_dropped(sw, port, class);
+                    self.tally.lossless_dropped_packets += 1;
+                    self.drop_packet(packet);
+                    return Ok(());
+                }
+                Admission::Held(frame) => {
+                    self.in_flight.set_ingress(packet.seq, Some(ingress));
+                    if let Some(frame) = frame {
+                        self.send_pfc_frame(sw, ingress, queue, frame);
+                    }
+                }
+            }
+        }
+        match self.devices[device].enqueue(self.now_ns, local, queue, packet)? {
             EnqueueOutcome::Dropped(_) => {
                 self.hops.switch_dropped(sw, port, class);
+                if group.is_some() {
+                    self.tally.lossless_dropped_packets += 1;
+                    self.leave_group(sw, queue, packet)?;
+                }
                 self.drop_packet(packet);
             }
             EnqueueOutcome::Queued { marked } => {
@@ -592,6 +704,13 @@ impl Fabric {
         self.tally.delivered_bytes += u64::from(packet.bytes);
         let f = packet.flow as usize;
         match meta {
+            Meta::Data { seg, .. } if self.flows[f].rp.is_some() => self.rdma_segment_arrives(f, seg, packet),
+            Meta::Cnp { .. } => {
+                if let Some(rp) = self.flows[f].rp.as_mut() {
+                    rp.on_cnp(self.now_ns);
+                }
+                Ok(())
+            }
             Meta::Data { seg, sent_ns, .. } => {
                 let receiver = &mut self.flows[f].receiver;
                 let (before, duplicates) = (receiver.delivered(), receiver.duplicates());
@@ -626,6 +745,120 @@ impl Fabric {
                 self.send_more(f)
             }
         }
+    }
+
+    /// A DCQCN flow's segment reaches its receiver: delivered (no ACK: RoCE's are not
+    /// modelled), a CNP back if it was marked and the NP's interval allows, and the flow done
+    /// when every segment has arrived.
+    fn rdma_segment_arrives(&mut self, f: usize, seg: u64, packet: Packet) -> Result<(), SimError> {
+        let now = self.now_ns;
+        let flow = &mut self.flows[f];
+        let before = flow.receiver.delivered();
+        flow.receiver.on_segment(seg);
+        if flow.receiver.delivered() > before {
+            self.tally.goodput_bytes += u64::from(packet.bytes).saturating_sub(HEADER_BYTES);
+        }
+        if flow.receiver.delivered() >= flow.segments && flow.done_ns.is_none() {
+            flow.done_ns = Some(now);
+            self.finished += 1;
+        }
+        let params = self.qos.lossless.as_ref().and_then(|l| l.dcqcn).unwrap_or_default();
+        if !flow.np.on_packet(now, packet.ce, &params) {
+            return Ok(());
+        }
+        self.tally.cnps += 1;
+        let (host, queue) = (flow.spec.dst, self.qos.ack_queue(flow.spec.class));
+        self.transmit(host, packet.flow, Meta::Cnp { queue }, CNP_BYTES, false)
+    }
+
+    /// A DCQCN flow sends its next segment now and sets the one after at its current rate.
+    fn pace(&mut self, f: usize) -> Result<(), SimError> {
+        let (seg, segments) = (self.flows[f].next_seg, self.flows[f].segments);
+        if seg >= segments {
+            return Ok(());
+        }
+        self.send_segment(f, seg)?;
+        let now = self.now_ns;
+        let flow = &mut self.flows[f];
+        flow.next_seg += 1;
+        let payload = flow.spec.bytes.saturating_sub(seg * flow.mss).clamp(1, flow.mss);
+        let wire = payload + HEADER_BYTES;
+        let Some(rp) = flow.rp.as_mut() else { return Ok(()) };
+        rp.on_sent(now, wire);
+        if flow.next_seg < segments {
+            let gap_ns = wire as f64 * 8.0 / rp.rate_bps(now) * 1e9;
+            self.events.push(now + gap_ns, Ev::Pace(f));
+        }
+        Ok(())
+    }
+
+    /// The lossless group (index among the lossless queues) of `queue`, if it has one.
+    fn group_index(&self, queue: usize) -> Option<usize> {
+        self.qos.lossless.as_ref().and_then(|l| l.group_of(queue))
+    }
+
+    /// A packet leaves switch `sw` (or is dropped there): its ingress group lets it go, and
+    /// sends RESUME if that takes it below XON.
+    fn leave_group(&mut self, sw: usize, queue: usize, packet: Packet) -> Result<(), SimError> {
+        let Some(g) = self.group_index(queue) else { return Ok(()) };
+        let Some(ingress) = self.in_flight.take_ingress(packet.seq) else { return Ok(()) };
+        if let Some(frame) = self.groups[sw][ingress][g].release(self.now_ns, u64::from(packet.bytes)) {
+            self.send_pfc_frame(sw, ingress, queue, frame);
+        }
+        Ok(())
+    }
+
+    /// Switch `sw` sends a PFC frame for `queue`'s priority out of `port`: it stops or
+    /// restarts the far end's queue one link delay later.
+    fn send_pfc_frame(&mut self, sw: usize, port: usize, queue: usize, frame: PfcFrame) {
+        let (peer, peer_port) = self.topo.peer(sw, port);
+        let (device, local) = match peer {
+            Node::Host(h) => (h, 0),
+            Node::Switch(other) => self.port_device[other][peer_port],
+        };
+        let delay = self.topo.next_hop(sw, port).1;
+        let pause = frame == PfcFrame::Pause;
+        self.events.push(self.now_ns + delay, Ev::Pfc { device, port: local, queue, pause });
+    }
+
+    fn pfc_frame_arrives(
+        &mut self,
+        device: usize,
+        port: usize,
+        queue: usize,
+        pause: bool,
+    ) -> Result<(), SimError> {
+        // Packets that started before the frame arrived leave first.
+        self.wake(device)?;
+        self.devices[device].set_paused(self.now_ns, port, queue, pause)?;
+        self.schedule_wake(device);
+        Ok(())
+    }
+
+    /// PFC's counts so far, over every switch ingress port and by the kind of port that sent
+    /// the frames; None without lossless queues.
+    pub fn pfc_report(&self) -> Option<PfcReport> {
+        let lossless = self.qos.lossless.as_ref()?;
+        let mut report = PfcReport {
+            queues: lossless.queues.clone(),
+            lossless_dropped_packets: self.tally.lossless_dropped_packets,
+            cnps: self.tally.cnps,
+            ..PfcReport::default()
+        };
+        for (sw, ports) in self.groups.iter().enumerate() {
+            for (port, groups) in ports.iter().enumerate() {
+                let stats =
+                    groups.iter().map(|g| g.stats(self.now_ns)).fold(PfcStats::default(), PfcStats::combined);
+                report.all = report.all.combined(stats);
+                let kind = match self.topo.port_kind(sw, port) {
+                    PortKind::LeafDown => &mut report.leaf_down,
+                    PortKind::LeafUp => &mut report.leaf_up,
+                    PortKind::Spine => &mut report.spine,
+                };
+                *kind = kind.combined(stats);
+            }
+        }
+        Some(report)
     }
 
     fn send_more(&mut self, f: usize) -> Result<(), SimError> {
@@ -768,6 +1001,23 @@ impl Fabric {
         self.tally.dropped_bytes += u64::from(packet.bytes);
         self.tally.dropped_packets += 1;
     }
+}
+
+/// Every switch ingress port's priority groups, one per lossless queue (none without).
+fn priority_groups(topo: &LeafSpine, qos: &FabricQos) -> Result<Vec<Vec<Vec<PriorityGroup>>>, SimError> {
+    let Some(lossless) = &qos.lossless else { return Ok(Vec::new()) };
+    if let Some(&queue) = lossless.queues.iter().find(|&&q| q >= qos.queues.len()) {
+        return Err(SimError::NoSuchLosslessQueue { queue, queues: qos.queues.len() });
+    }
+    (0..topo.switches())
+        .map(|sw| {
+            topo.port_speeds(sw)
+                .into_iter()
+                .map(|bps| lossless.queues.iter().map(|_| PriorityGroup::new(lossless.pfc, bps)).collect())
+                .collect::<Result<Vec<Vec<_>>, PfcError>>()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(SimError::from)
 }
 
 /// Payload bytes per segment of a `class` flow: netsim's 1460 B, or, when the class's QJUMP

@@ -147,6 +147,27 @@ impl LeafSpine {
         }
     }
 
+    /// The far end of switch `sw`'s port `port`: the host (its NIC's port 0) or the switch and
+    /// its port there. A PFC frame a switch sends out of a port stops that far end's queue.
+    pub fn peer(&self, sw: usize, port: usize) -> (Node, usize) {
+        match self.next_hop(sw, port).0 {
+            Node::Host(h) => (Node::Host(h), 0),
+            // A leaf's uplink reaches a spine at the spine's port for this leaf.
+            Node::Switch(spine) if self.is_leaf(sw) => (Node::Switch(spine), sw),
+            // A spine's port reaches a leaf at the leaf's uplink to this spine.
+            Node::Switch(leaf) => (Node::Switch(leaf), self.hosts_per_leaf + sw - self.leaves),
+        }
+    }
+
+    /// The port of the switch a packet from `from` arrives at: host `h`'s leaf port, or the
+    /// receiving switch's port facing switch `sw`'s `port`.
+    pub fn ingress_port(&self, from: Node, port: usize) -> usize {
+        match from {
+            Node::Host(h) => h % self.hosts_per_leaf.max(1),
+            Node::Switch(sw) => self.peer(sw, port).1,
+        }
+    }
+
     /// Links a packet crosses from `src` to `dst` (2 under one leaf, 4 across the spine).
     pub fn path_links(&self, src: usize, dst: usize) -> usize {
         if self.leaf_of(src) == self.leaf_of(dst) {
@@ -171,4 +192,27 @@ pub fn ecmp_hash(flow: u32, reverse: bool, salt: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_and_its_peer_face_each_other() {
+        let t = LeafSpine { leaves: 3, spines: 2, hosts_per_leaf: 4, ..LeafSpine::default() };
+        for sw in 0..t.switches() {
+            for port in 0..t.port_speeds(sw).len() {
+                match t.peer(sw, port) {
+                    (Node::Host(h), _) => {
+                        assert_eq!((t.leaf_of(h), t.ingress_port(Node::Host(h), 0)), (sw, port));
+                    }
+                    (Node::Switch(other), there) => {
+                        assert_eq!(t.peer(other, there), (Node::Switch(sw), port), "switch {sw} port {port}");
+                        assert_eq!(t.ingress_port(Node::Switch(other), there), port);
+                    }
+                }
+            }
+        }
+    }
 }

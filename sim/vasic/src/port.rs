@@ -81,6 +81,8 @@ pub(crate) struct Port {
     pub(crate) hdcq: Option<HdcqIdeal>,
     free_at_ns: f64,
     samples: Vec<f64>,
+    /// Queues a PFC PAUSE holds (IEEE 802.1Qbb): they keep and admit packets but do not send.
+    paused: Vec<bool>,
 }
 
 impl Port {
@@ -111,6 +113,7 @@ impl Port {
             hdcq,
             free_at_ns: 0.0,
             samples: Vec::new(),
+            paused: vec![false; n],
         }
     }
 
@@ -118,9 +121,37 @@ impl Port {
         self.bytes.iter().sum()
     }
 
-    /// When the transmitter next starts a packet, if anything is queued.
+    /// Bytes the transmitter may send: those of queues no PAUSE holds.
+    fn sendable(&self) -> u64 {
+        self.bytes.iter().zip(&self.paused).filter(|(_, &p)| !p).map(|(b, _)| b).sum()
+    }
+
+    /// When the transmitter next starts a packet, if anything sendable is queued.
     pub(crate) fn next_start_ns(&self) -> Option<f64> {
-        (self.held() > 0).then_some(self.free_at_ns)
+        (self.sendable() > 0).then_some(self.free_at_ns)
+    }
+
+    /// PAUSE (true) or RESUME (false) queue `q` at `now_ns` (after `run_until(now_ns)`): a
+    /// packet already started is finished, the next one waits. A resumed queue rejoins the
+    /// round robin, and an idle transmitter restarts no earlier than now.
+    pub(crate) fn set_paused(&mut self, now_ns: f64, q: usize, paused: bool) {
+        if self.paused[q] == paused {
+            return;
+        }
+        if !paused {
+            if self.sendable() == 0 {
+                self.free_at_ns = self.free_at_ns.max(now_ns);
+            }
+            if !self.queues[q].is_empty() {
+                self.scheduler.on_backlogged(q, now_ns);
+            }
+        }
+        self.paused[q] = paused;
+    }
+
+    /// Whether a PAUSE holds queue `q`.
+    pub(crate) fn is_paused(&self, q: usize) -> bool {
+        self.paused[q]
     }
 
     fn tx_ns(&self, bytes: u32) -> f64 {
@@ -129,12 +160,12 @@ impl Port {
 
     /// Sends every packet whose transmission starts at or before `now_ns`.
     pub(crate) fn run_until(&mut self, index: usize, now_ns: f64, pool: &mut Pool, out: &mut Vec<Departure>) {
-        while self.free_at_ns <= now_ns && self.held() > 0 {
+        while self.free_at_ns <= now_ns && self.sendable() > 0 {
             let start = self.free_at_ns;
             self.samples.clear();
-            let queues = &self.queues;
-            let picked =
-                self.scheduler.pick(start, |q| queues[q].front().map(|p| p.bytes), &mut self.samples);
+            let (queues, paused) = (&self.queues, &self.paused);
+            let head = |q: usize| if paused[q] { None } else { queues[q].front().map(|p| p.bytes) };
+            let picked = self.scheduler.pick(start, head, &mut self.samples);
             let Some(q) = picked else { break };
             let Some(packet) = self.queues[q].pop_front() else { break };
             let len = u64::from(packet.bytes);
@@ -169,6 +200,7 @@ impl Port {
         let len = u64::from(packet.bytes);
         let (q, hdcq_mark) = self.hdcq_route(now_ns, addressed, &packet);
         let port_idle = self.held() == 0;
+        let transmitter_idle = self.sendable() == 0;
         if port_idle {
             if let Some(m) = self.mqecn.as_mut() {
                 m.on_idle(now_ns - self.free_at_ns);
@@ -188,7 +220,7 @@ impl Port {
                     self.counters[q].wred_ecn_marked_packets += 1;
                     self.counters[q].wred_ecn_marked_bytes += len;
                 }
-                self.push(now_ns, q, packet, port_idle, pool);
+                self.push(now_ns, q, packet, transmitter_idle, pool);
             }
         }
         outcome
@@ -266,9 +298,9 @@ impl Port {
         }
     }
 
-    fn push(&mut self, now_ns: f64, q: usize, packet: Packet, port_idle: bool, pool: &mut Pool) {
+    fn push(&mut self, now_ns: f64, q: usize, packet: Packet, transmitter_idle: bool, pool: &mut Pool) {
         let len = u64::from(packet.bytes);
-        if port_idle {
+        if transmitter_idle && !self.paused[q] {
             self.free_at_ns = self.free_at_ns.max(now_ns);
         }
         if self.queues[q].is_empty() {

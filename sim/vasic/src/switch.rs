@@ -161,6 +161,29 @@ impl Vasic {
         Ok(())
     }
 
+    /// PFC (IEEE 802.1Qbb): a PAUSE (`paused` true) stops `port`'s `queue` from sending at
+    /// `now_ns`, a RESUME lets it go on. The queue still admits packets while paused; a packet
+    /// whose transmission started before `now_ns` is finished (its departure is returned by
+    /// the next [`Vasic::advance`]).
+    pub fn set_paused(
+        &mut self,
+        now_ns: f64,
+        port: usize,
+        queue: usize,
+        paused: bool,
+    ) -> Result<(), VasicError> {
+        self.check_queue(port, queue)?;
+        self.advance_to(now_ns)?;
+        self.ports[port].set_paused(now_ns, queue, paused);
+        Ok(())
+    }
+
+    /// Whether a PFC PAUSE holds `port`'s `queue`.
+    pub fn is_paused(&self, port: usize, queue: usize) -> Result<bool, VasicError> {
+        self.check_queue(port, queue)?;
+        Ok(self.ports[port].is_paused(queue))
+    }
+
     /// Replaces a queue's buffer limit.
     pub fn set_buffer_limit(
         &mut self,
