@@ -20,11 +20,16 @@
   from S more senders at once; the short flows' average FCT as S grows, at 1 Gb/s (Fig. 8a)
   and at 10 Gb/s with more senders (Fig. 9); HDCQ's promotion in flow order, always, and
   not at all.
+- ``lossless``: an incast into a lossless class with sluice's computed PFC (XOFF point,
+  headroom, xon) and DCQCN's ECN against the same run with Kmax above the XOFF point
+  (``bench/netsim_lossless.py``): lossless drops, pause time and frames, FCT of the incast and
+  of a victim flow from one of its senders.
 
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
 3000), ``... pias-sets`` (``--sets``, ``--leaves``, ``--seeds``), ``... mqecn``, ``... dynaq``,
-``... qjump``, ``... hdcq`` (``--senders`` and ``--senders-10g`` choose S, ``--seeds`` the
-seeds, ``--no-sack`` TCP without SACK). Results are recorded in docs/reproductions.md.
+``... qjump``, ``... lossless`` (``--incast`` the senders), ``... hdcq`` (``--senders`` and
+``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK). Results
+are recorded in docs/reproductions.md.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bench import netsim_lossless
 from bench.pias_mlfq import mlfq_optimum
 from controller.qos.buffers import dynaq_bounds
 from controller.qos.pias import demotion_thresholds, load_workload
@@ -956,6 +962,48 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
     print("\n".join(rows))
 
 
+def lossless(incast: list[int]) -> None:
+    """PFC and DCQCN under incast: the computed configuration against Kmax above XOFF."""
+    rows = [
+        "| senders | case | lossless drops | pause time (us) | budget (us) | PAUSE frames"
+        " | peak group (B) | CNPs | incast mean FCT (us) | victim FCT (us) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    measured = {n: netsim_lossless.measure(NETSIM, n) for n in incast}
+    for n, cases in measured.items():
+        budget = netsim_lossless.pause_budget_us(n)
+        for name, o in cases.items():
+            rows.append(
+                f"| {n} | {name} | {o.lossless_drops} | {o.pause_us:.1f} | {budget:.1f}"
+                f" | {o.pause_frames} | {o.peak_group_bytes} | {o.cnps}"
+                f" | {o.incast_mean_fct_us:.0f} | {o.victim_fct_us:.0f} |"
+            )
+    plt = pyplot()
+    fig, (pause_ax, fct_ax) = plt.subplots(1, 2, figsize=(10, 4))
+    names = list(next(iter(measured.values())))
+    for name in names:
+        runs = [measured[n][name] for n in incast]
+        pause_ax.plot(incast, [o.pause_us for o in runs], marker="o", label=name)
+        fct_ax.plot(incast, [o.victim_fct_us for o in runs], marker="o", label=f"victim, {name}")
+        fct_ax.plot(
+            incast,
+            [o.incast_mean_fct_us for o in runs],
+            marker="s",
+            ls="--",
+            label=f"incast, {name}",
+        )
+    budgets = [netsim_lossless.pause_budget_us(n) for n in incast]
+    pause_ax.plot(incast, budgets, ls=":", color="grey", label="budget")
+    pause_ax.set(
+        xlabel="senders", ylabel="pause time, summed over ingress ports (us)", title="PFC pauses"
+    )
+    fct_ax.set(xlabel="senders", ylabel="FCT (us)", title="FCT")
+    pause_ax.legend()
+    fct_ax.legend(fontsize="small")
+    save(fig, "netsim_lossless.png")
+    print("\n".join(rows))
+
+
 def save(fig: Any, name: str) -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -965,7 +1013,9 @@ def save(fig: Any, name: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("which", choices=["pias", "pias-sets", "mqecn", "dynaq", "qjump", "hdcq"])
+    parser.add_argument(
+        "which", choices=["pias", "pias-sets", "mqecn", "dynaq", "qjump", "hdcq", "lossless"]
+    )
     parser.add_argument("--flows", type=int, default=3000)
     parser.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.6, 0.7, 0.8])
     parser.add_argument("--workloads", nargs="+", default=["websearch", "datamining"])
@@ -973,6 +1023,8 @@ def main(argv: list[str] | None = None) -> int:
     # Fig. 9's 10 Gb/s sweep (1000-4000) is opt-in: a run takes minutes (docs/reproductions.md).
     parser.add_argument("--senders-10g", type=int, nargs="*", default=[])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    # lossless: incast degrees (senders into one receiver).
+    parser.add_argument("--incast", type=int, nargs="+", default=[4, 8, 16, 32])
     # pias-sets: which threshold sets beside DCTCP (default: all of pias_threshold_sets).
     parser.add_argument("--sets", nargs="*", default=[])
     # pias-sets: leaves of 16 hosts (PIAS's fabric has 9; with fewer, each host link carries
@@ -992,6 +1044,8 @@ def main(argv: list[str] | None = None) -> int:
         dynaq()
     elif args.which == "hdcq":
         hdcq(args.senders, args.senders_10g, args.seeds, not args.no_sack)
+    elif args.which == "lossless":
+        lossless(args.incast)
     else:
         qjump()
     return 0
