@@ -1,0 +1,100 @@
+//! PFC in the fabric (IEEE 802.1Qbb): a lossless queue under incast pauses its upstream
+//! instead of dropping, the headroom takes what is in flight, pauses spread hop by hop when the
+//! congested port's ingress is a fabric link, and a group with too little headroom loses
+//! packets and counts them. TCP without ECN runs over the lossless queue (nothing slows it
+//! but PFC), so every run keeps pausing.
+
+#![allow(clippy::unwrap_used)]
+
+use netsim::pfc::PfcThresholds;
+use netsim::qos::{FabricQos, Lossless};
+use netsim::sim::Fabric;
+use netsim::tcp::{CongestionControl, TcpConfig};
+use netsim::topology::LeafSpine;
+use netsim::workload::FlowSpec;
+
+const XOFF: u64 = 30_000;
+
+fn newreno() -> TcpConfig {
+    TcpConfig { cc: CongestionControl::NewReno, ecn: false, ..TcpConfig::default() }
+}
+
+fn lossless(headroom_bytes: u64) -> FabricQos {
+    let pfc =
+        PfcThresholds { xoff_bytes: XOFF, xon_bytes: XOFF - 6_000, headroom_bytes, pause_quanta: u16::MAX };
+    // The egress buffer is not the limit: only the ingress groups are.
+    let qos = FabricQos::dctcp(u64::MAX / 8, 64_000_000);
+    FabricQos { lossless: Some(Lossless { queues: vec![0], pfc, ecn: None, dcqcn: None }), ..qos }
+}
+
+fn flow(src: usize, dst: usize) -> FlowSpec {
+    FlowSpec { src, dst, bytes: 3_000_000, start_ns: 0.0, class: 0 }
+}
+
+#[test]
+fn an_incast_pauses_its_senders_and_loses_nothing() {
+    // Three hosts send 3 MB each to a fourth under one leaf, 10 Gb/s links of 1 us.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    // After PAUSE the group still gets, worked by hand: the packet that crossed XOFF (1500 B),
+    // what the sender puts on the wire while PAUSE travels 1 us (1250 B at 10 Gb/s), the
+    // packet it had begun (1500 B), and the 1 us of wire behind it (1250 B): 5500 B.
+    let in_flight = 1_500 + 1_250 + 1_500 + 1_250;
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    let mut fabric = Fabric::new(topo, lossless(in_flight), newreno(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let tally = fabric.tally();
+    assert_eq!(tally.dropped_packets, 0);
+    assert_eq!(tally.lossless_dropped_packets, 0);
+    assert!(fabric.results().iter().all(|r| r.fct_ns.is_some() && r.retransmits == 0));
+    let pfc = fabric.pfc_report().unwrap();
+    assert!(pfc.leaf_down.pause_frames > 0);
+    assert_eq!(pfc.all.overflow_packets, 0);
+    assert!(pfc.all.peak_bytes > XOFF && pfc.all.peak_bytes <= XOFF + in_flight, "{}", pfc.all.peak_bytes);
+    // Only the host ports' groups paused (the only ingress of the congested port).
+    assert_eq!(pfc.leaf_up.pause_frames + pfc.spine.pause_frames, 0);
+    // The paused senders kept the egress queue to the three groups' share of it.
+    let egress = fabric.switch_counters(0, 0, 0).unwrap();
+    assert!(egress.watermark_bytes <= 3 * (XOFF + in_flight), "{}", egress.watermark_bytes);
+    // Every pause was resumed by the end, and the pauses were most of the run: the senders
+    // can only go at a third of their line rate together.
+    assert_eq!(pfc.all.resume_frames, pfc.leaf_down.resume_frames);
+    assert!(pfc.all.resume_frames > 0);
+    let run_ns = fabric.results().iter().filter_map(|r| r.fct_ns).fold(0.0, f64::max);
+    assert!(pfc.all.paused_ns > run_ns, "paused {} ns over a {} ns run", pfc.all.paused_ns, run_ns);
+}
+
+#[test]
+fn pauses_spread_to_the_spine_and_the_far_leaf_when_the_fabric_is_faster() {
+    // Three hosts under leaf 1 send to a host under leaf 0 over 40 Gb/s fabric links: the
+    // congested port is leaf 0's port to the receiver, whose only ingress is the uplink; its
+    // group pauses the spine, whose group from leaf 1 pauses leaf 1's uplink, whose groups
+    // pause the hosts.
+    let topo =
+        LeafSpine { leaves: 2, spines: 1, hosts_per_leaf: 4, fabric_link_bps: 40e9, ..LeafSpine::default() };
+    // In flight at 40 Gb/s over 1 us, as above: 1500 + 5000 + 1500 + 5000 B.
+    let in_flight = 13_000;
+    let flows = [flow(5, 0), flow(6, 0), flow(7, 0)];
+    let mut fabric = Fabric::new(topo, lossless(in_flight), newreno(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let pfc = fabric.pfc_report().unwrap();
+    assert_eq!(fabric.tally().dropped_packets, 0);
+    assert!(fabric.results().iter().all(|r| r.fct_ns.is_some()));
+    assert!(pfc.leaf_up.pause_frames > 0, "leaf 0's uplink paused the spine");
+    assert!(pfc.spine.pause_frames > 0, "the spine paused leaf 1's uplink");
+    assert!(pfc.leaf_down.pause_frames > 0, "leaf 1 paused its hosts");
+    assert_eq!(pfc.all.overflow_packets, 0);
+}
+
+#[test]
+fn too_little_headroom_loses_lossless_packets_and_counts_them() {
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    // One packet of headroom: what the link holds after PAUSE does not fit.
+    let mut fabric = Fabric::new(topo, lossless(1_500), newreno(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let (tally, pfc) = (fabric.tally(), fabric.pfc_report().unwrap());
+    assert!(tally.lossless_dropped_packets > 0);
+    assert_eq!(tally.lossless_dropped_packets, pfc.all.overflow_packets);
+    assert_eq!(tally.dropped_packets, tally.lossless_dropped_packets);
+    assert!(pfc.all.peak_bytes <= XOFF + 1_500);
+}
