@@ -981,17 +981,13 @@ def lossless(incast: list[int]) -> None:
     plt = pyplot()
     fig, (pause_ax, fct_ax) = plt.subplots(1, 2, figsize=(10, 4))
     names = list(next(iter(measured.values())))
-    for name in names:
+    for color, name in zip(("C0", "C1"), names, strict=True):
         runs = [measured[n][name] for n in incast]
-        pause_ax.plot(incast, [o.pause_us for o in runs], marker="o", label=name)
-        fct_ax.plot(incast, [o.victim_fct_us for o in runs], marker="o", label=f"victim, {name}")
-        fct_ax.plot(
-            incast,
-            [o.incast_mean_fct_us for o in runs],
-            marker="s",
-            ls="--",
-            label=f"incast, {name}",
-        )
+        pause_ax.plot(incast, [o.pause_us for o in runs], marker="o", color=color, label=name)
+        victim = [o.victim_fct_us for o in runs]
+        fct_ax.plot(incast, victim, marker="o", color=color, label=f"victim, {name}")
+        mean = [o.incast_mean_fct_us for o in runs]
+        fct_ax.plot(incast, mean, marker="s", ls="--", color=color, label=f"incast, {name}")
     budgets = [netsim_lossless.pause_budget_us(n) for n in incast]
     pause_ax.plot(incast, budgets, ls=":", color="grey", label="budget")
     pause_ax.set(
