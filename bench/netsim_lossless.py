@@ -28,14 +28,11 @@ paper's §4 concern).
 
 from __future__ import annotations
 
-import csv
-import json
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.netsim_run import run_with_rows
 from controller.qos.lossless import (
     DCQCN_PAPER,
     SPEED_OF_LIGHT_IN_MEDIA_M_PER_S,
@@ -138,23 +135,6 @@ def incast_config(
     }
 
 
-def run(netsim: Path, config: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """netsim's summary and per-flow rows for one run."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path, rows = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
-        path.write_text(json.dumps(config))
-        out = subprocess.run(
-            [str(netsim), "run", "--quiet", "--config", str(path), "--csv", str(rows)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        with rows.open(newline="") as handle:
-            flows = list(csv.DictReader(handle))
-    summary: dict[str, Any] = json.loads(out.stdout)
-    return summary, flows
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one run measured."""
@@ -199,6 +179,6 @@ def measure(netsim: Path, senders: int, bytes_each: int = INCAST_BYTES) -> dict[
     """Both cases for one incast degree."""
     port = computed_port()
     return {
-        c.name: outcome(*run(netsim, incast_config(port, c.ecn, senders, bytes_each)))
+        c.name: outcome(*run_with_rows(netsim, incast_config(port, c.ecn, senders, bytes_each)))
         for c in cases(port)
     }

@@ -35,7 +35,6 @@ are recorded in docs/reproductions.md.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import subprocess
@@ -45,6 +44,7 @@ from types import ModuleType
 from typing import Any
 
 from bench import netsim_lossless
+from bench.netsim_run import run_with_rows
 from bench.pias_mlfq import mlfq_optimum
 from controller.qos.buffers import dynaq_bounds
 from controller.qos.pias import demotion_thresholds, load_workload
@@ -131,16 +131,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
 
 def run_flows(config: dict[str, Any]) -> list[dict[str, str]]:
     """A run's per-flow rows (netsim's --csv: bytes, fct_ns, timeouts, ...)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        conf, rows = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
-        conf.write_text(json.dumps(config))
-        subprocess.run(
-            [str(NETSIM), "run", "--quiet", "--config", str(conf), "--csv", str(rows)],
-            check=True,
-            capture_output=True,
-        )
-        with rows.open(newline="") as handle:
-            return list(csv.DictReader(handle))
+    return run_with_rows(NETSIM, config)[1]
 
 
 def pias_fabric(leaves: int = 9) -> dict[str, Any]:
@@ -877,18 +868,8 @@ def hdcq_config(
 
 def run_with_flows(config: dict[str, Any]) -> tuple[dict[str, Any], list[list[str]]]:
     """A run's summary and its per-flow CSV rows (netsim's ``--csv`` columns)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path, csv_path = Path(tmp) / "run.json", Path(tmp) / "flows.csv"
-        path.write_text(json.dumps(config))
-        out = subprocess.run(
-            [str(NETSIM), "run", "--quiet", "--config", str(path), "--csv", str(csv_path)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
-    summary: dict[str, Any] = json.loads(out.stdout)
-    return summary, rows
+    summary, rows = run_with_rows(NETSIM, config)
+    return summary, [list(row.values()) for row in rows]
 
 
 def hdcq_point(

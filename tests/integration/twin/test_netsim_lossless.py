@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from bench import netsim_lossless as lossless
+from bench.netsim_run import run_with_rows
 from controller.errors import KmaxAboveXoff
 from controller.qos.lossless import LosslessQueue, port_lossless
 from controller.settings import TwinSettings
@@ -65,7 +66,7 @@ def test_headroom_short_of_what_is_in_flight_is_a_reported_loss() -> None:
     # trip and the frame the peer has begun bring more.
     short = replace(port, headroom=replace(port.headroom, xoff_bytes=1_500))
     config = lossless.incast_config(short, lossless.cases(port)[1].ecn, SENDERS)
-    summary, flows = lossless.run(NETSIM, config)
+    summary, flows = run_with_rows(NETSIM, config)
     out = lossless.outcome(summary, flows)
     assert out.lossless_drops > 0
     assert summary["pfc"]["all"]["overflow_packets"] == out.lossless_drops
