@@ -49,6 +49,9 @@ SPECTRUM_2 = HeadroomPlatform(
     cell_bytes=144, pipeline_latency_bytes=18_432, mac_phy_delay_bytes=819.2
 )
 LINK_GBPS = 100
+# Across the spine the fabric links are faster than the hosts', so the congested port is the
+# receiver's and its only ingress is the leaf's uplink.
+FABRIC_GBPS = 400
 CABLE_M = 5.0
 MTU_BYTES = 1_500
 PORT_BUFFER_BYTES = 2_000_000
@@ -70,9 +73,10 @@ class Case:
     ecn: DcqcnEcn
 
 
-def computed_port() -> PortLossless:
-    """sluice's lossless figures for the example's port, checked (Kmax 200 KB passes)."""
-    group = headroom(LINK_GBPS, CABLE_M, MTU_BYTES, SPECTRUM_2)
+def computed_port(speed_gbps: int = LINK_GBPS) -> PortLossless:
+    """sluice's lossless figures for the example's port at this speed, checked (Kmax 200 KB
+    passes)."""
+    group = headroom(speed_gbps, CABLE_M, MTU_BYTES, SPECTRUM_2)
     queues = [LosslessQueue(PRIORITY, DCQCN_PAPER)]
     return port_lossless("Ethernet0", PORT_BUFFER_BYTES, queues, group)
 
@@ -83,16 +87,36 @@ def cases(port: PortLossless) -> list[Case]:
     return [Case("computed (Kmax < XOFF)", DCQCN_PAPER), Case("control (Kmax > XOFF)", control)]
 
 
+def pfc(port: PortLossless) -> dict[str, int]:
+    """netsim's PFC thresholds for a port: PAUSE at sluice's XOFF point, the profile's xoff as
+    headroom above it, RESUME its xon below it."""
+    point, group = port.xoff_point_bytes, port.headroom
+    return {
+        "xoff_bytes": point,
+        "xon_bytes": point - group.xon_bytes,
+        "headroom_bytes": group.xoff_bytes,
+    }
+
+
 def incast_config(
-    port: PortLossless, ecn: DcqcnEcn, senders: int, bytes_each: int = INCAST_BYTES
+    port: PortLossless,
+    ecn: DcqcnEcn,
+    senders: int,
+    bytes_each: int = INCAST_BYTES,
+    fabric_port: PortLossless | None = None,
 ) -> dict[str, Any]:
-    """netsim's run: one leaf, host 0 the receiver, hosts 1..N the senders, host N+1 the
-    victim's receiver; every flow in the lossless class (queue 3)."""
+    """netsim's run, every flow in the lossless class (queue 3). On one leaf (no
+    ``fabric_port``): host 0 the receiver, hosts 1..N the senders, host N+1 the victim's
+    receiver. Across the spine (``fabric_port``: the 400 Gb/s fabric ports' figures): the
+    receiver under leaf 0, the senders and the victim's receiver under leaf 1."""
     delay_ns = CABLE_M / SPEED_OF_LIGHT_IN_MEDIA_M_PER_S * 1e9
     queues: list[dict[str, Any]] = [{"sched": {"dwrr": 1}} for _ in range(8)]
     queues[CNP_QUEUE] = {"sched": "strict"}
-    point, group = port.xoff_point_bytes, port.headroom
-    pairs = [(s, 0) for s in range(1, senders + 1)] + [(1, senders + 1)]
+    hosts = senders + 2
+    # Where the senders and the victim's receiver sit: leaf 0, or leaf 1 across the spine.
+    base = 0 if fabric_port is None else hosts
+    victim_dst = senders + 1 if fabric_port is None else hosts
+    pairs = [(base + s, 0) for s in range(1, senders + 1)] + [(base + 1, victim_dst)]
     flows = [
         {"src": src, "dst": dst, "bytes": bytes_each, "start_ns": 0.0, "class": PRIORITY}
         for src, dst in pairs
@@ -100,11 +124,11 @@ def incast_config(
     return {
         "seed": 1,
         "topology": {
-            "leaves": 1,
+            "leaves": 1 if fabric_port is None else 2,
             "spines": 1,
-            "hosts_per_leaf": senders + 2,
+            "hosts_per_leaf": hosts,
             "host_link_bps": LINK_GBPS * 1e9,
-            "fabric_link_bps": LINK_GBPS * 1e9,
+            "fabric_link_bps": (LINK_GBPS if fabric_port is None else FABRIC_GBPS) * 1e9,
             "host_link_delay_ns": delay_ns,
             "fabric_link_delay_ns": delay_ns,
         },
@@ -117,11 +141,10 @@ def incast_config(
             "ack_queue": CNP_QUEUE,
             "lossless": {
                 "queues": [PRIORITY],
-                "pfc": {
-                    "xoff_bytes": point,
-                    "xon_bytes": point - group.xon_bytes,
-                    "headroom_bytes": group.xoff_bytes,
-                },
+                "pfc": pfc(port),
+                "pfc_ports": {}
+                if fabric_port is None
+                else {"leaf_up": pfc(fabric_port), "spine": pfc(fabric_port)},
                 "ecn": {
                     "kmin_bytes": ecn.kmin_bytes,
                     "kmax_bytes": ecn.kmax_bytes,
@@ -141,6 +164,8 @@ class Outcome:
 
     lossless_drops: int
     pause_us: float
+    host_pause_us: float
+    fabric_pause_us: float
     pause_frames: int
     peak_group_bytes: int
     cnps: int
@@ -161,6 +186,9 @@ def outcome(summary: dict[str, Any], flows: list[dict[str, str]]) -> Outcome:
     return Outcome(
         lossless_drops=int(pfc["lossless_dropped_packets"]),
         pause_us=float(pfc["all"]["paused_ns"]) / 1e3,
+        host_pause_us=float(pfc["leaf_down"]["paused_ns"]) / 1e3,
+        fabric_pause_us=(float(pfc["leaf_up"]["paused_ns"]) + float(pfc["spine"]["paused_ns"]))
+        / 1e3,
         pause_frames=int(pfc["all"]["pause_frames"]),
         peak_group_bytes=int(pfc["all"]["peak_bytes"]),
         cnps=int(pfc["cnps"]),
@@ -175,10 +203,15 @@ def pause_budget_us(senders: int, bytes_each: int = INCAST_BYTES) -> float:
     return PAUSE_BUDGET_SHARE * senders * bytes_each * 8 / (LINK_GBPS * 1e9) * 1e6
 
 
-def measure(netsim: Path, senders: int, bytes_each: int = INCAST_BYTES) -> dict[str, Outcome]:
-    """Both cases for one incast degree."""
+def measure(
+    netsim: Path, senders: int, bytes_each: int = INCAST_BYTES, across_spine: bool = False
+) -> dict[str, Outcome]:
+    """Both cases for one incast degree, on one leaf or across the spine."""
     port = computed_port()
+    fabric_port = computed_port(FABRIC_GBPS) if across_spine else None
     return {
-        c.name: outcome(*run_with_rows(netsim, incast_config(port, c.ecn, senders, bytes_each)))
+        c.name: outcome(
+            *run_with_rows(netsim, incast_config(port, c.ecn, senders, bytes_each, fabric_port))
+        )
         for c in cases(port)
     }

@@ -943,22 +943,32 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
     print("\n".join(rows))
 
 
-def lossless(incast: list[int]) -> None:
-    """PFC and DCQCN under incast: the computed configuration against Kmax above XOFF."""
+def lossless_table(measured: dict[int, dict[str, netsim_lossless.Outcome]]) -> list[str]:
+    """One markdown row per incast degree and case."""
     rows = [
-        "| senders | case | lossless drops | pause time (us) | budget (us) | PAUSE frames"
-        " | peak group (B) | CNPs | incast mean FCT (us) | victim FCT (us) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| senders | case | lossless drops | pause time (us): all | hosts paused | fabric paused"
+        " | budget (us) | PAUSE frames | peak group (B) | CNPs | incast mean FCT (us)"
+        " | victim FCT (us) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    measured = {n: netsim_lossless.measure(NETSIM, n) for n in incast}
     for n, cases in measured.items():
         budget = netsim_lossless.pause_budget_us(n)
         for name, o in cases.items():
             rows.append(
-                f"| {n} | {name} | {o.lossless_drops} | {o.pause_us:.1f} | {budget:.1f}"
-                f" | {o.pause_frames} | {o.peak_group_bytes} | {o.cnps}"
-                f" | {o.incast_mean_fct_us:.0f} | {o.victim_fct_us:.0f} |"
+                f"| {n} | {name} | {o.lossless_drops} | {o.pause_us:.1f} | {o.host_pause_us:.1f}"
+                f" | {o.fabric_pause_us:.1f} | {budget:.1f} | {o.pause_frames}"
+                f" | {o.peak_group_bytes} | {o.cnps} | {o.incast_mean_fct_us:.0f}"
+                f" | {o.victim_fct_us:.0f} |"
             )
+    return rows
+
+
+def lossless(incast: list[int]) -> None:
+    """PFC and DCQCN under incast: the computed configuration against Kmax above XOFF, on one
+    leaf (the plot) and across the spine."""
+    measured = {n: netsim_lossless.measure(NETSIM, n) for n in incast}
+    spine = {n: netsim_lossless.measure(NETSIM, n, across_spine=True) for n in incast}
+    rows = ["One leaf:", *lossless_table(measured), "", "Across the spine:", *lossless_table(spine)]
     plt = pyplot()
     fig, (pause_ax, fct_ax) = plt.subplots(1, 2, figsize=(10, 4))
     names = list(next(iter(measured.values())))

@@ -297,6 +297,10 @@ pub struct Lossless {
     pub queues: Vec<usize>,
     /// Every switch ingress port's group of each lossless priority.
     pub pfc: PfcThresholds,
+    /// The groups of ports of a kind, where they differ (a port's headroom and XOFF point
+    /// follow its speed and cable: sluice computes them per port).
+    #[serde(default)]
+    pub pfc_ports: PfcKinds,
     /// The lossless queues' ECN ramp on switch ports (DCQCN's CP), in place of their
     /// `ecn_k_bytes`; none: no marking.
     #[serde(default)]
@@ -312,6 +316,30 @@ impl Lossless {
     pub fn group_of(&self, queue: usize) -> Option<usize> {
         self.queues.iter().position(|&q| q == queue)
     }
+
+    /// The groups' thresholds on a port of `kind`.
+    pub fn pfc_of(&self, kind: PortKind) -> PfcThresholds {
+        let own = match kind {
+            PortKind::LeafDown => self.pfc_ports.leaf_down,
+            PortKind::LeafUp => self.pfc_ports.leaf_up,
+            PortKind::Spine => self.pfc_ports.spine,
+        };
+        own.unwrap_or(self.pfc)
+    }
+}
+
+/// PFC thresholds per port kind (any left out take `Lossless::pfc`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PfcKinds {
+    /// Leaf ports facing hosts.
+    #[serde(default)]
+    pub leaf_down: Option<PfcThresholds>,
+    /// Leaf ports facing spines.
+    #[serde(default)]
+    pub leaf_up: Option<PfcThresholds>,
+    /// Spine ports.
+    #[serde(default)]
+    pub spine: Option<PfcThresholds>,
 }
 
 /// A RED-like ECN ramp: no mark below Kmin, probability rising to Pmax at Kmax, every ECT

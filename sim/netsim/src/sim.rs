@@ -1013,7 +1013,11 @@ fn priority_groups(topo: &LeafSpine, qos: &FabricQos) -> Result<Vec<Vec<Vec<Prio
         .map(|sw| {
             topo.port_speeds(sw)
                 .into_iter()
-                .map(|bps| lossless.queues.iter().map(|_| PriorityGroup::new(lossless.pfc, bps)).collect())
+                .enumerate()
+                .map(|(port, bps)| {
+                    let pfc = lossless.pfc_of(topo.port_kind(sw, port));
+                    lossless.queues.iter().map(|_| PriorityGroup::new(pfc, bps)).collect()
+                })
                 .collect::<Result<Vec<Vec<_>>, PfcError>>()
         })
         .collect::<Result<_, _>>()

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use netsim::pfc::PfcThresholds;
-use netsim::qos::{FabricQos, Lossless};
+use netsim::qos::{FabricQos, Lossless, PfcKinds};
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
 use netsim::topology::LeafSpine;
@@ -24,7 +24,16 @@ fn lossless(headroom_bytes: u64) -> FabricQos {
         PfcThresholds { xoff_bytes: XOFF, xon_bytes: XOFF - 6_000, headroom_bytes, pause_quanta: u16::MAX };
     // The egress buffer is not the limit: only the ingress groups are.
     let qos = FabricQos::dctcp(u64::MAX / 8, 64_000_000);
-    FabricQos { lossless: Some(Lossless { queues: vec![0], pfc, ecn: None, dcqcn: None }), ..qos }
+    FabricQos {
+        lossless: Some(Lossless {
+            queues: vec![0],
+            pfc,
+            pfc_ports: PfcKinds::default(),
+            ecn: None,
+            dcqcn: None,
+        }),
+        ..qos
+    }
 }
 
 fn flow(src: usize, dst: usize) -> FlowSpec {
@@ -71,10 +80,21 @@ fn pauses_spread_to_the_spine_and_the_far_leaf_when_the_fabric_is_faster() {
     // pause the hosts.
     let topo =
         LeafSpine { leaves: 2, spines: 1, hosts_per_leaf: 4, fabric_link_bps: 40e9, ..LeafSpine::default() };
-    // In flight at 40 Gb/s over 1 us, as above: 1500 + 5000 + 1500 + 5000 B.
-    let in_flight = 13_000;
+    // In flight at 40 Gb/s over 1 us, as above: 1500 + 5000 + 1500 + 5000 B; the fabric
+    // ports' groups pause at 60 KB with that headroom, the host ports' as before.
+    let fabric_xoff = 60_000;
+    let fabric_pfc = PfcThresholds {
+        xoff_bytes: fabric_xoff,
+        xon_bytes: fabric_xoff - 6_000,
+        headroom_bytes: 13_000,
+        pause_quanta: u16::MAX,
+    };
+    let mut qos = lossless(5_500);
+    if let Some(l) = qos.lossless.as_mut() {
+        l.pfc_ports = PfcKinds { leaf_down: None, leaf_up: Some(fabric_pfc), spine: Some(fabric_pfc) };
+    }
     let flows = [flow(5, 0), flow(6, 0), flow(7, 0)];
-    let mut fabric = Fabric::new(topo, lossless(in_flight), newreno(), &flows, 1).unwrap();
+    let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
     fabric.run(1e9, &mut |_| {}).unwrap();
     let pfc = fabric.pfc_report().unwrap();
     assert_eq!(fabric.tally().dropped_packets, 0);
@@ -83,6 +103,15 @@ fn pauses_spread_to_the_spine_and_the_far_leaf_when_the_fabric_is_faster() {
     assert!(pfc.spine.pause_frames > 0, "the spine paused leaf 1's uplink");
     assert!(pfc.leaf_down.pause_frames > 0, "leaf 1 paused its hosts");
     assert_eq!(pfc.all.overflow_packets, 0);
+    // Each kind of port paused at its own point.
+    assert!(pfc.leaf_down.peak_bytes <= XOFF + 5_500, "{}", pfc.leaf_down.peak_bytes);
+    for kind in [pfc.leaf_up, pfc.spine] {
+        assert!(
+            kind.peak_bytes >= fabric_xoff && kind.peak_bytes <= fabric_xoff + 13_000,
+            "{}",
+            kind.peak_bytes
+        );
+    }
 }
 
 #[test]

@@ -2,8 +2,9 @@
 a lossless class with sluice's computed XOFF point, headroom, xon and DCQCN ECN loses nothing
 and pauses within its budget, and the same run with Kmax above the XOFF point (the intent
 sluice refuses) pauses far more and slows a victim flow, both measured in the same runs; a
-group whose headroom cannot take what is in flight loses packets and says so. Four runs of
-well under a second each."""
+group whose headroom cannot take what is in flight loses packets and says so. Across the
+spine, the computed configuration's pauses stay between switches while the control's reach
+the hosts. Seven runs of well under a second each."""
 
 from __future__ import annotations
 
@@ -71,3 +72,17 @@ def test_headroom_short_of_what_is_in_flight_is_a_reported_loss() -> None:
     assert out.lossless_drops > 0
     assert summary["pfc"]["all"]["overflow_packets"] == out.lossless_drops
     assert out.unfinished > 0
+
+
+def test_across_the_spine_computed_pauses_stay_in_the_fabric_the_control_reaches_hosts() -> None:
+    # The receiver's only ingress is its leaf's uplink, which holds the whole incast: the
+    # senders' line-rate start overshoots Kmax there and the uplink's group pauses the spine
+    # even with the computed ECN; with Kmax above XOFF the pauses spread on to the hosts.
+    measured = lossless.measure(NETSIM, SENDERS, across_spine=True)
+    computed, control = measured["computed (Kmax < XOFF)"], measured["control (Kmax > XOFF)"]
+    assert computed.lossless_drops == control.lossless_drops == 0
+    assert computed.host_pause_us == 0
+    assert computed.fabric_pause_us > 0
+    assert control.host_pause_us > 0
+    assert control.fabric_pause_us > computed.fabric_pause_us
+    assert control.victim_fct_us > 1.5 * computed.victim_fct_us
