@@ -221,8 +221,9 @@ struct InFlight {
     slots: Vec<Option<Meta>>,
     /// When each packet was last put in a device's queue, ns.
     queued_ns: Vec<f64>,
-    /// The switch ingress port whose lossless priority group holds each packet now.
-    ingress: Vec<Option<usize>>,
+    /// The switch ingress port and lossless group (index among the lossless queues) that
+    /// hold each packet now.
+    ingress: Vec<Option<(usize, usize)>>,
     free: Vec<usize>,
     live_bytes: u64,
 }
@@ -255,14 +256,14 @@ impl InFlight {
         self.queued_ns.get(handle as usize).copied().unwrap_or(0.0)
     }
 
-    fn set_ingress(&mut self, handle: u64, port: Option<usize>) {
+    fn set_ingress(&mut self, handle: u64, group: Option<(usize, usize)>) {
         if let Some(slot) = self.ingress.get_mut(handle as usize) {
-            *slot = port;
+            *slot = group;
         }
     }
 
-    /// The ingress port holding the packet in its priority group, now released from it.
-    fn take_ingress(&mut self, handle: u64) -> Option<usize> {
+    /// The ingress port and group holding the packet, now released from them.
+    fn take_ingress(&mut self, handle: u64) -> Option<(usize, usize)> {
         self.ingress.get_mut(handle as usize)?.take()
     }
 
@@ -631,7 +632,7 @@ impl Fabric {
                 Some((sw, first_port)) => {
                     let port = first_port + d.port;
                     self.hops.switch_port(sw, port, class, wait_ns);
-                    self.leave_group(sw, d.queue, d.packet)?;
+                    self.leave_group(sw, d.packet);
                     let (node, delay) = self.topo.next_hop(sw, port);
                     (node, delay, self.topo.ingress_port(Node::Switch(sw), port))
                 }
@@ -671,7 +672,7 @@ impl Fabric {
                     return Ok(());
                 }
                 Admission::Held(frame) => {
-                    self.in_flight.set_ingress(packet.seq, Some(ingress));
+                    self.in_flight.set_ingress(packet.seq, Some((ingress, g)));
                     if let Some(frame) = frame {
                         self.send_pfc_frame(sw, ingress, queue, frame);
                     }
@@ -683,7 +684,7 @@ impl Fabric {
                 self.hops.switch_dropped(sw, port, class);
                 if group.is_some() {
                     self.tally.lossless_dropped_packets += 1;
-                    self.leave_group(sw, queue, packet)?;
+                    self.leave_group(sw, packet);
                 }
                 self.drop_packet(packet);
             }
@@ -799,13 +800,14 @@ impl Fabric {
 
     /// A packet leaves switch `sw` (or is dropped there): its ingress group lets it go, and
     /// sends RESUME if that takes it below XON.
-    fn leave_group(&mut self, sw: usize, queue: usize, packet: Packet) -> Result<(), SimError> {
-        let Some(g) = self.group_index(queue) else { return Ok(()) };
-        let Some(ingress) = self.in_flight.take_ingress(packet.seq) else { return Ok(()) };
-        if let Some(frame) = self.groups[sw][ingress][g].release(self.now_ns, u64::from(packet.bytes)) {
+    /// The group is the one that admitted it, whatever queue it left by.
+    fn leave_group(&mut self, sw: usize, packet: Packet) {
+        let Some((ingress, g)) = self.in_flight.take_ingress(packet.seq) else { return };
+        let queue = self.qos.lossless.as_ref().and_then(|l| l.queues.get(g).copied());
+        let frame = self.groups[sw][ingress][g].release(self.now_ns, u64::from(packet.bytes));
+        if let (Some(frame), Some(queue)) = (frame, queue) {
             self.send_pfc_frame(sw, ingress, queue, frame);
         }
-        Ok(())
     }
 
     /// Switch `sw` sends a PFC frame for `queue`'s priority out of `port`: it stops or
@@ -905,7 +907,8 @@ impl Fabric {
         let payload = spec.bytes.saturating_sub(offset).clamp(1, mss);
         let queue = self.qos.data_queue(offset, spec.class);
         let meta = Meta::Data { seg, sent_ns: self.now_ns, queue };
-        let ect = self.flows[f].sender.config().ect();
+        // RoCEv2 NICs send DCQCN's packets ECN-capable, whatever the TCP configuration says.
+        let ect = self.flows[f].rp.is_some() || self.flows[f].sender.config().ect();
         self.transmit(spec.src, f as u32, meta, (payload + HEADER_BYTES) as u32, ect)
     }
 

@@ -6,8 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use netsim::dcqcn::DcqcnParams;
 use netsim::pfc::PfcThresholds;
-use netsim::qos::{FabricQos, Lossless, PfcKinds};
+use netsim::qos::{EcnRamp, FabricQos, Lossless, PfcKinds};
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
 use netsim::topology::LeafSpine;
@@ -126,4 +127,39 @@ fn too_little_headroom_loses_lossless_packets_and_counts_them() {
     assert_eq!(tally.lossless_dropped_packets, pfc.all.overflow_packets);
     assert_eq!(tally.dropped_packets, tally.lossless_dropped_packets);
     assert!(pfc.all.peak_bytes <= XOFF + 1_500);
+}
+
+#[test]
+fn dcqcn_senders_slow_down_on_cnps_before_the_groups_pause() {
+    // Three DCQCN senders into one host at 10 Gb/s; the lossless queue marks on a ramp from
+    // 5 KB to 20 KB (Pmax 10 %), well below XOFF (30 KB a group, 90 KB for the queue). The
+    // fabric's TCP says no ECN: DCQCN's packets are ECN-capable all the same.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    let run = |ecn: Option<EcnRamp>| {
+        let mut qos = lossless(5_500);
+        if let Some(l) = qos.lossless.as_mut() {
+            l.ecn = ecn;
+            l.dcqcn = Some(DcqcnParams::default());
+        }
+        let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
+        fabric.run(1e9, &mut |_| {}).unwrap();
+        assert!(fabric.results().iter().all(|r| r.fct_ns.is_some()));
+        assert_eq!(fabric.tally().dropped_packets, 0);
+        (fabric.tally(), fabric.pfc_report().unwrap())
+    };
+    let (marked, marked_pfc) = run(Some(EcnRamp { kmin_bytes: 5_000, kmax_bytes: 20_000, pmax_pct: 10 }));
+    let (unmarked, unmarked_pfc) = run(None);
+    assert!(marked.marked_packets > 0 && marked.cnps > 0);
+    assert!(marked.cnps <= marked.marked_packets);
+    assert_eq!((unmarked.marked_packets, unmarked.cnps), (0, 0));
+    // Without marks only PFC holds the line-rate senders back; with them the senders slow
+    // down and pause far less.
+    assert!(unmarked_pfc.all.pause_frames > 0);
+    assert!(
+        marked_pfc.all.paused_ns * 10.0 < unmarked_pfc.all.paused_ns,
+        "{} vs {}",
+        marked_pfc.all.paused_ns,
+        unmarked_pfc.all.paused_ns
+    );
 }
