@@ -217,18 +217,40 @@ pub struct PortQos {
     pub k_std_bytes: Option<f64>,
 }
 
-/// Per-kind port settings (any left out take the fabric-wide ones).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct PortKinds {
+/// Per-kind port settings (any left out take the fabric-wide ones): port buffers and
+/// thresholds (`PortQos`), or PFC's thresholds (`PfcThresholds`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PortKinds<T = PortQos> {
     /// Leaf ports down to hosts.
-    #[serde(default)]
-    pub leaf_down: Option<PortQos>,
+    #[serde(default = "none")]
+    pub leaf_down: Option<T>,
     /// Leaf ports up to spines.
-    #[serde(default)]
-    pub leaf_up: Option<PortQos>,
+    #[serde(default = "none")]
+    pub leaf_up: Option<T>,
     /// Spine ports.
-    #[serde(default)]
-    pub spine: Option<PortQos>,
+    #[serde(default = "none")]
+    pub spine: Option<T>,
+}
+
+fn none<T>() -> Option<T> {
+    None
+}
+
+impl<T> Default for PortKinds<T> {
+    fn default() -> Self {
+        Self { leaf_down: None, leaf_up: None, spine: None }
+    }
+}
+
+impl<T> PortKinds<T> {
+    /// The setting of ports of `kind`, if given.
+    pub fn get(&self, kind: PortKind) -> Option<&T> {
+        match kind {
+            PortKind::LeafDown => self.leaf_down.as_ref(),
+            PortKind::LeafUp => self.leaf_up.as_ref(),
+            PortKind::Spine => self.spine.as_ref(),
+        }
+    }
 }
 
 /// How a switch's buffer is shared.
@@ -300,7 +322,7 @@ pub struct Lossless {
     /// The groups of ports of a kind, where they differ (a port's headroom and XOFF point
     /// follow its speed and cable: sluice computes them per port).
     #[serde(default)]
-    pub pfc_ports: PfcKinds,
+    pub pfc_ports: PortKinds<PfcThresholds>,
     /// The lossless queues' ECN ramp on switch ports (DCQCN's CP), in place of their
     /// `ecn_k_bytes`; none: no marking.
     #[serde(default)]
@@ -319,27 +341,8 @@ impl Lossless {
 
     /// The groups' thresholds on a port of `kind`.
     pub fn pfc_of(&self, kind: PortKind) -> PfcThresholds {
-        let own = match kind {
-            PortKind::LeafDown => self.pfc_ports.leaf_down,
-            PortKind::LeafUp => self.pfc_ports.leaf_up,
-            PortKind::Spine => self.pfc_ports.spine,
-        };
-        own.unwrap_or(self.pfc)
+        self.pfc_ports.get(kind).copied().unwrap_or(self.pfc)
     }
-}
-
-/// PFC thresholds per port kind (any left out take `Lossless::pfc`).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct PfcKinds {
-    /// Leaf ports facing hosts.
-    #[serde(default)]
-    pub leaf_down: Option<PfcThresholds>,
-    /// Leaf ports facing spines.
-    #[serde(default)]
-    pub leaf_up: Option<PfcThresholds>,
-    /// Spine ports.
-    #[serde(default)]
-    pub spine: Option<PfcThresholds>,
 }
 
 /// A RED-like ECN ramp: no mark below Kmin, probability rising to Pmax at Kmax, every ECT
@@ -474,11 +477,7 @@ impl FabricQos {
 
     /// The settings of ports of `kind`, if they differ from the fabric-wide ones.
     fn port_qos(&self, kind: PortKind) -> Option<&PortQos> {
-        match kind {
-            PortKind::LeafDown => self.ports.leaf_down.as_ref(),
-            PortKind::LeafUp => self.ports.leaf_up.as_ref(),
-            PortKind::Spine => self.ports.spine.as_ref(),
-        }
+        self.ports.get(kind)
     }
 
     /// The buffer of a port of `kind`, bytes.

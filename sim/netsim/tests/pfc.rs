@@ -8,7 +8,7 @@
 
 use netsim::dcqcn::DcqcnParams;
 use netsim::pfc::PfcThresholds;
-use netsim::qos::{EcnRamp, FabricQos, Lossless, PfcKinds};
+use netsim::qos::{EcnRamp, FabricQos, Lossless, PortKinds};
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
 use netsim::topology::LeafSpine;
@@ -29,7 +29,7 @@ fn lossless(headroom_bytes: u64) -> FabricQos {
         lossless: Some(Lossless {
             queues: vec![0],
             pfc,
-            pfc_ports: PfcKinds::default(),
+            pfc_ports: PortKinds::default(),
             ecn: None,
             dcqcn: None,
         }),
@@ -92,7 +92,7 @@ fn pauses_spread_to_the_spine_and_the_far_leaf_when_the_fabric_is_faster() {
     };
     let mut qos = lossless(5_500);
     if let Some(l) = qos.lossless.as_mut() {
-        l.pfc_ports = PfcKinds { leaf_down: None, leaf_up: Some(fabric_pfc), spine: Some(fabric_pfc) };
+        l.pfc_ports = PortKinds { leaf_down: None, leaf_up: Some(fabric_pfc), spine: Some(fabric_pfc) };
     }
     let flows = [flow(5, 0), flow(6, 0), flow(7, 0)];
     let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
