@@ -45,8 +45,9 @@ pub struct DcqcnParams {
 
 impl Default for DcqcnParams {
     /// The DCQCN paper's parameters (SIGCOMM 2015, §3 and its parameter table): g = 1/256,
-    /// K = 55 us, T = 55 us, B = 10 MB, F = 5, R_AI = 40 Mb/s, N = 50 us. R_HAI (10 R_AI)
-    /// and the rate floor (10 Mb/s) are netsim's choices.
+    /// K = 55 us, T = 55 us, B = 10 MB, F = 5, R_AI = 40 Mb/s, N = 50 us (as recalled from
+    /// the paper, not checked against its text here: docs/netsim.md). R_HAI (10 R_AI) and the
+    /// rate floor (10 Mb/s) are netsim's choices.
     fn default() -> Self {
         Self {
             g: 1.0 / 256.0,
