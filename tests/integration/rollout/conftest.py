@@ -34,8 +34,8 @@ from tests.integration.southbound.conftest import USERNAME, Fabric
 from tests.support.controller_services import OPERATOR as OPERATOR
 from tests.support.controller_services import ControllerServices
 from tests.support.worker import running_worker
-from vsonic.db import APPL_DB, redis_key
-from vsonic.seed import Neighbour, lldp_entry
+from vsonic.db import APPL_DB, CONFIG_DB, redis_key
+from vsonic.seed import Neighbour, config_entries, lldp_entry, roce_ready_config
 
 # The southbound tests' virtual switches, shared as fixtures of this folder too.
 fabric = southbound.fabric
@@ -63,6 +63,23 @@ def load_neighbours(fabric: Fabric) -> None:
             for i, (port, peer, peer_port) in enumerate(links)
         }
         fabric.switches[name].store.write_atomically(APPL_DB, entries)
+
+
+def make_roce_ready(fabric: Fabric) -> None:
+    """Every switch ready for RoCE as its operator runs it (``roce_ready_config`` on all its
+    ports), and LLDP everywhere."""
+    for switch in fabric.intent.switches:
+        ports = [p.name for p in switch.ports]
+        store = fabric.switches[switch.name].store
+        store.write_atomically(CONFIG_DB, dict(config_entries(roce_ready_config(ports))))
+    load_neighbours(fabric)
+
+
+def set_fields(fabric: Fabric, switch: str, table: str, key: str, **fields: str) -> None:
+    """Set ``fields`` of one CONFIG_DB entry of one switch, as ``config`` would."""
+    store = fabric.switches[switch].store
+    current = fabric.switches[switch].config_db()[f"{table}|{key}"]
+    store.write_atomically(CONFIG_DB, {redis_key(CONFIG_DB, table, key): current | fields})
 
 
 @contextmanager

@@ -23,20 +23,13 @@ from controller.services.tokens import AccessRole
 from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
 from tests.integration.southbound.conftest import Fabric
-from vsonic.db import CONFIG_DB, redis_key
-from vsonic.seed import config_entries, roce_ready_config
 
-from .conftest import load_neighbours, worker_for
+from .conftest import make_roce_ready, set_fields, worker_for
 
 
 @pytest.fixture
 def lossless(fabric: Fabric) -> Fabric:
-    """Every switch ready for RoCE on all its ports, LLDP everywhere."""
-    for switch in fabric.intent.switches:
-        ports = [p.name for p in switch.ports]
-        store = fabric.switches[switch.name].store
-        store.write_atomically(CONFIG_DB, dict(config_entries(roce_ready_config(ports))))
-    load_neighbours(fabric)
+    make_roce_ready(fabric)
     return fabric
 
 
@@ -64,13 +57,6 @@ def sluice(lossless: Fabric, db_url: str, tmp_path: Path) -> Iterator[Any]:
         yield run
 
 
-def alter(fabric: Fabric, switch: str, table: str, key: str, **fields: str) -> None:
-    """Set ``fields`` of one CONFIG_DB entry of one switch, as ``config`` would."""
-    store = fabric.switches[switch].store
-    current = fabric.switches[switch].config_db()[f"{table}|{key}"]
-    store.write_atomically(CONFIG_DB, {redis_key(CONFIG_DB, table, key): current | fields})
-
-
 def findings(answer: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     found = [f for group in ("links", "ports") for item in answer[group] for f in item["findings"]]
     found += answer["unreachable"]
@@ -89,9 +75,9 @@ def test_check_roce_names_the_altered_end_of_each_link(lossless: Fabric, sluice:
 
     # One end of three links altered: a PFC priority, a lossless DSCP's class (leaf2's map,
     # on both its uplinks), an MTU.
-    alter(lossless, "spine1", "PORT_QOS_MAP", "Ethernet0", pfc_enable="3")
-    alter(lossless, "leaf2", "DSCP_TO_TC_MAP", "AZURE", **{"4": "1"})
-    alter(lossless, "spine2", "PORT", "Ethernet4", mtu="1500")
+    set_fields(lossless, "spine1", "PORT_QOS_MAP", "Ethernet0", pfc_enable="3")
+    set_fields(lossless, "leaf2", "DSCP_TO_TC_MAP", "AZURE", **{"4": "1"})
+    set_fields(lossless, "spine2", "PORT", "Ethernet4", mtu="1500")
     code, shown = sluice("check", "roce", "--json")
     assert code == ExitCode.CHECK_FAILED, shown
     answer = json.loads(shown)
