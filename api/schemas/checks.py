@@ -7,7 +7,6 @@ from pydantic import BaseModel, Field
 from api.schemas.adopting import ENDPOINTS_MAX, EndpointIn, SwitchName
 from api.schemas.common import Strict
 from controller.services.checks import RoceCheckInfo
-from controller.sonic.roce import Finding
 
 
 class RoceCheckIn(Strict):
@@ -35,10 +34,6 @@ class FindingOut(BaseModel):
     expected: str
     found: str
     reason: str
-
-    @classmethod
-    def of(cls, finding: Finding) -> FindingOut:
-        return cls.model_validate(finding.as_json())
 
 
 class LinkCheckOut(BaseModel):

@@ -32,9 +32,12 @@ FINDING_HEADERS = ("KIND", "END", "FIELD", "EXPECTED", "FOUND")
 # pure renderers
 
 
+def _findings(count: int) -> str:
+    return f"{count} finding{'' if count == 1 else 's'}"
+
+
 def _result(item: JsonObject) -> str:
-    count = len(item.get("findings") or [])
-    return "ok" if item.get("ok") else f"{count} finding{'s' if count != 1 else ''}"
+    return "ok" if item.get("ok") else _findings(len(item.get("findings") or []))
 
 
 def _priorities(item: JsonObject) -> str:
@@ -67,8 +70,7 @@ def finding_rows(findings: Sequence[JsonObject]) -> list[Row]:
 def summary_line(answer: JsonObject) -> str:
     links = answer.get("links") or []
     ports = answer.get("ports") or []
-    count = len(findings_of(answer))
-    verdict = "ready for RoCE" if answer.get("ok") else f"{count} findings"
+    verdict = "ready for RoCE" if answer.get("ok") else _findings(len(findings_of(answer)))
     return (
         f"{len(links)} links, {len(ports)} ports with PFC: {verdict} "
         f"(discovery {answer.get('discovery_id')})"
