@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -48,6 +49,10 @@ def sluice(lossless: Fabric, db_url: str, tmp_path: Path) -> Iterator[Any]:
         }
 
         def run(*args: str) -> tuple[int, str]:
+            if args[0] == "GET":  # the API itself, as the command line's token
+                headers = {"Authorization": f"Bearer {env['SLUICE_API_TOKEN']}"}
+                answer = httpx.get(f"{url}/api/v1{args[1]}", headers=headers, timeout=30)
+                return answer.status_code, answer.text
             result = CliRunner().invoke(app, list(args), env=env, obj=CliDeps())
             return result.exit_code, result.stdout + result.stderr
 
@@ -97,6 +102,11 @@ def test_check_roce_names_the_altered_end_of_each_link(lossless: Fabric, sluice:
         ],
     }
     assert all(port["ok"] for port in answer["ports"])
+    # The discovery stays recorded: the API judges it again, alike.
+    status, again = sluice("GET", f"/checks/roce/{answer['discovery_id']}")
+    assert status == 200, again
+    assert json.loads(again) == answer
+    assert sluice("GET", "/checks/roce/999999")[0] == 404
 
     # The table names the same ends; a switch that does not answer is named as one.
     lossless.switches["spine2"].stop()
