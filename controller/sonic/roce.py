@@ -97,6 +97,17 @@ class Finding:
         }
 
 
+def _judged(
+    where: dict[str, Any], priorities: tuple[int, ...], findings: tuple[Finding, ...]
+) -> dict[str, Any]:
+    return {
+        **where,
+        "priorities": list(priorities),
+        "ok": not findings,
+        "findings": [f.as_json() for f in findings],
+    }
+
+
 @dataclass(frozen=True)
 class LinkCheck:
     """One fabric link's two ends compared."""
@@ -113,13 +124,8 @@ class LinkCheck:
         return not self.findings
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "a": f"{self.a}:{self.a_port}",
-            "b": f"{self.b}:{self.b_port}",
-            "priorities": list(self.priorities),
-            "ok": self.ok,
-            "findings": [f.as_json() for f in self.findings],
-        }
+        ends = {"a": f"{self.a}:{self.a_port}", "b": f"{self.b}:{self.b_port}"}
+        return _judged(ends, self.priorities, self.findings)
 
 
 @dataclass(frozen=True)
@@ -136,12 +142,7 @@ class PortCheck:
         return not self.findings
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "port": f"{self.switch}:{self.port}",
-            "priorities": list(self.priorities),
-            "ok": self.ok,
-            "findings": [f.as_json() for f in self.findings],
-        }
+        return _judged({"port": f"{self.switch}:{self.port}"}, self.priorities, self.findings)
 
 
 @dataclass(frozen=True)

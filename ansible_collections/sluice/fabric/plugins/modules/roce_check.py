@@ -16,6 +16,7 @@ description:
     entries of those priorities, and the MTU; the end that differs from the rest of the fabric
     is named. Every port with PFC on must give each lossless priority headroom (a
     C(BUFFER_PG) with a lossless profile) and a PFC watchdog.
+  - With no O(switches) and no O(endpoints), every switch of the current intent is checked.
   - The switches are left as they are; the module only reads, in check mode too. Each call
     records a discovery in sluice.
 author: sluice developers (!UNKNOWN)
@@ -23,30 +24,8 @@ version_added: 0.2.0
 extends_documentation_fragment:
   - sluice.fabric.api
   - sluice.fabric.info
+  - sluice.fabric.switches
 options:
-  switches:
-    description: Switches of the current intent, by name; none (and no endpoints) checks every one.
-    type: list
-    elements: str
-    default: []
-  endpoints:
-    description: Switches the intent does not have yet.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The name to give the switch.
-        type: str
-        required: true
-      gnmi:
-        description: Its gNMI endpoint (C(address), C(port), optionally C(target)).
-        type: dict
-        required: true
-      credential_ref:
-        description: Where its gNMI credential lives (C(env:NAME), C(file:/path)); never the secret.
-        type: str
-        required: true
   fail_on_findings:
     description: Fail the task when there is any finding (a switch not read among them).
     type: bool
@@ -105,17 +84,12 @@ discovery_id:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sluice.fabric.plugins.module_utils.api import (
-    ApiError,
-    SluiceApi,
     api_argument_spec,
+    post_switches,
+    switches_argument_spec,
 )
 
 RETURNED = ("ok", "links", "ports", "unreachable", "discovery_id")
-ENDPOINT_SPEC = {
-    "name": {"type": "str", "required": True},
-    "gnmi": {"type": "dict", "required": True},
-    "credential_ref": {"type": "str", "required": True},
-}
 
 
 def every_finding(answer: dict) -> list:
@@ -130,22 +104,12 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             **api_argument_spec(),
-            "switches": {"type": "list", "elements": "str", "default": []},
-            "endpoints": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": ENDPOINT_SPEC,
-            },
+            **switches_argument_spec(),
             "fail_on_findings": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
-    body = {"switches": module.params["switches"], "endpoints": module.params["endpoints"]}
-    try:
-        answer = SluiceApi.from_params(module.params).post("/checks/roce", body).data
-    except ApiError as exc:
-        module.fail_json(msg=str(exc), status=exc.status, problem=exc.problem)
+    answer = post_switches(module, "/checks/roce")
     findings = every_finding(answer)
     result = {key: answer[key] for key in RETURNED}
     result["findings"] = findings
