@@ -8,9 +8,11 @@ SAI-named statistics as decimal strings, all zero at boot.
 
 A switch an operator already runs holds more: ``operator_qos_config`` is the QoS config a
 Trident2 switch (Force10-S6000) gets from SONiC's default templates at ``config load``, with
-two lossless priorities and PFC; ``SwitchSeed.neighbours`` are the LLDP neighbours SONiC's
-lldp syncd would have written to APPL_DB. The tests of adopting a running switch start from
-them, on vsonic and on SONiC's own software alike.
+two lossless priorities and PFC (``roce_ready_config`` adds their priority groups' lossless
+profile and the PFC watchdog, as a switch ready for RoCE has them); ``SwitchSeed.neighbours``
+are the LLDP neighbours SONiC's lldp syncd would have written to APPL_DB. The tests of
+adopting a running switch start from them, on vsonic and on SONiC's own software alike, and
+the RoCE check's from ``roce_ready_config``.
 """
 
 from __future__ import annotations

@@ -397,7 +397,7 @@ def _headroom_finding(discovery: Discovery, qos: _PortQos, priority: int) -> Fin
 
 def _watchdog_finding(discovery: Discovery, qos: _PortQos, priority: int) -> Finding | None:
     port = qos.port
-    if (("PFC_WD", port)) not in discovery.qos:
+    if ("PFC_WD", port) not in discovery.qos:
         return Finding(
             WATCHDOG,
             discovery.switch,
