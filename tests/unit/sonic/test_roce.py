@@ -3,8 +3,14 @@ every lossless priority has headroom and a watchdog; each mismatch named on its 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+
 import pytest
 
+from controller.errors import Conflict
+from controller.services.checks import roce_of
+from controller.services.discoveries import DiscoveryInfo
 from controller.sonic.roce import (
     DSCP_TO_TC,
     HEADROOM,
@@ -173,3 +179,16 @@ def test_a_switch_not_read_is_named_and_its_links_are_not_compared() -> None:
     assert len(check.links) == 2
     assert not check.ok
     assert check.as_json()["unreachable"][0]["reason"] == "gNMI unavailable: connection refused"
+
+
+def test_a_discovery_is_judged_once_done_and_a_pending_one_is_a_conflict() -> None:
+    fabric = discovered(on("spine1", "PORT_QOS_MAP", "Ethernet0", pfc_enable="3"))
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    done = DiscoveryInfo(
+        7, "done", "op", at, at, tuple(fabric), {}, None, None, None, None, ()
+    )  # fmt: skip
+    judged = roce_of(done)
+    assert judged.discovery_id == 7
+    assert named(judged.check) == named(checked(fabric))
+    with pytest.raises(Conflict, match="discovery 8 is pending"):
+        roce_of(replace(done, id=8, state="pending", found=()))
