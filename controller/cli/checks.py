@@ -4,7 +4,6 @@ this shows the answer: every link and every lossless port, and each finding name
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -21,7 +20,7 @@ from controller.cli.adopting import (
 from controller.cli.app import run_with_api, say
 from controller.cli.client import WORKER_WAIT_S, ApiClient
 from controller.cli.exit_codes import ExitCode
-from controller.cli.render import Row, table
+from controller.cli.render import Row, dump, table
 from controller.types import JsonObject
 
 LINK_HEADERS = ("END A", "END B", "LOSSLESS", "RESULT")
@@ -105,7 +104,7 @@ def roce(
             "POST", "/checks/roce", json=body, wait_s=WORKER_WAIT_S
         ).json()
         if as_json:
-            print(json.dumps(answer, indent=2))
+            print(dump(answer, "json"))  # plain print: scripts parse it
         else:
             out.print(table(LINK_HEADERS, link_rows(answer)))
             findings = findings_of(answer)
