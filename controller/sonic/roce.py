@@ -466,7 +466,16 @@ def check_roce(
     )
     ports = tuple(check for d in discoveries for check in _port_checks(d))
     unreachable = tuple(
-        Finding(UNREACHABLE, switch, None, "", "read over gNMI", "not read", reason)
+        # The worker's reason may start with the switch's name, which the finding's end says.
+        Finding(
+            UNREACHABLE,
+            switch,
+            None,
+            "",
+            "read over gNMI",
+            "not read",
+            reason.removeprefix(f"{switch}: "),
+        )
         for switch, reason in sorted(errors.items())
     )
     return RoceCheck(links, ports, unreachable)

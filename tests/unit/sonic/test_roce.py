@@ -174,7 +174,7 @@ def test_a_priority_group_from_the_tc_map_and_dynamic_headroom() -> None:
 
 def test_a_switch_not_read_is_named_and_its_links_are_not_compared() -> None:
     fabric = [d for d in discovered() if d.switch != "spine2"]
-    check = checked(fabric, {"spine2": "gNMI unavailable: connection refused"})
+    check = checked(fabric, {"spine2": "spine2: gNMI unavailable: connection refused"})
     assert named(check) == [(UNREACHABLE, "spine2", "", "read over gNMI", "not read")]
     assert len(check.links) == 2
     assert not check.ok
