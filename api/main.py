@@ -22,6 +22,7 @@ from api.errors import install_error_handlers
 from api.openapi import install_openapi
 from api.routes import (
     audit,
+    checks,
     dashboard,
     diff,
     discoveries,
@@ -101,7 +102,7 @@ def create_app(
     app.include_router(health.router)
     # host_runs before hosts: /hosts/runs is the run list, not a host named "runs".
     routers = (intent, switches, host_runs, hosts, service_classes, fabric, plans, diff, audit)
-    adopting = (discoveries, releases)
+    adopting = (discoveries, checks, releases)
     routers_more = (tokens, rollouts, drift, reconcile, twin_runs, tuning, telemetry, *adopting)
     for module in (*routers, *routers_more):
         guard_bodies(module.router)  # authorise before reading a body (api/body.py)

@@ -83,6 +83,8 @@ UPSTREAM = {
     "plan_hosts": (504,),
     "apply_hosts": (504,),
     "request_discovery": (504,),
+    "check_roce": (504,),
+    "get_roce_check": (409,),  # its discovery still pending: the worker has not read it yet
 }
 # Writes that create what they name when it did not exist (``mark_written``: 201).
 MAY_CREATE = ("put_", "replace_intent")

@@ -8,9 +8,11 @@ SAI-named statistics as decimal strings, all zero at boot.
 
 A switch an operator already runs holds more: ``operator_qos_config`` is the QoS config a
 Trident2 switch (Force10-S6000) gets from SONiC's default templates at ``config load``, with
-two lossless priorities and PFC; ``SwitchSeed.neighbours`` are the LLDP neighbours SONiC's
-lldp syncd would have written to APPL_DB. The tests of adopting a running switch start from
-them, on vsonic and on SONiC's own software alike.
+two lossless priorities and PFC (``roce_ready_config`` adds their priority groups' lossless
+profile and the PFC watchdog, as a switch ready for RoCE has them); ``SwitchSeed.neighbours``
+are the LLDP neighbours SONiC's lldp syncd would have written to APPL_DB. The tests of
+adopting a running switch start from them, on vsonic and on SONiC's own software alike, and
+the RoCE check's from ``roce_ready_config``.
 """
 
 from __future__ import annotations
@@ -317,6 +319,35 @@ def operator_qos_config(ports: Sequence[str], cable_length: str = "5m") -> Confi
         config["BUFFER_QUEUE"][f"{port}|5-6"] = {"profile": "egress_lossy_profile"}
         config["BUFFER_PG"][f"{port}|0"] = {"profile": "ingress_lossy_profile"}
         config["CABLE_LENGTH"]["AZURE"][port] = cable_length
+    return config
+
+
+# What ``pfcwd start_default`` writes per port (sonic-utilities pfcwd/main.py).
+STOCK_WATCHDOG: Fields = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+# The lossless priority groups' profile, in the shape buffermgrd writes for a 40 Gb/s port
+# with a 5 m cable (sonic-swss cfgmgr/buffermgr.cpp ``pg_lossless_<speed>_<cable>_profile``);
+# the figures are illustrative, not a platform's.
+LOSSLESS_PG_PROFILE = "pg_lossless_40000_5m_profile"
+_LOSSLESS_PG_FIELDS: Fields = {
+    "pool": "ingress_lossless_pool",
+    "xon": "18432",
+    "xoff": "55120",
+    "size": "56368",
+    "dynamic_th": "-3",
+}
+
+
+def roce_ready_config(ports: Sequence[str], cable_length: str = "5m") -> ConfigDbJson:
+    """``operator_qos_config`` once the switch is ready for RoCE: the lossless priority groups
+    3-4 of every port on a lossless profile (what buffermgrd adds when the port comes up) and
+    ``pfcwd start_default``'s watchdog on every port."""
+    config = operator_qos_config(ports, cable_length)
+    config["BUFFER_PROFILE"][LOSSLESS_PG_PROFILE] = dict(_LOSSLESS_PG_FIELDS)
+    config["PFC_WD"] = {}
+    for port in ports:
+        low, high = LOSSLESS_PRIORITIES[0], LOSSLESS_PRIORITIES[-1]
+        config["BUFFER_PG"][f"{port}|{low}-{high}"] = {"profile": LOSSLESS_PG_PROFILE}
+        config["PFC_WD"][port] = dict(STOCK_WATCHDOG)
     return config
 
 

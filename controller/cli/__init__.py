@@ -1,7 +1,8 @@
 """The ``sluice`` command line (entry point ``controller.cli:main``); see ``app.py``."""
 
 from controller.cli.adopting import register as register_adopting_commands
-from controller.cli.app import CliDeps, app, main
+from controller.cli.app import CliDeps, app, check_app, main
+from controller.cli.checks import roce
 from controller.cli.hosts import hosts_app
 from controller.cli.inventory import import_switches
 from controller.cli.rollout import register as register_rollout_commands
@@ -20,6 +21,9 @@ register_rollout_commands(app)
 
 # discover, release, adoptions: taking over a running fabric and giving it back.
 register_adopting_commands(app)
+
+# check roce: the running fabric checked through the API (check -f is offline, in app.py).
+check_app.command("roce")(roce)
 
 # health, top: telemetry read through the API.
 register_telemetry_commands(app)

@@ -49,6 +49,20 @@ def parse_endpoint(text: str) -> tuple[str, str, int]:
     return name, host, int(port)
 
 
+def endpoints_body(
+    endpoints: Sequence[str], credential_ref: str, target: str | None
+) -> list[JsonObject]:
+    """The ``endpoints`` of a request from ``--endpoint NAME=HOST:PORT`` options."""
+    found: list[JsonObject] = []
+    for item in endpoints:
+        name, host, port = parse_endpoint(item)
+        gnmi: dict[str, Any] = {"address": host, "port": port}
+        if target is not None:
+            gnmi["target"] = target
+        found.append({"name": name, "gnmi": gnmi, "credential_ref": credential_ref})
+    return found
+
+
 def port_rows(switches: Sequence[JsonObject]) -> list[Row]:
     rows: list[Row] = []
     for found in switches:
@@ -137,22 +151,28 @@ def adoption_rows(items: Sequence[JsonObject]) -> list[Row]:
 # commands
 
 
+EndpointOption = Annotated[
+    list[str] | None,
+    typer.Option("--endpoint", help="NAME=HOST:PORT of a switch the intent lacks (repeat)"),
+]
+CredentialRefOption = Annotated[
+    str,
+    typer.Option("--credential-ref", help="the endpoints' gNMI credential (env:NAME ...)"),
+]
+TargetOption = Annotated[
+    str | None, typer.Option("--target", help="gNMI prefix target (a fleet server)")
+]
+DEFAULT_CREDENTIAL_REF = "env:SLUICE_GNMI_PASSWORD"
+
+
 def discover(
     ctx: typer.Context,
     switches: Annotated[
         list[str] | None, typer.Argument(help="switches of the current intent")
     ] = None,
-    endpoint: Annotated[
-        list[str] | None,
-        typer.Option("--endpoint", help="NAME=HOST:PORT of a switch the intent lacks (repeat)"),
-    ] = None,
-    credential_ref: Annotated[
-        str,
-        typer.Option("--credential-ref", help="the endpoints' gNMI credential (env:NAME ...)"),
-    ] = "env:SLUICE_GNMI_PASSWORD",
-    target: Annotated[
-        str | None, typer.Option("--target", help="gNMI prefix target (a fleet server)")
-    ] = None,
+    endpoint: EndpointOption = None,
+    credential_ref: CredentialRefOption = DEFAULT_CREDENTIAL_REF,
+    target: TargetOption = None,
     per_hop_us: Annotated[
         float | None,
         typer.Option("--per-hop-us", min=0.001, help="forwarding delay per switch (default 1)"),
@@ -171,14 +191,10 @@ def discover(
 ) -> None:
     """Read what running switches are: ports, speeds, neighbours, QoS tables; the fabric's
     topology and RTT; an inventory to review; the declared ports checked against them."""
-    endpoints: list[JsonObject] = []
-    for item in endpoint or []:
-        name, host, port = parse_endpoint(item)
-        gnmi: dict[str, Any] = {"address": host, "port": port}
-        if target is not None:
-            gnmi["target"] = target
-        endpoints.append({"name": name, "gnmi": gnmi, "credential_ref": credential_ref})
-    body: JsonObject = {"switches": list(switches or []), "endpoints": endpoints}
+    body: JsonObject = {
+        "switches": list(switches or []),
+        "endpoints": endpoints_body(endpoint or [], credential_ref, target),
+    }
     if per_hop_us is not None:
         body["per_hop_us"] = per_hop_us
 

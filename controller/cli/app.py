@@ -104,7 +104,8 @@ app = typer.Typer(
     epilog=(
         "Exit codes: 0 ok, 1 unexpected, 2 usage, 3 invalid intent, 4 conflict, "
         "5 unauthenticated/forbidden, 6 not found, 7 API unreachable, "
-        "8 hosts failed, 10 changes (--exit-code), 11/12 rollout watch, 13 not released. "
+        "8 hosts failed, 10 changes (--exit-code), 11/12 rollout watch, 13 not released, "
+        "14 check found something. "
         "See docs/operator-guide.md."
     ),
     no_args_is_help=True,
@@ -412,13 +413,30 @@ def audit(
     run_with_api(ctx, action)
 
 
-@app.command()
+check_app = typer.Typer(
+    name="check",
+    help="Validate an intent file offline (-f FILE), or check the running fabric (roce).",
+    invoke_without_command=True,
+)
+app.add_typer(check_app)
+
+
+@check_app.callback()
 def check(
+    ctx: typer.Context,
     file: Annotated[
-        Path, typer.Option("--file", "-f", exists=True, dir_okay=False, help="intent YAML")
-    ],
+        Path | None,
+        typer.Option("--file", "-f", exists=True, dir_okay=False, help="intent YAML"),
+    ] = None,
 ) -> None:
-    """Validate an intent file offline (no API): every problem with its field, exit 3 if any."""
+    """Validate an intent file offline (no API): every problem with its field, exit 3 if any.
+    ``sluice check roce`` checks the running fabric instead (through the API)."""
+    if ctx.invoked_subcommand is not None:
+        if file is not None:
+            raise typer.BadParameter(f"not with `check {ctx.invoked_subcommand}`", param_hint="-f")
+        return
+    if file is None:
+        raise typer.BadParameter("an intent file to validate, or a check: roce", param_hint="-f")
 
     def call(out: Console) -> ExitCode:
         intent = load_intent_file(file, resolve_names)  # names compared as the API does

@@ -37,6 +37,7 @@ class ExitCode(IntEnum):
     ROLLOUT_NOT_CLEAN = 11  # sluice rollout watch: halted, switches unverified, or rolled back
     ROLLOUT_PAUSED = 12  # sluice rollout watch: paused, waiting for `sluice rollout resume`
     NOT_RELEASED = 13  # sluice release --wait: the worker could not release the switch
+    CHECK_FAILED = 14  # sluice check roce: the fabric has findings
 
 
 # Most specific class first is not needed: the classes are siblings under SluiceError.

@@ -24,11 +24,11 @@ from controller.intent.models import GnmiEndpoint, Intent, Switch
 from controller.reconcile.access import SwitchDiscovery
 from controller.reconcile.fanout import map_parallel
 from controller.services.common import Actor, WorkerWait
-from controller.services.intents import version_intent
+from controller.services.intents import head_intent
 from controller.sonic.discovery import Discovery, port_problems
 from controller.sonic.topology import DEFAULT_PER_HOP_US, estimate_rtt, inventory, topology
 from controller.store.models import Discovery as DiscoveryRow
-from controller.store.repositories import discoveries, intents
+from controller.store.repositories import discoveries
 from controller.types import Clock, JsonObject
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,6 @@ class DiscoveryInfo:
     declared_rtt_us: float | None
     inventory: JsonObject | None
     problems: tuple[FieldProblem, ...]
-
-
-def _intent(session: Session) -> Intent | None:
-    return version_intent(session, intents.head_number(session=session))
 
 
 def _targets(
@@ -168,7 +164,7 @@ class DiscoveryService:
         """Record a discovery of the named intent switches and the given endpoints, wait
         for the worker to answer it, and give what it found."""
         with self._sessions.begin() as session:
-            targets = _targets(names, endpoints, _intent(session))
+            targets = _targets(names, endpoints, head_intent(session))
             request: dict[str, Any] = {"switches": [t.as_json() for t in targets]}
             if per_hop_us is not None:
                 request["per_hop_us"] = per_hop_us
@@ -194,7 +190,7 @@ class DiscoveryService:
             row = discoveries.get(session=session, discovery_id=discovery_id)
             if row is None:
                 raise NotFound(f"discovery {discovery_id} does not exist")
-            return discovery_view(row, _intent(session))
+            return discovery_view(row, head_intent(session))
 
     def answer(self, access: SwitchDiscovery, *, max_parallel: int = 8) -> int:
         """The worker's side: read every switch of every pending request; how many

@@ -374,6 +374,11 @@ def _after(content: JsonObject, draft: _Draft) -> JsonObject | None:
     return None if index is None else dict(entries[index])
 
 
+def head_intent(session: Session) -> Intent | None:
+    """The current intent as stored; None before the first is stored."""
+    return version_intent(session, intents.head_number(session=session))
+
+
 def version_intent(session: Session, number: int) -> Intent | None:
     """Intent version ``number`` as stored (validated when written: only its shape is read);
     None for version 0 or one that does not exist."""

@@ -21,6 +21,7 @@ from controller.prometheus.gate_reads import promql_reader
 from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Reader
 from controller.services.audit import AuditService
+from controller.services.checks import CheckService
 from controller.services.common import WorkerWait
 from controller.services.discoveries import DiscoveryService
 from controller.services.health import HealthService
@@ -58,6 +59,7 @@ class Services:
     telemetry: TelemetryService
     tuning: TuningService
     discoveries: DiscoveryService
+    checks: CheckService
     releases: ReleaseService
     gate_reads: Reader
 
@@ -80,6 +82,7 @@ def open_services(
         sessions = make_sessions(engine)
         wait = WorkerWait(timeout_s=settings.api.worker_wait_s)
         intents = IntentService(sessions, clock=clock, resolve=resolve_names)
+        discoveries = DiscoveryService(sessions, clock=clock, wait=wait)
         yield Services(
             intents=intents,
             plans=PlanService(sessions, clock=clock),
@@ -97,7 +100,8 @@ def open_services(
                 lambda at, window_s: read_summary(promql, at, window_s),
                 clock=clock,
             ),
-            discoveries=DiscoveryService(sessions, clock=clock, wait=wait),
+            discoveries=discoveries,
+            checks=CheckService(sessions, discoveries),
             releases=ReleaseService(sessions, clock=clock),
             gate_reads=promql_reader(promql),
         )

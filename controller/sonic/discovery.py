@@ -6,8 +6,8 @@ The southbound reads a switch once per database it needs (``controller/southboun
 ``PORT_TABLE`` and APPL_DB ``LLDP_ENTRY_TABLE``. ``discover`` turns that ``SwitchRead`` into
 a ``Discovery``:
 
-- ports from CONFIG_DB ``PORT`` (speed in Mb/s, lanes, alias, ``admin_status``, whose
-  default is down, sonic-port.yang), ``BREAKOUT_CFG`` (``brkout_mode``) and ``CABLE_LENGTH``
+- ports from CONFIG_DB ``PORT`` (speed in Mb/s, lanes, alias, ``mtu``, ``admin_status``,
+  whose default is down, sonic-port.yang), ``BREAKOUT_CFG`` (``brkout_mode``) and ``CABLE_LENGTH``
   (``<metres>m`` per port); the operational state from STATE_DB ``PORT_TABLE``;
 - ``DEVICE_METADATA|localhost``: hostname, hwsku, platform, ``buffer_model``
   (traditional or dynamic), ``type`` (ToRRouter, LeafRouter, ...);
@@ -79,6 +79,7 @@ class DiscoveredPort:
     oper_status: str | None = None
     breakout_mode: str | None = None
     cable_m: float | None = None
+    mtu: int | None = None  # PORT mtu; None where CONFIG_DB has none (SONiC then runs 9100)
 
     @property
     def speed_gbps(self) -> float | None:
@@ -95,6 +96,7 @@ class DiscoveredPort:
             "oper_status": self.oper_status,
             "breakout_mode": self.breakout_mode,
             "cable_m": self.cable_m,
+            "mtu": self.mtu,
         }
 
 
@@ -184,6 +186,7 @@ class Discovery:
                     p.get("oper_status"),
                     p.get("breakout_mode"),
                     p.get("cable_m"),
+                    p.get("mtu"),
                 )
                 for p in data.get("ports") or ()
             ),
@@ -234,6 +237,7 @@ def ports_of(
             oper.get("oper_status") or oper.get("netdev_oper_status"),
             config.get((BREAKOUT_CFG, name), {}).get("brkout_mode"),
             cables.get(name),
+            _int(fields.get("mtu")),
         )
     return found
 

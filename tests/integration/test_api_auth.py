@@ -56,6 +56,8 @@ ENDPOINTS += [
 ENDPOINTS += [
     ("POST", "/api/v1/discoveries", AccessRole.OPERATOR),
     ("GET", "/api/v1/discoveries/{discovery_id}", AccessRole.VIEWER),
+    ("POST", "/api/v1/checks/roce", AccessRole.OPERATOR),
+    ("GET", "/api/v1/checks/roce/{discovery_id}", AccessRole.VIEWER),
     ("POST", "/api/v1/releases", AccessRole.OPERATOR),
     ("GET", "/api/v1/releases", AccessRole.VIEWER),
     ("GET", "/api/v1/releases/{release_id}", AccessRole.VIEWER),

@@ -140,6 +140,12 @@ CASES: dict[str, Case] = {
     ),
     "diff version not a number": Case("GET", "/api/v1/diff?from=abc", None, "from"),
     "plan switches not a list": Case("POST", "/api/v1/plans", {"switches": "leaf1"}, "switches"),
+    "roce check of a switch named badly": Case(
+        "POST", "/api/v1/checks/roce", {"switches": ["leaf 1"]}, "switches[0]"
+    ),
+    "roce check with an unknown field": Case(
+        "POST", "/api/v1/checks/roce", {"switch": "leaf1"}, "switch"
+    ),
     "resource name with spaces": Case("GET", "/api/v1/switches/bad%20name", None, "name"),
     # The request is stored before the worker reads it, and PostgreSQL text holds no NUL: it
     # was a 500 (found by the fuzzer).

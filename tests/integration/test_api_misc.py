@@ -98,6 +98,8 @@ def test_openapi_operation_ids_are_stable_and_unique(module_client: TestClient) 
         "get_twin_run",
         "request_discovery",
         "get_discovery",
+        "check_roce",
+        "get_roce_check",
         "request_release",
         "list_releases",
         "get_release",

@@ -23,6 +23,8 @@ from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.services.reconcile import ReconcileService
 from controller.services.releases import ReleaseService
+from controller.sonic.roce import check_roce
+from controller.sonic.topology import topology
 from vsonic.seed import LOSSLESS_PRIORITIES, operator_qos_config
 
 from .conftest import (
@@ -34,6 +36,7 @@ from .conftest import (
     example_leaf,
     full_switch_parts,
 )
+from .streams import wait_for
 
 pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(1800)]  # a hang guard only
 LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # docs/example-intent.yaml
@@ -63,6 +66,35 @@ def brownfield_leaf(controller: RealController) -> Intent:
         if service_class["name"] == "storage":
             service_class["queue"] = 0
     return parse_intent(data)
+
+
+def test_the_roce_check_reads_the_operators_lossless_ports_from_sonic(
+    operated: RealController,
+) -> None:
+    """The RoCE check of the switch as SONiC's gNMI server serves its CONFIG_DB, before the
+    cycle below changes anything: buffermgrd (sonic-swss cfgmgr/buffermgr.cpp) gives every
+    port's lossless groups its lookup-table profile, which is headroom; the operator never
+    started the PFC watchdog, and each port and priority is named for it."""
+    config = operated.switch.db("CONFIG_DB")
+    wait_for(
+        "buffermgrd's lossless priority groups",
+        lambda: all(config.exists(f"BUFFER_PG|{port}|3-4") for port in LEAF_PORTS),
+    )
+    (leaf,) = example_leaf(operated.switch).switches
+    login = leaf.login("")
+    found = operated.access().discover(
+        leaf.name, leaf.gnmi, login.secret_ref, username=login.username or None
+    )
+    check = check_roce([found], topology([found]), {})
+    assert [(p.port, p.priorities) for p in check.ports] == [
+        (port, LOSSLESS_PRIORITIES) for port in LEAF_PORTS
+    ]
+    assert [(f.kind, f.end, f.field) for f in check.findings] == [
+        ("watchdog", f"leaf1:{port}", f"PFC_WD|{port}") for port in LEAF_PORTS for _ in (3, 4)
+    ]
+    profile = found.qos[("BUFFER_PG", "Ethernet0|3-4")]["profile"]
+    assert "xoff" in found.qos[("BUFFER_PROFILE", profile)]
+    assert check.links == ()  # one switch: no fabric link
 
 
 def test_a_running_switch_is_discovered_adopted_repaired_and_given_back_intact(

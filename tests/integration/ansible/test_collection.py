@@ -28,6 +28,7 @@ API_MODULES = (
     "switch_info",
     "rollout_info",
     "discover",
+    "roce_check",
 )
 HOST_MODULES = ("sysctl", "route", "htb", "nft", "host_exporter")
 SANITY_TIMEOUT_S = 1800  # the first run creates one virtual environment per sanity test

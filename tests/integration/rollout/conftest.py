@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from controller.errors import NotFound
 from controller.reconcile.access import GnmiAccess
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutInfo
+from controller.settings import GnmiSettings, Settings, WorkerSettings
 from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.southbound.retry import RetryPolicy
 from controller.store.db import make_engine, make_sessions
@@ -31,11 +33,68 @@ from tests.integration.southbound import conftest as southbound
 from tests.integration.southbound.conftest import USERNAME, Fabric
 from tests.support.controller_services import OPERATOR as OPERATOR
 from tests.support.controller_services import ControllerServices
+from tests.support.worker import running_worker
+from vsonic.db import APPL_DB, CONFIG_DB, redis_key
+from vsonic.seed import Neighbour, config_entries, lldp_entry, roce_ready_config
 
 # The southbound tests' virtual switches, shared as fixtures of this folder too.
 fabric = southbound.fabric
 redis_servers = southbound.redis_servers
 switch_tls = southbound.switch_tls
+
+# Who is cabled to whom in docs/example-intent.yaml (its comments): each leaf's Ethernet48 to
+# spine1 and Ethernet52 to spine2; the spines' Ethernet0 to leaf1 and Ethernet4 to leaf2.
+CABLING = {
+    "leaf1": [("Ethernet48", "spine1", "Ethernet0"), ("Ethernet52", "spine2", "Ethernet0")],
+    "leaf2": [("Ethernet48", "spine1", "Ethernet4"), ("Ethernet52", "spine2", "Ethernet4")],
+    "spine1": [("Ethernet0", "leaf1", "Ethernet48"), ("Ethernet4", "leaf2", "Ethernet48")],
+    "spine2": [("Ethernet0", "leaf1", "Ethernet52"), ("Ethernet4", "leaf2", "Ethernet52")],
+}
+ALL = tuple(CABLING)
+
+
+def load_neighbours(fabric: Fabric) -> None:
+    """APPL_DB ``LLDP_ENTRY_TABLE`` as each switch's lldp syncd would have written it."""
+    for name, links in CABLING.items():
+        entries: dict[str, dict[str, str] | None] = {
+            redis_key(APPL_DB, "LLDP_ENTRY_TABLE", port): lldp_entry(
+                Neighbour(port, peer, peer_port), i
+            )
+            for i, (port, peer, peer_port) in enumerate(links)
+        }
+        fabric.switches[name].store.write_atomically(APPL_DB, entries)
+
+
+def make_roce_ready(fabric: Fabric) -> None:
+    """Every switch ready for RoCE as its operator runs it (``roce_ready_config`` on all its
+    ports), and LLDP everywhere."""
+    for switch in fabric.intent.switches:
+        ports = [p.name for p in switch.ports]
+        store = fabric.switches[switch.name].store
+        store.write_atomically(CONFIG_DB, dict(config_entries(roce_ready_config(ports))))
+    load_neighbours(fabric)
+
+
+def set_fields(fabric: Fabric, switch: str, table: str, key: str, **fields: str) -> None:
+    """Set ``fields`` of one CONFIG_DB entry of one switch, as ``config`` would."""
+    store = fabric.switches[switch].store
+    current = fabric.switches[switch].config_db()[f"{table}|{key}"]
+    store.write_atomically(CONFIG_DB, {redis_key(CONFIG_DB, table, key): current | fields})
+
+
+@contextmanager
+def worker_for(fabric: Fabric, db_url: str) -> Iterator[Settings]:
+    """The real worker over the virtual switches (TLS, password); its settings."""
+    assert fabric.tls is not None
+    assert fabric.tls.root_cert is not None
+    settings = Settings.for_database(
+        db_url,
+        gnmi=GnmiSettings(username=USERNAME, tls_ca=fabric.tls.root_cert, deadline_s=5.0),
+        worker=WorkerSettings(poll_s=0.05, watch_drift=False),
+    )
+    with running_worker(settings, {"SLUICE_GNMI_PASSWORD": fabric.password}):
+        yield settings
+
 
 # Short real sleeps between retries: some tests stop a switch on purpose.
 POLICY = CallPolicy(

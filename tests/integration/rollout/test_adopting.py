@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,51 +30,27 @@ from controller.intent.loader import dump_intent
 from controller.intent.models import GnmiEndpoint
 from controller.reconcile.access import GnmiAccess
 from controller.services.tokens import AccessRole
-from controller.settings import GnmiSettings, Settings, WorkerSettings
 from tests.integration.conftest import StepClock, issue_token, put_intent
 from tests.integration.served import served
 from tests.integration.southbound.conftest import USERNAME, Fabric, VirtualSwitch
-from tests.support.worker import running_worker
-from vsonic.db import APPL_DB, CONFIG_DB, redis_key
+from vsonic.db import CONFIG_DB, redis_key
 from vsonic.seed import (
     Neighbour,
     SwitchSeed,
     config_entries,
     default_ports,
-    lldp_entry,
     operator_qos_config,
     seed_store,
 )
 
-from .conftest import new_pool, resolver_for, wait_for
+from .conftest import ALL, load_neighbours, new_pool, resolver_for, wait_for, worker_for
 
-# Who is cabled to whom in docs/example-intent.yaml (its comments): each leaf's Ethernet48 to
-# spine1 and Ethernet52 to spine2; the spines' Ethernet0 to leaf1 and Ethernet4 to leaf2.
-CABLING = {
-    "leaf1": [("Ethernet48", "spine1", "Ethernet0"), ("Ethernet52", "spine2", "Ethernet0")],
-    "leaf2": [("Ethernet48", "spine1", "Ethernet4"), ("Ethernet52", "spine2", "Ethernet4")],
-    "spine1": [("Ethernet0", "leaf1", "Ethernet48"), ("Ethernet4", "leaf2", "Ethernet48")],
-    "spine2": [("Ethernet0", "leaf1", "Ethernet52"), ("Ethernet4", "leaf2", "Ethernet52")],
-}
-ALL = tuple(CABLING)
 WAIT_S = 120.0  # an upper bound for a loaded machine, never a pass/fail measure
 
 
 def load_operator_config(switch: VirtualSwitch, ports: list[str]) -> None:
     """What ``config load`` of the operator's config_db.json would leave in CONFIG_DB."""
     switch.store.write_atomically(CONFIG_DB, dict(config_entries(operator_qos_config(ports))))
-
-
-def load_neighbours(fabric: Fabric) -> None:
-    """APPL_DB ``LLDP_ENTRY_TABLE`` as each switch's lldp syncd would have written it."""
-    for name, links in CABLING.items():
-        entries: dict[str, dict[str, str] | None] = {
-            redis_key(APPL_DB, "LLDP_ENTRY_TABLE", port): lldp_entry(
-                Neighbour(port, peer, peer_port), i
-            )
-            for i, (port, peer, peer_port) in enumerate(links)
-        }
-        fabric.switches[name].store.write_atomically(APPL_DB, entries)
 
 
 def brownfield(fabric: Fabric) -> dict[str, Any]:
@@ -95,20 +70,6 @@ def operated(fabric: Fabric) -> Fabric:
     load_operator_config(fabric.switches["leaf1"], [p.name for p in leaf1.ports])
     load_neighbours(fabric)
     return fabric
-
-
-@contextmanager
-def worker_for(fabric: Fabric, db_url: str) -> Iterator[Settings]:
-    """The real worker over the virtual switches (TLS, password); its settings."""
-    assert fabric.tls is not None
-    assert fabric.tls.root_cert is not None
-    settings = Settings.for_database(
-        db_url,
-        gnmi=GnmiSettings(username=USERNAME, tls_ca=fabric.tls.root_cert, deadline_s=5.0),
-        worker=WorkerSettings(poll_s=0.05, watch_drift=False),
-    )
-    with running_worker(settings, {"SLUICE_GNMI_PASSWORD": fabric.password}):
-        yield settings
 
 
 @pytest.fixture

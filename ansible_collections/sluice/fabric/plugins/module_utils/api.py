@@ -40,6 +40,30 @@ def api_argument_spec() -> dict[str, Any]:
     }
 
 
+def switches_argument_spec() -> dict[str, Any]:
+    """The switches a module has the worker read (documented in the ``switches`` fragment)."""
+    endpoint = {
+        "name": {"type": "str", "required": True},
+        "gnmi": {"type": "dict", "required": True},
+        "credential_ref": {"type": "str", "required": True},
+    }
+    return {
+        "switches": {"type": "list", "elements": "str", "default": []},
+        "endpoints": {"type": "list", "elements": "dict", "default": [], "options": endpoint},
+    }
+
+
+def post_switches(module: Any, path: str) -> dict[str, Any]:
+    """POST the module's ``switches`` and ``endpoints`` to ``path``; the answer, or the task
+    failed with what sluice refused and why."""
+    body = {"switches": module.params["switches"], "endpoints": module.params["endpoints"]}
+    try:
+        answer: dict[str, Any] = SluiceApi.from_params(module.params).post(path, body).data
+    except ApiError as exc:
+        module.fail_json(msg=str(exc), status=exc.status, problem=exc.problem)
+    return answer
+
+
 class ApiError(Exception):
     """sluice (or the network) refused a request; ``str()`` says which request and why."""
 

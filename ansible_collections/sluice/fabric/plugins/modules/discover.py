@@ -20,30 +20,8 @@ version_added: 0.2.0
 extends_documentation_fragment:
   - sluice.fabric.api
   - sluice.fabric.info
+  - sluice.fabric.switches
 options:
-  switches:
-    description: Switches of the current intent, by name.
-    type: list
-    elements: str
-    default: []
-  endpoints:
-    description: Switches the intent does not have yet.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      name:
-        description: The name to give the switch.
-        type: str
-        required: true
-      gnmi:
-        description: Its gNMI endpoint (C(address), C(port), optionally C(target)).
-        type: dict
-        required: true
-      credential_ref:
-        description: Where its gNMI credential lives (C(env:NAME), C(file:/path)); never the secret.
-        type: str
-        required: true
   check:
     description: Fail when a declared port is missing or runs at another speed.
     type: bool
@@ -98,39 +76,24 @@ problems:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sluice.fabric.plugins.module_utils.api import (
-    ApiError,
-    SluiceApi,
     api_argument_spec,
+    post_switches,
+    switches_argument_spec,
 )
 
 RETURNED = ("switches", "errors", "topology", "rtt", "inventory", "problems")
-ENDPOINT_SPEC = {
-    "name": {"type": "str", "required": True},
-    "gnmi": {"type": "dict", "required": True},
-    "credential_ref": {"type": "str", "required": True},
-}
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             **api_argument_spec(),
-            "switches": {"type": "list", "elements": "str", "default": []},
-            "endpoints": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": ENDPOINT_SPEC,
-            },
+            **switches_argument_spec(),
             "check": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
-    body = {"switches": module.params["switches"], "endpoints": module.params["endpoints"]}
-    try:
-        found = SluiceApi.from_params(module.params).post("/discoveries", body).data
-    except ApiError as exc:
-        module.fail_json(msg=str(exc), status=exc.status, problem=exc.problem)
+    found = post_switches(module, "/discoveries")
     result = {key: found[key] for key in RETURNED}
     if module.params["check"] and found["problems"]:
         listed = "; ".join(f"{p['field']}: {p['reason']}" for p in found["problems"])
