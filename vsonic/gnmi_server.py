@@ -22,7 +22,7 @@ import contextlib
 import hmac
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from vsonic.gnmi_codec import (
 from vsonic.gotext import go_path
 from vsonic.openconfig import ORIGIN as OC_ORIGIN
 from vsonic.openconfig import OcOp
+from vsonic.openconfig_state import QueueStateStream
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
 from vsonic.subscribe import QUEUE_DISPOSED, SubscribeSession, Timing
@@ -306,8 +307,7 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
                 return
             if not first.HasField("subscribe"):
                 raise InvalidRequestError(f"first message must be SubscriptionList: {first}")
-            plan = session.plan(first.subscribe)
-            responses = session.run(plan, request_iterator)
+            responses = self._responses(session, first.subscribe, request_iterator)
             try:
                 followed = (
                     responses if self._connections.multiplexed else _until(displaced, responses)
@@ -320,6 +320,22 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             await context.abort(status_for(error), error.message)
         finally:
             self._connections.unregister(peer, displaced)
+
+    def _responses(
+        self, session: SubscribeSession, request: Any, request_iterator: AsyncIterator[Any]
+    ) -> AsyncGenerator[Any, None]:
+        """Origin ``sonic-db`` as sonic-gnmi answers it; ``openconfig``: queue state
+        (vsonic/openconfig_state.py)."""
+        if not is_openconfig(request.prefix, [s.path for s in request.subscription]):
+            return session.run(session.plan(request), request_iterator)
+        stream = QueueStateStream(
+            self._targets.resolve(request.prefix.target),
+            request,
+            self._clock.wall_ns,
+            self._timing.min_sample_s,
+            self._timing.on_change_poll_s,
+        )
+        return stream.run()
 
     def _authorised(self, context: Any) -> bool:
         if self._credentials is None:
