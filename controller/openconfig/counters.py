@@ -11,8 +11,10 @@ under the SAI names (``STATE_LEAVES`` there), to the same counter table, rates a
 a SONiC queue's: the dialect changes the paths and the names, not the ingest.
 
 Only sluice's queues are read: ``SLUICE_Q<n>`` is queue index ``n``, the label a SONiC
-switch's queue carries (``controller/openconfig/qos.py`` names them). An operator's queue has
-no index sluice knows and is left out.
+switch's queue carries (``controller/openconfig/qos.py`` names them); so is ``<port>-<n>``,
+the name Arista's state gives an output queue (featureprofiles deviation
+``interface_output_queue_non_standard_name``). An operator's queue has no index sluice knows
+and is left out.
 """
 
 from __future__ import annotations
@@ -48,10 +50,13 @@ QueueKey = tuple[str, str]
 """(port, queue index as SONiC spells it: ``"3"``)."""
 
 
-def queue_index(name: str) -> str | None:
-    """``SLUICE_Q3`` -> ``"3"``; None for a queue sluice did not name."""
+def queue_index(name: str, port: str) -> str | None:
+    """``SLUICE_Q3`` (or Arista's ``<port>-3``) -> ``"3"``; None for another queue."""
     found = _SLUICE_QUEUE.fullmatch(name)
-    return found.group(1) if found is not None else None
+    if found is not None:
+        return found.group(1)
+    index = name.removeprefix(f"{port}-")
+    return index if index != name and index.isdigit() else None
 
 
 def _unqualified(name: str) -> str:
@@ -100,7 +105,7 @@ def queue_counters(
         if tuple(_unqualified(name) for name, _ in head) != _QUEUE_PATH:
             continue
         port = dict(head[2][1]).get("interface-id")
-        queue = queue_index(dict(head[5][1]).get("name", ""))
+        queue = queue_index(dict(head[5][1]).get("name", ""), port or "")
         if port is None or queue is None:
             continue
         for leaf, raw in _leaves(elems[len(_QUEUE_PATH) :], value).items():
