@@ -64,6 +64,10 @@ from vsonic.switch import Switch, Targets
 
 GNMI_VERSION = "0.7.0"  # what sonic-gnmi 5ec1c20b answers (gnmi_server/server.go)
 GET_ALL = gnmi_pb2.GetRequest.DataType.Value("ALL")
+OPENCONFIG_ORG = "OpenConfig working group"
+# The models a switch playing an OpenConfig target serves, by the revision the tests check
+# its Sets against (oc-config-validate's openconfig/public; docs/openconfig.md).
+OPENCONFIG_MODELS = (("openconfig-qos", "2026-01-16"), ("openconfig-interfaces", "2024-12-05"))
 
 
 @dataclass(frozen=True)
@@ -167,11 +171,18 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed")
 
     def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802
+        """sonic-gnmi's answer (``sonic-db``); a standalone switch playing an OpenConfig
+        target lists the OpenConfig models it serves instead, as a vendor's target does
+        (a CapabilityRequest names no target: a fleet server answers as SONiC)."""
         self._authenticate(context)
+        models = [gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")]
+        if not self._targets.fleet and self._targets.resolve("").dialect == OC_ORIGIN:
+            models = [
+                gnmi_pb2.ModelData(name=name, organization=OPENCONFIG_ORG, version=version)
+                for name, version in OPENCONFIG_MODELS
+            ]
         return gnmi_pb2.CapabilityResponse(
-            supported_models=[
-                gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")
-            ],
+            supported_models=models,
             supported_encodings=[JSON, JSON_IETF, PROTO],
             gNMI_version=GNMI_VERSION,
         )
