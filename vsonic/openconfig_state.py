@@ -31,13 +31,8 @@ from vsonic.db import COUNTERS_DB, redis_key
 from vsonic.errors import InvalidPathError, InvalidRequestError, UnsupportedError
 from vsonic.gnmi_codec import keyed_elems
 from vsonic.openconfig import MODULE, TOP, Elem
+from vsonic.subscribe import NS_PER_S, ON_CHANGE, ONCE, SAMPLE, STREAM
 from vsonic.switch import Switch
-
-NS_PER_S = 1_000_000_000
-STREAM = gnmi_pb2.SubscriptionList.Mode.Value("STREAM")
-ONCE = gnmi_pb2.SubscriptionList.Mode.Value("ONCE")
-SAMPLE = gnmi_pb2.SubscriptionMode.Value("SAMPLE")
-ON_CHANGE = gnmi_pb2.SubscriptionMode.Value("ON_CHANGE")
 
 LEAVES = {
     "SAI_QUEUE_STAT_PACKETS": "transmit-pkts",
