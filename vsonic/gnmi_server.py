@@ -56,7 +56,7 @@ from vsonic.gnmi_codec import (
 from vsonic.gotext import go_path
 from vsonic.openconfig import ORIGIN as OC_ORIGIN
 from vsonic.openconfig import OcOp
-from vsonic.openconfig_state import QueueStateStream
+from vsonic.openconfig_state import OpenConfigStream
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
 from vsonic.subscribe import QUEUE_DISPOSED, SubscribeSession, Timing
@@ -339,7 +339,7 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
         (vsonic/openconfig_state.py)."""
         if not is_openconfig(request.prefix, [s.path for s in request.subscription]):
             return session.run(session.plan(request), request_iterator)
-        stream = QueueStateStream(
+        stream = OpenConfigStream(
             self._targets.resolve(request.prefix.target),
             request,
             self._clock.wall_ns,

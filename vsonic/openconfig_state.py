@@ -1,5 +1,5 @@
-"""Subscribe on origin ``openconfig``: the queue counters of a switch that speaks OpenConfig,
-as ``openconfig-qos`` interface queue state (docs/vsonic.md, "OpenConfig").
+"""Subscribe on origin ``openconfig``: what a switch that speaks OpenConfig streams of its
+``/qos`` tree, its configuration and its queue counters (docs/vsonic.md, "OpenConfig").
 
 A target that speaks OpenConfig streams its queues' counters as the leaves of
 ``/qos/interfaces/interface[interface-id=<port>]/output/queues/queue[name=<queue>]/state``
@@ -11,17 +11,20 @@ side reads those: each queue the switch's ``/qos`` tree configures on a port
 under the model's leaf names (``LEAVES``). A queue that has no counters is not sent.
 
 What is served: STREAM, SAMPLE (at ``Timing.min_sample_s`` at least) and ON_CHANGE, and
-ONCE; a path at or under ``/qos/interfaces/interface/output/queues/queue/state``, or above it
-down from ``/qos/interfaces``, keys given or ``*``. Every update is one leaf at its full path
-with the counter as ``uint_val`` (a counter64), the leaves due at one moment in one
-notification. ON_CHANGE sends the leaves that moved, read every ``Timing.on_change_poll_s``
-(no change feed: the counters are read again); SAMPLE sends every leaf at each tick.
+ONCE. A path at or under ``/qos/interfaces/interface/output/queues/queue/state``, or above it
+down from ``/qos/interfaces``, is the counters (``StateSub``): each one leaf at its full path,
+a ``uint_val`` (a counter64). Any other path under ``/qos`` without a ``state`` element is the
+configuration (``ConfigSub``): each node of the tree it matches, its JSON at its full path,
+and a node gone as a delete (what the drift watch subscribes to). Keys given or ``*``. The
+updates due at one moment share a notification. ON_CHANGE sends what moved, read every
+``Timing.on_change_poll_s`` (no change feed: the switch is read again); SAMPLE sends all at
+each tick.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +32,8 @@ from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from vsonic.db import COUNTERS_DB, redis_key
 from vsonic.errors import InvalidPathError, InvalidRequestError, UnsupportedError
-from vsonic.gnmi_codec import keyed_elems
-from vsonic.openconfig import MODULE, TOP, Elem
+from vsonic.gnmi_codec import json_text, keyed_elems
+from vsonic.openconfig import MODULE, TOP, Elem, _text
 from vsonic.subscribe import NS_PER_S, ON_CHANGE, ONCE, SAMPLE, STREAM
 from vsonic.switch import Switch
 
@@ -57,6 +60,9 @@ _STATE_PATH = (
 
 QueueLeaves = dict[tuple[str, str], dict[str, int]]
 """(port, queue name) -> leaf -> counter."""
+Concrete = tuple[Elem, ...]
+"""A path from ``/qos`` with every list key given."""
+Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -107,13 +113,13 @@ def _refused(path: Sequence[Elem]) -> str:
     shown = "/".join(name for name, _ in path)
     return (
         f"origin openconfig: vsonic streams /{TOP}/interfaces/interface/output/queues/queue/"
-        f"state only, not /{shown}"
+        f"state and the configuration under /{TOP} only, not /{shown}"
     )
 
 
-def queue_leaves(switch: Switch) -> QueueLeaves:
-    """Each configured interface queue's counters now, as openconfig-qos state leaves."""
-    tree = switch.openconfig.document()[f"{MODULE}:{TOP}"]
+def queue_leaves(switch: Switch, tree: Json) -> QueueLeaves:
+    """Each interface queue ``tree`` configures, its counters now as openconfig-qos state
+    leaves."""
     queue_ids = {
         str(q.get("name")): q.get("config", {}).get("queue-id")
         for q in tree.get("queues", {}).get("queue", [])
@@ -137,21 +143,100 @@ def queue_leaves(switch: Switch) -> QueueLeaves:
     return out
 
 
-def _leaf_path(port: str, queue: str, leaf: str) -> Any:
-    elems = [
-        gnmi_pb2.PathElem(name=TOP),
-        gnmi_pb2.PathElem(name="interfaces"),
-        gnmi_pb2.PathElem(name="interface", key={"interface-id": port}),
-        gnmi_pb2.PathElem(name="output"),
-        gnmi_pb2.PathElem(name="queues"),
-        gnmi_pb2.PathElem(name="queue", key={"name": queue}),
-        gnmi_pb2.PathElem(name="state"),
-        gnmi_pb2.PathElem(name=leaf),
-    ]
-    return gnmi_pb2.Path(elem=elems)
+@dataclass(frozen=True)
+class Snapshot:
+    """The switch at one moment: its ``/qos`` tree and its queues' counters."""
+
+    tree: Json
+    leaves: QueueLeaves
 
 
-class QueueStateStream:
+def snapshot(switch: Switch) -> Snapshot:
+    tree = switch.openconfig.document()[f"{MODULE}:{TOP}"]
+    return Snapshot(tree, queue_leaves(switch, tree))
+
+
+def _leaf_path(port: str, queue: str, leaf: str) -> Concrete:
+    return (
+        (TOP, ()),
+        ("interfaces", ()),
+        ("interface", (("interface-id", port),)),
+        ("output", ()),
+        ("queues", ()),
+        ("queue", (("name", queue),)),
+        ("state", ()),
+        (leaf, ()),
+    )
+
+
+def state_values(sub: StateSub, now: Snapshot) -> dict[Concrete, Any]:
+    return {
+        _leaf_path(port, queue, leaf): value
+        for (port, queue), leaves in now.leaves.items()
+        for leaf, value in leaves.items()
+        if sub.takes(port, queue, leaf)
+    }
+
+
+@dataclass(frozen=True)
+class ConfigSub:
+    """A path into the ``/qos`` tree, a list's key given or ``*``: every node it matches."""
+
+    pattern: tuple[Elem, ...]  # below /qos
+    mode: int
+    period_s: float
+
+
+def config_sub(path: Sequence[Elem], mode: int, period_s: float) -> ConfigSub:
+    """A path into the configuration (no ``state`` element); ``InvalidPathError`` else."""
+    names = tuple((_unqualified(name), keys) for name, keys in path)
+    if not names or names[0] != (TOP, ()) or any(name == "state" for name, _ in names):
+        raise InvalidPathError(_refused(path))
+    return ConfigSub(names[1:], mode, period_s)
+
+
+def _matches(node: Any, pattern: tuple[Elem, ...], at: Concrete) -> Iterator[tuple[Concrete, Any]]:
+    if not pattern:
+        yield at, node
+        return
+    (name, keys), rest = pattern[0], pattern[1:]
+    if not isinstance(node, dict) or name not in node:
+        return
+    child = node[name]
+    if not keys:
+        yield from _matches(child, rest, (*at, (name, ())))
+        return
+    for item in child if isinstance(child, list) else ():
+        if isinstance(item, dict) and all(v == "*" or _text(item.get(k)) == v for k, v in keys):
+            concrete = tuple((k, _text(item.get(k))) for k, _ in keys)
+            yield from _matches(item, rest, (*at, (name, concrete)))
+
+
+def config_values(sub: ConfigSub, now: Snapshot) -> dict[Concrete, Any]:
+    return dict(_matches(now.tree, sub.pattern, ((TOP, ()),)))
+
+
+Sub = StateSub | ConfigSub
+
+
+def _values(sub: Sub, now: Snapshot) -> dict[Concrete, Any]:
+    return state_values(sub, now) if isinstance(sub, StateSub) else config_values(sub, now)
+
+
+def _path(concrete: Concrete) -> Any:
+    return gnmi_pb2.Path(
+        elem=[gnmi_pb2.PathElem(name=name, key=dict(keys)) for name, keys in concrete]
+    )
+
+
+def _typed(value: Any) -> Any:
+    """A counter as a ``uint_val`` (counter64); anything else as JSON_IETF text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return gnmi_pb2.TypedValue(uint_val=value)
+    return gnmi_pb2.TypedValue(json_ietf_val=json_text(value))
+
+
+class OpenConfigStream:
     """One Subscribe on origin ``openconfig`` (the module docstring)."""
 
     def __init__(
@@ -171,63 +256,63 @@ class QueueStateStream:
         self._poll_s = poll_s
         self.subs = tuple(self._sub(s, min_sample_s) for s in request.subscription)
 
-    def _sub(self, sub: Any, min_sample_s: float) -> StateSub:
+    def _sub(self, sub: Any, min_sample_s: float) -> Sub:
         if self._request.mode == STREAM:
             if sub.mode not in (SAMPLE, ON_CHANGE):
                 name = gnmi_pb2.SubscriptionMode.Name(sub.mode)
                 raise InvalidRequestError(f"unsupported subscription mode, {name}")
             if sub.mode == ON_CHANGE and not self._switch.on_change:
-                raise UnsupportedError("ON_CHANGE is not supported for openconfig queue state")
+                raise UnsupportedError("ON_CHANGE is not supported for origin openconfig")
         period_s = max(sub.sample_interval / NS_PER_S, min_sample_s)
-        return state_sub(keyed_elems(self._request.prefix, sub.path), sub.mode, period_s)
+        path = keyed_elems(self._request.prefix, sub.path)
+        try:
+            return state_sub(path, sub.mode, period_s)
+        except InvalidPathError:
+            return config_sub(path, sub.mode, period_s)
 
-    def _note(self, sent: list[tuple[str, str, str, int]]) -> Any:
+    def _note(self, updates: Mapping[Concrete, Any], deletes: Iterable[Concrete] = ()) -> Any:
         response = gnmi_pb2.SubscribeResponse()
         response.update.timestamp = self._wall_ns()
         response.update.prefix.CopyFrom(self._request.prefix)
-        for port, queue, leaf, value in sent:
+        for concrete, value in sorted(updates.items()):
             update = response.update.update.add()
-            update.path.CopyFrom(_leaf_path(port, queue, leaf))
-            update.val.uint_val = value
+            update.path.CopyFrom(_path(concrete))
+            update.val.CopyFrom(_typed(value))
+        for concrete in sorted(deletes):
+            response.update.delete.add().CopyFrom(_path(concrete))
         return response
-
-    def _taken(self, now: QueueLeaves, subs: Sequence[StateSub]) -> list[tuple[str, str, str, int]]:
-        return [
-            (port, queue, leaf, value)
-            for (port, queue), leaves in sorted(now.items())
-            for leaf, value in sorted(leaves.items())
-            if any(s.takes(port, queue, leaf) for s in subs)
-        ]
 
     async def run(self) -> AsyncGenerator[Any, None]:
         """The initial values, the sync, then (STREAM) the updates; a ONCE stays open after
         its sync. Either runs until the client ends the call (it is cancelled)."""
         loop = asyncio.get_running_loop()
-        now = await asyncio.to_thread(queue_leaves, self._switch)
-        initial = self._taken(now, self.subs)
+        now = await asyncio.to_thread(snapshot, self._switch)
+        last = [_values(sub, now) for sub in self.subs]
+        initial = {path: value for values in last for path, value in values.items()}
         if initial:
             yield self._note(initial)
         yield gnmi_pb2.SubscribeResponse(sync_response=True)
         if self._request.mode == ONCE:
             await asyncio.Event().wait()
-        last = {(p, q, leaf): v for p, q, leaf, v in initial}
         due = {i: loop.time() + self._period(s) for i, s in enumerate(self.subs)}
         while True:
             await asyncio.sleep(max(0.0, min(due.values()) - loop.time()))
             ready = [i for i, at in due.items() if at <= loop.time()]
-            now = await asyncio.to_thread(queue_leaves, self._switch)
-            sent: list[tuple[str, str, str, int]] = []
+            now = await asyncio.to_thread(snapshot, self._switch)
+            updates: dict[Concrete, Any] = {}
+            deletes: set[Concrete] = set()
             for i in ready:
                 sub = self.subs[i]
                 due[i] = loop.time() + self._period(sub)
-                taken = self._taken(now, [sub])
-                if sub.mode == ON_CHANGE:
-                    taken = [t for t in taken if last.get(t[:3]) != t[3]]
-                sent += [t for t in taken if t not in sent]
-            for port, queue, leaf, value in sent:
-                last[(port, queue, leaf)] = value
-            if sent:
-                yield self._note(sent)
+                current = _values(sub, now)
+                if sub.mode == SAMPLE:
+                    updates.update(current)
+                else:
+                    updates.update((p, v) for p, v in current.items() if last[i].get(p) != v)
+                    deletes |= last[i].keys() - current.keys()
+                last[i] = current
+            if updates or deletes:
+                yield self._note(updates, deletes)
 
-    def _period(self, sub: StateSub) -> float:
+    def _period(self, sub: Sub) -> float:
         return sub.period_s if sub.mode == SAMPLE else self._poll_s

@@ -229,4 +229,4 @@ def test_once_answers_one_queues_leaf_and_a_path_that_is_not_queue_state_is_refu
     with pytest.raises(grpc.RpcError) as refused:
         asyncio.run(once(("qos", "queues", "queue[name=SLUICE_Q3]", "state")))
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-    assert "queue/state only" in str(refused.value.details())
+    assert "queue/state and the configuration" in str(refused.value.details())
