@@ -23,6 +23,7 @@ from controller.errors import (
     BodyTooLarge,
     CompiledConfigInvalid,
     Conflict,
+    DeviationUnsupported,
     DocumentInvalid,
     Forbidden,
     HeadroomDoesNotFit,
@@ -58,6 +59,7 @@ TYPE_PREFIX = "urn:sluice:problem:"
 
 STATUS_OF: dict[type[SluiceError], int] = {
     IntentInvalid: 422,
+    DeviationUnsupported: 422,
     LosslessBufferInvalid: 422,
     HeadroomDoesNotFit: 422,
     KmaxAboveXoff: 422,

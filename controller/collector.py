@@ -1,9 +1,11 @@
 """The telemetry collector: ``python -m controller.collector [--shard I/N] [--intent FILE]``.
 
 It reads the switches from the current intent in PostgreSQL (or ``--intent FILE``), keeps
-two supervised gNMI Subscribe streams per switch of its shard, one per database (counters
-from COUNTERS_DB, the agent's state from STATE_DB: ``controller.southbound.subscribe``),
-feeds them into each switch's telemetry state (``controller.telemetry.ingest``) and serves
+two supervised gNMI Subscribe streams per SONiC switch of its shard, one per database
+(counters from COUNTERS_DB, the agent's state from STATE_DB:
+``controller.southbound.subscribe``), and one per OpenConfig switch (its ``openconfig-qos``
+queue state: ``controller.openconfig.counters``; it runs no agent), feeds them into each
+switch's telemetry state (``controller.telemetry.ingest``) and serves
 that as Prometheus metrics (``controller.telemetry.metrics``) on
 ``SLUICE_TELEMETRY_METRICS_HOST:PORT`` (127.0.0.1:9464 by default). The switch list is
 re-read every ``SLUICE_TELEMETRY_REFRESH_S``; a switch that leaves the intent is
@@ -56,13 +58,20 @@ from controller.southbound.gnmi import GnmiTarget, targets_for
 from controller.southbound.subscribe import (
     AgentStateSession,
     CounterSession,
+    Decoder,
     EndpointChannels,
+    QueueStateSession,
     StreamPolicy,
     SubMode,
     SupervisedStream,
 )
 from controller.store.db import make_engine, make_sessions
-from controller.telemetry.ingest import SwitchHandler, queue_classes, telemetry_for
+from controller.telemetry.ingest import (
+    QueueStateHandler,
+    SwitchHandler,
+    queue_classes,
+    telemetry_for,
+)
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
 
@@ -72,8 +81,9 @@ NS_PER_S = 1_000_000_000
 
 @dataclass
 class Running:
-    """One switch's streams: its counters (COUNTERS_DB) and its agent's state (STATE_DB),
-    one database per Subscribe as sonic-gnmi requires."""
+    """One switch's streams: a SONiC switch's counters (COUNTERS_DB) and its agent's state
+    (STATE_DB), one database per Subscribe as sonic-gnmi requires; an OpenConfig switch's
+    queue state."""
 
     target: GnmiTarget
     handler: SwitchHandler
@@ -106,7 +116,6 @@ class Collector:
         self.lock = threading.Lock()
         self._running: dict[str, Running] = {}
         self._channels = EndpointChannels()
-        self._unstreamed: set[str] = set()
         self.metrics_label = "engine" if live_shard is not None else shard.name
         self.metrics = TelemetryMetrics(self.metrics_label, self.streamed, wall_ns, self.lock)
 
@@ -122,18 +131,6 @@ class Collector:
     def telemetry(self, name: str) -> SwitchTelemetry | None:
         running = self._running.get(name)
         return running.handler.telemetry if running is not None else None
-
-    def _not_streamed(self, name: str) -> None:
-        """An OpenConfig switch: the streams read SONiC's COUNTERS_DB, which it has not
-        (openconfig-qos state counters are not collected yet, docs/openconfig.md). Said
-        once per switch."""
-        if name not in self._unstreamed:
-            self._unstreamed.add(name)
-            log.warning(
-                "%s is not streamed: its dialect is openconfig and the collector reads "
-                "SONiC's COUNTERS_DB only (docs/openconfig.md)",
-                name,
-            )
 
     def sync(self, intent: Intent, targets: Mapping[str, GnmiTarget]) -> None:
         """Stream exactly the intent's switches of this shard (call on the event loop)."""
@@ -157,26 +154,22 @@ class Collector:
                 continue
             if name not in targets:
                 continue
-            if switch.dialect is Dialect.OPENCONFIG:
-                self._not_streamed(name)
-                continue
             target = targets[name]
-            handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
-            self._running[name] = Running(target, handler, self._start(target, handler))
+            telemetry = telemetry_for(switch, classes, self._window_ns)
+            if switch.dialect is Dialect.OPENCONFIG:
+                handler: SwitchHandler = QueueStateHandler(telemetry, self.lock)
+                tasks = self._start_openconfig(target, handler)
+            else:
+                handler = SwitchHandler(telemetry, self.lock)
+                tasks = self._start(target, handler)
+            self._running[name] = Running(target, handler, tasks)
 
     def _start(self, target: GnmiTarget, handler: SwitchHandler) -> tuple[asyncio.Task[None], ...]:
-        """The switch's two streams, each on a connection of its own (sonic-gnmi keeps one
+        """A SONiC switch's two streams, each on a connection of its own (sonic-gnmi keeps one
         Subscribe per connection: ``EndpointChannels``)."""
         counters, agent = CounterSession(handler, self._policy), AgentStateSession(handler)
         streams = (
-            SupervisedStream(
-                target,
-                self._channels.for_target(target, counters.kind),
-                counters,
-                self._policy.retry,
-                rand=self._rand,
-                decoder=handler.decoder,
-            ),
+            self._stream(target, counters, handler.decoder),
             SupervisedStream(
                 target,
                 self._channels.for_target(target, agent.kind),
@@ -185,9 +178,35 @@ class Collector:
                 rand=self._rand,
             ),
         )
+        return self._run(streams)
+
+    def _start_openconfig(
+        self, target: GnmiTarget, handler: SwitchHandler
+    ) -> tuple[asyncio.Task[None], ...]:
+        """An OpenConfig switch's one stream: its queues' state (no agent runs on it)."""
+        return self._run(
+            (self._stream(target, QueueStateSession(handler, self._policy), handler.decoder),)
+        )
+
+    def _stream(
+        self,
+        target: GnmiTarget,
+        session: CounterSession | QueueStateSession,
+        decoder: Callable[[], Decoder],
+    ) -> SupervisedStream:
+        return SupervisedStream(
+            target,
+            self._channels.for_target(target, session.kind),
+            session,
+            self._policy.retry,
+            rand=self._rand,
+            decoder=decoder,
+        )
+
+    def _run(self, streams: tuple[SupervisedStream, ...]) -> tuple[asyncio.Task[None], ...]:
         loop = asyncio.get_running_loop()
         return tuple(
-            loop.create_task(stream.run(), name=f"{stream.session.kind}-{target.name}")
+            loop.create_task(stream.run(), name=f"{stream.session.kind}-{stream.target.name}")
             for stream in streams
         )
 

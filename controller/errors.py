@@ -53,6 +53,20 @@ class LosslessBufferInvalid(IntentInvalid):
         super().__init__([FieldProblem(path=path, reason=f"{type(self).__name__}: {reason}")])
 
 
+class DeviationUnsupported(IntentInvalid):
+    """An OpenConfig switch's platform does not support what the intent needs of the models
+    (``controller/openconfig/deviations.py``): one problem at the switch's ``platform``,
+    naming the featureprofiles deviation."""
+
+    title = "platform deviation unsupported"
+
+    def __init__(self, path: str, platform: str, deviation: str, reason: str) -> None:
+        self.platform = platform
+        self.deviation = deviation
+        detail = f"{type(self).__name__}: {platform} ({deviation}): {reason}"
+        super().__init__([FieldProblem(path=path, reason=detail)])
+
+
 class HeadroomDoesNotFit(LosslessBufferInvalid):
     """The headroom a port's lossless priorities need leaves no shared pool within its buffer:
     a pause could not be absorbed, or the priorities would have nothing to queue in."""

@@ -22,7 +22,7 @@ import contextlib
 import hmac
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from vsonic.gnmi_codec import (
 from vsonic.gotext import go_path
 from vsonic.openconfig import ORIGIN as OC_ORIGIN
 from vsonic.openconfig import OcOp
+from vsonic.openconfig_state import OpenConfigStream
 from vsonic.paths import ORIGIN
 from vsonic.setops import OpKind, SetOp
 from vsonic.subscribe import QUEUE_DISPOSED, SubscribeSession, Timing
@@ -63,6 +64,10 @@ from vsonic.switch import Switch, Targets
 
 GNMI_VERSION = "0.7.0"  # what sonic-gnmi 5ec1c20b answers (gnmi_server/server.go)
 GET_ALL = gnmi_pb2.GetRequest.DataType.Value("ALL")
+OPENCONFIG_ORG = "OpenConfig working group"
+# The models a switch playing an OpenConfig target serves, by the revision the tests check
+# its Sets against (oc-config-validate's openconfig/public; docs/openconfig.md).
+OPENCONFIG_MODELS = (("openconfig-qos", "2026-01-16"), ("openconfig-interfaces", "2024-12-05"))
 
 
 @dataclass(frozen=True)
@@ -166,11 +171,18 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failed")
 
     def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802
+        """sonic-gnmi's answer (``sonic-db``); a standalone switch playing an OpenConfig
+        target lists the OpenConfig models it serves instead, as a vendor's target does
+        (a CapabilityRequest names no target: a fleet server answers as SONiC)."""
         self._authenticate(context)
+        models = [gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")]
+        if not self._targets.fleet and self._targets.resolve("").dialect == OC_ORIGIN:
+            models = [
+                gnmi_pb2.ModelData(name=name, organization=OPENCONFIG_ORG, version=version)
+                for name, version in OPENCONFIG_MODELS
+            ]
         return gnmi_pb2.CapabilityResponse(
-            supported_models=[
-                gnmi_pb2.ModelData(name=ORIGIN, organization="SONiC", version="0.1.0")
-            ],
+            supported_models=models,
             supported_encodings=[JSON, JSON_IETF, PROTO],
             gNMI_version=GNMI_VERSION,
         )
@@ -306,8 +318,7 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
                 return
             if not first.HasField("subscribe"):
                 raise InvalidRequestError(f"first message must be SubscriptionList: {first}")
-            plan = session.plan(first.subscribe)
-            responses = session.run(plan, request_iterator)
+            responses = self._responses(session, first.subscribe, request_iterator)
             try:
                 followed = (
                     responses if self._connections.multiplexed else _until(displaced, responses)
@@ -320,6 +331,22 @@ class GnmiService(gnmi_pb2_grpc.gNMIServicer):  # type: ignore[misc]
             await context.abort(status_for(error), error.message)
         finally:
             self._connections.unregister(peer, displaced)
+
+    def _responses(
+        self, session: SubscribeSession, request: Any, request_iterator: AsyncIterator[Any]
+    ) -> AsyncGenerator[Any, None]:
+        """Origin ``sonic-db`` as sonic-gnmi answers it; ``openconfig``: queue state
+        (vsonic/openconfig_state.py)."""
+        if not is_openconfig(request.prefix, [s.path for s in request.subscription]):
+            return session.run(session.plan(request), request_iterator)
+        stream = OpenConfigStream(
+            self._targets.resolve(request.prefix.target),
+            request,
+            self._clock.wall_ns,
+            self._timing.min_sample_s,
+            self._timing.on_change_poll_s,
+        )
+        return stream.run()
 
     def _authorised(self, context: Any) -> bool:
         if self._credentials is None:

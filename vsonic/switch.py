@@ -58,6 +58,9 @@ class Switch:
     # Origin ``openconfig``: the switch's openconfig-qos tree (vsonic/openconfig.py), for a
     # switch that plays one speaking OpenConfig.
     openconfig: OpenConfigTree = field(default_factory=OpenConfigTree)
+    # What its gNMI Capabilities list: ``sonic`` (sonic-db, as sonic-gnmi does) or
+    # ``openconfig`` (the OpenConfig models, as a vendor's OpenConfig target does).
+    dialect: str = "sonic"
     # The JSON text of table Gets on an in-memory store, by (db, table), with the table's
     # generation when it was encoded (``json_for_get``).
     _encoded: dict[tuple[int, str], tuple[int, bytes]] = field(

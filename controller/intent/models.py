@@ -193,6 +193,16 @@ class Dialect(StrEnum):
     OPENCONFIG = "openconfig"
 
 
+class Platform(StrEnum):
+    """An OpenConfig switch's vendor platform, for what it does not support of the models
+    (openconfig/featureprofiles' deviations; ``controller/openconfig/deviations.py``)."""
+
+    ARISTA_CEOS = "arista_ceos"
+    CISCO_8000 = "cisco_8000"
+    JUNIPER = "juniper"
+    NOKIA_SRL = "nokia_srl"
+
+
 class EcnMode(StrEnum):
     """How a class's queue is marked or dropped (see docs/algorithms.md)."""
 
@@ -348,6 +358,11 @@ class Switch(Frozen):
         default=Dialect.SONIC,
         description="what the switch's gNMI server speaks: sonic (CONFIG_DB) or openconfig "
         "(openconfig-qos, docs/openconfig.md: no on-switch agent, no lossless classes)",
+    )
+    platform: Platform | None = Field(
+        default=None,
+        description="an openconfig switch's vendor platform: what it does not support of "
+        "openconfig-qos is written around or refused (docs/openconfig.md, Vendor deviations)",
     )
     # The group named by ``credential``, attached by the intent that holds this switch.
     _group: Credential | None = PrivateAttr(default=None)

@@ -178,18 +178,28 @@ def unique_endpoints(intent: Intent, resolve: AddressResolver = no_names) -> lis
 def dialects_supported(intent: Intent) -> list[FieldProblem]:
     """What an OpenConfig switch cannot carry yet, refused by name rather than dropped
     (docs/openconfig.md, "What does not map"): lossless classes (PFC, headroom and DCQCN's
-    ECN compile to CONFIG_DB only; openconfig-qos spells no PFC)."""
+    ECN compile to CONFIG_DB only; openconfig-qos spells no PFC); and a platform on a switch
+    that is not an OpenConfig one (vendor deviations are OpenConfig's)."""
     openconfig = [
         i for i, switch in enumerate(intent.switches) if switch.dialect is Dialect.OPENCONFIG
     ]
     lossless = [c.name for c in intent.service_classes if c.lossless is not None]
+    platforms = [
+        FieldProblem(
+            f"switches[{i}].platform",
+            f"a platform names an openconfig switch's vendor; this switch's dialect is "
+            f"{switch.dialect.value}",
+        )
+        for i, switch in enumerate(intent.switches)
+        if switch.platform is not None and switch.dialect is not Dialect.OPENCONFIG
+    ]
     if not openconfig or not lossless:
-        return []
+        return platforms
     reason = (
         f"an openconfig switch cannot carry the lossless classes {', '.join(lossless)}: "
         "PFC, headroom and DCQCN's ECN are written to SONiC's CONFIG_DB only"
     )
-    return [FieldProblem(f"switches[{i}].dialect", reason) for i in openconfig]
+    return [FieldProblem(f"switches[{i}].dialect", reason) for i in openconfig] + platforms
 
 
 def credentials_known(intent: Intent) -> list[FieldProblem]:

@@ -320,6 +320,84 @@ def entries_from_tree(value: object) -> SwitchConfig:
 
 
 # --------------------------------------------------------------------------------------------
+# watch: the configuration the drift watch subscribes to, and what a change touched
+
+WATCH_PATHS: tuple[tuple[str, ...], ...] = (
+    ("queues", "queue[name=*]", "config"),
+    ("forwarding-groups", "forwarding-group[name=*]", "config"),
+    ("classifiers", "classifier[name=*]", "config"),
+    ("classifiers", "classifier[name=*]", "terms", "term[id=*]", "config"),
+    ("classifiers", "classifier[name=*]", "terms", "term[id=*]", "conditions"),
+    ("classifiers", "classifier[name=*]", "terms", "term[id=*]", "actions", "config"),
+    ("scheduler-policies", "scheduler-policy[name=*]", "config"),
+    (
+        "scheduler-policies",
+        "scheduler-policy[name=*]",
+        "schedulers",
+        "scheduler[sequence=*]",
+        "config",
+    ),
+    (
+        "scheduler-policies",
+        "scheduler-policy[name=*]",
+        "schedulers",
+        "scheduler[sequence=*]",
+        "inputs",
+        "input[id=*]",
+        "config",
+    ),
+    ("queue-management-profiles", "queue-management-profile[name=*]", "config"),
+    ("queue-management-profiles", "queue-management-profile[name=*]", "wred", "uniform", "config"),
+    ("buffer-allocation-profiles", "buffer-allocation-profile[name=*]", "config"),
+    (
+        "buffer-allocation-profiles",
+        "buffer-allocation-profile[name=*]",
+        "queues",
+        "queue[name=*]",
+        "config",
+    ),
+    ("interfaces", "interface[interface-id=*]", "config"),
+    ("interfaces", "interface[interface-id=*]", "interface-ref", "config"),
+    (
+        "interfaces",
+        "interface[interface-id=*]",
+        "input",
+        "classifiers",
+        "classifier[type=*]",
+        "config",
+    ),
+    ("interfaces", "interface[interface-id=*]", "output", "config"),
+    ("interfaces", "interface[interface-id=*]", "output", "scheduler-policy", "config"),
+    ("interfaces", "interface[interface-id=*]", "output", "queues", "queue[name=*]", "config"),
+)
+"""The configuration containers (under ``/qos``, keys wildcarded) that hold every leaf sluice
+writes: what the drift watch subscribes to ON_CHANGE. Not ``/qos`` whole: a target streams
+its state there too, queue counters among it, which move all the time and are not drift."""
+
+
+def changed_tables(changes: Iterable[tuple[tuple[str, ...], object]]) -> set[str]:
+    """The tables of the entries a notification's changes touched (elements spelled
+    ``name[key=value]``) that may be drift: a sluice-named entry, or a port's (shared with
+    the operator: sluice's leaves in it are read back). Another entry of the operator's
+    is none of sluice's business."""
+    tables: set[str] = set()
+    by_kind = {t.kind: t for t in TABLES}
+    for elems, _ in changes:
+        names = [_unqualified(e) for e in elems]
+        if len(names) < 3 or names[0] != "qos" or names[1] not in by_kind:
+            continue
+        table = by_kind[names[1]]
+        try:
+            name, keys = parse_segment(names[2])
+        except OpenConfigPathError:
+            continue
+        key = dict(keys).get(table.key)
+        if name == table.name and key is not None and (table.shared or is_sluice(key)):
+            tables.add(table.table)
+    return tables
+
+
+# --------------------------------------------------------------------------------------------
 # write: ops -> gNMI deletes and updates
 
 

@@ -32,8 +32,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import CompiledConfigInvalid
-from controller.intent.models import Intent, SchedulingType, Switch
+from controller.errors import CompiledConfigInvalid, FieldProblem
+from controller.intent.models import Dialect, Intent, SchedulingType, Switch
+from controller.openconfig.deviations import Deviation, adapted
 from controller.sonic.compile import switch_context
 from controller.sonic.context import PREFIX, PortProfile, QueueProfile, SwitchContext
 from controller.sonic.tables._common import unique_profiles
@@ -81,11 +82,13 @@ class QosPayloads:
     """One switch's ``openconfig-qos`` configuration, by kind (a container under /qos).
 
     ``by_kind[kind]`` is that container's RFC 7951 JSON body, the value of a gNMI Set at
-    ``path(kind)`` with JSON_IETF encoding.
+    ``path(kind)`` with JSON_IETF encoding. ``approximated``: the platform's deviations that
+    rewrote it (``controller/openconfig/deviations.py``).
     """
 
     switch: str
     by_kind: dict[str, Json]
+    approximated: tuple[Deviation, ...] = ()
 
     @staticmethod
     def path(kind: str) -> str:
@@ -344,5 +347,27 @@ def qos_payloads(ctx: SwitchContext) -> QosPayloads:
 
 
 def compile_switch(intent: Intent, switch: Switch) -> QosPayloads:
-    """``openconfig-qos`` payloads for ``switch`` (an intent that passed validation)."""
-    return qos_payloads(switch_context(intent, switch))
+    """``openconfig-qos`` payloads for ``switch`` (an intent that passed validation), as its
+    platform takes them (``deviations.adapted``: ``DeviationUnsupported`` for what it
+    cannot)."""
+    payloads = qos_payloads(switch_context(intent, switch))
+    index = next(i for i, s in enumerate(intent.switches) if s.name == switch.name)
+    where = f"switches[{index}].platform"
+    by_kind, approximated = adapted(payloads.by_kind, switch.platform, where)
+    return QosPayloads(payloads.switch, by_kind, approximated)
+
+
+def platform_warnings(intent: Intent) -> list[FieldProblem]:
+    """The plan's word on each approximation a switch's platform needed
+    (``switches[i].platform``): what sluice wrote instead of what the intent computes."""
+    warnings = []
+    for index, switch in enumerate(intent.switches):
+        if switch.dialect is not Dialect.OPENCONFIG or switch.platform is None:
+            continue
+        for deviation in compile_switch(intent, switch).approximated:
+            reason = (
+                f"{switch.platform.value} ({deviation.name}, openconfig/featureprofiles): "
+                f"{deviation.what}"
+            )
+            warnings.append(FieldProblem(f"switches[{index}].platform", reason))
+    return warnings

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.intent.models import GnmiEndpoint, Switch
+from controller.intent.models import Dialect, GnmiEndpoint, Switch
 from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, apply_plan_to_switch
 from controller.sonic.coexist import BASELINE_TABLES
-from controller.sonic.discovery import PORT, Discovery, discover
+from controller.sonic.discovery import PORT, Discovery, discover, openconfig_discovery
 from controller.sonic.model import Plan, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from controller.southbound.credentials import SecretResolver
@@ -116,7 +116,10 @@ class GnmiAccess:
             username=username or self.username,
             tls=self.tls,
         )
-        return discover(name, self.pool.session(target).read_for_discovery())
+        session = self.pool.session(target)
+        if session.dialect() is Dialect.OPENCONFIG:  # its Capabilities say so: no SONiC DBs
+            return openconfig_discovery(name)
+        return discover(name, session.read_for_discovery())
 
     def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
         try:

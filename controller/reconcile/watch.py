@@ -47,6 +47,9 @@ from typing import Any, Protocol
 import grpc  # type: ignore[import-untyped]
 
 from controller.intent.models import Dialect, Reconcile
+from controller.openconfig.entries import ORIGIN as OC_ORIGIN
+from controller.openconfig.entries import TABLES as OC_TABLES
+from controller.openconfig.entries import WATCH_PATHS, changed_tables
 from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.reconcile.loop import SwitchRun, next_delay_s
@@ -64,6 +67,9 @@ from controller.southbound.subscribe import (
     Subscription,
     SupervisedStream,
     database_tables,
+    keyed_decoder,
+    never,
+    reference_decoder,
 )
 
 log = logging.getLogger("controller.reconcile.watch")
@@ -293,6 +299,30 @@ class SwitchWatch:
         return None
 
 
+class OpenConfigWatch(SwitchWatch):
+    """The drift watch's part of an OpenConfig switch's stream: the configuration containers
+    of what sluice writes (``controller.openconfig.entries.WATCH_PATHS``), ON_CHANGE on
+    origin ``openconfig``; after the sync, a change to a sluice entry or to a port's entry
+    is reported with its table (``changed_tables``). The containers are subscribed with
+    their keys wildcarded, so an entry that appears is covered without a new Subscribe."""
+
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        self.absent = frozenset()
+        self.watched = tuple(table.table for table in OC_TABLES)
+        return [
+            Subscription(("qos", *path), SubMode.ON_CHANGE, origin=OC_ORIGIN)
+            for path in WATCH_PATHS
+        ]
+
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        await never()
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        if synced:  # the initial values are what the switch held: not drift
+            self._debouncer.add(self.name, changed_tables(note.changes))
+        return False
+
+
 # --------------------------------------------------------------------------------------------
 # many switches
 
@@ -337,13 +367,8 @@ class DriftWatcher:
         for name, target in sorted(targets.items()):
             if name in self._running:
                 continue
-            if target.dialect is Dialect.OPENCONFIG:
-                # The watch subscribes to CONFIG_DB tables: an OpenConfig switch is left to
-                # the periodic pass, as a switch that refused ON_CHANGE is.
-                with self._lock:
-                    self._states[name] = WatchState.UNSUPPORTED
-                continue
-            watch = SwitchWatch(
+            openconfig = target.dialect is Dialect.OPENCONFIG
+            watch = (OpenConfigWatch if openconfig else SwitchWatch)(
                 name,
                 self._debouncer,
                 self._policy,
@@ -356,6 +381,7 @@ class DriftWatcher:
                 watch,
                 self._policy.retry,
                 rand=self._rand,
+                decoder=keyed_decoder if openconfig else reference_decoder,
             )
             with self._lock:
                 self._states[name] = WatchState.CONNECTING

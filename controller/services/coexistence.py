@@ -31,7 +31,7 @@ from controller.sonic.coexist import (
     lossless_problems,
     operator_baseline,
 )
-from controller.sonic.discovery import Discovery, port_problems
+from controller.sonic.discovery import Discovery, inventory_problems
 from controller.sonic.model import EntryKey, SwitchConfig
 from controller.store.adoption_store import adoption_state
 from controller.store.repositories import discoveries
@@ -96,8 +96,7 @@ def preflight(
     for switch in intent.switches if intent is not None else ():
         found = known.get(switch.name)
         if switch.name in desired and found is not None and found.discovery is not None:
-            ports = {p.name: p for p in found.discovery.ports}
-            mismatched += port_problems(switch, ports)
+            mismatched += inventory_problems(switch, found.discovery)
     if mismatched:
         raise InventoryMismatch(mismatched)
     touched: list[FieldProblem] = []

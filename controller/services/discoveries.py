@@ -25,7 +25,7 @@ from controller.reconcile.access import SwitchDiscovery
 from controller.reconcile.fanout import map_parallel
 from controller.services.common import Actor, WorkerWait
 from controller.services.intents import head_intent
-from controller.sonic.discovery import Discovery, port_problems
+from controller.sonic.discovery import Discovery, inventory_problems
 from controller.sonic.topology import DEFAULT_PER_HOP_US, estimate_rtt, inventory, topology
 from controller.store.models import Discovery as DiscoveryRow
 from controller.store.repositories import discoveries
@@ -128,7 +128,7 @@ def discovery_view(row: DiscoveryRow, intent: Intent | None) -> DiscoveryInfo:
     for discovery in found:
         switch = declared.get(discovery.switch)
         if switch is not None:
-            problems += port_problems(switch, {p.name: p for p in discovery.ports})
+            problems += inventory_problems(switch, discovery)
     return DiscoveryInfo(
         row.id,
         row.state,

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.accept import compile_dialects
 from controller.errors import FieldProblem, NotFound
 from controller.intent.loader import parse_intent
+from controller.openconfig.qos import platform_warnings
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
@@ -87,7 +88,7 @@ class PlanService:
             known = known_switches(session, wanted)
         preflight(planned, _only(desired, wanted), known)
         plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
-        warnings = [] if planned is None else agent_warnings(planned)
+        warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
         return PlanResult(head, proposed is not None, plans, warnings)
 
     def diff(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.errors import FieldProblem
-from controller.intent.models import Switch
+from controller.intent.models import Dialect, Switch
 from controller.sonic.coexist import BASELINE_TABLES, lossless_ports
 from controller.sonic.model import Fields, SwitchConfig
 
@@ -134,6 +134,9 @@ class Discovery:
     neighbours: tuple[Neighbour, ...]
     qos: SwitchConfig = field(repr=False)
     gets: int = 0
+    # What it speaks, from its gNMI Capabilities: an OpenConfig switch's SONiC databases are
+    # not read (it has none): no ports, neighbours or QoS tables are known of it.
+    dialect: Dialect = Dialect.SONIC
 
     def port(self, name: str) -> DiscoveredPort | None:
         return next((p for p in self.ports if p.name == name), None)
@@ -161,6 +164,7 @@ class Discovery:
             "neighbours": [n.as_json() for n in self.neighbours],
             "qos": {f"{t}|{k}": dict(v) for (t, k), v in self.qos.items()},
             "gets": self.gets,
+            "dialect": self.dialect.value,
         }
 
     @classmethod
@@ -193,6 +197,7 @@ class Discovery:
             tuple(Neighbour(**n) for n in data.get("neighbours") or ()),
             qos,
             int(data.get("gets") or 0),
+            Dialect(str(data.get("dialect") or Dialect.SONIC.value)),
         )
 
 
@@ -279,6 +284,40 @@ def discover(switch: str, read: SwitchRead) -> Discovery:
         qos,
         read.gets,
     )
+
+
+def openconfig_discovery(switch: str) -> Discovery:
+    """A switch whose Capabilities say it speaks OpenConfig: its dialect, nothing read."""
+    return Discovery(switch, None, None, None, None, None, (), (), {}, 0, Dialect.OPENCONFIG)
+
+
+def inventory_problems(switch: Switch, found: Discovery) -> list[FieldProblem]:
+    """What an intent switch's inventory entry gets wrong about the switch as last
+    discovered: its dialect (``dialect_problems``), then, on a SONiC switch, its ports."""
+    problems = dialect_problems(switch, found)
+    if found.dialect is Dialect.SONIC:
+        problems += port_problems(switch, {p.name: p for p in found.ports})
+    return problems
+
+
+def dialect_problems(switch: Switch, found: Discovery) -> list[FieldProblem]:
+    """A switch whose Capabilities say another dialect than its entry does; an entry that
+    does not say one means ``sonic``, so an OpenConfig switch must be said to be one."""
+    if found.dialect is switch.dialect:
+        return []
+    said = (
+        f"declared {switch.dialect.value}"
+        if "dialect" in switch.model_fields_set
+        else f"not declared, so {switch.dialect.value}"
+    )
+    listed = "sonic-db" if found.dialect is Dialect.SONIC else "openconfig-qos and not sonic-db"
+    return [
+        FieldProblem(
+            f"switches.{switch.name}.dialect",
+            f"{said}; the switch's gNMI Capabilities list {listed}: it speaks "
+            f"{found.dialect.value} (say dialect: {found.dialect.value})",
+        )
+    ]
 
 
 def port_problems(switch: Switch, ports: Mapping[str, DiscoveredPort]) -> list[FieldProblem]:

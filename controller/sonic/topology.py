@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.intent.models import Dialect
 from controller.sonic.discovery import DiscoveredPort, Discovery
 
 FIBRE_M_PER_S = 2.0e8
@@ -278,14 +279,15 @@ def inventory(
             for p in discovery.ports
             if p.admin_status == "up" and p.speed_mbps and p.speed_mbps % 1000 == 0
         ]
-        switches.append(
-            {
-                "name": discovery.switch,
-                "role": topo.role(discovery.switch),
-                **dict(endpoints.get(discovery.switch, {})),
-                "ports": ports,
-            }
-        )
+        entry = {
+            "name": discovery.switch,
+            "role": topo.role(discovery.switch),
+            **dict(endpoints.get(discovery.switch, {})),
+            "ports": ports,
+        }
+        if discovery.dialect is not Dialect.SONIC:  # from its Capabilities; sonic: the default
+            entry["dialect"] = discovery.dialect.value
+        switches.append(entry)
     document: dict[str, Any] = {"switches": switches}
     if rtt is not None:
         document["fabric"] = {"base_rtt_us": rtt.base_rtt_us}

@@ -76,6 +76,9 @@ from controller.southbound.paths import (
 )
 from controller.southbound.retry import RetryPolicy, run_with_retry
 
+OC_QOS = "openconfig-qos"
+"""The OpenConfig QoS module a switch that speaks the ``openconfig`` dialect lists."""
+
 log = logging.getLogger(__name__)
 
 # Every SONiC switch holds this table (its hostname and platform), so a CONFIG_DB without it
@@ -283,6 +286,19 @@ class Capabilities:
     def supports_json_ietf(self) -> bool:
         return "JSON_IETF" in self.encodings
 
+    @property
+    def dialect(self) -> Dialect | None:
+        """What the switch speaks, by the models it lists: SONiC's gNMI server lists its
+        ``sonic-db`` origin (beside its translib's OpenConfig models: sonic-gnmi
+        gnmi_server/server.go ``Capabilities``), so ``sonic-db`` means SONiC whatever else is
+        listed; an ``openconfig-qos`` model without it, a switch that speaks OpenConfig;
+        neither, None (sluice has nothing to write there)."""
+        if ORIGIN in self.models:
+            return Dialect.SONIC
+        if any(m == OC_QOS or m.startswith(f"{OC_QOS}-") for m in self.models):
+            return Dialect.OPENCONFIG
+        return None
+
 
 def _code_name(error: grpc.RpcError) -> str:
     code = error.code() if hasattr(error, "code") else None
@@ -422,6 +438,18 @@ class SwitchSession:
         )
         models = tuple(m.name for m in reply.supported_models)
         return Capabilities(encodings, models, str(reply.gNMI_version))
+
+    def dialect(self) -> Dialect:
+        """What the switch speaks, from its Capabilities (``Capabilities.dialect``); a
+        switch that lists neither ``sonic-db`` nor an ``openconfig-qos`` model is a
+        ``SouthboundProtocolError`` naming what it listed."""
+        capabilities = self.capabilities()
+        if capabilities.dialect is None:
+            listed = ", ".join(capabilities.models[:10]) or "no model"
+            raise SouthboundProtocolError(
+                self.name, f"its Capabilities list neither {ORIGIN} nor {OC_QOS}: {listed}"
+            )
+        return capabilities.dialect
 
     def get_tables(self, tables: Iterable[str]) -> SwitchConfig:
         """Every entry of ``tables`` (a missing table reads as empty), in one Get: the named

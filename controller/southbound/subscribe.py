@@ -1,5 +1,6 @@
 """gNMI Subscribe to SONiC switches: STREAM (SAMPLE, ON_CHANGE), ONCE and POLL over origin
-``sonic-db``, and supervised streams per switch.
+``sonic-db``, and supervised streams per switch; an OpenConfig switch's queue state over
+origin ``openconfig`` (``QueueStateSession``, docs/openconfig.md "Counters").
 
 Same targets, credentials (username/password metadata), TLS and channel options as Get/Set:
 channels come from ``controller.southbound.gnmi.open_channel``, asyncio ones (``grpc.aio``)
@@ -44,6 +45,9 @@ import grpc  # type: ignore[import-untyped]
 import orjson
 from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
+from controller.openconfig.counters import QUEUE_STATE
+from controller.openconfig.entries import ORIGIN as OPENCONFIG
+from controller.openconfig.entries import parse_segment
 from controller.southbound.faults import Fault, FaultLog, Reason, absent_table, classify, redact
 from controller.southbound.gnmi import ChannelOptions, GnmiTarget, TlsOptions, open_channel
 from controller.southbound.paths import ORIGIN
@@ -81,9 +85,13 @@ class SubMode(Enum):
 
 @dataclass(frozen=True)
 class Subscription:
+    """``elems`` under ``origin``; under ``openconfig`` an element may carry its keys,
+    spelled ``name[key=value]`` (``*`` for every entry)."""
+
     elems: tuple[str, ...]
     mode: SubMode = SubMode.ON_CHANGE
     sample_interval_s: float = 0.0  # SAMPLE: 0 is the server's minimum (1 s on SONiC)
+    origin: str = ORIGIN
 
 
 class Change(NamedTuple):
@@ -103,8 +111,13 @@ class Notification:
 SYNC = Notification(0, ())  # marks the end of the initial values (sync_response)
 
 
-def _path(elems: Sequence[str]) -> Any:
-    return gnmi_pb2.Path(origin=ORIGIN, elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+def _path(elems: Sequence[str], origin: str = ORIGIN) -> Any:
+    if origin != OPENCONFIG:  # a SONiC key may hold brackets: its elements are names
+        return gnmi_pb2.Path(origin=origin, elem=[gnmi_pb2.PathElem(name=e) for e in elems])
+    keyed = [parse_segment(e) for e in elems]
+    return gnmi_pb2.Path(
+        origin=origin, elem=[gnmi_pb2.PathElem(name=n, key=dict(k)) for n, k in keyed]
+    )
 
 
 def subscribe_request(
@@ -116,7 +129,7 @@ def subscribe_request(
     """The first (and for STREAM and ONCE, only) SubscribeRequest."""
     entries = [
         gnmi_pb2.Subscription(
-            path=_path(s.elems),
+            path=_path(s.elems, s.origin),
             mode=gnmi_pb2.SubscriptionMode.Value(s.mode.value),
             sample_interval=int(s.sample_interval_s * NS_PER_S),
         )
@@ -154,6 +167,8 @@ def _value(val: Any) -> Any:
         return _json(val.json_val)
     if kind == "string_val":
         return val.string_val
+    if kind in ("uint_val", "int_val"):  # an OpenConfig counter64 sent as a typed scalar
+        return getattr(val, kind)
     return None
 
 
@@ -181,6 +196,14 @@ def _names(path: Any) -> tuple[str, ...]:
     return tuple([e.name for e in path.elem])
 
 
+def keyed_names(path: Any) -> tuple[str, ...]:
+    """A path's elements with their keys, ``queue[name=SLUICE_Q3]`` (an OpenConfig path's
+    entries are named by keys, where SONiC's are path elements)."""
+    return tuple(
+        e.name + "".join(f"[{k}={v}]" for k, v in sorted(e.key.items())) for e in path.elem
+    )
+
+
 def decode(response: Any, names: Callable[[Any], tuple[str, ...]] = _names) -> Notification | None:
     """A SubscribeResponse as a Notification (SYNC for sync_response; None for nothing).
     ``names`` reads a path's element names (a stream passes its ``PathNames``)."""
@@ -189,7 +212,7 @@ def decode(response: Any, names: Callable[[Any], tuple[str, ...]] = _names) -> N
     if not response.HasField("update"):
         return None
     note = response.update
-    prefix = tuple([e.name for e in note.prefix.elem])
+    prefix = names(note.prefix) if note.prefix.elem else ()
     if prefix:
         changes = [Change(prefix + names(u.path), _value(u.val)) for u in note.update]
         changes += [Change(prefix + names(d), None) for d in note.delete]
@@ -212,6 +235,12 @@ def reference_decoder() -> Decoder:
     names = PathNames()
     parse = gnmi_pb2.SubscribeResponse.FromString
     return lambda raw: decode(parse(raw), names)
+
+
+def keyed_decoder() -> Decoder:
+    """``decode`` keeping each element's keys (``keyed_names``): an OpenConfig stream's."""
+    parse = gnmi_pb2.SubscribeResponse.FromString
+    return lambda raw: decode(parse(raw), keyed_names)
 
 
 class EndpointChannels:
@@ -693,6 +722,41 @@ class CounterSession:
         if _absent_or_fault(self._handler, self.kind, end, COUNTERS):
             self._counters = False
             return 0.0
+        return None
+
+    async def changed(self, channel: Any, target: GnmiTarget) -> None:
+        await never()
+
+
+class QueueStateSession:
+    """The collector's counters stream of an OpenConfig switch: every interface queue's
+    ``openconfig-qos`` state (``QUEUE_STATE``, origin ``openconfig``) in the counter mode.
+    Its notifications go to the handler as they come, before the sync as after it: there are
+    no name maps to apply first (``controller.openconfig.counters``)."""
+
+    kind = "counters"
+
+    def __init__(self, handler: Handler, policy: StreamPolicy) -> None:
+        self._handler = handler
+        self._policy = policy
+
+    async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
+        sample = self._policy.counter_mode is SubMode.SAMPLE
+        interval = self._policy.sample_interval_s if sample else 0.0
+        return [Subscription(QUEUE_STATE, self._policy.counter_mode, interval, OPENCONFIG)]
+
+    def synced(self) -> Fault | None:
+        self._handler.stream_up(True)
+        self._handler.fault(self.kind, None)
+        return None
+
+    def notification(self, note: Notification, *, synced: bool) -> bool:
+        self._handler.notification(note)
+        return False
+
+    def ended(self, end: StreamEnd) -> float | None:
+        self._handler.stream_up(False)
+        self._handler.fault(self.kind, end.fault)
         return None
 
     async def changed(self, channel: Any, target: GnmiTarget) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.intent.models import Intent, Switch
+from controller.openconfig.counters import QueueKey, queue_counters
 from controller.sonic.compile import fleet_qos
 from controller.southbound.faults import Fault
 from controller.southbound.subscribe import (
@@ -28,9 +29,32 @@ from controller.southbound.subscribe import (
     Decoder,
     Handler,
     Notification,
+    keyed_decoder,
     reference_decoder,
 )
-from controller.telemetry.state import SwitchTelemetry
+from controller.telemetry.state import (
+    QUEUE_BYTES,
+    QUEUE_DROPPED_BYTES,
+    QUEUE_DROPPED_PACKETS,
+    QUEUE_ECN_MARKED_PACKETS,
+    QUEUE_PACKETS,
+    SwitchTelemetry,
+)
+
+STATE_LEAVES = {
+    "transmit-pkts": QUEUE_PACKETS,
+    "transmit-octets": QUEUE_BYTES,
+    "dropped-pkts": QUEUE_DROPPED_PACKETS,
+    "dropped-octets": QUEUE_DROPPED_BYTES,
+    "ecn-marked-pkts": QUEUE_ECN_MARKED_PACKETS,
+}
+"""An openconfig-qos queue state leaf (``controller.openconfig.counters.COUNTER_LEAVES``) ->
+the SAI queue statistic a SONiC switch counts the same under."""
+
+
+def object_id(port: str, queue: str) -> str:
+    """The counter table's id of an OpenConfig switch's queue (a SONiC queue's: its oid)."""
+    return f"openconfig:{port}:{queue}"
 
 
 def queue_classes(intent: Intent) -> dict[str, str]:
@@ -124,6 +148,38 @@ class SwitchHandler(Handler):
         else:
             self._port_map = updated
             self.telemetry.set_port_map(updated)
+
+
+class QueueStateHandler(SwitchHandler):
+    """An OpenConfig switch's counters stream (``controller.openconfig.counters``): each
+    notification's queue state leaves, under the SAI names, into the same counter table as a
+    SONiC switch's hashes. A queue first seen joins the table's queue map under its
+    ``object_id``. A target streaming ON_CHANGE sends only the leaves that moved, so each
+    queue's last leaves are kept and the whole hash is given at each update, as sonic-gnmi
+    sends a SONiC queue's."""
+
+    def __init__(self, telemetry: SwitchTelemetry, lock: threading.Lock) -> None:
+        super().__init__(telemetry, lock)
+        self._last: dict[QueueKey, dict[str, str]] = {}
+
+    def decoder(self) -> Decoder:
+        return keyed_decoder()
+
+    def notification(self, note: Notification) -> None:
+        found = queue_counters(note.changes)
+        if not found:
+            return
+        with self._lock:
+            if not found.keys() <= self._last.keys():
+                for key in found:
+                    self._last.setdefault(key, {})
+                self.telemetry.set_queue_map(
+                    {f"{port}:{queue}": object_id(port, queue) for port, queue in self._last}
+                )
+            for (port, queue), leaves in found.items():
+                last = self._last[(port, queue)]
+                last.update((STATE_LEAVES[leaf], count) for leaf, count in leaves.items())
+                self.telemetry.counters(object_id(port, queue), dict(last), note.timestamp_ns)
 
 
 class CounterIngest:

@@ -207,3 +207,25 @@ def test_an_openconfig_switch_is_planned_in_its_dialect_and_warned_of_static_thr
     static = [w for w in body["warnings"] if w["field"] == "switches[1].dialect"]
     assert len(static) == 1
     assert "static thresholds the controller computes" in static[0]["reason"]
+
+
+def test_a_platforms_approximations_are_in_the_plan_and_what_it_cannot_take_is_refused(
+    stored: TestClient, auth: Any
+) -> None:
+    proposed = _dynamic("mqecn")
+    proposed["switches"][1].update(dialect="openconfig", platform="cisco_8000")
+    body = _planned(stored, auth, proposed)
+    platform = [w for w in body["warnings"] if w["field"] == "switches[1].platform"]
+    assert ["ecn_same_min_max_threshold_unsupported" in w["reason"] for w in platform] == [
+        True,
+        False,
+        False,
+    ]
+    assert all("cisco_8000" in w["reason"] for w in platform)
+    refused = _dynamic("dynaq")
+    refused["switches"][1].update(dialect="openconfig", platform="cisco_8000")
+    answer = stored.post("/api/v1/plans", json={"intent": refused}, headers=auth["viewer"])
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()
+    assert [e["field"] for e in problem["errors"]] == ["switches[1].platform"]
+    assert "drop_weight_leaves_unsupported" in problem["errors"][0]["reason"]

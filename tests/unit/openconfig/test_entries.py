@@ -171,3 +171,71 @@ def test_each_switch_compiles_in_its_dialect() -> None:
     assert fleet[openconfig.name] == entries(compile_switch(intent, openconfig))
     assert all(not table.startswith("/") for table, _ in fleet[sonic.name])
     assert ("QUEUE", f"{sonic.ports[0].name}|3") in fleet[sonic.name]
+
+
+def _covered(path: tuple[str, ...], watched: tuple[str, ...]) -> bool:
+    """Whether the container ``watched`` (keys ``*``) holds the leaf at ``path``."""
+    from controller.openconfig.entries import parse_segment
+
+    if len(watched) >= len(path):
+        return False
+    for segment, pattern in zip(path, watched, strict=False):
+        name, keys = parse_segment(segment)
+        want_name, want_keys = parse_segment(pattern)
+        if name != want_name or [k for k, _ in keys] != [k for k, _ in want_keys]:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("platform", [None, "arista_ceos", "cisco_8000", "juniper", "nokia_srl"])
+def test_the_watched_containers_hold_every_leaf_sluice_writes(platform: str | None) -> None:
+    """The drift watch's paths (WATCH_PATHS) cover every field of every entry sluice
+    compiles, whatever the platform's deviations rewrote."""
+    import yaml
+
+    from controller.intent.loader import parse_intent
+    from controller.openconfig.entries import (
+        BY_TABLE,
+        WATCH_PATHS,
+        entries,
+        parse_segment,
+        split_path,
+    )
+    from controller.openconfig.qos import compile_switch
+
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["switches"][1]["dialect"] = "openconfig"
+    if platform is not None:
+        raw["switches"][1]["platform"] = platform
+    intent = parse_intent(raw)
+    config = entries(compile_switch(intent, intent.switches[1]))
+    assert config
+    uncovered = []
+    for (table_name, key), fields in config.items():
+        table = BY_TABLE[table_name]
+        head = (table.kind, f"{table.name}[{table.key}={key}]")
+        for field_path in fields:
+            leaf = (*head, *split_path(field_path))
+            if leaf[-1] in dict(parse_segment(leaf[-2])[1]):
+                continue  # a list's key leaf: its config holds the same value, watched
+            if not any(_covered(leaf, watched) for watched in WATCH_PATHS):
+                uncovered.append("/".join(leaf))
+    assert uncovered == []
+
+
+def test_a_change_is_drift_on_a_sluice_entry_or_a_port_not_on_the_operators() -> None:
+    from controller.openconfig.entries import changed_tables
+
+    changes = [
+        (("qos", "queues", "queue[name=SLUICE_Q3]", "config"), {"queue-id": 3}),
+        (("qos", "queues", "queue[name=OPERATOR]", "config"), {"queue-id": 1}),
+        (("qos", "interfaces", "interface[interface-id=Ethernet0]", "output", "config"), {}),
+        (("openconfig-qos:qos", "classifiers", "classifier[name=SLUICE_DSCP_IPV4]"), None),
+        (("qos", "unknown", "x[name=SLUICE_A]"), {}),
+        (("COUNTERS_DB", "localhost", "COUNTERS"), {}),
+    ]
+    assert changed_tables(changes) == {
+        "/qos/queues/queue",
+        "/qos/interfaces/interface",
+        "/qos/classifiers/classifier",
+    }

@@ -72,28 +72,29 @@ def test_the_switches_a_turn_wrote_to_are_rechecked_by_the_watch() -> None:
     assert watcher.rechecked[-1] == []
 
 
-def test_the_real_watcher_leaves_an_openconfig_switch_to_the_periodic_pass() -> None:
-    # DriftWatcher subscribes to CONFIG_DB: an OpenConfig switch gets no stream and counts
-    # as a switch without ON_CHANGE, which the turn's fallback pass reconciles.
+def test_the_real_watcher_streams_an_openconfig_switch_with_its_own_watch() -> None:
+    # An OpenConfig switch gets a stream of its configuration containers (OpenConfigWatch);
+    # until it syncs it is uncovered, which the turn's fallback pass reconciles.
     import asyncio
     import random
 
     from pydantic import SecretStr
 
     from controller.intent.models import Dialect
-    from controller.reconcile.watch import DriftWatcher, uncovered
+    from controller.reconcile.watch import DriftWatcher, OpenConfigWatch, uncovered
 
     def target(name: str, dialect: Dialect) -> GnmiTarget:
         return GnmiTarget(name, "127.0.0.1", 9, "admin", SecretStr("x"), dialect=dialect)
 
     async def scenario() -> None:
         watcher = DriftWatcher(lambda *_: None, rand=random.Random(0).random)
-        targets = {"oc": target("oc", Dialect.OPENCONFIG)}
+        targets = {"oc": target("oc", Dialect.OPENCONFIG), "sonic": target("sonic", Dialect.SONIC)}
         watcher.sync(targets)
-        assert watcher.states() == {"oc": WatchState.UNSUPPORTED}
-        assert watcher.watch_of("oc") is None
-        assert uncovered(watcher.states()) == ["oc"]
+        assert isinstance(watcher.watch_of("oc"), OpenConfigWatch)
+        assert not isinstance(watcher.watch_of("sonic"), OpenConfigWatch)
+        assert uncovered(watcher.states()) == ["oc", "sonic"]  # nothing synced: port 9
         watcher.sync({})
         assert watcher.states() == {}
+        await watcher.close()
 
     asyncio.run(scenario())

@@ -210,3 +210,42 @@ def test_the_inventory_is_intent_yaml_to_review() -> None:
         {"name": "Ethernet48", "speed_gbps": 100},
     ]
     assert document["fabric"] == {"base_rtt_us": rtt.base_rtt_us if rtt else None}
+
+
+def test_a_discovery_keeps_its_dialect_and_an_entry_must_say_it() -> None:
+    from controller.intent.loader import parse_intent
+    from controller.intent.models import Dialect, Switch
+    from controller.sonic.discovery import (
+        Discovery,
+        dialect_problems,
+        inventory_problems,
+        openconfig_discovery,
+    )
+
+    found = openconfig_discovery("oc1")
+    assert Discovery.from_json(found.as_json()) == found
+    legacy = {k: v for k, v in found.as_json().items() if k != "dialect"}
+    assert Discovery.from_json(legacy).dialect is Dialect.SONIC  # recorded before dialects
+
+    def switch(**extra: object) -> dict[str, object]:
+        return {"name": "oc1", "role": "leaf", "credential_ref": "env:PW",
+                "gnmi": {"address": "127.0.0.1", "port": 9},
+                "ports": [{"name": "Ethernet0", "speed_gbps": 100}], **extra}  # fmt: skip
+
+    def intent_switch(**extra: object) -> Switch:
+        return parse_intent({
+            "fabric": {"base_rtt_us": 40, "port_buffer_bytes": 4_000_000},
+            "switches": [switch(**extra)],
+            "service_classes": [{"name": "bulk", "dscp": [10], "queue": 1,
+                                 "scheduling": {"type": "DWRR", "weight": 10}, "ecn": "off"}],
+        }).switches[0]  # fmt: skip
+
+    silent = intent_switch()
+    (problem,) = inventory_problems(silent, found)
+    assert problem.path == "switches.oc1.dialect"
+    said = intent_switch(dialect="openconfig")
+    assert inventory_problems(said, found) == []
+    # The other way: an entry that says openconfig for a switch found speaking SONiC.
+    sonic = replace(found, dialect=Dialect.SONIC)
+    (wrong,) = dialect_problems(said, sonic)
+    assert wrong.reason.startswith("declared openconfig;")

@@ -3,8 +3,6 @@ without restarting its stream (no server needed: the stream only backs off)."""
 
 from __future__ import annotations
 
-import pytest
-
 
 def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams() -> None:
     import asyncio
@@ -48,9 +46,7 @@ def test_a_collector_takes_new_class_names_and_speeds_without_restarting_streams
     asyncio.run(scenario())
 
 
-def test_an_openconfig_switch_is_not_streamed_and_a_sonic_one_is(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_an_openconfig_switch_streams_its_queue_state_and_a_sonic_one_its_two_databases() -> None:
     import asyncio
     import random
 
@@ -60,6 +56,7 @@ def test_an_openconfig_switch_is_not_streamed_and_a_sonic_one_is(
     from controller.settings import Settings
     from controller.southbound.credentials import secret_resolver
     from controller.southbound.subscribe import StreamPolicy
+    from controller.telemetry.ingest import QueueStateHandler
 
     def switch(name: str, port: int, dialect: str) -> dict[str, object]:
         return {"name": name, "role": "leaf", "credential_ref": "env:PW", "dialect": dialect,
@@ -80,11 +77,16 @@ def test_an_openconfig_switch_is_not_streamed_and_a_sonic_one_is(
         targets = targets_of(intent, Settings(), secret_resolver({"PW": "x"}))
         assert set(targets) == {"leaf1", "leaf2"}
         collector.sync(intent, targets)
+        running = {name: collector._running[name] for name in ("leaf1", "leaf2")}
         collector.sync(intent, targets)
-        assert set(collector._running) == {"leaf1"}
+        assert collector._running == running  # the same streams: nothing restarted
+        kinds = {name: sorted(task.get_name() for task in r.tasks) for name, r in running.items()}
+        assert kinds == {
+            "leaf1": ["agent_state-leaf1", "counters-leaf1"],
+            "leaf2": ["counters-leaf2"],  # no agent runs on an OpenConfig switch
+        }
+        assert isinstance(running["leaf2"].handler, QueueStateHandler)
+        assert not isinstance(running["leaf1"].handler, QueueStateHandler)
         await collector.close()
 
     asyncio.run(scenario())
-    said = [r.getMessage() for r in caplog.records if "leaf2 is not streamed" in r.getMessage()]
-    assert len(said) == 1  # once, not at every sync
-    assert "openconfig" in said[0]
