@@ -62,7 +62,7 @@ from controller.southbound.subscribe import (
     SupervisedStream,
 )
 from controller.store.db import make_engine, make_sessions
-from controller.telemetry.ingest import SwitchHandler, queue_classes, telemetry_for
+from controller.telemetry.ingest import SwitchHandler, pfc_classes, queue_classes, telemetry_for
 from controller.telemetry.metrics import CONTENT_TYPE, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
 
@@ -146,14 +146,15 @@ class Collector:
             if name not in wanted or running.target != targets.get(name):
                 running.cancel()
                 del self._running[name]
-        classes = queue_classes(intent)
+        classes, lossless = queue_classes(intent), pfc_classes(intent)
         for name, switch in sorted(wanted.items()):
             existing = self._running.get(name)
             if existing is not None:  # same endpoint: keep the stream, take the new labels
-                fresh = telemetry_for(switch, classes, self._window_ns)
+                fresh = telemetry_for(switch, classes, self._window_ns, lossless)
                 with self.lock:
                     existing.handler.telemetry.port_speeds_bps = fresh.port_speeds_bps
                     existing.handler.telemetry.queue_classes = fresh.queue_classes
+                    existing.handler.telemetry.pfc_classes = fresh.pfc_classes
                 continue
             if name not in targets:
                 continue
@@ -161,7 +162,8 @@ class Collector:
                 self._not_streamed(name)
                 continue
             target = targets[name]
-            handler = SwitchHandler(telemetry_for(switch, classes, self._window_ns), self.lock)
+            telemetry = telemetry_for(switch, classes, self._window_ns, lossless)
+            handler = SwitchHandler(telemetry, self.lock)
             self._running[name] = Running(target, handler, self._start(target, handler))
 
     def _start(self, target: GnmiTarget, handler: SwitchHandler) -> tuple[asyncio.Task[None], ...]:
