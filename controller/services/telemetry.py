@@ -19,8 +19,15 @@ from datetime import datetime, timedelta
 from controller.errors import NotFound
 from controller.intent.models import Intent, Switch
 from controller.prometheus.promql import PromQL, Sample, finite
+from controller.rollout.gates import switches_regex
 from controller.telemetry.health import FabricHealth as FabricHealth
-from controller.telemetry.health import FabricSamples, QueueSample, SwitchSample, fabric_health
+from controller.telemetry.health import (
+    FabricSamples,
+    LosslessSample,
+    QueueSample,
+    SwitchSample,
+    fabric_health,
+)
 from controller.telemetry.health import Reason as Reason
 from controller.telemetry.health import SwitchHealth as SwitchHealth
 from controller.types import Clock
@@ -219,7 +226,58 @@ class TelemetryService:
         return FabricSamples(
             queues=queues,
             switches=self._switch_samples(at),
+            lossless=self._lossless_samples(intent, at),
             collector_lag_s={s.labels.get("collector", ""): s.value for s in lag},
+        )
+
+    def _lossless_samples(self, intent: Intent, at: datetime) -> tuple[LosslessSample, ...]:
+        """Lossless priorities in trouble only: pauses past the warn threshold, a drop of a
+        lossless class (its priority group's or its queue's), a watchdog storm."""
+        warn = intent.fabric.health.pfc_pause_per_s_warn
+        priority_of = {
+            c.name: str(c.lossless.pfc_priority)
+            for c in intent.service_classes
+            if c.lossless is not None
+        }
+        found: dict[tuple[str, str, str, str], dict[str, float]] = {}
+
+        def put(sample: Sample, priority: str, what: str) -> None:
+            labels = sample.labels
+            key = (labels.get("switch", ""), labels.get("port", ""), priority,
+                   labels.get("class", ""))  # fmt: skip
+            value = finite(sample.value) or 0.0
+            slot = found.setdefault(key, {})
+            slot[what] = slot.get(what, 0.0) + value if what == "drops" else value
+
+        pauses = (
+            "max by (switch, port, priority, class) "
+            '({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second"})'
+            f" >= {warn!r}"
+        )
+        for sample in self._promql.instant(pauses, at):
+            put(sample, sample.labels.get("priority", ""), "pauses")
+        for sample in self._promql.instant(
+            'sluice_pg_dropped_packets_per_second{class!=""} > 0', at
+        ):
+            put(sample, sample.labels.get("pg", ""), "drops")
+        lossless = switches_regex(sorted(priority_of))  # the class names, a PromQL alternation
+        by_queue = [("sluice_queue_pfc_storm_active == 1", "storming")]
+        if lossless:
+            by_queue.append(
+                (f'sluice_queue_dropped_packets_per_second{{class=~"{lossless}"}} > 0', "drops")
+            )
+        for query, what in by_queue:
+            for sample in self._promql.instant(query, at):
+                klass = sample.labels.get("class", "")
+                put(sample, priority_of.get(klass, sample.labels.get("queue", "")), what)
+        return tuple(
+            LosslessSample(
+                *key,
+                pause_per_s=values.get("pauses"),
+                dropped_packets_per_s=values.get("drops"),
+                storming=bool(values.get("storming")),
+            )
+            for key, values in sorted(found.items())
         )
 
     def _switch_samples(self, at: datetime) -> tuple[SwitchSample, ...]:
