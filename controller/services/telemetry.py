@@ -45,6 +45,14 @@ QUEUE_METRICS = {
     "sluice_queue_occupancy_bytes": "occupancy_bytes",
     "sluice_queue_watermark_bytes": "watermark_bytes",
     "sluice_queue_threshold_bytes": "threshold_bytes",
+    "sluice_queue_pfc_storm_active": "pfc_storm_active",
+}
+# A port's lossless priority: pauses either way and its priority group (docs/telemetry.md).
+PFC_METRICS = {
+    "sluice_port_pfc_rx_pause_frames_per_second": "rx_pause_frames_per_s",
+    "sluice_port_pfc_tx_pause_frames_per_second": "tx_pause_frames_per_s",
+    "sluice_pg_dropped_packets_per_second": "pg_dropped_packets_per_s",
+    "sluice_pg_headroom_watermark_bytes": "pg_headroom_watermark_bytes",
 }
 PORT_METRICS = {
     "sluice_port_tx_bytes_per_second": "tx_bytes_per_s",
@@ -78,10 +86,20 @@ class QueueNow:
 
 
 @dataclass
+class PfcNow:
+    """One PFC priority of a port (and its priority group of the same index)."""
+
+    priority: str
+    service_class: str
+    values: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
 class PortNow:
     port: str
     values: dict[str, float | None] = field(default_factory=dict)
     queues: dict[str, QueueNow] = field(default_factory=dict)
+    pfc: dict[str, PfcNow] = field(default_factory=dict)
 
 
 @dataclass
@@ -144,7 +162,7 @@ class TelemetryService:
         switch = self._switch(name)
         at = self._clock()
         samples = self._promql.instant(
-            f'{{__name__=~"sluice_(queue|port|agent|switch)_.+",switch="{switch.name}"}}', at
+            f'{{__name__=~"sluice_(queue|port|pg|agent|switch)_.+",switch="{switch.name}"}}', at
         )
         now = SwitchNow(switch.name, at, dict.fromkeys(SWITCH_METRICS.values()))
         now.ports = {port.name: _empty_port(port.name) for port in switch.ports}
@@ -333,6 +351,14 @@ def _fill(now: SwitchNow, sample: Sample) -> None:
         now.values[SWITCH_METRICS[name]] = value
     elif name == "sluice_agent_mode_info":
         now.agent_mode, now.agent_algorithm = labels.get("mode"), labels.get("algorithm")
+    elif name in PFC_METRICS:
+        port = now.ports.setdefault(labels.get("port", ""), _empty_port(labels.get("port", "")))
+        priority = labels.get("priority", labels.get("pg", ""))
+        row = port.pfc.setdefault(
+            priority,
+            PfcNow(priority, labels.get("class", ""), dict.fromkeys(PFC_METRICS.values())),
+        )
+        row.values[PFC_METRICS[name]] = value
     elif name in PORT_METRICS or name.startswith("sluice_queue_"):
         port = now.ports.setdefault(labels.get("port", ""), _empty_port(labels.get("port", "")))
         if name in PORT_METRICS:
@@ -351,3 +377,7 @@ def _fill(now: SwitchNow, sample: Sample) -> None:
 
 def sorted_queues(port: PortNow) -> list[QueueNow]:
     return sorted(port.queues.values(), key=lambda q: _queue_order(q.queue))
+
+
+def sorted_pfc(port: PortNow) -> list[PfcNow]:
+    return sorted(port.pfc.values(), key=lambda p: _queue_order(p.priority))

@@ -87,6 +87,10 @@ class Counters:
     def stop(self) -> None:
         self._stop.set()
 
+    def clear(self, name: str) -> None:
+        """``sonic-clear pfccounters`` on one switch: its pause counts start again from 0."""
+        self._pauses[name] = -QUIET_PAUSES_PER_TICK
+
     def _run(self) -> None:
         while not self._stop.wait(TICK_S):
             self._ticks += 1
@@ -104,7 +108,7 @@ class Counters:
         for port, oid in ports.items():
             pipe.hset(f"COUNTERS:{oid}", mapping={
                 f"SAI_PORT_STAT_PFC_{PRIORITY}_RX_PKTS": str(pauses),
-                f"SAI_PORT_STAT_PFC_{PRIORITY}_TX_PKTS": str(self._ticks),
+                f"SAI_PORT_STAT_PFC_{PRIORITY}_TX_PKTS": str(pauses // QUIET_PAUSES_PER_TICK),
             })  # fmt: skip
             pipe.hset(f"COUNTERS:{queues[f'{port}:{PRIORITY}']}", mapping={
                 "SAI_QUEUE_STAT_PACKETS": str(1000 * self._ticks),
@@ -176,6 +180,8 @@ def streaming(
         **os.environ,
         "SLUICE_GNMI_PASSWORD": controller.fabric.password,
         "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
+        # Rates over at least 2 s of switch time: a tick written late moves them little.
+        "SLUICE_TELEMETRY_RATE_WINDOW_S": "2",
         "SLUICE_GNMI_INSECURE": "false",
         "SLUICE_GNMI_TLS_CA": str(switch_tls.cert),
     }
@@ -282,3 +288,34 @@ def test_a_quiet_lossless_rollout_passes_every_lossless_gate(
     health = streaming.telemetry.health()
     lossless = ("pfc_storm", "lossless_drops")
     assert [r for s in health.switches for r in s.reasons if r.check in lossless] == []
+
+
+def test_pause_counters_become_rates_and_a_cleared_count_is_one_reset_per_port(
+    controller: Controller, streaming: Streaming
+) -> None:
+    read = streaming.read
+    leaf1 = 'sluice_port_pfc_{}_pause_frames_per_second{{switch="leaf1",port="Ethernet0"}}'
+    rx, tx = read(leaf1.format("rx")), read(leaf1.format("tx"))
+    # Five frames received for each one sent, every tick: the rates hold that ratio (the same
+    # hash, the same switch timestamps), about 10 and 2 a second (ticks of 0.5 s at least,
+    # written late on a loaded machine).
+    assert rx is not None
+    assert tx is not None
+    assert rx / tx == pytest.approx(5.0, rel=1e-9)
+    assert 5.0 < rx < 15.0
+    # The API's view of the port (what the dashboard shows): the priority, its group.
+    port = streaming.telemetry.switch_now("leaf1").ports["Ethernet0"]
+    (pfc,) = port.pfc.values()
+    assert (pfc.priority, pfc.service_class) == ("3", "storage")
+    assert (pfc.values["rx_pause_frames_per_s"] or 0.0) > 0.0
+    assert pfc.values["pg_dropped_packets_per_s"] == 0.0
+    assert pfc.values["pg_headroom_watermark_bytes"] == 4096.0
+    assert port.queues["3"].values["pfc_storm_active"] == 0.0
+    resets = 'sum(sluice_counter_resets_total{switch="leaf1",queue=""}) or vector(0)'
+    before = read(resets)
+    streaming.counters.clear("leaf1")
+    ports = len(next(s for s in controller.fabric.intent.switches if s.name == "leaf1").ports)
+    settle(read, resets, (before or 0.0) + ports)  # one reset per port hash, not per field
+    settle(read, f"{leaf1.format('rx')} > bool 0", 1.0)  # rates again after the reset
+    lowest = 'min(min_over_time({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second"}[5m]))'
+    assert (read(lowest) or 0.0) >= 0.0
