@@ -299,19 +299,28 @@ def _add(lines: Lines, family: Family, labels: str, value: float) -> None:
 
 def _lossless_lines(sw: SwitchTelemetry, lines: Lines) -> None:
     """PFC pause frames per port and priority, the priority groups' drops and watermarks,
-    and the PFC watchdog's storms per queue (few series: only objects that report them).
-    ``class`` is the lossless class on the priority (group), the queue's class on a queue."""
+    and the PFC watchdog's storms per queue. ``class`` is the lossless class on the priority
+    (group), the queue's class on a queue. SONiC counts every priority and group of every
+    port; a priority or group no lossless class of the intent is on has series only while
+    it pauses or drops (an operator's own lossless priority in a storm is still seen), so a
+    64-port switch adds a few series per lossless class and port, not 8 x 4 per port."""
     for pfc in sw.pfc_rates():
+        klass = sw.pfc_class_of(pfc.priority)
+        if not klass and not (pfc.rx_per_second or pfc.tx_per_second):
+            continue  # SONiC counts all eight priorities: a quiet lossy one is no series
         pairs = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority))
-        labels = labels_text((*pairs, ("class", sw.pfc_class_of(pfc.priority))))
+        labels = labels_text((*pairs, ("class", klass)))
         if pfc.rx_per_second is not None:
             _add(lines, PFC_RX, labels, pfc.rx_per_second)
         if pfc.tx_per_second is not None:
             _add(lines, PFC_TX, labels, pfc.tx_per_second)
     for group, view in sorted(sw.priority_groups.items()):
-        pairs = (("switch", sw.name), ("port", group.port), ("pg", group.queue))
-        labels = labels_text((*pairs, ("class", sw.pfc_class_of(group.queue))))
+        klass = sw.pfc_class_of(group.queue)
         dropped = view.rates.get(PG_DROPPED_PACKETS)
+        if not klass and not dropped:
+            continue  # a lossy group that drops nothing: nothing to watch
+        pairs = (("switch", sw.name), ("port", group.port), ("pg", group.queue))
+        labels = labels_text((*pairs, ("class", klass)))
         if dropped is not None:
             _add(lines, PG_DROPPED, labels, dropped)
         for family, gauge in (

@@ -103,3 +103,21 @@ def test_the_watchdogs_storms_per_queue() -> None:
     sw.counters(QUEUE, {"SAI_QUEUE_STAT_PACKETS": "2", "PFC_WD_STATUS": "operational",
                         DETECTED: "3", RESTORED: "3"}, 2 * S)  # fmt: skip
     assert _samples(sw)[("sluice_queue_pfc_storm_active", labels)] == 0
+
+
+def test_a_quiet_priority_or_group_no_lossless_class_is_on_has_no_series() -> None:
+    sw = _switch()  # lossless: priority 3 only
+    rx0, rx5 = "SAI_PORT_STAT_PFC_0_RX_PKTS", "SAI_PORT_STAT_PFC_5_RX_PKTS"
+    sw.counters(PORT, {RX3: "0", rx0: "0", rx5: "0"}, 1 * S)
+    sw.counters(PORT, {RX3: "0", rx0: "0", rx5: "40"}, 2 * S)
+    sw.counters("oid:0x1a000000000000", {PG_DROPS: "0"}, 1 * S)
+    sw.counters("oid:0x1a000000000000", {PG_DROPS: "0"}, 2 * S)
+    sw.counters(PG, {PG_DROPS: "0"}, 1 * S)
+    sw.counters(PG, {PG_DROPS: "0"}, 2 * S)
+    samples = _samples(sw)
+    pauses = {dict(labels)["priority"]: value for (name, labels), value in samples.items()
+              if name == "sluice_port_pfc_rx_pause_frames_per_second"}  # fmt: skip
+    assert pauses == {"3": 0.0, "5": 40.0}  # lossless 3 always, lossy 5 while it pauses
+    groups = {dict(labels)["pg"] for (name, labels), _ in samples.items()
+              if name == "sluice_pg_dropped_packets_per_second"}  # fmt: skip
+    assert groups == {"3"}
