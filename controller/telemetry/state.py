@@ -127,6 +127,17 @@ class AgentGlobal:
     loop_seconds: float | None
 
 
+def indexed_objects(mapping: Mapping[str, str]) -> dict[str, QueueId]:
+    """A name map of per-port objects (``COUNTERS_QUEUE_NAME_MAP``, ``COUNTERS_PG_NAME_MAP``:
+    ``Ethernet0:3`` -> oid) as oid -> (port, index); a name without an index is skipped."""
+    oids: dict[str, QueueId] = {}
+    for name, oid in mapping.items():
+        port, sep, index = name.rpartition(":")
+        if sep and port and index.isdigit():
+            oids[oid] = QueueId(port, index)
+    return oids
+
+
 def agent_global(fields: Mapping[str, str]) -> AgentGlobal:
     loop_us = parse_count(fields.get("loop_us", ""))
     return AgentGlobal(
@@ -191,11 +202,7 @@ class SwitchTelemetry:
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
         """``COUNTERS_QUEUE_NAME_MAP`` as a whole: ``Ethernet0:3`` -> oid. A queue under a
         new oid is a new object (syncd restarted): its counts start afresh."""
-        oids: dict[str, QueueId] = {}
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                oids[oid] = QueueId(port, index)
+        oids = indexed_objects(mapping)
         self.queue_oids = oids
         self.table.set_queues([(oid, q.port, q.queue) for oid, q in oids.items()])
 
@@ -210,12 +217,8 @@ class SwitchTelemetry:
         groups are not named in ``counter_oids``: SONiC polls them only where the
         ``PG_DROP``/``PG_WATERMARK`` counter groups are on, so a group without counters is no
         fault."""
-        groups = []
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                groups.append((oid, port, index))
-        self.table.set_pgs(groups)
+        groups = indexed_objects(mapping)
+        self.table.set_pgs([(oid, g.port, g.queue) for oid, g in groups.items()])
 
     def counter_oids(self) -> list[str]:
         """Every oid the maps name, queues then ports, sorted: what to subscribe to."""

@@ -33,6 +33,7 @@ from controller.telemetry.state import (
     QUEUE_PACKETS,
     QueueId,
     ResetEvent,
+    indexed_objects,
     pfc_rx_field,
     pfc_tx_field,
 )
@@ -263,22 +264,14 @@ class ReferenceSwitch:
         return sum(self.line_rates.values()) or None
 
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
-        oids: dict[str, QueueId] = {}
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                oids[oid] = QueueId(port, index)
+        oids = indexed_objects(mapping)
         kept = {q for oid, q in oids.items() if self.queue_oids.get(oid) == q}
         self.queue_oids = oids
         self.queues = {q: c for q, c in self.queues.items() if q in kept}
 
     def set_pg_map(self, mapping: Mapping[str, str]) -> None:
         """``COUNTERS_PG_NAME_MAP``, kept and renewed as the queue map is."""
-        oids: dict[str, QueueId] = {}
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                oids[oid] = QueueId(port, index)
+        oids = indexed_objects(mapping)
         kept = {g for oid, g in oids.items() if self.pg_oids.get(oid) == g}
         self.pg_oids = oids
         self.priority_groups = {g: c for g, c in self.priority_groups.items() if g in kept}

@@ -14,9 +14,6 @@ names the storm from the same Prometheus."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,27 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
-from controller.prometheus.gate_reads import promql_reader
-from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutPolicy
 from controller.services.telemetry import TelemetryService
 from controller.store.rollout_store import SqlRolloutStore
-from lab.prometheus import LocalPrometheus
+from tests.support.collector_fleet import scraped_collector
 from tests.support.gate_collector import HandClock, settle
 from tests.support.lossless import with_lossless_storage
 from vsonic.db import CONFIG_DB, COUNTERS_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
-from vsonic.redis_process import free_port
 from vsonic.seed import operator_qos_config
-from vsonic.tether import start_tethered
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
+from .test_gates import second_version
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -137,15 +129,6 @@ class Streaming:
     telemetry: TelemetryService
 
 
-def weight_60(intent: Intent) -> Intent:
-    """Storage's DWRR weight 50 -> 60: a change every switch takes, lossless kept."""
-    data: dict[str, Any] = dump_intent(intent)
-    for service_class in data["service_classes"]:
-        if service_class["name"] == "storage":
-            service_class["scheduling"]["weight"] = 60
-    return parse_intent(data)
-
-
 @pytest.fixture
 def lossless_fabric(controller: Controller) -> Intent:
     """Every switch made lossless on the storage class (the first rollout, ungated), with
@@ -161,7 +144,7 @@ def lossless_fabric(controller: Controller) -> Intent:
     )
     controller.runner().run_until_idle()
     assert controller.rollouts.get(first.id).state == "completed"
-    second = weight_60(lossless)
+    second = second_version(lossless)
     controller.store_intent(second)
     return second
 
@@ -171,33 +154,17 @@ def streaming(
     controller: Controller, lossless_fabric: Intent, switch_tls: TlsFiles, tmp_path: Path
 ) -> Iterator[Streaming]:
     """The counters written, the real collector streaming them, a real Prometheus."""
-    intent_file = tmp_path / "intent.yaml"
-    intent_file.write_text(yaml.safe_dump(dump_intent(lossless_fabric)))
     counters = Counters(controller)
     writer = counters.start()
-    metrics_port = free_port()
     env = {
-        **os.environ,
         "SLUICE_GNMI_PASSWORD": controller.fabric.password,
-        "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
         # Rates over at least 2 s of switch time: a tick written late moves them little.
         "SLUICE_TELEMETRY_RATE_WINDOW_S": "2",
         "SLUICE_GNMI_INSECURE": "false",
         "SLUICE_GNMI_TLS_CA": str(switch_tls.cert),
     }
-    with (tmp_path / "collector.log").open("wb") as log:
-        collector = start_tethered(
-            [sys.executable, "-m", "controller.collector", "--intent", str(intent_file)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    server = LocalPrometheus(tmp_path / "prometheus", targets=[f"127.0.0.1:{metrics_port}"])
     try:
-        server.start()
-        promql = make_promql(server.url, 5.0)
-        try:
-            read = promql_reader(promql)
+        with scraped_collector(lossless_fabric, tmp_path, env) as (read, promql):
             # Every switch's lossless series are in: rates need two samples of each.
             for metric in ("sluice_port_pfc_rx_pause_frames_per_second",
                            "sluice_queue_dropped_packets_per_second",
@@ -206,14 +173,9 @@ def streaming(
                 settle(read, f'count(count by (switch) ({metric}{{class="storage"}}))', 4.0)
             service = TelemetryService(promql, lambda: lossless_fabric, clock=wall_clock)
             yield Streaming(read, counters, service)
-        finally:
-            promql.close()
     finally:
         counters.stop()
         writer.join(timeout=10)
-        server.stop()
-        collector.terminate()
-        collector.wait(timeout=30)
 
 
 def gated_rollout(controller: Controller, read: Reader) -> tuple[int, RolloutRunner, HandClock]:
