@@ -306,19 +306,15 @@ def _lossless_lines(sw: SwitchTelemetry, lines: Lines) -> None:
     64-port switch adds a few series per lossless class and port, not 8 x 4 per port."""
     for pfc in sw.pfc_rates():
         klass = sw.pfc_class_of(pfc.priority)
-        if not klass and not (pfc.rx_per_second or pfc.tx_per_second):
-            continue  # SONiC counts all eight priorities: a quiet lossy one is no series
         pairs = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority))
         labels = labels_text((*pairs, ("class", klass)))
         if pfc.rx_per_second is not None:
             _add(lines, PFC_RX, labels, pfc.rx_per_second)
         if pfc.tx_per_second is not None:
             _add(lines, PFC_TX, labels, pfc.tx_per_second)
-    for group, view in sorted(sw.priority_groups.items()):
+    for group, view in sorted(sw.watched_groups().items()):
         klass = sw.pfc_class_of(group.queue)
         dropped = view.rates.get(PG_DROPPED_PACKETS)
-        if not klass and not dropped:
-            continue  # a lossy group that drops nothing: nothing to watch
         pairs = (("switch", sw.name), ("port", group.port), ("pg", group.queue))
         labels = labels_text((*pairs, ("class", klass)))
         if dropped is not None:

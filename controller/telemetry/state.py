@@ -297,14 +297,22 @@ class SwitchTelemetry:
         """Each ingress priority group that has had a hash (``QueueId.queue``: its index)."""
         return {QueueId(p, g): CounterView(*views) for p, g, views in self.table.pgs()}
 
+    def watched_groups(self) -> dict[QueueId, CounterView]:
+        """The lossless classes' priority groups, and any other group while it drops."""
+        found = self.table.pgs(sorted(self.pfc_classes))
+        return {QueueId(p, g): CounterView(*views) for p, g, views in found}
+
     @property
     def pg_resets(self) -> dict[QueueId, int]:
         """Resets per priority group that had one."""
         return {QueueId(port, group): n for port, group, n in self.table.pg_resets()}
 
     def pfc_rates(self) -> list[PfcRate]:
-        """Each port's pause frames a second per priority with a rate either way."""
-        rates = self.table.pfc_rates()
+        """Each port's pause frames a second per priority with a rate either way, for the
+        lossless classes' priorities and any other priority while it pauses (SONiC counts
+        all eight of every port)."""
+        watched = sorted(int(p) for p in self.pfc_classes if p.isdigit())
+        rates = self.table.pfc_rates(watched)
         return [PfcRate(port, str(priority), rx, tx) for port, priority, rx, tx in rates]
 
     def watchdog(self) -> dict[QueueId, WatchdogCounts]:

@@ -137,19 +137,28 @@ impl CounterTable {
         self.inner.pg_resets().to_vec()
     }
 
-    /// `(port, group, rates, gauges)` per priority group that has had a hash.
-    fn pgs<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, String, Views<'py>)>> {
-        let pgs = self.inner.pgs().map(|(object, counters)| {
+    /// `(port, group, rates, gauges)` per priority group that has had a hash; with
+    /// `watched`, only those `SwitchCounters::watched_pgs` keeps.
+    #[pyo3(signature = (watched=None))]
+    fn pgs<'py>(
+        &self,
+        py: Python<'py>,
+        watched: Option<Vec<String>>,
+    ) -> PyResult<Vec<(String, String, Views<'py>)>> {
+        let view = |(object, counters): (&crate::table::Object, &CounterSet)| {
             let views = self.views(py, Kind::PriorityGroup, counters)?;
             Ok((object.port.clone(), object.queue.clone(), views))
-        });
-        pgs.collect()
+        };
+        match watched {
+            Some(watched) => self.inner.watched_pgs(&watched).map(view).collect(),
+            None => self.inner.pgs().map(view).collect(),
+        }
     }
 
     /// `(port, priority, received, sent)` PFC pause frames a second, per port and priority
-    /// with a rate (`SwitchCounters::pfc_rates`).
-    fn pfc_rates(&self) -> Vec<(String, u8, Option<f64>, Option<f64>)> {
-        let rates = self.inner.pfc_rates().into_iter();
+    /// with a rate that is in `watched` or pausing (`SwitchCounters::pfc_rates`).
+    fn pfc_rates(&self, watched: Vec<u8>) -> Vec<(String, u8, Option<f64>, Option<f64>)> {
+        let rates = self.inner.pfc_rates(&watched).into_iter();
         rates.map(|(port, priority, rx, tx)| (port.to_owned(), priority, rx, tx)).collect()
     }
 

@@ -494,6 +494,20 @@ impl SwitchCounters {
         self.pgs.iter().filter_map(|o| o.counters.as_ref().map(|c| (o, c)))
     }
 
+    /// The priority groups whose index is in `watched` or that drop now (a quiet group no
+    /// lossless class is on is left out, as in `pfc_rates`).
+    pub fn watched_pgs<'a>(
+        &'a self,
+        watched: &'a [String],
+    ) -> impl Iterator<Item = (&'a Object, &'a CounterSet)> {
+        self.pgs().filter(move |(object, counters)| {
+            let dropping = counters.rates(Kind::PriorityGroup).iter().any(|(name, rate)| {
+                *name == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS" && rate.delta != 0
+            });
+            dropping || watched.contains(&object.queue)
+        })
+    }
+
     /// Queues whose hash carries the PFC watchdog's fields (a queue it watches), with those
     /// fields' counts, in map order.
     pub fn watchdog_queues(&self) -> impl Iterator<Item = (&Object, Vec<(&str, u64)>)> {
@@ -508,9 +522,11 @@ impl SwitchCounters {
         })
     }
 
-    /// Each port's PFC pause frames a second per priority that has a rate either way:
-    /// `(port, priority, received, sent)`, ports in map order, priorities rising.
-    pub fn pfc_rates(&self) -> Vec<(&str, u8, Option<f64>, Option<f64>)> {
+    /// Each port's PFC pause frames a second per priority that has a rate either way and is
+    /// in `watched` or pausing now (SONiC counts all eight priorities of every port; a quiet
+    /// one no lossless class is on is left out): `(port, priority, received, sent)`, ports
+    /// in map order, priorities rising.
+    pub fn pfc_rates(&self, watched: &[u8]) -> Vec<(&str, u8, Option<f64>, Option<f64>)> {
         let mut out = Vec::new();
         for (object, counters) in self.ports() {
             let mut pfc: [[Option<f64>; 2]; 8] = [[None; 2]; 8];
@@ -519,7 +535,8 @@ impl SwitchCounters {
                 pfc[at / 2][at % 2] = Some(rate.per_second());
             }
             for (priority, [rx, tx]) in (0u8..).zip(pfc) {
-                if rx.is_some() || tx.is_some() {
+                let pausing = rx.is_some_and(|r| r != 0.0) || tx.is_some_and(|t| t != 0.0);
+                if (rx.is_some() || tx.is_some()) && (pausing || watched.contains(&priority)) {
                     out.push((object.port.as_str(), priority, rx, tx));
                 }
             }
@@ -642,13 +659,19 @@ mod tests {
         sw.set_ports(vec![("oid:0x1".into(), "Ethernet0".into())]);
         sw.set_line_rates(vec![("Ethernet0".into(), 100_000_000_000 / 8)]);
         let (rx, tx) = ("SAI_PORT_STAT_PFC_3_RX_PKTS", "SAI_PORT_STAT_PFC_3_TX_PKTS");
-        sw.counters("oid:0x1", hash(&[(rx, "10"), (tx, "0")]), S);
-        assert_eq!(sw.counters("oid:0x1", hash(&[(rx, "5010"), (tx, "40")]), 3 * S), None);
-        assert_eq!(sw.pfc_rates(), vec![("Ethernet0", 3, Some(2500.0), Some(20.0))]);
+        let quiet = "SAI_PORT_STAT_PFC_5_RX_PKTS";
+        sw.counters("oid:0x1", hash(&[(rx, "10"), (tx, "0"), (quiet, "7")]), S);
+        assert_eq!(sw.counters("oid:0x1", hash(&[(rx, "5010"), (tx, "40"), (quiet, "7")]), 3 * S), None);
+        assert_eq!(sw.pfc_rates(&[3]), vec![("Ethernet0", 3, Some(2500.0), Some(20.0))]);
+        // A quiet priority is there when watched (a lossless class is on it), else not.
+        assert_eq!(
+            sw.pfc_rates(&[5]),
+            vec![("Ethernet0", 3, Some(2500.0), Some(20.0)), ("Ethernet0", 5, Some(0.0), None)]
+        );
         // 100 Gb/s carries at most 148.8 M minimum frames a second: 2^40 in a second is not pauses.
         let wrapped = sw.counters("oid:0x1", hash(&[(rx, "1099511627776"), (tx, "41")]), 4 * S);
         assert_eq!(wrapped, Some(("Ethernet0".into(), String::new())));
-        assert_eq!(sw.pfc_rates(), vec![]);
+        assert_eq!(sw.pfc_rates(&[3]), vec![]);
     }
 
     #[test]
