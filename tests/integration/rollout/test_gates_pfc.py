@@ -258,13 +258,13 @@ def test_pause_counters_become_rates_and_a_cleared_count_is_one_reset_per_port(
     read = streaming.read
     leaf1 = 'sluice_port_pfc_{}_pause_frames_per_second{{switch="leaf1",port="Ethernet0"}}'
     rx, tx = read(leaf1.format("rx")), read(leaf1.format("tx"))
-    # Five frames received for each one sent, every tick: the rates hold that ratio (the same
-    # hash, the same switch timestamps), about 10 and 2 a second (ticks of 0.5 s at least,
-    # written late on a loaded machine).
+    # Five frames received for each one sent, every tick: the rates hold that ratio exactly
+    # whatever the ticks' timing on a loaded machine (the same hash, the same switch
+    # timestamps; the arithmetic itself: tests/unit/telemetry/test_pfc.py).
     assert rx is not None
     assert tx is not None
+    assert rx > 0.0
     assert rx / tx == pytest.approx(5.0, rel=1e-9)
-    assert 5.0 < rx < 15.0
     # The API's view of the port (what the dashboard shows): the priority, its group.
     port = streaming.telemetry.switch_now("leaf1").ports["Ethernet0"]
     (pfc,) = port.pfc.values()
