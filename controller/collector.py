@@ -69,6 +69,7 @@ from controller.store.db import make_engine, make_sessions
 from controller.telemetry.ingest import (
     QueueStateHandler,
     SwitchHandler,
+    pfc_classes,
     queue_classes,
     telemetry_for,
 )
@@ -143,19 +144,20 @@ class Collector:
             if name not in wanted or running.target != targets.get(name):
                 running.cancel()
                 del self._running[name]
-        classes = queue_classes(intent)
+        classes, lossless = queue_classes(intent), pfc_classes(intent)
         for name, switch in sorted(wanted.items()):
             existing = self._running.get(name)
             if existing is not None:  # same endpoint: keep the stream, take the new labels
-                fresh = telemetry_for(switch, classes, self._window_ns)
+                fresh = telemetry_for(switch, classes, self._window_ns, lossless)
                 with self.lock:
                     existing.handler.telemetry.port_speeds_bps = fresh.port_speeds_bps
                     existing.handler.telemetry.queue_classes = fresh.queue_classes
+                    existing.handler.telemetry.pfc_classes = fresh.pfc_classes
                 continue
             if name not in targets:
                 continue
             target = targets[name]
-            telemetry = telemetry_for(switch, classes, self._window_ns)
+            telemetry = telemetry_for(switch, classes, self._window_ns, lossless)
             if switch.dialect is Dialect.OPENCONFIG:
                 handler: SwitchHandler = QueueStateHandler(telemetry, self.lock)
                 tasks = self._start_openconfig(target, handler)

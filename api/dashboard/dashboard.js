@@ -233,6 +233,33 @@ async function renderOverview() {
 
 function queueLabel(q) { return "q" + q.queue + (q.service_class ? " " + q.service_class : ""); }
 
+// The port's PFC priorities: pause frames either way and the priority group's drops (a
+// lossless class must drop none) and headroom watermark.
+function pfcTable(rows) {
+  const { formatBytes, formatCount } = window.sluicePlot;
+  const table = document.createElement("table");
+  table.className = "pfc";
+  const head = document.createElement("tr");
+  for (const h of ["PFC priority", "class", "pauses rx/s", "pauses tx/s", "PG drops/s", "headroom watermark"]) {
+    const th = document.createElement("th");
+    th.textContent = h;
+    head.appendChild(th);
+  }
+  table.appendChild(head);
+  for (const p of rows) {
+    const row = document.createElement("tr");
+    cell(row, p.priority);
+    cell(row, p.service_class);
+    cell(row, p.rx_pause_frames_per_s === null ? null : formatCount(p.rx_pause_frames_per_s), "num");
+    cell(row, p.tx_pause_frames_per_s === null ? null : formatCount(p.tx_pause_frames_per_s), "num");
+    const drops = p.pg_dropped_packets_per_s;
+    cell(row, drops === null ? null : formatCount(drops), drops ? "num bad" : "num");
+    cell(row, p.pg_headroom_watermark_bytes === null ? null : formatBytes(p.pg_headroom_watermark_bytes), "num");
+    table.appendChild(row);
+  }
+  return table;
+}
+
 function portPanel(port, seriesDoc) {
   const { lineChart, formatBytes, formatCount } = window.sluicePlot;
   const panel = document.createElement("div");
@@ -261,10 +288,11 @@ function portPanel(port, seriesDoc) {
     cell(row, q.dropped_packets_per_s === null ? null : formatCount(q.dropped_packets_per_s), "num");
     cell(row, q.occupancy_bytes === null ? null : formatBytes(q.occupancy_bytes), "num");
     cell(row, q.threshold_bytes === null ? null : formatBytes(q.threshold_bytes), "num");
-    cell(row, q.basis);
+    cell(row, q.pfc_storm_active ? (q.basis || "") + " · PFC storm" : q.basis, q.pfc_storm_active ? "bad" : undefined);
     table.appendChild(row);
   }
   panel.appendChild(table);
+  if ((port.pfc || []).length) panel.appendChild(pfcTable(port.pfc));
 
   const queues = seriesDoc.queues;
   const color = (i) => COLORS[i % COLORS.length];

@@ -11,11 +11,13 @@ from pydantic import Field
 from api.schemas.common import ViewOut
 from controller.services.telemetry import (
     FabricHealth,
+    PfcNow,
     PortNow,
     QueueNow,
     Reason,
     SwitchHealth,
     SwitchNow,
+    sorted_pfc,
     sorted_queues,
 )
 
@@ -35,12 +37,28 @@ class QueueNowOut(ViewOut):
     basis: str | None = Field(
         description="computed, static_ordered, stale_fallback (a fault), kept or idle"
     )
+    pfc_storm_active: float | None = Field(
+        default=None, description="1 while SONiC's PFC watchdog holds this queue in a storm"
+    )
 
     @classmethod
     def of(cls, view: QueueNow) -> Self:
         return cls(
             queue=view.queue, service_class=view.service_class, basis=view.basis, **view.values
         )
+
+
+class PfcNowOut(ViewOut):
+    priority: str = Field(description="the PFC priority, and the index of its priority group")
+    service_class: str = Field(description="the intent's lossless class on it ('' when none)")
+    rx_pause_frames_per_s: float | None
+    tx_pause_frames_per_s: float | None
+    pg_dropped_packets_per_s: float | None
+    pg_headroom_watermark_bytes: float | None
+
+    @classmethod
+    def of(cls, view: PfcNow) -> Self:
+        return cls(priority=view.priority, service_class=view.service_class, **view.values)
 
 
 class PortNowOut(ViewOut):
@@ -50,11 +68,15 @@ class PortNowOut(ViewOut):
     utilisation: float | None
     speed_bits_per_s: float | None
     queues: list[QueueNowOut]
+    pfc: list[PfcNowOut] = Field(
+        default=[], description="each PFC priority the switch reports pauses or a group for"
+    )
 
     @classmethod
     def of(cls, view: PortNow) -> Self:
         queues = [QueueNowOut.of(q) for q in sorted_queues(view)]
-        return cls(port=view.port, queues=queues, **view.values)
+        pfc = [PfcNowOut.of(p) for p in sorted_pfc(view)]
+        return cls(port=view.port, queues=queues, pfc=pfc, **view.values)
 
 
 class AgentOut(ViewOut):

@@ -757,6 +757,17 @@ class Health(Frozen):
     counters_age_s_critical: float = Field(default=120.0, gt=0.0, le=86_400.0)
     collector_lag_s_warn: float = Field(default=5.0, gt=0.0, le=86_400.0)
     collector_lag_s_critical: float = Field(default=30.0, gt=0.0, le=86_400.0)
+    pfc_pause_per_s_warn: float = Field(
+        default=300.0,
+        ge=0.0,
+        description="PFC pause frames/s on a lossless priority, either way (a pause storm)",
+    )
+    pfc_pause_per_s_critical: float = Field(
+        default=3000.0,
+        ge=0.0,
+        description="also the pause-rate gate's limit in a rollout of a lossless class; at "
+        "100 Gb/s this many pauses of the largest quanta hold the port paused all the time",
+    )
 
 
 class TuningMode(StrEnum):

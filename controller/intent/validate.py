@@ -269,6 +269,7 @@ HEALTH_PAIRS = (
     "agent_heartbeat_s",
     "counters_age_s",
     "collector_lag_s",
+    "pfc_pause_per_s",
 )
 
 

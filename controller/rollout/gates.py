@@ -86,6 +86,17 @@ def _idle_aware(aggregate: str, metric: str) -> str:
 
 
 _FCT_BUCKETS = 'sluice_host_flow_completion_seconds_bucket{class="$class",size="small"}'
+# A lossless class's PFC series (docs/telemetry.md): pause frames either way on its priority,
+# drops on its priority group and on its queue, the watchdog's storms on its queue.
+_PAUSES = (
+    '{__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second",'
+    'switch=~"$switches",class="$class"}'
+)
+_CLASS_OF_BATCH = '{switch=~"$switches",class="$class"}'
+_LOSSLESS_QUEUE_DROPS = f"sluice_queue_dropped_packets_per_second{_CLASS_OF_BATCH}"
+_LOSSLESS_PG_DROPS = f"sluice_pg_dropped_packets_per_second{_CLASS_OF_BATCH}"
+_STORMING = f"sluice_queue_pfc_storm_active{_CLASS_OF_BATCH}"
+_STORMS = f"sluice_queue_pfc_storms_detected_total{_CLASS_OF_BATCH}"
 
 # The health model's checks (controller/telemetry/health.py) as one number over the switches
 # of a batch, in the collector's metric names (docs/telemetry.md), and the hosts' flow
@@ -127,7 +138,27 @@ BUILTINS: Mapping[str, Builtin] = {
             " grow)"
         ),
     ),
+    # the most PFC pause frames a second any port of the batch sent or received on the
+    # lossless class's priority (a storm: a port held paused most of the time)
+    "pfc_pause_rate": Builtin(f"max({_PAUSES})", (_PAUSES,), per_class=True),
+    # the PFC watchdog's storms on the class's queues: those in a storm now plus those it
+    # detected during the last ``$window`` (the soak), restored or not
+    "pfc_storms": Builtin(
+        f"(sum(increase({_STORMS}[$window])) or vector(0))"
+        f" + (count({_STORMING} == 1) or vector(0))",
+        (),
+        per_class=True,
+    ),
+    # packets of the lossless class dropped a second: at its queues and, where the switch
+    # counts them, at its ingress priority groups; a lossless class must drop none
+    "lossless_drops": Builtin(
+        f"sum({_LOSSLESS_QUEUE_DROPS}) + (sum({_LOSSLESS_PG_DROPS}) or vector(0))",
+        (_LOSSLESS_QUEUE_DROPS,),
+        per_class=True,
+    ),
 }
+# The built-ins a lossless class turns on (``lossless_gates``).
+LOSSLESS_BUILTINS = ("pfc_pause_rate", "pfc_storms", "lossless_drops")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 # A metric selector with label matchers: ``name{...}`` (what a raw query's emptiness is
 # explained by; functions and keywords are never followed by a brace).
@@ -220,6 +251,28 @@ def parse_policy(data: Mapping[str, Any] | None) -> GatePolicy | None:
 def default_gate_name(builtin: str, service_class: str | None) -> str:
     """A built-in gate's name when the policy gives none: ``drops``, ``fct_p99_small.rpc``."""
     return builtin if service_class is None else f"{builtin}.{service_class}"
+
+
+def lossless_gates(classes: Sequence[str], pause_limit_per_s: float) -> tuple[Gate, ...]:
+    """The gates each lossless class turns on in a gated rollout: its pause rate at most
+    ``pause_limit_per_s`` (the intent's ``fabric.health.pfc_pause_per_s_critical``), no
+    watchdog storm and no drop, each read for the batch's switches."""
+    limits = {"pfc_pause_rate": pause_limit_per_s, "pfc_storms": 0.0, "lossless_drops": 0.0}
+    return tuple(
+        Gate(default_gate_name(builtin, name), limits[builtin], builtin=builtin, service_class=name)
+        for name in sorted(classes)
+        for builtin in LOSSLESS_BUILTINS
+    )
+
+
+def with_gates(policy: GatePolicy, extra: Iterable[Gate]) -> GatePolicy:
+    """``policy`` with each gate of ``extra`` it does not already name (the operator's own
+    gate of that name wins)."""
+    names = {gate.name for gate in policy.gates}
+    added = tuple(gate for gate in extra if gate.name not in names)
+    if not added:
+        return policy
+    return GatePolicy((*policy.gates, *added), policy.soak_s, policy.on_fail, policy.force)
 
 
 def _parse_gate(raw: Mapping[str, Any]) -> Gate:

@@ -11,15 +11,24 @@ exported), for the API's schemas and the host runs alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PortFlapsNotAllowed
+from controller.intent.models import Intent
 from controller.rollout.gates import BUILTINS as BUILTINS
-from controller.rollout.gates import Evaluation, Reader, describe, failed, read_all
+from controller.rollout.gates import (
+    Evaluation,
+    Reader,
+    describe,
+    failed,
+    lossless_gates,
+    read_all,
+    with_gates,
+)
 from controller.rollout.gates import GatePolicy as GatePolicy
 from controller.rollout.gates import parse_policy as parse_policy
 from controller.rollout.staging import FAILURE_STATUSES, PAUSABLE, RESUMABLE, assign_batches
@@ -253,9 +262,11 @@ class RolloutService:
             batches = _batches(switches, policy)
             from_version = rollouts.last_finished_version(session=session)
             known = known_switches(session, switches)
-            preflight(version_intent(session, to_version), _desired_of(session, to_version), known)
+            target = version_intent(session, to_version)
+            preflight(target, _desired_of(session, to_version), known)
             if not policy.allow_port_flaps:
                 refuse_port_flaps(port_flaps_of(session, from_version, to_version, known))
+            policy = replace(policy, gates=gated_for(policy.gates, target))
             now = self._clock()
             prechecks = precheck(policy.gates, gates, switches, now)
             row = rollouts.insert_rollout(
@@ -492,6 +503,16 @@ def refuse_port_flaps(found: Mapping[str, Sequence[PortFlap]]) -> None:
         "start it with allow_port_flaps (sluice rollout start --allow-port-flaps) when taking "
         "them down is intended"
     )
+
+
+def gated_for(policy: GatePolicy | None, intent: Intent | None) -> GatePolicy | None:
+    """A gated rollout of an intent with lossless classes is gated on their pauses, storms and
+    drops too (``lossless_gates``, docs/health.md); an ungated one stays ungated."""
+    if policy is None or not policy.gates or intent is None:
+        return policy
+    lossless = [c.name for c in intent.service_classes if c.lossless is not None]
+    pause_limit = intent.fabric.health.pfc_pause_per_s_critical
+    return with_gates(policy, lossless_gates(lossless, pause_limit))
 
 
 def _batches(switches: Sequence[str], policy: RolloutPolicy) -> list[tuple[str, int]]:

@@ -19,8 +19,15 @@ from datetime import datetime, timedelta
 from controller.errors import NotFound
 from controller.intent.models import Intent, Switch
 from controller.prometheus.promql import PromQL, Sample, finite
+from controller.rollout.gates import switches_regex
 from controller.telemetry.health import FabricHealth as FabricHealth
-from controller.telemetry.health import FabricSamples, QueueSample, SwitchSample, fabric_health
+from controller.telemetry.health import (
+    FabricSamples,
+    LosslessSample,
+    QueueSample,
+    SwitchSample,
+    fabric_health,
+)
 from controller.telemetry.health import Reason as Reason
 from controller.telemetry.health import SwitchHealth as SwitchHealth
 from controller.types import Clock
@@ -38,6 +45,14 @@ QUEUE_METRICS = {
     "sluice_queue_occupancy_bytes": "occupancy_bytes",
     "sluice_queue_watermark_bytes": "watermark_bytes",
     "sluice_queue_threshold_bytes": "threshold_bytes",
+    "sluice_queue_pfc_storm_active": "pfc_storm_active",
+}
+# A port's lossless priority: pauses either way and its priority group (docs/telemetry.md).
+PFC_METRICS = {
+    "sluice_port_pfc_rx_pause_frames_per_second": "rx_pause_frames_per_s",
+    "sluice_port_pfc_tx_pause_frames_per_second": "tx_pause_frames_per_s",
+    "sluice_pg_dropped_packets_per_second": "pg_dropped_packets_per_s",
+    "sluice_pg_headroom_watermark_bytes": "pg_headroom_watermark_bytes",
 }
 PORT_METRICS = {
     "sluice_port_tx_bytes_per_second": "tx_bytes_per_s",
@@ -71,10 +86,20 @@ class QueueNow:
 
 
 @dataclass
+class PfcNow:
+    """One PFC priority of a port (and its priority group of the same index)."""
+
+    priority: str
+    service_class: str
+    values: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
 class PortNow:
     port: str
     values: dict[str, float | None] = field(default_factory=dict)
     queues: dict[str, QueueNow] = field(default_factory=dict)
+    pfc: dict[str, PfcNow] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,7 +162,7 @@ class TelemetryService:
         switch = self._switch(name)
         at = self._clock()
         samples = self._promql.instant(
-            f'{{__name__=~"sluice_(queue|port|agent|switch)_.+",switch="{switch.name}"}}', at
+            f'{{__name__=~"sluice_(queue|port|pg|agent|switch)_.+",switch="{switch.name}"}}', at
         )
         now = SwitchNow(switch.name, at, dict.fromkeys(SWITCH_METRICS.values()))
         now.ports = {port.name: _empty_port(port.name) for port in switch.ports}
@@ -219,7 +244,58 @@ class TelemetryService:
         return FabricSamples(
             queues=queues,
             switches=self._switch_samples(at),
+            lossless=self._lossless_samples(intent, at),
             collector_lag_s={s.labels.get("collector", ""): s.value for s in lag},
+        )
+
+    def _lossless_samples(self, intent: Intent, at: datetime) -> tuple[LosslessSample, ...]:
+        """Lossless priorities in trouble only: pauses past the warn threshold, a drop of a
+        lossless class (its priority group's or its queue's), a watchdog storm."""
+        warn = intent.fabric.health.pfc_pause_per_s_warn
+        priority_of = {
+            c.name: str(c.lossless.pfc_priority)
+            for c in intent.service_classes
+            if c.lossless is not None
+        }
+        found: dict[tuple[str, str, str, str], dict[str, float]] = {}
+
+        def put(sample: Sample, priority: str, what: str) -> None:
+            labels = sample.labels
+            key = (labels.get("switch", ""), labels.get("port", ""), priority,
+                   labels.get("class", ""))  # fmt: skip
+            value = finite(sample.value) or 0.0
+            slot = found.setdefault(key, {})
+            slot[what] = slot.get(what, 0.0) + value if what == "drops" else value
+
+        pauses = (
+            "max by (switch, port, priority, class) "
+            '({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second"})'
+            f" >= {warn!r}"
+        )
+        for sample in self._promql.instant(pauses, at):
+            put(sample, sample.labels.get("priority", ""), "pauses")
+        for sample in self._promql.instant(
+            'sluice_pg_dropped_packets_per_second{class!=""} > 0', at
+        ):
+            put(sample, sample.labels.get("pg", ""), "drops")
+        lossless = switches_regex(sorted(priority_of))  # the class names, a PromQL alternation
+        by_queue = [("sluice_queue_pfc_storm_active == 1", "storming")]
+        if lossless:
+            by_queue.append(
+                (f'sluice_queue_dropped_packets_per_second{{class=~"{lossless}"}} > 0', "drops")
+            )
+        for query, what in by_queue:
+            for sample in self._promql.instant(query, at):
+                klass = sample.labels.get("class", "")
+                put(sample, priority_of.get(klass, sample.labels.get("queue", "")), what)
+        return tuple(
+            LosslessSample(
+                *key,
+                pause_per_s=values.get("pauses"),
+                dropped_packets_per_s=values.get("drops"),
+                storming=bool(values.get("storming")),
+            )
+            for key, values in sorted(found.items())
         )
 
     def _switch_samples(self, at: datetime) -> tuple[SwitchSample, ...]:
@@ -275,6 +351,14 @@ def _fill(now: SwitchNow, sample: Sample) -> None:
         now.values[SWITCH_METRICS[name]] = value
     elif name == "sluice_agent_mode_info":
         now.agent_mode, now.agent_algorithm = labels.get("mode"), labels.get("algorithm")
+    elif name in PFC_METRICS:
+        port = now.ports.setdefault(labels.get("port", ""), _empty_port(labels.get("port", "")))
+        priority = labels.get("priority", labels.get("pg", ""))
+        row = port.pfc.setdefault(
+            priority,
+            PfcNow(priority, labels.get("class", ""), dict.fromkeys(PFC_METRICS.values())),
+        )
+        row.values[PFC_METRICS[name]] = value
     elif name in PORT_METRICS or name.startswith("sluice_queue_"):
         port = now.ports.setdefault(labels.get("port", ""), _empty_port(labels.get("port", "")))
         if name in PORT_METRICS:
@@ -293,3 +377,7 @@ def _fill(now: SwitchNow, sample: Sample) -> None:
 
 def sorted_queues(port: PortNow) -> list[QueueNow]:
     return sorted(port.queues.values(), key=lambda q: _queue_order(q.queue))
+
+
+def sorted_pfc(port: PortNow) -> list[PfcNow]:
+    return sorted(port.pfc.values(), key=lambda p: _queue_order(p.priority))

@@ -60,6 +60,8 @@ NS_PER_S = 1_000_000_000
 JSON_IETF = gnmi_pb2.Encoding.Value("JSON_IETF")
 QUEUE_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_QUEUE_NAME_MAP")
 PORT_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_PORT_NAME_MAP")
+# Ingress priority groups (sonic-swss portsorch.cpp, written where PG counters are polled).
+PG_NAME_MAP = ("COUNTERS_DB", INSTANCE, "COUNTERS_PG_NAME_MAP")
 AGENT_STATE = ("STATE_DB", INSTANCE, "SLUICE_AGENT_STATE")
 AGENT_GLOBAL = "global"  # the key a running agent writes at every loop (its heartbeat)
 COUNTERS = ("COUNTERS_DB", INSTANCE, "COUNTERS")
@@ -638,13 +640,14 @@ class StreamPolicy:
 
 
 def stream_subscriptions(policy: StreamPolicy, *, counters: bool = True) -> list[Subscription]:
-    """The counters stream: both name maps ON_CHANGE (key-less hashes: sonic-gnmi answers
-    ``{}`` while one is absent, never "Failed to find") and, unless ``counters`` is False,
+    """The counters stream: the name maps (queues, ports, priority groups) ON_CHANGE
+    (key-less hashes: sonic-gnmi answers ``{}`` while one is absent, never "Failed to find")
+    and, unless ``counters`` is False,
     the whole COUNTERS table in the counter mode: one subscription for every object, which
     sonic-gnmi answers with one message a tick (a subscription per object costs a message per
     object per tick, and a redis connection each on the switch: docs/telemetry.md)."""
     counter_interval = policy.sample_interval_s if policy.counter_mode is SubMode.SAMPLE else 0.0
-    subs = [Subscription(QUEUE_NAME_MAP), Subscription(PORT_NAME_MAP)]
+    subs = [Subscription(QUEUE_NAME_MAP), Subscription(PORT_NAME_MAP), Subscription(PG_NAME_MAP)]
     if counters:
         subs.append(Subscription(COUNTERS, policy.counter_mode, counter_interval))
     return subs

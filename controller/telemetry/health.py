@@ -9,7 +9,9 @@ Checks (docs/health.md):
 - queue: dropped packets/s, ECN mark fraction, occupancy near the port's buffer, a threshold
   the agent holds on its stale fallback;
 - switch: no telemetry at all, the gNMI stream down, counters not updated for a while, the
-  agent's heartbeat old, the agent in fallback or stopped;
+  agent's heartbeat old, the agent in fallback or stopped; per lossless priority of its
+  ports, a PFC pause storm (pause frames past a threshold, or the watchdog's storm) and any
+  drop;
 - fabric: the collectors' lag.
 
 An idle switch is not a faulty one. Its agent reports mode ``idle`` (no queue counter moved
@@ -85,11 +87,27 @@ class SwitchSample:
 
 
 @dataclass(frozen=True, slots=True)
+class LosslessSample:
+    """One port's lossless priority (its priority group, and the queue its pauses stop):
+    the PFC pause frames a second either way, the group's and the queue's drops, and
+    whether the PFC watchdog holds the queue in a storm."""
+
+    switch: str
+    port: str
+    priority: str
+    service_class: str = ""
+    pause_per_s: float | None = None  # the larger of received and sent
+    dropped_packets_per_s: float | None = None
+    storming: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FabricSamples:
     """Everything one health evaluation looks at."""
 
     queues: Sequence[QueueSample] = ()
     switches: Sequence[SwitchSample] = ()
+    lossless: Sequence[LosslessSample] = ()
     collector_lag_s: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -201,6 +219,31 @@ def queue_reasons(
     return [reason for reason in found if reason is not None]
 
 
+def lossless_reasons(sample: LosslessSample, limits: Health) -> list[Reason]:
+    """A pause storm (pauses past the thresholds, or the watchdog's storm) and any drop of
+    a lossless class: it must drop none, so one packet a second is already critical."""
+    where = f"{sample.switch} {sample.port} priority {sample.priority}"
+    if sample.service_class:
+        where += f" ({sample.service_class})"
+    found = [
+        graded(
+            sample.pause_per_s,
+            limits.pfc_pause_per_s_warn,
+            limits.pfc_pause_per_s_critical,
+            check="pfc_storm",
+            where=where,
+            what="PFC pause frames/s",
+        )
+    ]
+    if sample.storming:
+        detail = "the PFC watchdog detected a storm on this priority's queue"
+        found.append(Reason("pfc_storm", State.CRITICAL, where, detail))
+    if sample.dropped_packets_per_s:
+        detail = f"lossless dropped packets/s {sample.dropped_packets_per_s:g} > 0"
+        found.append(Reason("lossless_drops", State.CRITICAL, where, detail))
+    return [reason for reason in found if reason is not None]
+
+
 def switch_reasons(sample: SwitchSample | None, name: str, limits: Health) -> list[Reason]:
     if sample is None:
         return [Reason("no_telemetry", State.CRITICAL, name, "no telemetry for this switch")]
@@ -272,6 +315,10 @@ def _queue_key(sample: QueueSample) -> tuple[str, int | str]:
     return sample.port, int(sample.queue) if sample.queue.isdigit() else sample.queue
 
 
+def _lossless_key(sample: LosslessSample) -> tuple[str, str]:
+    return sample.port, sample.priority
+
+
 def switch_health(
     name: str,
     sample: SwitchSample | None,
@@ -279,6 +326,7 @@ def switch_health(
     limits: Health,
     buffers: Mapping[tuple[str, str], int],
     default_buffer: int,
+    lossless: Sequence[LosslessSample] = (),
 ) -> SwitchHealth:
     by_port: dict[str, list[QueueHealth]] = {}
     idle = sample is not None and sample.agent_mode == IDLE
@@ -292,7 +340,8 @@ def switch_health(
         PortHealth(port, worst(q.state for q in verdicts), tuple(verdicts))
         for port, verdicts in by_port.items()
     )
-    own = tuple(switch_reasons(sample, name, limits))
+    pfc = (r for s in sorted(lossless, key=_lossless_key) for r in lossless_reasons(s, limits))
+    own = (*switch_reasons(sample, name, limits), *pfc)
     state = worst([*(r.state for r in own), *(p.state for p in ports)])
     return SwitchHealth(name, state, own, ports, idle)
 
@@ -314,6 +363,7 @@ def fabric_health(intent: Intent, samples: FabricSamples) -> FabricHealth:
             limits,
             buffers,
             intent.fabric.port_buffer_bytes,
+            [s for s in samples.lossless if s.switch == switch.name],
         )
         for switch in intent.switches
     )

@@ -23,6 +23,7 @@ from controller.southbound.faults import Fault
 from controller.southbound.subscribe import (
     AGENT_STATE,
     COUNTERS,
+    PG_NAME_MAP,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
     SYNC,
@@ -62,9 +63,24 @@ def queue_classes(intent: Intent) -> dict[str, str]:
     return {str(q.queue): q.class_name.split("/")[0] for q in fleet_qos(intent).queues}
 
 
-def telemetry_for(switch: Switch, classes: Mapping[str, str], window_ns: int) -> SwitchTelemetry:
+def pfc_classes(intent: Intent) -> dict[str, str]:
+    """PFC priority -> the lossless class on it (its priority group has the same index:
+    docs/lossless.md)."""
+    return {
+        str(c.lossless.pfc_priority): c.name
+        for c in intent.service_classes
+        if c.lossless is not None
+    }
+
+
+def telemetry_for(
+    switch: Switch,
+    classes: Mapping[str, str],
+    window_ns: int,
+    lossless: Mapping[str, str] | None = None,
+) -> SwitchTelemetry:
     speeds = {p.name: p.speed_gbps * 1e9 for p in switch.ports}
-    return SwitchTelemetry(switch.name, speeds, classes, window_ns)
+    return SwitchTelemetry(switch.name, speeds, classes, window_ns, lossless)
 
 
 class SwitchHandler(Handler):
@@ -74,8 +90,11 @@ class SwitchHandler(Handler):
     def __init__(self, telemetry: SwitchTelemetry, lock: threading.Lock) -> None:
         self.telemetry = telemetry
         self._lock = lock
-        self._queue_map: dict[str, str] = {}
-        self._port_map: dict[str, str] = {}
+        self._maps: dict[tuple[str, ...], dict[str, str]] = {
+            QUEUE_NAME_MAP: {},
+            PORT_NAME_MAP: {},
+            PG_NAME_MAP: {},
+        }
 
     def counter_oids(self) -> list[str]:
         with self._lock:
@@ -118,7 +137,7 @@ class SwitchHandler(Handler):
 
     def _change(self, elems: tuple[str, ...], value: Any, ts_ns: int) -> None:
         table, rest = elems[:3], elems[3:]
-        if table in (QUEUE_NAME_MAP, PORT_NAME_MAP):
+        if table in self._maps:
             self._map_change(table, rest, value)
         elif table == AGENT_STATE:
             if rest:
@@ -131,7 +150,7 @@ class SwitchHandler(Handler):
     def _map_change(self, table: tuple[str, ...], rest: tuple[str, ...], value: Any) -> None:
         """The map as it is now, applied when it moved (an object under a new oid starts
         afresh; the COUNTERS table subscription already covers every oid)."""
-        current = self._queue_map if table == QUEUE_NAME_MAP else self._port_map
+        current = self._maps[table]
         updated = dict(current)
         if rest:
             if value is None:
@@ -142,12 +161,13 @@ class SwitchHandler(Handler):
             updated = {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
         if updated == current:
             return
+        self._maps[table] = updated
         if table == QUEUE_NAME_MAP:
-            self._queue_map = updated
             self.telemetry.set_queue_map(updated)
-        else:
-            self._port_map = updated
+        elif table == PORT_NAME_MAP:
             self.telemetry.set_port_map(updated)
+        else:
+            self.telemetry.set_pg_map(updated)
 
 
 class QueueStateHandler(SwitchHandler):

@@ -27,7 +27,14 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from controller.telemetry.rates import NS_PER_S
-from controller.telemetry.state import QueueId, SwitchTelemetry, orders_version_number
+from controller.telemetry.state import (
+    PG_DROPPED_PACKETS,
+    PG_XOFF_ROOM_WATERMARK,
+    QueueId,
+    SwitchTelemetry,
+    orders_version_number,
+)
+from controller.telemetry.state import PG_SHARED_WATERMARK as PG_SHARED_WATERMARK_FIELD
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -111,6 +118,28 @@ STREAM_FAULT = Family(
 UPDATE_AGE = Family(
     "sluice_switch_last_update_age_seconds", "now minus the last update's timestamp"
 )
+PFC_RX = Family(
+    "sluice_port_pfc_rx_pause_frames_per_second", "PFC pause frames received per second"
+)
+PFC_TX = Family("sluice_port_pfc_tx_pause_frames_per_second", "PFC pause frames sent per second")
+PG_DROPPED = Family(
+    "sluice_pg_dropped_packets_per_second", "packets the ingress priority group dropped per second"
+)
+PG_SHARED_WATERMARK = Family(
+    "sluice_pg_shared_watermark_bytes", "the priority group's shared-buffer watermark"
+)
+PG_HEADROOM_WATERMARK = Family(
+    "sluice_pg_headroom_watermark_bytes", "the priority group's headroom (xoff room) watermark"
+)
+WD_DETECTED = Family(
+    "sluice_queue_pfc_storms_detected", "PFC storms the watchdog detected on the queue", "counter"
+)
+WD_RESTORED = Family(
+    "sluice_queue_pfc_storms_restored", "PFC storms the watchdog restored on the queue", "counter"
+)
+WD_STORMING = Family(
+    "sluice_queue_pfc_storm_active", "1 while the watchdog holds the queue in a storm"
+)
 RESETS = Family("sluice_counter_resets", "counters that went backwards", "counter")
 UPDATES = Family("sluice_collector_updates", "updates ingested", "counter")
 UNKNOWN = Family("sluice_collector_unknown_oids", "counter hashes no name map names", "counter")
@@ -149,6 +178,14 @@ FAMILIES = (
     STREAM_UP,
     STREAM_FAULT,
     UPDATE_AGE,
+    PFC_RX,
+    PFC_TX,
+    PG_DROPPED,
+    PG_SHARED_WATERMARK,
+    PG_HEADROOM_WATERMARK,
+    WD_DETECTED,
+    WD_RESTORED,
+    WD_STORMING,
     RESETS,
     UPDATES,
     UNKNOWN,
@@ -216,6 +253,7 @@ class TelemetryMetrics:
                 chunks = self.counter_chunks(sw)
                 self._agent_lines(sw, lines)
                 _switch_lines(sw, now, lines)
+                _lossless_lines(sw, lines)
             for chunk, family_chunks in zip(chunks, counters, strict=True):
                 family_chunks.append(chunk)
         with self._lock:
@@ -259,6 +297,42 @@ def _add(lines: Lines, family: Family, labels: str, value: float) -> None:
     lines[family].append(f"{family.prefix()}{labels}}} {number(value)}\n")
 
 
+def _lossless_lines(sw: SwitchTelemetry, lines: Lines) -> None:
+    """PFC pause frames per port and priority, the priority groups' drops and watermarks,
+    and the PFC watchdog's storms per queue. ``class`` is the lossless class on the priority
+    (group), the queue's class on a queue. SONiC counts every priority and group of every
+    port; a priority or group no lossless class of the intent is on has series only while
+    it pauses or drops (an operator's own lossless priority in a storm is still seen), so a
+    64-port switch adds a few series per lossless class and port, not 8 x 4 per port."""
+    for pfc in sw.pfc_rates():
+        klass = sw.pfc_class_of(pfc.priority)
+        pairs = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority))
+        labels = labels_text((*pairs, ("class", klass)))
+        if pfc.rx_per_second is not None:
+            _add(lines, PFC_RX, labels, pfc.rx_per_second)
+        if pfc.tx_per_second is not None:
+            _add(lines, PFC_TX, labels, pfc.tx_per_second)
+    for group, view in sorted(sw.watched_groups().items()):
+        klass = sw.pfc_class_of(group.queue)
+        dropped = view.rates.get(PG_DROPPED_PACKETS)
+        pairs = (("switch", sw.name), ("port", group.port), ("pg", group.queue))
+        labels = labels_text((*pairs, ("class", klass)))
+        if dropped is not None:
+            _add(lines, PG_DROPPED, labels, dropped)
+        for family, gauge in (
+            (PG_SHARED_WATERMARK, PG_SHARED_WATERMARK_FIELD),
+            (PG_HEADROOM_WATERMARK, PG_XOFF_ROOM_WATERMARK),
+        ):
+            if gauge in view.gauges:
+                _add(lines, family, labels, view.gauges[gauge])
+    for queue, counts in sorted(sw.watchdog().items()):
+        pairs = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue))
+        labels = labels_text((*pairs, ("class", sw.class_of(queue.queue))))
+        _add(lines, WD_DETECTED, labels, counts.detected)
+        _add(lines, WD_RESTORED, labels, counts.restored)
+        _add(lines, WD_STORMING, labels, 1 if counts.storming else 0)
+
+
 def _switch_lines(sw: SwitchTelemetry, now: int, lines: Lines) -> None:
     one = labels_text((("switch", sw.name),))
     _add(lines, STREAM_UP, one, 1 if sw.stream_up else 0)
@@ -271,6 +345,9 @@ def _switch_lines(sw: SwitchTelemetry, now: int, lines: Lines) -> None:
     for event, count in sw.resets.items():
         reset = labels_text((("switch", sw.name), ("port", event.port), ("queue", event.queue)))
         _add(lines, RESETS, reset, count)
+    for group, count in sw.pg_resets.items():
+        pairs = (("switch", sw.name), ("port", group.port), ("queue", ""), ("pg", group.queue))
+        _add(lines, RESETS, labels_text(pairs), count)
     agent = sw.agent
     if agent is None:
         return

@@ -41,6 +41,25 @@ QUEUE_SHARED_WATERMARK = "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES"
 QUEUE_WATERMARK = "SAI_QUEUE_STAT_WATERMARK_BYTES"
 PORT_OUT_OCTETS = "SAI_PORT_STAT_IF_OUT_OCTETS"
 PORT_IN_OCTETS = "SAI_PORT_STAT_IF_IN_OCTETS"
+# PFC pause frames per priority (saiport.h); the core keeps their rates with the port's.
+PFC_PRIORITIES = range(8)
+# An ingress priority group's counters (saibuffer.h), in ``COUNTERS:<pg oid>``.
+PG_DROPPED_PACKETS = "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS"
+PG_SHARED_WATERMARK = "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES"
+PG_XOFF_ROOM_WATERMARK = "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"
+# What SONiC's PFC watchdog writes into a queue's hash (sonic-swss orchagent/pfcwdorch.cpp).
+WD_DETECTED = "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"
+WD_RESTORED = "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED"
+
+
+def pfc_rx_field(priority: int) -> str:
+    """The pause frames received on ``priority``: ``SAI_PORT_STAT_PFC_<n>_RX_PKTS``."""
+    return f"SAI_PORT_STAT_PFC_{priority}_RX_PKTS"
+
+
+def pfc_tx_field(priority: int) -> str:
+    """The pause frames sent on ``priority``: ``SAI_PORT_STAT_PFC_<n>_TX_PKTS``."""
+    return f"SAI_PORT_STAT_PFC_{priority}_TX_PKTS"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -69,6 +88,31 @@ class CounterView:
 
 
 @dataclass(frozen=True, slots=True)
+class PfcRate:
+    """One port's PFC pause frames a second on one priority, received and sent (None: no
+    rate yet)."""
+
+    port: str
+    priority: str
+    rx_per_second: float | None
+    tx_per_second: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogCounts:
+    """What SONiC's PFC watchdog counted on one queue: storms detected and restored. A
+    queue is in a storm while more were detected than restored (the watchdog writes
+    ``PFC_WD_STATUS`` ``stormed`` then; both counts are cleared together)."""
+
+    detected: int
+    restored: int
+
+    @property
+    def storming(self) -> bool:
+        return self.detected > self.restored
+
+
+@dataclass(frozen=True, slots=True)
 class AgentQueue:
     threshold_bytes: int | None
     basis: str
@@ -81,6 +125,17 @@ class AgentGlobal:
     algorithm: str
     version: str
     loop_seconds: float | None
+
+
+def indexed_objects(mapping: Mapping[str, str]) -> dict[str, QueueId]:
+    """A name map of per-port objects (``COUNTERS_QUEUE_NAME_MAP``, ``COUNTERS_PG_NAME_MAP``:
+    ``Ethernet0:3`` -> oid) as oid -> (port, index); a name without an index is skipped."""
+    oids: dict[str, QueueId] = {}
+    for name, oid in mapping.items():
+        port, sep, index = name.rpartition(":")
+        if sep and port and index.isdigit():
+            oids[oid] = QueueId(port, index)
+    return oids
 
 
 def agent_global(fields: Mapping[str, str]) -> AgentGlobal:
@@ -112,9 +167,12 @@ class SwitchTelemetry:
         port_speeds_bps: Mapping[str, float],
         queue_classes: Mapping[str, str],
         window_ns: int = 0,
+        pfc_classes: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.queue_classes = dict(queue_classes)  # queue index -> class name
+        # PFC priority (= its priority group's index) -> the lossless class on it
+        self.pfc_classes = dict(pfc_classes or {})
         self.window_ns = window_ns
         self.queue_oids: dict[str, QueueId] = {}
         self.port_oids: dict[str, str] = {}
@@ -144,11 +202,7 @@ class SwitchTelemetry:
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
         """``COUNTERS_QUEUE_NAME_MAP`` as a whole: ``Ethernet0:3`` -> oid. A queue under a
         new oid is a new object (syncd restarted): its counts start afresh."""
-        oids: dict[str, QueueId] = {}
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                oids[oid] = QueueId(port, index)
+        oids = indexed_objects(mapping)
         self.queue_oids = oids
         self.table.set_queues([(oid, q.port, q.queue) for oid, q in oids.items()])
 
@@ -157,6 +211,14 @@ class SwitchTelemetry:
         oids = {oid: port for port, oid in mapping.items()}
         self.port_oids = oids
         self.table.set_ports(list(oids.items()))
+
+    def set_pg_map(self, mapping: Mapping[str, str]) -> None:
+        """``COUNTERS_PG_NAME_MAP`` as a whole: ``Ethernet0:3`` -> oid, as the queue map. Its
+        groups are not named in ``counter_oids``: SONiC polls them only where the
+        ``PG_DROP``/``PG_WATERMARK`` counter groups are on, so a group without counters is no
+        fault."""
+        groups = indexed_objects(mapping)
+        self.table.set_pgs([(oid, g.port, g.queue) for oid, g in groups.items()])
 
     def counter_oids(self) -> list[str]:
         """Every oid the maps name, queues then ports, sorted: what to subscribe to."""
@@ -229,6 +291,43 @@ class SwitchTelemetry:
     def ports(self) -> dict[str, CounterView]:
         """Each port that has had a hash."""
         return {port: CounterView(*views) for port, views in self.table.ports()}
+
+    @property
+    def priority_groups(self) -> dict[QueueId, CounterView]:
+        """Each ingress priority group that has had a hash (``QueueId.queue``: its index)."""
+        return {QueueId(p, g): CounterView(*views) for p, g, views in self.table.pgs()}
+
+    def watched_groups(self) -> dict[QueueId, CounterView]:
+        """The lossless classes' priority groups, and any other group while it drops."""
+        found = self.table.pgs(sorted(self.pfc_classes))
+        return {QueueId(p, g): CounterView(*views) for p, g, views in found}
+
+    @property
+    def pg_resets(self) -> dict[QueueId, int]:
+        """Resets per priority group that had one."""
+        return {QueueId(port, group): n for port, group, n in self.table.pg_resets()}
+
+    def pfc_rates(self) -> list[PfcRate]:
+        """Each port's pause frames a second per priority with a rate either way, for the
+        lossless classes' priorities and any other priority while it pauses (SONiC counts
+        all eight of every port)."""
+        watched = sorted(int(p) for p in self.pfc_classes if p.isdigit())
+        rates = self.table.pfc_rates(watched)
+        return [PfcRate(port, str(priority), rx, tx) for port, priority, rx, tx in rates]
+
+    def watchdog(self) -> dict[QueueId, WatchdogCounts]:
+        """Each queue the PFC watchdog reports on, with its counts."""
+        found = {}
+        for port, queue, fields in self.table.watchdog_queues():
+            counts = dict(fields)
+            found[QueueId(port, queue)] = WatchdogCounts(
+                counts.get(WD_DETECTED, 0), counts.get(WD_RESTORED, 0)
+            )
+        return found
+
+    def pfc_class_of(self, priority: str) -> str:
+        """The lossless class on a PFC priority (or priority group), ``""`` for none."""
+        return self.pfc_classes.get(priority, "")
 
     def counter_lines(self, names: list[str]) -> list[bytes]:
         """The sample lines of the counter families (the queues' and ports' series), one

@@ -1,20 +1,32 @@
 """What the collector-process tests share: switches that each serve gNMI over TLS on their
-own endpoint, an intent naming them stored in PostgreSQL, and the switches a collector's
-/metrics says it streams."""
+own endpoint, an intent naming them stored in PostgreSQL, the switches a collector's
+/metrics says it streams, and a collector process on an intent file scraped by a real
+Prometheus."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from controller.intent.loader import dump_intent
+from controller.intent.models import Intent
+from controller.prometheus.gate_reads import promql_reader
+from controller.prometheus.promql import PromQL, make_promql
+from controller.rollout.gates import Reader
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.store.db import make_engine, make_sessions
+from lab.prometheus import LocalPrometheus
 from vsonic.fleet import fleet_targets
 from vsonic.gnmi_server import (
     Clock,
@@ -24,7 +36,41 @@ from vsonic.gnmi_server import (
     TlsFiles,
     start_server,
 )
+from vsonic.redis_process import free_port
 from vsonic.seed import default_ports
+from vsonic.tether import start_tethered
+
+
+@contextmanager
+def scraped_collector(
+    intent: Intent, root: Path, env: Mapping[str, str]
+) -> Iterator[tuple[Reader, PromQL]]:
+    """``python -m controller.collector --intent`` on ``intent`` (its log in
+    ``root/collector.log``, ``env`` over this process's), scraped every second by a real
+    Prometheus: its reader and client. Both stop after."""
+    intent_file = root / "intent.yaml"
+    intent_file.write_text(yaml.safe_dump(dump_intent(intent)))
+    metrics_port = free_port()
+    environ = {**os.environ, "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port), **env}
+    with (root / "collector.log").open("wb") as log:
+        collector = start_tethered(
+            [sys.executable, "-m", "controller.collector", "--intent", str(intent_file)],
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    server = LocalPrometheus(root / "prometheus", targets=[f"127.0.0.1:{metrics_port}"])
+    try:
+        server.start()
+        promql = make_promql(server.url, 5.0)
+        try:
+            yield promql_reader(promql), promql
+        finally:
+            promql.close()
+    finally:
+        server.stop()
+        collector.terminate()
+        collector.wait(timeout=30)
 
 
 @contextmanager

@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 from controller.telemetry.rates import MIN_WIRE_BYTES, NS_PER_S, grew_too_fast
 from controller.telemetry.state import (
+    PFC_PRIORITIES,
+    PG_DROPPED_PACKETS,
     PORT_IN_OCTETS,
     PORT_OUT_OCTETS,
     QUEUE_BYTES,
@@ -31,13 +33,20 @@ from controller.telemetry.state import (
     QUEUE_PACKETS,
     QueueId,
     ResetEvent,
+    indexed_objects,
+    pfc_rx_field,
+    pfc_tx_field,
 )
 
 QUEUE_RATE_FIELDS = frozenset(
     (QUEUE_BYTES, QUEUE_PACKETS, QUEUE_DROPPED_PACKETS, QUEUE_DROPPED_BYTES,
      QUEUE_ECN_MARKED_PACKETS)
 )  # fmt: skip
-PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS))
+PFC_FIELDS = frozenset(f(p) for p in PFC_PRIORITIES for f in (pfc_rx_field, pfc_tx_field))
+PORT_RATE_FIELDS = frozenset((PORT_OUT_OCTETS, PORT_IN_OCTETS)) | PFC_FIELDS
+PG_PACKETS = "SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS"
+PG_BYTES = "SAI_INGRESS_PRIORITY_GROUP_STAT_BYTES"
+PG_RATE_FIELDS = frozenset((PG_PACKETS, PG_BYTES, PG_DROPPED_PACKETS))
 COUNT_LIMIT = 2**64
 Limits = dict[str, int]  # rate field -> the most it can grow a second
 
@@ -55,9 +64,19 @@ def queue_limits(port_bytes_per_s: int | None, switch_bytes_per_s: int | None) -
 
 
 def port_limits(port_bytes_per_s: int | None) -> Limits:
+    """Octets at the line rate; PFC frames, minimum-size frames, at most its frame rate."""
     if port_bytes_per_s is None:
         return {}
-    return {PORT_OUT_OCTETS: port_bytes_per_s, PORT_IN_OCTETS: port_bytes_per_s}
+    frames = dict.fromkeys(PFC_FIELDS, port_bytes_per_s // MIN_WIRE_BYTES)
+    return {PORT_OUT_OCTETS: port_bytes_per_s, PORT_IN_OCTETS: port_bytes_per_s, **frames}
+
+
+def pg_limits(port_bytes_per_s: int | None) -> Limits:
+    """What a priority group counts arrived on its port."""
+    if port_bytes_per_s is None:
+        return {}
+    packets = port_bytes_per_s // MIN_WIRE_BYTES
+    return {PG_PACKETS: packets, PG_BYTES: port_bytes_per_s, PG_DROPPED_PACKETS: packets}
 
 
 # --- per field: one counter's samples (the rule as the collector first ran it) ---------------
@@ -229,7 +248,10 @@ class ReferenceSwitch:
         self.port_oids: dict[str, str] = {}
         self.queues: dict[QueueId, CounterSet] = {}
         self.ports: dict[str, CounterSet] = {}
+        self.pg_oids: dict[str, QueueId] = {}
+        self.priority_groups: dict[QueueId, CounterSet] = {}
         self.resets: dict[ResetEvent, int] = {}
+        self.pg_resets: dict[QueueId, int] = {}
         self.unknown_oids = 0
         self.updates = 0
         self.last_update_ns: int | None = None
@@ -242,14 +264,17 @@ class ReferenceSwitch:
         return sum(self.line_rates.values()) or None
 
     def set_queue_map(self, mapping: Mapping[str, str]) -> None:
-        oids: dict[str, QueueId] = {}
-        for name, oid in mapping.items():
-            port, sep, index = name.rpartition(":")
-            if sep and port and index.isdigit():
-                oids[oid] = QueueId(port, index)
+        oids = indexed_objects(mapping)
         kept = {q for oid, q in oids.items() if self.queue_oids.get(oid) == q}
         self.queue_oids = oids
         self.queues = {q: c for q, c in self.queues.items() if q in kept}
+
+    def set_pg_map(self, mapping: Mapping[str, str]) -> None:
+        """``COUNTERS_PG_NAME_MAP``, kept and renewed as the queue map is."""
+        oids = indexed_objects(mapping)
+        kept = {g for oid, g in oids.items() if self.pg_oids.get(oid) == g}
+        self.pg_oids = oids
+        self.priority_groups = {g: c for g, c in self.priority_groups.items() if g in kept}
 
     def set_port_map(self, mapping: Mapping[str, str]) -> None:
         oids = {oid: port for port, oid in mapping.items()}
@@ -274,6 +299,15 @@ class ReferenceSwitch:
                 return self._reset(ResetEvent(queue.port, queue.queue))
             return None
         port = self.port_oids.get(oid)
+        group = self.pg_oids.get(oid)
+        if port is None and group is not None:
+            self.seen(ts_ns)
+            counters = self.priority_groups.setdefault(group, CounterSet(self.window_ns))
+            if counters.update(
+                fields, ts_ns, PG_RATE_FIELDS, pg_limits(self.line_rates.get(group.port))
+            ):
+                self.pg_resets[group] = self.pg_resets.get(group, 0) + 1
+            return None  # a group's reset is counted apart, not a queue's or a port's
         if port is None:
             if any(str(n).startswith(("SAI_QUEUE_STAT_", "SAI_PORT_STAT_")) for n in fields):
                 self.seen(ts_ns)

@@ -113,7 +113,7 @@ pub fn render(table: &SwitchCounters, names: &[&str; SLOTS], labels: &Labels<'_>
         label_text.clear();
         push_labels(&mut label_text, &[("switch", labels.switch), ("port", &object.port)]);
         let mut rates: [Option<f64>; 2] = [None; 2];
-        for (i, _, rate) in counters.indexed_rates(Kind::Port) {
+        for (i, _, rate) in counters.indexed_rates(Kind::Port).filter(|(i, _, _)| *i < 2) {
             rates[i] = Some(rate.per_second());
         }
         let [sent, received] = rates;

@@ -4,7 +4,7 @@
 
 use crate::exposition::{self, Labels, SLOTS};
 use crate::gnmi::counter_batch;
-use crate::table::{CounterSet, Kind, SwitchCounters, PORT_RATE_FIELDS, QUEUE_RATE_FIELDS};
+use crate::table::{CounterSet, Kind, SwitchCounters, PG_RATE_FIELDS, PORT_RATE_FIELDS, QUEUE_RATE_FIELDS};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use std::collections::HashMap;
@@ -16,6 +16,7 @@ pub struct CounterTable {
     /// The rate field names as Python strings, made once (a scrape names 1.35 million rates).
     queue_names: Vec<Py<PyString>>,
     port_names: Vec<Py<PyString>>,
+    pg_names: Vec<Py<PyString>>,
 }
 
 type Views<'py> = (Bound<'py, PyDict>, Bound<'py, PyDict>);
@@ -26,6 +27,7 @@ impl CounterTable {
         let names = match kind {
             Kind::Queue => &self.queue_names,
             Kind::Port => &self.port_names,
+            Kind::PriorityGroup => &self.pg_names,
         };
         let rates = PyDict::new(py);
         for (i, _, rate) in counters.indexed_rates(kind) {
@@ -53,6 +55,7 @@ impl CounterTable {
             inner: SwitchCounters::new(window_ns),
             queue_names: strings(py, &QUEUE_RATE_FIELDS),
             port_names: strings(py, &PORT_RATE_FIELDS),
+            pg_names: strings(py, &PG_RATE_FIELDS),
         }
     }
 
@@ -64,6 +67,11 @@ impl CounterTable {
     /// The port map as a whole: `(oid, port)`, each oid once.
     fn set_ports(&mut self, objects: Vec<(String, String)>) {
         self.inner.set_ports(objects);
+    }
+
+    /// The priority group map as a whole: `(oid, port, group index)`, each oid once.
+    fn set_pgs(&mut self, objects: Vec<(String, String, String)>) {
+        self.inner.set_pgs(objects);
     }
 
     /// A serialized `SubscribeResponse`: when it is a batch of counter hashes, take them all
@@ -122,6 +130,45 @@ impl CounterTable {
     /// `(port, queue, count)` per object that reset (queue empty for a port).
     fn resets(&self) -> Vec<(String, String, u64)> {
         self.inner.resets().to_vec()
+    }
+
+    /// `(port, group, count)` per priority group that reset.
+    fn pg_resets(&self) -> Vec<(String, String, u64)> {
+        self.inner.pg_resets().to_vec()
+    }
+
+    /// `(port, group, rates, gauges)` per priority group that has had a hash; with
+    /// `watched`, only those `SwitchCounters::watched_pgs` keeps.
+    #[pyo3(signature = (watched=None))]
+    fn pgs<'py>(
+        &self,
+        py: Python<'py>,
+        watched: Option<Vec<String>>,
+    ) -> PyResult<Vec<(String, String, Views<'py>)>> {
+        let view = |(object, counters): (&crate::table::Object, &CounterSet)| {
+            let views = self.views(py, Kind::PriorityGroup, counters)?;
+            Ok((object.port.clone(), object.queue.clone(), views))
+        };
+        match watched {
+            Some(watched) => self.inner.watched_pgs(&watched).map(view).collect(),
+            None => self.inner.pgs().map(view).collect(),
+        }
+    }
+
+    /// `(port, priority, received, sent)` PFC pause frames a second, per port and priority
+    /// with a rate that is in `watched` or pausing (`SwitchCounters::pfc_rates`).
+    fn pfc_rates(&self, watched: Vec<u8>) -> Vec<(String, u8, Option<f64>, Option<f64>)> {
+        let rates = self.inner.pfc_rates(&watched).into_iter();
+        rates.map(|(port, priority, rx, tx)| (port.to_owned(), priority, rx, tx)).collect()
+    }
+
+    /// `(port, queue, fields)` per queue whose hash carries the PFC watchdog's counts.
+    fn watchdog_queues(&self) -> Vec<(String, String, Vec<(String, u64)>)> {
+        let queues = self.inner.watchdog_queues().map(|(object, fields)| {
+            let fields = fields.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+            (object.port.clone(), object.queue.clone(), fields)
+        });
+        queues.collect()
     }
 
     /// `(port, queue, rates, gauges)` per queue that has had a hash.

@@ -26,9 +26,39 @@ pub const QUEUE_RATE_FIELDS: [&str; 5] = [
     "SAI_QUEUE_STAT_DROPPED_BYTES",
     "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
 ];
-/// Port counters that are rates.
-pub const PORT_RATE_FIELDS: [&str; 2] = ["SAI_PORT_STAT_IF_OUT_OCTETS", "SAI_PORT_STAT_IF_IN_OCTETS"];
-const MAX_RATE_FIELDS: usize = 5;
+/// Port counters that are rates: its octets, then the PFC pause frames received and sent per
+/// priority 0..7 (saiport.h `SAI_PORT_STAT_PFC_<n>_RX_PKTS`, `_TX_PKTS`), interleaved.
+pub const PORT_RATE_FIELDS: [&str; 18] = [
+    "SAI_PORT_STAT_IF_OUT_OCTETS",
+    "SAI_PORT_STAT_IF_IN_OCTETS",
+    "SAI_PORT_STAT_PFC_0_RX_PKTS",
+    "SAI_PORT_STAT_PFC_0_TX_PKTS",
+    "SAI_PORT_STAT_PFC_1_RX_PKTS",
+    "SAI_PORT_STAT_PFC_1_TX_PKTS",
+    "SAI_PORT_STAT_PFC_2_RX_PKTS",
+    "SAI_PORT_STAT_PFC_2_TX_PKTS",
+    "SAI_PORT_STAT_PFC_3_RX_PKTS",
+    "SAI_PORT_STAT_PFC_3_TX_PKTS",
+    "SAI_PORT_STAT_PFC_4_RX_PKTS",
+    "SAI_PORT_STAT_PFC_4_TX_PKTS",
+    "SAI_PORT_STAT_PFC_5_RX_PKTS",
+    "SAI_PORT_STAT_PFC_5_TX_PKTS",
+    "SAI_PORT_STAT_PFC_6_RX_PKTS",
+    "SAI_PORT_STAT_PFC_6_TX_PKTS",
+    "SAI_PORT_STAT_PFC_7_RX_PKTS",
+    "SAI_PORT_STAT_PFC_7_TX_PKTS",
+];
+/// The index of the first PFC field in `PORT_RATE_FIELDS`: priority `p` received is at
+/// `PORT_PFC_FIRST + 2p`, sent at `PORT_PFC_FIRST + 2p + 1`.
+pub const PORT_PFC_FIRST: usize = 2;
+/// Priority group counters that are rates (saibuffer.h
+/// `SAI_INGRESS_PRIORITY_GROUP_STAT_*`); its watermarks and occupancies are gauges.
+pub const PG_RATE_FIELDS: [&str; 3] = [
+    "SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS",
+    "SAI_INGRESS_PRIORITY_GROUP_STAT_BYTES",
+    "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS",
+];
+const MAX_RATE_FIELDS: usize = 18;
 
 /// The fewest bytes one packet takes on the wire: a 64-byte minimum frame plus 8 bytes of
 /// preamble and a 12-byte inter-frame gap (IEEE 802.3): a port of `b` bytes a second sends at
@@ -53,12 +83,29 @@ pub type Limits = [Option<u64>; MAX_RATE_FIELDS];
 /// drops by everything that can arrive for it (every port's traffic, under incast).
 pub fn queue_limits(port: Option<u64>, switch: Option<u64>) -> Limits {
     let packets = |bytes: Option<u64>| bytes.map(|b| b / MIN_WIRE_BYTES);
-    [packets(port), port, packets(switch), switch, packets(port)]
+    let mut limits: Limits = [None; MAX_RATE_FIELDS];
+    limits[..5].copy_from_slice(&[packets(port), port, packets(switch), switch, packets(port)]);
+    limits
 }
 
-/// A port's limits at `port` bytes a second: what it sends and what it receives.
+/// A port's limits at `port` bytes a second: what it sends and what it receives, and the
+/// PFC frames either way, each a minimum-size frame at most (IEEE 802.1Qbb: a 64-byte MAC
+/// control frame).
 pub fn port_limits(port: Option<u64>) -> Limits {
-    [port, port, None, None, None]
+    let mut limits = [port.map(|b| b / MIN_WIRE_BYTES); MAX_RATE_FIELDS];
+    limits[0] = port;
+    limits[1] = port;
+    limits
+}
+
+/// A priority group's limits on a port of `port` bytes a second: everything it counts
+/// arrived on that port.
+pub fn pg_limits(port: Option<u64>) -> Limits {
+    let mut limits: Limits = [None; MAX_RATE_FIELDS];
+    limits[0] = port.map(|b| b / MIN_WIRE_BYTES);
+    limits[1] = port;
+    limits[2] = port.map(|b| b / MIN_WIRE_BYTES);
+    limits
 }
 
 /// Which kind of object: it decides the rate fields.
@@ -68,6 +115,8 @@ pub enum Kind {
     Queue,
     /// A port (`COUNTERS_PORT_NAME_MAP`).
     Port,
+    /// An ingress priority group (`COUNTERS_PG_NAME_MAP`).
+    PriorityGroup,
 }
 
 impl Kind {
@@ -76,6 +125,7 @@ impl Kind {
         match self {
             Kind::Queue => &QUEUE_RATE_FIELDS,
             Kind::Port => &PORT_RATE_FIELDS,
+            Kind::PriorityGroup => &PG_RATE_FIELDS,
         }
     }
 
@@ -154,6 +204,12 @@ fn jumped(now: &Counts, before: &Counts, limits: &Limits, since_ns: i128) -> boo
 /// True for a SAI queue or port statistic's name (`SAI_QUEUE_STAT_…`, `SAI_PORT_STAT_…`).
 pub fn is_queue_or_port_stat(name: &str) -> bool {
     name.starts_with("SAI_QUEUE_STAT_") || name.starts_with("SAI_PORT_STAT_")
+}
+
+/// True for a field SONiC's PFC watchdog writes into a queue's hash (sonic-swss
+/// `orchagent/pfcwdorch.cpp`: `PFC_WD_STATUS`, `PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`, ...).
+pub fn is_watchdog_field(name: &str) -> bool {
+    name.starts_with("PFC_WD_")
 }
 
 /// A decimal count as SONiC writes one, or `None`.
@@ -283,8 +339,10 @@ pub struct SwitchCounters {
     window_ns: i64,
     queue_oids: HashMap<String, usize>,
     port_oids: HashMap<String, usize>,
+    pg_oids: HashMap<String, usize>,
     queues: Vec<Object>,
     ports: Vec<Object>,
+    pgs: Vec<Object>,
     /// Hashes and agent reports taken.
     pub updates: u64,
     /// The newest timestamp taken.
@@ -292,6 +350,7 @@ pub struct SwitchCounters {
     /// Hashes whose oid neither map names.
     pub unknown_oids: u64,
     resets: Vec<(String, String, u64)>,
+    pg_resets: Vec<(String, String, u64)>,
     /// Each port's line rate in bytes a second, and the switch's in all (ports known only).
     line_rates: HashMap<String, u64>,
     switch_rate: Option<u64>,
@@ -322,6 +381,15 @@ impl SwitchCounters {
         self.apply_limits();
     }
 
+    /// The priority group map as a whole, `(oid, port, priority group)` with each oid once
+    /// (`COUNTERS_PG_NAME_MAP`: `Ethernet0:3` -> oid), kept and renewed as the queue map is.
+    pub fn set_pgs(&mut self, objects: Vec<(String, String, String)>) {
+        let (oids, objects) = remap(&self.pg_oids, &mut self.pgs, Kind::PriorityGroup, objects);
+        self.pg_oids = oids;
+        self.pgs = objects;
+        self.apply_limits();
+    }
+
     /// Each port's line rate, `(port, bytes a second)`: what bounds its objects' counters (a
     /// port not named has no bound but going backwards). The switch's own is their sum.
     pub fn set_line_rates(&mut self, rates: Vec<(String, u64)>) {
@@ -337,6 +405,9 @@ impl SwitchCounters {
         }
         for object in &mut self.ports {
             object.limits = port_limits(self.line_rates.get(&object.port).copied());
+        }
+        for object in &mut self.pgs {
+            object.limits = pg_limits(self.line_rates.get(&object.port).copied());
         }
     }
 
@@ -358,10 +429,11 @@ impl SwitchCounters {
     ) -> Option<(String, String)> {
         let mut fields = fields.peekable();
         fields.peek()?; // `{}`: an object the switch does not hold
-        let found = match (self.queue_oids.get(oid), self.port_oids.get(oid)) {
-            (Some(&i), _) => Some((Kind::Queue, i)),
-            (None, Some(&i)) => Some((Kind::Port, i)),
-            (None, None) => None,
+        let found = match (self.queue_oids.get(oid), self.port_oids.get(oid), self.pg_oids.get(oid)) {
+            (Some(&i), _, _) => Some((Kind::Queue, i)),
+            (None, Some(&i), _) => Some((Kind::Port, i)),
+            (None, None, Some(&i)) => Some((Kind::PriorityGroup, i)),
+            (None, None, None) => None,
         };
         let Some((kind, i)) = found else {
             // A whole COUNTERS table also holds priority groups, buffer pools, router
@@ -376,17 +448,20 @@ impl SwitchCounters {
         let object = match kind {
             Kind::Queue => &mut self.queues[i],
             Kind::Port => &mut self.ports[i],
+            Kind::PriorityGroup => &mut self.pgs[i],
         };
         let counters = object.counters.get_or_insert_with(CounterSet::default);
         if !counters.update(object.kind, fields, ts_ns, self.window_ns, &object.limits) {
             return None;
         }
         let (port, queue) = (object.port.clone(), object.queue.clone());
-        match self.resets.iter_mut().find(|(p, q, _)| *p == port && *q == queue) {
+        // A priority group's resets are counted apart: its index is not a queue's.
+        let resets = if kind == Kind::PriorityGroup { &mut self.pg_resets } else { &mut self.resets };
+        match resets.iter_mut().find(|(p, q, _)| *p == port && *q == queue) {
             Some(entry) => entry.2 += 1,
-            None => self.resets.push((port.clone(), queue.clone(), 1)),
+            None => resets.push((port.clone(), queue.clone(), 1)),
         }
-        Some((port, queue))
+        (kind != Kind::PriorityGroup).then_some((port, queue))
     }
 
     /// Every hash of a batch, in order, at its timestamp.
@@ -413,6 +488,62 @@ impl SwitchCounters {
         self.ports.iter().filter_map(|o| o.counters.as_ref().map(|c| (o, c)))
     }
 
+    /// Priority groups that have had a hash, in map order (`Object::queue` holds the group's
+    /// index).
+    pub fn pgs(&self) -> impl Iterator<Item = (&Object, &CounterSet)> {
+        self.pgs.iter().filter_map(|o| o.counters.as_ref().map(|c| (o, c)))
+    }
+
+    /// The priority groups whose index is in `watched` or that drop now (a quiet group no
+    /// lossless class is on is left out, as in `pfc_rates`).
+    pub fn watched_pgs<'a>(
+        &'a self,
+        watched: &'a [String],
+    ) -> impl Iterator<Item = (&'a Object, &'a CounterSet)> {
+        self.pgs().filter(move |(object, counters)| {
+            let dropping = counters.rates(Kind::PriorityGroup).iter().any(|(name, rate)| {
+                *name == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS" && rate.delta != 0
+            });
+            dropping || watched.contains(&object.queue)
+        })
+    }
+
+    /// Queues whose hash carries the PFC watchdog's fields (a queue it watches), with those
+    /// fields' counts, in map order.
+    pub fn watchdog_queues(&self) -> impl Iterator<Item = (&Object, Vec<(&str, u64)>)> {
+        self.queues().filter_map(|(o, c)| {
+            let fields: Vec<(&str, u64)> = c
+                .gauges()
+                .iter()
+                .filter(|(n, _)| is_watchdog_field(n))
+                .map(|(n, v)| (n.as_str(), *v))
+                .collect();
+            (!fields.is_empty()).then_some((o, fields))
+        })
+    }
+
+    /// Each port's PFC pause frames a second per priority that has a rate either way and is
+    /// in `watched` or pausing now (SONiC counts all eight priorities of every port; a quiet
+    /// one no lossless class is on is left out): `(port, priority, received, sent)`, ports
+    /// in map order, priorities rising.
+    pub fn pfc_rates(&self, watched: &[u8]) -> Vec<(&str, u8, Option<f64>, Option<f64>)> {
+        let mut out = Vec::new();
+        for (object, counters) in self.ports() {
+            let mut pfc: [[Option<f64>; 2]; 8] = [[None; 2]; 8];
+            for (i, _, rate) in counters.indexed_rates(Kind::Port).filter(|(i, _, _)| *i >= PORT_PFC_FIRST) {
+                let at = i - PORT_PFC_FIRST;
+                pfc[at / 2][at % 2] = Some(rate.per_second());
+            }
+            for (priority, [rx, tx]) in (0u8..).zip(pfc) {
+                let pausing = rx.is_some_and(|r| r != 0.0) || tx.is_some_and(|t| t != 0.0);
+                if (rx.is_some() || tx.is_some()) && (pausing || watched.contains(&priority)) {
+                    out.push((object.port.as_str(), priority, rx, tx));
+                }
+            }
+        }
+        out
+    }
+
     /// The port named `port`, once a hash of it arrived.
     pub fn port(&self, port: &str) -> Option<&CounterSet> {
         self.ports().find(|(o, _)| o.port == port).map(|(_, c)| c)
@@ -421,6 +552,11 @@ impl SwitchCounters {
     /// Resets seen per `(port, queue)` (queue empty for a port), in the order first seen.
     pub fn resets(&self) -> &[(String, String, u64)] {
         &self.resets
+    }
+
+    /// Resets seen per `(port, priority group)`, in the order first seen.
+    pub fn pg_resets(&self) -> &[(String, String, u64)] {
+        &self.pg_resets
     }
 }
 
@@ -515,6 +651,68 @@ mod tests {
         let pg = [("SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS", "5")];
         assert_eq!(sw.counters("oid:0x1a", hash(&pg), S), None);
         assert_eq!((sw.updates, sw.unknown_oids, sw.last_update_ns, sw.queues().count()), (0, 0, None, 0));
+    }
+
+    #[test]
+    fn pfc_frames_are_rates_per_priority_and_a_jump_past_the_line_rate_is_a_reset() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_ports(vec![("oid:0x1".into(), "Ethernet0".into())]);
+        sw.set_line_rates(vec![("Ethernet0".into(), 100_000_000_000 / 8)]);
+        let (rx, tx) = ("SAI_PORT_STAT_PFC_3_RX_PKTS", "SAI_PORT_STAT_PFC_3_TX_PKTS");
+        let quiet = "SAI_PORT_STAT_PFC_5_RX_PKTS";
+        sw.counters("oid:0x1", hash(&[(rx, "10"), (tx, "0"), (quiet, "7")]), S);
+        assert_eq!(sw.counters("oid:0x1", hash(&[(rx, "5010"), (tx, "40"), (quiet, "7")]), 3 * S), None);
+        assert_eq!(sw.pfc_rates(&[3]), vec![("Ethernet0", 3, Some(2500.0), Some(20.0))]);
+        // A quiet priority is there when watched (a lossless class is on it), else not.
+        assert_eq!(
+            sw.pfc_rates(&[5]),
+            vec![("Ethernet0", 3, Some(2500.0), Some(20.0)), ("Ethernet0", 5, Some(0.0), None)]
+        );
+        // 100 Gb/s carries at most 148.8 M minimum frames a second: 2^40 in a second is not pauses.
+        let wrapped = sw.counters("oid:0x1", hash(&[(rx, "1099511627776"), (tx, "41")]), 4 * S);
+        assert_eq!(wrapped, Some(("Ethernet0".into(), String::new())));
+        assert_eq!(sw.pfc_rates(&[3]), vec![]);
+    }
+
+    #[test]
+    fn priority_groups_are_objects_of_their_own_with_resets_apart() {
+        let mut sw = SwitchCounters::new(0);
+        sw.set_queues(vec![("oid:0x1".into(), "Ethernet0".into(), "3".into())]);
+        sw.set_pgs(vec![("oid:0x2".into(), "Ethernet0".into(), "3".into())]);
+        let drops = "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS";
+        let xoff = "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES";
+        sw.counters("oid:0x2", hash(&[(drops, "7"), (xoff, "100")]), S);
+        sw.counters("oid:0x2", hash(&[(drops, "9"), (xoff, "2048")]), 2 * S);
+        let (object, counters) = sw.pgs().next().expect("the group");
+        assert_eq!((object.port.as_str(), object.queue.as_str()), ("Ethernet0", "3"));
+        assert_eq!(counters.rates(Kind::PriorityGroup), vec![(drops, Rate { delta: 2, span_ns: S as i128 })]);
+        assert_eq!(counters.gauges(), &[(xoff.to_owned(), 2048)]);
+        // Cleared: a reset of the group, not of queue 3.
+        assert_eq!(sw.counters("oid:0x2", hash(&[(drops, "0")]), 3 * S), None);
+        assert_eq!(sw.pg_resets(), &[("Ethernet0".into(), "3".into(), 1)]);
+        assert!(sw.resets().is_empty());
+    }
+
+    #[test]
+    fn the_watchdogs_counts_are_read_from_the_queues_it_watches() {
+        let mut sw = SwitchCounters::new(0);
+        let queues = vec![
+            ("oid:0x1".into(), "Ethernet0".into(), "3".into()),
+            ("oid:0x2".into(), "Ethernet0".into(), "1".into()),
+        ];
+        sw.set_queues(queues);
+        let fields = [
+            ("SAI_QUEUE_STAT_PACKETS", "5"),
+            ("PFC_WD_STATUS", "stormed"),
+            ("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "2"),
+            ("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED", "1"),
+        ];
+        sw.counters("oid:0x1", hash(&fields), S);
+        sw.counters("oid:0x2", hash(&[("SAI_QUEUE_STAT_PACKETS", "5")]), S);
+        let found: Vec<_> = sw.watchdog_queues().map(|(o, f)| (o.queue.clone(), f)).collect();
+        let counts =
+            vec![("PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", 2), ("PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED", 1)];
+        assert_eq!(found, vec![("3".to_owned(), counts)]);
     }
 
     #[test]

@@ -6,9 +6,6 @@ the soak fails it, and the batch is rolled back while the spines are never touch
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,19 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controller.intent.loader import dump_intent, parse_intent
-from controller.prometheus.gate_reads import promql_reader
-from controller.prometheus.promql import make_promql
 from controller.rollout.gates import Gate, GatePolicy, Reader
 from controller.rollout.switches import RolloutRunner
 from controller.services.rollouts import RolloutPolicy
 from controller.store.rollout_store import SqlRolloutStore
-from lab.prometheus import LocalPrometheus
+from tests.support.collector_fleet import scraped_collector
 from vsonic.gnmi_server import TlsFiles
-from vsonic.redis_process import free_port
-from vsonic.tether import start_tethered
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 
@@ -57,37 +49,14 @@ def settle(read: Reader, expression: str, expected: float, timeout_s: float = 60
 @pytest.fixture
 def streaming(controller: Controller, switch_tls: TlsFiles, tmp_path: Path) -> Iterator[Reader]:
     """The real collector over the fabric's switches, scraped by a real Prometheus."""
-    intent_file = tmp_path / "intent.yaml"
-    intent_file.write_text(yaml.safe_dump(dump_intent(controller.fabric.intent)))
-    metrics_port = free_port()
     env = {
-        **os.environ,
         "SLUICE_GNMI_PASSWORD": controller.fabric.password,
-        "SLUICE_TELEMETRY_METRICS_PORT": str(metrics_port),
         "SLUICE_GNMI_INSECURE": "false",
         "SLUICE_GNMI_TLS_CA": str(switch_tls.cert),
     }
-    with (tmp_path / "collector.log").open("wb") as log:
-        collector = start_tethered(
-            [sys.executable, "-m", "controller.collector", "--intent", str(intent_file)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    server = LocalPrometheus(tmp_path / "prometheus", targets=[f"127.0.0.1:{metrics_port}"])
-    try:
-        server.start()
-        promql = make_promql(server.url, 5.0)
-        try:
-            read = promql_reader(promql)
-            settle(read, UP, 4.0)
-            yield read
-        finally:
-            promql.close()
-    finally:
-        server.stop()
-        collector.terminate()
-        collector.wait(timeout=30)
+    with scraped_collector(controller.fabric.intent, tmp_path, env) as (read, _):
+        settle(read, UP, 4.0)
+        yield read
 
 
 def test_a_switch_that_stops_streaming_fails_the_gate_and_its_batch_is_rolled_back(

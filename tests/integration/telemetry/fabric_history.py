@@ -160,6 +160,22 @@ def _port_families(times: list[int]) -> Iterator[str]:
                 )
 
 
+def _pfc_families(times: list[int]) -> Iterator[str]:
+    """leaf1's PFC priority 3 (the storage class's) on each port: a few pauses a second, no
+    priority-group drop, a headroom watermark: quiet, below every health threshold."""
+    fields = {
+        "sluice_port_pfc_rx_pause_frames_per_second": ("priority", 12.0),
+        "sluice_port_pfc_tx_pause_frames_per_second": ("priority", 3.0),
+        "sluice_pg_dropped_packets_per_second": ("pg", 0.0),
+        "sluice_pg_headroom_watermark_bytes": ("pg", 4096.0),
+    }
+    for name, (index, value) in fields.items():
+        yield f"# TYPE {name} gauge"
+        for port in PORTS:
+            labels = _labels(switch="leaf1", port=port, **{index: "3", "class": "storage"})
+            yield from (f"{name}{labels} {value} {t}" for t in times)
+
+
 def _switch_families(times: list[int]) -> Iterator[str]:
     gauges = {
         "sluice_agent_heartbeat_age_seconds": 0.2,
@@ -189,6 +205,12 @@ def _switch_families(times: list[int]) -> Iterator[str]:
 def write_history(path: Path, end_unix_s: int) -> Path:
     """The OpenMetrics file of the ten minutes ending at ``end_unix_s``."""
     times = [end_unix_s - STEP_S * (POINTS - 1 - i) for i in range(POINTS)]
-    lines = [*_queue_families(times), *_port_families(times), *_switch_families(times), "# EOF"]
+    lines = [
+        *_queue_families(times),
+        *_port_families(times),
+        *_pfc_families(times),
+        *_switch_families(times),
+        "# EOF",
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -165,6 +165,10 @@ def test_switch_page_plots_every_queue_of_every_port(
         for path in (*thresholds, *throughput):
             # One point per evaluation step over 15 minutes of history: a drawn line, not a dot.
             assert (path.get_attribute("d") or "").count("L") >= 100
+        # Each port's PFC priority 3 (the storage class's): its pauses and its group.
+        pfc = panel.find_element(By.CSS_SELECTOR, "table.pfc")
+        cells = [td.text for td in pfc.find_elements(By.CSS_SELECTOR, "tr td")]
+        assert cells == ["3", "storage", "12", "3", "0", "4.1 kB"]
     screenshot(browser, "switch-leaf1")
     assert console_errors(browser) == []
 

@@ -26,7 +26,7 @@ def promtool(*args: str, cwd: Path = PROMETHEUS_DIR) -> subprocess.CompletedProc
 def test_the_rules_file_is_valid() -> None:
     done = promtool("check", "rules", str(RULES_FILE))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 11 rules found" in done.stdout
+    assert "SUCCESS: 14 rules found" in done.stdout
 
 
 def test_the_compose_config_is_valid() -> None:
@@ -53,6 +53,10 @@ def test_recording_and_alerting_rules_on_worked_inputs() -> None:
         (
             "expr: sluice_agent_heartbeat_age_seconds > 30",
             "expr: sluice_agent_heartbeat_age_seconds > 60",
+        ),
+        (
+            '({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second"}) > 3000',
+            '({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second"}) > 5000',
         ),
         (
             "/ sum by (class) (sluice_queue_tx_packets_per_second > 0)",

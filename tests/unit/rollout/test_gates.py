@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from controller.intent.loader import parse_intent
 from controller.rollout.gates import (
     BUILTINS,
     NO_VALUE,
@@ -20,6 +21,8 @@ from controller.rollout.gates import (
     read_all,
     switches_regex,
 )
+from controller.services.rollouts import gated_for
+from tests.unit.intent.test_lossless_intent import lossless_data
 
 AT = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
 
@@ -212,3 +215,42 @@ def test_read_all_explains_a_missing_value_in_the_evaluation() -> None:
     assert found.detail == (
         f'{NO_VALUE}: no samples of sluice_queue_dropped_packets_per_second{{switch=~"leaf1"}}'
     )
+
+
+def test_a_lossless_class_turns_on_its_gates_in_a_gated_rollout_only() -> None:
+    data = lossless_data()
+    data["fabric"]["health"] = {"pfc_pause_per_s_critical": 2500}
+    intent = parse_intent(data)
+    own = Gate("lossless_drops.storage", 5.0, builtin="lossless_drops", service_class="storage")
+    policy = gated_for(GatePolicy((own,), soak_s=30.0), intent)
+    assert policy is not None
+    found = {(g.name, g.threshold, g.comparison) for g in policy.gates}
+    assert found == {
+        ("lossless_drops.storage", 5.0, "absolute"),  # the operator's own gate of the name wins
+        ("pfc_pause_rate.storage", 2500.0, "absolute"),
+        ("pfc_storms.storage", 0.0, "absolute"),
+    }
+    assert policy.soak_s == 30.0
+    assert gated_for(None, intent) is None
+    assert gated_for(GatePolicy(), intent) == GatePolicy()
+    classes = [{k: v for k, v in c.items() if k != "lossless"} for c in data["service_classes"]]
+    lossy = parse_intent({**data, "service_classes": classes})
+    plain = GatePolicy((own,))
+    assert gated_for(plain, lossy) == plain
+
+
+def test_the_lossless_builtins_read_the_class_on_the_batch() -> None:
+    storms = Gate("s", 0.0, builtin="pfc_storms", service_class="storage")
+    assert storms.expression(["leaf1"], 30.0) == (
+        "(sum(increase(sluice_queue_pfc_storms_detected_total"
+        '{switch=~"leaf1",class="storage"}[30s])) or vector(0))'
+        ' + (count(sluice_queue_pfc_storm_active{switch=~"leaf1",class="storage"} == 1)'
+        " or vector(0))"
+    )
+    pauses = Gate("p", 3000.0, builtin="pfc_pause_rate", service_class="storage")
+    assert pauses.expression(["leaf1", "leaf2"]) == (
+        'max({__name__=~"sluice_port_pfc_(rx|tx)_pause_frames_per_second",'
+        'switch=~"leaf1|leaf2",class="storage"})'
+    )
+    with pytest.raises(GatePolicyInvalid, match="needs the class"):
+        parse_policy({"gates": [{"builtin": "lossless_drops", "threshold": 0}]})

@@ -14,6 +14,7 @@ from controller.southbound.faults import Fault, Reason, classify
 from controller.southbound.subscribe import (
     AGENT_STATE,
     COUNTERS,
+    PG_NAME_MAP,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
     AgentStateSession,
@@ -92,7 +93,7 @@ def test_a_switch_without_counters_is_followed_by_its_maps_until_they_name_objec
     assert [s.elems[2] for s in _subs(session)][-1] == "COUNTERS"
     assert session.ended(_absent("COUNTERS_DB", "COUNTERS")) == 0.0  # at once, not a backoff
     assert "counters" not in handler.telemetry.faults  # a state, not a failure
-    assert [s.elems for s in _subs(session)] == [QUEUE_NAME_MAP, PORT_NAME_MAP]
+    assert [s.elems for s in _subs(session)] == [QUEUE_NAME_MAP, PORT_NAME_MAP, PG_NAME_MAP]
     session.notification(_note(S, (QUEUE_NAME_MAP, {})), synced=False)
     assert session.synced() is None
     assert not session.notification(_note(2 * S, (PORT_NAME_MAP, {})), synced=True)

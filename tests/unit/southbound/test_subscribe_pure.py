@@ -52,14 +52,19 @@ def test_stream_request_samples_the_counters_table_at_the_interval_and_maps_on_c
     assert modes == [
         ("COUNTERS_QUEUE_NAME_MAP", on_change, 0),
         ("COUNTERS_PORT_NAME_MAP", on_change, 0),
+        ("COUNTERS_PG_NAME_MAP", on_change, 0),
         ("COUNTERS", sample, 2_000_000_000),
     ]
     # The whole table, not an object: one message a tick, one redis connection on the switch.
-    assert [len(s.path.elem) for s in sub_list.subscription] == [3, 3, 3]
+    assert [len(s.path.elem) for s in sub_list.subscription] == [3, 3, 3, 3]
     assert all(s.path.origin == "sonic-db" for s in sub_list.subscription)
     # Before the switch holds counters: the maps alone (sonic-gnmi refuses an absent table).
     maps_only = stream_subscriptions(policy, counters=False)
-    assert [s.elems[2] for s in maps_only] == ["COUNTERS_QUEUE_NAME_MAP", "COUNTERS_PORT_NAME_MAP"]
+    assert [s.elems[2] for s in maps_only] == [
+        "COUNTERS_QUEUE_NAME_MAP",
+        "COUNTERS_PORT_NAME_MAP",
+        "COUNTERS_PG_NAME_MAP",
+    ]
 
 
 def test_every_subscribe_of_the_collector_names_one_database() -> None:
@@ -67,7 +72,8 @@ def test_every_subscribe_of_the_collector_names_one_database() -> None:
     counters = stream_subscriptions(StreamPolicy())
     assert {s.elems[0] for s in counters} == {"COUNTERS_DB"}
     assert paths_text(counters) == (
-        "COUNTERS_DB/localhost/{COUNTERS_QUEUE_NAME_MAP,COUNTERS_PORT_NAME_MAP,COUNTERS}"
+        "COUNTERS_DB/localhost/"
+        "{COUNTERS_QUEUE_NAME_MAP,COUNTERS_PORT_NAME_MAP,COUNTERS_PG_NAME_MAP,COUNTERS}"
     )
 
 

@@ -11,6 +11,7 @@ from controller.intent.loader import parse_intent
 from controller.intent.models import Intent
 from controller.telemetry.health import (
     FabricSamples,
+    LosslessSample,
     QueueSample,
     State,
     SwitchSample,
@@ -196,3 +197,34 @@ def test_a_faulty_agent_on_an_idle_looking_fabric_is_not_healthy() -> None:
         ),
     )
     assert [s.state for s in stopped.switches] == [State.CRITICAL, State.CRITICAL]
+
+
+def test_a_pause_storm_and_a_lossless_drop_are_reasons_of_the_switch() -> None:
+    # Defaults: pauses warn at 300/s and are critical at 3000/s; a lossless drop is critical.
+    paused = LosslessSample("leaf1", "Ethernet0", "3", "storage", pause_per_s=450.0)
+    verdict = fabric_health(intent(), FabricSamples(
+        switches=(healthy("leaf1"), healthy("leaf2")), collector_lag_s={"0": 0.5},
+        lossless=(paused,)))  # fmt: skip
+    (reason,) = verdict.switches[0].all_reasons
+    assert (reason.check, reason.state) == ("pfc_storm", State.WARN)
+    assert reason.where == "leaf1 Ethernet0 priority 3 (storage)"
+    assert reason.detail == "PFC pause frames/s 450 >= 300"
+    stormed = LosslessSample("leaf1", "Ethernet4", "3", "storage", storming=True,
+                             dropped_packets_per_s=0.5)  # fmt: skip
+    verdict = fabric_health(intent(), FabricSamples(
+        switches=(healthy("leaf1"), healthy("leaf2")), collector_lag_s={"0": 0.5},
+        lossless=(paused, stormed)))  # fmt: skip
+    assert verdict.switches[0].state is State.CRITICAL
+    checks = [(r.check, r.state, r.where.split()[1]) for r in verdict.switches[0].all_reasons]
+    assert checks == [
+        ("pfc_storm", State.WARN, "Ethernet0"),
+        ("pfc_storm", State.CRITICAL, "Ethernet4"),
+        ("lossless_drops", State.CRITICAL, "Ethernet4"),
+    ]
+    # Quiet lossless priorities are no reason.
+    quiet = LosslessSample("leaf1", "Ethernet0", "3", "storage", pause_per_s=10.0,
+                           dropped_packets_per_s=0.0)  # fmt: skip
+    verdict = fabric_health(intent(), FabricSamples(
+        switches=(healthy("leaf1"), healthy("leaf2")), collector_lag_s={"0": 0.5},
+        lossless=(quiet,)))  # fmt: skip
+    assert verdict.state is State.OK

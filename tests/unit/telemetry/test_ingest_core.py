@@ -22,6 +22,7 @@ from pygnmi.spec.v080 import gnmi_pb2  # type: ignore[import-untyped]
 
 from controller.southbound.subscribe import (
     COUNTERS,
+    PG_NAME_MAP,
     PORT_NAME_MAP,
     QUEUE_NAME_MAP,
     SYNC,
@@ -48,10 +49,15 @@ QUEUES = {"Ethernet0:0": "oid:0x150", "Ethernet0:3": "oid:0x153", "Ethernet4:3":
 PORTS = {"Ethernet0": "oid:0x1000000000001", "Ethernet4": "oid:0x1000000000002"}
 # A later map: one queue under a new oid (syncd restarted), one oid now another queue's.
 QUEUES_LATER = {"Ethernet0:0": "oid:0x250", "Ethernet0:3": "oid:0x163", "Ethernet4:3": "oid:0x153"}
-OIDS = [*QUEUES.values(), *PORTS.values(), "oid:0x250", "oid:0xdead"]
+# Priority groups (COUNTERS_PG_NAME_MAP); one oid is also a queue's: the queue wins.
+GROUPS = {"Ethernet0:3": "oid:0x1a3", "Ethernet4:3": "oid:0x1a4", "Ethernet4:0": "oid:0x150"}
+OIDS = [*QUEUES.values(), *PORTS.values(), "oid:0x250", "oid:0xdead", "oid:0x1a3", "oid:0x1a4"]
 NAMES = [QUEUE_PACKETS, QUEUE_BYTES, QUEUE_DROPPED_PACKETS, QUEUE_ECN_MARKED_PACKETS,
          QUEUE_SHARED_WATERMARK, PORT_OUT_OCTETS, PORT_IN_OCTETS, "OTHER", "é",
-         "SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS"]  # fmt: skip
+         "SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS", "SAI_PORT_STAT_PFC_3_RX_PKTS",
+         "SAI_PORT_STAT_PFC_7_TX_PKTS", "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS",
+         "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES",
+         "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"]  # fmt: skip
 # Line rates (bits a second): none, slow enough that small counts jump past them, a real one.
 SPEEDS = [{}, {"Ethernet0": 800.0, "Ethernet4": 25e9}, {"Ethernet0": 100e9}]
 ODD_TEXT = ["", "-5", "+1", "1.5", " 7", "007", "١٢", "²", "0x10", "18446744073709551616"]
@@ -190,8 +196,10 @@ class Pipelines:
     def maps(self, queues: dict[str, str]) -> None:
         self.handler.notification(_map_note(QUEUE_NAME_MAP, queues))
         self.handler.notification(_map_note(PORT_NAME_MAP, PORTS))
+        self.handler.notification(_map_note(PG_NAME_MAP, GROUPS))
         self.reference.set_queue_map(queues)
         self.reference.set_port_map(PORTS)
+        self.reference.set_pg_map(GROUPS)
 
     def feed(self, raw: bytes) -> None:
         note = self.decoder(raw)
@@ -217,7 +225,12 @@ class Pipelines:
         for port, counters in ref.ports.items():
             assert got.ports[port].rates == counters.rates
             assert got.ports[port].gauges == counters.gauges
+        assert got.priority_groups.keys() == ref.priority_groups.keys()
+        for group, counters in ref.priority_groups.items():
+            assert got.priority_groups[group].rates == counters.rates
+            assert got.priority_groups[group].gauges == counters.gauges
         assert got.resets == ref.resets
+        assert got.pg_resets == ref.pg_resets
         assert (got.updates, got.unknown_oids, got.last_update_ns) == (
             ref.updates,
             ref.unknown_oids,
