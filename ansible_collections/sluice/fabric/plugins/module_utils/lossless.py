@@ -27,15 +27,16 @@ from ansible_collections.sluice.fabric.plugins.module_utils.hostqos import (
 PRIORITIES = range(8)  # IEEE 802.1Q priorities, the keys of dcb's prio-pfc
 DSCP_RANGE = (0, 63)
 TRUSTS = ("dscp",)  # what the NIC classifies received RoCE traffic by
-# The DCQCN knobs of NVIDIA's mlx5 driver, one file per priority holding 0 or 1 (NVIDIA,
-# "DCQCN Parameters" / "ECN Configuration" in the MLNX_OFED user manual):
-# the notification point (the receiver sending CNPs) and the reaction point (the sender
-# cutting its rate on a CNP).
+# The DCQCN knobs of NVIDIA's ConnectX driver, one file per priority 0..7 holding 0 or 1
+# (NVIDIA MLNX_OFED user manual and DOCA SDK documentation, "Explicit Congestion Notification
+# (ECN)": /sys/class/net/<interface>/ecn/<roce_np|roce_rp>/enable/<priority>): the
+# notification point (the receiver sending CNPs) and the reaction point (the sender cutting
+# its rate on a CNP).
 DCQCN_POINTS = ("roce_np", "roce_rp")
 ENABLED, DISABLED = "1", "0"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class LosslessClass:
     name: str
     dscp: tuple[int, ...]
@@ -43,7 +44,7 @@ class LosslessClass:
     dcqcn: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class LosslessWant:
     device: str
     classes: tuple[LosslessClass, ...]
@@ -144,7 +145,7 @@ def dcqcn_knob(device: str, point: str, priority: int, sysfs: str = "/sys") -> s
 # ---------------------------------------------------------------- ownership and the plan
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Owned:
     """What sluice set on one device: PFC priorities it turned on, DSCP entries it added,
     and each DCQCN knob it wrote with the value it had before."""
@@ -177,7 +178,7 @@ class DscpTaken(ValueError):
     """The operator maps a DSCP the lossless class needs to another priority."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DcbPlan:
     pfc_on: frozenset[int]
     pfc_off: frozenset[int]
