@@ -114,3 +114,124 @@ def test_the_record_round_trips_through_json() -> None:
     assert ll.Owned.from_json(owned.to_json()) == owned
     assert ll.Owned().empty
     assert not owned.empty
+
+
+# ---------------------------------------------------------------- the module's I/O, on fakes
+# No DCB-capable NIC can exist here: FakeDcb stands for iproute2's dcb on such a NIC (its
+# text output as dcb-pfc(8) and dcb-app(8) print it), a temporary directory for sysfs.
+
+module = importlib.import_module("ansible_collections.sluice.fabric.plugins.modules.lossless")
+
+
+class FakeDcb:
+    """A fake of ``dcb`` on one NIC: the PFC priorities and DSCP entries it holds."""
+
+    def __init__(self, pfc: set[int], app: set[tuple[int, int]], supported: bool = True) -> None:
+        self.pfc, self.app, self.supported = pfc, app, supported
+        self.writes: list[list[str]] = []
+
+    def run(self, argv: list[str]) -> tuple[int, str, str]:
+        if not self.supported:
+            return 1, "", "Attribute read: Operation not supported\n"
+        args = [a for a in argv[1:] if a != "-N"]
+        what, verb, values = args[0], args[1], args[5:]
+        if verb == "show" and what == "pfc":
+            states = " ".join(f"{p}:{'on' if p in self.pfc else 'off'}" for p in range(8))
+            return 0, f"prio-pfc {states}\n", ""
+        if verb == "show":
+            return 0, "dscp-prio " + " ".join(f"{d}:{p}" for d, p in sorted(self.app)) + "\n", ""
+        self.writes.append(argv)
+        pairs = [tuple(v.split(":")) for v in values]
+        if what == "pfc":
+            for prio, state in pairs:
+                (self.pfc.add if state == "on" else self.pfc.discard)(int(prio))
+        else:
+            entries = {(int(d), int(p)) for d, p in pairs}
+            self.app = self.app | entries if verb == "add" else self.app - entries
+        return 0, "", ""
+
+
+class FakeModule:
+    """The parts of AnsibleModule the lossless module uses."""
+
+    def __init__(self, dcb: FakeDcb, check_mode: bool = False) -> None:
+        self.dcb, self.check_mode = dcb, check_mode
+        self.warnings: list[str] = []
+
+    def get_bin_path(self, name: str) -> str:
+        return "/usr/sbin/" + name
+
+    def run_command(self, argv: list[str]) -> tuple[int, str, str]:
+        return self.dcb.run(argv)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def fail_json(self, msg: str) -> None:
+        raise AssertionError(msg)
+
+
+@pytest.fixture
+def sysfs(tmp_path: Any) -> Any:
+    for point, value in (("roce_np", "0"), ("roce_rp", "1")):
+        knobs = tmp_path / "class/net/eth0/ecn" / point / "enable"
+        knobs.mkdir(parents=True)
+        for prio in range(8):
+            (knobs / str(prio)).write_text(value + "\n")
+    return tmp_path
+
+
+def knob(sysfs: Any, point: str) -> str:
+    text: str = (sysfs / f"class/net/eth0/ecn/{point}/enable/3").read_text()
+    return text.strip()
+
+
+def run(dcb: FakeDcb, sysfs: Any, owned: Any, *classes: Any, check: bool = False) -> Any:
+    nic = module.Lossless(FakeModule(dcb, check), want(*classes), sysfs=str(sysfs))
+    return nic, nic.apply(owned)
+
+
+def test_the_module_applies_then_changes_nothing_then_gives_back(sysfs: Any) -> None:
+    # The operator's own PFC on 4 and DSCP 48 -> 6 are there before sluice.
+    dcb = FakeDcb(pfc={4}, app={(48, 6)})
+    nic, owned = run(dcb, sysfs, ll.Owned(), ROCE)
+    assert (dcb.pfc, dcb.app) == ({3, 4}, {(26, 3), (48, 6)})
+    assert (knob(sysfs, "roce_np"), knob(sysfs, "roce_rp")) == ("1", "1")
+    assert nic.applied == [
+        "dcb app add dev eth0 dscp-prio 26:3",
+        "dcb pfc set dev eth0 prio-pfc 3:on",
+        f"{sysfs}/class/net/eth0/ecn/roce_np/enable/3 = 1",
+    ]
+    assert "eth0 pfc prio 3: on" in nic.after
+    assert "eth0 pfc prio 3: on" not in nic.before
+
+    nic, owned = run(dcb, sysfs, ll.Owned.from_json(owned.to_json()), ROCE)
+    assert nic.applied == []
+
+    nic, owned = run(dcb, sysfs, owned)  # the class is gone from the intent
+    assert (dcb.pfc, dcb.app) == ({4}, {(48, 6)})
+    assert (knob(sysfs, "roce_np"), knob(sysfs, "roce_rp")) == ("0", "1")
+    assert owned.empty
+
+
+def test_check_mode_reports_the_commands_and_changes_nothing(sysfs: Any) -> None:
+    dcb = FakeDcb(pfc=set(), app=set())
+    nic, _ = run(dcb, sysfs, ll.Owned(), ROCE, check=True)
+    assert len(nic.applied) == 3
+    assert (dcb.pfc, dcb.app, dcb.writes) == (set(), set(), [])
+    assert knob(sysfs, "roce_np") == "0"
+
+
+def test_a_nic_without_dcb_or_knobs_is_named_and_nothing_is_claimed(tmp_path: Any) -> None:
+    dcb = FakeDcb(pfc=set(), app=set(), supported=False)
+    nic, owned = run(dcb, tmp_path, ll.Owned(), ROCE)
+    assert nic.applied == []
+    assert owned.empty
+    assert [(u["device"], u["capability"]) for u in nic.unsupported] == [
+        ("eth0", "DCB support"),
+        ("eth0", "DCQCN knobs"),
+    ]
+    assert nic.module.warnings[0] == (
+        "eth0: no DCB support (dcbnl: Attribute read: Operation not supported); "
+        "not applied: DSCP [26] -> priority 3 with PFC"
+    )

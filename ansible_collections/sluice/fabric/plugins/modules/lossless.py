@@ -93,9 +93,13 @@ NOT_SUPPORTED = "Operation not supported"
 
 
 class Lossless:
-    def __init__(self, module: AnsibleModule, want: LosslessWant) -> None:
+    """One device's lossless settings through ``module`` (run_command, check mode, warn);
+    ``sysfs`` is where the driver's knobs are mounted."""
+
+    def __init__(self, module: AnsibleModule, want: LosslessWant, sysfs: str = "/sys") -> None:
         self.module = module
         self.want = want
+        self.sysfs = sysfs
         self.device = want.device
         self.unsupported: list[dict[str, str]] = []
         self.applied: list[str] = []
@@ -161,7 +165,7 @@ class Lossless:
         """DCQCN's knobs; returns the knobs sluice owns afterwards with their earlier values."""
         if not self.want.dcqcn and not owned.knobs:
             return owned.knobs
-        root = Path(f"/sys/class/net/{self.device}/ecn")
+        root = Path(f"{self.sysfs}/class/net/{self.device}/ecn")
         if not root.is_dir():
             if self.want.dcqcn:
                 priorities = ", ".join(str(p) for p in sorted(self.want.dcqcn))
@@ -171,10 +175,14 @@ class Lossless:
                     f"DCQCN on priority {priorities}",
                 )
             return owned.knobs
-        paths = {dcqcn_knob(self.device, pt, p) for p in self.want.dcqcn for pt in DCQCN_POINTS}
+        paths = {
+            dcqcn_knob(self.device, point, prio, self.sysfs)
+            for prio in self.want.dcqcn
+            for point in DCQCN_POINTS
+        }
         now = {path: _read(path) for path in paths | set(owned.knobs)}
         present = {path: value for path, value in now.items() if value is not None}
-        writes, after = plan_knobs(self.want, present, owned)
+        writes, after = plan_knobs(self.want, present, owned, self.sysfs)
         self.before += knob_lines(present)
         self.after += knob_lines(present | writes)
         for path, value in writes.items():
@@ -185,6 +193,11 @@ class Lossless:
                 except OSError as exc:
                     self.module.fail_json(msg=f"{self.device}: cannot write {path}: {exc}")
         return after
+
+    def apply(self, owned: Owned) -> Owned:
+        """Both parts; what sluice owns on the device afterwards."""
+        pfc, dscp_prio = self.dcb(owned)
+        return Owned(pfc=pfc, dscp_prio=dscp_prio, knobs=self.knobs(owned))
 
 
 def _pairs(entries: frozenset[tuple[int, int]]) -> list[str]:
@@ -231,9 +244,7 @@ def main() -> None:
     if not want.classes and owned.empty:
         module.exit_json(changed=False, unsupported=[], applied=[], msg="no lossless class")
     nic = Lossless(module, want)
-    pfc, dscp_prio = nic.dcb(owned)
-    knobs = nic.knobs(owned)
-    after = Owned(pfc=pfc, dscp_prio=dscp_prio, knobs=knobs)
+    after = nic.apply(owned)
     if not module.check_mode and after != owned:
         try:
             if after.empty:
