@@ -115,7 +115,7 @@ def parse_prio_pfc(text: str) -> frozenset[int]:
     """The priorities PFC is on for, from ``dcb pfc show dev X prio-pfc``."""
     enabled: set[int] = set()
     for token in _values_of(text, "prio-pfc"):
-        prio, _, state = token.partition(":")
+        prio, state = token.split(":", 1)
         if state == "on":
             enabled.add(int(prio))
     return frozenset(enabled)
@@ -125,7 +125,7 @@ def parse_dscp_prio(text: str) -> frozenset[tuple[int, int]]:
     """The (DSCP, priority) entries of ``dcb -N app show dev X dscp-prio``."""
     entries: set[tuple[int, int]] = set()
     for token in _values_of(text, "dscp-prio"):
-        dscp, _, prio = token.partition(":")
+        dscp, prio = token.split(":", 1)
         entries.add((int(dscp), int(prio)))
     return frozenset(entries)
 

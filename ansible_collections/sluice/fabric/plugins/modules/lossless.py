@@ -156,7 +156,7 @@ class Lossless:
         for command in commands:
             self.applied.append("dcb " + " ".join(command))
             if not self.module.check_mode:
-                rc, _, err = self.module.run_command([tool, *command])
+                rc, _out, err = self.module.run_command([tool, *command])
                 if rc != 0:
                     self.module.fail_json(msg=f"{self.device}: dcb {' '.join(command)}: {err}")
         return plan.pfc, plan.dscp_prio
