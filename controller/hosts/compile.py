@@ -10,11 +10,14 @@ Each host gets:
 - ``sluice_pias``: per PIAS class with a ``hosts_match``, the demotion thresholds computed from
   the workload's flow-size CDF and load (``controller.qos.pias.demotion_thresholds``) and the
   DSCP of each stage;
+- ``sluice_lossless``: the host's NIC and, per lossless class, its DSCP values, its PFC
+  priority and whether DCQCN reacts on it (the class's switch queue marks ECN);
 - ``sluice_host_exporter``: only with ``fabric.host_exporter``, the exporter on the host's
   address.
 
-``sluice_dscp`` and ``sluice_pias`` are always rendered (an empty list removes sluice's table
-from the host), so a class dropped from the intent is also dropped from the hosts.
+``sluice_dscp``, ``sluice_pias`` and ``sluice_lossless`` are always rendered (an empty list
+removes what sluice set on the host), so a class dropped from the intent is also dropped from
+the hosts.
 """
 
 from __future__ import annotations
@@ -82,17 +85,37 @@ def compile_hosts(intent: Intent, *, group_vars: Mapping[str, Any] | None = None
 
 
 def host_vars(intent: Intent, host: Host) -> tuple[str, JsonObject]:
-    """``(name, {sluice_ecn, sluice_qjump?, sluice_dscp, sluice_pias})`` for one host."""
+    """``(name, {sluice_ecn, sluice_qjump?, sluice_dscp, sluice_pias, sluice_lossless,
+    sluice_host_exporter?})`` for one host."""
     values: JsonObject = {"sluice_ecn": ecn_vars(intent)}
     qjump = qjump_vars(intent, host)
     if qjump is not None:
         values["sluice_qjump"] = qjump
     values["sluice_dscp"] = dscp_vars(intent)
     values["sluice_pias"] = pias_vars(intent)
+    values["sluice_lossless"] = lossless_vars(intent, host)
     exporter = exporter_vars(intent, host)
     if exporter is not None:
         values["sluice_host_exporter"] = exporter
     return host.name, values
+
+
+def lossless_vars(intent: Intent, host: Host) -> JsonObject:
+    """``sluice_lossless`` (docs/hosts.md): what the host's NIC needs for each lossless class,
+    the same DSCP and priority the switches pause (docs/lossless.md). The NIC trusts DSCP, as
+    the switches classify by it. DCQCN's reaction and notification points are on where the
+    class's queue marks ECN; a lossless class with ``ecn: off`` has no marks to react to."""
+    classes: list[JsonObject] = [
+        {
+            "name": c.name,
+            "dscp": list(c.dscp),
+            "pfc_priority": c.lossless.pfc_priority,
+            "dcqcn": c.ecn is not EcnMode.OFF,
+        }
+        for c in intent.service_classes
+        if c.lossless is not None
+    ]
+    return {"device": host.device, "trust": "dscp", "classes": classes}
 
 
 def exporter_vars(intent: Intent, host: Host) -> JsonObject | None:

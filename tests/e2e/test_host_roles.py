@@ -308,3 +308,26 @@ def _same_shape(after: dict[str, dict[str, str]], before: dict[str, dict[str, st
     return all(
         {k: after[c].get(k) for k in keys} == {k: before[c].get(k) for k in keys} for c in after
     )
+
+
+LOSSLESS = {
+    "device": "eth0",
+    "trust": "dscp",
+    "classes": [{"name": "roce", "dscp": [26], "pfc_priority": 3, "dcqcn": True}],
+}
+
+
+def test_the_lossless_role_names_what_a_veth_cannot_do(fabric: netns.Fabric) -> None:
+    """A namespaced host's eth0 is a veth: no DCB (dcbnl answers EOPNOTSUPP) and no mlx5
+    DCQCN knobs. The role says so per device and capability and claims nothing applied."""
+    run = run_site(fabric, {h: {"sluice_lossless": LOSSLESS} for h in HOSTS}, check=True,
+                   tags="lossless")  # fmt: skip
+    _ok(run)
+    for host in HOSTS:
+        (task,) = [e for e in run.events if e.get("host") == host and e.get("role") == "lossless"]
+        assert task["status"] == "ok"  # not "changed": nothing was (or would be) set
+        assert task["msg"] == "eth0: no DCB support; eth0: no DCQCN knobs"
+    assert "[WARNING]: eth0: no DCB support (dcbnl: Attribute read: Operation not supported)" in (
+        run.stdout + run.stderr
+    )
+    assert "not applied: DCQCN on priority 3" in run.stdout + run.stderr

@@ -30,7 +30,7 @@ API_MODULES = (
     "discover",
     "roce_check",
 )
-HOST_MODULES = ("sysctl", "route", "htb", "nft", "host_exporter")
+HOST_MODULES = ("sysctl", "route", "htb", "nft", "host_exporter", "lossless")
 SANITY_TIMEOUT_S = 1800  # the first run creates one virtual environment per sanity test
 
 
@@ -59,7 +59,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         names = set(archive.getnames())
     assert {f"plugins/modules/{m}.py" for m in API_MODULES + HOST_MODULES} <= names
     assert "plugins/inventory/sluice.py" in names
-    roles = ("ecn", "qjump", "dscp", "pias", "host_exporter")
+    roles = ("ecn", "qjump", "dscp", "pias", "host_exporter", "lossless")
     assert {f"roles/{r}/tasks/main.yml" for r in roles} <= names
     assert "roles/host_exporter/files/sluice_host_exporter.py" in names
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/output")]

@@ -14,6 +14,7 @@ from controller.intent.models import Intent
 from controller.qos.pias import load_workload
 from tests.unit.intent.helpers import assert_has_problem, problems_of
 from tests.unit.intent.intents import intent_data
+from tests.unit.intent.test_lossless_intent import lossless_data
 
 CONTROL_MATCH = {"protocol": "udp", "dports": [5405]}
 RPC_MATCH = {"protocol": "tcp", "dports": [443, "8000-8100"], "uid": 1001}
@@ -303,3 +304,31 @@ def test_hdcq_class_renders_one_threshold_two_stages_and_the_ack_dscp() -> None:
         "ack_dscp": 44,
         "match": {"protocol": "tcp", "dports": [8080]},
     } in pias
+
+
+def test_a_lossless_class_gives_each_host_its_dscp_priority_and_dcqcn() -> None:
+    data = lossless_data()
+    data["hosts"][1]["device"] = "ens1f0"
+    hosts = render(data)
+    for name, device in (("host1", "eth0"), ("host2", "ens1f0")):
+        assert hosts[name]["sluice_lossless"] == {
+            "device": device,
+            "trust": "dscp",
+            "classes": [{"name": "storage", "dscp": [10, 12], "pfc_priority": 3, "dcqcn": True}],
+        }
+
+
+def test_a_lossless_class_that_marks_no_ecn_gets_no_dcqcn_on_the_hosts() -> None:
+    data = lossless_data()
+    data["service_classes"][2]["ecn"] = "off"
+    (entry,) = render(data)["host1"]["sluice_lossless"]["classes"]
+    assert (entry["pfc_priority"], entry["dcqcn"]) == (3, False)
+
+
+def test_without_a_lossless_class_the_hosts_get_an_empty_list_that_gives_back() -> None:
+    # rendered all the same, so a class dropped from the intent is taken back on the hosts
+    assert render(marked_data())["host1"]["sluice_lossless"] == {
+        "device": "eth0",
+        "trust": "dscp",
+        "classes": [],
+    }
