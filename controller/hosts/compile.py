@@ -110,7 +110,7 @@ def lossless_vars(intent: Intent, host: Host) -> JsonObject:
             "name": c.name,
             "dscp": list(c.dscp),
             "pfc_priority": c.lossless.pfc_priority,
-            "dcqcn": c.ecn is not EcnMode.OFF,
+            "dcqcn": c.dcqcn is not None,
         }
         for c in intent.service_classes
         if c.lossless is not None

@@ -637,6 +637,14 @@ class ServiceClass(Frozen):
         default=None, description="PFC on a priority and DCQCN's ECN; none: the class may drop"
     )
 
+    @property
+    def dcqcn(self) -> DcqcnEcn | None:
+        """A lossless class's DCQCN marking, which the switches write and the hosts' NICs react
+        to; none when the class is lossy or does not mark (``ecn: off``)."""
+        if self.lossless is None or self.ecn is EcnMode.OFF:
+            return None
+        return self.lossless.ecn()
+
 
 class HostExporter(Frozen):
     """sluice-host-exporter on every host (docs/hosts.md): finished flows' sizes, QJUMP fan-in

@@ -37,7 +37,7 @@ from controller.intent.models import (
 )
 from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
-from controller.qos.lossless import DcqcnEcn, headroom
+from controller.qos.lossless import headroom
 from controller.qos.scheduling import normalise_weights
 from controller.sonic.bulk import collector_paused
 from controller.sonic.context import (
@@ -137,13 +137,6 @@ def _dynamic_algorithm(classes: Iterable[ServiceClass]) -> str:
     return modes[0] if modes else "static"
 
 
-def _dcqcn(service_class: ServiceClass) -> DcqcnEcn | None:
-    """A lossless class's DCQCN marking; none when lossy or when it does not mark."""
-    if service_class.lossless is None or service_class.ecn is EcnMode.OFF:
-        return None
-    return service_class.lossless.ecn()
-
-
 def _by_number(pairs: Iterable[tuple[int, int]]) -> Fields:
     return {str(k): str(v) for k, v in sorted(pairs)}
 
@@ -183,7 +176,7 @@ def fleet_qos(intent: Intent) -> FleetQos:
             c.ecn,
             _owner_port_threshold_pct(name, c),
             c.ecn_lambda,
-            _dcqcn(c) if name == c.name else None,
+            c.dcqcn if name == c.name else None,
         )
         for q, name, c in owners
     )
