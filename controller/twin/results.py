@@ -49,12 +49,57 @@ def per_hop(summary: JsonObject, classes: tuple[str, ...]) -> JsonObject:
     return {"positions": [row(s) for s in hops.get("by_hop", [])], "classes": by_class}
 
 
+# netsim's port kinds, by the frames their groups send: a leaf's host port pauses a host,
+# the others pause a switch (PFC spreading into the fabric).
+PORT_KINDS = ("leaf_down", "leaf_up", "spine")
+
+
+def lossless_figures(summary: JsonObject, lossless: tuple[str, ...]) -> JsonObject | None:
+    """The lossless classes' PFC and DCQCN counts (netsim's ``pfc``: every switch ingress
+    group of the lossless priorities summed; with several lossless classes the figures are
+    theirs together). None when the run had no lossless class."""
+    pfc = summary.get("pfc")
+    if not lossless or not pfc:
+        return None
+    every = pfc.get("all", {})
+    return {
+        "classes": list(lossless),
+        "drops": int(pfc.get("lossless_dropped_packets", 0)),
+        "pause_frames": int(every.get("pause_frames", 0)),
+        "resume_frames": int(every.get("resume_frames", 0)),
+        "paused_us": float(every.get("paused_ns", 0.0)) / 1e3,
+        "paused_us_by_port": {
+            kind: float(pfc.get(kind, {}).get("paused_ns", 0.0)) / 1e3 for kind in PORT_KINDS
+        },
+        "peak_group_bytes": int(every.get("peak_bytes", 0)),
+        "cnps": int(pfc.get("cnps", 0)),
+    }
+
+
+def findings(lossless: JsonObject | None) -> list[str]:
+    """What a run shows that must not happen: a lossless class that lost packets (its
+    priority groups' headroom overflowed, or an egress buffer refused them; the flow that
+    lost one stays unfinished, RoCE's retransmission not being modelled)."""
+    if lossless is None or not lossless["drops"]:
+        return []
+    names = " and ".join(lossless["classes"])
+    return [
+        f"lossless class {names} lost {lossless['drops']} packets in the switches "
+        "(headroom overflow or egress buffer refusal); a lossless class must lose none"
+    ]
+
+
 def result(
-    summary: JsonObject, classes: tuple[str, ...], not_modelled: tuple[str, ...]
+    summary: JsonObject,
+    classes: tuple[str, ...],
+    not_modelled: tuple[str, ...],
+    lossless: tuple[str, ...] = (),
 ) -> JsonObject:
-    """What a simulation reports: FCT per class and per size bucket, totals, what is not
+    """What a simulation reports: FCT per class and per size bucket, totals, the lossless
+    classes' drops, pauses and CNPs with what they show (``findings``), what is not
     modelled."""
     tally = summary.get("tally", {})
+    pfc = lossless_figures(summary, lossless)
     return {
         "classes": per_class(summary, classes),
         "buckets": per_bucket(summary),
@@ -64,6 +109,8 @@ def result(
         "marks": tally.get("marked_packets", 0),
         "queueing": per_hop(summary, classes),
         "simulated_ms": summary.get("simulated_ns", 0.0) / 1e6,
+        "lossless": pfc,
+        "findings": findings(pfc),
         "not_modelled": list(not_modelled),
     }
 
@@ -112,3 +159,18 @@ def delta_lines(rows: list[JsonObject]) -> list[str]:
             f"{row['p99_us']:>+12.1f}{pct('p99_us')}"
         )
     return lines
+
+
+def lossless_lines(figures: JsonObject) -> list[str]:
+    """The lossless classes' row (the CLI prints it under the FCT table): drops (must be
+    0), time paused summed over the groups, PAUSE frames, DCQCN's CNPs."""
+    name = "+".join(figures["classes"])
+    by_port = figures["paused_us_by_port"]
+    fabric_us = by_port["leaf_up"] + by_port["spine"]
+    return [
+        f"{'lossless':<14}{'drops':>7}{'paused µs':>12}{'to hosts':>12}{'in fabric':>11}"
+        f"{'PAUSE':>8}{'CNPs':>9}",
+        f"{name:<14}{figures['drops']:>7}{figures['paused_us']:>12.1f}"
+        f"{by_port['leaf_down']:>12.1f}{fabric_us:>11.1f}{figures['pause_frames']:>8}"
+        f"{figures['cnps']:>9}",
+    ]

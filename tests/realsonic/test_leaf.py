@@ -46,6 +46,7 @@ from lab.realsonic import RealSwitch
 from tests.integration.dataplane.conftest import agent_binary
 from tests.integration.rollout.conftest import wait_for
 from tests.support.gate_collector import Exposition, HandClock, scraped, settle
+from tests.support.lossless import with_lossless_storage
 from vsonic.redis_process import free_port
 from vsonic.seed import S6000_BUFFERS
 from vsonic.tether import start_tethered
@@ -433,19 +434,7 @@ def test_a_tuner_proposal_takes_no_port_down(
     )
 
 
-# Spectrum-2's figures (docs/lossless.md): only the headroom arithmetic reads them.
-SPECTRUM_2 = {"cell_bytes": 144, "pipeline_latency_bytes": 18432, "mac_phy_delay_bytes": 819.2}
 LOSSLESS_TABLES = ("BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP", "MAP_PFC_PRIORITY_TO_QUEUE")
-
-
-def with_lossless_storage(intent: Intent) -> Intent:
-    """The storage class (queue 3) lossless on PFC priority 3, marking with DCQCN's defaults."""
-    data: dict[str, Any] = dump_intent(intent)
-    data["fabric"]["lossless"] = dict(SPECTRUM_2)
-    for service_class in data["service_classes"]:
-        if service_class["name"] == "storage":
-            service_class |= {"ecn": "standard", "lossless": {"pfc_priority": 3}}
-    return parse_intent(data)
 
 
 def test_a_rollout_adds_a_lossless_class_through_gcu(
