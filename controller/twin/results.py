@@ -65,6 +65,8 @@ def lossless_figures(summary: JsonObject, lossless: tuple[str, ...]) -> JsonObje
     return {
         "classes": list(lossless),
         "drops": int(pfc.get("lossless_dropped_packets", 0)),
+        # of which past a group's headroom; the rest an egress buffer refused
+        "headroom_overflows": int(every.get("overflow_packets", 0)),
         "pause_frames": int(every.get("pause_frames", 0)),
         "resume_frames": int(every.get("resume_frames", 0)),
         "paused_us": float(every.get("paused_ns", 0.0)) / 1e3,
@@ -83,9 +85,11 @@ def findings(lossless: JsonObject | None) -> list[str]:
     if lossless is None or not lossless["drops"]:
         return []
     names = " and ".join(lossless["classes"])
+    overflows = lossless["headroom_overflows"]
     return [
         f"lossless class {names} lost {lossless['drops']} packets in the switches "
-        "(headroom overflow or egress buffer refusal); a lossless class must lose none"
+        f"({overflows} past a priority group's headroom, {lossless['drops'] - overflows} "
+        "refused by an egress buffer); a lossless class must lose none"
     ]
 
 

@@ -90,7 +90,7 @@ def test_a_lossy_intent_has_no_lossless_queues() -> None:
     assert twin.lossless == ()
 
 
-def _summary(drops: int) -> dict[str, object]:
+def _summary(drops: int, overflows: int = 0) -> dict[str, object]:
     """netsim's summary of a run with one lossless queue (its ``pfc`` as report.rs writes it)."""
 
     def stats(paused_ns: float, frames: int) -> dict[str, float]:
@@ -99,7 +99,7 @@ def _summary(drops: int) -> dict[str, object]:
             "resume_frames": frames,
             "paused_ns": paused_ns,
             "peak_bytes": 1000 * frames,
-            "overflow_packets": 0,
+            "overflow_packets": overflows,
         }
 
     return {
@@ -121,6 +121,7 @@ def test_the_result_reports_pauses_and_cnps_and_names_a_lossless_loss() -> None:
     assert clean["lossless"] == {
         "classes": ["storage"],
         "drops": 0,
+        "headroom_overflows": 0,
         "pause_frames": 5,
         "resume_frames": 5,
         "paused_us": 7.0,
@@ -129,10 +130,10 @@ def test_the_result_reports_pauses_and_cnps_and_names_a_lossless_loss() -> None:
         "cnps": 42,
     }
     assert clean["findings"] == []
-    lossy = result(_summary(12), ("storage",), (), ("storage",))
+    lossy = result(_summary(12, overflows=5), ("storage",), (), ("storage",))
     assert lossy["findings"] == [
-        "lossless class storage lost 12 packets in the switches (headroom overflow or egress "
-        "buffer refusal); a lossless class must lose none"
+        "lossless class storage lost 12 packets in the switches (5 past a priority group's "
+        "headroom, 7 refused by an egress buffer); a lossless class must lose none"
     ]
     header, row = lossless_lines(lossy["lossless"])
     assert row.split() == ["storage", "12", "7.0", "1.0", "6.0", "5", "42"]
