@@ -22,7 +22,12 @@ from typing import Any
 from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
 from controller.intent.models import EcnMode, Intent, Port, Role, SchedulingType, ServiceClass
 from controller.qos.lossless import PortLossless
-from controller.sonic.compile import fleet_qos, port_lossless_figures, port_profile
+from controller.sonic.compile import (
+    fleet_qos,
+    port_cable_and_mtu,
+    port_lossless_figures,
+    port_profile,
+)
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue
 from controller.sonic.tables.flex_counter_table import agent_refusal
@@ -455,8 +460,28 @@ def _lossless_ramp(fleet: FleetQos, queues: list[int], notes: list[str]) -> Json
     return {"kmin_bytes": ramp.kmin_bytes, "kmax_bytes": ramp.kmax_bytes, "pmax_pct": ramp.pmax_pct}
 
 
+def _headroom_shapes(
+    intent: Intent, groups: dict[str, list[Port]], chosen: dict[str, Port | None]
+) -> list[str]:
+    """Port kinds whose ports' headroom differs (cable length or MTU): the twin sizes them
+    all as its chosen port."""
+    notes: list[str] = []
+    for kind, port in chosen.items():
+        shapes = {port_cable_and_mtu(intent.fabric, p) for p in groups[kind]}
+        if port is not None and len(shapes) > 1:
+            notes.append(
+                f"{kind} ports have several (cable m, MTU B) {sorted(shapes)}; the twin "
+                f"sizes their PFC headroom for {port_cable_and_mtu(intent.fabric, port)}"
+            )
+    return notes
+
+
 def lossless(
-    intent: Intent, fleet: FleetQos, chosen: dict[str, Port | None], notes: list[str]
+    intent: Intent,
+    fleet: FleetQos,
+    groups: dict[str, list[Port]],
+    chosen: dict[str, Port | None],
+    notes: list[str],
 ) -> JsonObject | None:
     """The intent's lossless classes as netsim's lossless queues: PFC on every switch ingress
     port with each port kind's thresholds as the compiler sizes them (``port_headroom``, the
@@ -476,7 +501,7 @@ def lossless(
             "netsim's PFC priority is the lossless queue's number; the intent's priorities "
             f"{fleet.lossless.pfc_to_queue} pause the same queues"
         )
-    notes += _lossless_notes(intent, fleet)
+    notes += _headroom_shapes(intent, groups, chosen) + _lossless_notes(intent, fleet)
     base = pfc.get("leaf_down") or next(iter(pfc.values()))
     return {
         "queues": queues,
@@ -508,10 +533,8 @@ def _lossless_notes(intent: Intent, fleet: FleetQos) -> list[str]:
 def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObject:
     fleet = fleet_qos(intent)
     spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
-    chosen = {
-        kind: _chosen_port(intent, ports, kind, notes)
-        for kind, ports in _port_groups(intent, spines).items()
-    }
+    groups = _port_groups(intent, spines)
+    chosen = {kind: _chosen_port(intent, ports, kind, notes) for kind, ports in groups.items()}
     profiles = {
         kind: None if port is None else port_profile(fleet, *_speed_and_buffer(intent, port))
         for kind, port in chosen.items()
@@ -543,7 +566,7 @@ def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObjec
         "ack_queue": _ack_queue(intent, notes),
         "qjump": qjump_hosts(intent, notes),
         "agent": None if per_packet else agent_orders(fleet, profiles),
-        "lossless": lossless(intent, fleet, chosen, notes),
+        "lossless": lossless(intent, fleet, groups, chosen, notes),
     }
 
 

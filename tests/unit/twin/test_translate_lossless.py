@@ -84,6 +84,30 @@ def test_the_class_flows_are_dcqcn_senders_on_its_ramp(intent: Intent) -> None:
     assert any("PFC headroom is sized for the ports' cables" in n for n in twin.not_modelled)
 
 
+def test_host_ports_on_longer_cables_are_sized_as_the_twin_s_chosen_port(
+    intent: Intent,
+) -> None:
+    # leaf2's host ports on 100 m cables: the leaf_down kind runs as leaf1's first (5 m), said.
+    leaf2 = next(s for s in intent.switches if s.name == "leaf2")
+    ports = tuple(
+        p.model_copy(update={"cable_length_m": 100.0}) if p.speed_gbps == 25 else p
+        for p in leaf2.ports
+    )
+    switches = tuple(
+        s.model_copy(update={"ports": ports}) if s.name == "leaf2" else s for s in intent.switches
+    )
+    twin = translate(intent.model_copy(update={"switches": switches}), Request())
+    pfc = twin.config["qos"]["lossless"]["pfc_ports"]["leaf_down"]
+    fields, _ = _compiled(intent, "leaf1", "Ethernet0")
+    assert pfc["headroom_bytes"] == int(fields["xoff"])
+    assert any(
+        note.startswith(
+            "leaf_down ports have several (cable m, MTU B) [(5.0, 9100), (100.0, 9100)]"
+        )
+        for note in twin.not_modelled
+    )
+
+
 def test_a_lossy_intent_has_no_lossless_queues() -> None:
     twin = translate(load_intent_file(EXAMPLE), Request())
     assert twin.config["qos"]["lossless"] is None
