@@ -65,7 +65,7 @@ def lossless_figures(summary: JsonObject, lossless: tuple[str, ...]) -> JsonObje
     return {
         "classes": list(lossless),
         "drops": int(pfc.get("lossless_dropped_packets", 0)),
-        # of which past a group's headroom; the rest an egress buffer refused
+        # of which past a group's headroom; the rest at an egress queue (buffer or WRED)
         "headroom_overflows": int(every.get("overflow_packets", 0)),
         "pause_frames": int(every.get("pause_frames", 0)),
         "resume_frames": int(every.get("resume_frames", 0)),
@@ -80,7 +80,7 @@ def lossless_figures(summary: JsonObject, lossless: tuple[str, ...]) -> JsonObje
 
 def findings(lossless: JsonObject | None) -> list[str]:
     """What a run shows that must not happen: a lossless class that lost packets (its
-    priority groups' headroom overflowed, or an egress buffer refused them; the flow that
+    priority groups' headroom overflowed, or an egress queue refused them; the flow that
     lost one stays unfinished, RoCE's retransmission not being modelled)."""
     if lossless is None or not lossless["drops"]:
         return []
@@ -89,7 +89,8 @@ def findings(lossless: JsonObject | None) -> list[str]:
     return [
         f"lossless class {names} lost {lossless['drops']} packets in the switches "
         f"({overflows} past a priority group's headroom, {lossless['drops'] - overflows} "
-        "refused by an egress buffer); a lossless class must lose none"
+        "at an egress queue: its buffer, or its DCQCN ramp dropping what is not ECN-capable, "
+        "as CNPs are); a lossless class must lose none"
     ]
 
 

@@ -524,7 +524,8 @@ def _lossless_notes(intent: Intent, fleet: FleetQos) -> list[str]:
         "not in the intent); a DCQCN flow has no ACKs or retransmissions (RoCE's go-back-N "
         "is not modelled): a lost packet leaves its flow unfinished",
         "CNPs go back in the lossless class's own queue unless pure ACKs have one "
-        "(the NICs' CNP priority is not in the intent); no PFC watchdog",
+        "(the NICs' CNP priority is not in the intent); they are not ECN-capable, so past "
+        "Kmin the class's DCQCN ramp drops some, each a lossless loss; no PFC watchdog",
         "a lossless queue's egress buffer is sluice's lossy profile, as compiled "
         "(docs/lossless.md, not done yet): a packet it refuses is a lossless loss",
     ]

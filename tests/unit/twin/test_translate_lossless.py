@@ -157,7 +157,8 @@ def test_the_result_reports_pauses_and_cnps_and_names_a_lossless_loss() -> None:
     lossy = result(_summary(12, overflows=5), ("storage",), (), ("storage",))
     assert lossy["findings"] == [
         "lossless class storage lost 12 packets in the switches (5 past a priority group's "
-        "headroom, 7 refused by an egress buffer); a lossless class must lose none"
+        "headroom, 7 at an egress queue: its buffer, or its DCQCN ramp dropping what is not "
+        "ECN-capable, as CNPs are); a lossless class must lose none"
     ]
     header, row = lossless_lines(lossy["lossless"])
     assert row.split() == ["storage", "12", "7.0", "1.0", "6.0", "5", "42"]
