@@ -69,7 +69,7 @@ class TwinConfig:
     config: JsonObject
     classes: tuple[str, ...]
     not_modelled: tuple[str, ...]
-    lossless: tuple[str, ...] = ()  # the lossless classes' names
+    lossless: tuple[tuple[str, int], ...] = ()  # the lossless classes' names and queues
 
 
 def check_request(request: Request) -> None:
@@ -633,7 +633,9 @@ def translate(intent: Intent, request: Request) -> TwinConfig:
     }
     _host_notes(intent, notes)
     names = tuple(c.name for c in intent.service_classes) or ("all",)
-    lossless_names = tuple(c.name for c in intent.service_classes if c.lossless is not None)
+    lossless_classes = tuple(
+        (c.name, c.queue) for c in intent.service_classes if c.lossless is not None
+    )
     if config["qos"]["lossless"] is None:
-        lossless_names = ()
-    return TwinConfig(config, names, tuple(notes), lossless_names)
+        lossless_classes = ()
+    return TwinConfig(config, names, tuple(notes), lossless_classes)

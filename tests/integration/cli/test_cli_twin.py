@@ -40,17 +40,18 @@ def test_a_lossless_class_shows_its_drops_pauses_and_cnps(cli: Cli, tmp_path: Pa
     result = cli.run("twin", "-f", str(path), "--flows", "300", "--json")
     assert result.code == 0, result.stderr
     figures = json.loads(result.stdout)["result"]["lossless"]
-    assert figures["classes"] == ["storage"]
-    assert figures["drops"] == 0
-    assert figures["pause_frames"] > 0
-    assert figures["cnps"] > 0
+    (storage,) = figures["classes"]
+    assert storage["name"] == "storage"
+    assert storage["drops"] == 0
+    assert storage["pause_frames"] > 0
+    assert storage["cnps"] > 0
     table = cli.run("twin", "-f", str(path), "--flows", "300")
     assert table.code == 0, table.stderr
     lines = table.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["lossless", "drops"])
     row = lines[header + 1].split()
     assert row[:2] == ["storage", "0"]
-    assert row[-2:] == [str(figures["pause_frames"]), str(figures["cnps"])]
+    assert row[-2:] == [str(storage["pause_frames"]), str(storage["cnps"])]
     assert "finding:" not in table.stdout
 
 

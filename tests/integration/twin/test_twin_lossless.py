@@ -37,7 +37,12 @@ def _run(intent: Intent, seed: int) -> dict[str, Any]:
 def test_the_lossless_class_pauses_marks_and_loses_nothing(intent: Intent) -> None:
     res = _run(intent, seed=1)
     lossless = res["lossless"]
-    assert lossless["classes"] == ["storage"]
+    (storage_row,) = lossless["classes"]
+    assert storage_row["name"] == "storage"
+    # One lossless class: its row is every lossless group's.
+    assert {k: v for k, v in storage_row.items() if k not in ("name", "queue")} == {
+        k: v for k, v in lossless.items() if k not in ("classes", "paused_us_by_port")
+    }
     assert lossless["drops"] == 0
     assert res["findings"] == []
     # Its priority groups reached XOFF (PAUSE sent and held) and its queue marked (CNPs back).

@@ -72,7 +72,7 @@ def test_the_class_flows_are_dcqcn_senders_on_its_ramp(intent: Intent) -> None:
     assert {to_queue[d] for d in storage.dscp} == {3}
     assert lossless["queues"] == [3]
     assert lossless["dcqcn"] == {}
-    assert twin.lossless == ("storage",)
+    assert twin.lossless == (("storage", 3),)
     # The ramp is the compiled WRED_PROFILE of the lossless queue.
     config = compile_switch(intent, intent.switches[0])
     wred = config[("WRED_PROFILE", "SLUICE_DCQCN_Q3")]
@@ -114,54 +114,93 @@ def test_a_lossy_intent_has_no_lossless_queues() -> None:
     assert twin.lossless == ()
 
 
-def _summary(drops: int, overflows: int = 0) -> dict[str, object]:
-    """netsim's summary of a run with one lossless queue (its ``pfc`` as report.rs writes it)."""
+def _stats(paused_ns: float, frames: int, overflows: int = 0) -> dict[str, float]:
+    return {
+        "pause_frames": frames,
+        "resume_frames": frames,
+        "paused_ns": paused_ns,
+        "peak_bytes": 1000 * frames,
+        "overflow_packets": overflows,
+    }
 
-    def stats(paused_ns: float, frames: int) -> dict[str, float]:
-        return {
-            "pause_frames": frames,
-            "resume_frames": frames,
-            "paused_ns": paused_ns,
-            "peak_bytes": 1000 * frames,
-            "overflow_packets": overflows,
-        }
 
+def _summary(roce_drops: int, overflows: int = 0) -> dict[str, object]:
+    """netsim's summary of a run with two lossless queues, 3 (storage) and 4 (roce), as
+    report.rs writes its ``pfc``: storage paused and marked but lost nothing; roce lost
+    ``roce_drops``, ``overflows`` of them past its headroom."""
     return {
         "classes": [{"name": "class 0", "flows": 3, "mean_us": 10.0}],
         "pfc": {
-            "queues": [3],
-            "all": stats(7_000.0, 5),
-            "leaf_down": stats(1_000.0, 1),
-            "leaf_up": stats(2_000.0, 2),
-            "spine": stats(4_000.0, 2),
-            "lossless_dropped_packets": drops,
+            "queues": [3, 4],
+            "all": _stats(7_000.0, 5, overflows),
+            "leaf_down": _stats(1_000.0, 1),
+            "leaf_up": _stats(2_000.0, 2),
+            "spine": _stats(4_000.0, 2),
+            "lossless_dropped_packets": roce_drops,
             "cnps": 42,
+            "by_queue": [
+                {
+                    "queue": 3,
+                    "groups": _stats(6_000.0, 4),
+                    "lossless_dropped_packets": 0,
+                    "cnps": 40,
+                },
+                {
+                    "queue": 4,
+                    "groups": _stats(1_000.0, 1, overflows),
+                    "lossless_dropped_packets": roce_drops,
+                    "cnps": 2,
+                },
+            ],
         },
     }
 
 
-def test_the_result_reports_pauses_and_cnps_and_names_a_lossless_loss() -> None:
-    clean = result(_summary(0), ("storage",), (), ("storage",))
-    assert clean["lossless"] == {
-        "classes": ["storage"],
-        "drops": 0,
-        "headroom_overflows": 0,
-        "pause_frames": 5,
-        "resume_frames": 5,
-        "paused_us": 7.0,
-        "paused_us_by_port": {"leaf_down": 1.0, "leaf_up": 2.0, "spine": 4.0},
-        "peak_group_bytes": 5000,
-        "cnps": 42,
-    }
+LOSSLESS = (("storage", 3), ("roce", 4))
+
+
+def test_the_result_reports_each_lossless_class_and_names_a_loss() -> None:
+    clean = result(_summary(0), ("storage", "roce"), (), LOSSLESS)
+    figures = clean["lossless"]
+    assert figures["classes"] == [
+        {
+            "name": "storage",
+            "queue": 3,
+            "drops": 0,
+            "headroom_overflows": 0,
+            "pause_frames": 4,
+            "resume_frames": 4,
+            "paused_us": 6.0,
+            "peak_group_bytes": 4000,
+            "cnps": 40,
+        },
+        {
+            "name": "roce",
+            "queue": 4,
+            "drops": 0,
+            "headroom_overflows": 0,
+            "pause_frames": 1,
+            "resume_frames": 1,
+            "paused_us": 1.0,
+            "peak_group_bytes": 1000,
+            "cnps": 2,
+        },
+    ]
+    assert (figures["drops"], figures["pause_frames"], figures["paused_us"]) == (0, 5, 7.0)
+    assert figures["cnps"] == 42
+    assert figures["paused_us_by_port"] == {"leaf_down": 1.0, "leaf_up": 2.0, "spine": 4.0}
     assert clean["findings"] == []
-    lossy = result(_summary(12, overflows=5), ("storage",), (), ("storage",))
+    lossy = result(_summary(12, overflows=5), ("storage", "roce"), (), LOSSLESS)
     assert lossy["findings"] == [
-        "lossless class storage lost 12 packets in the switches (5 past a priority group's "
+        "lossless class roce lost 12 packets in the switches (5 past a priority group's "
         "headroom, 7 at an egress queue: its buffer, or its DCQCN ramp dropping what is not "
         "ECN-capable, as CNPs are); a lossless class must lose none"
     ]
-    header, row = lossless_lines(lossy["lossless"])
-    assert row.split() == ["storage", "12", "7.0", "1.0", "6.0", "5", "42"]
-    assert "drops" in header
+    header, storage, roce, paused = lossless_lines(lossy["lossless"])
+    assert header.split() == ["lossless", "drops", "paused", "µs", "PAUSE", "CNPs"]
+    assert storage.split() == ["storage", "0", "6.0", "4", "40"]
+    assert roce.split() == ["roce", "12", "1.0", "1", "2"]
+    assert "1.0 µs by leaf host ports" in paused
+    assert "6.0 µs by fabric ports" in paused
     # Without lossless classes netsim's pfc (none) is not read.
     assert result(_summary(12), ("storage",), ())["lossless"] is None
