@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.intent.loader import load_intent_file
+from controller.intent.loader import dump_intent, load_intent_file, parse_intent
 from controller.intent.models import Intent
 from controller.sonic.compile import compile_switch
 from controller.twin.results import lossless_lines, result
@@ -27,7 +27,12 @@ def _compiled(intent: Intent, switch: str, port: str) -> tuple[dict[str, str], i
     """The port's compiled lossless BUFFER_PROFILE fields and its buffer."""
     found = next(s for s in intent.switches if s.name == switch)
     config = compile_switch(intent, found)
-    profile = config[("BUFFER_PG", f"{port}|3")]["profile"]
+    # the lossless groups' key: <port>|3, or a range such as <port>|2-3
+    (profile,) = {
+        fields["profile"]
+        for (table, key), fields in config.items()
+        if table == "BUFFER_PG" and key.startswith(f"{port}|")
+    }
     buffer = next(p.buffer_bytes for p in found.ports if p.name == port)
     return dict(config[("BUFFER_PROFILE", profile)]), buffer or intent.fabric.port_buffer_bytes
 
@@ -106,6 +111,26 @@ def test_host_ports_on_longer_cables_are_sized_as_the_twin_s_chosen_port(
         )
         for note in twin.not_modelled
     )
+
+
+def test_two_lossless_classes_share_the_pool_as_compiled(intent: Intent) -> None:
+    # analytics (queue 2) lossless on priority 2 beside storage: two groups per port, each
+    # XOFF point alpha / (1 + 2 alpha) = a third of the pool two headrooms leave.
+    data = dump_intent(intent)
+    analytics = next(c for c in data["service_classes"] if c["name"] == "analytics")
+    analytics |= {"ecn": "standard", "lossless": {"pfc_priority": 2, "kmax_bytes": 150_000}}
+    both = parse_intent(data)
+    twin = translate(both, Request())
+    lossless = twin.config["qos"]["lossless"]
+    assert lossless["queues"] == [2, 3]
+    assert twin.lossless == (("storage", 3), ("analytics", 2))
+    fields, buffer = _compiled(both, "leaf1", "Ethernet0")
+    pfc = lossless["pfc_ports"]["leaf_down"]
+    assert pfc["xoff_bytes"] == (buffer - 2 * int(fields["size"])) // 3
+    assert pfc["headroom_bytes"] == int(fields["xoff"])
+    # netsim has one ramp: queue 2's (analytics, Kmax 150 KB), and it says so.
+    assert lossless["ecn"]["kmax_bytes"] == 150_000
+    assert any("netsim has one ramp" in note for note in twin.not_modelled)
 
 
 def test_a_lossy_intent_has_no_lossless_queues() -> None:
