@@ -43,6 +43,7 @@ from controller.qos.lossless import (
     headroom,
     port_lossless,
 )
+from controller.twin.translate import pfc_thresholds
 
 # docs/lossless.md's example: Spectrum-2 (sonic-buildimage asic_table.j2), no peer figure.
 SPECTRUM_2 = HeadroomPlatform(
@@ -85,17 +86,6 @@ def cases(port: PortLossless) -> list[Case]:
     """The computed ECN, and the control with Kmax at the whole shared pool."""
     control = DcqcnEcn(DCQCN_PAPER.kmin_bytes, port.shared_pool_bytes, DCQCN_PAPER.pmax_pct)
     return [Case("computed (Kmax < XOFF)", DCQCN_PAPER), Case("control (Kmax > XOFF)", control)]
-
-
-def pfc(port: PortLossless) -> dict[str, int]:
-    """netsim's PFC thresholds for a port: PAUSE at sluice's XOFF point, the profile's xoff as
-    headroom above it, RESUME its xon below it."""
-    point, group = port.xoff_point_bytes, port.headroom
-    return {
-        "xoff_bytes": point,
-        "xon_bytes": point - group.xon_bytes,
-        "headroom_bytes": group.xoff_bytes,
-    }
 
 
 def incast_config(
@@ -141,10 +131,10 @@ def incast_config(
             "ack_queue": CNP_QUEUE,
             "lossless": {
                 "queues": [PRIORITY],
-                "pfc": pfc(port),
+                "pfc": pfc_thresholds(port),
                 "pfc_ports": {}
                 if fabric_port is None
-                else {"leaf_up": pfc(fabric_port), "spine": pfc(fabric_port)},
+                else {"leaf_up": pfc_thresholds(fabric_port), "spine": pfc_thresholds(fabric_port)},
                 "ecn": {
                     "kmin_bytes": ecn.kmin_bytes,
                     "kmax_bytes": ecn.kmax_bytes,

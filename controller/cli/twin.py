@@ -21,7 +21,7 @@ from controller.intent.loader import load_intent_file, parse_intent
 from controller.intent.models import Intent
 from controller.intent.validate import validate_intent
 from controller.settings import TwinSettings
-from controller.twin.results import compare, delta_lines, table_lines
+from controller.twin.results import compare, delta_lines, lossless_lines, table_lines
 from controller.twin.runner import run_twin
 from controller.twin.translate import Request, TwinInputInvalid
 
@@ -48,6 +48,11 @@ def _print_result(out: Console, title: str, res: JsonObject, *, notes: bool = Tr
         say(out, "  " + line)
     for line in table_lines(list(res["buckets"]))[1:]:  # type: ignore[call-overload]
         say(out, "  " + line)
+    if res.get("lossless") is not None:
+        for line in lossless_lines(res["lossless"]):  # type: ignore[arg-type]
+            say(out, "  " + line)
+    for finding in res.get("findings", []):  # type: ignore[attr-defined]
+        say(out, f"  finding: {finding}")
     for note in res["not_modelled"] if notes else []:  # type: ignore[attr-defined]
         say(out, f"  not modelled: {note}")
 

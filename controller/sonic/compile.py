@@ -37,7 +37,13 @@ from controller.intent.models import (
 )
 from controller.qos.buffers import dynaq_bounds, select_dynamic_th
 from controller.qos.ecn import mqecn_bounds, per_queue_minimum_bytes, standard_threshold_bytes
-from controller.qos.lossless import headroom
+from controller.qos.lossless import (
+    Headroom,
+    LosslessQueue,
+    PortLossless,
+    headroom,
+    port_lossless,
+)
 from controller.qos.scheduling import normalise_weights
 from controller.sonic.bulk import collector_paused
 from controller.sonic.context import (
@@ -360,6 +366,44 @@ def port_profile(fleet: FleetQos, speed_gbps: int, buffer_bytes: int) -> PortPro
     )
 
 
+def port_cable_and_mtu(fabric: Fabric, port: Port) -> tuple[float, int]:
+    """The cable length and MTU a port's lossless headroom is sized for: the port's own, else
+    the fabric's (``fabric.lossless.cable_length_m``, ``fabric.mtu_bytes``)."""
+    default_cable = fabric.lossless.cable_length_m if fabric.lossless is not None else 0.0
+    return port.cable_length_m or default_cable, port.mtu_bytes or fabric.mtu_bytes
+
+
+def port_headroom(fabric: Fabric, port: Port) -> Headroom:
+    """A port's lossless priority group headroom (xon, xoff, size of its BUFFER_PROFILE).
+    Only for a fabric with ``lossless`` figures."""
+    if fabric.lossless is None:
+        raise ValueError("a lossless headroom needs fabric.lossless")
+    cable, mtu = port_cable_and_mtu(fabric, port)
+    return headroom(port.speed_gbps, cable, mtu, fabric.lossless.headroom_platform())
+
+
+def port_lossless_figures(fleet: FleetQos, port: Port) -> PortLossless | None:
+    """What a port's lossless priorities take, as the intent check sizes them
+    (``controller.intent.capacity.lossless_buffers_fit``): each group's headroom, the shared
+    pool beside them and the XOFF point in it, Kmax checked below it. None without a lossless
+    class."""
+    fabric, lossless = fleet.fabric, fleet.lossless
+    if lossless is None or fabric.lossless is None:
+        return None
+    by_queue = {q.queue: q for q in fleet.queues}
+    queues = [
+        LosslessQueue(int(priority), by_queue[int(queue)].dcqcn)
+        for priority, queue in lossless.pfc_to_queue.items()
+    ]
+    return port_lossless(
+        port.name,
+        port.buffer_bytes or fabric.port_buffer_bytes,
+        queues,
+        port_headroom(fabric, port),
+        dynamic_th=lossless.dynamic_th,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # per switch
 
@@ -386,12 +430,11 @@ class _FleetCompiler:
         lossless = self.fleet.lossless
         if lossless is None or fabric.lossless is None:
             return None
-        cable = port.cable_length_m or fabric.lossless.cable_length_m
-        mtu = port.mtu_bytes or fabric.mtu_bytes
+        cable, mtu = port_cable_and_mtu(fabric, port)
         key = (port.speed_gbps, cable, mtu)
         found = self._pg_profiles.get(key)
         if found is None:
-            room = headroom(port.speed_gbps, cable, mtu, fabric.lossless.headroom_platform())
+            room = port_headroom(fabric, port)
             name = buffer_profile.lossless_name(port.speed_gbps, cable, mtu)
             found = buffer_profile.lossless_profile(name, lossless.pool, room, lossless.dynamic_th)
             self._pg_profiles[key] = found

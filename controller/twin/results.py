@@ -49,12 +49,77 @@ def per_hop(summary: JsonObject, classes: tuple[str, ...]) -> JsonObject:
     return {"positions": [row(s) for s in hops.get("by_hop", [])], "classes": by_class}
 
 
+# netsim's port kinds, by the frames their groups send: a leaf's host port pauses a host,
+# the others pause a switch (PFC spreading into the fabric).
+PORT_KINDS = ("leaf_down", "leaf_up", "spine")
+
+
+def _lossless_row(name: str, queue: int, row: JsonObject) -> JsonObject:
+    groups = row.get("groups", {})
+    return {
+        "name": name,
+        "queue": queue,
+        "drops": int(row.get("lossless_dropped_packets", 0)),
+        # of which past a group's headroom; the rest at an egress queue (buffer or WRED)
+        "headroom_overflows": int(groups.get("overflow_packets", 0)),
+        "pause_frames": int(groups.get("pause_frames", 0)),
+        "resume_frames": int(groups.get("resume_frames", 0)),
+        "paused_us": float(groups.get("paused_ns", 0.0)) / 1e3,
+        "peak_group_bytes": int(groups.get("peak_bytes", 0)),
+        "cnps": int(row.get("cnps", 0)),
+    }
+
+
+def lossless_figures(
+    summary: JsonObject, lossless: tuple[tuple[str, int], ...]
+) -> JsonObject | None:
+    """The lossless classes' PFC and DCQCN counts from netsim's ``pfc``: per class (by its
+    queue, netsim's ``by_queue``) its drops, pauses and CNPs, and every lossless group
+    together with where the pauses were sent from. None when the run had no lossless
+    class."""
+    pfc = summary.get("pfc")
+    if not lossless or not pfc:
+        return None
+    by_queue = {int(row["queue"]): row for row in pfc.get("by_queue", [])}
+    every = pfc.get("all", {})
+    totals = {"groups": every, **pfc}
+    return {
+        "classes": [_lossless_row(name, q, by_queue.get(q, {})) for name, q in lossless],
+        **{k: v for k, v in _lossless_row("all", -1, totals).items() if k not in ("name", "queue")},
+        "paused_us_by_port": {
+            kind: float(pfc.get(kind, {}).get("paused_ns", 0.0)) / 1e3 for kind in PORT_KINDS
+        },
+    }
+
+
+def findings(lossless: JsonObject | None) -> list[str]:
+    """What a run shows that must not happen: a lossless class that lost packets (its
+    priority groups' headroom overflowed, or an egress queue refused them; the flow that
+    lost one stays unfinished, RoCE's retransmission not being modelled)."""
+    if lossless is None:
+        return []
+    return [
+        f"lossless class {row['name']} lost {row['drops']} packets in the switches "
+        f"({row['headroom_overflows']} past a priority group's headroom, "
+        f"{row['drops'] - row['headroom_overflows']} at an egress queue: its buffer, or its "
+        "DCQCN ramp dropping what is not ECN-capable, as CNPs are); a lossless class must "
+        "lose none"
+        for row in lossless["classes"]
+        if row["drops"]
+    ]
+
+
 def result(
-    summary: JsonObject, classes: tuple[str, ...], not_modelled: tuple[str, ...]
+    summary: JsonObject,
+    classes: tuple[str, ...],
+    not_modelled: tuple[str, ...],
+    lossless: tuple[tuple[str, int], ...] = (),
 ) -> JsonObject:
-    """What a simulation reports: FCT per class and per size bucket, totals, what is not
+    """What a simulation reports: FCT per class and per size bucket, totals, the lossless
+    classes' drops, pauses and CNPs with what they show (``findings``), what is not
     modelled."""
     tally = summary.get("tally", {})
+    pfc = lossless_figures(summary, lossless)
     return {
         "classes": per_class(summary, classes),
         "buckets": per_bucket(summary),
@@ -64,6 +129,8 @@ def result(
         "marks": tally.get("marked_packets", 0),
         "queueing": per_hop(summary, classes),
         "simulated_ms": summary.get("simulated_ns", 0.0) / 1e6,
+        "lossless": pfc,
+        "findings": findings(pfc),
         "not_modelled": list(not_modelled),
     }
 
@@ -111,4 +178,23 @@ def delta_lines(rows: list[JsonObject]) -> list[str]:
             f"{row['name']:<14}{row['mean_us']:>+12.1f}{pct('mean_us')}"
             f"{row['p99_us']:>+12.1f}{pct('p99_us')}"
         )
+    return lines
+
+
+def lossless_lines(figures: JsonObject) -> list[str]:
+    """The lossless classes' rows (the CLI prints them under the FCT table): drops (must be
+    0), time paused summed over the class's groups, PAUSE frames, DCQCN's CNPs; then where
+    the pauses were sent from."""
+    lines = [f"{'lossless':<14}{'drops':>7}{'paused µs':>12}{'PAUSE':>8}{'CNPs':>9}"]
+    for row in figures["classes"]:
+        lines.append(
+            f"{row['name']:<14}{row['drops']:>7}{row['paused_us']:>12.1f}"
+            f"{row['pause_frames']:>8}{row['cnps']:>9}"
+        )
+    by_port = figures["paused_us_by_port"]
+    fabric_us = by_port["leaf_up"] + by_port["spine"]
+    lines.append(
+        f"paused: {by_port['leaf_down']:.1f} µs by leaf host ports (hosts held), "
+        f"{fabric_us:.1f} µs by fabric ports (PFC spreading into the fabric)"
+    )
     return lines

@@ -66,8 +66,8 @@ def run_twin(
     timeout_s: float,
     on_progress: Callable[[str], None] = lambda _line: None,
 ) -> JsonObject:
-    """The twin's result for ``intent`` under ``request``: FCT per class and per bucket, and
-    what the twin does not model."""
+    """The twin's result for ``intent`` under ``request``: FCT per class and per bucket, the
+    lossless classes' drops, pauses and CNPs, and what the twin does not model."""
     twin = translate(intent, request)
     summary = run_netsim(binary, twin.config, timeout_s=timeout_s, on_progress=on_progress)
-    return result(summary, twin.classes, twin.not_modelled)
+    return result(summary, twin.classes, twin.not_modelled, twin.lossless)

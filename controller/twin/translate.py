@@ -20,8 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
-from controller.intent.models import EcnMode, Intent, Role, SchedulingType, ServiceClass
-from controller.sonic.compile import fleet_qos, port_profile
+from controller.intent.models import EcnMode, Intent, Port, Role, SchedulingType, ServiceClass
+from controller.qos.lossless import PortLossless
+from controller.sonic.compile import (
+    fleet_qos,
+    port_cable_and_mtu,
+    port_lossless_figures,
+    port_profile,
+)
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue
 from controller.sonic.tables.flex_counter_table import agent_refusal
@@ -63,6 +69,7 @@ class TwinConfig:
     config: JsonObject
     classes: tuple[str, ...]
     not_modelled: tuple[str, ...]
+    lossless: tuple[tuple[str, int], ...] = ()  # the lossless classes' names and queues
 
 
 def check_request(request: Request) -> None:
@@ -139,35 +146,37 @@ def tcp(intent: Intent, notes: list[str]) -> JsonObject:
 # the ports
 
 
-def _port_groups(intent: Intent, spines: int) -> dict[str, list[tuple[int, int]]]:
-    """(speed, buffer) of each netsim port kind's ports: leaf ports facing hosts (all but the
-    ``spines`` fastest), leaf uplinks, spine ports."""
-    default = intent.fabric.port_buffer_bytes
-    groups: dict[str, list[tuple[int, int]]] = {"leaf_down": [], "leaf_up": [], "spine": []}
+def _port_groups(intent: Intent, spines: int) -> dict[str, list[Port]]:
+    """Each netsim port kind's ports: leaf ports facing hosts (all but the ``spines``
+    fastest), leaf uplinks, spine ports."""
+    groups: dict[str, list[Port]] = {"leaf_down": [], "leaf_up": [], "spine": []}
     for switch in intent.switches:
-        ports = [(p.speed_gbps, p.buffer_bytes or default) for p in switch.ports]
         if switch.role is Role.SPINE:
-            groups["spine"] += ports
+            groups["spine"] += switch.ports
             continue
-        ranked = sorted(ports, key=lambda p: p[0])
+        ranked = sorted(switch.ports, key=lambda p: p.speed_gbps)
         cut = max(len(ranked) - spines, 0)
         groups["leaf_down"] += ranked[:cut]
         groups["leaf_up"] += ranked[cut:]
     return groups
 
 
-def _profile_for(
-    fleet: FleetQos, ports: list[tuple[int, int]], kind: str, notes: list[str]
-) -> PortProfile | None:
+def _speed_and_buffer(intent: Intent, port: Port) -> tuple[int, int]:
+    return port.speed_gbps, port.buffer_bytes or intent.fabric.port_buffer_bytes
+
+
+def _chosen_port(intent: Intent, ports: list[Port], kind: str, notes: list[str]) -> Port | None:
+    """The port a kind's ports all run as in the twin: the smallest (speed Gb/s, buffer B)."""
     if not ports:
         return None
-    chosen = min(ports)
-    if len(set(ports)) > 1:
+    shapes = {_speed_and_buffer(intent, p) for p in ports}
+    chosen = min(ports, key=lambda p: _speed_and_buffer(intent, p))
+    if len(shapes) > 1:
         notes.append(
-            f"{kind} ports have several (speed Gb/s, buffer B) {sorted(set(ports))}; "
-            f"the twin gives them all {chosen}"
+            f"{kind} ports have several (speed Gb/s, buffer B) {sorted(shapes)}; "
+            f"the twin gives them all {_speed_and_buffer(intent, chosen)}"
         )
-    return port_profile(fleet, *chosen)
+    return chosen
 
 
 def _threshold(fields: dict[str, str] | None) -> int | None:
@@ -418,11 +427,119 @@ def _ack_queue(intent: Intent, notes: list[str]) -> int | None:
     return first.ack.queue
 
 
+# --------------------------------------------------------------------------------------------
+# lossless classes (docs/lossless.md): PFC and DCQCN
+
+
+def pfc_thresholds(port: PortLossless) -> JsonObject:
+    """netsim's PFC thresholds for a port's lossless priority groups: PAUSE at sluice's XOFF
+    point (the group's share of the shared pool, ``xoff_point_bytes``), the compiled
+    profile's ``xoff`` as the headroom above it, RESUME once the group has drained the
+    profile's ``xon`` below the XOFF point."""
+    point, group = port.xoff_point_bytes, port.headroom
+    return {
+        "xoff_bytes": point,
+        "xon_bytes": point - group.xon_bytes,
+        "headroom_bytes": group.xoff_bytes,
+    }
+
+
+def _lossless_ramp(fleet: FleetQos, queues: list[int], notes: list[str]) -> JsonObject | None:
+    """The lossless queues' DCQCN ramp as compiled (``WRED_PROFILE|SLUICE_DCQCN_Q<queue>``).
+    netsim has one ramp for every lossless queue: with several, the first queue's."""
+    ramps = {q.queue: q.dcqcn for q in fleet.queues if q.queue in queues}
+    marked = [(queue, ramp) for queue, ramp in sorted(ramps.items()) if ramp is not None]
+    if not marked:
+        return None
+    queue, ramp = marked[0]
+    if len(marked) < len(ramps) or len({r for _, r in marked}) > 1:
+        notes.append(
+            "lossless classes mark differently (Kmin/Kmax/Pmax or ecn off); netsim has one "
+            f"ramp for all lossless queues, the twin gives them queue {queue}'s"
+        )
+    return {"kmin_bytes": ramp.kmin_bytes, "kmax_bytes": ramp.kmax_bytes, "pmax_pct": ramp.pmax_pct}
+
+
+def _headroom_shapes(
+    intent: Intent, groups: dict[str, list[Port]], chosen: dict[str, Port | None]
+) -> list[str]:
+    """Port kinds whose ports' headroom differs (cable length or MTU): the twin sizes them
+    all as its chosen port."""
+    notes: list[str] = []
+    for kind, port in chosen.items():
+        shapes = {port_cable_and_mtu(intent.fabric, p) for p in groups[kind]}
+        if port is not None and len(shapes) > 1:
+            notes.append(
+                f"{kind} ports have several (cable m, MTU B) {sorted(shapes)}; the twin "
+                f"sizes their PFC headroom for {port_cable_and_mtu(intent.fabric, port)}"
+            )
+    return notes
+
+
+def lossless(
+    intent: Intent,
+    fleet: FleetQos,
+    groups: dict[str, list[Port]],
+    chosen: dict[str, Port | None],
+    notes: list[str],
+) -> JsonObject | None:
+    """The intent's lossless classes as netsim's lossless queues: PFC on every switch ingress
+    port with each port kind's thresholds as the compiler sizes them (``port_headroom``, the
+    XOFF point of ``port_lossless_figures``), the compiled DCQCN ramp, DCQCN senders (the
+    paper's parameters: the intent does not set the NICs')."""
+    figures = {
+        kind: port_lossless_figures(fleet, port)
+        for kind, port in chosen.items()
+        if port is not None
+    }
+    if fleet.lossless is None or not figures:
+        return None
+    pfc = {kind: pfc_thresholds(f) for kind, f in figures.items() if f is not None}
+    queues = sorted({int(q) for q in fleet.lossless.pfc_to_queue.values()})
+    if any(int(p) != int(q) for p, q in fleet.lossless.pfc_to_queue.items()):
+        notes.append(
+            "netsim's PFC priority is the lossless queue's number; the intent's priorities "
+            f"{fleet.lossless.pfc_to_queue} pause the same queues"
+        )
+    notes += _headroom_shapes(intent, groups, chosen) + _lossless_notes(intent, fleet)
+    base = pfc.get("leaf_down") or next(iter(pfc.values()))
+    return {
+        "queues": queues,
+        "pfc": base,
+        "pfc_ports": pfc,
+        "ecn": _lossless_ramp(fleet, queues, notes),
+        "dcqcn": {},
+    }
+
+
+def _lossless_notes(intent: Intent, fleet: FleetQos) -> list[str]:
+    """What of a lossless class the twin runs otherwise than the fabric would."""
+    cable = fleet.fabric.lossless.cable_length_m if fleet.fabric.lossless else 0.0
+    delay_us = intent.fabric.base_rtt_us / LINKS_PER_RTT
+    return [
+        f"PFC headroom is sized for the ports' cables ({cable:g} m unless a port says), but "
+        f"every twin link takes {delay_us:g} us (base_rtt_us / {LINKS_PER_RTT}), so what "
+        "arrives after a PAUSE is what that longer link holds",
+        "lossless classes' senders run DCQCN with the paper's parameters (the NICs' own are "
+        "not in the intent); a DCQCN flow has no ACKs or retransmissions (RoCE's go-back-N "
+        "is not modelled): a lost packet leaves its flow unfinished",
+        "CNPs go back in the lossless class's own queue unless pure ACKs have one "
+        "(the NICs' CNP priority is not in the intent); they are not ECN-capable, so past "
+        "Kmin the class's DCQCN ramp drops some, each a lossless loss; no PFC watchdog",
+        "a lossless queue's egress buffer is sluice's lossy profile, as compiled "
+        "(docs/lossless.md, not done yet): a packet it refuses is a lossless loss",
+    ]
+
+
 def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObject:
     fleet = fleet_qos(intent)
     spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
     groups = _port_groups(intent, spines)
-    profiles = {kind: _profile_for(fleet, ports, kind, notes) for kind, ports in groups.items()}
+    chosen = {kind: _chosen_port(intent, ports, kind, notes) for kind, ports in groups.items()}
+    profiles = {
+        kind: None if port is None else port_profile(fleet, *_speed_and_buffer(intent, port))
+        for kind, port in chosen.items()
+    }
     base = profiles["leaf_down"] or profiles["spine"] or profiles["leaf_up"]
     if base is None:
         raise TwinInputInvalid("the twin needs switch ports")
@@ -450,6 +567,7 @@ def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObjec
         "ack_queue": _ack_queue(intent, notes),
         "qjump": qjump_hosts(intent, notes),
         "agent": None if per_packet else agent_orders(fleet, profiles),
+        "lossless": lossless(intent, fleet, groups, chosen, notes),
     }
 
 
@@ -515,4 +633,9 @@ def translate(intent: Intent, request: Request) -> TwinConfig:
     }
     _host_notes(intent, notes)
     names = tuple(c.name for c in intent.service_classes) or ("all",)
-    return TwinConfig(config, names, tuple(notes))
+    lossless_classes = tuple(
+        (c.name, c.queue) for c in intent.service_classes if c.lossless is not None
+    )
+    if config["qos"]["lossless"] is None:
+        lossless_classes = ()
+    return TwinConfig(config, names, tuple(notes), lossless_classes)

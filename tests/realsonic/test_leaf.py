@@ -434,7 +434,6 @@ def test_a_tuner_proposal_takes_no_port_down(
     )
 
 
-# Spectrum-2's figures (docs/lossless.md): only the headroom arithmetic reads them.
 LOSSLESS_TABLES = ("BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP", "MAP_PFC_PRIORITY_TO_QUEUE")
 
 

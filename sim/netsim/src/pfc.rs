@@ -208,6 +208,20 @@ impl PfcStats {
     }
 }
 
+/// One lossless queue's share of a run's PFC: its groups on every switch ingress port, its
+/// packets lost in the switches, the CNPs its flows' receivers sent.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct QueuePfc {
+    /// The lossless queue (its PFC priority).
+    pub queue: usize,
+    /// Its groups, summed over every switch ingress port.
+    pub groups: PfcStats,
+    /// Its packets dropped in the switches (headroom overflow or egress queue).
+    pub lossless_dropped_packets: u64,
+    /// CNPs sent for its flows' marked packets.
+    pub cnps: u64,
+}
+
 /// A run's PFC: every switch ingress group summed, and by the kind of port that sent the
 /// frames (a pause from a leaf's host port stops a host; from a leaf's uplink, a spine; from a
 /// spine's port, a leaf's uplink: pauses beyond the host ports are PFC spreading into the
@@ -228,6 +242,8 @@ pub struct PfcReport {
     pub lossless_dropped_packets: u64,
     /// DCQCN CNPs the receivers sent.
     pub cnps: u64,
+    /// The same per lossless queue, in the order of `queues`.
+    pub by_queue: Vec<QueuePfc>,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use vasic::switch::{Vasic, VasicError};
 use crate::agent::AgentError;
 use crate::dcqcn::{NotificationPoint, ReactionPoint};
 use crate::hops::{Hop, HopDelays, HopRecorder};
-use crate::pfc::{Admission, PfcError, PfcFrame, PfcReport, PfcStats, PriorityGroup};
+use crate::pfc::{Admission, PfcError, PfcFrame, PfcReport, PfcStats, PriorityGroup, QueuePfc};
 use crate::qos::{BufferModel, FabricQos};
 use crate::sack::SackBlocks;
 use crate::shaping::TokenBucket;
@@ -303,6 +303,8 @@ pub struct Fabric {
     agent_steps: u64,
     /// PFC: each switch's ingress ports' groups, one per lossless queue (empty if none).
     groups: Vec<Vec<Vec<PriorityGroup>>>,
+    /// Per lossless queue (group index): its packets dropped in the switches and its CNPs.
+    lossless_counts: Vec<(u64, u64)>,
     finished: usize,
     salt: u64,
     now_ns: f64,
@@ -378,6 +380,7 @@ impl Fabric {
         });
         let agent_every_ns = plan.as_ref().map_or(0.0, |p| p.interval_ns());
         let groups = priority_groups(&topo, &qos)?;
+        let qos_lossless_queues = qos.lossless.as_ref().map_or(0, |l| l.queues.len());
         let switch_hops = (0..topo.switches())
             .map(|sw| (0..topo.port_speeds(sw).len()).map(|p| Hop::from(topo.port_kind(sw, p))).collect())
             .collect();
@@ -440,6 +443,7 @@ impl Fabric {
             agents,
             agent_every_ns,
             agent_steps: 0,
+            lossless_counts: vec![(0, 0); qos_lossless_queues],
             groups,
             finished: 0,
             salt: seed,
@@ -668,6 +672,7 @@ impl Fabric {
                 Admission::Overflow => {
                     self.hops.switch_dropped(sw, port, class);
                     self.tally.lossless_dropped_packets += 1;
+                    self.lossless_counts[g].0 += 1;
                     self.drop_packet(packet);
                     return Ok(());
                 }
@@ -682,8 +687,9 @@ impl Fabric {
         match self.devices[device].enqueue(self.now_ns, local, queue, packet)? {
             EnqueueOutcome::Dropped(_) => {
                 self.hops.switch_dropped(sw, port, class);
-                if group.is_some() {
+                if let Some(g) = group {
                     self.tally.lossless_dropped_packets += 1;
+                    self.lossless_counts[g].0 += 1;
                     self.leave_group(sw, packet);
                 }
                 self.drop_packet(packet);
@@ -705,7 +711,9 @@ impl Fabric {
         self.tally.delivered_bytes += u64::from(packet.bytes);
         let f = packet.flow as usize;
         match meta {
-            Meta::Data { seg, .. } if self.flows[f].rp.is_some() => self.rdma_segment_arrives(f, seg, packet),
+            Meta::Data { seg, queue, .. } if self.flows[f].rp.is_some() => {
+                self.rdma_segment_arrives(f, seg, queue, packet)
+            }
             Meta::Cnp { .. } => {
                 if let Some(rp) = self.flows[f].rp.as_mut() {
                     rp.on_cnp(self.now_ns);
@@ -751,7 +759,13 @@ impl Fabric {
     /// A DCQCN flow's segment reaches its receiver: delivered (no ACK: RoCE's are not
     /// modelled), a CNP back if it was marked and the NP's interval allows, and the flow done
     /// when every segment has arrived.
-    fn rdma_segment_arrives(&mut self, f: usize, seg: u64, packet: Packet) -> Result<(), SimError> {
+    fn rdma_segment_arrives(
+        &mut self,
+        f: usize,
+        seg: u64,
+        queue: usize,
+        packet: Packet,
+    ) -> Result<(), SimError> {
         let now = self.now_ns;
         let flow = &mut self.flows[f];
         let before = flow.receiver.delivered();
@@ -768,7 +782,11 @@ impl Fabric {
             return Ok(());
         }
         self.tally.cnps += 1;
-        let (host, queue) = (flow.spec.dst, self.qos.ack_queue(flow.spec.class));
+        let host = flow.spec.dst;
+        if let Some(g) = self.group_index(queue) {
+            self.lossless_counts[g].1 += 1;
+        }
+        let queue = self.qos.ack_queue(self.flows[f].spec.class);
         self.transmit(host, packet.flow, Meta::Cnp { queue }, CNP_BYTES, false)
     }
 
@@ -845,10 +863,24 @@ impl Fabric {
             queues: lossless.queues.clone(),
             lossless_dropped_packets: self.tally.lossless_dropped_packets,
             cnps: self.tally.cnps,
+            by_queue: lossless
+                .queues
+                .iter()
+                .zip(&self.lossless_counts)
+                .map(|(&queue, &(drops, cnps))| QueuePfc {
+                    queue,
+                    lossless_dropped_packets: drops,
+                    cnps,
+                    ..QueuePfc::default()
+                })
+                .collect(),
             ..PfcReport::default()
         };
         for (sw, ports) in self.groups.iter().enumerate() {
             for (port, groups) in ports.iter().enumerate() {
+                for (by_queue, group) in report.by_queue.iter_mut().zip(groups) {
+                    by_queue.groups = by_queue.groups.combined(group.stats(self.now_ns));
+                }
                 let stats =
                     groups.iter().map(|g| g.stats(self.now_ns)).fold(PfcStats::default(), PfcStats::combined);
                 report.all = report.all.combined(stats);

@@ -116,6 +116,31 @@ fn pauses_spread_to_the_spine_and_the_far_leaf_when_the_fabric_is_faster() {
 }
 
 #[test]
+fn each_lossless_queue_reports_its_own_pauses_drops_and_cnps() {
+    // Queues 0 and 1 lossless, the incast (with too little headroom, and DCQCN on a ramp)
+    // in queue 0 only: queue 0's row is the whole run's, queue 1's is empty.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    let mut qos = lossless(1_500);
+    qos.queues.push(qos.queues[0]);
+    if let Some(l) = qos.lossless.as_mut() {
+        l.queues = vec![0, 1];
+        l.ecn = Some(EcnRamp { kmin_bytes: 5_000, kmax_bytes: 20_000, pmax_pct: 10 });
+        l.dcqcn = Some(DcqcnParams::default());
+    }
+    let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
+    fabric.run(1e9, &mut |_| {}).unwrap();
+    let pfc = fabric.pfc_report().unwrap();
+    let [first, second] = [pfc.by_queue[0], pfc.by_queue[1]];
+    assert_eq!((first.queue, second.queue), (0, 1));
+    assert!(first.groups.pause_frames > 0 && first.lossless_dropped_packets > 0 && first.cnps > 0);
+    assert_eq!(first.groups, pfc.all);
+    assert_eq!((first.lossless_dropped_packets, first.cnps), (pfc.lossless_dropped_packets, pfc.cnps));
+    assert_eq!(second.groups, netsim::pfc::PfcStats::default());
+    assert_eq!((second.lossless_dropped_packets, second.cnps), (0, 0));
+}
+
+#[test]
 fn too_little_headroom_loses_lossless_packets_and_counts_them() {
     let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
     let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];

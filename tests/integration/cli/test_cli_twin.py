@@ -8,7 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from controller.intent.loader import dump_intent, load_intent_file
 from tests.integration.cli.support import ROOT, Cli
+from tests.support.lossless import with_lossless_storage
 
 EXAMPLE = ROOT / "docs" / "example-intent.yaml"
 CONTENDED = ("--load", "0.8", "--flows", "400", "--mix", "storage=0.5,best-effort=0.5")
@@ -29,6 +31,28 @@ def test_a_file_alone_needs_no_api(cli: Cli) -> None:
     names = [row["name"] for row in doc["classes"]]
     assert names == ["control", "rpc", "storage", "analytics", "best-effort"]
     assert "netsim: t=" in result.stderr  # progress relayed
+
+
+def test_a_lossless_class_shows_its_drops_pauses_and_cnps(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "lossless.yaml"
+    intent = with_lossless_storage(load_intent_file(EXAMPLE))
+    path.write_text(yaml.safe_dump(dump_intent(intent), sort_keys=False))
+    result = cli.run("twin", "-f", str(path), "--flows", "300", "--json")
+    assert result.code == 0, result.stderr
+    figures = json.loads(result.stdout)["result"]["lossless"]
+    (storage,) = figures["classes"]
+    assert storage["name"] == "storage"
+    assert storage["drops"] == 0
+    assert storage["pause_frames"] > 0
+    assert storage["cnps"] > 0
+    table = cli.run("twin", "-f", str(path), "--flows", "300")
+    assert table.code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["lossless", "drops"])
+    row = lines[header + 1].split()
+    assert row[:2] == ["storage", "0"]
+    assert row[-2:] == [str(storage["pause_frames"]), str(storage["cnps"])]
+    assert "finding:" not in table.stdout
 
 
 def test_switch_ports_run_the_qos_agent_unless_per_packet_is_asked(cli: Cli) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from api.routes.twin_runs import DEPRECATED_PREFIX, DEPRECATED_SINCE
-from controller.intent.loader import parse_yaml
+from controller.intent.loader import dump_intent, parse_intent, parse_yaml
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.twin_runs import TwinRunRunner, TwinRunService, run_twin_with
@@ -21,6 +21,7 @@ from controller.store.db import make_engine, make_sessions
 from controller.store.models import TwinRun
 from controller.twin.translate import Request
 from tests.integration.conftest import put_intent
+from tests.support.lossless import with_lossless_storage
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 CLASSES = ["control", "rpc", "storage", "analytics", "best-effort"]
@@ -65,6 +66,27 @@ def test_the_worker_runs_netsim_and_a_seed_repeats(
     assert any("QJUMP" in note for note in result["not_modelled"])
     again = finished(client, auth["viewer"], post(client, auth["operator"], flows=300, seed=3))
     assert again["result"] == first["result"]
+
+
+def test_a_lossless_class_reports_its_drops_pauses_and_cnps(
+    client: TestClient, auth: dict[str, dict[str, str]]
+) -> None:
+    intent = dump_intent(with_lossless_storage(parse_intent(example())))
+    assert put_intent(client, auth["operator"], intent, 0).status_code == 201
+    body = finished(client, auth["viewer"], post(client, auth["operator"], flows=300, seed=1))
+    assert body["state"] == "completed", body["message"]
+    result = body["result"]["result"]
+    (storage,) = result["lossless"]["classes"]
+    assert (storage["name"], storage["queue"]) == ("storage", 3)
+    assert storage["drops"] == 0
+    assert storage["pause_frames"] > 0
+    assert storage["paused_us"] > 0
+    assert storage["cnps"] > 0
+    assert result["findings"] == []
+    # The lossy example reports no lossless figures.
+    assert put_intent(client, auth["operator"], example(), 1).status_code == 200
+    lossy = finished(client, auth["viewer"], post(client, auth["operator"], flows=60, seed=1))
+    assert lossy["result"]["result"]["lossless"] is None
 
 
 def test_compare_two_versions_that_differ_in_a_weight(
