@@ -5,6 +5,7 @@ result reads netsim's PFC counts back."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,7 @@ def test_host_ports_on_longer_cables_are_sized_as_the_twin_s_chosen_port(
 def test_two_lossless_classes_share_the_pool_as_compiled(intent: Intent) -> None:
     # analytics (queue 2) lossless on priority 2 beside storage: two groups per port, each
     # XOFF point alpha / (1 + 2 alpha) = a third of the pool two headrooms leave.
-    data = dump_intent(intent)
+    data: dict[str, Any] = dump_intent(intent)
     analytics = next(c for c in data["service_classes"] if c["name"] == "analytics")
     analytics |= {"ecn": "standard", "lossless": {"pfc_priority": 2, "kmax_bytes": 150_000}}
     both = parse_intent(data)
