@@ -25,6 +25,8 @@ SLUICE_ORCHAGENT_RUNTIME="$(uv run --frozen python -m lab.realsonic orchagent-ru
 export SLUICE_ORCHAGENT_RUNTIME
 export SAI_INCLUDE_DIR="${SAI_INCLUDE_DIR:-$SLUICE_ORCHAGENT_RUNTIME/include/sai}"
 # A target directory of its own: the qos-agent binary beside the others is the default build.
-sai=(--target-dir "${CARGO_TARGET_DIR:-target}/sai")
+# The test command names the one the real-SONiC tier builds its SAI agent in (target/sai), so
+# the dependencies and the bindings both builds need are compiled once.
+sai=(--target-dir "${SAI_TARGET_DIR:-${CARGO_TARGET_DIR:-target}/sai}")
 echo "== cargo clippy (sai)"; cargo clippy "${sai[@]}" -p qos-agent --features sai --all-targets -- -D warnings
 echo "== cargo test (sai)"; cargo test "${sai[@]}" -p qos-agent --features sai "$@"

@@ -74,6 +74,19 @@ build_for_tests() {
   echo "== ansible collection"; ./scripts/build-collection.sh target/collection
 }
 
+# The agent with feature `sai`, which the real-SONiC tier's first SAI test builds: built here
+# from the start, at the groups' niceness, in the directory that tier and the gate's SAI steps
+# share (target/sai), so the tier finds it built (or waits on cargo's lock for the rest of
+# it) instead of compiling while its switches sit waiting on GCU. The headers are the ones
+# libsaivs was built with, at the path the tier gives them (lab/realsonic.py).
+build_sai_agent() {
+  local runtime
+  renice -n 5 -p "$BASHPID" >/dev/null
+  runtime="$(uv run --frozen python -m lab.realsonic orchagent-runtime)"
+  SAI_INCLUDE_DIR="$runtime/include/sai" \
+    cargo build -p qos-agent --features sai --bin qos-agent --target-dir target/sai
+}
+
 # The groups that need none of those binaries start at once, each in a process of its own at
 # a lower priority than the build the rest waits for: the tiers that mostly wait (on SONiC's
 # GCU and orchagent; on sshd and Ansible in network namespaces), and the API fuzzer, the
@@ -101,18 +114,20 @@ done
 narrowed=no
 if [ $# -gt 0 ]; then narrowed=yes; fi
 
-# Starts pytest group $1 with the extra arguments after it, at niceness $2.
+# Starts pytest group $1 with the extra arguments after it, at niceness $2. Each log ends with
+# the group's slowest steps, where the command's time is to be looked for first.
 start_group() {
   local group="$1" niceness="$2"
   shift 2
   # shellcheck disable=SC2046 # group_args is a list of words, none with spaces
-  start "pytest-$group" nice -n "$niceness" uv run --frozen pytest -q \
+  start "pytest-$group" nice -n "$niceness" uv run --frozen pytest -q --durations=25 \
     -o cache_dir=".pytest_cache/$group" $(group_args "$group") "$@"
 }
 
 start lint lint
 start build build_for_tests
 if [ "$names_a_path" = no ]; then
+  start build-sai build_sai_agent
   for group in "${early_groups[@]}"; do start_group "$group" 5 "$@"; done
 fi
 wait_all build
@@ -127,7 +142,9 @@ fi
 # in a target directory of its own: cargo holds a target directory's lock for a whole
 # command (a cold clippy or test build takes minutes on a loaded machine), and the tests'
 # fixtures build what they start in target/ (finding it built), which must not wait on it.
-start rust nice -n 5 env CARGO_TARGET_DIR=target/gate ./scripts/test-rust.sh
+# The SAI agent's build is the exception: the real-SONiC tier builds it in target/sai in its
+# first minutes, and the gate's SAI steps, its last, share that directory and what it holds.
+start rust nice -n 5 env CARGO_TARGET_DIR=target/gate SAI_TARGET_DIR=target/sai ./scripts/test-rust.sh
 wait_all
 
 for step in "${failed[@]}"; do
