@@ -20,6 +20,8 @@ pub struct CounterTable {
 }
 
 type Views<'py> = (Bound<'py, PyDict>, Bound<'py, PyDict>);
+/// A queue's PFC watchdog counts, `(port, queue, [(field, count)])`.
+type WatchdogQueue = (String, String, Vec<(String, u64)>);
 
 impl CounterTable {
     /// `(rates, gauges)` of one object: field name to counts per second, and to the value.
@@ -163,7 +165,7 @@ impl CounterTable {
     }
 
     /// `(port, queue, fields)` per queue whose hash carries the PFC watchdog's counts.
-    fn watchdog_queues(&self) -> Vec<(String, String, Vec<(String, u64)>)> {
+    fn watchdog_queues(&self) -> Vec<WatchdogQueue> {
         let queues = self.inner.watchdog_queues().map(|(object, fields)| {
             let fields = fields.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
             (object.port.clone(), object.queue.clone(), fields)
