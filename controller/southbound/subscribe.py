@@ -447,6 +447,12 @@ async def never() -> None:
     await asyncio.Event().wait()
 
 
+def _being_cancelled() -> bool:
+    """Whether the running task has a cancel request pending (``Task.cancelling``)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class SupervisedStream:
     """Keeps one switch subscribed (STREAM) until cancelled, on what ``session`` asks for; on
     any end or failure waits (backoff with jitter from ``rand``, from the start again once a
@@ -500,6 +506,11 @@ class SupervisedStream:
             except Exception as error:  # a malformed answer: count it and subscribe again
                 fault = Fault(Reason.MALFORMED, f"{type(error).__name__}: {error}"[:300])
                 end = StreamEnd(type(error).__name__, None, fault)
+            if _being_cancelled():
+                # grpc.aio can answer a call cancelled under a cancelled task with an RpcError
+                # (CANCELLED) instead of CancelledError: a stream asked to stop stops, and
+                # its owner's shutdown, which waits for it, does not hang.
+                raise asyncio.CancelledError
             self.last_error = end.error
             self.failures += end.error is not None
             if end.fault is not None:
