@@ -344,10 +344,7 @@ def lossless_buffers_fit(intent: Intent) -> list[FieldProblem]:
     classes = list(_lossless_classes(intent))
     if platform is None or not classes:
         return []
-    queues = [
-        LosslessQueue(lossless.pfc_priority, None if c.ecn is EcnMode.OFF else lossless.ecn())
-        for _, c, lossless in classes
-    ]
+    queues = [LosslessQueue(lossless.pfc_priority, c.dcqcn) for _, c, lossless in classes]
     kmax_path = {
         lossless.pfc_priority: f"{path}.lossless.kmax_bytes" for path, _, lossless in classes
     }
