@@ -115,14 +115,12 @@ async def _until(displaced: asyncio.Event, responses: AsyncIterator[Any]) -> Asy
     """``responses`` until another Subscribe on the connection displaces this one, which then
     ends as sonic-gnmi's does once its queue is disposed."""
     ended = asyncio.ensure_future(displaced.wait())
+    following: asyncio.Future[Any] | None = None
     try:
         while True:
             following = asyncio.ensure_future(anext(responses))
             await asyncio.wait({following, ended}, return_when=asyncio.FIRST_COMPLETED)
             if ended.done():
-                following.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await following
                 raise InvalidRequestError(QUEUE_DISPOSED)
             try:
                 response = following.result()
@@ -131,6 +129,14 @@ async def _until(displaced: asyncio.Event, responses: AsyncIterator[Any]) -> Asy
             yield response
     finally:
         ended.cancel()
+        # However this ends (displaced, or the call cancelled under it), the step of
+        # ``responses`` still running is stopped first: the caller closes the generator next,
+        # which fails while a step runs ("aclose(): asynchronous generator is already
+        # running") and would leave that step reading the switch for a stream nobody reads.
+        if following is not None and not following.done():
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await following
 
 
 @dataclass(frozen=True)

@@ -645,6 +645,10 @@ class StreamPolicy:
     counter_mode: SubMode = SubMode.ON_CHANGE
     sample_interval_s: float = 1.0
     connect_deadline_s: float = 10.0
+    # How often a stream that follows the maps alone (the switch had no COUNTERS table)
+    # subscribes again with the table once the maps name objects: the maps may have been
+    # written before the counters and then never change (``CounterSession.changed``).
+    counters_recheck_s: float = 5.0
     retry: RetryPolicy = field(
         default_factory=lambda: RetryPolicy(base_delay_s=0.2, max_delay_s=10.0)
     )
@@ -684,13 +688,21 @@ class CounterSession:
     first, at the sync, so no hash waits for its map; an oid the maps name that has no
     counters then is reported (``EmptySubscription``). On a switch with no counters yet
     (sonic-gnmi: "Failed to find COUNTERS_DB COUNTERS") it subscribes to the maps alone and
-    again with the table once a map names objects."""
+    again with the table once a map names objects: at a map's change, or, when the maps named
+    objects from the start (written before the first counters, and then quiet), after
+    ``counters_recheck_s``."""
 
     kind = "counters"
 
-    def __init__(self, handler: Handler, policy: StreamPolicy) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        policy: StreamPolicy,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._handler = handler
         self._policy = policy
+        self._sleep = sleep
         self._counters = True  # whether the switch holds a COUNTERS table, as last seen
         self._initial: list[Notification] = []
         # Set at each sync: the objects that delivered nothing (None when every one did).
@@ -739,7 +751,13 @@ class CounterSession:
         return None
 
     async def changed(self, channel: Any, target: GnmiTarget) -> None:
-        await never()
+        if self._counters:
+            await never()
+        while True:
+            await self._sleep(self._policy.counters_recheck_s)
+            if self._handler.counter_oids():
+                self._counters = True  # their counters may be there now: try the table
+                return
 
 
 class QueueStateSession:

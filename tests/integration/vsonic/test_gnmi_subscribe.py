@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import queue
 from collections.abc import Iterator
 from typing import Any
@@ -146,6 +147,32 @@ def test_on_change_reports_each_written_entry_and_a_delete_at_the_table(
         assert [_names(d) for d in note.delete] == [table]
     finally:
         stream.close()
+
+
+def test_a_stream_the_client_cancels_ends_without_a_servicer_error(
+    vswitch: RunningSwitch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The collector cancels a stream to subscribe again with other paths; the server's
+    # handler must end cleanly (once it raised "aclose(): asynchronous generator is already
+    # running" at every cancelled stream and left its reader running).
+    table = ["CONFIG_DB", "localhost", "WRED_PROFILE"]
+    sub = gnmi_pb2.Subscription(path=_path(*table), mode=SUB.Value("ON_CHANGE"))
+    _set_entry(vswitch, "WRED_PROFILE", "keep", WRED)
+    stream = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    stream.until_sync()
+    stream.close()
+    # A change the cancelled stream would have read, then another stream's whole round trip:
+    # the server has handled the cancel by the time a later stream has synced and changed.
+    _set_entry(vswitch, "WRED_PROFILE", "p", WRED)
+    later = Stream(vswitch, _sub_list(MODE.Value("STREAM"), sub))
+    try:
+        later.until_sync()
+        _set_entry(vswitch, "WRED_PROFILE", "q", WRED)
+        later.next()
+    finally:
+        later.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
 
 
 def test_on_change_of_a_field_sends_string_values(vswitch: RunningSwitch) -> None:

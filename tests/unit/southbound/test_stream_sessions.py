@@ -101,6 +101,50 @@ def test_a_switch_without_counters_is_followed_by_its_maps_until_they_name_objec
     assert [s.elems[2] for s in _subs(session)][-1] == "COUNTERS"
 
 
+def test_maps_that_named_objects_before_the_counters_existed_bring_the_table_back() -> None:
+    # A switch that wrote its maps before its first counters (SONiC at boot, or its Redis
+    # restarted under the data plane): the maps-only stream syncs with the objects named and
+    # then hears nothing, so it subscribes with the table again after the recheck interval.
+    handler = _handler()
+    session = CounterSession(handler, StreamPolicy(counters_recheck_s=7.0), sleep=_record)
+    _subs(session)
+    session.ended(_absent("COUNTERS_DB", "COUNTERS"))
+    assert [s.elems for s in _subs(session)] == [QUEUE_NAME_MAP, PORT_NAME_MAP, PG_NAME_MAP]
+    session.notification(_note(S, (QUEUE_NAME_MAP, QUEUES)), synced=False)
+    assert session.synced() is None
+    slept.clear()
+    asyncio.run(asyncio.wait_for(session.changed(None, None), 1))  # type: ignore[arg-type]
+    assert slept == [7.0]
+    assert [s.elems[2] for s in _subs(session)][-1] == "COUNTERS"
+
+
+def test_maps_naming_nothing_keep_the_stream_on_the_maps_alone() -> None:
+    handler = _handler()
+    session = CounterSession(handler, StreamPolicy(counters_recheck_s=7.0), sleep=_record)
+    _subs(session)
+    session.ended(_absent("COUNTERS_DB", "COUNTERS"))
+    _subs(session)
+    slept.clear()
+
+    async def three_rechecks() -> None:
+        changed = asyncio.ensure_future(session.changed(None, None))  # type: ignore[arg-type]
+        while len(slept) < 3:
+            await asyncio.sleep(0)
+        assert not changed.done()
+        changed.cancel()
+
+    asyncio.run(three_rechecks())
+    assert [s.elems for s in _subs(session)] == [QUEUE_NAME_MAP, PORT_NAME_MAP, PG_NAME_MAP]
+
+
+slept: list[float] = []
+
+
+async def _record(seconds: float) -> None:
+    slept.append(seconds)
+    await asyncio.sleep(0)
+
+
 def test_a_failure_is_the_streams_fault_until_it_syncs_again() -> None:
     handler = _handler()
     session = CounterSession(handler, StreamPolicy())
