@@ -20,11 +20,30 @@ logs="$(mktemp -d "${TMPDIR:-/tmp}/sluice-test-XXXXXX")"
 declare -A pid_step=() started=()
 failed=()
 
+# Runs the arguments after $1, then writes to $1 the CPU seconds (user + system) of the
+# processes they started and waited for: the figure that says where the command's time goes,
+# since the command is bound by the CPU of two cores (docs/benchmarks.md). Daemons a step
+# leaves to run on their own (PostgreSQL, Redis) are not counted.
+cpu_of() {
+  local out="$1" rc=0
+  shift
+  # A job of its own, where `set -e` holds: a step's function called on the left of `||`
+  # would run on past a failed command and end with its last command's status.
+  "$@" &
+  wait "$!" || rc=$?
+  times >"$out" # its second line: the children's user and system time, as 1m2.5s
+  awk 'NR == 2 {
+    for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); cpu += t[1] * 60 + t[2] }
+    printf "%.0f\n", cpu
+  }' "$out" >"$out.s" && mv "$out.s" "$out"
+  return "$rc"
+}
+
 # Starts step $1 in the background: the rest of the arguments, output to $logs/$1.log.
 start() {
   local step="$1"
   shift
-  "$@" >"$logs/$step.log" 2>&1 </dev/null &
+  cpu_of "$logs/$step.cpu" "$@" >"$logs/$step.log" 2>&1 </dev/null &
   pid_step[$!]="$step"
   started[$step]="$SECONDS"
   echo "== $step: started (log $logs/$step.log)"
@@ -34,7 +53,7 @@ start() {
 # each one's outcome and last line as it ends. A pytest group that selected nothing (exit 5)
 # is no failure when extra options narrowed it.
 wait_all() {
-  local until="${1:-}" pid rc step last
+  local until="${1:-}" pid rc step last took
   while [ ${#pid_step[@]} -gt 0 ]; do
     if [ -n "$until" ] && ! running "$until"; then return 0; fi
     rc=0
@@ -43,10 +62,11 @@ wait_all() {
     unset "pid_step[$pid]"
     if [ "$rc" -eq 5 ] && [[ "$step" == pytest-* ]] && [ "$narrowed" = yes ]; then rc=0; fi
     last="$(tail -n 1 "$logs/$step.log")"
+    took="$((SECONDS - started[$step])) s, cpu $(cat "$logs/$step.cpu" 2>/dev/null || echo '?') s"
     if [ "$rc" -eq 0 ]; then
-      echo "== $step: ok in $((SECONDS - started[$step])) s: $last"
+      echo "== $step: ok in $took: $last"
     else
-      echo "== $step: FAILED (exit $rc) in $((SECONDS - started[$step])) s: $last"
+      echo "== $step: FAILED (exit $rc) in $took: $last"
       failed+=("$step")
     fi
   done
@@ -147,6 +167,8 @@ fi
 start rust nice -n 5 env CARGO_TARGET_DIR=target/gate SAI_TARGET_DIR=target/sai ./scripts/test-rust.sh
 wait_all
 
+steps_cpu="$(cat "$logs"/*.cpu 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')"
+echo "== $SECONDS s in all; the steps used $steps_cpu CPU seconds"
 for step in "${failed[@]}"; do
   echo
   echo "==================== $step failed: $logs/$step.log ===================="

@@ -17,6 +17,7 @@ touched; version 3 (the DSCP change alone) passes its gates and completes on bot
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,16 +52,29 @@ GATE = {"builtin": "drops", "comparison": "max_increase_pct", "threshold": 50}
 
 
 class HostsDriveDrops(Exposition):
-    """The fake collector's values, computed at each scrape from the hosts' own tc state."""
+    """The fake collector's values, from the hosts' own tc state, read by a thread of its own
+    every 0.2 s rather than at each scrape: ``tc`` in two namespaces took longer than the 1 s
+    scrape timeout on a loaded machine, and a failed scrape left the gates no sample."""
 
     def __init__(self, fabric: netns.Fabric) -> None:
         super().__init__()
         self._fabric = fabric
+        self._stop = threading.Event()
+        self._read_hosts()
+        self._reader = threading.Thread(target=self._follow_hosts, daemon=True)
+        self._reader.start()
 
-    def text(self) -> str:
+    def _read_hosts(self) -> None:
         bad = sum(1 for host in HOSTS if _level7_rate(self._fabric, host) == BAD_RATE)
         self.set(drops={"leaf1": QUIET + HURT * bad}, modes={"leaf1": "dynamic"})
-        return super().text()
+
+    def _follow_hosts(self) -> None:
+        while not self._stop.wait(0.2):
+            self._read_hosts()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._reader.join()
 
 
 def _level7_rate(fabric: netns.Fabric, host: str) -> str | None:
@@ -108,7 +122,8 @@ def story(
     fabric: netns.Fabric, module_db_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
     workdir: Path = tmp_path_factory.mktemp("host-gates")
-    with fake_collector(HostsDriveDrops(fabric)) as target:
+    exposition = HostsDriveDrops(fabric)
+    with fake_collector(exposition) as target:
         prometheus = LocalPrometheus(workdir / "prometheus", targets=[target])
         prometheus.start()
         promql = make_promql(prometheus.url, 5.0)
@@ -117,6 +132,7 @@ def story(
         finally:
             promql.close()
             prometheus.stop()
+            exposition.close()
 
 
 def _run_story(
