@@ -20,6 +20,7 @@ from controller.cli.app import (
     Output,
     OutputOption,
     SummaryOption,
+    cables_of,
     plans_of,
     report_write,
     run_with_api,
@@ -92,7 +93,14 @@ def import_switches(
         api.post_json("/intent/validate", intent)
         answer = api.post_json("/plans", {"intent": intent})
         plans = plans_of(answer)
-        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
+        show_plans(
+            out,
+            plans,
+            output,
+            summary=summary,
+            warnings=warnings_of(answer),
+            cables=cables_of(answer),
+        )
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         written = api.replace_intent(

@@ -26,13 +26,16 @@ switch never discovered, is sized exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controller.errors import FieldProblem
 from controller.intent.models import CABLE_LENGTH_MAX_M, Intent, Port, Switch
 from controller.sonic.discovery import CABLE_LENGTH, Discovery
+from controller.sonic.model import SwitchConfig
+from controller.sonic.tables.buffer_profile import lossless_name
 from controller.sonic.topology import topology
 
 
@@ -110,6 +113,14 @@ class CableSizing:
     def of(self, switch: str) -> list[PortCable]:
         return [cable for (name, _), cable in self.ports.items() if name == switch]
 
+    def only(self, switches: Collection[str]) -> CableSizing:
+        """The ports and findings of ``switches``."""
+        wanted = set(switches)
+        return CableSizing(
+            {key: cable for key, cable in self.ports.items() if key[0] in wanted},
+            tuple(f for f in self.findings if f.switch in wanted),
+        )
+
     def discovered(self) -> dict[tuple[str, str], float]:
         """(switch, port) -> metres, for the ports whose length a switch reported."""
         return {key: c.metres for key, c in self.ports.items() if c.source.discovered}
@@ -157,18 +168,40 @@ def _peers(discovered: Mapping[str, Discovery]) -> dict[tuple[str, str], tuple[s
 
 def resolve_cables(intent: Intent, discovered: Mapping[str, Discovery]) -> CableSizing:
     """Each port's cable length and its source (module docstring), for every port of an
-    intent with lossless classes; ``discovered``: the newest discovery by switch name (the
-    intent's switches and any other of the fabric). Empty without a lossless class."""
+    intent with lossless classes; ``discovered``: the newest discoveries (the intent's
+    switches and any other of the fabric). Empty without a lossless class."""
     if not has_lossless(intent) or intent.fabric.lossless is None:
         return NO_SIZING
     default_m = intent.fabric.lossless.cable_length_m
-    peers = _peers(discovered)
+    found = {d.switch: d for d in discovered.values()}
+    peers = _peers(found)
     findings: list[CableFinding] = []
     ports: dict[tuple[str, str], PortCable] = {}
     for switch, port in _ports(intent):
-        ports[(switch.name, port.name)] = _port_cable(
-            switch.name, port, default_m, discovered, peers, findings
-        )
+        key = (switch.name, port.name)
+        if port.cable_length_m is not None:
+            ports[key] = PortCable(*key, port.cable_length_m, CableSource.INTENT)
+            continue
+        cable = _discovered(key, found, peers, findings)
+        end = peers.get(key)
+        peer = None if end is None else f"{end[0]}:{end[1]}"
+        ports[key] = cable or PortCable(*key, default_m, CableSource.DEFAULT, peer)
+    return CableSizing(ports, tuple(dict.fromkeys(findings)))
+
+
+def discovered_cables(discovered: Mapping[str, Discovery]) -> CableSizing:
+    """Every discovered port's length where its switch or the link's other end knows it
+    (``CABLE_LENGTH`` or ``peer CABLE_LENGTH``, the longer where both do): what an inventory
+    proposes as the ports' ``cable_length_m``."""
+    found = {d.switch: d for d in discovered.values()}
+    peers = _peers(found)
+    findings: list[CableFinding] = []
+    ports: dict[tuple[str, str], PortCable] = {}
+    for discovery in found.values():
+        for port in discovery.ports:
+            cable = _discovered((discovery.switch, port.name), found, peers, findings)
+            if cable is not None:
+                ports[(discovery.switch, port.name)] = cable
     return CableSizing(ports, tuple(dict.fromkeys(findings)))
 
 
@@ -178,34 +211,31 @@ def _ports(intent: Intent) -> Iterator[tuple[Switch, Port]]:
             yield switch, port
 
 
-def _port_cable(
-    switch: str,
-    port: Port,
-    default_m: float,
-    discovered: Mapping[str, Discovery],
+def _discovered(
+    key: tuple[str, str],
+    found: Mapping[str, Discovery],
     peers: Mapping[tuple[str, str], tuple[str, str]],
     findings: list[CableFinding],
-) -> PortCable:
-    if port.cable_length_m is not None:
-        return PortCable(switch, port.name, port.cable_length_m, CableSource.INTENT)
-    here = discovered.get(switch)
-    own = None if here is None else _usable(here, port.name, findings)
-    end = peers.get((switch, port.name))
+) -> PortCable | None:
+    """The length a switch reports for its port or the link's other end does (the longer
+    where both do and disagree, the disagreement a finding); None where neither does."""
+    switch, port = key
+    here = found.get(switch)
+    own = None if here is None else _usable(here, port, findings)
+    end = peers.get(key)
     if end is None:
-        if own is not None:
-            return PortCable(switch, port.name, own, CableSource.CABLE_LENGTH)
-        return PortCable(switch, port.name, default_m, CableSource.DEFAULT)
-    peer = discovered[end[0]]
+        return None if own is None else PortCable(switch, port, own, CableSource.CABLE_LENGTH)
+    peer = found[end[0]]
     there = _usable(peer, end[1], findings)
     named = f"{end[0]}:{end[1]}"
     if own is not None and there is not None and own != there:
         ends = {switch: here, end[0]: peer}
-        findings.append(_disagreement((switch, port.name, own), (end[0], end[1], there), ends))
+        findings.append(_disagreement((switch, port, own), (end[0], end[1], there), ends))
     if own is not None and (there is None or own >= there):
-        return PortCable(switch, port.name, own, CableSource.CABLE_LENGTH, named)
+        return PortCable(switch, port, own, CableSource.CABLE_LENGTH, named)
     if there is not None:
-        return PortCable(switch, port.name, there, CableSource.PEER, named)
-    return PortCable(switch, port.name, default_m, CableSource.DEFAULT, named)
+        return PortCable(switch, port, there, CableSource.PEER, named)
+    return None
 
 
 End = tuple[str, str, float]  # switch, port, metres
@@ -247,3 +277,34 @@ def sized_intent(intent: Intent, sizing: CableSizing) -> Intent:
         for switch in intent.switches
     )
     return intent.model_copy(update={"switches": switches})
+
+
+def stale_headroom(
+    intent: Intent, sizing: CableSizing, desired: Mapping[str, SwitchConfig], version: int
+) -> list[FieldProblem]:
+    """Ports whose stored desired state (``version``'s, compiled when it was written) names
+    a lossless profile for another length than ``sizing`` gives now: a discovery recorded
+    since reported other cables. Writing the intent again sizes it anew."""
+    problems: list[FieldProblem] = []
+    for switch, port in _ports(intent):
+        cable = sizing.ports.get((switch.name, port.name))
+        config = desired.get(switch.name)
+        if cable is None or config is None:
+            continue
+        wanted = lossless_name(
+            port.speed_gbps, cable.metres, port.mtu_bytes or intent.fabric.mtu_bytes
+        )
+        stored = sorted(
+            {
+                fields["profile"]
+                for (table, key), fields in config.items()
+                if table == "BUFFER_PG" and key.split("|")[0] == port.name and "profile" in fields
+            }
+        )
+        if stored and wanted not in stored:
+            reason = (
+                f"version {version} sizes its headroom for {', '.join(stored)}; the switches "
+                f"now report {cable.describe()}: write the intent again to size it for that"
+            )
+            problems.append(FieldProblem(f"switches.{switch.name}.ports.{port.name}", reason))
+    return problems
