@@ -28,6 +28,7 @@ from controller.cli.render import (
     KEY_VALUE_HEADERS,
     PLAN_HEADERS,
     Row,
+    cable_lines,
     dump,
     error_lines,
     intent_summary_rows,
@@ -234,16 +235,6 @@ def cables_of(document: Any) -> list[JsonObject]:
     return _dicts(document, "cables")
 
 
-def cable_lines(cables: Sequence[JsonObject]) -> list[str]:
-    """One line per switch: which length, from where, sized each port's headroom."""
-    by_switch: dict[str, list[str]] = {}
-    for cable in cables:
-        by_switch.setdefault(str(cable.get("switch")), []).append(
-            f"{cable.get('port')} {cable.get('reason')}"
-        )
-    return [f"{switch} headroom: {', '.join(ports)}" for switch, ports in by_switch.items()]
-
-
 def show_plans(
     out: Console,
     plans: Sequence[JsonObject],
@@ -278,6 +269,23 @@ def show_plans(
         say(err, f"warning: {warning.get('field')}: {warning.get('reason')}")
 
 
+def show_plan_answer(
+    out: Console, answer: Any, fmt: Output, *, summary: bool = False
+) -> list[JsonObject]:
+    """A ``/plans`` answer shown whole (``show_plans`` with its warnings and cables); its
+    plans."""
+    plans = plans_of(answer)
+    show_plans(
+        out,
+        plans,
+        fmt,
+        summary=summary,
+        warnings=warnings_of(answer),
+        cables=cables_of(answer),
+    )
+    return plans
+
+
 def report_write(written: JsonObject, previous: int) -> None:
     """One line on stderr (stdout stays the plan, for scripts reading ``-o json``)."""
     number = written["version"]["number"]
@@ -310,15 +318,7 @@ def apply(
         intent = read_intent_document(file)
         api.post_json("/intent/validate", intent)
         answer = api.post_json("/plans", {"intent": intent})
-        plans = plans_of(answer)
-        show_plans(
-            out,
-            plans,
-            output,
-            summary=summary,
-            warnings=warnings_of(answer),
-            cables=cables_of(answer),
-        )
+        plans = show_plan_answer(out, answer, output, summary=summary)
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         _, current = api.current_intent()
@@ -342,15 +342,7 @@ def plan(
     def action(api: ApiClient, out: Console) -> ExitCode:
         body = {"switches": [switch]} if switch else {}
         answer = api.post_json("/plans", body)
-        plans = plans_of(answer)
-        show_plans(
-            out,
-            plans,
-            output,
-            summary=summary,
-            warnings=warnings_of(answer),
-            cables=cables_of(answer),
-        )
+        plans = show_plan_answer(out, answer, output, summary=summary)
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
     run_with_api(ctx, action)

@@ -9,21 +9,19 @@ and 30 m at spine1: one cable, two lengths.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from api.main import create_app
 from controller.intent.loader import parse_intent
 from controller.qos.lossless import headroom
-from controller.services.tokens import AccessRole
-from tests.integration.conftest import StepClock, issue_token
 from tests.integration.southbound.conftest import Fabric
 from vsonic.db import CONFIG_DB, redis_key
 
-from .conftest import ALL, load_neighbours, worker_for
+from .conftest import ALL, load_neighbours
+from .test_adopting import api as api
+from .test_adopting import headers as headers
 from .test_adopting import lossless_intent, store
 
 CABLES = {
@@ -36,21 +34,14 @@ PROFILE_100M = "SLUICE_pg_lossless_100000_100m_profile"
 
 
 @pytest.fixture
-def cabled(fabric: Fabric) -> Fabric:
+def operated(fabric: Fabric) -> Fabric:
+    """The fabric with the cables above and LLDP everywhere (test_adopting's ``api`` and
+    ``headers`` run over it: the app beside the real worker)."""
     for name, cables in CABLES.items():
         key = redis_key(CONFIG_DB, "CABLE_LENGTH", "AZURE")
         fabric.switches[name].store.write_atomically(CONFIG_DB, {key: dict(cables)})
     load_neighbours(fabric)
     return fabric
-
-
-@pytest.fixture
-def api(cabled: Fabric, db_url: str) -> Iterator[TestClient]:
-    with (
-        worker_for(cabled, db_url) as settings,
-        TestClient(create_app(settings, clock=StepClock())) as client,
-    ):
-        yield client
 
 
 def plan(api: TestClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
@@ -67,10 +58,9 @@ def written(found: dict[str, Any], switch: str) -> dict[str, dict[str, str]]:
 
 
 def test_a_discovered_cable_length_sizes_the_lossless_profile_and_the_plan_says_why(
-    cabled: Fabric, api: TestClient, db_url: str
+    operated: Fabric, api: TestClient, headers: dict[str, str]
 ) -> None:
-    headers = {"Authorization": f"Bearer {issue_token(db_url, AccessRole.OPERATOR)}"}
-    intent = lossless_intent(cabled)
+    intent = lossless_intent(operated)
     first = store(api, headers, intent)  # nothing discovered yet: every port the default 5 m
     found = api.post("/api/v1/discoveries", json={"switches": list(ALL)}, headers=headers)
     assert found.status_code == 201, found.text
