@@ -110,9 +110,6 @@ class CableSizing:
     ports: Mapping[tuple[str, str], PortCable]
     findings: tuple[CableFinding, ...] = ()
 
-    def of(self, switch: str) -> list[PortCable]:
-        return [cable for (name, _), cable in self.ports.items() if name == switch]
-
     def only(self, switches: Collection[str]) -> CableSizing:
         """The ports and findings of ``switches``."""
         wanted = set(switches)

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from controller.accept import accept_sized
+from controller.errors import IntentInvalid
 from controller.intent.capacity import lossless_buffers_fit
-from controller.intent.loader import parse_intent
+from controller.intent.loader import intent_shape, parse_intent
 from controller.intent.models import Intent
 from controller.sonic.cables import (
     CableFinding,
@@ -19,6 +23,7 @@ from controller.sonic.cables import (
     PortCable,
     resolve_cables,
     sized_intent,
+    stale_headroom,
 )
 from controller.sonic.compile import compile_switch
 from controller.sonic.discovery import DiscoveredPort, Discovery, Neighbour
@@ -195,3 +200,40 @@ def test_the_fit_check_sizes_headroom_for_the_discovered_length() -> None:
     problems = lossless_buffers_fit(sized_intent(intent, resolve_cables(intent, discovered)))
     assert [p.path for p in problems] == ["switches[0].ports[1].buffer_bytes"]
     assert "HeadroomDoesNotFit: leaf1 Ethernet4" in problems[0].reason
+
+
+def test_a_version_sized_before_a_discovery_is_named_stale_port_by_port() -> None:
+    intent = lossless()
+    stored = {"leaf1": compile_switch(intent, intent.switches[0])}  # written at 5 m
+    discovered = fabric({"Ethernet0": None, "Ethernet4": 40}, {}, {})
+    sizing = resolve_cables(intent, discovered)
+    problems = stale_headroom(intent, sizing, stored, 7)
+    assert [p.path for p in problems] == ["switches.leaf1.ports.Ethernet4"]
+    assert problems[0].reason == (
+        "version 7 sizes its headroom for SLUICE_pg_lossless_100000_5m_mtu1500_profile; the "
+        "switches now report 40 m from CABLE_LENGTH: write the intent again to size it for that"
+    )
+    sized = sized_intent(intent, sizing)
+    resized = {"leaf1": compile_switch(sized, sized.switches[0])}
+    assert stale_headroom(intent, sizing, resized, 8) == []
+
+
+def test_accepting_sizes_for_the_discovered_cable_and_says_so_when_it_does_not_fit() -> None:
+    data = lossless_data()
+    discovered = fabric({"Ethernet4": 10_000}, {}, {})
+    with pytest.raises(IntentInvalid) as refused:
+        accept_sized(data, lambda _: discovered)
+    (problem,) = refused.value.problems
+    assert problem.path == "switches[0].ports[1].buffer_bytes"
+    assert problem.reason.startswith("HeadroomDoesNotFit: leaf1 Ethernet4")
+    assert problem.reason.endswith("(cable 10000 m from CABLE_LENGTH)")
+    # A short discovered cable is accepted where the fabric default would not fit.
+    data["fabric"]["lossless"]["cable_length_m"] = 10_000
+    with pytest.raises(IntentInvalid):
+        accept_sized(data, lambda _: {})
+    short = {name: found(name, {"Ethernet0": 3, "Ethernet4": 3}) for name in ("leaf1", "leaf2")}
+    accepted = accept_sized(data, lambda _: short)
+    assert accepted.intent == intent_shape(data)  # stored as written, no length added
+    assert accepted.cables.ports[("leaf2", "Ethernet4")].describe() == "3 m from CABLE_LENGTH"
+    groups = only(accepted.compiled["leaf2"], "BUFFER_PG")
+    assert groups["Ethernet4|3"] == {"profile": "SLUICE_pg_lossless_100000_3m_mtu1500_profile"}
