@@ -11,6 +11,11 @@ Two questions are answered here, both pure over stored snapshots:
   lossless traffic, is refused with every problem named;
 - ``diff``: from the desired state of one version to that of another.
 
+With a lossless class, a plan also says which cable length sized each port's headroom and
+where it came from (``controller/sonic/cables.py``, from the newest discoveries): a proposed
+intent is compiled for them; the current version was compiled for those recorded when it was
+written, and a port whose stored profile is for another length is a warning.
+
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
 may remove them when an intent drops them, and never touches anything else. A ``Plan``
 (``controller/sonic/model.py``) is this service's answer: the API reads its type here.
