@@ -8,18 +8,41 @@ and validates (``controller/intent``) and every switch compiles in its dialect
 ``sluice check``, ``POST /intent/validate`` and every intent write call this, so a file the
 check passes is a file apply accepts, and a number outside a table's range is a named
 ``IntentInvalid``, never a server error on apply.
+
+The API's checks and writes, and its plans, size lossless headroom for the cable lengths the
+switches reported (``accept_sized``, ``controller/sonic/cables.py``): the intent's capacity
+rules and the compiler see each undeclared port with its discovered length; what is stored is
+the intent as written. ``sluice check`` (no controller, no discoveries) sizes for the intent
+alone.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
 from controller.errors import CompiledConfigInvalid, FieldProblem, IntentInvalid
-from controller.intent.loader import ROOT_PATH, parse_intent
+from controller.intent.loader import ROOT_PATH, intent_shape
 from controller.intent.models import Dialect, Intent
-from controller.intent.validate import AddressResolver
+from controller.intent.validate import AddressResolver, validate_intent
 from controller.openconfig.entries import entries
 from controller.openconfig.qos import compile_switch as compile_openconfig
+from controller.sonic.cables import (
+    NO_SIZING,
+    CableSizing,
+    has_lossless,
+    resolve_cables,
+    sized_intent,
+)
 from controller.sonic.compile import compile_fleet
+from controller.sonic.discovery import Discovery
 from controller.sonic.model import SwitchConfig
+
+# The newest discovery of the intent's switches and their fabric peers, by switch name; only
+# asked for an intent with a lossless class (the caller's edge reads the store).
+Discovered = Callable[[Intent], Mapping[str, Discovery]]
+_PORT_PATH = re.compile(r"switches\[([0-9]+)\]\.ports\[([0-9]+)\]")
 
 
 def compile_dialects(intent: Intent) -> dict[str, SwitchConfig]:
@@ -47,5 +70,56 @@ def accept_intent(
 ) -> tuple[Intent, dict[str, SwitchConfig]]:
     """Plain data to a validated intent and its compiled fleet, or ``IntentInvalid``;
     ``resolve`` is the DNS the endpoint rule compares names with (the caller's edge)."""
-    intent = parse_intent(data, resolve)
-    return intent, compile_accepted(intent)
+    accepted = accept_sized(data, _nothing_discovered, resolve)
+    return accepted.intent, accepted.compiled
+
+
+def _nothing_discovered(_: Intent) -> Mapping[str, Discovery]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """``intent``: as written (what is stored); ``compiled``: its desired entries with
+    headroom sized for ``cables`` (each lossless port's length and where it came from)."""
+
+    intent: Intent
+    compiled: dict[str, SwitchConfig]
+    cables: CableSizing
+
+
+def accept_sized(
+    data: object, discovered: Discovered, resolve: AddressResolver | None = None
+) -> Accepted:
+    """``accept_intent`` with each lossless port that declares no cable sized for the length
+    its switch, or the switch at the link's other end, reported (``resolve_cables``): the
+    capacity rules and the compiler both see it. A headroom refusal says the length it was
+    sized for and where it came from."""
+    intent = intent_shape(data)
+    cables = resolve_cables(intent, discovered(intent)) if has_lossless(intent) else NO_SIZING
+    sized = sized_intent(intent, cables)
+    try:
+        validate_intent(sized, resolve)
+    except IntentInvalid as refused:
+        raise IntentInvalid(_sized_reasons(refused.problems, sized, cables)) from None
+    return Accepted(intent, compile_accepted(sized), cables)
+
+
+def _sized_reasons(
+    problems: list[FieldProblem], sized: Intent, cables: CableSizing
+) -> list[FieldProblem]:
+    """A problem at a port whose cable was discovered says so: the operator declared none."""
+    if not cables.discovered():
+        return problems
+    shown: list[FieldProblem] = []
+    for problem in problems:
+        found = _PORT_PATH.match(problem.path)
+        cable = None
+        if found is not None:
+            switch = sized.switches[int(found.group(1))]
+            port = switch.ports[int(found.group(2))]
+            cable = cables.ports.get((switch.name, port.name))
+        if cable is not None and cable.source.discovered:
+            problem = FieldProblem(problem.path, f"{problem.reason} (cable {cable.describe()})")
+        shown.append(problem)
+    return shown

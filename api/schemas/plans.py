@@ -76,6 +76,25 @@ class WarningOut(BaseModel):
     reason: str
 
 
+class PortCableOut(BaseModel):
+    switch: str
+    port: str
+    cable_m: float = Field(description="the length the port's lossless headroom is sized for")
+    source: str = Field(
+        description="intent (declared), CABLE_LENGTH (the switch's), peer CABLE_LENGTH (the "
+        "LLDP peer's) or fabric default"
+    )
+    peer: str | None = Field(description="the link's other end (switch:port), where discovered")
+    reason: str = Field(description="as the CLI shows it: '5 m from CABLE_LENGTH'")
+
+
+class CableFindingOut(BaseModel):
+    switch: str
+    port: str
+    field: str = Field(description="the CONFIG_DB field of the end named")
+    reason: str
+
+
 class PlansOut(ViewOut):
     base_version: int
     proposed: bool
@@ -84,13 +103,30 @@ class PlansOut(ViewOut):
         description="accepted, but worth knowing: where the switches' agent will hold its "
         "static fallback or do no measured good at the intent's interval"
     )
+    cables: list[PortCableOut] = Field(
+        default_factory=list,
+        description="with a lossless class: each port's cable length and which source sized "
+        'its headroom (docs/lossless.md, "Cable lengths")',
+    )
+    cable_findings: list[CableFindingOut] = Field(
+        default_factory=list,
+        description="discovered lengths not taken as they stood: link ends that disagree, "
+        "lengths out of range",
+    )
 
     @classmethod
     def of(cls, view: PlanResult) -> PlansOut:
         plans = [PlanOut.of(plan) for plan in view.plans]
         warnings = [WarningOut(field=w.path, reason=w.reason) for w in view.warnings]
         return cls(
-            base_version=view.base_version, proposed=view.proposed, plans=plans, warnings=warnings
+            base_version=view.base_version,
+            proposed=view.proposed,
+            plans=plans,
+            warnings=warnings,
+            cables=[PortCableOut.model_validate(c.as_json()) for c in view.cables.ports.values()],
+            cable_findings=[
+                CableFindingOut.model_validate(f.as_json()) for f in view.cables.findings
+            ],
         )
 
 

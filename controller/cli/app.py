@@ -28,6 +28,7 @@ from controller.cli.render import (
     KEY_VALUE_HEADERS,
     PLAN_HEADERS,
     Row,
+    cable_lines,
     dump,
     error_lines,
     intent_summary_rows,
@@ -214,10 +215,24 @@ def plans_of(document: Any) -> list[JsonObject]:
     return plans
 
 
+def _dicts(document: Any, name: str) -> list[JsonObject]:
+    found = document.get(name) if isinstance(document, dict) else None
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
 def warnings_of(document: Any) -> list[JsonObject]:
-    """The warnings of a ``/plans`` answer (none in a ``/diff`` answer)."""
-    warnings = document.get("warnings") if isinstance(document, dict) else None
-    return [w for w in warnings if isinstance(w, dict)] if isinstance(warnings, list) else []
+    """The warnings of a ``/plans`` answer (none in a ``/diff`` answer), its cable findings
+    among them (a finding's field names the switch and its CONFIG_DB field)."""
+    findings = [
+        {"field": f"{f.get('switch')}: {f.get('field')}", "reason": f.get("reason")}
+        for f in _dicts(document, "cable_findings")
+    ]
+    return _dicts(document, "warnings") + findings
+
+
+def cables_of(document: Any) -> list[JsonObject]:
+    """Each lossless port's cable length and its source, from a ``/plans`` answer."""
+    return _dicts(document, "cables")
 
 
 def show_plans(
@@ -227,8 +242,10 @@ def show_plans(
     *,
     summary: bool = False,
     warnings: Sequence[JsonObject] = (),
+    cables: Sequence[JsonObject] = (),
 ) -> None:
-    """The plan on stdout; its warnings on stderr too (stdout stays the plan for scripts)."""
+    """The plan on stdout; its warnings on stderr too (stdout stays the plan for scripts).
+    ``cables``: the lossless ports' cable lengths and their sources (``cables_of``)."""
 
     def render() -> None:
         if plan_has_changes(plans) and summary:
@@ -238,14 +255,35 @@ def show_plans(
         # --summary: counts only; the ports each switch takes down are counted, not listed.
         for line in plan_summary(plans, ports=not summary):
             say(out, line)
+        for line in cable_lines(cables):
+            say(out, line)
 
     document: JsonObject = {"plans": list(plans)}
     if warnings:
         document["warnings"] = list(warnings)
+    if cables:
+        document["cables"] = list(cables)
     emit(out, document, fmt, render)
     err = Console(stderr=True)
     for warning in warnings:
         say(err, f"warning: {warning.get('field')}: {warning.get('reason')}")
+
+
+def show_plan_answer(
+    out: Console, answer: Any, fmt: Output, *, summary: bool = False
+) -> list[JsonObject]:
+    """A ``/plans`` answer shown whole (``show_plans`` with its warnings and cables); its
+    plans."""
+    plans = plans_of(answer)
+    show_plans(
+        out,
+        plans,
+        fmt,
+        summary=summary,
+        warnings=warnings_of(answer),
+        cables=cables_of(answer),
+    )
+    return plans
 
 
 def report_write(written: JsonObject, previous: int) -> None:
@@ -280,8 +318,7 @@ def apply(
         intent = read_intent_document(file)
         api.post_json("/intent/validate", intent)
         answer = api.post_json("/plans", {"intent": intent})
-        plans = plans_of(answer)
-        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
+        plans = show_plan_answer(out, answer, output, summary=summary)
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         _, current = api.current_intent()
@@ -305,8 +342,7 @@ def plan(
     def action(api: ApiClient, out: Console) -> ExitCode:
         body = {"switches": [switch]} if switch else {}
         answer = api.post_json("/plans", body)
-        plans = plans_of(answer)
-        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
+        plans = show_plan_answer(out, answer, output, summary=summary)
         return changes_exit_code(plan_has_changes(plans), detailed=detailed)
 
     run_with_api(ctx, action)

@@ -20,12 +20,10 @@ from controller.cli.app import (
     Output,
     OutputOption,
     SummaryOption,
-    plans_of,
     report_write,
     run_with_api,
     say,
-    show_plans,
-    warnings_of,
+    show_plan_answer,
 )
 from controller.cli.client import ApiClient
 from controller.cli.exit_codes import ExitCode, changes_exit_code
@@ -91,8 +89,7 @@ def import_switches(
         say(Console(stderr=True), f"{replaced} switch(es) replaced, {added} added")
         api.post_json("/intent/validate", intent)
         answer = api.post_json("/plans", {"intent": intent})
-        plans = plans_of(answer)
-        show_plans(out, plans, output, summary=summary, warnings=warnings_of(answer))
+        plans = show_plan_answer(out, answer, output, summary=summary)
         if dry_run:
             return changes_exit_code(plan_has_changes(plans), detailed=detailed)
         written = api.replace_intent(

@@ -155,6 +155,16 @@ def port_flap_lines(plan: JsonObject) -> list[str]:
     return lines
 
 
+def cable_lines(cables: Sequence[JsonObject]) -> list[str]:
+    """One line per switch: which length, from where, sized each port's headroom."""
+    by_switch: dict[str, list[str]] = {}
+    for cable in cables:
+        by_switch.setdefault(str(cable.get("switch")), []).append(
+            f"{cable.get('port')} {cable.get('reason')}"
+        )
+    return [f"{switch} headroom: {', '.join(ports)}" for switch, ports in by_switch.items()]
+
+
 def plan_has_changes(plans: Sequence[JsonObject]) -> bool:
     return any(plan.get("ops") for plan in plans)
 

@@ -30,11 +30,16 @@ Loc = tuple[int | str, ...]
 def parse_intent(data: object, resolve: AddressResolver | None = None) -> Intent:
     """Plain data (as from JSON or YAML) to a validated ``Intent``; raises ``IntentInvalid``.
     ``resolve`` says which addresses DNS names stand for (endpoint rule; none by default)."""
+    return validate_intent(intent_shape(data), resolve)
+
+
+def intent_shape(data: object) -> Intent:
+    """Plain data to an ``Intent`` whose fields are right, before the cross-object rules
+    (``validate_intent``) run; raises ``IntentInvalid``."""
     try:
-        intent = Intent.model_validate(data)
+        return Intent.model_validate(data)
     except ValidationError as exc:
         raise IntentInvalid(problems_from_validation_error(exc, data)) from None
-    return validate_intent(intent, resolve)
 
 
 def load_intent_yaml(text: str) -> Intent:

@@ -49,10 +49,7 @@ class KnownSwitch:
 
 def known_switches(session: Session, names: Collection[str]) -> dict[str, KnownSwitch]:
     adopted = adoption_state(session, names)
-    found = {
-        name: Discovery.from_json(data)
-        for name, data in discoveries.latest_found(session=session, switches=names).items()
-    }
+    found = _discoveries(session, names)
     known: dict[str, KnownSwitch] = {}
     for name in names:
         discovery = found.get(name)
@@ -61,6 +58,23 @@ def known_switches(session: Session, names: Collection[str]) -> dict[str, KnownS
             baseline = operator_baseline(discovery.qos)
         known[name] = KnownSwitch(baseline, name in adopted.baselines, discovery)
     return known
+
+
+def fabric_discoveries(session: Session, intent: Intent) -> dict[str, Discovery]:
+    """The newest discovery of each of the intent's switches, and of each switch their LLDP
+    tables name as a neighbour (the other end of a fabric link, in the intent or not), by
+    the name it was discovered by: what lossless headroom is sized from
+    (``controller/sonic/cables.py``)."""
+    found = _discoveries(session, [s.name for s in intent.switches])
+    peers = {n.system_name for d in found.values() for n in d.neighbours} - found.keys()
+    return found | (_discoveries(session, sorted(peers)) if peers else {})
+
+
+def _discoveries(session: Session, names: Collection[str]) -> dict[str, Discovery]:
+    return {
+        name: Discovery.from_json(data)
+        for name, data in discoveries.latest_found(session=session, switches=names).items()
+    }
 
 
 def baselines_of(known: Mapping[str, KnownSwitch]) -> dict[str, SwitchConfig]:

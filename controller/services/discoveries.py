@@ -25,6 +25,7 @@ from controller.reconcile.access import SwitchDiscovery
 from controller.reconcile.fanout import map_parallel
 from controller.services.common import Actor, WorkerWait
 from controller.services.intents import head_intent
+from controller.sonic.cables import discovered_cables
 from controller.sonic.discovery import Discovery, inventory_problems
 from controller.sonic.topology import DEFAULT_PER_HOP_US, estimate_rtt, inventory, topology
 from controller.store.models import Discovery as DiscoveryRow
@@ -123,6 +124,7 @@ def discovery_view(row: DiscoveryRow, intent: Intent | None) -> DiscoveryInfo:
         str(t["name"]): {"gnmi": t["gnmi"], "credential_ref": t["credential_ref"]}
         for t in row.request.get("switches", [])
     }
+    cables = discovered_cables({d.switch: d for d in found}).discovered()
     declared = {s.name: s for s in intent.switches} if intent is not None else {}
     problems: list[FieldProblem] = []
     for discovery in found:
@@ -140,7 +142,7 @@ def discovery_view(row: DiscoveryRow, intent: Intent | None) -> DiscoveryInfo:
         topo.as_json(),
         None if rtt is None else rtt.as_json(),
         intent.fabric.base_rtt_us if intent is not None else None,
-        inventory(found, topo, endpoints, rtt),
+        inventory(found, topo, endpoints, rtt, cables),
         tuple(problems),
     )
 

@@ -17,17 +17,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.accept import accept_intent
+from controller.accept import accept_sized
 from controller.errors import Conflict, FieldProblem, IntentInvalid, NotFound, PreconditionFailed
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent
 from controller.intent.validate import AddressResolver
 from controller.services.audit import record_change
+from controller.services.coexistence import fabric_discoveries
 from controller.services.common import Actor, Page
+from controller.sonic.cables import has_lossless
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, IntentVersion
 from controller.store.repositories import intents
 from controller.store.snapshots import encode_config
@@ -180,10 +183,11 @@ class IntentService:
             return None if row is None else _info(row)
 
     def validate(self, data: object) -> JsonObject:
-        """Every check a write makes (``accept_intent``), storing nothing: the intent as it
+        """Every check a write makes (``accept_sized``), storing nothing: the intent as it
         would be stored (defaults filled); ``IntentInvalid`` if bad."""
-        intent, _ = accept_intent(data, self._resolve)
-        return dump_intent(intent)
+        with self._sessions() as session:
+            accepted = accept_sized(data, partial(fabric_discoveries, session), self._resolve)
+        return dump_intent(accepted.intent)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -286,11 +290,21 @@ class IntentService:
                 f"the intent is at version {head_number}, not {expected}; read it again and retry"
             )
         draft = change(None if head is None else dict(head.intent))
-        intent, compiled = accept_intent(draft.data, self._resolve)
+        # Lossless headroom is sized for the cables the switches reported when the version is
+        # written: its desired state is what every rollout of it writes.
+        accepted = accept_sized(draft.data, partial(fabric_discoveries, session), self._resolve)
+        intent, compiled = accepted.intent, accepted.compiled
         content = dump_intent(intent)
         digest = content_sha256(content)
         after = _after(content, draft)
-        if head is not None and head.content_sha256 == digest:
+        desired = {name: encode_config(cfg) for name, cfg in compiled.items()}
+        # The same intent is a new version only where the cables its lossless headroom is
+        # sized for were discovered otherwise since the head was written.
+        if (
+            head is not None
+            and head.content_sha256 == digest
+            and (not has_lossless(intent) or _same_desired(session, head.number, desired))
+        ):
             return WriteResult(_info(head), False, draft.created, after)
         now = self._clock()
         row = intents.insert_version(
@@ -302,7 +316,6 @@ class IntentService:
             reason=reason,
             created_at=now,
         )
-        desired = {name: encode_config(cfg) for name, cfg in compiled.items()}
         intents.insert_desired_states(session=session, version=row.number, configs=desired)
         record_change(
             session,
@@ -316,6 +329,10 @@ class IntentService:
             at=now,
         )
         return WriteResult(_info(row), True, draft.created, after)
+
+
+def _same_desired(session: Session, version: int, desired: Mapping[str, JsonObject]) -> bool:
+    return intents.desired_states(session=session, version=version) == desired
 
 
 def _info(row: IntentVersion) -> VersionInfo:

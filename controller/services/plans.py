@@ -11,6 +11,11 @@ Two questions are answered here, both pure over stored snapshots:
   lossless traffic, is refused with every problem named;
 - ``diff``: from the desired state of one version to that of another.
 
+With a lossless class, a plan also says which cable length sized each port's headroom and
+where it came from (``controller/sonic/cables.py``, from the newest discoveries): a proposed
+intent is compiled for them; the current version was compiled for those recorded when it was
+written, and a port whose stored profile is for another length is a warning.
+
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
 may remove them when an intent drops them, and never touches anything else. A ``Plan``
 (``controller/sonic/model.py``) is this service's answer: the API reads its type here.
@@ -20,23 +25,32 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.accept import compile_dialects
+from controller.accept import Discovered, accept_sized
 from controller.errors import FieldProblem, NotFound
-from controller.intent.loader import parse_intent
+from controller.intent.models import Intent
 from controller.openconfig.qos import platform_warnings
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
     effective_fleet,
+    fabric_discoveries,
     inherited_fields,
     known_switches,
     preflight,
 )
 from controller.services.intents import version_intent
 from controller.sonic.agent_advice import agent_warnings
+from controller.sonic.cables import (
+    NO_SIZING,
+    CableSizing,
+    has_lossless,
+    resolve_cables,
+    stale_headroom,
+)
 from controller.sonic.diff import diff_fleet, with_ownership
 from controller.sonic.model import Plan as Plan
 from controller.sonic.model import SwitchConfig
@@ -55,6 +69,8 @@ class PlanResult:
     proposed: bool
     plans: list[Plan]
     warnings: list[FieldProblem]
+    # Each lossless port's cable length and where it came from (controller/sonic/cables.py).
+    cables: CableSizing = NO_SIZING
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +90,17 @@ class PlanService:
     ) -> PlanResult:
         """Per-switch plans from the recorded running state to the desired state of
         ``intent_data`` (a proposed intent, validated) or, if None, of the current version."""
-        planned = None if intent_data is None else parse_intent(intent_data)
-        proposed = None if planned is None else compile_dialects(planned)
         with self._sessions() as session:
+            discovered = partial(fabric_discoveries, session)
+            accepted = None if intent_data is None else accept_sized(intent_data, discovered)
             head = intents.head_number(session=session)
-            if planned is None:
+            if accepted is None:
                 # Stored intents were validated when written; only their shape is read here.
                 planned = version_intent(session, head)
+                proposed = None
+                cables = NO_SIZING if planned is None else _cables(planned, discovered)
+            else:
+                planned, proposed, cables = accepted.intent, accepted.compiled, accepted.cables
             owned = decode_fleet(intents.desired_states(session=session, version=head))
             desired = owned if proposed is None else proposed
             wanted = _select(switches, set(desired) | set(owned))
@@ -89,7 +109,10 @@ class PlanService:
         preflight(planned, _only(desired, wanted), known)
         plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
         warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
-        return PlanResult(head, proposed is not None, plans, warnings)
+        shown = cables.only(wanted)
+        if planned is not None and proposed is None:
+            warnings += stale_headroom(planned, shown, _only(owned, wanted), head)
+        return PlanResult(head, proposed is not None, plans, warnings, shown)
 
     def diff(
         self,
@@ -126,6 +149,10 @@ class PlanService:
         if number == 0:
             return {}
         return decode_fleet(intents.desired_states(session=session, version=number))
+
+
+def _cables(intent: Intent, discovered: Discovered) -> CableSizing:
+    return resolve_cables(intent, discovered(intent)) if has_lossless(intent) else NO_SIZING
 
 
 def _select(requested: Sequence[str] | None, known: Collection[str]) -> list[str]:

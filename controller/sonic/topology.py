@@ -268,14 +268,19 @@ def inventory(
     topo: Topology,
     endpoints: Mapping[str, Mapping[str, Any]],
     rtt: RttEstimate | None,
+    cables: Mapping[tuple[str, str], float] | None = None,
 ) -> dict[str, Any]:
     """What discovery found as intent YAML to review: ``switches`` (each with its admin-up
-    ports at whole Gb/s speeds, the role the topology gives it, and ``endpoints[name]``:
-    its ``gnmi`` and ``credential_ref``) and, when estimated, ``fabric.base_rtt_us``."""
+    ports at whole Gb/s speeds, with ``cable_length_m`` where ``cables`` has the port's
+    (switch, port): the length the switches reported, ``controller/sonic/cables.py``, so an
+    adopted fabric's lossless headroom is sized as before; the role the topology gives it,
+    and ``endpoints[name]``: its ``gnmi`` and ``credential_ref``) and, when estimated,
+    ``fabric.base_rtt_us``."""
+    lengths = cables or {}
     switches = []
     for discovery in discoveries:
         ports = [
-            {"name": p.name, "speed_gbps": p.speed_mbps // 1000}
+            _inventory_port(p.name, p.speed_mbps // 1000, lengths.get((discovery.switch, p.name)))
             for p in discovery.ports
             if p.admin_status == "up" and p.speed_mbps and p.speed_mbps % 1000 == 0
         ]
@@ -292,3 +297,10 @@ def inventory(
     if rtt is not None:
         document["fabric"] = {"base_rtt_us": rtt.base_rtt_us}
     return document
+
+
+def _inventory_port(name: str, speed_gbps: int, cable_m: float | None) -> dict[str, Any]:
+    port: dict[str, Any] = {"name": name, "speed_gbps": speed_gbps}
+    if cable_m is not None:
+        port["cable_length_m"] = cable_m
+    return port

@@ -428,8 +428,17 @@ def test_the_runbook_from_the_command_line(
     assert "host-leaf1-spine1-leaf2-host" in shown
     found = yaml.safe_load(inventory_file.read_text())
     assert [s["name"] for s in found["switches"]] == list(ALL)
-    leaf1_ports = next(s for s in found["switches"] if s["name"] == "leaf1")["ports"]
-    assert {"name": "Ethernet0", "speed_gbps": 25} in leaf1_ports
+    ports = {s["name"]: {p["name"]: p for p in s["ports"]} for s in found["switches"]}
+    # Each port with the cable its lossless headroom is sized for: leaf1's own CABLE_LENGTH
+    # (the operator's 5 m), and at spine1 the other end of leaf1's uplink, which spine1
+    # itself does not know (docs/adopting.md, "1. Discover").
+    assert ports["leaf1"]["Ethernet0"] == {
+        "name": "Ethernet0",
+        "speed_gbps": 25,
+        "cable_length_m": 5,
+    }
+    assert ports["spine1"]["Ethernet0"]["cable_length_m"] == 5
+    assert "cable_length_m" not in ports["spine1"]["Ethernet4"]  # neither end knows it
 
     code, shown = sluice("plan", "--switch", "leaf1")
     assert code == ExitCode.OK, shown

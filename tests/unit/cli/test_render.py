@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+from controller.cli.app import cables_of, warnings_of
 from controller.cli.render import (
+    cable_lines,
     dump,
     error_lines,
     field_changes,
@@ -258,3 +260,41 @@ def test_a_switch_login_shows_its_group_or_its_own_reference_never_a_secret():
     own = {"credential_ref": "file:/run/secrets/s1", "username": "ops"}
     assert switch_login(own) == "ops file:/run/secrets/s1"
     assert switch_login({"credential_ref": "env:PW"}) == "env:PW"
+
+
+def test_cable_lines_say_per_switch_which_length_sized_each_port() -> None:
+    cables = [
+        {"switch": "leaf1", "port": "Ethernet0", "reason": "40 m from CABLE_LENGTH"},
+        {"switch": "leaf1", "port": "Ethernet4", "reason": "5 m fabric default"},
+        {"switch": "spine1", "port": "Ethernet0", "reason": "3 m declared"},
+    ]
+    assert cable_lines(cables) == [
+        "leaf1 headroom: Ethernet0 40 m from CABLE_LENGTH, Ethernet4 5 m fabric default",
+        "spine1 headroom: Ethernet0 3 m declared",
+    ]
+    assert cable_lines([]) == []
+
+
+def test_a_plans_cable_findings_are_among_its_warnings() -> None:
+    answer = {
+        "plans": [],
+        "warnings": [{"field": "fabric.agent", "reason": "holds its fallback"}],
+        "cables": [{"switch": "leaf1", "port": "Ethernet0", "reason": "40 m from CABLE_LENGTH"}],
+        "cable_findings": [
+            {
+                "switch": "leaf2",
+                "port": "Ethernet48",
+                "field": "CABLE_LENGTH|AZURE.Ethernet48",
+                "reason": "leaf2:Ethernet48 says 10 m, spine1:Ethernet4 30 m",
+            }
+        ],
+    }
+    assert warnings_of(answer) == [
+        {"field": "fabric.agent", "reason": "holds its fallback"},
+        {
+            "field": "leaf2: CABLE_LENGTH|AZURE.Ethernet48",
+            "reason": "leaf2:Ethernet48 says 10 m, spine1:Ethernet4 30 m",
+        },
+    ]
+    assert cables_of(answer) == answer["cables"]
+    assert (warnings_of({"plans": []}), cables_of({"plans": []})) == ([], [])
