@@ -941,6 +941,12 @@ class LosslessPlatform(Frozen):
         description="existing BUFFER_POOL the lossless priority groups draw from (the "
         "operator's; SONiC's buffer templates name it ingress_lossless_pool)",
     )
+    egress_pool: str = Field(
+        default="egress_lossless_pool",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
+        description="existing BUFFER_POOL the lossless queues' static egress profile draws "
+        "from (the operator's; SONiC's buffer templates name it egress_lossless_pool)",
+    )
     watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
 
     def headroom_platform(self) -> HeadroomPlatform:
