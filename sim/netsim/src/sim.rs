@@ -786,7 +786,7 @@ impl Fabric {
         if let Some(g) = self.group_index(queue) {
             self.lossless_counts[g].1 += 1;
         }
-        let queue = self.qos.ack_queue(self.flows[f].spec.class);
+        let queue = self.qos.cnp_queue(self.flows[f].spec.class);
         self.transmit(host, packet.flow, Meta::Cnp { queue }, CNP_BYTES, false)
     }
 
