@@ -343,6 +343,20 @@ pub struct Lossless {
 }
 
 impl Lossless {
+    /// `queues` lossless with `pfc` on every port, and nothing else: no ramp, no DCQCN
+    /// senders, the egress and CNP queues as a lossy queue's.
+    pub fn new(queues: Vec<usize>, pfc: PfcThresholds) -> Self {
+        Self {
+            queues,
+            pfc,
+            pfc_ports: PortKinds::default(),
+            ecn: None,
+            dcqcn: None,
+            egress_static_th_bytes: None,
+            cnp_queue: None,
+        }
+    }
+
     /// The index of `queue` among the lossless queues, if it is one.
     pub fn group_of(&self, queue: usize) -> Option<usize> {
         self.queues.iter().position(|&q| q == queue)

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use netsim::pfc::PfcThresholds;
-use netsim::qos::{FabricQos, Lossless, PortKinds};
+use netsim::qos::{FabricQos, Lossless};
 use netsim::sim::Fabric;
 use netsim::tcp::{CongestionControl, TcpConfig};
 use netsim::topology::LeafSpine;
@@ -45,16 +45,10 @@ fn pfc_pauses_across_the_link_whatever_the_hosts_delay() {
         headroom_bytes: 5_500,
         pause_quanta: u16::MAX,
     };
-    let lossless = Lossless {
-        queues: vec![0],
-        pfc,
-        pfc_ports: PortKinds::default(),
-        ecn: None,
-        dcqcn: None,
-        egress_static_th_bytes: None,
-        cnp_queue: None,
+    let qos = FabricQos {
+        lossless: Some(Lossless::new(vec![0], pfc)),
+        ..FabricQos::dctcp(u64::MAX / 8, 64_000_000)
     };
-    let qos = FabricQos { lossless: Some(lossless), ..FabricQos::dctcp(u64::MAX / 8, 64_000_000) };
     let flows: Vec<FlowSpec> =
         (1..4).map(|src| FlowSpec { src, dst: 0, bytes: 3_000_000, start_ns: 0.0, class: 0 }).collect();
     let lost = |topo: LeafSpine| {

@@ -25,18 +25,7 @@ fn lossless(headroom_bytes: u64) -> FabricQos {
         PfcThresholds { xoff_bytes: XOFF, xon_bytes: XOFF - 6_000, headroom_bytes, pause_quanta: u16::MAX };
     // The egress buffer is not the limit: only the ingress groups are.
     let qos = FabricQos::dctcp(u64::MAX / 8, 64_000_000);
-    FabricQos {
-        lossless: Some(Lossless {
-            queues: vec![0],
-            pfc,
-            pfc_ports: PortKinds::default(),
-            ecn: None,
-            dcqcn: None,
-            egress_static_th_bytes: None,
-            cnp_queue: None,
-        }),
-        ..qos
-    }
+    FabricQos { lossless: Some(Lossless::new(vec![0], pfc)), ..qos }
 }
 
 fn flow(src: usize, dst: usize) -> FlowSpec {
