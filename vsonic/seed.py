@@ -239,6 +239,16 @@ S6000_BUFFERS: ConfigDbJson = {
     },
 }
 
+# The pools a lossless class's profiles draw from (its priority groups' and its queues'), as
+# the image's buffer template has them: what a test seeds where a switch lacks them.
+LOSSLESS_POOLS = ("ingress_lossless_pool", "egress_lossless_pool")
+
+
+def lossless_pools() -> dict[str, Fields]:
+    """``BUFFER_POOL`` key -> fields for each of ``LOSSLESS_POOLS``, from ``S6000_BUFFERS``."""
+    return {name: dict(S6000_BUFFERS["BUFFER_POOL"][name]) for name in LOSSLESS_POOLS}
+
+
 # SONiC's default QoS for a switch without per-SKU overrides, as a Trident2 SKU (Force10-S6000,
 # whose qos.json.j2 includes it) renders it: sonic-net/sonic-buildimage
 # files/build_templates/qos_config.j2. Priorities 3 and 4 are lossless (its LOSSLESS_TC), DSCP 3

@@ -11,7 +11,8 @@ Each host gets:
   the workload's flow-size CDF and load (``controller.qos.pias.demotion_thresholds``) and the
   DSCP of each stage;
 - ``sluice_lossless``: the host's NIC and, per lossless class, its DSCP values, its PFC
-  priority and whether DCQCN reacts on it (the class's switch queue marks ECN);
+  priority and whether DCQCN reacts on it (the class's switch queue marks ECN); with
+  ``fabric.lossless.cnp``, the DSCP and priority its NIC sends CNPs with;
 - ``sluice_host_exporter``: only with ``fabric.host_exporter``, the exporter on the host's
   address.
 
@@ -104,7 +105,9 @@ def lossless_vars(intent: Intent, host: Host) -> JsonObject:
     """``sluice_lossless`` (docs/hosts.md): what the host's NIC needs for each lossless class,
     the same DSCP and priority the switches pause (docs/lossless.md). The NIC trusts DSCP, as
     the switches classify by it. DCQCN's reaction and notification points are on where the
-    class's queue marks ECN; a lossless class with ``ecn: off`` has no marks to react to."""
+    class's queue marks ECN; a lossless class with ``ecn: off`` has no marks to react to.
+    ``cnp``: what the NIC sends CNPs with, where the fabric declares it
+    (``fabric.lossless.cnp``, the DSCP the switches put in a lossy class)."""
     classes: list[JsonObject] = [
         {
             "name": c.name,
@@ -115,7 +118,11 @@ def lossless_vars(intent: Intent, host: Host) -> JsonObject:
         for c in intent.service_classes
         if c.lossless is not None
     ]
-    return {"device": host.device, "trust": "dscp", "classes": classes}
+    out: JsonObject = {"device": host.device, "trust": "dscp", "classes": classes}
+    cnp = intent.fabric.lossless.cnp if intent.fabric.lossless is not None else None
+    if cnp is not None and classes:
+        out["cnp"] = {"dscp": cnp.dscp, "priority": cnp.priority}
+    return out
 
 
 def exporter_vars(intent: Intent, host: Host) -> JsonObject | None:

@@ -901,6 +901,21 @@ class PfcWatchdog(Frozen):
     action: PfcAction = Field(default=PfcAction.DROP, description="what a stormed queue does")
 
 
+class Cnp(Frozen):
+    """What the NICs send DCQCN's congestion notification packets (CNPs) with: RoCE's usual
+    DSCP 48 and 802.1p priority 6 (Guo et al., "RDMA over Commodity Ethernet at Scale",
+    SIGCOMM 2016, puts CNPs in a high-priority lossy class of their own; NVIDIA's RoCE
+    configuration guidance and its NICs' defaults, mlx5 ``cnp_dscp`` 48 and
+    ``cnp_802p_prio`` 6). A CNP must not wait behind the data it slows down, nor be paused
+    or dropped by a lossless queue's DCQCN ramp: its DSCP belongs to a lossy class on a
+    strict or heavily weighted queue (``validate.cnp_rides_a_lossy_class``)."""
+
+    dscp: Dscp = Field(default=48, description="the CNPs' DSCP, a lossy class's")
+    priority: int = Field(
+        default=6, ge=0, le=7, description="the CNPs' 802.1p priority, not a PFC one"
+    )
+
+
 class LosslessPlatform(Frozen):
     """What the switches' ASIC needs for lossless headroom (docs/lossless.md), as SONiC's
     dynamic buffer model keeps it (STATE_DB ``ASIC_TABLE``, ``PERIPHERAL_TABLE``, CONFIG_DB
@@ -941,7 +956,18 @@ class LosslessPlatform(Frozen):
         description="existing BUFFER_POOL the lossless priority groups draw from (the "
         "operator's; SONiC's buffer templates name it ingress_lossless_pool)",
     )
+    egress_pool: str = Field(
+        default="egress_lossless_pool",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
+        description="existing BUFFER_POOL the lossless queues' static egress profile draws "
+        "from (the operator's; SONiC's buffer templates name it egress_lossless_pool)",
+    )
     watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
+    cnp: Cnp | None = Field(
+        default=None,
+        description="what the NICs send CNPs with (RoCE's usual: DSCP 48, priority 6); none: "
+        "not declared, the hosts' NICs keep their own",
+    )
 
     def headroom_platform(self) -> HeadroomPlatform:
         return HeadroomPlatform(

@@ -389,6 +389,37 @@ def pfc_priorities_once(intent: Intent) -> list[FieldProblem]:
     ]
 
 
+def cnp_rides_a_lossy_class(intent: Intent) -> list[FieldProblem]:
+    """DCQCN's CNPs slow the lossless senders down, so they must get through while the
+    lossless queues are full: their DSCP is a lossy class's (whose queue the switches put
+    them in), never a lossless one's (paused, and past Kmin dropped by the DCQCN ramp: CNPs
+    are not ECN-capable), and their priority is not one PFC pauses."""
+    platform = intent.fabric.lossless
+    lossless = [c for c in intent.service_classes if c.lossless is not None]
+    if platform is None or platform.cnp is None or not lossless:
+        return []
+    cnp, path = platform.cnp, "fabric.lossless.cnp"
+    problems: list[FieldProblem] = []
+    carrier = next((c for c in intent.service_classes if cnp.dscp in c.dscp), None)
+    if carrier is None:
+        reason = (
+            f"no service class carries DSCP {cnp.dscp}: the switches would put CNPs in "
+            "queue 0; give it to a lossy class on a strict or heavily weighted queue"
+        )
+        problems.append(FieldProblem(f"{path}.dscp", reason))
+    elif carrier.lossless is not None:
+        reason = (
+            f"DSCP {cnp.dscp} is lossless class {carrier.name}'s: CNPs would wait behind "
+            "the data they slow down, and its DCQCN ramp drops them (they are not ECN-capable)"
+        )
+        problems.append(FieldProblem(f"{path}.dscp", reason))
+    paused = {c.lossless.pfc_priority: c.name for c in lossless if c.lossless is not None}
+    if cnp.priority in paused:
+        reason = f"priority {cnp.priority} is lossless class {paused[cnp.priority]}'s PFC priority"
+        problems.append(FieldProblem(f"{path}.priority", reason))
+    return problems
+
+
 # ---------------------------------------------------------------------------------------------
 # scheduling and what each feature needs of it
 
@@ -561,6 +592,7 @@ RULES: tuple[Rule, ...] = (
     dscp_used_once,
     queues_not_shared,
     pfc_priorities_once,
+    cnp_rides_a_lossy_class,
     scheduling_weights,
     strict_where_required,
     ecn_modes,

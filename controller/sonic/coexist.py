@@ -30,6 +30,10 @@ Three rules, one function each:
   together, before anything is written. A priority the intent declares lossless that the
   operator's config already makes lossless differently is refused the same way, with a
   problem saying so (``claimed``), until the intent takes it over.
+- **The operator's lossless queue buffers** (``keep_operator_egress``): a lossless class's
+  queue gets sluice's static egress profile, except a queue the operator's config already
+  holds lossless traffic in and binds in ``BUFFER_QUEUE`` (SONiC's stock
+  ``egress_lossless_profile``): that binding stays theirs, taken over or not.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from controller.intent.models import Intent
 from controller.sonic.context import MAP_NAME, PREFIX
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import SCHEMAS
+from controller.sonic.tables.buffer_profile import EGRESS_LOSSLESS
 from controller.sonic.tables.port_qos_map import priority_list
 
 # What defines a port's lossless traffic, besides the tables sluice writes.
@@ -138,13 +143,42 @@ def merged_priorities(wanted: str, port: str, binding: str, baseline: SwitchConf
     return priority_list(_priorities(wanted) | _priorities(kept))
 
 
+def keep_operator_egress(desired: SwitchConfig, baseline: SwitchConfig) -> SwitchConfig:
+    """``desired`` without the ``BUFFER_QUEUE`` entries that would bind one of the operator's
+    lossless queues (``lossless_ports``) that they bind themselves to sluice's egress
+    lossless profile (a lossy class's profile there is refused, ``_check_queues``), and without
+    sluice's egress lossless profile when no queue is left on it."""
+    held = lossless_ports(baseline)
+    dropped: set[EntryKey] = set()
+    for (table, key), fields in desired.items():
+        port, _, index = key.partition("|")
+        ours = fields.get("profile", "").startswith(EGRESS_LOSSLESS)
+        if table != "BUFFER_QUEUE" or not ours or port not in held or not index.isdigit():
+            continue
+        queue = int(index)
+        theirs = _operator_value(baseline, table, port, queue, "profile")
+        if queue in held[port].queues and theirs is not None:
+            dropped.add((table, key))
+    if not dropped:
+        return desired
+    kept = {k: v for k, v in desired.items() if k not in dropped}
+    used = {f.get("profile") for (t, _), f in kept.items() if t == "BUFFER_QUEUE"}
+    return {
+        (table, key): fields
+        for (table, key), fields in kept.items()
+        if not (table == "BUFFER_PROFILE" and key.startswith(EGRESS_LOSSLESS) and key not in used)
+    }
+
+
 def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     """``desired`` with each managed port bound to merged maps where it was bound to an
-    operator's map before adoption, and the operator's PFC priorities kept in its priority
-    lists (module docstring). Pure; ``desired`` is not modified. Without a baseline (nothing
-    known of the switch) ``desired`` is what it is."""
+    operator's map before adoption, the operator's PFC priorities kept in its priority
+    lists and their lossless queues' buffer bindings kept (module docstring). Pure;
+    ``desired`` is not modified. Without a baseline (nothing known of the switch)
+    ``desired`` is what it is."""
     if not baseline:
         return Coexisting(desired)
+    desired = keep_operator_egress(desired, baseline)
     merged: dict[EntryKey, Fields] = {}
     inherited: dict[EntryKey, dict[str, str]] = {}
     bindings: dict[EntryKey, Fields] = {}

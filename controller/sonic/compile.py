@@ -163,6 +163,7 @@ def fleet_lossless(intent: Intent) -> FleetLossless | None:
         watchdog=pfc_wd.watchdog_fields(platform.watchdog),
         pool=platform.ingress_pool,
         dynamic_th=platform.dynamic_th,
+        egress_pool=platform.egress_pool,
     )
 
 
@@ -450,12 +451,26 @@ class _FleetCompiler:
             )
             for p in switch.ports
         )
+        egress = self.lossless_egress(ports)
         # Lossless profiles only when there are some: other intents keep their versions.
-        lossless = [[p.name, p.lossless.name, p.lossless.fields] for p in ports if p.lossless]
+        lossless: list[object] = [
+            [p.name, p.lossless.name, p.lossless.fields] for p in ports if p.lossless
+        ]
+        if egress is not None:
+            lossless.append([egress.name, egress.fields])
         version = _digest(
             [self.fleet.digest, [[p.name, p.profile.digest] for p in ports], *lossless]
         )
-        return SwitchContext(switch.name, self.fleet, ports, version)
+        return SwitchContext(switch.name, self.fleet, ports, version, egress)
+
+    def lossless_egress(self, ports: tuple[PortContext, ...]) -> PgProfile | None:
+        """The switch's static egress profile for its lossless queues, or None without a
+        lossless class."""
+        lossless = self.fleet.lossless
+        if lossless is None:
+            return None
+        total = sum(p.profile.buffer_bytes for p in ports)
+        return buffer_profile.egress_lossless_profile(lossless.egress_pool, total)
 
     def compile(self, switch: Switch) -> SwitchConfig:
         ctx = self.context(switch)

@@ -94,11 +94,13 @@ class FleetLossless:
     watchdog: Fields
     pool: str
     dynamic_th: int
+    egress_pool: str
 
 
 @dataclass(frozen=True)
 class PgProfile:
-    """A lossless ingress BUFFER_PROFILE, one per (speed, cable length, MTU) as SONiC's."""
+    """A lossless BUFFER_PROFILE: an ingress one per (speed, cable length, MTU) as SONiC's,
+    or the switch's static egress one for the lossless queues."""
 
     name: str
     fields: Fields
@@ -134,6 +136,7 @@ class SwitchContext:
     fleet: FleetQos
     ports: tuple[PortContext, ...]
     version: str  # short hash of this switch's desired config (SLUICE_AGENT|global version)
+    lossless_egress: PgProfile | None = None  # the lossless queues' egress profile
 
 
 def dynamic_wred_name(port: str, queue: int) -> str:

@@ -11,6 +11,10 @@ The fabric: leaves and spines from the intent's switch roles; hosts fill the lea
 order (the intent does not say which leaf port a host is cabled to), each leaf's host ports
 being those not facing a spine. Link delays are set so that the propagation round trip across
 the spine is the fabric's ``base_rtt_us`` (8 link crossings), the RTT the thresholds assume.
+With a lossless class the links are as long as the cables its PFC headroom was sized for
+(``link_delays``) and the hosts take the rest of ``base_rtt_us`` (netsim's ``host_delay_ns``),
+so the twin runs the compiled headroom across the links it was sized for and the same round
+trip.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from typing import Any
 
 from controller.hosts.compile import ecn_vars, pias_thresholds, qjump_vars
 from controller.intent.models import EcnMode, Intent, Port, Role, SchedulingType, ServiceClass
-from controller.qos.lossless import PortLossless
+from controller.qos.lossless import SPEED_OF_LIGHT_IN_MEDIA_M_PER_S, PortLossless
 from controller.sonic.compile import (
+    fleet_lossless,
     fleet_qos,
     port_cable_and_mtu,
     port_lossless_figures,
@@ -30,6 +35,7 @@ from controller.sonic.compile import (
 )
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue
+from controller.sonic.tables.buffer_profile import egress_lossless_profile
 from controller.sonic.tables.flex_counter_table import agent_refusal
 
 JsonObject = dict[str, Any]
@@ -116,16 +122,41 @@ def topology(intent: Intent, notes: list[str]) -> JsonObject:
     host_gbps = _single([h.nic_gbps for h in intent.hosts], "host NIC speeds", notes)
     uplinks = [p.speed_gbps for s in spines for p in s.ports] or [host_gbps]
     fabric_gbps = _single(uplinks, "spine port speeds", notes)
-    delay_ns = intent.fabric.base_rtt_us * 1000.0 / LINKS_PER_RTT
     return {
         "leaves": len(leaves),
         "spines": max(len(spines), 1),
         "hosts_per_leaf": hosts_per_leaf,
         "host_link_bps": host_gbps * 1e9,
         "fabric_link_bps": fabric_gbps * 1e9,
-        "host_link_delay_ns": delay_ns,
-        "fabric_link_delay_ns": delay_ns,
+        **link_delays(intent, len(spines)),
         "ecmp": "flow",
+    }
+
+
+def link_delays(intent: Intent, spines: int) -> JsonObject:
+    """netsim's link and host delays, ns. Every link ``base_rtt_us / 8`` without a lossless
+    class. With one, each link as long as the cable its ports' PFC headroom is sized for
+    (``port_cable_and_mtu`` of the port the twin runs a kind's ports as: L / v, the headroom
+    formula's v), and the hosts the rest of the round trip across the spine, half at each
+    end: the headroom holds what a cable carries after PAUSE, so a link longer than the
+    cable would overrun a headroom that is right, and a headroom sized for the twin's link
+    would not be the one the switches run."""
+    delay_ns = intent.fabric.base_rtt_us * 1000.0 / LINKS_PER_RTT
+    if fleet_lossless(intent) is None:
+        return {"host_link_delay_ns": delay_ns, "fabric_link_delay_ns": delay_ns}
+    groups = _port_groups(intent, spines)
+    cable_ns = {
+        kind: port_cable_and_mtu(intent.fabric, port)[0] / SPEED_OF_LIGHT_IN_MEDIA_M_PER_S * 1e9
+        for kind, ports in groups.items()
+        if (port := _smallest(intent, ports)) is not None
+    }
+    host_ns = cable_ns.get("leaf_down", delay_ns)
+    fabric_ns = max(cable_ns.get("leaf_up", 0.0), cable_ns.get("spine", 0.0)) or host_ns
+    rest_ns = LINKS_PER_RTT * delay_ns - 4 * (host_ns + fabric_ns)
+    return {
+        "host_link_delay_ns": host_ns,
+        "fabric_link_delay_ns": fabric_ns,
+        "host_delay_ns": max(rest_ns, 0.0) / 2,
     }
 
 
@@ -165,12 +196,17 @@ def _speed_and_buffer(intent: Intent, port: Port) -> tuple[int, int]:
     return port.speed_gbps, port.buffer_bytes or intent.fabric.port_buffer_bytes
 
 
-def _chosen_port(intent: Intent, ports: list[Port], kind: str, notes: list[str]) -> Port | None:
+def _smallest(intent: Intent, ports: list[Port]) -> Port | None:
     """The port a kind's ports all run as in the twin: the smallest (speed Gb/s, buffer B)."""
-    if not ports:
+    return min(ports, key=lambda p: _speed_and_buffer(intent, p)) if ports else None
+
+
+def _chosen_port(intent: Intent, ports: list[Port], kind: str, notes: list[str]) -> Port | None:
+    """``_smallest``, noted when the kind's ports differ."""
+    chosen = _smallest(intent, ports)
+    if chosen is None:
         return None
     shapes = {_speed_and_buffer(intent, p) for p in ports}
-    chosen = min(ports, key=lambda p: _speed_and_buffer(intent, p))
     if len(shapes) > 1:
         notes.append(
             f"{kind} ports have several (speed Gb/s, buffer B) {sorted(shapes)}; "
@@ -501,7 +537,8 @@ def lossless(
             "netsim's PFC priority is the lossless queue's number; the intent's priorities "
             f"{fleet.lossless.pfc_to_queue} pause the same queues"
         )
-    notes += _headroom_shapes(intent, groups, chosen) + _lossless_notes(intent, fleet)
+    cnp = cnp_queue(fleet)
+    notes += _headroom_shapes(intent, groups, chosen) + _lossless_notes(intent, cnp)
     base = pfc.get("leaf_down") or next(iter(pfc.values()))
     return {
         "queues": queues,
@@ -509,26 +546,59 @@ def lossless(
         "pfc_ports": pfc,
         "ecn": _lossless_ramp(fleet, queues, notes),
         "dcqcn": {},
+        "egress_static_th_bytes": _egress_static_th(intent, fleet, notes),
+        "cnp_queue": cnp,
     }
 
 
-def _lossless_notes(intent: Intent, fleet: FleetQos) -> list[str]:
+def cnp_queue(fleet: FleetQos) -> int | None:
+    """The queue the switches put CNPs in: their DSCP's TC's queue in the compiled maps
+    (``fabric.lossless.cnp``, which a lossy class carries); None where the intent declares
+    no CNP DSCP."""
+    platform = fleet.fabric.lossless
+    if platform is None or platform.cnp is None:
+        return None
+    tc = fleet.dscp_to_tc.get(str(platform.cnp.dscp))
+    return None if tc is None else int(fleet.tc_to_queue.get(tc, tc))
+
+
+def _egress_static_th(intent: Intent, fleet: FleetQos, notes: list[str]) -> int:
+    """The lossless queues' compiled static egress limit (``SLUICE_egress_lossless_<KiB>K``,
+    the switch's port buffers summed): the smallest over the switches, noted where they
+    differ."""
+    assert fleet.lossless is not None  # only called with a lossless class
+    limits = {
+        int(egress_lossless_profile(fleet.lossless.egress_pool, total).fields["static_th"])
+        for total in (
+            sum(p.buffer_bytes or intent.fabric.port_buffer_bytes for p in switch.ports)
+            for switch in intent.switches
+        )
+    }
+    if len(limits) > 1:
+        notes.append(
+            f"the switches' lossless egress limits differ ({sorted(limits)} B, their port "
+            f"buffers summed); the twin gives every switch {min(limits)} B"
+        )
+    return min(limits)
+
+
+def _lossless_notes(intent: Intent, cnp: int | None) -> list[str]:
     """What of a lossless class the twin runs otherwise than the fabric would."""
-    cable = fleet.fabric.lossless.cable_length_m if fleet.fabric.lossless else 0.0
-    delay_us = intent.fabric.base_rtt_us / LINKS_PER_RTT
-    return [
-        f"PFC headroom is sized for the ports' cables ({cable:g} m unless a port says), but "
-        f"every twin link takes {delay_us:g} us (base_rtt_us / {LINKS_PER_RTT}), so what "
-        "arrives after a PAUSE is what that longer link holds",
+    notes = [
+        "links are as long as the cables the PFC headroom is sized for and the hosts take the "
+        f"rest of base_rtt_us ({intent.fabric.base_rtt_us:g} us across the spine) as a NIC and "
+        "stack delay, half at each end",
         "lossless classes' senders run DCQCN with the paper's parameters (the NICs' own are "
         "not in the intent); a DCQCN flow has no ACKs or retransmissions (RoCE's go-back-N "
-        "is not modelled): a lost packet leaves its flow unfinished",
-        "CNPs go back in the lossless class's own queue unless pure ACKs have one "
-        "(the NICs' CNP priority is not in the intent); they are not ECN-capable, so past "
-        "Kmin the class's DCQCN ramp drops some, each a lossless loss; no PFC watchdog",
-        "a lossless queue's egress buffer is sluice's lossy profile, as compiled "
-        "(docs/lossless.md, not done yet): a packet it refuses is a lossless loss",
+        "is not modelled): a lost packet leaves its flow unfinished; no PFC watchdog",
     ]
+    if cnp is None:
+        notes.append(
+            "CNPs go back in the lossless class's own queue unless pure ACKs have one "
+            "(fabric.lossless.cnp is not set); they are not ECN-capable, so past Kmin the "
+            "class's DCQCN ramp drops some, each a lossless loss"
+        )
+    return notes
 
 
 def qos(intent: Intent, notes: list[str], per_packet: bool = False) -> JsonObject:

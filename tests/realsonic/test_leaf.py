@@ -463,6 +463,9 @@ def test_a_rollout_adds_a_lossless_class_through_gcu(
         profile = stored[("BUFFER_PG", f"{port}|3")]["profile"]
         assert stored[("BUFFER_PROFILE", profile)]["pool"] == "ingress_lossless_pool"
         assert stored[("QUEUE", f"{port}|3")]["wred_profile"] == "SLUICE_DCQCN_Q3"
+        # The lossless queue on the static egress profile, on the image's lossless pool.
+        egress = stored[("BUFFER_PROFILE", stored[("BUFFER_QUEUE", f"{port}|3")]["profile"])]
+        assert (egress["pool"], "static_th" in egress) == ("egress_lossless_pool", True)
     # No priority group of the ports but sluice's (buffermgrd adds none without a cable).
     groups = {k for t, k in stored if t == "BUFFER_PG"}
     assert groups == {k for t, k in desired if t == "BUFFER_PG"}

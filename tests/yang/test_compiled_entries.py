@@ -17,9 +17,10 @@ from controller.intent.models import Intent
 from controller.sonic.compile import compile_fleet
 from tests.yang.configdb_yang import modelled_elsewhere, table_models, yang_problem
 from tests.yang.switches import seeded_config
-from vsonic.seed import S6000_BUFFERS
+from vsonic.seed import lossless_pools
 
-S6000_INGRESS_POOL = S6000_BUFFERS["BUFFER_POOL"]["ingress_lossless_pool"]
+# The lossless pools are the operator's, from the image's buffer template.
+LOSSLESS_POOLS = {("BUFFER_POOL", name): fields for name, fields in lossless_pools().items()}
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "example-intent.yaml"
 SPEEDS = (10, 25, 40, 100, 400)
@@ -129,14 +130,15 @@ def test_the_lossless_tables_validate_on_every_switch() -> None:
     counts: dict[str, int] = {}
     for name, config in compile_fleet(intent).items():
         switch = next(s for s in intent.switches if s.name == name)
-        # The ingress pool is the operator's, from the image's buffer template.
-        pool = {("BUFFER_POOL", "ingress_lossless_pool"): S6000_INGRESS_POOL}
-        problem = yang_problem({**seeded_config(switch), **pool, **config})
+        problem = yang_problem({**seeded_config(switch), **LOSSLESS_POOLS, **config})
         assert problem is None, f"{name}: {problem}"
         for table, _ in config:
             counts[table] = counts.get(table, 0) + 1
     ports = sum(len(s.ports) for s in intent.switches)
     assert counts["BUFFER_PG"] == ports
+    # every lossless queue on the static egress profile, one such profile per switch
+    lossless = [k for c in compile_fleet(intent).values() for k in c if "egress_lossless" in k[1]]
+    assert len(lossless) == len(intent.switches)
     assert counts["PFC_WD"] == ports
     assert counts["TC_TO_PRIORITY_GROUP_MAP"] == len(intent.switches)
     assert counts["MAP_PFC_PRIORITY_TO_QUEUE"] == len(intent.switches)
@@ -149,8 +151,7 @@ def test_the_check_refuses_a_lossless_entry_broken_by_one_field() -> None:
     config = dict(compile_fleet(intent)[switch.name])
     key = next(k for k in config if k[0] == "PFC_WD")
     config[key] = {**config[key], "detection_time": "50"}
-    pool = {("BUFFER_POOL", "ingress_lossless_pool"): S6000_INGRESS_POOL}
-    problem = yang_problem({**seeded_config(switch), **pool, **config})
+    problem = yang_problem({**seeded_config(switch), **LOSSLESS_POOLS, **config})
     assert problem is not None
     assert '"50" is out of the allowed range' in problem
     # And without the operator's ingress pool the lossless profile's leafref has no target.

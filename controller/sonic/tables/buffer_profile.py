@@ -23,11 +23,21 @@ ports under that name. Its fields: the ingress lossless pool, ``xon``, ``xoff`` 
 from the headroom formula (``controller/qos/lossless.py``), and ``dynamic_th`` for the
 group's shared-buffer limit (sonic-buffer-profile.yang; SONiC's own lossless profiles carry
 the same four, sonic-buildimage device/*/pg_profile_lookup.ini).
+
+A lossless class's egress queue gets a static profile on the egress lossless pool, as SONiC's
+stock buffers give theirs (sonic-buildimage files/build_templates/buffers_config.j2:
+``BUFFER_QUEUE|<port>|3-4`` on ``egress_lossless_profile``, whose ``static_th`` is the whole
+egress lossless pool in the SKUs' device/*/buffers_defaults_t*.j2, e.g.
+Arista-7050CX3-32S-C28S4/BALANCED/buffers_defaults_t1.j2): the queue never refuses what the
+ingress priority groups admitted, PFC bounds it instead. sluice's ``static_th`` is the
+switch's port buffers summed (in whole KiB): every lossless byte in the switch was admitted
+by one port's priority group within that port's buffer, so no queue can reach it.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 from controller.qos.lossless import Headroom
 from controller.sonic.context import PREFIX, PgProfile, SwitchContext
@@ -44,7 +54,17 @@ TABLE = "BUFFER_PROFILE"
 # SONiC's port MTU when none is set (sonic-swss cfgmgr/buffermgrdyn.h DEFAULT_MTU_STR): its
 # lossless profile names leave the MTU out for it.
 SONIC_DEFAULT_MTU = 9100
+# The lossless queues' egress profile's name, before its size in KiB.
+EGRESS_LOSSLESS = PREFIX + "_egress_lossless_"
 LOSSLESS_KEY = PREFIX + r"_pg_lossless_[1-9][0-9]*_[0-9]+(\.[0-9]+)?m(_mtu[1-9][0-9]*)?_profile"
+
+
+def _one_threshold(fields: Mapping[str, str]) -> str | None:
+    """sonic-buffer-profile.yang: a profile's shared limit is dynamic or static, not both."""
+    if ("dynamic_th" in fields) == ("static_th" in fields):
+        return "exactly one of dynamic_th and static_th is required"
+    return None
+
 
 SCHEMA = TableSchema(
     table=TABLE,
@@ -52,10 +72,12 @@ SCHEMA = TableSchema(
     fields=(
         FieldSpec("pool", "ref", ref="BUFFER_POOL", required=True),
         FieldSpec("size", "uint", 0, INT32_MAX, required=True),
-        FieldSpec("dynamic_th", "int", -8, 7, required=True),
+        FieldSpec("dynamic_th", "int", -8, 7),
+        FieldSpec("static_th", "uint", 0, INT32_MAX),
         FieldSpec("xon", "uint", 0, INT32_MAX),
         FieldSpec("xoff", "uint", 0, INT32_MAX),
     ),
+    rules=(_one_threshold,),
 )
 
 
@@ -94,6 +116,19 @@ def lossless_profile(name: str, pool: str, room: Headroom, dynamic_th: int) -> P
     return PgProfile(name, fields)
 
 
+def egress_lossless_profile(pool: str, switch_buffer_bytes: int) -> PgProfile:
+    """``SLUICE_egress_lossless_<KiB>K``: the lossless queues' static egress profile, its
+    ``static_th`` the switch's port buffers summed and rounded up to whole KiB (at most
+    INT32_MAX). Named by that figure: GCU refuses a ``static_th`` change on a profile in use,
+    so a switch whose buffers change moves its lossless queues to another profile, as the
+    lossy profiles do."""
+    kib = min(-(-switch_buffer_bytes // 1024), INT32_MAX // 1024)
+    name = f"{EGRESS_LOSSLESS}{kib}K"
+    fields = {"pool": pool, "size": "0", "static_th": str(kib * 1024)}
+    SCHEMA.check(name, fields)
+    return PgProfile(name, fields)
+
+
 def build(ctx: SwitchContext) -> Entries:
     profiles: dict[str, Fields] = {}
     for profile in unique_profiles(ctx):
@@ -101,4 +136,6 @@ def build(ctx: SwitchContext) -> Entries:
     for port in ctx.ports:
         if port.lossless is not None:
             profiles[port.lossless.name] = port.lossless.fields
+    if ctx.lossless_egress is not None:
+        profiles[ctx.lossless_egress.name] = ctx.lossless_egress.fields
     return checked_entries(SCHEMA, profiles)

@@ -331,12 +331,40 @@ pub struct Lossless {
     /// fabric's TCP).
     #[serde(default)]
     pub dcqcn: Option<DcqcnParams>,
+    /// The lossless queues' egress limit on a pool of their own, bytes (sluice's static
+    /// egress lossless profile's `static_th`; 0: no limit); none: the queue's `dynamic_th`
+    /// on the port's pool, as a lossy queue.
+    #[serde(default)]
+    pub egress_static_th_bytes: Option<u64>,
+    /// The queue CNPs go back in (the switches' queue for the NICs' CNP DSCP); none: the
+    /// ACK queue of the flow's class (`FabricQos::ack_queue`).
+    #[serde(default)]
+    pub cnp_queue: Option<usize>,
 }
 
 impl Lossless {
+    /// `queues` lossless with `pfc` on every port, and nothing else: no ramp, no DCQCN
+    /// senders, the egress and CNP queues as a lossy queue's.
+    pub fn new(queues: Vec<usize>, pfc: PfcThresholds) -> Self {
+        Self {
+            queues,
+            pfc,
+            pfc_ports: PortKinds::default(),
+            ecn: None,
+            dcqcn: None,
+            egress_static_th_bytes: None,
+            cnp_queue: None,
+        }
+    }
+
     /// The index of `queue` among the lossless queues, if it is one.
     pub fn group_of(&self, queue: usize) -> Option<usize> {
         self.queues.iter().position(|&q| q == queue)
+    }
+
+    /// A lossless queue's egress buffer limit, where it has its own.
+    pub fn egress_limit(&self, queue: usize) -> Option<BufferLimit> {
+        self.group_of(queue).and(self.egress_static_th_bytes).map(BufferLimit::OwnPool)
     }
 
     /// The groups' thresholds on a port of `kind`.
@@ -494,6 +522,14 @@ impl FabricQos {
         scale
     }
 
+    /// The queue for a DCQCN CNP of a flow of `class`: the lossless config's CNP queue, else
+    /// the ACK queue.
+    pub fn cnp_queue(&self, class: usize) -> usize {
+        let top = self.queues.len().saturating_sub(1);
+        let own = self.lossless.as_ref().and_then(|l| l.cnp_queue);
+        own.map_or_else(|| self.ack_queue(class), |q| q.min(top))
+    }
+
     /// The queue for a pure ACK of a flow of `class`.
     pub fn ack_queue(&self, class: usize) -> usize {
         let top = self.queues.len().saturating_sub(1);
@@ -520,7 +556,9 @@ impl FabricQos {
                         (None, Aqm::PerQueue) => k.map(WredProfile::ecn_step),
                         _ => None,
                     },
-                    buffer: q.dynamic_th.map_or(BufferLimit::Static(buffer_bytes), BufferLimit::Dynamic),
+                    buffer: self.lossless.as_ref().and_then(|l| l.egress_limit(i)).unwrap_or_else(|| {
+                        q.dynamic_th.map_or(BufferLimit::Static(buffer_bytes), BufferLimit::Dynamic)
+                    }),
                 }
             })
             .collect();

@@ -637,8 +637,9 @@ impl Fabric {
                     let port = first_port + d.port;
                     self.hops.switch_port(sw, port, class, wait_ns);
                     self.leave_group(sw, d.packet);
-                    let (node, delay) = self.topo.next_hop(sw, port);
-                    (node, delay, self.topo.ingress_port(Node::Switch(sw), port))
+                    let (node, link_ns) = self.topo.next_hop(sw, port);
+                    let host_ns = if matches!(node, Node::Host(_)) { self.topo.host_delay_ns } else { 0.0 };
+                    (node, link_ns + host_ns, self.topo.ingress_port(Node::Switch(sw), port))
                 }
             };
             self.events.push(d.at_ns + delay, Ev::Arrive { node, packet: d.packet, ingress });
@@ -786,7 +787,7 @@ impl Fabric {
         if let Some(g) = self.group_index(queue) {
             self.lossless_counts[g].1 += 1;
         }
-        let queue = self.qos.ack_queue(self.flows[f].spec.class);
+        let queue = self.qos.cnp_queue(self.flows[f].spec.class);
         self.transmit(host, packet.flow, Meta::Cnp { queue }, CNP_BYTES, false)
     }
 

@@ -33,6 +33,11 @@ pub struct LeafSpine {
     pub host_link_delay_ns: f64,
     /// Propagation delay of a leaf-spine link, ns.
     pub fabric_link_delay_ns: f64,
+    /// A host's NIC and stack: a packet that reaches a host is handed to its transport (which
+    /// answers with ACKs and CNPs) this much later, ns. PFC frames are not delayed (the NIC's
+    /// MAC acts on them). With it, a fabric's round trip can be its hosts' as well as its
+    /// cables' while the links, across which PFC pauses, stay as long as the cables.
+    pub host_delay_ns: f64,
     /// How a leaf picks the spine for a packet going to another leaf.
     pub ecmp: Ecmp,
 }
@@ -59,6 +64,7 @@ impl Default for LeafSpine {
             fabric_link_bps: 10e9,
             host_link_delay_ns: 1_000.0,
             fabric_link_delay_ns: 1_000.0,
+            host_delay_ns: 0.0,
             ecmp: Ecmp::Flow,
         }
     }
@@ -177,10 +183,11 @@ impl LeafSpine {
         }
     }
 
-    /// One-way propagation delay from `src` to `dst`, ns.
+    /// One-way delay from `src` to `dst`'s transport: the links' propagation and the
+    /// receiving host's delay, ns.
     pub fn path_delay_ns(&self, src: usize, dst: usize) -> f64 {
         let fabric = if self.path_links(src, dst) == 4 { 2.0 * self.fabric_link_delay_ns } else { 0.0 };
-        2.0 * self.host_link_delay_ns + fabric
+        2.0 * self.host_link_delay_ns + fabric + self.host_delay_ns
     }
 }
 

@@ -25,16 +25,7 @@ fn lossless(headroom_bytes: u64) -> FabricQos {
         PfcThresholds { xoff_bytes: XOFF, xon_bytes: XOFF - 6_000, headroom_bytes, pause_quanta: u16::MAX };
     // The egress buffer is not the limit: only the ingress groups are.
     let qos = FabricQos::dctcp(u64::MAX / 8, 64_000_000);
-    FabricQos {
-        lossless: Some(Lossless {
-            queues: vec![0],
-            pfc,
-            pfc_ports: PortKinds::default(),
-            ecn: None,
-            dcqcn: None,
-        }),
-        ..qos
-    }
+    FabricQos { lossless: Some(Lossless::new(vec![0], pfc)), ..qos }
 }
 
 fn flow(src: usize, dst: usize) -> FlowSpec {
@@ -187,4 +178,58 @@ fn dcqcn_senders_slow_down_on_cnps_before_the_groups_pause() {
         marked_pfc.all.paused_ns,
         unmarked_pfc.all.paused_ns
     );
+}
+
+#[test]
+fn a_lossless_queue_on_its_own_egress_pool_loses_nothing_where_the_shared_pool_would() {
+    // Three senders into one host, enough headroom (5500 B a group, worked above): each
+    // group may hold XOFF + headroom = 35.5 KB, the three together 106.5 KB, more than the
+    // receiver port's 60 KB. On the port's shared pool the egress queue refuses packets the
+    // groups admitted; on a pool of its own (SONiC's egress lossless profile) it takes them.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    let run = |egress: Option<u64>| {
+        let mut qos = FabricQos { port_buffer_bytes: 60_000, ..lossless(5_500) };
+        if let Some(l) = qos.lossless.as_mut() {
+            l.egress_static_th_bytes = egress;
+        }
+        let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
+        fabric.run(1e9, &mut |_| {}).unwrap();
+        (fabric.tally(), fabric.pfc_report().unwrap())
+    };
+    let (shared, shared_pfc) = run(None);
+    assert!(shared.lossless_dropped_packets > 0);
+    assert_eq!(shared_pfc.all.overflow_packets, 0, "the headroom held: the egress refused them");
+    let (own, own_pfc) = run(Some(0));
+    assert_eq!((own.dropped_packets, own.lossless_dropped_packets), (0, 0));
+    assert!(own_pfc.all.pause_frames > 0);
+    // A static limit below what the groups admit drops again: the limit is the queue's.
+    let (tight, _) = run(Some(40_000));
+    assert!(tight.lossless_dropped_packets > 0);
+}
+
+#[test]
+fn cnps_go_back_in_the_cnp_queue() {
+    // Queue 0 lossless with DCQCN, queue 1 a lossy strict queue; the senders (hosts 1-3)
+    // receive nothing but CNPs, so their leaf ports' queues show where the CNPs went.
+    let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 4, ..LeafSpine::default() };
+    let flows = [flow(1, 0), flow(2, 0), flow(3, 0)];
+    let run = |cnp_queue: Option<usize>| {
+        let mut qos = lossless(5_500);
+        qos.queues.push(qos.queues[0]);
+        if let Some(l) = qos.lossless.as_mut() {
+            l.ecn = Some(EcnRamp { kmin_bytes: 5_000, kmax_bytes: 20_000, pmax_pct: 10 });
+            l.dcqcn = Some(DcqcnParams::default());
+            l.cnp_queue = cnp_queue;
+        }
+        let mut fabric = Fabric::new(topo, qos, newreno(), &flows, 1).unwrap();
+        fabric.run(1e9, &mut |_| {}).unwrap();
+        assert!(fabric.tally().cnps > 0);
+        let sent = |q: usize| (1..4).map(|p| fabric.switch_counters(0, p, q).unwrap().packets).sum::<u64>();
+        (sent(0), sent(1), fabric.tally().cnps)
+    };
+    let (data_queue, cnp_queue, cnps) = run(Some(1));
+    assert_eq!((data_queue, cnp_queue), (0, cnps));
+    let (data_queue, cnp_queue, cnps) = run(None);
+    assert_eq!((data_queue, cnp_queue), (cnps, 0));
 }

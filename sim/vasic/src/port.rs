@@ -170,7 +170,9 @@ impl Port {
             let Some(packet) = self.queues[q].pop_front() else { break };
             let len = u64::from(packet.bytes);
             self.bytes[q] -= len;
-            pool.used -= len;
+            if self.config.queues[q].buffer.in_shared_pool() {
+                pool.used -= len;
+            }
             let end = start + self.tx_ns(packet.bytes);
             self.free_at_ns = end;
             let c = &mut self.counters[q];
@@ -228,14 +230,14 @@ impl Port {
 
     /// Buffer admission: the reason to drop, or None to admit.
     fn admission(&mut self, now_ns: f64, q: usize, len: u64, pool: &Pool) -> Option<DropReason> {
-        if pool.used + len > pool.size {
+        let limit = self.config.queues[q].buffer;
+        if limit.in_shared_pool() && pool.used + len > pool.size {
             return Some(DropReason::PoolFull);
         }
         if let Some(d) = self.dynaq.as_mut() {
             let weights: Vec<u8> = self.scheduler.kinds().iter().map(|k| k.weight()).collect();
             return (!d.admit(now_ns, q, len, &self.bytes, &weights)).then_some(DropReason::Dynaq);
         }
-        let limit = self.config.queues[q].buffer;
         (!limit.admits(self.bytes[q], len, pool.size, pool.used)).then_some(DropReason::QueueLimit)
     }
 
@@ -311,7 +313,9 @@ impl Port {
         }
         self.queues[q].push_back(packet);
         self.bytes[q] += len;
-        pool.used += len;
+        if self.config.queues[q].buffer.in_shared_pool() {
+            pool.used += len;
+        }
         let c = &mut self.counters[q];
         c.curr_occupancy_bytes = self.bytes[q];
         c.watermark_bytes = c.watermark_bytes.max(self.bytes[q]);

@@ -39,6 +39,7 @@ from vsonic.seed import (
     SwitchSeed,
     config_entries,
     default_ports,
+    lossless_pools,
     operator_qos_config,
     seed_store,
 )
@@ -498,10 +499,10 @@ def test_a_lossless_class_is_added_beside_the_operators_and_released(
         CONFIG_DB, {redis_key(CONFIG_DB, "PFC_WD", p): dict(STOCK_WATCHDOG) for p in ports}
     )
     for name, switch in operated.switches.items():
-        if name != "leaf1":  # the image's ingress pool, which leaf1's operator config has
-            pool = operator_qos_config([])["BUFFER_POOL"]["ingress_lossless_pool"]
-            key = redis_key(CONFIG_DB, "BUFFER_POOL", "ingress_lossless_pool")
-            switch.store.write_atomically(CONFIG_DB, {key: dict(pool)})
+        if name != "leaf1":  # the image's lossless pools, which leaf1's operator config has
+            pools = lossless_pools().items()
+            entries = {redis_key(CONFIG_DB, "BUFFER_POOL", k): v for k, v in pools}
+            switch.store.write_atomically(CONFIG_DB, entries)
     original = config_db(leaf1)
 
     # A class on the operator's priority 3 without taking it over: refused at the start,

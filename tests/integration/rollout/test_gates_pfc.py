@@ -34,7 +34,7 @@ from tests.support.gate_collector import HandClock, settle
 from tests.support.lossless import with_lossless_storage
 from vsonic.db import CONFIG_DB, COUNTERS_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
-from vsonic.seed import operator_qos_config
+from vsonic.seed import lossless_pools
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 from .test_gates import second_version
@@ -132,11 +132,10 @@ class Streaming:
 @pytest.fixture
 def lossless_fabric(controller: Controller) -> Intent:
     """Every switch made lossless on the storage class (the first rollout, ungated), with
-    the ingress pool SONiC's buffer templates name; the gated version to roll out next."""
-    pool = operator_qos_config([])["BUFFER_POOL"]["ingress_lossless_pool"]
-    key = redis_key(CONFIG_DB, "BUFFER_POOL", "ingress_lossless_pool")
+    the lossless pools SONiC's buffer templates name; the gated version to roll out next."""
+    pools = {redis_key(CONFIG_DB, "BUFFER_POOL", k): v for k, v in lossless_pools().items()}
     for switch in controller.fabric.switches.values():
-        switch.store.write_atomically(CONFIG_DB, {key: dict(pool)})
+        switch.store.write_atomically(CONFIG_DB, pools)
     lossless = with_lossless_storage(controller.fabric.intent)
     controller.store_intent(lossless)
     first = controller.rollouts.start(

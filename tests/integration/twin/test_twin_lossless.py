@@ -1,10 +1,12 @@
 """A lossless class in the twin over the real netsim binary (``target/debug/netsim``): the
-example intent with its storage class lossless on priority 3, 300 flows, seconds.
+example intent with its storage class lossless on priority 3 and RoCE's CNP priority (DSCP 48,
+the strict control class's), 300 flows, seconds.
 
-What the twin runs is what sluice compiles, egress buffer profile included: a lossless queue
-gets sluice's lossy ``BUFFER_QUEUE`` profile (docs/lossless.md, "Not done yet"), so where the
-egress queue's dynamic limit is reached before its senders' ingress groups pause, the twin
-loses lossless packets and says so. Seed 1 keeps below it; seed 2 does not."""
+What the twin runs is what sluice compiles: the lossless queue on its static egress profile
+(its own pool), links as long as the cables the headroom was sized for, CNPs in the queue the
+switches map their DSCP to. Seeds 1 and 2 lose nothing (seed 2 lost 464 packets before the
+egress profile, the cable-long links and the CNP priority); the control forces the lossy
+egress profile sluice used to compile, and the twin loses lossless packets and says so."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ import pytest
 from controller.intent.loader import load_intent_file
 from controller.intent.models import Intent
 from controller.settings import TwinSettings
-from controller.twin.runner import run_twin
-from controller.twin.translate import Request
+from controller.twin.results import result
+from controller.twin.runner import run_netsim, run_twin
+from controller.twin.translate import Request, translate
 from tests.support.lossless import with_lossless_storage
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
@@ -25,7 +28,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 
 @pytest.fixture(scope="module")
 def intent() -> Intent:
-    return with_lossless_storage(load_intent_file(EXAMPLE))
+    return with_lossless_storage(load_intent_file(EXAMPLE), cnp=True)
 
 
 def _run(intent: Intent, seed: int) -> dict[str, Any]:
@@ -34,8 +37,9 @@ def _run(intent: Intent, seed: int) -> dict[str, Any]:
     )
 
 
-def test_the_lossless_class_pauses_marks_and_loses_nothing(intent: Intent) -> None:
-    res = _run(intent, seed=1)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_lossless_class_pauses_marks_and_loses_nothing(intent: Intent, seed: int) -> None:
+    res = _run(intent, seed=seed)
     lossless = res["lossless"]
     (storage_row,) = lossless["classes"]
     assert storage_row["name"] == "storage"
@@ -57,10 +61,15 @@ def test_the_lossless_class_pauses_marks_and_loses_nothing(intent: Intent) -> No
 
 
 def test_a_lossless_loss_is_a_finding(intent: Intent) -> None:
-    res = _run(intent, seed=2)
+    # The control: seed 2 again with the lossless queue on the lossy egress profile (its
+    # dynamic_th on the port's shared pool), as sluice compiled it before the static one.
+    twin = translate(intent, Request(flows=300, load=0.6, seed=2))
+    twin.config["qos"]["lossless"]["egress_static_th_bytes"] = None
+    summary = run_netsim(TwinSettings().netsim, twin.config, timeout_s=120)
+    res = result(summary, twin.classes, twin.not_modelled, twin.lossless)
     lossless = res["lossless"]
     assert lossless["drops"] > 0
-    # Most are lost at the egress queue (the lossy profile), not past a headroom.
+    # Lost at the egress queue, which refuses what the groups admitted, not past a headroom.
     assert lossless["drops"] > lossless["headroom_overflows"]
     assert len(res["findings"]) == 1
     assert f"lossless class storage lost {lossless['drops']} packets" in res["findings"][0]

@@ -12,7 +12,7 @@ from tests.unit.intent.test_lossless_intent import lossless_data
 from tests.yang.switches import seeded_config
 from vsonic.db import Config
 from vsonic.schema import validate_change
-from vsonic.seed import S6000_BUFFERS
+from vsonic.seed import lossless_pools
 
 BASE: Config = {
     ("PORT", "Ethernet0"): {"speed": "100000"},
@@ -226,18 +226,19 @@ def test_flex_counter_groups_take_sonics_fields_and_refuse_others() -> None:
 
 
 def _lossless_switch() -> tuple[Config, Config]:
-    """A vsonic switch's seed with the image's ingress pool, and what sluice compiles for it
+    """A vsonic switch's seed with the image's lossless pools, and what sluice compiles for it
     with a lossless class (tests/unit/intent/test_lossless_intent.py's intent)."""
     intent = parse_intent(lossless_data())
     switch = intent.switches[0]
-    pool = S6000_BUFFERS["BUFFER_POOL"]["ingress_lossless_pool"]
-    before = {**seeded_config(switch), ("BUFFER_POOL", "ingress_lossless_pool"): pool}
+    pools = {("BUFFER_POOL", name): fields for name, fields in lossless_pools().items()}
+    before = {**seeded_config(switch), **pools}
     return before, {**before, **compile_switch(intent, switch)}
 
 
 def test_the_lossless_tables_sluice_compiles_are_accepted() -> None:
     before, after = _lossless_switch()
     assert {t for t, _ in after} >= {"BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP"}
+    assert after[("BUFFER_QUEUE", "Ethernet0|3")] == {"profile": "SLUICE_egress_lossless_3907K"}
     assert validate_change(before, after) == []
 
 
@@ -251,6 +252,9 @@ def test_the_lossless_tables_sluice_compiles_are_accepted() -> None:
         (("BUFFER_PG", "Ethernet0|3"), {"profile": "no_such_profile"}, "does not exist"),
         (("PORT_QOS_MAP", "Ethernet0"), {"pfc_enable": "3,8"}, "pfc_enable"),
         (("TC_TO_PRIORITY_GROUP_MAP", "SLUICE"), {"3": "8"}, "'3'"),
+        # the lossless queues' egress profile: static, never a dynamic limit beside it
+        (("BUFFER_PROFILE", "SLUICE_egress_lossless_3907K"), {"dynamic_th": "0"}, "static_th"),
+        (("BUFFER_QUEUE", "Ethernet0|3"), {"profile": "no_such_profile"}, "does not exist"),
     ],
 )
 def test_a_broken_lossless_entry_is_refused(

@@ -318,6 +318,13 @@ def test_a_lossless_class_gives_each_host_its_dscp_priority_and_dcqcn() -> None:
         }
 
 
+def test_the_fabrics_cnp_priority_goes_to_the_hosts() -> None:
+    data = lossless_data()
+    data["fabric"]["lossless"]["cnp"] = {}  # RoCE's usual: DSCP 48 (control's), priority 6
+    assert render(data)["host1"]["sluice_lossless"]["cnp"] == {"dscp": 48, "priority": 6}
+    assert "cnp" not in render(lossless_data())["host1"]["sluice_lossless"]
+
+
 def test_a_lossless_class_that_marks_no_ecn_gets_no_dcqcn_on_the_hosts() -> None:
     data = lossless_data()
     data["service_classes"][2]["ecn"] = "off"

@@ -104,6 +104,40 @@ def test_dcqcn_knobs_are_switched_on_and_given_back_as_they_were() -> None:
     assert (writes, owned) == ({KNOB_NP: "0"}, {})
 
 
+KNOB_CNP_DSCP = "/sys/class/net/eth0/ecn/roce_np/cnp_dscp"
+KNOB_CNP_PRIO = "/sys/class/net/eth0/ecn/roce_np/cnp_802p_prio"
+
+
+def with_cnp(*classes: dict[str, Any]) -> Any:
+    value = {"device": "eth0", "classes": list(classes), "cnp": {"dscp": 48, "priority": 6}}
+    return ll.lossless_want(value)
+
+
+def test_the_cnps_dscp_and_priority_are_set_and_given_back() -> None:
+    now = {KNOB_NP: "1", KNOB_RP: "1", KNOB_CNP_DSCP: "26", KNOB_CNP_PRIO: "6"}
+    writes, owned = ll.plan_knobs(with_cnp(ROCE), now, ll.Owned())
+    # cnp_802p_prio was already 6: not sluice's; cnp_dscp 26 (the data's) becomes 48.
+    assert (writes, owned) == ({KNOB_CNP_DSCP: "48"}, {KNOB_CNP_DSCP: "26"})
+    now[KNOB_CNP_DSCP] = "48"
+    writes, owned = ll.plan_knobs(want(ROCE), now, ll.Owned(knobs=owned))
+    assert (writes, owned) == ({KNOB_CNP_DSCP: "26"}, {})
+
+
+def test_a_nic_that_sends_no_cnps_gets_no_cnp_knob() -> None:
+    wanted = ll.wanted_knobs(with_cnp({**ROCE, "dcqcn": False}))
+    assert wanted == {}
+    assert ll.wanted_knobs(with_cnp(ROCE))[KNOB_CNP_PRIO] == "6"
+
+
+def test_a_cnp_on_a_lossless_dscp_is_refused() -> None:
+    value = {"device": "eth0", "classes": [ROCE], "cnp": {"dscp": 26, "priority": 6}}
+    with pytest.raises(ll.SchemaError, match=r"cnp\.dscp"):
+        ll.lossless_want(value)
+    value["cnp"] = {"dscp": 48, "priority": 8}
+    with pytest.raises(ll.SchemaError, match=r"cnp\.priority"):
+        ll.lossless_want(value)
+
+
 def test_a_class_without_dcqcn_wants_no_knob() -> None:
     writes, owned = ll.plan_knobs(want({**ROCE, "dcqcn": False}), {KNOB_NP: "0"}, ll.Owned())
     assert (writes, owned) == ({}, {})

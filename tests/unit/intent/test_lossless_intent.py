@@ -104,6 +104,33 @@ def test_a_lossless_class_needs_the_platform() -> None:
     assert_only_problem(problems_of(data), "service_classes[2].lossless", "fabric.lossless")
 
 
+def test_the_roce_cnp_convention_on_a_lossy_strict_class_is_accepted() -> None:
+    data = lossless_data()
+    data["fabric"]["lossless"]["cnp"] = {}  # DSCP 48, priority 6: the control class's DSCP
+    intent = parse_intent(data)
+    assert intent.fabric.lossless is not None
+    cnp = intent.fabric.lossless.cnp
+    assert cnp is not None
+    assert (cnp.dscp, cnp.priority) == (48, 6)
+    assert intent_problems(intent) == []
+
+
+def test_a_cnp_dscp_no_class_carries_is_refused() -> None:
+    data = lossless_data()
+    data["fabric"]["lossless"]["cnp"] = {"dscp": 40}
+    problems = problems_of(data)
+    assert_only_problem(problems, "fabric.lossless.cnp.dscp", "no service class carries DSCP 40")
+
+
+def test_a_cnp_on_the_lossless_class_or_its_priority_is_refused() -> None:
+    data = lossless_data()
+    data["fabric"]["lossless"]["cnp"] = {"dscp": 10, "priority": 3}
+    problems = problems_of(data)
+    assert_has_problem(problems, "fabric.lossless.cnp.dscp", "lossless class storage's")
+    assert_has_problem(problems, "fabric.lossless.cnp.priority", "storage's PFC priority")
+    assert len(problems) == 2
+
+
 def test_two_lossless_classes_on_one_pfc_priority_are_refused() -> None:
     data = lossless_data()
     bulk = data["service_classes"][3]

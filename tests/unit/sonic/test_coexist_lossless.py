@@ -99,6 +99,35 @@ def test_a_new_lossless_priority_is_added_beside_the_operators() -> None:
     assert lossless_problems(want, config, declared=declared, claimed=claimed) == []
 
 
+def test_a_new_lossless_queue_gets_the_static_egress_profile_and_theirs_keep_their_own() -> None:
+    config = operator()
+    own, _, _ = desired(rdma(2, 2, 26))
+    want = effective(own, config)
+    (egress,) = [k for t, k in want if t == "BUFFER_PROFILE" and k.startswith("SLUICE_egress")]
+    assert "static_th" in want[("BUFFER_PROFILE", egress)]
+    for port in PORTS:
+        assert want[("BUFFER_QUEUE", f"{port}|2")] == {"profile": egress}
+        # The operator's lossless queues 3-4 are not rebound: no entry of sluice's covers them.
+        assert ("BUFFER_QUEUE", f"{port}|3") not in want
+        assert ("BUFFER_QUEUE", f"{port}|4") not in want
+
+
+def test_a_taken_over_queue_keeps_the_operators_egress_binding() -> None:
+    # Priority 3 taken over: sluice sets its scheduler and DCQCN marking, but the queue stays
+    # on the operator's egress_lossless_profile (BUFFER_QUEUE|<port>|3-4), and sluice's
+    # egress profile, which no queue would use, is not written.
+    config = operator()
+    own, declared, claimed = desired(rdma(3, 3, 3, take_over=True))
+    assert own[("BUFFER_QUEUE", "Ethernet0|3")]["profile"].startswith("SLUICE_egress_lossless_")
+    want = effective(own, config)
+    assert ("BUFFER_QUEUE", "Ethernet0|3") not in want
+    assert not [k for t, k in want if t == "BUFFER_PROFILE" and k.startswith("SLUICE_egress")]
+    assert want[("QUEUE", "Ethernet0|3")]["wred_profile"] == "SLUICE_DCQCN_Q3"
+    assert lossless_problems(want, config, declared=declared, claimed=claimed) == []
+    running = apply_plan(config, plan_switch("leaf1", want, config, baseline=config))
+    assert running[("BUFFER_QUEUE", "Ethernet0|3-4")] == {"profile": "egress_lossless_profile"}
+
+
 def test_without_the_operators_watchdog_the_new_priority_is_watched_alone() -> None:
     config = td2()  # PFC on 3 and 4, pfcwd_sw_enable 3,4, but no PFC_WD entry
     del config[("PORT_QOS_MAP", "Ethernet0")]["pfcwd_sw_enable"]

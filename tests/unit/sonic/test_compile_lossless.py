@@ -94,6 +94,41 @@ def test_the_lossless_queue_marks_with_dcqcns_ramp() -> None:
     assert queues["Ethernet4|3"]["wred_profile"] == "SLUICE_DCQCN_Q3"
 
 
+def test_the_lossless_queue_gets_a_static_egress_profile_on_the_lossless_pool() -> None:
+    # leaf1's two ports have the fabric's 2 000 000 B each: 4 000 000 B, 3906.25 KiB, rounded
+    # up to 3907 KiB = 4 000 768 B, which no queue fed by those ports' groups can reach.
+    config = _leaf1(_intent(lossless_data()))
+    profiles = only(config, "BUFFER_PROFILE")
+    assert profiles["SLUICE_egress_lossless_3907K"] == {
+        "pool": "egress_lossless_pool",
+        "size": "0",
+        "static_th": "4000768",
+    }
+    queues = only(config, "BUFFER_QUEUE")
+    for port in ("Ethernet0", "Ethernet4"):
+        assert queues[f"{port}|3"] == {"profile": "SLUICE_egress_lossless_3907K"}
+        lossy = {queues[f"{port}|{q}"]["profile"] for q in (1, 5, 6, 7)}
+        assert len(lossy) == 1
+        assert "dynamic_th" in profiles[lossy.pop()]  # the lossy queues keep theirs
+
+
+def test_the_egress_profile_follows_the_switchs_buffers_and_pool() -> None:
+    data = lossless_data()
+    data["fabric"]["lossless"]["egress_pool"] = "egress_lossless_pool_hbm"
+    data["switches"][0]["ports"][1]["buffer_bytes"] = 3_000_000
+    config = _leaf1(_intent(data))
+    # 2 000 000 + 3 000 000 B = 4882.8 KiB: 4883 KiB, a new profile (GCU would refuse a new
+    # static_th on the profile in use).
+    assert only(config, "BUFFER_PROFILE")["SLUICE_egress_lossless_4883K"] == {
+        "pool": "egress_lossless_pool_hbm",
+        "size": "0",
+        "static_th": str(4883 * 1024),
+    }
+    assert only(config, "BUFFER_QUEUE")["Ethernet4|3"] == {
+        "profile": "SLUICE_egress_lossless_4883K"
+    }
+
+
 def test_a_lossless_class_with_ecn_off_has_no_wred_profile() -> None:
     data = lossless_data()
     data["service_classes"][2]["ecn"] = "off"

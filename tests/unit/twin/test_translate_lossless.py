@@ -87,7 +87,54 @@ def test_the_class_flows_are_dcqcn_senders_on_its_ramp(intent: Intent) -> None:
         "kmax_bytes": int(wred["green_max_threshold"]),
         "pmax_pct": int(wred["green_drop_probability"]),
     }
-    assert any("PFC headroom is sized for the ports' cables" in n for n in twin.not_modelled)
+    assert any("CNPs go back in the lossless class's own queue" in n for n in twin.not_modelled)
+
+
+def test_the_links_are_the_cables_and_the_hosts_take_the_rest_of_the_rtt(intent: Intent) -> None:
+    topo = translate(intent, Request()).config["topology"]
+    # Every port on the platform's default 5 m: 5 / 198 000 000 m/s = 25.25 ns a link.
+    cable_ns = 5 / 198_000_000 * 1e9
+    assert topo["host_link_delay_ns"] == pytest.approx(cable_ns)
+    assert topo["fabric_link_delay_ns"] == pytest.approx(cable_ns)
+    # Across the spine: 4 host-link and 4 fabric-link crossings and a host at each end.
+    rtt_ns = 4 * (topo["host_link_delay_ns"] + topo["fabric_link_delay_ns"])
+    assert rtt_ns + 2 * topo["host_delay_ns"] == pytest.approx(intent.fabric.base_rtt_us * 1e3)
+    # A lossy intent's links are an eighth of the round trip each, as before.
+    lossy = translate(load_intent_file(EXAMPLE), Request()).config["topology"]
+    assert lossy["host_link_delay_ns"] == intent.fabric.base_rtt_us * 1e3 / 8
+    assert "host_delay_ns" not in lossy
+
+
+def test_the_lossless_queue_gets_the_compiled_static_egress_limit(intent: Intent) -> None:
+    def limits(intent: Intent) -> set[int]:
+        return {
+            int(fields["static_th"])
+            for switch in intent.switches
+            for (table, key), fields in compile_switch(intent, switch).items()
+            if table == "BUFFER_PROFILE" and key.startswith("SLUICE_egress_lossless_")
+        }
+
+    twin = translate(intent, Request())
+    (alike,) = limits(intent)  # every switch's port buffers sum alike
+    assert twin.config["qos"]["lossless"]["egress_static_th_bytes"] == alike
+    assert not any("lossless egress limits differ" in n for n in twin.not_modelled)
+    # A larger buffer on one of leaf2's ports: the smallest limit, and said so.
+    data: dict[str, Any] = dump_intent(intent)
+    data["switches"][1]["ports"][0]["buffer_bytes"] = 8_000_000
+    larger = parse_intent(data)
+    twin = translate(larger, Request())
+    assert len(limits(larger)) == 2
+    assert twin.config["qos"]["lossless"]["egress_static_th_bytes"] == min(limits(larger))
+    assert any("lossless egress limits differ" in n for n in twin.not_modelled)
+
+
+def test_cnps_ride_the_queue_the_switches_map_their_dscp_to(intent: Intent) -> None:
+    assert translate(intent, Request()).config["qos"]["lossless"]["cnp_queue"] is None
+    data: dict[str, Any] = dump_intent(intent)
+    data["fabric"]["lossless"]["cnp"] = {}  # DSCP 48: the control class's, queue 7
+    twin = translate(parse_intent(data), Request())
+    assert twin.config["qos"]["lossless"]["cnp_queue"] == 7
+    assert not any("CNPs go back" in n for n in twin.not_modelled)
 
 
 def test_host_ports_on_longer_cables_are_sized_as_the_twin_s_chosen_port(

@@ -34,6 +34,9 @@ TRUSTS = ("dscp",)  # what the NIC classifies received RoCE traffic by
 # its rate on a CNP).
 DCQCN_POINTS = ("roce_np", "roce_rp")
 ENABLED, DISABLED = "1", "0"
+# What the notification point sends CNPs with, in the same driver's sysfs (the same manual:
+# /sys/class/net/<interface>/ecn/roce_np/cnp_dscp and cnp_802p_prio), one value each.
+CNP_KNOBS = ("cnp_dscp", "cnp_802p_prio")
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,18 @@ class LosslessClass:
 
 
 @dataclass(frozen=True)
+class Cnp:
+    """The DSCP and 802.1p priority the NIC sends DCQCN's CNPs with."""
+
+    dscp: int
+    priority: int
+
+
+@dataclass(frozen=True)
 class LosslessWant:
     device: str
     classes: tuple[LosslessClass, ...]
+    cnp: Cnp | None = None
 
     @property
     def pfc(self) -> frozenset[int]:
@@ -64,7 +76,8 @@ class LosslessWant:
 
 def lossless_want(value: Any, path: str = "sluice_lossless") -> LosslessWant:
     """The validated variable; a ``SchemaError`` names the first bad field."""
-    data = _require_mapping(value, path, {"device", "trust", "classes"}, {"device", "classes"})
+    keys = {"device", "trust", "classes", "cnp"}
+    data = _require_mapping(value, path, keys, {"device", "classes"})
     device = data["device"]
     if not isinstance(device, str) or not DEVICE_RE.match(device):
         raise _fail(f"{path}.device", f"not a network device name: {device!r}")
@@ -77,7 +90,17 @@ def lossless_want(value: Any, path: str = "sluice_lossless") -> LosslessWant:
         _lossless_class(entry, f"{path}.classes[{i}]") for i, entry in enumerate(data["classes"])
     )
     _each_dscp_once(classes, f"{path}.classes")
-    return LosslessWant(device=device, classes=classes)
+    cnp = None if data.get("cnp") is None else _cnp(data["cnp"], f"{path}.cnp")
+    if cnp is not None and any(cnp.dscp in c.dscp for c in classes):
+        raise _fail(f"{path}.cnp.dscp", f"DSCP {cnp.dscp} is a lossless class's")
+    return LosslessWant(device=device, classes=classes, cnp=cnp)
+
+
+def _cnp(value: Any, path: str) -> Cnp:
+    data = _require_mapping(value, path, {"dscp", "priority"}, {"dscp", "priority"})
+    dscp = _int(data["dscp"], f"{path}.dscp", *DSCP_RANGE)
+    priority = _int(data["priority"], f"{path}.priority", PRIORITIES[0], PRIORITIES[-1])
+    return Cnp(dscp=dscp, priority=priority)
 
 
 def _lossless_class(value: Any, path: str) -> LosslessClass:
@@ -140,6 +163,26 @@ def _values_of(text: str, key: str) -> list[str]:
 
 def dcqcn_knob(device: str, point: str, priority: int, sysfs: str = "/sys") -> str:
     return f"{sysfs}/class/net/{device}/ecn/{point}/enable/{priority}"
+
+
+def cnp_knob(device: str, name: str, sysfs: str = "/sys") -> str:
+    return f"{sysfs}/class/net/{device}/ecn/roce_np/{name}"
+
+
+def wanted_knobs(want: LosslessWant, sysfs: str = "/sys") -> dict[str, str]:
+    """Each knob the classes need, with its value: DCQCN's points on per priority, and, where
+    the NIC notifies (some class runs DCQCN) and the variable names one, the CNPs' DSCP and
+    priority."""
+    wanted = {
+        dcqcn_knob(want.device, point, prio, sysfs): ENABLED
+        for prio in want.dcqcn
+        for point in DCQCN_POINTS
+    }
+    if want.cnp is not None and want.dcqcn:
+        dscp, priority = CNP_KNOBS
+        wanted[cnp_knob(want.device, dscp, sysfs)] = str(want.cnp.dscp)
+        wanted[cnp_knob(want.device, priority, sysfs)] = str(want.cnp.priority)
+    return wanted
 
 
 # ---------------------------------------------------------------- ownership and the plan
@@ -226,21 +269,20 @@ def plan_dcb(
 def plan_knobs(
     want: LosslessWant, knobs_now: dict[str, str], owned: Owned, sysfs: str = "/sys"
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """``(writes, owned afterwards)`` for the DCQCN knobs: each wanted knob set to 1 (its
-    earlier value owned), each owned knob no longer wanted put back as it was."""
-    wanted = {
-        dcqcn_knob(want.device, point, prio, sysfs) for prio in want.dcqcn for point in DCQCN_POINTS
-    }
+    """``(writes, owned afterwards)`` for the knobs (``wanted_knobs``): each wanted knob set to
+    its value (its earlier value owned), each owned knob no longer wanted put back as it
+    was. A knob the driver does not have (absent from ``knobs_now``) is not written."""
+    wanted = wanted_knobs(want, sysfs)
     writes: dict[str, str] = {}
     after: dict[str, str] = {}
-    for knob in sorted(wanted):
+    for knob, value in sorted(wanted.items()):
         now = knobs_now.get(knob)
         if knob in owned.knobs:
             after[knob] = owned.knobs[knob]
-        elif now is not None and now != ENABLED:
+        elif now is not None and now != value:
             after[knob] = now
-        if now is not None and now != ENABLED:
-            writes[knob] = ENABLED
+        if now is not None and now != value:
+            writes[knob] = value
     for knob, before in sorted(owned.knobs.items()):
         if knob not in wanted and knob in knobs_now and knobs_now[knob] != before:
             writes[knob] = before
@@ -259,13 +301,16 @@ def knob_lines(knobs: dict[str, str]) -> str:
 
 
 __all__ = [
+    "CNP_KNOBS",
     "DCQCN_POINTS",
+    "Cnp",
     "DcbPlan",
     "DscpTaken",
     "LosslessClass",
     "LosslessWant",
     "Owned",
     "SchemaError",
+    "cnp_knob",
     "dcb_lines",
     "dcqcn_knob",
     "knob_lines",
@@ -274,4 +319,5 @@ __all__ = [
     "parse_prio_pfc",
     "plan_dcb",
     "plan_knobs",
+    "wanted_knobs",
 ]

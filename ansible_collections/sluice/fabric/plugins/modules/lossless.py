@@ -18,7 +18,9 @@ description:
     application table (C(dcb app), which makes NICs such as mlx5 trust DSCP) and enables PFC
     on that priority (C(dcb pfc)).
   - Enables DCQCN's notification and reaction points on the priority where the driver has the
-    knobs (C(/sys/class/net/DEV/ecn/roce_np/enable/PRIO), C(roce_rp/enable/PRIO)).
+    knobs (C(/sys/class/net/DEV/ecn/roce_np/enable/PRIO), C(roce_rp/enable/PRIO)), and, with
+    the variable's C(cnp), sets the DSCP and priority the NIC sends CNPs with
+    (C(roce_np/cnp_dscp), C(roce_np/cnp_802p_prio)).
   - Keeps a record of what it set (under O(state_dir)), so a class removed from the variable
     is taken back and what the operator had set is left alone.
   - A device without DCB support or without the DCQCN knobs is reported with a warning and in
@@ -34,7 +36,8 @@ attributes:
     description: Shows the DCB entries and knobs before and after.
 options:
   lossless:
-    description: The C(sluice_lossless) variable (device, trust, classes); see docs/hosts.md.
+    description: The C(sluice_lossless) variable (device, trust, classes, cnp); see
+      docs/hosts.md.
     type: dict
     required: true
   state_dir:
@@ -52,6 +55,7 @@ EXAMPLES = r"""
       trust: dscp
       classes:
         - {name: roce, dscp: [26], pfc_priority: 3, dcqcn: true}
+      cnp: {dscp: 48, priority: 6}
 """
 
 RETURN = r"""
@@ -74,19 +78,18 @@ from pathlib import Path
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sluice.fabric.plugins.module_utils.lossless import (
-    DCQCN_POINTS,
     DscpTaken,
     LosslessWant,
     Owned,
     SchemaError,
     dcb_lines,
-    dcqcn_knob,
     knob_lines,
     lossless_want,
     parse_dscp_prio,
     parse_prio_pfc,
     plan_dcb,
     plan_knobs,
+    wanted_knobs,
 )
 
 NOT_SUPPORTED = "Operation not supported"
@@ -175,11 +178,7 @@ class Lossless:
                     f"DCQCN on priority {priorities}",
                 )
             return owned.knobs
-        paths = {
-            dcqcn_knob(self.device, point, prio, self.sysfs)
-            for prio in self.want.dcqcn
-            for point in DCQCN_POINTS
-        }
+        paths = set(wanted_knobs(self.want, self.sysfs))
         now = {path: _read(path) for path in paths | set(owned.knobs)}
         present = {path: value for path, value in now.items() if value is not None}
         writes, after = plan_knobs(self.want, present, owned, self.sysfs)
