@@ -1,10 +1,13 @@
 """One scrape of a collector's metrics: sluice's own text exposition against prometheus_client.
 
-``uv run python -m bench.telemetry_scrape_bench --switches 250``
+``uv run python -m bench.telemetry_scrape_bench --switches 250 [--lossless]``
 
 Builds the state of N switches x 64 ports x 8 queues in one process (every queue and port
 with rates, an agent threshold per queue: the series a collector streaming those switches
-exports), then times, in the same run, ``TelemetryMetrics.render`` (controller/telemetry/
+exports; with ``--lossless`` one lossless class on priority 3 as well, and what SONiC counts
+for it: pause frames on all eight priorities of every port, pausing on 3, its priority
+group's drops and watermarks beside seven quiet groups, and the PFC watchdog's storm counts
+on its queue), then times, in the same run, ``TelemetryMetrics.render`` (controller/telemetry/
 metrics.py, the counter families written by the compiled core) and two baselines: the same
 exposition written in Python (``tests/support/reference_exposition.py``'s
 ``ReferenceMetrics``, the collector's code path before the core), and the same samples as
@@ -31,11 +34,52 @@ from tests.support.reference_exposition import ReferenceMetrics
 S = 1_000_000_000
 
 
-def fleet(switches: int, ports: int) -> list[SwitchTelemetry]:
+LOSSLESS_PRIORITY = 3
+
+
+def _pause_frames(t: int) -> dict[str, str]:
+    """A port's pause frame counts at tick ``t``: all eight priorities, the lossless one
+    moving."""
+    pause = {}
+    for priority in range(8):
+        moving = 100 * t if priority == LOSSLESS_PRIORITY else 0
+        pause[f"SAI_PORT_STAT_PFC_{priority}_RX_PKTS"] = str(moving)
+        pause[f"SAI_PORT_STAT_PFC_{priority}_TX_PKTS"] = str(moving // 2)
+    return pause
+
+
+def _lossless_counters(
+    sw: SwitchTelemetry, s: int, names: list[str], queues: dict[str, str]
+) -> None:
+    """The rest of what SONiC writes for a lossless class on ``LOSSLESS_PRIORITY`` (its pause
+    frames are in the ports' hashes): eight priority groups per port (only the lossless one
+    with drops and watermarks), and the watchdog's counts in the lossless queue's hash."""
+    pgs = {f"{p}:{g}": f"oid:0x1a{s:04x}{i:03x}{g}" for i, p in enumerate(names) for g in range(8)}
+    sw.set_pg_map(pgs)
+    for t in (1, 2):
+        for name, oid in pgs.items():
+            lossless = name.endswith(f":{LOSSLESS_PRIORITY}")
+            group = {"SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS": str(t if lossless else 0)}
+            if lossless:
+                group["SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES"] = "3000"
+                group["SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES"] = "1000"
+            sw.counters(oid, group, t * S)
+    watchdog = {"SAI_QUEUE_STAT_PACKETS": "2000", "PFC_WD_STATUS": "operational",
+                "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED": "2",
+                "PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED": "2"}  # fmt: skip
+    for p in names:
+        sw.counters(queues[f"{p}:{LOSSLESS_PRIORITY}"], watchdog, 2 * S)
+
+
+def fleet(switches: int, ports: int, lossless: bool = False) -> list[SwitchTelemetry]:
     out = []
     for s in range(switches):
         names = [f"Ethernet{4 * i}" for i in range(ports)]
-        sw = SwitchTelemetry(f"leaf{s:04d}", dict.fromkeys(names, 100e9), {"3": "storage"})
+        # The lossless class's queue is its priority's (docs/lossless.md).
+        klass = "roce" if lossless else "storage"
+        pfc_classes = {str(LOSSLESS_PRIORITY): klass} if lossless else {}
+        speeds = dict.fromkeys(names, 100e9)
+        sw = SwitchTelemetry(f"leaf{s:04d}", speeds, {"3": klass}, pfc_classes=pfc_classes)
         queues = {f"{p}:{q}": f"oid:0x15{s:04x}{i:03x}{q}" for i, p in enumerate(names)
                   for q in range(8)}  # fmt: skip
         port_oids = {p: f"oid:0x10{s:04x}{i:03x}" for i, p in enumerate(names)}
@@ -50,9 +94,12 @@ def fleet(switches: int, ports: int) -> list[SwitchTelemetry]:
             for oid in queues.values():
                 sw.counters(oid, fields, t * S)
             octets = {"SAI_PORT_STAT_IF_OUT_OCTETS": str(10**9 * t),
-                      "SAI_PORT_STAT_IF_IN_OCTETS": str(10**9 * t)}  # fmt: skip
+                      "SAI_PORT_STAT_IF_IN_OCTETS": str(10**9 * t),
+                      **(_pause_frames(t) if lossless else {})}  # fmt: skip
             for oid in port_oids.values():
                 sw.counters(oid, octets, t * S)
+        if lossless:
+            _lossless_counters(sw, s, names, queues)
         agent = {"heartbeat": "1000", "mode": "active", "algorithm": "l2bm", "version": "ab",
                  "loop_us": "200"}  # fmt: skip
         sw.agent_state("global", agent, 2 * S)
@@ -102,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--switches", type=int, default=20)
     parser.add_argument("--ports", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--lossless", action="store_true", help="a lossless class on priority 3, PFC counters"
+    )
     args = parser.parse_args(argv)
-    switches = fleet(args.switches, args.ports)
+    switches = fleet(args.switches, args.ports, args.lossless)
     metrics = TelemetryMetrics("0/1", lambda: switches, lambda: 3 * S)
     ours_s, text = _best_cpu_s(metrics.render, args.repeats)
     samples = _samples(text)
@@ -112,16 +162,22 @@ def main(argv: list[str] | None = None) -> int:
     registry = CollectorRegistry()
     registry.register(FamiliesOf(text))
     base_s, base_text = _best_cpu_s(lambda: generate_latest(registry), args.repeats)
-    if not _samples(python_text) == _samples(base_text) == samples:
-        raise SystemExit("a baseline rendered a different number of samples")
+    if python_text != text:
+        raise SystemExit("the Python path rendered another exposition")
+    if _samples(base_text) != samples:
+        raise SystemExit("prometheus_client rendered a different number of samples")
 
     def per_sample(cpu_s: float) -> str:
-        return f"{cpu_s:.2f} CPU s ({cpu_s / samples * 1e6:.2f} us a sample)"
+        return (
+            f"{cpu_s:.2f} CPU s ({cpu_s / samples * 1e6:.2f} us a sample, "
+            f"{cpu_s / args.switches * 1e3:.2f} ms a switch)"
+        )
 
+    lossless = f", a lossless class on priority {LOSSLESS_PRIORITY}" if args.lossless else ""
     print(
-        f"{args.switches} switches x {args.ports} ports: {samples:,} samples, "
+        f"{args.switches} switches x {args.ports} ports{lossless}: {samples:,} samples, "
         f"{len(text) / 2**20:,.0f} MiB of text\n"
-        f"sluice render (counter families by the core): {per_sample(ours_s)}\n"
+        f"sluice render (counter and PFC families by the core): {per_sample(ours_s)}\n"
         f"baseline: the same in Python (before the core): {per_sample(python_s)}\n"
         f"baseline: prometheus_client families + generate_latest: {per_sample(base_s)}\n"
         f"ratio Python / render: {python_s / ours_s:.1f}x; "
