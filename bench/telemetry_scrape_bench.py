@@ -8,12 +8,15 @@ exports; with ``--lossless`` one lossless class on priority 3 as well, and what 
 for it: pause frames on all eight priorities of every port, pausing on 3, its priority
 group's drops and watermarks beside seven quiet groups, and the PFC watchdog's storm counts
 on its queue), then times, in the same run, ``TelemetryMetrics.render`` (controller/telemetry/
-metrics.py, the counter families written by the compiled core) and two baselines: the same
-exposition written in Python (``tests/support/reference_exposition.py``'s
+metrics.py, the counter and PFC families written by the compiled core) and two baselines: the
+same exposition written in Python (``tests/support/reference_exposition.py``'s
 ``ReferenceMetrics``, the collector's code path before the core), and the same samples as
 prometheus_client metric families (``GaugeMetricFamily.add_metric`` per sample, as the
-collector built them before that) rendered by ``generate_latest``. CPU seconds of this
-process, best of ``--repeats``; the three must render the same number of samples.
+collector built them before that) rendered by ``generate_latest``. With ``--lossless``, also
+the scrape before the PFC families moved into the core (``PfcInPython``) and the same fleet
+without the lossless class, so the PFC lines' own cost a switch is had both ways. CPU seconds
+of this process, best of ``--repeats``; the Python paths must render the same bytes, and
+prometheus_client the same number of samples.
 """
 
 from __future__ import annotations
@@ -22,16 +25,18 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.telemetry.metrics import TelemetryMetrics
+from controller.telemetry.metrics import COUNTER_NAMES, TelemetryMetrics
 from controller.telemetry.state import SwitchTelemetry
-from tests.support.reference_exposition import ReferenceMetrics
+from tests.support.reference_exposition import PFC_RX, ReferenceMetrics, pfc_lines
 
 S = 1_000_000_000
+T = TypeVar("T")
 
 
 LOSSLESS_PRIORITY = 3
@@ -112,6 +117,16 @@ def fleet(switches: int, ports: int, lossless: bool = False) -> list[SwitchTelem
     return out
 
 
+class PfcInPython(TelemetryMetrics):
+    """The scrape before the PFC families moved into the core: the counter families by the
+    core, the PFC families in Python (the core writes its PFC lines too and they are dropped,
+    so this baseline carries the core's PFC cost besides its own)."""
+
+    def counter_chunks(self, sw: SwitchTelemetry) -> list[bytes]:
+        core = sw.counter_lines(COUNTER_NAMES)[:PFC_RX]
+        return core + [text.encode() for text in pfc_lines(sw, COUNTER_NAMES)]
+
+
 class FamiliesOf:
     """The baseline: prometheus_client families made from the samples at each collect."""
 
@@ -131,17 +146,26 @@ class FamiliesOf:
             yield family
 
 
-def _best_cpu_s(run: Callable[[], bytes], repeats: int) -> tuple[float, bytes]:
-    best, text = float("inf"), b""
-    for _ in range(repeats):
+def _best_cpu_s(run: Callable[[], T], repeats: int) -> tuple[float, T]:
+    """The least CPU time of ``repeats`` runs (at least one), and the last run's result."""
+    start = time.process_time()
+    result = run()
+    best = time.process_time() - start
+    for _ in range(repeats - 1):
         start = time.process_time()
-        text = run()
+        result = run()
         best = min(best, time.process_time() - start)
-    return best, text
+    return best, result
 
 
 def _samples(text: bytes) -> int:
     return sum(1 for line in text.splitlines() if line and not line.startswith(b"#"))
+
+
+def _render_s(metrics_type: type[TelemetryMetrics], switches: list[SwitchTelemetry],
+              repeats: int) -> tuple[float, bytes]:  # fmt: skip
+    metrics = metrics_type("0/1", lambda: switches, lambda: 3 * S)
+    return _best_cpu_s(metrics.render, repeats)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,11 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     switches = fleet(args.switches, args.ports, args.lossless)
-    metrics = TelemetryMetrics("0/1", lambda: switches, lambda: 3 * S)
-    ours_s, text = _best_cpu_s(metrics.render, args.repeats)
+    ours_s, text = _render_s(TelemetryMetrics, switches, args.repeats)
     samples = _samples(text)
-    python = ReferenceMetrics("0/1", lambda: switches, lambda: 3 * S)
-    python_s, python_text = _best_cpu_s(python.render, args.repeats)
+    python_s, python_text = _render_s(ReferenceMetrics, switches, args.repeats)
     registry = CollectorRegistry()
     registry.register(FamiliesOf(text))
     base_s, base_text = _best_cpu_s(lambda: generate_latest(registry), args.repeats)
@@ -170,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     def per_sample(cpu_s: float) -> str:
         return (
             f"{cpu_s:.2f} CPU s ({cpu_s / samples * 1e6:.2f} us a sample, "
-            f"{cpu_s / args.switches * 1e3:.2f} ms a switch)"
+            f"{cpu_s / args.switches * 1e6:,.0f} us a switch)"
         )
 
     lossless = f", a lossless class on priority {LOSSLESS_PRIORITY}" if args.lossless else ""
@@ -181,10 +203,44 @@ def main(argv: list[str] | None = None) -> int:
         f"baseline: the same in Python (before the core): {per_sample(python_s)}\n"
         f"baseline: prometheus_client families + generate_latest: {per_sample(base_s)}\n"
         f"ratio Python / render: {python_s / ours_s:.1f}x; "
-        f"prometheus_client / render: {base_s / ours_s:.1f}x\n"
-        f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f"prometheus_client / render: {base_s / ours_s:.1f}x"
     )
+    if args.lossless:
+        _pfc_lines_cost(args, switches, ours_s, text)
+    print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+def _pfc_lines_cost(
+    args: argparse.Namespace, switches: list[SwitchTelemetry], ours_s: float, text: bytes
+) -> None:
+    """The scrape before the PFC families moved into the core against this one; and the PFC
+    lines' own cost a switch: in Python (``pfc_lines`` alone) and by the core (its lines of
+    the lossless fleet less those of the same fleet without the lossless class), best of at
+    least five, all in this run."""
+    before_s, before_text = _render_s(PfcInPython, switches, args.repeats)
+    if before_text != text:
+        raise SystemExit("the PFC lines in Python differ from the core's")
+    plain = fleet(args.switches, args.ports)
+    repeats = max(args.repeats, 5)
+
+    def core_lines(fleet_: list[SwitchTelemetry]) -> float:
+        return _best_cpu_s(lambda: [sw.counter_lines(COUNTER_NAMES) for sw in fleet_], repeats)[0]
+
+    core_s = core_lines(switches) - core_lines(plain)
+    python_s, _ = _best_cpu_s(lambda: [pfc_lines(sw, COUNTER_NAMES) for sw in switches], repeats)
+    lines = (_samples(text) - _samples(_render_s(TelemetryMetrics, plain, 1)[1])) // args.switches
+
+    def per_switch(cpu_s: float) -> str:
+        return f"{cpu_s / args.switches * 1e6:,.0f} us a switch"
+
+    print(
+        f"baseline: PFC families in Python, the rest by the core (before this change): "
+        f"{per_switch(before_s)}; ratio before / render: {before_s / ours_s:.2f}x\n"
+        f"the PFC lines alone ({lines} a switch): Python {per_switch(python_s)}, core "
+        f"{per_switch(core_s)} (its lines of this fleet less those of the fleet without the "
+        f"lossless class); ratio Python / core {python_s / max(core_s, 1e-9):.1f}x"
+    )
 
 
 if __name__ == "__main__":

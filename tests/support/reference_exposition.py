@@ -170,7 +170,7 @@ class LabelTexts:
 
 def counter_lines(sw: SwitchTelemetry, names: list[str], labels: LabelTexts) -> list[str]:
     """The counter and PFC families' sample lines of ``sw``, one text per name, in slot
-    order (a PFC line's labels escaped at each line, as the collector wrote them)."""
+    order."""
     out: list[list[str]] = [[] for _ in names]
     for queue, counters in sw.queues.items():
         text = labels.queue(sw, queue)
@@ -188,11 +188,18 @@ def counter_lines(sw: SwitchTelemetry, names: list[str], labels: LabelTexts) -> 
         for slot, value in ((PORT_TX, sent), (PORT_RX, received), (PORT_UTILISATION, used)):
             if value is not None:
                 out[slot].append(f"{names[slot]}{{{text}}} {number(value)}\n")
+    return ["".join(lines) for lines in out[:PFC_RX]] + pfc_lines(sw, names)
+
+
+def pfc_lines(sw: SwitchTelemetry, names: list[str]) -> list[str]:
+    """The PFC families' sample lines of ``sw``, one text per name from slot ``PFC_RX`` on,
+    each object's labels escaped once (as the collector wrote them before the core did)."""
+    out: list[list[str]] = [[] for _ in names[PFC_RX:]]
     last: tuple[tuple[str, str], ...] = ()
     for slot, pairs, value in pfc_values(sw):
-        if pairs is not last:  # an object's lines share its labels: escaped once
+        if pairs is not last:  # an object's lines share its labels
             last, text = pairs, labels_text(pairs)
-        out[slot].append(f"{names[slot]}{{{text}}} {number(value)}\n")
+        out[slot - PFC_RX].append(f"{names[slot]}{{{text}}} {number(value)}\n")
     return ["".join(lines) for lines in out]
 
 

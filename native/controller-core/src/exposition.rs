@@ -12,7 +12,7 @@
 //! (`tests/support/reference_exposition.py`) writes them, line for line and byte for byte, and
 //! `tests/unit/telemetry/test_exposition_core.py` holds the two equal.
 
-use crate::table::{CounterSet, Kind, Rate, SwitchCounters};
+use crate::table::{CounterSet, Kind, Object, Rate, SwitchCounters};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -125,6 +125,17 @@ impl Lines<'_> {
         push_labels(&mut self.label_text, pairs);
     }
 
+    /// The labels of a queue or a priority group: its switch, port, index (named
+    /// `index_label`) and class.
+    fn object_labels(&mut self, switch: &str, object: &Object, index_label: &str, class: &str) {
+        self.labels(&[
+            ("switch", switch),
+            ("port", &object.port),
+            (index_label, &object.queue),
+            ("class", class),
+        ]);
+    }
+
     /// A line of `slot` with the current labels, when there is a value.
     fn push(&mut self, slot: usize, value: Option<Value>) {
         if let Some(value) = value {
@@ -143,13 +154,7 @@ fn gauge(counters: &CounterSet, name: &str) -> Option<u64> {
 
 fn queue_lines(lines: &mut Lines<'_>, table: &SwitchCounters, labels: &Labels<'_>) {
     for (object, counters) in table.queues() {
-        let class = class_of(labels.classes, &object.queue);
-        lines.labels(&[
-            ("switch", labels.switch),
-            ("port", &object.port),
-            ("queue", &object.queue),
-            ("class", class),
-        ]);
+        lines.object_labels(labels.switch, object, "queue", class_of(labels.classes, &object.queue));
         let mut rates: [Option<Rate>; 5] = [None; 5];
         for (i, _, rate) in counters.indexed_rates(Kind::Queue) {
             rates[i] = Some(rate);
@@ -210,16 +215,8 @@ fn pause_lines(lines: &mut Lines<'_>, table: &SwitchCounters, labels: &Labels<'_
 /// The watched priority groups' drops and watermarks, `class` the lossless class on the group.
 fn priority_group_lines(lines: &mut Lines<'_>, table: &SwitchCounters, labels: &Labels<'_>) {
     let watched: Vec<String> = labels.pfc_classes.keys().cloned().collect();
-    let mut groups: Vec<_> = table.watched_pgs(&watched).collect();
-    groups.sort_by(|(a, _), (b, _)| (&a.port, &a.queue).cmp(&(&b.port, &b.queue)));
-    for (object, counters) in groups {
-        let class = class_of(labels.pfc_classes, &object.queue);
-        lines.labels(&[
-            ("switch", labels.switch),
-            ("port", &object.port),
-            ("pg", &object.queue),
-            ("class", class),
-        ]);
+    for (object, counters) in by_port_and_index(table.watched_pgs(&watched)) {
+        lines.object_labels(labels.switch, object, "pg", class_of(labels.pfc_classes, &object.queue));
         let dropped = counters.indexed_rates(Kind::PriorityGroup).find(|(i, _, _)| *i == PG_DROPPED_RATE);
         lines.push(PG_DROPPED, dropped.map(|(_, _, rate)| Value::Float(rate.per_second())));
         lines.push(PG_SHARED_WATERMARK, gauge(counters, PG_SHARED).map(Value::Count));
@@ -229,22 +226,21 @@ fn priority_group_lines(lines: &mut Lines<'_>, table: &SwitchCounters, labels: &
 
 /// The PFC watchdog's storms per queue it watches, `class` the queue's.
 fn watchdog_lines(lines: &mut Lines<'_>, table: &SwitchCounters, labels: &Labels<'_>) {
-    let mut queues: Vec<_> = table.watchdog_queues().collect();
-    queues.sort_by(|(a, _), (b, _)| (&a.port, &a.queue).cmp(&(&b.port, &b.queue)));
-    for (object, fields) in queues {
-        let class = class_of(labels.classes, &object.queue);
-        lines.labels(&[
-            ("switch", labels.switch),
-            ("port", &object.port),
-            ("queue", &object.queue),
-            ("class", class),
-        ]);
+    for (object, fields) in by_port_and_index(table.watchdog_queues()) {
+        lines.object_labels(labels.switch, object, "queue", class_of(labels.classes, &object.queue));
         let count = |name: &str| fields.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v);
         let (detected, restored) = (count(WD_DETECTED_FIELD), count(WD_RESTORED_FIELD));
         lines.push(WD_DETECTED, Some(Value::Count(detected)));
         lines.push(WD_RESTORED, Some(Value::Count(restored)));
         lines.push(WD_STORMING, Some(Value::Count(u64::from(detected > restored))));
     }
+}
+
+/// Objects sorted by port, then index (as Python sorts the views' `QueueId` keys).
+fn by_port_and_index<'a, T>(objects: impl Iterator<Item = (&'a Object, T)>) -> Vec<(&'a Object, T)> {
+    let mut sorted: Vec<_> = objects.collect();
+    sorted.sort_by(|(a, _), (b, _)| (&a.port, &a.queue).cmp(&(&b.port, &b.queue)));
+    sorted
 }
 
 /// `part / whole` clamped to 0..1; None without both, 0 when nothing was sent (`whole` not
