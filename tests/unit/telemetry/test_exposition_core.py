@@ -61,14 +61,12 @@ QUEUE_FIELDS = [QUEUE_PACKETS, QUEUE_BYTES, QUEUE_DROPPED_PACKETS, QUEUE_DROPPED
                 QUEUE_ECN_MARKED_PACKETS, QUEUE_OCCUPANCY, QUEUE_SHARED_WATERMARK,
                 QUEUE_WATERMARK, WD_DETECTED, WD_RESTORED]  # fmt: skip
 PFC_FIELDS = [field(int(p)) for p in INDEXES for field in (pfc_rx_field, pfc_tx_field)]
-PG_FIELDS = ["SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS", PG_DROPPED_PACKETS, PG_SHARED_WATERMARK,
-             PG_XOFF_ROOM_WATERMARK]  # fmt: skip
+PG_FIELDS = [PG_DROPPED_PACKETS, PG_SHARED_WATERMARK, PG_XOFF_ROOM_WATERMARK]
 counts = st.one_of(st.integers(0, 100), st.integers(0, 2**64 - 1))
 queue_hash = st.dictionaries(st.sampled_from(QUEUE_FIELDS), counts.map(str), max_size=10)
-port_hash = st.dictionaries(
-    st.sampled_from([PORT_OUT_OCTETS, PORT_IN_OCTETS, *PFC_FIELDS]), counts.map(str), max_size=4
-)
-pg_hash = st.dictionaries(st.sampled_from(PG_FIELDS), counts.map(str), max_size=3)
+port_hash = st.dictionaries(st.sampled_from([PORT_OUT_OCTETS, PORT_IN_OCTETS]), counts.map(str))
+
+
 # "03" is priority 3 to the watch list (an int) but not the class of "3" (a key).
 LOSSLESS = st.dictionaries(st.sampled_from([*INDEXES, "03"]), ODD, max_size=3)
 speeds = st.one_of(
@@ -90,15 +88,28 @@ def switches(draw: st.DrawFn) -> SwitchTelemetry:
     sw.set_queue_map(queues)
     sw.set_port_map(port_oids)
     sw.set_pg_map(groups)
+    # The PFC and priority group fields this switch counts, at every poll, mostly growing (as
+    # a switch's do, so that two polls give rates), else any count (a reset, a jump).
+    pause = draw(st.lists(st.sampled_from(PFC_FIELDS), unique=True, max_size=4))
+    group_fields = draw(st.lists(st.sampled_from(PG_FIELDS), unique=True))
+    last: dict[tuple[str, str], int] = {}
+
+    def poll(oid: str, fields: list[str]) -> dict[str, str]:
+        for field in fields:
+            before = last.get((oid, field), 0)
+            wild = draw(st.integers(0, 9)) == 9
+            last[(oid, field)] = draw(counts if wild else st.integers(before, before + 1000))
+        return {field: str(last[(oid, field)]) for field in fields}
+
     ts = S
     for _ in range(draw(st.integers(0, 4))):
         ts += draw(st.sampled_from([1, S // 3, S, 7 * S]))
         for oid in draw(st.lists(st.sampled_from(sorted(queues.values())), max_size=6)):
             sw.counters(oid, draw(queue_hash), ts)
         for oid in draw(st.lists(st.sampled_from(sorted(port_oids.values())), max_size=3)):
-            sw.counters(oid, draw(port_hash), ts)
+            sw.counters(oid, draw(port_hash) | poll(oid, pause), ts)
         for oid in draw(st.lists(st.sampled_from(sorted(groups.values())), max_size=3)):
-            sw.counters(oid, draw(pg_hash), ts)
+            sw.counters(oid, poll(oid, group_fields), ts)
     return sw
 
 
