@@ -3,12 +3,14 @@ contract), rendered at scrape time from the switches' state straight into the te
 exposition format (Prometheus "Exposition formats", text format 0.0.4), so an update costs no
 label lookup and a queue or switch that goes away leaves no stale series.
 
-The counter families (eight per queue, four per port: most of the series) are written by the
-compiled core (``controller_core.CounterTable.exposition``, native/controller-core/src/
-exposition.rs) into one buffer per family and switch, with no Python object per series, and
-without the interpreter, so the streams' thread ingests meanwhile; ``COUNTER_FAMILIES`` names
-them in the core's slot order. The agent's queues, the switch and collector families are
-written here, each queue's label text escaped once and cached.
+The counter families (eight per queue, four per port: most of the series) and the PFC
+families (pause frames per port and priority, the priority groups' drops and watermarks, the
+watchdog's storms per queue) are written by the compiled core (``controller_core.
+CounterTable.exposition``, native/controller-core/src/exposition.rs) into one buffer per
+family and switch, with no Python object per series, and without the interpreter, so the
+streams' thread ingests meanwhile; ``COUNTER_FAMILIES`` names them in the core's slot order.
+The agent's queues, the switch and collector families are written here, each queue's label
+text escaped once and cached.
 
 Why not prometheus_client: a 250-switch collector holds about 1.35 million series, and
 building a ``Sample`` per series and then formatting it (label escaping, float to Go string)
@@ -27,14 +29,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from controller.telemetry.rates import NS_PER_S
-from controller.telemetry.state import (
-    PG_DROPPED_PACKETS,
-    PG_XOFF_ROOM_WATERMARK,
-    QueueId,
-    SwitchTelemetry,
-    orders_version_number,
-)
-from controller.telemetry.state import PG_SHARED_WATERMARK as PG_SHARED_WATERMARK_FIELD
+from controller.telemetry.state import QueueId, SwitchTelemetry, orders_version_number
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -146,7 +141,18 @@ UNKNOWN = Family("sluice_collector_unknown_oids", "counter hashes no name map na
 SWITCHES = Family("sluice_collector_switches", "switches this collector streams")
 LAG = Family("sluice_collector_lag_seconds", "now minus the newest update's switch timestamp")
 
-# The families the compiled core writes, in its slot order (src/exposition.rs: SLOTS).
+# The families the compiled core writes, in its slot order (src/exposition.rs: SLOTS): the
+# counter families, then the PFC ones a lossless class adds (``PFC_FAMILIES``).
+PFC_FAMILIES = (
+    PFC_RX,
+    PFC_TX,
+    PG_DROPPED,
+    PG_SHARED_WATERMARK,
+    PG_HEADROOM_WATERMARK,
+    WD_DETECTED,
+    WD_RESTORED,
+    WD_STORMING,
+)
 COUNTER_FAMILIES = (
     QUEUE_TX_BYTES,
     QUEUE_TX_PACKETS,
@@ -160,6 +166,7 @@ COUNTER_FAMILIES = (
     PORT_TX,
     PORT_RX,
     PORT_UTILISATION,
+    *PFC_FAMILIES,
 )
 COUNTER_NAMES = [family.sample_name() for family in COUNTER_FAMILIES]
 # Every family, in the exposition's order.
@@ -178,14 +185,7 @@ FAMILIES = (
     STREAM_UP,
     STREAM_FAULT,
     UPDATE_AGE,
-    PFC_RX,
-    PFC_TX,
-    PG_DROPPED,
-    PG_SHARED_WATERMARK,
-    PG_HEADROOM_WATERMARK,
-    WD_DETECTED,
-    WD_RESTORED,
-    WD_STORMING,
+    *PFC_FAMILIES,
     RESETS,
     UPDATES,
     UNKNOWN,
@@ -253,7 +253,6 @@ class TelemetryMetrics:
                 chunks = self.counter_chunks(sw)
                 self._agent_lines(sw, lines)
                 _switch_lines(sw, now, lines)
-                _lossless_lines(sw, lines)
             for chunk, family_chunks in zip(chunks, counters, strict=True):
                 family_chunks.append(chunk)
         with self._lock:
@@ -270,7 +269,7 @@ class TelemetryMetrics:
         return b"".join(out)
 
     def counter_chunks(self, sw: SwitchTelemetry) -> list[bytes]:
-        """``sw``'s counter families' sample lines, one ``bytes`` per family of
+        """``sw``'s counter and PFC families' sample lines, one ``bytes`` per family of
         ``COUNTER_FAMILIES`` (called holding the lock)."""
         return sw.counter_lines(COUNTER_NAMES)
 
@@ -295,42 +294,6 @@ class TelemetryMetrics:
 
 def _add(lines: Lines, family: Family, labels: str, value: float) -> None:
     lines[family].append(f"{family.prefix()}{labels}}} {number(value)}\n")
-
-
-def _lossless_lines(sw: SwitchTelemetry, lines: Lines) -> None:
-    """PFC pause frames per port and priority, the priority groups' drops and watermarks,
-    and the PFC watchdog's storms per queue. ``class`` is the lossless class on the priority
-    (group), the queue's class on a queue. SONiC counts every priority and group of every
-    port; a priority or group no lossless class of the intent is on has series only while
-    it pauses or drops (an operator's own lossless priority in a storm is still seen), so a
-    64-port switch adds a few series per lossless class and port, not 8 x 4 per port."""
-    for pfc in sw.pfc_rates():
-        klass = sw.pfc_class_of(pfc.priority)
-        pairs = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority))
-        labels = labels_text((*pairs, ("class", klass)))
-        if pfc.rx_per_second is not None:
-            _add(lines, PFC_RX, labels, pfc.rx_per_second)
-        if pfc.tx_per_second is not None:
-            _add(lines, PFC_TX, labels, pfc.tx_per_second)
-    for group, view in sorted(sw.watched_groups().items()):
-        klass = sw.pfc_class_of(group.queue)
-        dropped = view.rates.get(PG_DROPPED_PACKETS)
-        pairs = (("switch", sw.name), ("port", group.port), ("pg", group.queue))
-        labels = labels_text((*pairs, ("class", klass)))
-        if dropped is not None:
-            _add(lines, PG_DROPPED, labels, dropped)
-        for family, gauge in (
-            (PG_SHARED_WATERMARK, PG_SHARED_WATERMARK_FIELD),
-            (PG_HEADROOM_WATERMARK, PG_XOFF_ROOM_WATERMARK),
-        ):
-            if gauge in view.gauges:
-                _add(lines, family, labels, view.gauges[gauge])
-    for queue, counts in sorted(sw.watchdog().items()):
-        pairs = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue))
-        labels = labels_text((*pairs, ("class", sw.class_of(queue.queue))))
-        _add(lines, WD_DETECTED, labels, counts.detected)
-        _add(lines, WD_RESTORED, labels, counts.restored)
-        _add(lines, WD_STORMING, labels, 1 if counts.storming else 0)
 
 
 def _switch_lines(sw: SwitchTelemetry, now: int, lines: Lines) -> None:

@@ -311,9 +311,12 @@ class SwitchTelemetry:
         """Each port's pause frames a second per priority with a rate either way, for the
         lossless classes' priorities and any other priority while it pauses (SONiC counts
         all eight of every port)."""
-        watched = sorted(int(p) for p in self.pfc_classes if p.isdigit())
-        rates = self.table.pfc_rates(watched)
+        rates = self.table.pfc_rates(self.watched_priorities())
         return [PfcRate(port, str(priority), rx, tx) for port, priority, rx, tx in rates]
+
+    def watched_priorities(self) -> list[int]:
+        """The lossless classes' PFC priorities: their pause frames have series while quiet."""
+        return sorted(int(p) for p in self.pfc_classes if p.isdigit())
 
     def watchdog(self) -> dict[QueueId, WatchdogCounts]:
         """Each queue the PFC watchdog reports on, with its counts."""
@@ -330,11 +333,18 @@ class SwitchTelemetry:
         return self.pfc_classes.get(priority, "")
 
     def counter_lines(self, names: list[str]) -> list[bytes]:
-        """The sample lines of the counter families (the queues' and ports' series), one
-        ``bytes`` per name of ``names``, in the core's slot order (``controller_core.
-        CounterTable.exposition``; ``controller.telemetry.metrics.COUNTER_FAMILIES``)."""
+        """The sample lines of the counter and PFC families (the queues', ports', priorities'
+        and priority groups' series: ``pfc_rates``, ``watched_groups`` and ``watchdog`` as
+        lines), one ``bytes`` per name of ``names``, in the core's slot order
+        (``controller_core.CounterTable.exposition``;
+        ``controller.telemetry.metrics.COUNTER_FAMILIES``)."""
         chunks: list[bytes] = self.table.exposition(
-            names, self.name, self.queue_classes, self._port_speeds_bps
+            names,
+            self.name,
+            self.queue_classes,
+            self._port_speeds_bps,
+            self.pfc_classes,
+            self.watched_priorities(),
         )
         return chunks
 

@@ -36,4 +36,6 @@ class CounterTable:
         switch: str,
         classes: dict[str, str],
         speeds: dict[str, float],
+        pfc_classes: dict[str, str],
+        watched: list[int],
     ) -> list[bytes]: ...

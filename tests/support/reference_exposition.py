@@ -1,8 +1,9 @@
-"""The counter families' exposition written plainly in Python, as the collector wrote them
-before the compiled core did (``controller_core.CounterTable.exposition``,
+"""The counter and PFC families' exposition written plainly in Python, as the collector wrote
+them before the compiled core did (``controller_core.CounterTable.exposition``,
 native/controller-core/src/exposition.rs): a view per queue and per port (rates by name, the
 mark fraction, occupancy falling back to the watermark, utilisation over the intent's speed),
-then a string format per sample. It is the reference the core's lines are held equal to, byte
+the switch's PFC views (``pfc_rates``, ``watched_groups``, ``watchdog``), then a string format
+per sample. It is the reference the core's lines are held equal to, byte
 for byte (tests/unit/telemetry/test_exposition_core.py), and the scrape benches' baseline
 (``ReferenceMetrics``: the code path before the core, bench/telemetry_scrape_bench.py and
 bench/telemetry_bench.py). ``read_back`` reads an exposition with prometheus_client's own
@@ -18,6 +19,9 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.telemetry.metrics import COUNTER_FAMILIES, TelemetryMetrics, labels_text, number
+from controller.telemetry.state import PG_DROPPED_PACKETS as PG_DROPPED_FIELD
+from controller.telemetry.state import PG_SHARED_WATERMARK as PG_SHARED_FIELD
+from controller.telemetry.state import PG_XOFF_ROOM_WATERMARK as PG_XOFF_ROOM_FIELD
 from controller.telemetry.state import (
     PORT_IN_OCTETS,
     PORT_OUT_OCTETS,
@@ -105,6 +109,40 @@ QUEUE_SLOTS = (
     "watermark_bytes",
 )
 PORT_SPEED, PORT_TX, PORT_RX, PORT_UTILISATION = range(8, 12)
+PFC_RX, PFC_TX, PG_DROPPED, PG_SHARED, PG_HEADROOM, WD_DETECTED, WD_RESTORED, WD_STORMING = range(
+    12, 20
+)
+PfcValues = list[tuple[int, tuple[tuple[str, str], ...], float]]
+
+
+def pfc_values(sw: SwitchTelemetry) -> PfcValues:
+    """The PFC families' samples of ``sw`` as ``(slot, labels, value)``, in the exposition's
+    order: pause frames per port and priority (``class`` the lossless class on the priority),
+    the watched priority groups' drops and watermarks (the lossless class on the group), the
+    watchdog's storms per queue (the queue's class)."""
+    out: PfcValues = []
+    for pfc in sw.pfc_rates():
+        labels = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority),
+                  ("class", sw.pfc_class_of(pfc.priority)))  # fmt: skip
+        for slot, rate in ((PFC_RX, pfc.rx_per_second), (PFC_TX, pfc.tx_per_second)):
+            if rate is not None:
+                out.append((slot, labels, rate))
+    for group, view in sorted(sw.watched_groups().items()):
+        labels = (("switch", sw.name), ("port", group.port), ("pg", group.queue),
+                  ("class", sw.pfc_class_of(group.queue)))  # fmt: skip
+        dropped = view.rates.get(PG_DROPPED_FIELD)
+        if dropped is not None:
+            out.append((PG_DROPPED, labels, dropped))
+        for slot, gauge in ((PG_SHARED, PG_SHARED_FIELD), (PG_HEADROOM, PG_XOFF_ROOM_FIELD)):
+            if gauge in view.gauges:
+                out.append((slot, labels, view.gauges[gauge]))
+    for queue, counts in sorted(sw.watchdog().items()):
+        labels = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue),
+                  ("class", sw.class_of(queue.queue)))  # fmt: skip
+        out.append((WD_DETECTED, labels, counts.detected))
+        out.append((WD_RESTORED, labels, counts.restored))
+        out.append((WD_STORMING, labels, 1 if counts.storming else 0))
+    return out
 
 
 class LabelTexts:
@@ -131,7 +169,8 @@ class LabelTexts:
 
 
 def counter_lines(sw: SwitchTelemetry, names: list[str], labels: LabelTexts) -> list[str]:
-    """The counter families' sample lines of ``sw``, one text per name, in slot order."""
+    """The counter and PFC families' sample lines of ``sw``, one text per name, in slot
+    order."""
     out: list[list[str]] = [[] for _ in names]
     for queue, counters in sw.queues.items():
         text = labels.queue(sw, queue)
@@ -149,12 +188,25 @@ def counter_lines(sw: SwitchTelemetry, names: list[str], labels: LabelTexts) -> 
         for slot, value in ((PORT_TX, sent), (PORT_RX, received), (PORT_UTILISATION, used)):
             if value is not None:
                 out[slot].append(f"{names[slot]}{{{text}}} {number(value)}\n")
+    return ["".join(lines) for lines in out[:PFC_RX]] + pfc_lines(sw, names)
+
+
+def pfc_lines(sw: SwitchTelemetry, names: list[str]) -> list[str]:
+    """The PFC families' sample lines of ``sw``, one text per name from slot ``PFC_RX`` on,
+    each object's labels escaped once (as the collector wrote them before the core did)."""
+    out: list[list[str]] = [[] for _ in names[PFC_RX:]]
+    last: tuple[tuple[str, str], ...] = ()
+    for slot, pairs, value in pfc_values(sw):
+        if pairs is not last:  # an object's lines share its labels
+            last, text = pairs, labels_text(pairs)
+        out[slot - PFC_RX].append(f"{names[slot]}{{{text}}} {number(value)}\n")
     return ["".join(lines) for lines in out]
 
 
 class ReferenceMetrics(TelemetryMetrics):
-    """The collector's exposition with the counter families written by ``counter_lines``:
-    the code path before the compiled core wrote them (the bench's baseline)."""
+    """The collector's exposition with the counter and PFC families written by
+    ``counter_lines``: the code path before the compiled core wrote them (the bench's
+    baseline)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -181,7 +233,7 @@ def read_back(text: bytes) -> dict[Sample, float]:
 
 
 def counter_values(sw: SwitchTelemetry) -> dict[Sample, float]:
-    """The counter families' samples ``sw``'s state implies, as values, not text: what a
+    """The counter and PFC families' samples ``sw``'s state implies, as values, not text: what a
     reader of the exposition must find."""
     out: dict[Sample, float] = {}
 
@@ -203,4 +255,6 @@ def counter_values(sw: SwitchTelemetry) -> dict[Sample, float]:
         put(PORT_TX, labels, sent)
         put(PORT_RX, labels, received)
         put(PORT_UTILISATION, labels, utilisation(sw, port))
+    for slot, labels, value in pfc_values(sw):
+        put(slot, labels, value)
     return out

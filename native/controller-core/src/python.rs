@@ -182,22 +182,26 @@ impl CounterTable {
         queues.collect()
     }
 
-    /// The sample lines of the counter families (`exposition::render`): one `bytes` per name
-    /// of `names` (the families in slot order, `exposition::SLOTS` of them), labelled with
-    /// `switch`, each queue index's class from `classes` and each port's speed in bits a
-    /// second from `speeds` (in its order). Written without the interpreter, so the event
-    /// loop's thread runs meanwhile; the caller's lock keeps the table still.
+    /// The sample lines of the counter and PFC families (`exposition::render`): one `bytes`
+    /// per name of `names` (the families in slot order, `exposition::SLOTS` of them),
+    /// labelled with `switch`, each queue index's class from `classes`, each port's speed in
+    /// bits a second from `speeds` (in its order) and the lossless class on each PFC priority
+    /// from `pfc_classes`; the priorities in `watched` have pause lines while quiet. Written
+    /// without the interpreter, so the event loop's thread runs meanwhile; the caller's lock
+    /// keeps the table still.
     fn exposition<'py>(
         &self,
-        py: Python<'py>,
         names: Vec<String>,
         switch: &str,
         classes: HashMap<String, String>,
         speeds: &Bound<'py, PyDict>,
+        pfc_classes: HashMap<String, String>,
+        watched: Vec<u8>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let names: [String; SLOTS] = names.try_into().map_err(|names: Vec<String>| {
             pyo3::exceptions::PyValueError::new_err(format!("{} names for {SLOTS} families", names.len()))
         })?;
+        let py = speeds.py();
         let speeds: Vec<(String, f64)> = speeds
             .iter()
             .map(|(port, bps)| Ok((port.extract()?, bps.extract()?)))
@@ -205,7 +209,14 @@ impl CounterTable {
         let inner = &self.inner;
         let chunks = py.detach(|| {
             let names: [&str; SLOTS] = std::array::from_fn(|i| names[i].as_str());
-            exposition::render(inner, &names, &Labels { switch, classes: &classes, speeds: &speeds })
+            let labels = Labels {
+                switch,
+                classes: &classes,
+                speeds: &speeds,
+                pfc_classes: &pfc_classes,
+                watched_priorities: &watched,
+            };
+            exposition::render(inner, &names, &labels)
         });
         Ok(chunks.iter().map(|chunk| PyBytes::new(py, chunk)).collect())
     }

@@ -501,8 +501,8 @@ impl SwitchCounters {
         watched: &'a [String],
     ) -> impl Iterator<Item = (&'a Object, &'a CounterSet)> {
         self.pgs().filter(move |(object, counters)| {
-            let dropping = counters.rates(Kind::PriorityGroup).iter().any(|(name, rate)| {
-                *name == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS" && rate.delta != 0
+            let dropping = counters.indexed_rates(Kind::PriorityGroup).any(|(_, name, rate)| {
+                name == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS" && rate.delta != 0
             });
             dropping || watched.contains(&object.queue)
         })
