@@ -88,31 +88,6 @@ class CounterView:
 
 
 @dataclass(frozen=True, slots=True)
-class PfcRate:
-    """One port's PFC pause frames a second on one priority, received and sent (None: no
-    rate yet)."""
-
-    port: str
-    priority: str
-    rx_per_second: float | None
-    tx_per_second: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class WatchdogCounts:
-    """What SONiC's PFC watchdog counted on one queue: storms detected and restored. A
-    queue is in a storm while more were detected than restored (the watchdog writes
-    ``PFC_WD_STATUS`` ``stormed`` then; both counts are cleared together)."""
-
-    detected: int
-    restored: int
-
-    @property
-    def storming(self) -> bool:
-        return self.detected > self.restored
-
-
-@dataclass(frozen=True, slots=True)
 class AgentQueue:
     threshold_bytes: int | None
     basis: str
@@ -297,46 +272,19 @@ class SwitchTelemetry:
         """Each ingress priority group that has had a hash (``QueueId.queue``: its index)."""
         return {QueueId(p, g): CounterView(*views) for p, g, views in self.table.pgs()}
 
-    def watched_groups(self) -> dict[QueueId, CounterView]:
-        """The lossless classes' priority groups, and any other group while it drops."""
-        found = self.table.pgs(sorted(self.pfc_classes))
-        return {QueueId(p, g): CounterView(*views) for p, g, views in found}
-
     @property
     def pg_resets(self) -> dict[QueueId, int]:
         """Resets per priority group that had one."""
         return {QueueId(port, group): n for port, group, n in self.table.pg_resets()}
 
-    def pfc_rates(self) -> list[PfcRate]:
-        """Each port's pause frames a second per priority with a rate either way, for the
-        lossless classes' priorities and any other priority while it pauses (SONiC counts
-        all eight of every port)."""
-        rates = self.table.pfc_rates(self.watched_priorities())
-        return [PfcRate(port, str(priority), rx, tx) for port, priority, rx, tx in rates]
-
     def watched_priorities(self) -> list[int]:
         """The lossless classes' PFC priorities: their pause frames have series while quiet."""
         return sorted(int(p) for p in self.pfc_classes if p.isdigit())
 
-    def watchdog(self) -> dict[QueueId, WatchdogCounts]:
-        """Each queue the PFC watchdog reports on, with its counts."""
-        found = {}
-        for port, queue, fields in self.table.watchdog_queues():
-            counts = dict(fields)
-            found[QueueId(port, queue)] = WatchdogCounts(
-                counts.get(WD_DETECTED, 0), counts.get(WD_RESTORED, 0)
-            )
-        return found
-
-    def pfc_class_of(self, priority: str) -> str:
-        """The lossless class on a PFC priority (or priority group), ``""`` for none."""
-        return self.pfc_classes.get(priority, "")
-
     def counter_lines(self, names: list[str]) -> list[bytes]:
-        """The sample lines of the counter and PFC families (the queues', ports', priorities'
-        and priority groups' series: ``pfc_rates``, ``watched_groups`` and ``watchdog`` as
-        lines), one ``bytes`` per name of ``names``, in the core's slot order
-        (``controller_core.CounterTable.exposition``;
+        """The sample lines of the counter and PFC families (the queues', ports', priorities',
+        priority groups' and watchdog's series), one ``bytes`` per name of ``names``, in the
+        core's slot order (``controller_core.CounterTable.exposition``;
         ``controller.telemetry.metrics.COUNTER_FAMILIES``)."""
         chunks: list[bytes] = self.table.exposition(
             names,

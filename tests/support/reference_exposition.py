@@ -37,6 +37,8 @@ from controller.telemetry.state import (
     QueueId,
     SwitchTelemetry,
 )
+from controller.telemetry.state import WD_DETECTED as WD_DETECTED_FIELD
+from controller.telemetry.state import WD_RESTORED as WD_RESTORED_FIELD
 
 
 def fraction(part: float | None, whole: float | None) -> float | None:
@@ -115,28 +117,83 @@ PFC_RX, PFC_TX, PG_DROPPED, PG_SHARED, PG_HEADROOM, WD_DETECTED, WD_RESTORED, WD
 PfcValues = list[tuple[int, tuple[tuple[str, str], ...], float]]
 
 
+@dataclass(frozen=True, slots=True)
+class PfcRate:
+    """One port's PFC pause frames a second on one priority, received and sent (None: no
+    rate yet)."""
+
+    port: str
+    priority: str
+    rx_per_second: float | None
+    tx_per_second: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogCounts:
+    """What SONiC's PFC watchdog counted on one queue: storms detected and restored. A
+    queue is in a storm while more were detected than restored (the watchdog writes
+    ``PFC_WD_STATUS`` ``stormed`` then; both counts are cleared together)."""
+
+    detected: int
+    restored: int
+
+    @property
+    def storming(self) -> bool:
+        return self.detected > self.restored
+
+
+def pfc_rates(sw: SwitchTelemetry) -> list[PfcRate]:
+    """Each port's pause frames a second per priority with a rate either way, for the
+    lossless classes' priorities and any other priority while it pauses (SONiC counts all
+    eight of every port)."""
+    rates = sw.table.pfc_rates(sw.watched_priorities())
+    return [PfcRate(port, str(priority), rx, tx) for port, priority, rx, tx in rates]
+
+
+def watched_groups(sw: SwitchTelemetry) -> dict[QueueId, CounterView]:
+    """The lossless classes' priority groups, and any other group while it drops."""
+    found = sw.table.pgs(sorted(sw.pfc_classes))
+    return {QueueId(p, g): CounterView(*views) for p, g, views in found}
+
+
+def watchdog(sw: SwitchTelemetry) -> dict[QueueId, WatchdogCounts]:
+    """Each queue the PFC watchdog reports on, with its counts."""
+    found = {}
+    for port, queue, fields in sw.table.watchdog_queues():
+        counts = dict(fields)
+        found[QueueId(port, queue)] = WatchdogCounts(
+            counts.get(WD_DETECTED_FIELD, 0), counts.get(WD_RESTORED_FIELD, 0)
+        )
+    return found
+
+
+def pfc_class_of(sw: SwitchTelemetry, priority: str) -> str:
+    """The lossless class on a PFC priority (or priority group), ``""`` for none."""
+    return sw.pfc_classes.get(priority, "")
+
+
 def pfc_values(sw: SwitchTelemetry) -> PfcValues:
     """The PFC families' samples of ``sw`` as ``(slot, labels, value)``, in the exposition's
     order: pause frames per port and priority (``class`` the lossless class on the priority),
     the watched priority groups' drops and watermarks (the lossless class on the group), the
     watchdog's storms per queue (the queue's class)."""
     out: PfcValues = []
-    for pfc in sw.pfc_rates():
+    for pfc in pfc_rates(sw):
         labels = (("switch", sw.name), ("port", pfc.port), ("priority", pfc.priority),
-                  ("class", sw.pfc_class_of(pfc.priority)))  # fmt: skip
+                  ("class", pfc_class_of(sw, pfc.priority)))  # fmt: skip
         for slot, rate in ((PFC_RX, pfc.rx_per_second), (PFC_TX, pfc.tx_per_second)):
             if rate is not None:
                 out.append((slot, labels, rate))
-    for group, view in sorted(sw.watched_groups().items()):
+    for group, view in sorted(watched_groups(sw).items()):
         labels = (("switch", sw.name), ("port", group.port), ("pg", group.queue),
-                  ("class", sw.pfc_class_of(group.queue)))  # fmt: skip
+                  ("class", pfc_class_of(sw, group.queue)))  # fmt: skip
         dropped = view.rates.get(PG_DROPPED_FIELD)
         if dropped is not None:
             out.append((PG_DROPPED, labels, dropped))
         for slot, gauge in ((PG_SHARED, PG_SHARED_FIELD), (PG_HEADROOM, PG_XOFF_ROOM_FIELD)):
             if gauge in view.gauges:
                 out.append((slot, labels, view.gauges[gauge]))
-    for queue, counts in sorted(sw.watchdog().items()):
+    for queue, counts in sorted(watchdog(sw).items()):
         labels = (("switch", sw.name), ("port", queue.port), ("queue", queue.queue),
                   ("class", sw.class_of(queue.queue)))  # fmt: skip
         out.append((WD_DETECTED, labels, counts.detected))

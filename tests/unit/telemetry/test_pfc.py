@@ -9,7 +9,8 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.telemetry.metrics import TelemetryMetrics
-from controller.telemetry.state import QueueId, SwitchTelemetry, WatchdogCounts
+from controller.telemetry.state import QueueId, SwitchTelemetry
+from tests.support.reference_exposition import WatchdogCounts, pfc_rates, watchdog
 
 S = 1_000_000_000
 PORT, QUEUE, PG = "oid:0x1000000000001", "oid:0x15000000000003", "oid:0x1a000000000003"
@@ -40,7 +41,7 @@ def test_pause_frames_per_priority_become_rates_and_series() -> None:
     sw = _switch()
     sw.counters(PORT, {RX3: "100", TX3: "7", "SAI_PORT_STAT_IF_OUT_OCTETS": "0"}, 1 * S)
     sw.counters(PORT, {RX3: "6100", TX3: "7", "SAI_PORT_STAT_IF_OUT_OCTETS": "0"}, 3 * S)
-    [pfc] = sw.pfc_rates()
+    [pfc] = pfc_rates(sw)
     assert (pfc.port, pfc.priority, pfc.rx_per_second, pfc.tx_per_second) == (
         "Ethernet0", "3", 3000.0, 0.0)  # fmt: skip
     labels = frozenset({("switch", "leaf1"), ("port", "Ethernet0"), ("priority", "3"),
@@ -60,12 +61,12 @@ def test_a_cleared_or_wrapped_pause_count_is_a_reset_and_no_rate() -> None:
     cleared = sw.counters(PORT, {RX3: "10"}, 3 * S)  # sonic-clear pfccounters
     assert cleared is not None
     assert (cleared.port, cleared.queue) == ("Ethernet0", "")
-    assert sw.pfc_rates() == []
+    assert pfc_rates(sw) == []
     sw.counters(PORT, {RX3: "20"}, 4 * S)
-    assert [p.rx_per_second for p in sw.pfc_rates()] == [10.0]
+    assert [p.rx_per_second for p in pfc_rates(sw)] == [10.0]
     # Near 2^64 a second later: more pause frames than 100 Gb/s can carry.
     assert sw.counters(PORT, {RX3: str(2**64 - 5)}, 5 * S) is not None
-    assert sw.pfc_rates() == []
+    assert pfc_rates(sw) == []
     assert sw.resets[next(iter(sw.resets))] == 2
     assert not any(
         value < 0 for (name, _), value in _samples(sw).items() if name.startswith("sluice_port_pfc")
@@ -94,7 +95,7 @@ def test_the_watchdogs_storms_per_queue() -> None:
     sw = _switch()
     sw.counters(QUEUE, {"SAI_QUEUE_STAT_PACKETS": "1", "PFC_WD_STATUS": "stormed",
                         DETECTED: "3", RESTORED: "2"}, 1 * S)  # fmt: skip
-    assert sw.watchdog() == {QueueId("Ethernet0", "3"): WatchdogCounts(3, 2)}
+    assert watchdog(sw) == {QueueId("Ethernet0", "3"): WatchdogCounts(3, 2)}
     labels = frozenset({("switch", "leaf1"), ("port", "Ethernet0"), ("queue", "3"),
                         ("class", "roce")})  # fmt: skip
     samples = _samples(sw)
