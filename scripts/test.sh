@@ -107,8 +107,8 @@ build_for_tests() {
 }
 
 # The agent with feature `sai`, which the real-SONiC tier's first SAI test builds: built here
-# from the start, at the groups' niceness, in the directory that tier and the gate's SAI steps
-# share (target/sai), so the tier finds it built (or waits on cargo's lock for the rest of
+# from the start, at the groups' niceness, in that tier's directory (target/sai), so the tier
+# finds it built (or waits on cargo's lock for the rest of
 # it) instead of compiling while its switches sit waiting on GCU. The headers are the ones
 # libsaivs was built with, at the path the tier gives them (lab/realsonic.py).
 build_sai_agent() {
@@ -174,9 +174,8 @@ fi
 # in a target directory of its own: cargo holds a target directory's lock for a whole
 # command (a cold clippy or test build takes minutes on a loaded machine), and the tests'
 # fixtures build what they start in target/ (finding it built), which must not wait on it.
-# The SAI agent's build is the exception: the real-SONiC tier builds it in target/sai in its
-# first minutes, and the gate's SAI steps, its last, share that directory and what it holds.
-start rust nice -n 5 env CARGO_TARGET_DIR=target/gate SAI_TARGET_DIR=target/sai ./scripts/test-rust.sh
+# Its SAI steps, its last, build there too, on the dependencies its tests and clippy left.
+start rust nice -n 5 env CARGO_TARGET_DIR=target/gate ./scripts/test-rust.sh
 wait_all
 
 steps_cpu="$(cat "$logs"/*.cpu 2>/dev/null | tr -d '~' | awk '{ s += $1 } END { print s + 0 }')"
