@@ -18,7 +18,19 @@ def test_tiny_scrape_bench_reports_both_renderings(capsys: pytest.CaptureFixture
     # 6 per switch (heartbeat, mode, version, loop, stream up, update age), 4 collector.
     assert "2 switches x 2 ports: 352 samples" in out
     # All three renderings of the same samples are timed and compared.
-    assert "sluice render (counter families by the core):" in out
+    assert "sluice render (counter and PFC families by the core):" in out
     assert "baseline: the same in Python (before the core):" in out
     assert "baseline: prometheus_client families + generate_latest:" in out
     assert "ratio Python / render:" in out
+
+
+def test_tiny_lossless_scrape_bench_holds_the_pfc_lines_to_pythons(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The bench refuses (SystemExit) when the PFC lines written in Python differ from the
+    # core's; its report then prices both.
+    assert main(["--switches", "2", "--ports", "2", "--repeats", "1", "--lossless"]) == 0
+    out = capsys.readouterr().out
+    assert "2 switches x 2 ports, a lossless class on priority" in out
+    assert "baseline: PFC families in Python, the rest by the core (before this change):" in out
+    assert "the PFC lines alone (" in out
