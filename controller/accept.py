@@ -96,13 +96,19 @@ def accept_sized(
     capacity rules and the compiler both see it. A headroom refusal says the length it was
     sized for and where it came from."""
     intent = intent_shape(data)
-    cables = resolve_cables(intent, discovered(intent)) if has_lossless(intent) else NO_SIZING
+    cables = cable_sizing(intent, discovered)
     sized = sized_intent(intent, cables)
     try:
         validate_intent(sized, resolve)
     except IntentInvalid as refused:
         raise IntentInvalid(_sized_reasons(refused.problems, sized, cables)) from None
     return Accepted(intent, compile_accepted(sized), cables)
+
+
+def cable_sizing(intent: Intent, discovered: Discovered) -> CableSizing:
+    """Each lossless port's cable length and its source; the discoveries are asked for only
+    when the intent has a lossless class."""
+    return resolve_cables(intent, discovered(intent)) if has_lossless(intent) else NO_SIZING
 
 
 def _sized_reasons(

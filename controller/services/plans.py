@@ -29,9 +29,8 @@ from functools import partial
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.accept import Discovered, accept_sized
+from controller.accept import accept_sized, cable_sizing
 from controller.errors import FieldProblem, NotFound
-from controller.intent.models import Intent
 from controller.openconfig.qos import platform_warnings
 from controller.services.coexistence import (
     KnownSwitch,
@@ -44,13 +43,7 @@ from controller.services.coexistence import (
 )
 from controller.services.intents import version_intent
 from controller.sonic.agent_advice import agent_warnings
-from controller.sonic.cables import (
-    NO_SIZING,
-    CableSizing,
-    has_lossless,
-    resolve_cables,
-    stale_headroom,
-)
+from controller.sonic.cables import NO_SIZING, CableSizing, stale_headroom
 from controller.sonic.diff import diff_fleet, with_ownership
 from controller.sonic.model import Plan as Plan
 from controller.sonic.model import SwitchConfig
@@ -98,7 +91,7 @@ class PlanService:
                 # Stored intents were validated when written; only their shape is read here.
                 planned = version_intent(session, head)
                 proposed = None
-                cables = NO_SIZING if planned is None else _cables(planned, discovered)
+                cables = NO_SIZING if planned is None else cable_sizing(planned, discovered)
             else:
                 planned, proposed, cables = accepted.intent, accepted.compiled, accepted.cables
             owned = decode_fleet(intents.desired_states(session=session, version=head))
@@ -149,10 +142,6 @@ class PlanService:
         if number == 0:
             return {}
         return decode_fleet(intents.desired_states(session=session, version=number))
-
-
-def _cables(intent: Intent, discovered: Discovered) -> CableSizing:
-    return resolve_cables(intent, discovered(intent)) if has_lossless(intent) else NO_SIZING
 
 
 def _select(requested: Sequence[str] | None, known: Collection[str]) -> list[str]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from controller.errors import FieldProblem
 from controller.intent.models import CABLE_LENGTH_MAX_M, Intent, Port, Switch
+from controller.sonic.compile import port_cable_and_mtu
 from controller.sonic.discovery import CABLE_LENGTH, Discovery
 from controller.sonic.model import SwitchConfig
 from controller.sonic.tables.buffer_profile import lossless_name
@@ -288,9 +289,8 @@ def stale_headroom(
         config = desired.get(switch.name)
         if cable is None or config is None:
             continue
-        wanted = lossless_name(
-            port.speed_gbps, cable.metres, port.mtu_bytes or intent.fabric.mtu_bytes
-        )
+        _, mtu = port_cable_and_mtu(intent.fabric, port)
+        wanted = lossless_name(port.speed_gbps, cable.metres, mtu)
         stored = sorted(
             {
                 fields["profile"]

@@ -374,6 +374,12 @@ def port_cable_and_mtu(fabric: Fabric, port: Port) -> tuple[float, int]:
     return port.cable_length_m or default_cable, port.mtu_bytes or fabric.mtu_bytes
 
 
+def switch_port_buffers(fabric: Fabric, switch: Switch) -> int:
+    """The switch's port buffers summed (each port's, else the fabric's): the static egress
+    limit of its lossless queues (``buffer_profile.egress_lossless_profile``)."""
+    return sum(p.buffer_bytes or fabric.port_buffer_bytes for p in switch.ports)
+
+
 def port_headroom(fabric: Fabric, port: Port) -> Headroom:
     """A port's lossless priority group headroom (xon, xoff, size of its BUFFER_PROFILE).
     Only for a fabric with ``lossless`` figures."""
@@ -451,7 +457,7 @@ class _FleetCompiler:
             )
             for p in switch.ports
         )
-        egress = self.lossless_egress(ports)
+        egress = self.lossless_egress(switch)
         # Lossless profiles only when there are some: other intents keep their versions.
         lossless: list[object] = [
             [p.name, p.lossless.name, p.lossless.fields] for p in ports if p.lossless
@@ -463,13 +469,13 @@ class _FleetCompiler:
         )
         return SwitchContext(switch.name, self.fleet, ports, version, egress)
 
-    def lossless_egress(self, ports: tuple[PortContext, ...]) -> PgProfile | None:
+    def lossless_egress(self, switch: Switch) -> PgProfile | None:
         """The switch's static egress profile for its lossless queues, or None without a
         lossless class."""
         lossless = self.fleet.lossless
         if lossless is None:
             return None
-        total = sum(p.profile.buffer_bytes for p in ports)
+        total = switch_port_buffers(self.fleet.fabric, switch)
         return buffer_profile.egress_lossless_profile(lossless.egress_pool, total)
 
     def compile(self, switch: Switch) -> SwitchConfig:

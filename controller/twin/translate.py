@@ -32,6 +32,7 @@ from controller.sonic.compile import (
     port_cable_and_mtu,
     port_lossless_figures,
     port_profile,
+    switch_port_buffers,
 )
 from controller.sonic.context import FleetQos, PortProfile, dynamic_wred_name
 from controller.sonic.tables import sluice_agent, sluice_agent_queue
@@ -569,10 +570,7 @@ def _egress_static_th(intent: Intent, fleet: FleetQos, notes: list[str]) -> int:
     assert fleet.lossless is not None  # only called with a lossless class
     limits = {
         int(egress_lossless_profile(fleet.lossless.egress_pool, total).fields["static_th"])
-        for total in (
-            sum(p.buffer_bytes or intent.fabric.port_buffer_bytes for p in switch.ports)
-            for switch in intent.switches
-        )
+        for total in (switch_port_buffers(intent.fabric, switch) for switch in intent.switches)
     }
     if len(limits) > 1:
         notes.append(
