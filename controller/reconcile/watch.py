@@ -66,6 +66,7 @@ from controller.southbound.subscribe import (
     SubMode,
     Subscription,
     SupervisedStream,
+    being_cancelled,
     database_tables,
     keyed_decoder,
     never,
@@ -270,6 +271,8 @@ class SwitchWatch:
                     channel, target, DATABASE, self._policy.read_deadline_s
                 )
             except grpc.RpcError:
+                if being_cancelled():  # grpc.aio can answer the cancel with CANCELLED
+                    raise asyncio.CancelledError from None
                 continue  # the stream itself notices a switch that went away
             appeared = self.absent & present
             if appeared:

@@ -447,7 +447,7 @@ async def never() -> None:
     await asyncio.Event().wait()
 
 
-def _being_cancelled() -> bool:
+def being_cancelled() -> bool:
     """Whether the running task has a cancel request pending (``Task.cancelling``)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
@@ -506,7 +506,7 @@ class SupervisedStream:
             except Exception as error:  # a malformed answer: count it and subscribe again
                 fault = Fault(Reason.MALFORMED, f"{type(error).__name__}: {error}"[:300])
                 end = StreamEnd(type(error).__name__, None, fault)
-            if _being_cancelled():
+            if being_cancelled():
                 # grpc.aio can answer a call cancelled under a cancelled task with an RpcError
                 # (CANCELLED) instead of CancelledError: a stream asked to stop stops, and
                 # its owner's shutdown, which waits for it, does not hang.

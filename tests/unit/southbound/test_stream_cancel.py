@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+import pytest
 from pydantic import SecretStr
 
+from controller.reconcile import watch
 from controller.southbound.faults import Fault
 from controller.southbound.gnmi import GnmiTarget
 from controller.southbound.retry import RetryPolicy
@@ -76,3 +78,37 @@ def test_a_cancel_the_grpc_layer_turns_into_an_rpc_error_still_stops_the_stream(
     stopped, subscribes = asyncio.run(scenario())
     assert stopped, f"the stream went on after its cancel ({subscribes} Subscribes)"
     assert subscribes == 1
+
+
+def test_the_drift_watchs_probe_for_absent_tables_stops_when_cancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The watch's probe for tables a switch lacked loops on any RpcError (the stream notices
+    # a switch that went away); a cancel that grpc.aio answers with CANCELLED must end it, or
+    # the watcher's close waits for it (WatcherThread.close's 60 s timeout in the drift tests).
+    probing = asyncio.Event()
+
+    async def cancel_answered_with_rpc_error(*_: Any) -> frozenset[str]:
+        probing.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            empty = grpc.aio.Metadata()
+            raise grpc.aio.AioRpcError(
+                grpc.StatusCode.CANCELLED, empty, empty, "cancelled"
+            ) from None
+        return frozenset()
+
+    monkeypatch.setattr(watch, "database_tables", cancel_answered_with_rpc_error)
+    policy = watch.WatchPolicy(appear_probe_s=0.001)
+    switch = watch.SwitchWatch("leaf1", watch.Debouncer(0.1, lambda _s, _t: None), policy)
+    switch.absent = frozenset({"WRED_PROFILE"})
+
+    async def cancel_the_probe() -> None:
+        probe = asyncio.ensure_future(switch.changed(None, TARGET))
+        await probing.wait()
+        probe.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(probe, 5)
+
+    asyncio.run(cancel_the_probe())
