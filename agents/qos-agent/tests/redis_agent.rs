@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::redis_server::RedisServer;
 use common::*;
+use futures_util::StreamExt;
 use qos_agent::backend::redis::{RedisAddress, RedisBackend};
 use qos_agent::clock::TokioClock;
 use qos_agent::daemon::{run, LoopSettings, RunError, RunSummary};
@@ -130,6 +131,32 @@ macro_rules! eventually {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }};
+}
+
+/// The fields a MONITOR line shows written to `key` by HSET or HMSET (None for other lines).
+/// MONITOR quotes each argument and escapes `"` and `\\` inside it.
+fn hash_write(line: &str, key: &str) -> Option<HashMap<String, String>> {
+    let mut args = Vec::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut arg = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => arg.extend(chars.next()),
+                '"' => break,
+                c => arg.push(c),
+            }
+        }
+        args.push(arg);
+    }
+    let command = args.first()?.to_ascii_uppercase();
+    if !matches!(command.as_str(), "HSET" | "HMSET") || args.get(1).map(String::as_str) != Some(key) {
+        return None;
+    }
+    Some(args[2..].chunks(2).filter(|kv| kv.len() == 2).map(|kv| (kv[0].clone(), kv[1].clone())).collect())
 }
 
 struct Agent {
@@ -315,18 +342,25 @@ async fn against_an_empty_redis_the_first_report_is_fallback_with_the_reason() {
     // counters, no name map. The agent's first iteration must already report why it falls back.
     let server = RedisServer::start();
     let mut db = Db::connect(server.port).await;
+    // The agent reports every 20 ms, so reading STATE_DB after the fact may already see its
+    // second report on a busy machine: Redis' MONITOR shows the first write itself.
+    let mut writes = Client::open(("127.0.0.1", server.port)).unwrap().get_async_monitor().await.unwrap();
+    let mut writes = writes.on_message::<String>();
     let agent = start_agent(server.port);
-    eventually!("a first report", !db.global("iteration").await.is_empty());
-    let (iteration, mode, reason): (String, String, String) = redis::pipe()
-        .atomic()
-        .hget("SLUICE_AGENT_STATE|global", "iteration")
-        .hget("SLUICE_AGENT_STATE|global", "mode")
-        .hget("SLUICE_AGENT_STATE|global", "reason")
-        .query_async(&mut db.state)
-        .await
-        .unwrap();
-    assert_eq!((iteration.as_str(), mode.as_str()), ("1", "fallback"));
-    assert!(reason.starts_with("no_orders: SLUICE_AGENT|global is missing"), "{reason}");
+    let first = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let line = writes.next().await.expect("the MONITOR connection ended");
+            if let Some(fields) = hash_write(&line, "SLUICE_AGENT_STATE|global") {
+                return fields;
+            }
+        }
+    })
+    .await
+    .expect("no report within 30 s");
+    drop(writes);
+    let field = |name: &str| first.get(name).map(String::as_str).unwrap_or_default();
+    assert_eq!((field("iteration"), field("mode")), ("1", "fallback"), "{first:?}");
+    assert!(field("reason").starts_with("no_orders: SLUICE_AGENT|global is missing"), "{first:?}");
     // The orders arrive: the agent picks them up and leaves the no-orders fallback.
     db.seed_config("v1", "mqecn").await;
     db.seed_counters().await;
