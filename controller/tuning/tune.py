@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
-from controller.tuning import algorithm, ecn, pias, qjump, weights
+from controller.qos.ecn import standard_threshold_bytes
+from controller.tuning import algorithm, dcqcn, ecn, pias, qjump, weights
 from controller.tuning.apply import class_lambda, lambda_class
 from controller.tuning.evidence import Change
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
@@ -29,6 +31,7 @@ def propose(
         by_class[queue.service_class].append(queue)
     changes: list[Change] = []
     changes += _ecn(intent, by_class, policy, now_s, last_changed)
+    changes += _dcqcn(intent, by_class, policy, now_s, last_changed)
     changes += weights.tune_weights(
         _weight_ranges(intent.service_classes),
         summary.queues,
@@ -84,8 +87,8 @@ def _ecn(
     total = sum(c.scheduling.weight or 0 for c in dwrr) or None
     changes: list[Change] = []
     for service_class in intent.service_classes:
-        if service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ):
-            continue
+        if service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ) or service_class.lossless:
+            continue  # a lossless class marks on its DCQCN ramp (_dcqcn), not on K
         by_speed: dict[float, list[QueueSummary]] = defaultdict(list)
         for queue in by_class.get(service_class.name, []):
             by_speed[queue.speed_gbps].append(queue)
@@ -103,6 +106,41 @@ def _ecn(
                 group, queues, bounds, now_s=now_s, last_changed=last_changed, policy=policy
             )
             changes += [found] if found is not None else []
+    return changes
+
+
+def _dcqcn(
+    intent: Intent,
+    by_class: dict[str, list[QueueSummary]],
+    policy: StabilityPolicy,
+    now_s: float,
+    last_changed: ChangeTimes,
+) -> list[Change]:
+    """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), between the floor
+    the fastest port's K needs and one byte below the lowest XOFF point of the ports."""
+    xoff = lowest_xoff_point_bytes(intent)
+    speeds = [p.speed_gbps for s in intent.switches for p in s.ports]
+    if xoff is None or not speeds:
+        return []
+    floor = standard_threshold_bytes(
+        max(speeds), intent.fabric.base_rtt_us, intent.fabric.tuning.ecn_lambda_min
+    )
+    changes: list[Change] = []
+    for service_class in intent.service_classes:
+        ramp = service_class.dcqcn
+        if ramp is None or floor >= xoff - 1:
+            continue
+        group = dcqcn.DcqcnGroup(
+            service_class.name, ramp, floor, xoff - 1, intent.fabric.tuning.utilisation_target
+        )
+        found = dcqcn.tune_dcqcn(
+            group,
+            by_class.get(service_class.name, []),
+            now_s=now_s,
+            last_changed=last_changed,
+            policy=policy,
+        )
+        changes += [found] if found is not None else []
     return changes
 
 
