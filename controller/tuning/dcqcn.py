@@ -40,6 +40,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from controller.qos.ecn import standard_threshold_bytes
 from controller.qos.lossless import DcqcnEcn
 from controller.tuning.evidence import Change, Evidence, Value
 from controller.tuning.stability import ChangeTimes, Guarded, StabilityPolicy, guard
@@ -60,15 +61,26 @@ PMAX_MAX_PCT = 100
 
 @dataclass(frozen=True, slots=True)
 class DcqcnGroup:
-    """One lossless class with its ramp now and the bounds the intent puts on Kmax: the floor
-    (``C x RTT x ecn_lambda_min`` of its fastest port) and the ceiling (one byte below the
-    lowest XOFF point of its ports)."""
+    """One lossless class with its ramp now, and what bounds its Kmax: the floor's RTT and
+    lambda (``C x RTT x lambda_min`` at the fastest marking port) and the ceiling (one byte
+    below the lowest XOFF point of its ports)."""
 
     service_class: str
     current: DcqcnEcn
-    kmax_floor_bytes: int
+    rtt_us: float
+    lambda_min: float
     kmax_ceiling_bytes: int
     utilisation_target: float
+
+    def kmax_floor_bytes(self, queues: Sequence[QueueSummary]) -> int:
+        """K's safe floor at the fastest port that marks (every measured port when none
+        does): above Kmax every packet is marked, as above DCTCP's K, and the queue that
+        drains at C needs C x RTT x lambda_min not to run dry (Alizadeh et al., SIGMETRICS
+        2011). Never above the ceiling."""
+        marking = [q for q in queues if (q.mark_fraction or 0.0) >= MARKING] or queues
+        speed = max(q.speed_gbps for q in marking)
+        floor = standard_threshold_bytes(speed, self.rtt_us, self.lambda_min)
+        return min(floor, self.kmax_ceiling_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +123,15 @@ def tune_dcqcn(
         return None
     key = parameter_key(group.service_class)
     reading = read(measured)
-    inputs = _inputs(group, measured, reading)
+    floor = group.kmax_floor_bytes(measured)
+    inputs = _inputs(group, floor, measured, reading)
     verdict = decide(group, reading)
     inputs["verdict"] = verdict.reason
     if verdict.direction is None:
         return _change(key, group, group.current, inputs, (), held=verdict.reason)
-    ramp, guarded, applied = _move(group, verdict.direction, key, now_s, last_changed, policy)
+    ramp, guarded, applied = _move(
+        group, floor, verdict.direction, _Step(group, key, now_s, last_changed, policy)
+    )
     held = guarded.held
     if held is None and ramp == group.current:
         held = "; ".join(applied) or "no change"
@@ -169,20 +184,14 @@ def decide(group: DcqcnGroup, reading: Reading) -> Verdict:
 
 
 def _move(
-    group: DcqcnGroup,
-    direction: str,
-    key: str,
-    now_s: float,
-    last_changed: ChangeTimes,
-    policy: StabilityPolicy,
+    group: DcqcnGroup, floor: int, direction: str, step: _Step
 ) -> tuple[DcqcnEcn, Guarded, tuple[str, ...]]:
     """One step along the ladder Pmax .. Kmax: earlier lowers Kmax to its floor, then raises
     Pmax; later lowers Pmax to 1 %, then raises Kmax to its ceiling. Kmax counts as at a bound
     once the bound is inside the hysteresis band (no guard would let it move there)."""
     now = group.current
-    floor, ceiling = group.kmax_floor_bytes, group.kmax_ceiling_bytes
-    band = 1 + policy.hysteresis_pct / 100
-    step = _Step(group, key, now_s, last_changed, policy)
+    ceiling = group.kmax_ceiling_bytes
+    band = 1 + step.policy.hysteresis_pct / 100
     if direction == "earlier":
         if now.kmax_bytes > floor * band:
             wanted = now.kmax_bytes * EARLIER
@@ -242,7 +251,7 @@ class _Step:
 
 
 def _inputs(
-    group: DcqcnGroup, queues: Sequence[QueueSummary], reading: Reading
+    group: DcqcnGroup, floor: int, queues: Sequence[QueueSummary], reading: Reading
 ) -> dict[str, Value]:
     p95 = [q.occupancy_p95_bytes for q in queues if q.occupancy_p95_bytes is not None]
     p50 = [q.occupancy_p50_bytes for q in queues if q.occupancy_p50_bytes is not None]
@@ -251,7 +260,8 @@ def _inputs(
         "kmin_bytes": group.current.kmin_bytes,
         "kmax_bytes": group.current.kmax_bytes,
         "pmax_pct": group.current.pmax_pct,
-        "kmax_floor_bytes": group.kmax_floor_bytes,
+        "kmax_floor_bytes": floor,
+        "rtt_us": group.rtt_us,
         "kmax_ceiling_bytes": group.kmax_ceiling_bytes,
         "utilisation_target": group.utilisation_target,
         "ports_measured": len(queues),

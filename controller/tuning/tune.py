@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
-from controller.qos.ecn import standard_threshold_bytes
 from controller.tuning import algorithm, dcqcn, ecn, pias, qjump, weights
 from controller.tuning.apply import class_lambda, lambda_class
 from controller.tuning.evidence import Change
@@ -116,22 +115,24 @@ def _dcqcn(
     now_s: float,
     last_changed: ChangeTimes,
 ) -> list[Change]:
-    """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), between the floor
-    the fastest port's K needs and one byte below the lowest XOFF point of the ports."""
+    """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), Kmax below the
+    lowest XOFF point of the intent's ports."""
     xoff = lowest_xoff_point_bytes(intent)
-    speeds = [p.speed_gbps for s in intent.switches for p in s.ports]
-    if xoff is None or not speeds:
+    if xoff is None:
         return []
-    floor = standard_threshold_bytes(
-        max(speeds), intent.fabric.base_rtt_us, intent.fabric.tuning.ecn_lambda_min
-    )
+    tuning = intent.fabric.tuning
     changes: list[Change] = []
     for service_class in intent.service_classes:
         ramp = service_class.dcqcn
-        if ramp is None or floor >= xoff - 1:
+        if ramp is None:
             continue
         group = dcqcn.DcqcnGroup(
-            service_class.name, ramp, floor, xoff - 1, intent.fabric.tuning.utilisation_target
+            service_class.name,
+            ramp,
+            intent.fabric.base_rtt_us,
+            tuning.ecn_lambda_min,
+            xoff - 1,
+            tuning.utilisation_target,
         )
         found = dcqcn.tune_dcqcn(
             group,

@@ -144,7 +144,7 @@ def test_held_inside_the_hysteresis_band() -> None:
     # With a 60 % band the halving (50 %) is noise: held; Kmax 200 000 is far from the floor.
     ramp = next(c.dcqcn for c in lossless_intent().service_classes if c.name == "storage")
     assert ramp is not None
-    group = DcqcnGroup("storage", ramp, 85_000, 958_527, 0.9)
+    group = DcqcnGroup("storage", ramp, 40.0, 0.17, 958_527, 0.9)
     wide = StabilityPolicy(hysteresis_pct=60.0, min_interval_s=900.0, max_step_pct=25.0)
     change = tune_dcqcn(group, [queue(pauses_sent=5.0)], now_s=10_000, last_changed={}, policy=wide)
     assert change is not None
