@@ -30,7 +30,15 @@ def propose(
         by_class[queue.service_class].append(queue)
     changes: list[Change] = []
     changes += _ecn(intent, by_class, policy, now_s, last_changed)
-    changes += _dcqcn(intent, by_class, policy, now_s, last_changed)
+    for group in _dcqcn_groups(intent):
+        ramp = dcqcn.tune_dcqcn(
+            group,
+            by_class.get(group.service_class, []),
+            now_s=now_s,
+            last_changed=last_changed,
+            policy=policy,
+        )
+        changes += [ramp] if ramp is not None else []
     changes += weights.tune_weights(
         _weight_ranges(intent.service_classes),
         summary.queues,
@@ -108,41 +116,25 @@ def _ecn(
     return changes
 
 
-def _dcqcn(
-    intent: Intent,
-    by_class: dict[str, list[QueueSummary]],
-    policy: StabilityPolicy,
-    now_s: float,
-    last_changed: ChangeTimes,
-) -> list[Change]:
+def _dcqcn_groups(intent: Intent) -> list[dcqcn.DcqcnGroup]:
     """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), Kmax below the
     lowest XOFF point of the intent's ports."""
     xoff = lowest_xoff_point_bytes(intent)
     if xoff is None:
         return []
     tuning = intent.fabric.tuning
-    changes: list[Change] = []
-    for service_class in intent.service_classes:
-        ramp = service_class.dcqcn
-        if ramp is None:
-            continue
-        group = dcqcn.DcqcnGroup(
-            service_class.name,
-            ramp,
+    return [
+        dcqcn.DcqcnGroup(
+            c.name,
+            c.dcqcn,
             intent.fabric.base_rtt_us,
             tuning.ecn_lambda_min,
             xoff - 1,
             tuning.utilisation_target,
         )
-        found = dcqcn.tune_dcqcn(
-            group,
-            by_class.get(service_class.name, []),
-            now_s=now_s,
-            last_changed=last_changed,
-            policy=policy,
-        )
-        changes += [found] if found is not None else []
-    return changes
+        for c in intent.service_classes
+        if c.dcqcn is not None
+    ]
 
 
 def _class_lambda_times(
