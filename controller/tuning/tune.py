@@ -20,9 +20,17 @@ from controller.tuning.summary import QueueSummary, TelemetrySummary
 
 
 def propose(
-    intent: Intent, summary: TelemetrySummary, *, now_s: float, last_changed: ChangeTimes
+    intent: Intent,
+    summary: TelemetrySummary,
+    *,
+    now_s: float,
+    last_changed: ChangeTimes,
+    sized: Intent | None = None,
 ) -> list[Change]:
-    """Every rule's verdict, held ones included (they explain why nothing moved)."""
+    """Every rule's verdict, held ones included (they explain why nothing moved). ``sized``
+    is the intent with each lossless port's cable as the switches reported it
+    (``controller.sonic.cables.sized_intent``), what a version written from the proposal is
+    checked against: a DCQCN ramp stays below its XOFF points. None: the intent's own."""
     tuning = intent.fabric.tuning
     policy = StabilityPolicy.from_intent(tuning)
     by_class: dict[str, list[QueueSummary]] = defaultdict(list)
@@ -30,7 +38,7 @@ def propose(
         by_class[queue.service_class].append(queue)
     changes: list[Change] = []
     changes += _ecn(intent, by_class, policy, now_s, last_changed)
-    for group in _dcqcn_groups(intent):
+    for group in _dcqcn_groups(intent, sized or intent):
         ramp = dcqcn.tune_dcqcn(
             group,
             by_class.get(group.service_class, []),
@@ -116,10 +124,10 @@ def _ecn(
     return changes
 
 
-def _dcqcn_groups(intent: Intent) -> list[dcqcn.DcqcnGroup]:
+def _dcqcn_groups(intent: Intent, sized: Intent) -> list[dcqcn.DcqcnGroup]:
     """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), Kmax below the
-    lowest XOFF point of the intent's ports."""
-    xoff = lowest_xoff_point_bytes(intent)
+    lowest XOFF point of the ports as ``sized`` for their cables."""
+    xoff = lowest_xoff_point_bytes(sized)
     if xoff is None:
         return []
     tuning = intent.fabric.tuning

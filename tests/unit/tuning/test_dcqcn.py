@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.tuning.apply import apply_changes
@@ -190,3 +191,21 @@ def test_a_lossy_class_is_left_to_the_ecn_rule_and_a_lossless_one_to_this() -> N
     plain = propose(parse_intent(intent_data()), TelemetrySummary(0, 600, queues=queues),
                     now_s=10_000, last_changed={})  # fmt: skip
     assert not any(c.parameter.startswith("dcqcn/") for c in plain)
+
+
+def test_the_ceiling_is_the_sized_intents_xoff_point() -> None:
+    # The switches report 300 m on leaf1's 100 Gb/s port: its headroom grows (xoff 148 480 B,
+    # size 166 912 B), the shared pool shrinks to 1 833 088 B and the XOFF point to 916 544 B.
+    # A version written from the proposal is checked against that, so the ramp's ceiling is it.
+    intent = lossless_intent(kmax_bytes=800_000)
+    data: dict[str, Any] = dump_intent(intent)
+    data["switches"][0]["ports"][1]["cable_length_m"] = 300
+    sized = parse_intent(data)
+    assert lowest_xoff_point_bytes(sized) == 916_544
+    later = TelemetrySummary(0, 600, queues=(queue(marks=0.2, utilisation=0.4),))
+    changes = propose(intent, later, now_s=10_000, last_changed={}, sized=sized)
+    (change,) = [c for c in changes if c.parameter == KEY]
+    assert change.proposed[1] == 916_543  # type: ignore[index]
+    assert change.evidence.inputs["kmax_ceiling_bytes"] == 916_543
+    # Unsized, the 5 m default: the 958 527 B ceiling of the other tests.
+    assert found(intent, queue(marks=0.2, utilisation=0.4)).proposed[1] == 958_527  # type: ignore[index]
