@@ -17,6 +17,7 @@ starting ramp and the tuned one on fresh seeds, in the same run, side by side.
 
     uv run python -m bench.dcqcn_tuning                   # 8 senders, seeds 1-3
     uv run python -m bench.dcqcn_tuning --senders 16 --seeds 1 2 3 4
+    uv run python -m bench.dcqcn_tuning --one-leaf --senders 4   # no pause: the rule's "later"
 """
 
 from __future__ import annotations
@@ -112,13 +113,14 @@ def ramp_of(intent: Intent) -> DcqcnEcn:
     return ramp
 
 
-def incast(ramp: DcqcnEcn, senders: int, seed: int) -> dict[str, Any]:
-    """The incast across the spine on this ramp, each sender starting within ``JITTER_NS``."""
+def incast(ramp: DcqcnEcn, senders: int, seed: int, one_leaf: bool = False) -> dict[str, Any]:
+    """The incast across the spine (``one_leaf``: under one leaf) on this ramp, each sender
+    starting within ``JITTER_NS``."""
     config = lossless.incast_config(
         lossless.computed_port(),
         ramp,
         senders,
-        fabric_port=lossless.computed_port(lossless.FABRIC_GBPS),
+        fabric_port=None if one_leaf else lossless.computed_port(lossless.FABRIC_GBPS),
     )
     draw = random.Random(seed)
     for flow in config["traffic"][0]["flows"]:
@@ -169,7 +171,11 @@ class Round:
 
 
 def tune(
-    netsim: Path, senders: int, seed: int = TRAINING_SEED, max_rounds: int = MAX_ROUNDS
+    netsim: Path,
+    senders: int,
+    seed: int = TRAINING_SEED,
+    max_rounds: int = MAX_ROUNDS,
+    one_leaf: bool = False,
 ) -> list[Round]:
     """The loop on the training seed, from DCQCN's ramp until the rule holds (or
     ``max_rounds`` runs)."""
@@ -177,7 +183,7 @@ def tune(
     interval = intent.fabric.tuning.min_interval_s
     rounds: list[Round] = []
     for n in range(max_rounds):
-        summary, flows = run_with_rows(netsim, incast(ramp_of(intent), senders, seed))
+        summary, flows = run_with_rows(netsim, incast(ramp_of(intent), senders, seed, one_leaf))
         changes = propose(
             intent, summary_from_run(summary), now_s=(n + 1) * interval, last_changed={}
         )
@@ -190,11 +196,18 @@ def tune(
 
 
 def judge(
-    netsim: Path, ramps: dict[str, DcqcnEcn], senders: int, seeds: list[int]
+    netsim: Path,
+    ramps: dict[str, DcqcnEcn],
+    senders: int,
+    seeds: list[int],
+    one_leaf: bool = False,
 ) -> dict[str, list[lossless.Outcome]]:
     """Each ramp on each seed, in one run of this process."""
     return {
-        name: [lossless.outcome(*run_with_rows(netsim, incast(ramp, senders, s))) for s in seeds]
+        name: [
+            lossless.outcome(*run_with_rows(netsim, incast(ramp, senders, s, one_leaf)))
+            for s in seeds
+        ]
         for name, ramp in ramps.items()
     }
 
@@ -208,21 +221,25 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=8)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--rounds", type=int, default=MAX_ROUNDS)
+    parser.add_argument(
+        "--one-leaf", action="store_true", help="senders and receiver under one leaf"
+    )
     args = parser.parse_args()
     netsim = TwinSettings().netsim
-    rounds = tune(netsim, args.senders, max_rounds=args.rounds)
+    rounds = tune(netsim, args.senders, max_rounds=args.rounds, one_leaf=args.one_leaf)
     print(f"training (seed {TRAINING_SEED}, {args.senders} senders):")
     for n, r in enumerate(rounds):
         said = "none" if r.change is None else (r.change.held or f"-> {r.change.proposed}")
         print(
             f"  round {n}: {_ramp_text(r.ramp)}: pause {r.outcome.pause_us:.1f} us, "
-            f"{r.outcome.pause_frames} frames; rule: {said}",
+            f"{r.outcome.pause_frames} frames, incast mean FCT "
+            f"{r.outcome.incast_mean_fct_us:.0f} us; rule: {said}",
             flush=True,
         )
     ramps = {"start": rounds[0].ramp, "tuned": rounds[-1].ramp}
     if rounds[-1].change is not None and rounds[-1].change.applies:
         print("  (stopped at the round limit while the rule still moved)")
-    measured = judge(netsim, ramps, args.senders, args.seeds)
+    measured = judge(netsim, ramps, args.senders, args.seeds, args.one_leaf)
     print(f"judged on seeds {args.seeds}:")
     print("| ramp | seed | pause us | frames | incast mean FCT us | victim FCT us | drops |")
     for name, outcomes in measured.items():
@@ -234,7 +251,11 @@ def main() -> None:
             )
     start, tuned = measured["start"], measured["tuned"]
     for field in ("pause_us", "incast_mean_fct_us", "victim_fct_us"):
-        ratios = [getattr(t, field) / getattr(s, field) for s, t in zip(start, tuned, strict=True)]
+        pairs = [(getattr(s, field), getattr(t, field)) for s, t in zip(start, tuned, strict=True)]
+        if any(before == 0 for before, _ in pairs):
+            print(f"{field}: start {[b for b, _ in pairs]}, tuned {[a for _, a in pairs]}")
+            continue
+        ratios = [after / before for before, after in pairs]
         print(
             f"{field}: tuned / start mean {sum(ratios) / len(ratios):.3f} "
             f"[{min(ratios):.3f}, {max(ratios):.3f}]"

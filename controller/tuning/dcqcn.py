@@ -14,10 +14,13 @@ sluice states one explainable rule on the counters a switch has:
 * **Pauses seen** (the class's ports sent PFC pause frames in the window): marking came too
   late, so it starts earlier: Kmax halves (Kmin with it, keeping the ramp's shape) down to
   its floor; at the floor, Pmax doubles (more marks on the same ramp, earlier CNPs).
-* **No pause, the ports underused and the queue marking a lot** (mark fraction at least
-  ``MARKS_HIGH`` with the marking ports' utilisation below the tuning target): DCQCN cuts
-  rates a queue that never pauses did not need cut, so marking starts later: Pmax halves
-  first (back towards the paper's 1 %), then Kmax doubles up to its ceiling.
+* **No pause, the ports underused and the queue marking a lot within the ramp** (the marking
+  ports' mean mark fraction at least ``MARKS_HIGH``, their utilisation below the tuning
+  target, their occupancy p95 below Kmax): DCQCN cuts rates a queue that never pauses did not
+  need cut, so marking starts later: Pmax halves first (back towards the paper's 1 %), then
+  Kmax doubles up to its ceiling. A queue whose p95 already passes Kmax is held: it overruns
+  the ramp, and marking later lets it grow towards XOFF (in the twin, walking Kmax up on such
+  a queue reached the pause boundary and lengthened the incast, docs/lossless.md).
 * Anything else holds, with its reason: no pause counters (no evidence that marking is
   late), pauses not measured, or a port busy enough that later marks would only queue more.
 
@@ -86,13 +89,16 @@ class DcqcnGroup:
 @dataclass(frozen=True, slots=True)
 class Reading:
     """The class's ports over the window: pause frames sent and received (summed, None when
-    no port reports them), the marking ports' mean utilisation and the mean mark fraction."""
+    no port reports them), the marking ports' (mark fraction at least ``MARKING``) mean
+    utilisation and mean mark fraction, and the largest of their occupancy p95s (None when
+    any lacks it)."""
 
     pauses_sent_per_s: float | None
     pauses_received_per_s: float | None
     ports_pausing: int
     utilisation_marking: float | None
     mark_fraction: float
+    occupancy_p95_marking_bytes: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +149,18 @@ def read(queues: Sequence[QueueSummary]) -> Reading:
     received = [q.pfc_rx_pause_per_s for q in queues if q.pfc_rx_pause_per_s is not None]
     marking = [q for q in queues if (q.mark_fraction or 0.0) >= MARKING]
     used = [q.utilisation for q in marking if q.utilisation is not None]
+    p95 = [q.occupancy_p95_bytes for q in marking if q.occupancy_p95_bytes is not None]
     return Reading(
         pauses_sent_per_s=sum(sent) if sent else None,
         pauses_received_per_s=sum(received) if received else None,
         ports_pausing=sum(1 for v in sent if v > 0),
         utilisation_marking=sum(used) / len(used) if used and len(used) == len(marking) else None,
-        mark_fraction=sum(q.mark_fraction or 0.0 for q in queues) / len(queues),
+        # A port that does not mark (an idle one among them) says nothing of how much the
+        # congested queues mark: the marking ports' mean.
+        mark_fraction=(
+            sum(q.mark_fraction or 0.0 for q in marking) / len(marking) if marking else 0.0
+        ),
+        occupancy_p95_marking_bytes=max(p95) if p95 and len(p95) == len(marking) else None,
     )
 
 
@@ -165,7 +177,10 @@ def decide(group: DcqcnGroup, reading: Reading) -> Verdict:
         )
     marks = reading.mark_fraction
     if marks < MARKS_HIGH:
-        return Verdict(None, f"no pause and the queues mark {marks:.2%}: the ramp holds")
+        return Verdict(
+            None,
+            f"no pause and the marking ports mark {marks:.2%} (< {MARKS_HIGH:.0%}): the ramp holds",
+        )
     u = reading.utilisation_marking
     target = group.utilisation_target
     if u is None:
@@ -176,10 +191,21 @@ def decide(group: DcqcnGroup, reading: Reading) -> Verdict:
             f"no pause, marks {marks:.2%}, utilisation {u:.3f} at the target {target:g}: "
             "later marks would only queue more",
         )
+    p95, kmax = reading.occupancy_p95_marking_bytes, group.current.kmax_bytes
+    if p95 is None:
+        return Verdict(None, "no pause, but the marking queues' occupancy is not measured")
+    if p95 >= kmax:
+        return Verdict(
+            None,
+            f"no pause and utilisation {u:.3f} below the target, but the queue's p95 {p95:.0f} B "
+            f"passes Kmax {kmax} B: it already overruns the ramp, later marks would let it grow "
+            "towards XOFF",
+        )
     return Verdict(
         "later",
         f"no pause, marks {marks:.2%} with the marking ports at {u:.3f} below the target "
-        f"{target:g}: DCQCN cuts rates a queue that never pauses did not need cut, mark later",
+        f"{target:g} and the queue's p95 {p95:.0f} B inside the ramp (Kmax {kmax} B): DCQCN "
+        "cuts rates a queue that never pauses did not need cut, mark later",
     )
 
 
@@ -269,7 +295,7 @@ def _inputs(
         "pfc_pauses_sent_per_s": _rounded(reading.pauses_sent_per_s),
         "pfc_pauses_received_per_s": _rounded(reading.pauses_received_per_s),
         "utilisation_marking_mean": _rounded(reading.utilisation_marking),
-        "mark_fraction_mean": _rounded(reading.mark_fraction),
+        "mark_fraction_marking_mean": _rounded(reading.mark_fraction),
         "occupancy_p50_max_bytes": max(p50, default=None),
         "occupancy_p95_max_bytes": max(p95, default=None),
     }

@@ -46,10 +46,11 @@ def queue(
     utilisation: float = 0.95,
     pauses_sent: float | None = 0.0,
     klass: str = "storage",
+    p95: float = 180_000,
 ) -> QueueSummary:
     return QueueSummary(
         "leaf1", port, klass, speed, utilisation=utilisation, mark_fraction=marks,
-        occupancy_p50_bytes=40_000, occupancy_p95_bytes=180_000,
+        occupancy_p50_bytes=40_000, occupancy_p95_bytes=p95,
         pfc_tx_pause_per_s=pauses_sent, pfc_rx_pause_per_s=0.0 if pauses_sent is not None else None,
     )  # fmt: skip
 
@@ -167,6 +168,8 @@ def test_held_within_the_minimum_interval() -> None:
         (queue(pauses_sent=None), "no PFC pause counters"),
         (queue(marks=0.02, utilisation=0.4), "the ramp holds"),
         (queue(marks=0.2, utilisation=0.9), "later marks would only queue more"),
+        # Underused and marking, but the queue's p95 passes Kmax 200 000: it overruns the ramp.
+        (queue(marks=0.2, utilisation=0.4, p95=200_000), "overruns the ramp"),
     ],
 )
 def test_no_evidence_holds(summary: QueueSummary, reason: str) -> None:
@@ -209,3 +212,12 @@ def test_the_ceiling_is_the_sized_intents_xoff_point() -> None:
     assert change.evidence.inputs["kmax_ceiling_bytes"] == 916_543
     # Unsized, the 5 m default: the 958 527 B ceiling of the other tests.
     assert found(intent, queue(marks=0.2, utilisation=0.4)).proposed[1] == 958_527  # type: ignore[index]
+
+
+def test_idle_ports_do_not_dilute_the_marks() -> None:
+    # One host port marks 20 % at 0.4 utilisation; three ports carry nothing of the class
+    # (no marks): the marking port's 20 % is the evidence, not the mean of 5 % over four.
+    idle = [queue(f"Ethernet{4 * i}", marks=0.0, utilisation=0.0) for i in range(2, 5)]
+    change = found(lossless_intent(), queue(marks=0.2, utilisation=0.4), *idle)
+    assert change.proposed == (6_250, 250_000, 1)
+    assert change.evidence.inputs["mark_fraction_marking_mean"] == 0.2
