@@ -22,7 +22,8 @@ sluice states one explainable rule on the counters a switch has:
   the ramp, and marking later lets it grow towards XOFF (in the twin, walking Kmax up on such
   a queue reached the pause boundary and lengthened the incast, docs/lossless.md).
 * Anything else holds, with its reason: no pause counters (no evidence that marking is
-  late), pauses not measured, or a port busy enough that later marks would only queue more.
+  late), marks under ``MARKS_HIGH``, or a port busy enough that later marks would only queue
+  more.
 
 The class has one ramp (``service_classes[].lossless``), so the rule reads all of its ports,
 whatever their speed: the pauses show at the ingress port whose group filled (for an incast
@@ -30,7 +31,7 @@ across the spine, a fabric uplink) while the marks show at the congested egress 
 host port), often ports of another speed. Its key is ``dcqcn/<class>``.
 
 Bounds: Kmax below the lowest XOFF point of the intent's ports (the compiler's invariant) and
-not below ``C x RTT x ecn_lambda_min`` of the fastest port (the tuner's safe floor for K:
+not below ``C x RTT x ecn_lambda_min`` of the fastest port that marks (the tuner's floor for K:
 above Kmax every packet is marked, as above DCTCP's K, Alizadeh et al., SIGMETRICS 2011);
 Kmin at least 1 B and below Kmax; Pmax 1..100 %. The stability guards
 (controller/tuning/stability.py) move Kmax or Pmax, whichever the rule moves, under the one
@@ -42,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from controller.qos.ecn import standard_threshold_bytes
 from controller.qos.lossless import DcqcnEcn
@@ -57,6 +59,7 @@ SOURCE = (
 MARKING = 0.01  # a mark fraction below 1 % is no marking (as controller/tuning/ecn.py)
 MARKS_HIGH = 0.05  # a queue marking at least 5 % of its packets marks a lot
 UTILISATION_BAND = 0.05  # below target - band: underused (as controller/tuning/ecn.py)
+Direction = Literal["earlier", "later"]
 EARLIER = 0.5  # pauses: Kmax x this (the maximum step limits one change)
 LATER = 2.0  # no pause, underused, marking a lot: Kmax x this
 PMAX_MAX_PCT = 100
@@ -105,7 +108,7 @@ class Reading:
 class Verdict:
     """Which way the ramp moves (``earlier``/``later``) and why, or ``None``: held."""
 
-    direction: str | None
+    direction: Direction | None
     reason: str
 
 
@@ -210,7 +213,7 @@ def decide(group: DcqcnGroup, reading: Reading) -> Verdict:
 
 
 def _move(
-    group: DcqcnGroup, floor: int, direction: str, step: _Step
+    group: DcqcnGroup, floor: int, direction: Direction, step: _Step
 ) -> tuple[DcqcnEcn, Guarded, tuple[str, ...]]:
     """One step along the ladder Pmax .. Kmax: earlier lowers Kmax to its floor, then raises
     Pmax; later lowers Pmax to 1 %, then raises Kmax to its ceiling. Kmax counts as at a bound
