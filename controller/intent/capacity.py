@@ -15,6 +15,7 @@ from controller.intent.models import (
     EcnMode,
     Intent,
     Lossless,
+    LosslessPlatform,
     Qjump,
     SchedulingType,
     ServiceClass,
@@ -348,22 +349,10 @@ def lossless_buffers_fit(intent: Intent) -> list[FieldProblem]:
     kmax_path = {
         lossless.pfc_priority: f"{path}.lossless.kmax_bytes" for path, _, lossless in classes
     }
-    # Ports alike in speed, cable, MTU and buffer are alike in headroom: checked once, named
-    # together (the first one's path), as thresholds_fit_buffer does.
-    alike: dict[tuple[int, float, int, int], list[tuple[str, str]]] = {}
-    for i, switch in enumerate(intent.switches):
-        for j, port in enumerate(switch.ports):
-            key = (
-                port.speed_gbps,
-                port.cable_length_m or platform.cable_length_m,
-                port.mtu_bytes or intent.fabric.mtu_bytes,
-                port.buffer_bytes or intent.fabric.port_buffer_bytes,
-            )
-            alike.setdefault(key, []).append(
-                (f"switches[{i}].ports[{j}]", f"{switch.name} {port.name}")
-            )
     problems: list[FieldProblem] = []
-    for (speed_gbps, cable_m, mtu_bytes, buffer_bytes), ports in alike.items():
+    for (speed_gbps, cable_m, mtu_bytes, buffer_bytes), ports in _lossless_port_kinds(
+        intent, platform
+    ).items():
         path = ports[0][0]
         try:
             room = headroom(speed_gbps, cable_m, mtu_bytes, platform.headroom_platform())
@@ -381,6 +370,50 @@ def lossless_buffers_fit(intent: Intent) -> list[FieldProblem]:
         except IntentInvalid as refused:
             problems += [_at_port(path, problem) for problem in refused.problems]
     return problems
+
+
+PortKind = tuple[int, float, int, int]  # speed Gb/s, cable m, MTU B, buffer B
+
+
+def _lossless_port_kinds(
+    intent: Intent, platform: LosslessPlatform
+) -> dict[PortKind, list[tuple[str, str]]]:
+    """Ports alike in speed, cable, MTU and buffer are alike in headroom: checked once, named
+    together (the first one's path), as thresholds_fit_buffer does."""
+    alike: dict[PortKind, list[tuple[str, str]]] = {}
+    for i, switch in enumerate(intent.switches):
+        for j, port in enumerate(switch.ports):
+            key = (
+                port.speed_gbps,
+                port.cable_length_m or platform.cable_length_m,
+                port.mtu_bytes or intent.fabric.mtu_bytes,
+                port.buffer_bytes or intent.fabric.port_buffer_bytes,
+            )
+            alike.setdefault(key, []).append(
+                (f"switches[{i}].ports[{j}]", f"{switch.name} {port.name}")
+            )
+    return alike
+
+
+def lowest_xoff_point_bytes(intent: Intent) -> int | None:
+    """The lowest XOFF point over the intent's ports, the bound every lossless class's Kmax
+    must stay below (``lossless_buffers_fit``); None without a lossless class or where a
+    port's headroom does not fit (the intent is refused then)."""
+    platform = intent.fabric.lossless
+    classes = list(_lossless_classes(intent))
+    if platform is None or not classes:
+        return None
+    # Kmax does not move the XOFF point: the groups are sized without their ramps.
+    queues = [LosslessQueue(lossless.pfc_priority, None) for _, _, lossless in classes]
+    points = []
+    for speed_gbps, cable_m, mtu_bytes, buffer_bytes in _lossless_port_kinds(intent, platform):
+        room = headroom(speed_gbps, cable_m, mtu_bytes, platform.headroom_platform())
+        try:
+            port = port_lossless("port", buffer_bytes, queues, room, dynamic_th=platform.dynamic_th)
+        except IntentInvalid:
+            return None
+        points.append(port.xoff_point_bytes)
+    return min(points, default=None)
 
 
 def _at_port(path: str, problem: FieldProblem) -> FieldProblem:

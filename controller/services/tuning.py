@@ -20,17 +20,20 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from controller.accept import compile_dialects
+from controller.accept import cable_sizing, compile_dialects
 from controller.errors import Conflict, NotFound
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Tuning, TuningMode
+from controller.services.coexistence import fabric_discoveries
 from controller.services.common import Actor
 from controller.services.intents import IntentService, VersionInfo
+from controller.sonic.cables import sized_intent
 from controller.sonic.diff import diff_fleet
 from controller.store.models import TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
@@ -92,7 +95,11 @@ class TuningService:
         now = self._clock()
         summary = self._read_summary(now, tuning.window_s)
         changes = propose(
-            current.intent, summary, now_s=now.timestamp(), last_changed=self._last_changed()
+            current.intent,
+            summary,
+            now_s=now.timestamp(),
+            last_changed=self._last_changed(),
+            sized=self._sized(current.intent),
         )
         result = apply_changes(current.intent, changes)
         proposed = dump_intent(result.intent)
@@ -210,6 +217,12 @@ class TuningService:
             row.state = "rejected"
             row.decided_by, row.decided_at = actor.name, self._clock()
             return _record(row)
+
+    def _sized(self, intent: Intent) -> Intent:
+        """The intent with each lossless port's cable as the switches now report it: what a
+        version written from the proposal is sized, and its Kmax checked, for."""
+        with self._sessions() as session:
+            return sized_intent(intent, cable_sizing(intent, partial(fabric_discoveries, session)))
 
     def _last_changed(self) -> dict[str, float]:
         """When each parameter was last changed by an approved proposal (Unix seconds)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from controller.prometheus.promql import PromQL, Sample
+from controller.telemetry.metrics import PFC_RX, PFC_TX
 from controller.tuning.summary import (
     FlowSizeSample,
     QjumpLevelSummary,
@@ -53,6 +54,10 @@ class QueueQueries:
             ),
             "tx_bytes_per_s": f"avg_over_time(sluice_queue_tx_bytes_per_second[{w}])",
             "threshold_bytes": f"avg_over_time(sluice_queue_threshold_bytes[{w}])",
+            # A lossless class's pause frames: the series carry the class on the priority
+            # (its queue's class), so they join the queue's summary by switch, port and class.
+            "pfc_tx_pause_per_s": f"avg_over_time({PFC_TX.name}[{w}])",
+            "pfc_rx_pause_per_s": f"avg_over_time({PFC_RX.name}[{w}])",
         }
 
     def port(self) -> dict[str, str]:

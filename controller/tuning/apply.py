@@ -15,6 +15,10 @@ What the intent can express today:
   raised as soon as one does. A group with no marking has no say. ``fabric.ecn_lambda`` stays
   what the operator set: the lambda of every class without its own.
 
+* ``dcqcn/<class>`` -> ``service_classes[<class>].lossless`` ``kmin_bytes``, ``kmax_bytes``,
+  ``pmax_pct`` (the class's DCQCN ramp, which the compiler writes as the lossless queue's
+  ``WRED_PROFILE`` and checks below the XOFF point).
+
 * ``pias/<class>`` -> ``service_classes[<class>].pias.thresholds_bytes`` (the thresholds the
   hosts run instead of the workload's; the evidence names the nearest shipped workload).
 
@@ -62,6 +66,13 @@ def apply_changes(intent: Intent, changes: Sequence[Change]) -> Applied:
             classes[rest]["pias"]["thresholds_bytes"] = list(change.proposed)
         elif kind == "ecn_lambda":
             continue
+        elif (
+            kind == "dcqcn"
+            and isinstance(change.proposed, tuple)
+            and classes.get(rest, {}).get("lossless") is not None
+        ):
+            kmin, kmax, pmax = change.proposed
+            classes[rest]["lossless"].update(kmin_bytes=kmin, kmax_bytes=kmax, pmax_pct=pmax)
         else:
             skipped.append(change)
             continue

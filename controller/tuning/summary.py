@@ -20,7 +20,10 @@ class QueueSummary:
     transmitted packets (mean); ``dropped_packets_per_s`` and ``tx_bytes_per_s`` are means.
     ``offered_utilisation`` is the port's offered demand (every class) over its line rate,
     where the source knows it: a switch's counters see only what the port carried, so
-    ``None`` there; the twin knows it from its flow list.
+    ``None`` there; the twin knows it from its flow list. For a lossless class,
+    ``pfc_tx_pause_per_s`` / ``pfc_rx_pause_per_s`` are the PFC pause frames the port sent /
+    received per second on the class's priority (mean; ``SAI_PORT_STAT_PFC_<n>_TX_PKTS`` /
+    ``_RX_PKTS``): a frame sent means the port's priority group reached its XOFF point.
     """
 
     switch: str
@@ -35,6 +38,8 @@ class QueueSummary:
     tx_bytes_per_s: float | None = None
     threshold_bytes: float | None = None
     offered_utilisation: float | None = None
+    pfc_tx_pause_per_s: float | None = None
+    pfc_rx_pause_per_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
-from controller.tuning import algorithm, ecn, pias, qjump, weights
+from controller.tuning import algorithm, dcqcn, ecn, pias, qjump, weights
 from controller.tuning.apply import class_lambda, lambda_class
 from controller.tuning.evidence import Change
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
@@ -19,9 +20,17 @@ from controller.tuning.summary import QueueSummary, TelemetrySummary
 
 
 def propose(
-    intent: Intent, summary: TelemetrySummary, *, now_s: float, last_changed: ChangeTimes
+    intent: Intent,
+    summary: TelemetrySummary,
+    *,
+    now_s: float,
+    last_changed: ChangeTimes,
+    sized: Intent | None = None,
 ) -> list[Change]:
-    """Every rule's verdict, held ones included (they explain why nothing moved)."""
+    """Every rule's verdict, held ones included (they explain why nothing moved). ``sized``
+    is the intent with each lossless port's cable as the switches reported it
+    (``controller.sonic.cables.sized_intent``), what a version written from the proposal is
+    checked against: a DCQCN ramp stays below its XOFF points. None: the intent's own."""
     tuning = intent.fabric.tuning
     policy = StabilityPolicy.from_intent(tuning)
     by_class: dict[str, list[QueueSummary]] = defaultdict(list)
@@ -29,6 +38,15 @@ def propose(
         by_class[queue.service_class].append(queue)
     changes: list[Change] = []
     changes += _ecn(intent, by_class, policy, now_s, last_changed)
+    for group in _dcqcn_groups(intent, sized or intent):
+        ramp = dcqcn.tune_dcqcn(
+            group,
+            by_class.get(group.service_class, []),
+            now_s=now_s,
+            last_changed=last_changed,
+            policy=policy,
+        )
+        changes += [ramp] if ramp is not None else []
     changes += weights.tune_weights(
         _weight_ranges(intent.service_classes),
         summary.queues,
@@ -84,8 +102,8 @@ def _ecn(
     total = sum(c.scheduling.weight or 0 for c in dwrr) or None
     changes: list[Change] = []
     for service_class in intent.service_classes:
-        if service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ):
-            continue
+        if service_class.ecn in (EcnMode.OFF, EcnMode.DYNAQ) or service_class.lossless:
+            continue  # a lossless class marks on its DCQCN ramp (_dcqcn), not on K
         by_speed: dict[float, list[QueueSummary]] = defaultdict(list)
         for queue in by_class.get(service_class.name, []):
             by_speed[queue.speed_gbps].append(queue)
@@ -104,6 +122,27 @@ def _ecn(
             )
             changes += [found] if found is not None else []
     return changes
+
+
+def _dcqcn_groups(intent: Intent, sized: Intent) -> list[dcqcn.DcqcnGroup]:
+    """Each lossless class's DCQCN ramp (``controller/tuning/dcqcn.py``), Kmax below the
+    lowest XOFF point of the ports as ``sized`` for their cables."""
+    xoff = lowest_xoff_point_bytes(sized)
+    if xoff is None:
+        return []
+    tuning = intent.fabric.tuning
+    return [
+        dcqcn.DcqcnGroup(
+            c.name,
+            c.dcqcn,
+            intent.fabric.base_rtt_us,
+            tuning.ecn_lambda_min,
+            xoff - 1,
+            tuning.utilisation_target,
+        )
+        for c in intent.service_classes
+        if c.dcqcn is not None
+    ]
 
 
 def _class_lambda_times(

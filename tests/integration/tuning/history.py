@@ -5,7 +5,9 @@ docs/tuning.md); the values are simple functions of the sample index i (0..119, 
 so the test can state what each PromQL aggregate must be:
 
 * leaf1 Ethernet0 (25 Gb/s, utilisation 0.5): storage (queue 3) sends 1.5e9 B/s, marks 0.1
-  of its packets for i < 60 and 0.2 after, occupancy i x 1000 B, threshold 100 000 B;
+  of its packets for i < 60 and 0.2 after, occupancy i x 1000 B, threshold 100 000 B; the
+  port sends PFC pause frames on storage's priority 3 at 3/s for i < 60 and 1/s after, and
+  receives 0.5/s (priority 0, no class, pauses too: nothing to tune);
 * leaf1 Ethernet4 (100 Gb/s, utilisation 0.2): bulk (queue 1) sends 2.5e9 B/s, never
   marks, drops 2 packets/s; queue 0 has no class;
 * hosts: QJUMP level 7 fan-in host1 i mod 4, host2 5 once (i = 100) else 1; largest packet
@@ -106,6 +108,16 @@ def _families(times: list[int]) -> Iterator[str]:
         times,
     )
     yield from _gauge("sluice_queue_threshold_bytes", {STORAGE: lambda i: 100_000}, times)
+    storage_pfc = f'{{switch="{SWITCH}",port="Ethernet0",priority="3",class="storage"}}'
+    unclassed_pfc = f'{{switch="{SWITCH}",port="Ethernet0",priority="0",class=""}}'
+    yield from _gauge(
+        "sluice_port_pfc_tx_pause_frames_per_second",
+        {storage_pfc: lambda i: 3.0 if i < 60 else 1.0, unclassed_pfc: lambda i: 7.0},
+        times,
+    )
+    yield from _gauge(
+        "sluice_port_pfc_rx_pause_frames_per_second", {storage_pfc: lambda i: 0.5}, times
+    )
     e0 = f'{{switch="{SWITCH}",port="Ethernet0"}}'
     e4 = f'{{switch="{SWITCH}",port="Ethernet4"}}'
     yield from _gauge("sluice_port_utilisation", {e0: lambda i: 0.5, e4: lambda i: 0.2}, times)

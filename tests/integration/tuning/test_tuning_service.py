@@ -19,11 +19,14 @@ from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.rollouts import RolloutPolicy, RolloutService
 from controller.services.tuning import TuningService
+from controller.sonic.discovery import DiscoveredPort, Discovery
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import discoveries as discoveries_repo
 from controller.store.repositories import rollouts as rollouts_repo
 from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.tuning_summary import read_summary
-from tests.integration.tuning.history import HandClock, history_promql, tuner_intent
+from tests.integration.tuning.history import SWITCH, HandClock, history_promql, tuner_intent
+from tests.support.lossless import SPECTRUM_2
 
 pytestmark = pytest.mark.integration
 ACTOR = Actor("test", "req-1")
@@ -138,3 +141,37 @@ def test_the_tuner_does_not_build_on_a_rejected_head(tuner: Tuner) -> None:
     assert tuner.intents.head() == 1
     with pytest.raises(Conflict, match="the tuner does not build on it"):
         tuner.service.run(ACTOR)
+
+
+def test_a_lossless_ramp_stays_below_the_xoff_point_of_the_cables_the_switches_report(
+    tuner: Tuner,
+) -> None:
+    # leaf1 reports 300 m on its 100 Gb/s port (CONFIG_DB CABLE_LENGTH, a finished discovery):
+    # the version written from a proposal is sized for it, so the ramp's ceiling is that
+    # port's XOFF point (916 544 B, tests/unit/tuning/test_dcqcn.py), not the 5 m default's.
+    found = Discovery(
+        SWITCH, SWITCH, None, None, "traditional", None,
+        (DiscoveredPort("Ethernet0", 25_000), DiscoveredPort("Ethernet4", 100_000, cable_m=300)),
+        (), {("CABLE_LENGTH", "AZURE"): {"Ethernet4": "300m"}},
+    )  # fmt: skip
+    with tuner.sessions.begin() as session:
+        row = discoveries_repo.insert(
+            session=session, request={}, requested_by="test", request_id="r", at=tuner.clock()
+        )
+        discoveries_repo.finish(
+            session=session,
+            discovery_id=row.id,
+            result={"switches": [found.as_json()]},
+            at=tuner.clock(),
+        )
+    data = tuner_intent()
+    data["fabric"]["lossless"] = dict(SPECTRUM_2)
+    storage = next(c for c in data["service_classes"] if c["name"] == "storage")
+    storage |= {"ecn": "standard", "lossless": {"pfc_priority": 3}}
+    tuner.intents.replace(data, expected=0, actor=ACTOR, reason="lossless storage")
+    proposal = tuner.service.run(ACTOR)
+    # The history's storage port sent pause frames (2/s): mark earlier, Kmax 200 000 -> 150 000.
+    (ramp,) = [c for c in proposal.changes if c["parameter"] == "dcqcn/storage"]
+    assert list(ramp["proposed"]) == [3_750, 150_000, 1]
+    assert ramp["evidence"]["inputs"]["kmax_ceiling_bytes"] == 916_543
+    assert ramp["evidence"]["inputs"]["pfc_pauses_sent_per_s"] == pytest.approx(2.0)

@@ -49,9 +49,13 @@ def test_queues_carry_the_windows_aggregates(summary: TelemetrySummary) -> None:
     assert storage.occupancy_p50_bytes == pytest.approx(59_500)
     assert storage.threshold_bytes == pytest.approx(100_000)
     assert storage.tx_bytes_per_s == pytest.approx(1.5e9)
+    # Pause frames on storage's priority join its queue: 3/s for 60 samples, 1/s for 60.
+    assert storage.pfc_tx_pause_per_s == pytest.approx(2.0)
+    assert storage.pfc_rx_pause_per_s == pytest.approx(0.5)
     bulk = queues["Ethernet4", "bulk"]
     assert (bulk.speed_gbps, bulk.mark_fraction, bulk.dropped_packets_per_s) == (100, 0.0, 2.0)
     assert bulk.threshold_bytes is None
+    assert bulk.pfc_tx_pause_per_s is None  # no pause series for its port and class
 
 
 def test_host_metrics_give_fan_in_packet_sizes_and_flow_sizes(summary: TelemetrySummary) -> None:

@@ -14,6 +14,7 @@ from controller.services.tuning import ports_taken_down, switch_plans
 from controller.tuning.apply import apply_changes
 from controller.tuning.summary import QueueSummary, TelemetrySummary
 from controller.tuning.tune import propose
+from tests.support.lossless import with_lossless_storage
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "example-intent.yaml"
 LINE = 25e9 / 8
@@ -70,3 +71,27 @@ def test_a_tuner_proposal_of_lambdas_and_weights_takes_no_port_down() -> None:
         assert plan["port_flaps"] == [], plan["switch"]
         assert plan["ports_down"] == [], plan["switch"]
     assert ports_taken_down(plans) == ""
+
+
+def test_a_dcqcn_ramp_proposal_takes_no_port_down() -> None:
+    # The example intent's storage made lossless (tests/support/lossless.py); its ports sent
+    # PFC pauses: the rule marks earlier, a field change of the lossless queue's
+    # WRED_PROFILE|SLUICE_DCQCN_Q3, which no queue is repointed for.
+    intent = with_lossless_storage(load_intent_file(EXAMPLE))
+    paused = QueueSummary(
+        "leaf1", "Ethernet0", "storage", 25, utilisation=0.9, mark_fraction=0.2,
+        pfc_tx_pause_per_s=4.0, pfc_rx_pause_per_s=0.0,
+    )  # fmt: skip
+    changes = propose(intent, TelemetrySummary(0, 600, queues=(paused,)), now_s=10_000,
+                      last_changed={})  # fmt: skip
+    applied = apply_changes(intent, changes).applied
+    assert [c.parameter for c in applied] == ["dcqcn/storage"]
+    plans = switch_plans(intent, apply_changes(intent, changes).intent)
+    assert plans, "the proposal changes the switches"
+    for plan in plans:
+        keys = {(op["table"], op["key"]) for op in plan["ops"]}
+        assert ("WRED_PROFILE", "SLUICE_DCQCN_Q3") in keys, plan["switch"]
+        # Beside the ramp only the agent's orders' version moves (every compile change does).
+        assert {t for t, _ in keys} == {"WRED_PROFILE", "SLUICE_AGENT"}, plan["switch"]
+        assert plan["port_flaps"] == [], plan["switch"]
+        assert plan["ports_down"] == [], plan["switch"]

@@ -79,3 +79,29 @@ def test_a_class_load_is_the_mean_of_its_ports_shares() -> None:
         {"speed_bps": [port_sample(25e9), port_sample(100e9, "Ethernet4")]},
     )
     assert class_loads(queues)["storage"] == pytest.approx(0.3)
+
+
+def test_pause_frames_join_the_lossless_class_queue_on_their_port() -> None:
+    # The collector's PFC series are per port and priority, labelled with the lossless class
+    # on the priority: they join that class's queue on the port, and no other.
+    pause = Sample(
+        {"switch": "leaf1", "port": "Ethernet0", "priority": "3", "class": "storage"}, 4.0, 0.0
+    )
+    other = Sample(
+        {"switch": "leaf1", "port": "Ethernet4", "priority": "3", "class": "storage"}, 9.0, 0.0
+    )
+    found = assemble_queues(
+        {
+            "mark_fraction": [queue_sample(0.2), queue_sample(0.0, klass="bulk")],
+            "pfc_tx_pause_per_s": [pause, other],
+            "pfc_rx_pause_per_s": [Sample(pause.labels, 0.5, 0.0)],
+        },
+        {"utilisation": [port_sample(0.7)], "speed_bps": [port_sample(100e9)]},
+    )
+    queues = {q.service_class: q for q in found}
+    assert (queues["storage"].pfc_tx_pause_per_s, queues["storage"].pfc_rx_pause_per_s) == (
+        4.0,
+        0.5,
+    )
+    assert queues["bulk"].pfc_tx_pause_per_s is None  # lossy: no pause series
+    assert set(queues) == {"storage", "bulk"}  # Ethernet4 has no speed: left out
