@@ -144,16 +144,18 @@ class AutoTuner:
         reads a window of a fabric half changed."""
         actor = Actor(TUNER, "worker-tuning")
         followed = self.hosts_after_switches(actor)
-        settling = self._settling()
-        if settling is not None:
-            log.debug("tuning: no pass while %s", settling)
-            return followed
         try:
-            record = self._tuning.tick(actor)
+            # Whether a pass is due first: the worker asks every round, and with tuning off
+            # (or its window not yet over) the fabric's rollouts and host runs are not read.
+            if not self._tuning.due():
+                return followed
+            settling = self._settling()
+            if settling is not None:
+                log.debug("tuning: no pass while %s", settling)
+                return followed
+            record = self._tuning.run(actor)
         except (Conflict, NotFound) as error:
             log.info("tuning: pass skipped: %s", error)
-            return followed
-        if record is None:
             return followed
         self._refused = None
         if record.state != "approved" or record.new_version is None:

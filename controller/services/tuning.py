@@ -160,17 +160,18 @@ class TuningService:
         return self._intents.current().intent
 
     def tick(self, actor: Actor) -> ProposalRecord | None:
-        """For a periodic caller (the worker): one pass when tuning is on and the last pass is
-        at least ``window_s`` old, so consecutive passes read windows that do not overlap;
-        None otherwise."""
+        """For a periodic caller (the worker): one pass when one is due; None otherwise."""
+        return self.run(actor) if self.due() else None
+
+    def due(self) -> bool:
+        """Whether tuning is on and the last pass is at least ``window_s`` old, so consecutive
+        passes read windows that do not overlap."""
         tuning = self._intents.current().intent.fabric.tuning
         if tuning.mode is TuningMode.OFF:
-            return None
+            return False
         with self._sessions() as session:
             last = session.scalar(select(func.max(TuningProposal.created_at)))
-        if last is not None and (self._clock() - last).total_seconds() < tuning.window_s:
-            return None
-        return self.run(actor)
+        return last is None or (self._clock() - last).total_seconds() >= tuning.window_s
 
     def list(self, limit: int = 50) -> list[ProposalRecord]:
         with self._sessions() as session:
