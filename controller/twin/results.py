@@ -74,36 +74,41 @@ def queue_figures(
     transmitted bytes/s, the packets marked over those sent (data and ACKs, as a switch's
     queue counters count them), drops/s, and occupancy p50/p95: the queueing delay's
     percentile x the line rate (the backlog ahead of a packet drained at line rate; a DWRR
-    queue drains at its share, so it leans high)."""
+    queue drains at its share, so it leans high). Every class has a row on every kind, zeros
+    where the twin carried none of it."""
     start, end = summary.get("arrivals_ns", (0.0, 0.0))
     seconds = (float(end) - float(start)) / 1e9 or float(summary.get("simulated_ns", 0.0)) / 1e9
-    kinds = _ports_of_kind(topology)
-    rows = [r for r in summary.get("hops", {}).get("by_class", []) if r["hop"] in kinds]
     if seconds <= 0:
         return []
+    kinds = {kind: shape for kind, shape in _ports_of_kind(topology).items() if shape[0] > 0}
+    crossed = {
+        (int(r["class"]), r["hop"]): r
+        for r in summary.get("hops", {}).get("by_class", [])
+        if r["hop"] in kinds
+    }
     port_bytes: dict[str, float] = {}
-    for row in rows:
-        port_bytes[row["hop"]] = port_bytes.get(row["hop"], 0.0) + float(row.get("bytes", 0))
+    for (_, hop), row in crossed.items():
+        port_bytes[hop] = port_bytes.get(hop, 0.0) + float(row.get("bytes", 0))
     out: list[JsonObject] = []
-    for row in rows:
-        ports, line_bps = kinds[row["hop"]]
-        if ports == 0:
-            continue
-        index = int(row["class"])
-        per_port = float(row.get("bytes", 0)) / seconds / ports
-        out.append(
-            {
-                "name": classes[index] if index < len(classes) else f"class {index}",
-                "kind": row["hop"],
-                "utilisation": port_bytes[row["hop"]] * 8 / seconds / ports / line_bps,
-                "class_utilisation": per_port * 8 / line_bps,
-                "tx_bytes_per_s": per_port,
-                "mark_fraction": int(row["marked_packets"]) / max(int(row["packets"]), 1),
-                "dropped_packets_per_s": int(row["dropped_packets"]) / seconds / ports,
-                "occupancy_p50_bytes": float(row.get("p50_us", 0.0)) * 1e-6 * line_bps / 8,
-                "occupancy_p95_bytes": float(row.get("p95_us", 0.0)) * 1e-6 * line_bps / 8,
-            }
-        )
+    for kind, (ports, line_bps) in kinds.items():
+        for index, name in enumerate(classes):
+            # A class the twin carried nothing of on a kind is a prediction too: zero.
+            row = crossed.get((index, kind), {})
+            per_port = float(row.get("bytes", 0)) / seconds / ports
+            out.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "utilisation": port_bytes.get(kind, 0.0) * 8 / seconds / ports / line_bps,
+                    "class_utilisation": per_port * 8 / line_bps,
+                    "tx_bytes_per_s": per_port,
+                    "mark_fraction": int(row.get("marked_packets", 0))
+                    / max(int(row.get("packets", 0)), 1),
+                    "dropped_packets_per_s": int(row.get("dropped_packets", 0)) / seconds / ports,
+                    "occupancy_p50_bytes": float(row.get("p50_us", 0.0)) * 1e-6 * line_bps / 8,
+                    "occupancy_p95_bytes": float(row.get("p95_us", 0.0)) * 1e-6 * line_bps / 8,
+                }
+            )
     return out
 
 

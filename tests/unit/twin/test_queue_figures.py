@@ -53,7 +53,12 @@ def test_rates_are_over_the_arrival_span_and_per_port_of_the_kind() -> None:
         },
     }
     figures = {(f["name"], f["kind"]): f for f in queue_figures(summary, ("bulk", "rpc"), TOPOLOGY)}
-    assert set(figures) == {("bulk", "leaf_down"), ("rpc", "leaf_down"), ("bulk", "leaf_up")}
+    # Every class on every kind: rpc crossed no uplink and no spine, so zeros there.
+    assert set(figures) == {
+        (c, k) for c in ("bulk", "rpc") for k in ("leaf_down", "leaf_up", "spine")
+    }
+    assert figures["rpc", "spine"]["class_utilisation"] == 0.0
+    assert figures["rpc", "spine"]["mark_fraction"] == 0.0
     bulk = figures["bulk", "leaf_down"]
     assert bulk["utilisation"] == pytest.approx(0.6)  # both classes' bytes on the port
     assert bulk["class_utilisation"] == pytest.approx(0.5)
@@ -66,13 +71,13 @@ def test_rates_are_over_the_arrival_span_and_per_port_of_the_kind() -> None:
     assert figures["bulk", "leaf_up"]["utilisation"] == pytest.approx(0.2)
     # A result carries them only when it knows the topology.
     assert result(summary, ("bulk", "rpc"), ())["queues"] == []
-    assert len(result(summary, ("bulk", "rpc"), (), topology=TOPOLOGY)["queues"]) == 3
+    assert len(result(summary, ("bulk", "rpc"), (), topology=TOPOLOGY)["queues"]) == 6
 
 
 def test_without_arrivals_the_simulated_time_is_the_span() -> None:
     summary = {"simulated_ns": 2e9, "hops": {"by_class": [row("leaf_down", 0, 12.5e9)]}}
-    (only,) = queue_figures(summary, ("bulk",), TOPOLOGY)
-    assert only["class_utilisation"] == pytest.approx(0.5)
+    down = next(f for f in queue_figures(summary, ("bulk",), TOPOLOGY) if f["kind"] == "leaf_down")
+    assert down["class_utilisation"] == pytest.approx(0.5)
     assert queue_figures({"hops": {"by_class": [row("leaf_down", 0, 1.0)]}}, ("b",), TOPOLOGY) == []
 
 
