@@ -121,7 +121,13 @@ class TuningService:
         search: SearchPass | None = None
         aside: list[Change] = []  # the rules' verdicts the search overrides, reported held
         if tuning.search is TuningSearch.TWIN:
-            timing = Timing(now.timestamp(), last_changed, tuning.min_interval_s)
+            timing = Timing(
+                now.timestamp(),
+                last_changed,
+                tuning.min_interval_s,
+                budget_s=tuning.window_s,
+                elapsed=lambda: (self._clock() - now).total_seconds(),
+            )
             search = self._search(current.intent, summary, timing)
             aside = [_owned_by_search(c) for c in changes if searched(c.parameter)]
             changes = [c for c in changes if not searched(c.parameter)] + list(search.changes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -65,11 +66,19 @@ class SearchPass:
 @dataclass(frozen=True, slots=True)
 class Timing:
     """When the pass runs and when each parameter last changed: a knob changed less than
-    ``min_interval_s`` ago is not searched (the minimum interval, docs/tuning.md)."""
+    ``min_interval_s`` ago is not searched (the minimum interval, docs/tuning.md). No
+    candidate starts once ``elapsed()`` (seconds since the pass began) has reached
+    ``budget_s``: the pass must end inside its tuning window, when the next one is due."""
 
     now_s: float
     last_changed: ChangeTimes
     min_interval_s: float
+    budget_s: float = math.inf
+    elapsed: Callable[[], float] = lambda: 0.0
+
+
+class OutOfTime(Exception):
+    """The search's budget was spent before its last candidate."""
 
 
 def search_in_twin(
@@ -114,11 +123,22 @@ def search_in_twin(
     def evaluate(candidate: Intent) -> Mapping[str, float]:
         if _key(candidate) == key:
             return current.p99_small_us  # the fit check's run: same intent, traffic and seed
+        if timing.elapsed() >= timing.budget_s:
+            raise OutOfTime
         runs[0] += 1
         log.info("tuning search: candidate %d of at most %d in the twin", runs[0], total - 1)
         return simulate(candidate, traffic).p99_small_us
 
-    result = coordinate_search(intent, evaluate, knob_list=axes)
+    try:
+        result = coordinate_search(intent, evaluate, knob_list=axes)
+    except OutOfTime:
+        # A search cut short has not compared the knobs it did not reach: nothing proposed.
+        return refused(
+            f"the search spent its {timing.budget_s:g} s budget after {runs[0]} of "
+            f"{total - 1} candidates",
+            facts,
+            fit,
+        )
     if not result.changes:
         return refused(
             f"no candidate beat the current intent in the twin ({len(result.trials)} tried)",

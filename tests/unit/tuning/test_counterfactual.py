@@ -133,3 +133,22 @@ def test_without_an_objective_or_traffic_the_twin_does_not_run() -> None:
     assert found.refused is not None
     assert "no finished flows" in found.refused
     assert twin.calls == []
+
+
+def test_no_candidate_starts_once_the_budget_is_spent() -> None:
+    # The clock reads 0, 100, 200, 300 s before each candidate: with a 250 s budget the
+    # fit's run and three candidates run, the fourth does not start, nothing is proposed.
+    spent = [0.0]
+
+    def elapsed() -> float:
+        spent[0] += 100.0
+        return spent[0] - 100.0
+
+    intent = intent_with({"storage": 1500.0}, storage=(30, 90))
+    timing = Timing(10_000.0, {}, 900.0, budget_s=250.0, elapsed=elapsed)
+    twin = ModelTwin()
+    found = search_in_twin(intent, summary(0.55, 0.33), twin, kinds=KINDS, timing=timing)
+    assert found.changes == ()
+    assert len(twin.calls) == 1 + 3
+    every = sum(len(k.values) - 1 for k in knobs(intent))
+    assert found.refused == f"the search spent its 250 s budget after 3 of {every} candidates"
