@@ -8,7 +8,6 @@ run: a few seconds of CPU per pass."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,19 +16,18 @@ from typing import Any
 
 import pytest
 
+from bench.tuning_search import Counted, fabric_like_the_twin, flow_sizes
 from controller.intent.loader import dump_intent, load_intent_file
 from controller.intent.models import Intent
-from controller.qos.pias import load_workload
 from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.tuning import SEARCH_OWNS, TuningService, netsim_search
 from controller.settings import TwinSettings
 from controller.store.db import make_engine, make_sessions
 from controller.tuning.apply import class_lambda
-from controller.tuning.counterfactual import PARAMETER, Simulate
+from controller.tuning.counterfactual import PARAMETER
 from controller.tuning.search import traffic_from_summary
-from controller.tuning.summary import FlowSizeSample, QueueSummary, TelemetrySummary
-from controller.twin.translate import port_kinds
+from controller.tuning.summary import QueueSummary, TelemetrySummary
 from tests.integration.tuning.history import HandClock
 
 pytestmark = pytest.mark.integration
@@ -56,44 +54,6 @@ def intent_data() -> dict[str, Any]:
     return data
 
 
-def flow_sizes(loads: dict[str, float]) -> dict[str, FlowSizeSample]:
-    """The hosts' finished flows, web search sizes at the exporter's edges, each class's load."""
-    cdf = load_workload("websearch")
-    edges = [1000.0 * 2**k for k in range(21)]
-    sizes = (*((edge, 100.0 * cdf.cdf(edge)) for edge in edges), (math.inf, 100.0))
-    return {name: FlowSizeSample(name, sizes, load=load) for name, load in loads.items()}
-
-
-def fabric_like_the_twin(intent: Intent, simulate: Simulate) -> TelemetrySummary:
-    """What a fabric the twin reproduces would report: every port's queues as the twin's
-    figures for its kind, on the traffic the hosts' flows describe."""
-    flows = flow_sizes({name: LOAD * share for name, share in SHARES.items()})
-    traffic = traffic_from_summary(TelemetrySummary(0.0, 600.0, flow_sizes=flows))
-    by_key = {(q.service_class, q.kind): q for q in simulate(intent, traffic).queues}
-    speeds = {(s.name, p.name): p.speed_gbps for s in intent.switches for p in s.ports}
-    queues = []
-    for (switch, port), kind in port_kinds(intent).items():
-        for name in SHARES:
-            twin = by_key.get((name, kind))
-            if twin is None:
-                continue
-            gbps = speeds[switch, port]
-            queues.append(
-                QueueSummary(
-                    switch,
-                    port,
-                    name,
-                    gbps,
-                    utilisation=twin.utilisation,
-                    occupancy_p50_bytes=twin.occupancy_p50_bytes,
-                    occupancy_p95_bytes=twin.occupancy_p95_bytes,
-                    mark_fraction=twin.mark_fraction,
-                    tx_bytes_per_s=twin.class_utilisation * gbps * 1e9 / 8,
-                )
-            )
-    return TelemetrySummary(0.0, 600.0, queues=tuple(queues), flow_sizes=flows)
-
-
 def unreproducible() -> TelemetrySummary:
     """Storage's queue on leaf1's first host port at 0.9 of the line with the port at 0.95,
     while the hosts report finished flows for analytics alone (0.3): nothing the twin is
@@ -109,18 +69,9 @@ def unreproducible() -> TelemetrySummary:
         mark_fraction=0.05,
         tx_bytes_per_s=0.9 * 25e9 / 8,
     )
-    return TelemetrySummary(0.0, 600.0, queues=(queue,), flow_sizes=flow_sizes({"analytics": 0.3}))
-
-
-class Counted:
-    """The real twin, its runs counted."""
-
-    def __init__(self, simulate: Simulate) -> None:
-        self.simulate, self.runs = simulate, 0
-
-    def __call__(self, intent: Intent, traffic: Any) -> Any:
-        self.runs += 1
-        return self.simulate(intent, traffic)
+    return TelemetrySummary(
+        0.0, 600.0, queues=(queue,), flow_sizes=flow_sizes("websearch", {"analytics": 0.3})
+    )
 
 
 @dataclass
@@ -173,7 +124,8 @@ def test_a_summary_the_twin_fits_gets_the_searchs_change_with_its_prediction(
     searching: Searching,
 ) -> None:
     intent = searching.intents.current().intent
-    searching.summary = fabric_like_the_twin(intent, searching.twin)
+    flows = flow_sizes("websearch", {name: LOAD * share for name, share in SHARES.items()})
+    searching.summary = fabric_like_the_twin(intent, searching.twin, flows)
     searching.twin.runs = 0
     record = searching.tuning.run(ACTOR)
     assert record.state == "pending", record.reason
