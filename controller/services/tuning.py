@@ -47,6 +47,7 @@ from controller.tuning.counterfactual import (
     Simulate,
     Timing,
     TwinReading,
+    TwinUnavailable,
     refused,
     search_in_twin,
     searched,
@@ -56,7 +57,8 @@ from controller.tuning.fit import TwinQueue
 from controller.tuning.search import Traffic
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
-from controller.twin.translate import Request, port_kinds
+from controller.twin.runner import NetsimFailed
+from controller.twin.translate import Request, TwinInputInvalid, port_kinds
 from controller.types import Clock
 
 log = logging.getLogger(__name__)
@@ -300,7 +302,11 @@ def netsim_search(binary: Path, timeout_s: float) -> Simulate:
     def simulate(intent: Intent, traffic: Traffic) -> TwinReading:
         flows = intent.fabric.tuning.search_flows
         request = Request(traffic.workload, traffic.load, flows, SEARCH_SEED, traffic.mix)
-        return twin_reading(run(intent, request, lambda line: log.debug("twin: %s", line)))
+        try:
+            result = run(intent, request, lambda line: log.debug("twin: %s", line))
+        except (NetsimFailed, TwinInputInvalid) as error:
+            raise TwinUnavailable(str(error)) from error
+        return twin_reading(result)
 
     return simulate
 

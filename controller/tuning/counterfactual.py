@@ -51,6 +51,11 @@ class TwinReading:
 Simulate = Callable[[Intent, Traffic], TwinReading]
 
 
+class TwinUnavailable(Exception):
+    """The twin could not run an intent (its binary missing or failing, the intent beyond
+    what it models): the edge raises it, the pass records it and proposes nothing."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchPass:
     """The search's changes (each with the fit and the predicted per-class change in its
@@ -104,7 +109,11 @@ def search_in_twin(
         "mix": tuple((name, round(share, 4)) for name, share in traffic.mix),
     }
     log.info("tuning search: the twin runs the current intent on %s", facts)
-    current = simulate(intent, traffic)
+    try:
+        current = simulate(intent, traffic)
+    except TwinUnavailable as error:
+        log.warning("tuning search: the twin could not run the current intent: %s", error)
+        return refused(f"the twin could not run the current intent: {error}", facts)
     fit = check_fit(
         summary, current.queues, kinds, mtu_bytes=intent.fabric.mtu_bytes, tolerance=tolerance
     )
@@ -131,6 +140,9 @@ def search_in_twin(
 
     try:
         result = coordinate_search(intent, evaluate, knob_list=axes)
+    except TwinUnavailable as error:
+        log.warning("tuning search: a candidate failed in the twin: %s", error)
+        return refused(f"a candidate failed in the twin: {error}", facts, fit)
     except OutOfTime:
         # A search cut short has not compared the knobs it did not reach: nothing proposed.
         return refused(

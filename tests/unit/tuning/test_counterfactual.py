@@ -10,7 +10,13 @@ import math
 from controller.intent.models import Intent
 from controller.qos.pias import load_workload
 from controller.tuning.apply import class_lambda
-from controller.tuning.counterfactual import PARAMETER, Timing, TwinReading, search_in_twin
+from controller.tuning.counterfactual import (
+    PARAMETER,
+    Timing,
+    TwinReading,
+    TwinUnavailable,
+    search_in_twin,
+)
 from controller.tuning.fit import TwinQueue
 from controller.tuning.search import Traffic, knobs
 from controller.tuning.summary import FlowSizeSample, QueueSummary, TelemetrySummary
@@ -152,3 +158,29 @@ def test_no_candidate_starts_once_the_budget_is_spent() -> None:
     assert len(twin.calls) == 1 + 3
     every = sum(len(k.values) - 1 for k in knobs(intent))
     assert found.refused == f"the search spent its 250 s budget after 3 of {every} candidates"
+
+
+def test_a_twin_that_cannot_run_is_recorded_and_proposes_nothing() -> None:
+    intent = intent_with({"storage": 1500.0}, storage=(30, 90))
+
+    def broken(candidate: Intent, traffic: Traffic) -> TwinReading:
+        raise TwinUnavailable("netsim exited 101: boom")
+
+    found = search_in_twin(intent, summary(0.55, 0.33), broken, kinds=KINDS, timing=NOW)
+    assert found.changes == ()
+    assert found.refused == "the twin could not run the current intent: netsim exited 101: boom"
+    assert found.record is not None
+    assert found.record.held == found.refused
+
+    twin = ModelTwin()
+
+    def fails_on_a_candidate(candidate: Intent, traffic: Traffic) -> TwinReading:
+        if twin.calls:
+            raise TwinUnavailable("netsim ran past 600 s")
+        return twin(candidate, traffic)
+
+    found = search_in_twin(
+        intent, summary(0.55, 0.33), fails_on_a_candidate, kinds=KINDS, timing=NOW
+    )
+    assert found.changes == ()
+    assert found.refused == "a candidate failed in the twin: netsim ran past 600 s"
