@@ -162,24 +162,15 @@ def load_proposed(searching: Searching, proposal: int) -> Intent:
 
 
 def test_a_twin_that_cannot_run_is_a_recorded_no_change_not_an_error(
-    db_url: str, tmp_path: Path
+    searching: Searching, tmp_path: Path
 ) -> None:
-    engine = make_engine(db_url, pool_size=2)
-    try:
-        sessions = make_sessions(engine)
-        clock = HandClock(NOW)
-        intents = IntentService(sessions, clock=clock)
-        missing = netsim_search(tmp_path / "netsim", 10.0)
-        summary = TelemetrySummary(0.0, 600.0, flow_sizes=flow_sizes("websearch", {"storage": 0.5}))
-        tuning = TuningService(
-            sessions, intents, lambda _at, _w: summary, clock=clock, simulate=missing
-        )
-        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
-        record = tuning.run(ACTOR)
-        assert record.state == "no_change"
-        assert record.reason == (
-            "tuner: no change [search: the twin could not run the current intent: netsim "
-            f"binary not found at {tmp_path / 'netsim'} (cargo build -p netsim)]"
-        )
-    finally:
-        engine.dispose()
+    searching.twin.simulate = netsim_search(tmp_path / "netsim", 10.0)  # no binary there
+    searching.summary = TelemetrySummary(
+        0.0, 600.0, flow_sizes=flow_sizes("websearch", {"storage": 0.5})
+    )
+    record = searching.tuning.run(ACTOR)
+    assert record.state == "no_change"
+    assert record.reason == (
+        "tuner: no change [search: the twin could not run the current intent: netsim "
+        f"binary not found at {tmp_path / 'netsim'} (cargo build -p netsim)]"
+    )
