@@ -70,9 +70,9 @@ from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import TuningService
+from controller.services.tuning import TuningService, netsim_search
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
-from controller.settings import Settings
+from controller.settings import Settings, TwinSettings
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool, targets_for
 from controller.store.db import make_engine, make_sessions
@@ -259,7 +259,7 @@ def build_worker(
             # Two netsim runs when comparing, each killed at its timeout; then a margin.
             stale_after=timedelta(seconds=2 * settings.twin.timeout_s + 60),
         ).run_once,
-        tune=_auto_tuner(sessions, promql, gates, clock).tick,
+        tune=_auto_tuner(sessions, promql, gates, clock, settings.twin).tick,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
         watched=_watched(
             settings, sessions, watched_loop, watcher, inbox, resolve, rand, clock, live_shard
@@ -366,11 +366,19 @@ def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
 
 
 def _auto_tuner(
-    sessions: sessionmaker[Session], promql: PromQL, gates: Reader, clock: Clock
+    sessions: sessionmaker[Session],
+    promql: PromQL,
+    gates: Reader,
+    clock: Clock,
+    twin: TwinSettings,
 ) -> AutoTuner:
     intents = IntentService(sessions, clock=clock)
     tuning = TuningService(
-        sessions, intents, lambda at, window_s: read_summary(promql, at, window_s), clock=clock
+        sessions,
+        intents,
+        lambda at, window_s: read_summary(promql, at, window_s),
+        clock=clock,
+        simulate=netsim_search(twin.netsim, twin.timeout_s),
     )
     host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait(timeout_s=0.0))
     return AutoTuner(tuning, RolloutService(sessions, clock=clock), host_runs, gates)

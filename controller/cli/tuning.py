@@ -56,10 +56,12 @@ def explain_lines(doc: Doc) -> list[str]:
         for item in items:
             evidence = item["evidence"]
             verdict = f" (held: {item['held']})" if item.get("held") else ""
-            lines.append(
-                f"{heading} {item['parameter']}: {_value(item['current'])} -> "
-                f"{_value(item['proposed'])}{verdict}"
+            values = (
+                ""  # a verdict on no one value (the search's search/twin)
+                if item["current"] is None and item["proposed"] is None
+                else f": {_value(item['current'])} -> {_value(item['proposed'])}"
             )
+            lines.append(f"{heading} {item['parameter']}{values}{verdict}")
             lines.append(f"  rule: {evidence['rule']} ({evidence['source']})")
             for kind in ("inputs", "outputs"):
                 pairs = ", ".join(f"{k}={_value(v)}" for k, v in evidence[kind].items())

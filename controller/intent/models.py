@@ -786,6 +786,13 @@ class TuningMode(StrEnum):
     AUTO = "auto"  # each change is applied through a health-gated rollout
 
 
+class TuningSearch(StrEnum):
+    """Whether a tuning pass searches lambdas and weights in the twin (docs/tuning.md)."""
+
+    OFF = "off"  # the rules alone
+    TWIN = "twin"  # the counterfactual search in the twin, behind its fit check
+
+
 class TunerRollout(Frozen):
     """How ``auto`` mode rolls out a version the tuner wrote (controller/services/
     auto_rollout.py, docs/tuning.md "Auto mode's rollout"): batches of ``batch_size``
@@ -853,6 +860,16 @@ class Tuning(Frozen):
     )
     pias_min_flows: int = Field(
         default=1000, ge=1, description="PIAS: finished flows needed before drift is judged"
+    )
+    search: TuningSearch = Field(
+        default=TuningSearch.OFF,
+        description="twin: lambdas and weights are searched in the twin, behind a fit check",
+    )
+    search_flows: int = Field(
+        default=1000,
+        ge=100,
+        le=20_000,
+        description="flows in each of the search's twin runs (bounds a candidate's run time)",
     )
     rollout: TunerRollout = Field(
         default_factory=TunerRollout, description="auto mode's health-gated rollout"

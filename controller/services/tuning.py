@@ -11,16 +11,23 @@ place and never take a port down. A proposal is made against one
 intent version; if the intent moved on before approval it is stale (propose again), so an
 approval never overwrites a change nobody saw.
 
-Time, the telemetry reader and the database sessions are passed in.
+With ``fabric.tuning.search: twin`` the pass also runs the counterfactual search
+(``controller.tuning.counterfactual``): lambdas and weights move by the search, behind its fit
+check, and the rules' verdicts on them are kept as held evidence; the other rules (QJUMP,
+PIAS, the algorithm) propose as before. The twin (netsim, a subprocess) is passed in
+(``netsim_search``).
+
+Time, the telemetry reader, the twin and the database sessions are passed in.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -29,23 +36,41 @@ from sqlalchemy.orm import Session, sessionmaker
 from controller.accept import cable_sizing, compile_dialects
 from controller.errors import Conflict, NotFound
 from controller.intent.loader import dump_intent
-from controller.intent.models import Intent, Tuning, TuningMode
+from controller.intent.models import Intent, Tuning, TuningMode, TuningSearch
 from controller.services.coexistence import fabric_discoveries
 from controller.services.common import Actor
 from controller.services.intents import IntentService, VersionInfo
+from controller.services.twin_runs import run_twin_with
 from controller.sonic.cables import sized_intent
 from controller.sonic.diff import diff_fleet
 from controller.store.models import TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
+from controller.tuning.counterfactual import (
+    SearchPass,
+    Simulate,
+    Timing,
+    TwinReading,
+    TwinUnavailable,
+    refused,
+    search_in_twin,
+    searched,
+)
 from controller.tuning.evidence import Change
+from controller.tuning.fit import TwinQueue
+from controller.tuning.search import Traffic
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
+from controller.twin.runner import NetsimFailed
+from controller.twin.translate import Request, TwinInputInvalid, port_kinds
 from controller.types import Clock
 
 log = logging.getLogger(__name__)
 
 TUNER = "tuner"
 ReadSummary = Callable[[datetime, float], TelemetrySummary]
+# Every search run's seed: candidates of one pass see the same flows (common random numbers).
+SEARCH_SEED = 1
+SEARCH_OWNS = "fabric.tuning.search is twin: lambdas and weights move by the search"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +100,13 @@ class TuningService:
         read_summary: ReadSummary,
         *,
         clock: Clock,
+        simulate: Simulate | None = None,
     ) -> None:
         self._sessions = sessions
         self._intents = intents
         self._read_summary = read_summary
         self._clock = clock
+        self._simulate = simulate
 
     def run(self, actor: Actor) -> ProposalRecord:
         """One tuning pass now: a stored proposal (``no_change`` when nothing moves)."""
@@ -94,13 +121,28 @@ class TuningService:
             )
         now = self._clock()
         summary = self._read_summary(now, tuning.window_s)
+        last_changed = self._last_changed()
         changes = propose(
             current.intent,
             summary,
             now_s=now.timestamp(),
-            last_changed=self._last_changed(),
+            last_changed=last_changed,
             sized=self._sized(current.intent),
         )
+        search: SearchPass | None = None
+        aside: list[Change] = []  # the rules' verdicts the search overrides, reported held
+        if tuning.search is TuningSearch.TWIN:
+            timing = Timing(
+                now.timestamp(),
+                last_changed,
+                tuning.min_interval_s,
+                budget_s=tuning.window_s,
+                elapsed=lambda: (self._clock() - now).total_seconds(),
+            )
+            search = self._search(current.intent, summary, timing)
+            aside = [_owned_by_search(c) for c in changes if searched(c.parameter)]
+            changes = [c for c in changes if not searched(c.parameter)] + list(search.changes)
+            changes += [search.record] if search.record is not None else []
         result = apply_changes(current.intent, changes)
         proposed = dump_intent(result.intent)
         applied = list(result.applied)
@@ -112,7 +154,7 @@ class TuningService:
         applied_ids, wanted = {id(c) for c in applied}, {id(c) for c in result.applied}
         held = [
             _held(c, refused if id(c) in wanted else None)
-            for c in changes
+            for c in [*changes, *aside]
             if id(c) not in applied_ids
         ]
         plans = switch_plans(current.intent, result.intent) if applied else []
@@ -124,6 +166,8 @@ class TuningService:
             if refused is not None
             else "tuner: no change"
         )
+        if search is not None and search.refused is not None:
+            reason += f" [search: {search.refused}]"
         auto = tuning.mode is TuningMode.AUTO and not flapping
         if tuning.mode is TuningMode.AUTO and flapping and applied:
             reason += f" [auto mode left it for an operator: it takes ports down on {flapping}]"
@@ -150,6 +194,13 @@ class TuningService:
         if record.state == "pending" and auto:
             return self.approve(record.id, Actor(TUNER, actor.request_id))
         return record
+
+    def _search(self, intent: Intent, summary: TelemetrySummary, timing: Timing) -> SearchPass:
+        if self._simulate is None:
+            return refused("this service has no twin to search in (settings.twin.netsim)", {})
+        return search_in_twin(
+            intent, summary, self._simulate, kinds=port_kinds(intent), timing=timing
+        )
 
     def settings(self) -> Tuning:
         """The head intent's ``fabric.tuning``."""
@@ -249,6 +300,49 @@ class TuningService:
         if row.state != "pending":
             raise Conflict(f"tuning proposal {proposal_id} is {row.state}, not pending")
         return row
+
+
+def _owned_by_search(change: Change) -> Change:
+    """A rule's lambda or weight verdict, held: under ``search: twin`` the search moves them
+    (one its own guard held keeps that reason)."""
+    if change.held is not None:
+        return change
+    return replace(change, held=SEARCH_OWNS)
+
+
+def netsim_search(binary: Path, timeout_s: float) -> Simulate:
+    """The search's twin: netsim over ``binary``, ``fabric.tuning.search_flows`` flows of the
+    traffic the summary describes, seed ``SEARCH_SEED``, each run killed at ``timeout_s``."""
+    run = run_twin_with(binary, timeout_s)
+
+    def simulate(intent: Intent, traffic: Traffic) -> TwinReading:
+        flows = intent.fabric.tuning.search_flows
+        request = Request(traffic.workload, traffic.load, flows, SEARCH_SEED, traffic.mix)
+        try:
+            result = run(intent, request, lambda line: log.debug("twin: %s", line))
+        except (NetsimFailed, TwinInputInvalid) as error:
+            raise TwinUnavailable(str(error)) from error
+        return twin_reading(result)
+
+    return simulate
+
+
+def twin_reading(result: dict[str, Any]) -> TwinReading:
+    """The figures the search reads from a twin result (``controller.twin.results.result``)."""
+    queues = tuple(
+        TwinQueue(
+            q["name"],
+            q["kind"],
+            q["utilisation"],
+            q["class_utilisation"],
+            q["mark_fraction"],
+            q["occupancy_p50_bytes"],
+            q["occupancy_p95_bytes"],
+        )
+        for q in result["queues"]
+    )
+    small = {row["name"]: float(row["p99_us"]) for row in result["small_classes"] if row["flows"]}
+    return TwinReading(queues, small)
 
 
 def switch_plans(before: Intent, after: Intent) -> list[dict[str, Any]]:

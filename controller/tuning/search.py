@@ -223,10 +223,29 @@ def coordinate_search(
             "start_misses": start.score.misses,
             "start_ratio": round(start.score.ratio, 4),
         },
-        {"best_misses": best.score.misses, "best_ratio": round(best.score.ratio, 4)},
+        {
+            "best_misses": best.score.misses,
+            "best_ratio": round(best.score.ratio, 4),
+            "predicted_p99_small_us": predicted_change(start, best),
+        },
     )
     moves = {p: v for p, v in best.setting if v != start_value(axes, p)}
     return SearchResult(start, best, tuple(trials), tuple(changes_for(intent, moves, evidence)))
+
+
+def predicted_change(start: Trial, best: Trial) -> tuple[tuple[str, float, float, float], ...]:
+    """Per class the twin's small-flow p99 for the current intent and for the best candidate,
+    us, and the change in %: the prediction a proposal carries, to be set against what the
+    fabric measures after the rollout."""
+    before, after = dict(start.p99_small_us), dict(best.p99_small_us)
+    return tuple(
+        (name, round(before[name], 1), round(after[name], 1), _pct(before[name], after[name]))
+        for name in sorted(before.keys() & after.keys())
+    )
+
+
+def _pct(before: float, after: float) -> float:
+    return round((after - before) / before * 100.0, 1) if before else 0.0
 
 
 def start_value(axes: Sequence[Knob], parameter: str) -> float:

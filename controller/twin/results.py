@@ -15,10 +15,13 @@ def _row(name: str, stats: JsonObject) -> JsonObject:
     return {"name": name, **{key: stats.get(key, 0) for key in FIGURES}}
 
 
-def per_class(summary: JsonObject, classes: tuple[str, ...]) -> list[JsonObject]:
-    """netsim's ``class N`` rows named after the intent's classes (N indexes ``classes``)."""
+def per_class(
+    summary: JsonObject, classes: tuple[str, ...], key: str = "classes"
+) -> list[JsonObject]:
+    """netsim's ``class N`` rows named after the intent's classes (N indexes ``classes``);
+    ``key`` ``small_by_class``: each class's small flows (up to 100 kB) only."""
     rows: list[JsonObject] = []
-    for stats in summary.get("classes", []):
+    for stats in summary.get(key, []):
         index = int(str(stats["name"]).removeprefix("class "))
         name = classes[index] if index < len(classes) else f"class {index}"
         rows.append(_row(name, stats))
@@ -47,6 +50,66 @@ def per_hop(summary: JsonObject, classes: tuple[str, ...]) -> JsonObject:
         name = classes[index] if index < len(classes) else f"class {index}"
         by_class.append({"name": name, **row(stats)})
     return {"positions": [row(s) for s in hops.get("by_hop", [])], "classes": by_class}
+
+
+def _ports_of_kind(topology: JsonObject) -> dict[str, tuple[int, float]]:
+    """netsim's port kinds: how many ports each has and their line rate, bit/s (every leaf
+    linked to every spine once, ``sim/netsim/src/topology.rs``)."""
+    leaves, spines = int(topology["leaves"]), int(topology["spines"])
+    fabric_bps = float(topology["fabric_link_bps"])
+    return {
+        "leaf_down": (leaves * int(topology["hosts_per_leaf"]), float(topology["host_link_bps"])),
+        "leaf_up": (leaves * spines, fabric_bps),
+        "spine": (spines * leaves, fabric_bps),
+    }
+
+
+def queue_figures(
+    summary: JsonObject, classes: tuple[str, ...], topology: JsonObject
+) -> list[JsonObject]:
+    """Per class and port kind, what a switch's counters of the class's queue would read on
+    one port of that kind, averaged over the kind's ports, over the span the traffic arrived
+    in (netsim's ``arrivals_ns``; the drain after it would dilute every rate): the port's
+    utilisation (every class's bytes over the line rate), the class's own share of it, its
+    transmitted bytes/s, the packets marked over those sent (data and ACKs, as a switch's
+    queue counters count them), drops/s, and occupancy p50/p95: the queueing delay's
+    percentile x the line rate (the backlog ahead of a packet drained at line rate; a DWRR
+    queue drains at its share, so it leans high). Every class has a row on every kind, zeros
+    where the twin carried none of it."""
+    start, end = summary.get("arrivals_ns", (0.0, 0.0))
+    seconds = (float(end) - float(start)) / 1e9 or float(summary.get("simulated_ns", 0.0)) / 1e9
+    if seconds <= 0:
+        return []
+    kinds = {kind: shape for kind, shape in _ports_of_kind(topology).items() if shape[0] > 0}
+    crossed = {
+        (int(r["class"]), r["hop"]): r
+        for r in summary.get("hops", {}).get("by_class", [])
+        if r["hop"] in kinds
+    }
+    port_bytes: dict[str, float] = {}
+    for (_, hop), row in crossed.items():
+        port_bytes[hop] = port_bytes.get(hop, 0.0) + float(row.get("bytes", 0))
+    out: list[JsonObject] = []
+    for kind, (ports, line_bps) in kinds.items():
+        for index, name in enumerate(classes):
+            # A class the twin carried nothing of on a kind is a prediction too: zero.
+            row = crossed.get((index, kind), {})
+            per_port = float(row.get("bytes", 0)) / seconds / ports
+            out.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "utilisation": port_bytes.get(kind, 0.0) * 8 / seconds / ports / line_bps,
+                    "class_utilisation": per_port * 8 / line_bps,
+                    "tx_bytes_per_s": per_port,
+                    "mark_fraction": int(row.get("marked_packets", 0))
+                    / max(int(row.get("packets", 0)), 1),
+                    "dropped_packets_per_s": int(row.get("dropped_packets", 0)) / seconds / ports,
+                    "occupancy_p50_bytes": float(row.get("p50_us", 0.0)) * 1e-6 * line_bps / 8,
+                    "occupancy_p95_bytes": float(row.get("p95_us", 0.0)) * 1e-6 * line_bps / 8,
+                }
+            )
+    return out
 
 
 # netsim's port kinds, by the frames their groups send: a leaf's host port pauses a host,
@@ -114,14 +177,18 @@ def result(
     classes: tuple[str, ...],
     not_modelled: tuple[str, ...],
     lossless: tuple[tuple[str, int], ...] = (),
+    topology: JsonObject | None = None,
 ) -> JsonObject:
-    """What a simulation reports: FCT per class and per size bucket, totals, the lossless
-    classes' drops, pauses and CNPs with what they show (``findings``), what is not
-    modelled."""
+    """What a simulation reports: FCT per class (all flows, and small flows alone) and per
+    size bucket, totals, the lossless classes' drops, pauses and CNPs with what they show
+    (``findings``), with the run's ``topology`` each class's queue figures per port kind
+    (``queue_figures``), what is not modelled."""
     tally = summary.get("tally", {})
     pfc = lossless_figures(summary, lossless)
     return {
         "classes": per_class(summary, classes),
+        "small_classes": per_class(summary, classes, "small_by_class"),
+        "queues": [] if topology is None else queue_figures(summary, classes, topology),
         "buckets": per_bucket(summary),
         "all": _row("all", summary.get("all", {})),
         "unfinished": summary.get("unfinished", 0),

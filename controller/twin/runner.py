@@ -70,4 +70,4 @@ def run_twin(
     lossless classes' drops, pauses and CNPs, and what the twin does not model."""
     twin = translate(intent, request)
     summary = run_netsim(binary, twin.config, timeout_s=timeout_s, on_progress=on_progress)
-    return result(summary, twin.classes, twin.not_modelled, twin.lossless)
+    return result(summary, twin.classes, twin.not_modelled, twin.lossless, twin.config["topology"])

@@ -182,15 +182,29 @@ def _port_groups(intent: Intent, spines: int) -> dict[str, list[Port]]:
     """Each netsim port kind's ports: leaf ports facing hosts (all but the ``spines``
     fastest), leaf uplinks, spine ports."""
     groups: dict[str, list[Port]] = {"leaf_down": [], "leaf_up": [], "spine": []}
+    for _switch, port, kind in _kinded_ports(intent, spines):
+        groups[kind].append(port)
+    return groups
+
+
+def _kinded_ports(intent: Intent, spines: int) -> list[tuple[str, Port, str]]:
+    out: list[tuple[str, Port, str]] = []
     for switch in intent.switches:
         if switch.role is Role.SPINE:
-            groups["spine"] += switch.ports
+            out += [(switch.name, port, "spine") for port in switch.ports]
             continue
         ranked = sorted(switch.ports, key=lambda p: p.speed_gbps)
         cut = max(len(ranked) - spines, 0)
-        groups["leaf_down"] += ranked[:cut]
-        groups["leaf_up"] += ranked[cut:]
-    return groups
+        out += [(switch.name, port, "leaf_down") for port in ranked[:cut]]
+        out += [(switch.name, port, "leaf_up") for port in ranked[cut:]]
+    return out
+
+
+def port_kinds(intent: Intent) -> dict[tuple[str, str], str]:
+    """Each switch port's netsim kind by (switch, port name): the twin's figures for a kind
+    stand for each of its ports (the fit check compares them, controller/tuning/fit.py)."""
+    spines = sum(1 for s in intent.switches if s.role is Role.SPINE)
+    return {(switch, port.name): kind for switch, port, kind in _kinded_ports(intent, spines)}
 
 
 def _speed_and_buffer(intent: Intent, port: Port) -> tuple[int, int]:

@@ -65,6 +65,8 @@ impl From<PortKind> for Hop {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DelayStats {
     packets: u64,
+    /// Bytes of the packets counted (a twin's per-queue throughput, hence its utilisation).
+    bytes: u64,
     sum_ns: f64,
     max_ns: f64,
     /// Counts per log-linear bucket (see [`bucket_of`]).
@@ -97,10 +99,11 @@ fn bucket_upper_ns(bucket: usize) -> f64 {
 }
 
 impl DelayStats {
-    /// Counts one packet that waited `wait_ns`.
-    pub fn record(&mut self, wait_ns: f64) {
+    /// Counts one packet of `bytes` that waited `wait_ns`.
+    pub fn record(&mut self, wait_ns: f64, bytes: u32) {
         let wait = wait_ns.max(0.0);
         self.packets += 1;
+        self.bytes += u64::from(bytes);
         self.sum_ns += wait;
         self.max_ns = self.max_ns.max(wait);
         let b = bucket_of(wait);
@@ -123,6 +126,11 @@ impl DelayStats {
     /// Packets counted (departed).
     pub fn packets(&self) -> u64 {
         self.packets
+    }
+
+    /// Bytes of the packets counted.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Mean wait, ns (0 for none).
@@ -173,8 +181,14 @@ pub struct DelayRow {
     pub class: Option<usize>,
     /// Packets that crossed (data and ACKs).
     pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
     /// Mean queueing delay, µs.
     pub mean_us: f64,
+    /// Median queueing delay, µs.
+    pub p50_us: f64,
+    /// 95th percentile queueing delay, µs.
+    pub p95_us: f64,
     /// 99th percentile queueing delay, µs.
     pub p99_us: f64,
     /// Longest queueing delay, µs.
@@ -218,19 +232,19 @@ impl HopRecorder {
         }
     }
 
-    /// A packet of `class` waited `wait_ns` at a host NIC.
-    pub fn host(&mut self, class: usize, wait_ns: f64) {
-        self.record(Hop::HostNic, class, wait_ns);
+    /// A packet of `class` and `bytes` waited `wait_ns` at a host NIC.
+    pub fn host(&mut self, class: usize, wait_ns: f64, bytes: u32) {
+        self.record(Hop::HostNic, class, wait_ns, bytes);
     }
 
-    /// A packet of `class` waited `wait_ns` at switch `sw`'s port `port`.
-    pub fn switch_port(&mut self, sw: usize, port: usize, class: usize, wait_ns: f64) {
+    /// A packet of `class` and `bytes` waited `wait_ns` at switch `sw`'s port `port`.
+    pub fn switch_port(&mut self, sw: usize, port: usize, class: usize, wait_ns: f64, bytes: u32) {
         let Some((hop, stats)) = self.by_port.get_mut(sw).and_then(|p| p.get_mut(port)) else {
             return;
         };
-        stats.record(wait_ns);
+        stats.record(wait_ns, bytes);
         let hop = *hop;
-        self.record(hop, class, wait_ns);
+        self.record(hop, class, wait_ns, bytes);
     }
 
     /// A packet of `class` arriving at switch `sw`'s port `port` was marked CE.
@@ -255,10 +269,10 @@ impl HopRecorder {
         }
     }
 
-    fn record(&mut self, hop: Hop, class: usize, wait_ns: f64) {
-        self.by_hop[hop.index()].record(wait_ns);
+    fn record(&mut self, hop: Hop, class: usize, wait_ns: f64, bytes: u32) {
+        self.by_hop[hop.index()].record(wait_ns, bytes);
         if let Some(c) = self.by_class.get_mut(class) {
-            c[hop.index()].record(wait_ns);
+            c[hop.index()].record(wait_ns, bytes);
         }
     }
 
@@ -281,7 +295,10 @@ impl HopRecorder {
                 port,
                 class,
                 packets: s.packets(),
+                bytes: s.bytes(),
                 mean_us: s.mean_ns() / 1e3,
+                p50_us: s.percentile_ns(50.0) / 1e3,
+                p95_us: s.percentile_ns(95.0) / 1e3,
                 p99_us: s.percentile_ns(99.0) / 1e3,
                 max_us: s.max_ns() / 1e3,
                 marked_packets: s.marked(),
@@ -362,8 +379,8 @@ mod tests {
     #[test]
     fn csv_has_a_row_per_position_class_and_port() {
         let mut rec = HopRecorder::new(2, vec![vec![Hop::LeafDown, Hop::LeafUp]]);
-        rec.host(1, 0.0);
-        rec.switch_port(0, 0, 1, 1_200.0);
+        rec.host(1, 0.0, 1_500);
+        rec.switch_port(0, 0, 1, 1_200.0, 1_500);
         let csv = hops_csv(&rec.report());
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], "scope,hop,switch,port,class,packets,mean_us,p99_us,max_us,marked,dropped");
@@ -383,7 +400,7 @@ mod tests {
     fn marks_and_drops_count_per_port_position_and_class() {
         // Port 0 of switch 0 faces a host (leaf_down), port 1 a spine (leaf_up).
         let mut rec = HopRecorder::new(2, vec![vec![Hop::LeafDown, Hop::LeafUp]]);
-        rec.switch_port(0, 0, 0, 0.0); // class 0 crossed leaf_down once, unmarked
+        rec.switch_port(0, 0, 0, 0.0, 1_500); // class 0 crossed leaf_down once, unmarked
         for _ in 0..3 {
             rec.switch_marked(0, 0, 1); // class 1: three marked at leaf_down
         }
@@ -409,12 +426,25 @@ mod tests {
     #[test]
     fn percentile_is_nearest_rank_capped_at_the_max() {
         let mut s = DelayStats::default();
-        (1..=100).for_each(|i| s.record(f64::from(i) * 1_000.0));
+        (1..=100).for_each(|i| s.record(f64::from(i) * 1_000.0, 1_500));
         let p99 = s.percentile_ns(99.0);
         assert!((99_000.0..=99_000.0 * (1.0 + 1.0 / 32.0)).contains(&p99), "{p99}");
         assert_eq!(s.percentile_ns(100.0), 100_000.0);
         assert_eq!(s.max_ns(), 100_000.0);
         assert_eq!(s.mean_ns(), 50_500.0);
         assert_eq!(DelayStats::default().percentile_ns(99.0), 0.0);
+    }
+
+    #[test]
+    fn a_row_carries_bytes_and_the_median_and_95th_percentile() {
+        // Class 0 at leaf_down: 19 data packets that found the port idle, one ACK that waited 40 us.
+        let mut rec = HopRecorder::new(1, vec![vec![Hop::LeafDown]]);
+        (0..19).for_each(|_| rec.switch_port(0, 0, 0, 0.0, 1_500));
+        rec.switch_port(0, 0, 0, 40_000.0, 64);
+        let row = &rec.report().by_class[0];
+        assert_eq!((row.packets, row.bytes), (20, 19 * 1_500 + 64));
+        assert_eq!(row.p50_us, 0.001); // bucket 0's upper edge, 1 ns
+        assert_eq!(row.p95_us, 0.001); // rank 19 of 20 is still an idle arrival
+        assert!((40.0..=40.0 * (1.0 + 1.0 / 32.0)).contains(&row.p99_us), "{}", row.p99_us);
     }
 }

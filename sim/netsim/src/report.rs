@@ -42,6 +42,12 @@ pub struct Summary {
     pub buckets: Vec<FctStats>,
     /// Per class (classes without finished flows left out).
     pub classes: Vec<FctStats>,
+    /// Per class, its small flows only (the first bucket; classes without one left out): a
+    /// class's small-flow p99 is what the tuner's search scores (controller/tuning/search.py).
+    pub small_by_class: Vec<FctStats>,
+    /// The first and the last flow's start, ns: the span over which the traffic arrived, the
+    /// window a twin's rates are read over (the simulated time also holds the drain).
+    pub arrivals_ns: [f64; 2],
     /// Flows that did not finish before the run ended.
     pub unfinished: usize,
     /// Simulated time, ns.
@@ -65,17 +71,19 @@ pub fn summarise(results: &[FlowResult], tally: Tally, simulated_ns: f64) -> Sum
             (!set.is_empty()).then(|| stats(name, &set))
         })
         .collect();
-    let top_class = finished.iter().map(|r| r.spec.class).max().unwrap_or(0);
-    let classes = (0..=top_class)
-        .filter_map(|c| {
-            let set: Vec<&FlowResult> = finished.iter().copied().filter(|r| r.spec.class == c).collect();
-            (!set.is_empty()).then(|| stats(&format!("class {c}"), &set))
-        })
-        .collect();
+    let small = BUCKETS[0].1;
+    let starts = results.iter().map(|r| r.spec.start_ns);
+    let arrivals_ns = if results.is_empty() {
+        [0.0, 0.0]
+    } else {
+        [starts.clone().fold(f64::INFINITY, f64::min), starts.fold(f64::NEG_INFINITY, f64::max)]
+    };
     Summary {
         all: stats("all", &finished),
         buckets,
-        classes,
+        classes: per_class(&finished, |_| true),
+        small_by_class: per_class(&finished, |r| r.spec.bytes <= small),
+        arrivals_ns,
         unfinished: results.len() - finished.len(),
         simulated_ns,
         goodput_bps: if simulated_ns > 0.0 {
@@ -85,6 +93,18 @@ pub fn summarise(results: &[FlowResult], tally: Tally, simulated_ns: f64) -> Sum
         },
         tally,
     }
+}
+
+/// `class N` rows of the finished flows `keep` takes (classes with none left out).
+fn per_class(finished: &[&FlowResult], keep: impl Fn(&FlowResult) -> bool) -> Vec<FctStats> {
+    let top_class = finished.iter().map(|r| r.spec.class).max().unwrap_or(0);
+    (0..=top_class)
+        .filter_map(|c| {
+            let set: Vec<&FlowResult> =
+                finished.iter().copied().filter(|r| r.spec.class == c && keep(r)).collect();
+            (!set.is_empty()).then(|| stats(&format!("class {c}"), &set))
+        })
+        .collect()
 }
 
 fn stats(name: &str, set: &[&FlowResult]) -> FctStats {
@@ -159,5 +179,28 @@ mod tests {
         assert_eq!(percentile(&v, 50.0), 50.0);
         assert_eq!(percentile(&[7.0], 99.0), 7.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    fn flow(class: usize, bytes: u64, start_ns: f64, fct_us: Option<f64>) -> FlowResult {
+        let spec = crate::workload::FlowSpec { src: 0, dst: 1, bytes, start_ns, class };
+        FlowResult { spec, fct_ns: fct_us.map(|f| f * 1e3), ideal_ns: 1e3, timeouts: 0, retransmits: 0 }
+    }
+
+    #[test]
+    fn small_flows_per_class_and_the_arrival_span() {
+        let results = [
+            flow(0, 50_000, 2_000.0, Some(10.0)),
+            flow(0, 100_000, 1_000.0, Some(30.0)), // the small bucket's edge is small
+            flow(0, 100_001, 3_000.0, Some(900.0)),
+            flow(1, 5_000_000, 9_000.0, Some(5_000.0)), // class 1 has no small flow
+            flow(2, 1_000, 4_000.0, None),              // unfinished: no FCT, but it arrived
+        ];
+        let summary = summarise(&results, Tally::default(), 1e6);
+        let rows: Vec<(&str, usize, f64)> =
+            summary.small_by_class.iter().map(|s| (s.name.as_str(), s.flows, s.p99_us)).collect();
+        assert_eq!(rows, [("class 0", 2, 30.0)]);
+        assert_eq!(summary.classes.len(), 2); // classes 0 and 1 finished flows
+        assert_eq!(summary.arrivals_ns, [1_000.0, 9_000.0]);
+        assert_eq!(summarise(&[], Tally::default(), 0.0).arrivals_ns, [0.0, 0.0]);
     }
 }

@@ -629,13 +629,13 @@ impl Fabric {
             let class = self.flows.get(d.packet.flow as usize).map_or(0, |f| f.spec.class);
             let (node, delay, ingress) = match owner {
                 None => {
-                    self.hops.host(class, wait_ns);
+                    self.hops.host(class, wait_ns, d.packet.bytes);
                     let ingress = self.topo.ingress_port(Node::Host(device), 0);
                     (Node::Switch(self.topo.leaf_of(device)), self.topo.host_link_delay_ns, ingress)
                 }
                 Some((sw, first_port)) => {
                     let port = first_port + d.port;
-                    self.hops.switch_port(sw, port, class, wait_ns);
+                    self.hops.switch_port(sw, port, class, wait_ns, d.packet.bytes);
                     self.leave_group(sw, d.packet);
                     let (node, link_ns) = self.topo.next_hop(sw, port);
                     let host_ns = if matches!(node, Node::Host(_)) { self.topo.host_delay_ns } else { 0.0 };

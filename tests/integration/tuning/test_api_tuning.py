@@ -166,3 +166,29 @@ def test_prometheus_down_is_a_problem_not_a_500(db_url: str, admin: dict[str, st
         assert answer.status_code == 503
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert down.get("/api/v1/tuning/proposals", headers=admin).json() == []
+
+
+def test_with_search_twin_the_reason_the_search_proposed_nothing_is_in_the_api(
+    client: TestClient, operator: dict[str, str], admin: dict[str, str]
+) -> None:
+    # The history's storage marks would raise its lambda (above); under search: twin that is
+    # the search's to move, and the search has no traffic: the hosts report finished flows
+    # for rpc alone, whose queues the history does not carry (no measured load).
+    intent = tuner_intent()
+    intent["fabric"]["tuning"]["search"] = "twin"
+    intent["service_classes"][1]["objective"] = {"p99_fct_us_small": 5000}
+    store(client, admin, intent, 0)
+    made = client.post("/api/v1/tuning/proposals", headers=operator)
+    assert made.status_code == 201, made.text
+    proposal = client.get(f"/api/v1/tuning/proposals/{made.json()['id']}", headers=operator).json()
+    assert proposal["state"] == "no_change"
+    assert proposal["reason"] == (
+        "tuner: no change [search: no traffic for the twin: the summary measured no load for "
+        "any class]"
+    )
+    held = {h["parameter"]: h for h in proposal["held"]}
+    assert held["search/twin"]["held"] == proposal["reason"].split("[search: ")[1][:-1]
+    assert held["search/twin"]["evidence"]["rule"] == "search.twin"
+    lam = held["ecn_lambda/storage/25gbps"]
+    assert (lam["current"], lam["proposed"]) == (1.0, 1.25)
+    assert lam["held"] == "fabric.tuning.search is twin: lambdas and weights move by the search"

@@ -53,5 +53,19 @@ def test_explain_lines_show_rule_inputs_outputs_and_bounds() -> None:
     ]
 
 
+def test_a_verdict_on_no_one_value_shows_no_values() -> None:
+    # The search's record when the twin does not fit: held, with why, and its evidence.
+    refused = {
+        "parameter": "search/twin",
+        "current": None,
+        "proposed": None,
+        "held": "the twin does not reproduce the fabric: ...",
+        "evidence": {**EVIDENCE, "rule": "search.twin", "bounds": []},
+    }
+    lines = explain_lines(proposal(changes=[], held=[refused], state="no_change"))
+    assert lines[3] == "held search/twin (held: the twin does not reproduce the fabric: ...)"
+    assert lines[4] == "  rule: search.twin (src)"
+
+
 def test_list_rows() -> None:
     assert list_rows([proposal(new_version=8)]) == [("4", "pending", "7", "8", "weight/bulk", "t2")]
