@@ -60,7 +60,6 @@ from controller.sonic.coexist import (
     lossless_claim,
     lossless_problems,
     operator_baseline,
-    with_current_facts,
 )
 from controller.sonic.diff import plan_switch
 from controller.sonic.discovery import port_problems, ports_of
@@ -237,9 +236,7 @@ def converge_switch(
             why = "the declared ports differ from what the switch runs"
             return Converged(refusal(switch.name, why, mismatched), None)
     saved = adoptions.baseline(switch.name)
-    baseline = (
-        with_current_facts(saved, observed) if saved is not None else operator_baseline(observed)
-    )
+    baseline = saved if saved is not None else operator_baseline(observed)
     want = effective(desired, baseline)
     if not leaving:
         touched = lossless_problems(

@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 from controller.errors import FieldProblem, LosslessConflict
 from controller.intent.models import Intent
 from controller.sonic.buffermgrd import (
-    BUFFER_FACT_TABLES,
     buffer_facts,
     leave_headroom,
     pg_groups,
@@ -106,13 +105,6 @@ def operator_baseline(observed: SwitchConfig) -> SwitchConfig:
         if kept:
             baseline[(table, key)] = kept
     return baseline
-
-
-def with_current_facts(baseline: SwitchConfig, observed: SwitchConfig) -> SwitchConfig:
-    """``baseline`` (an adoption record's) with the buffer facts of the switch as just read
-    (``observed``): buffermgrd acts on the cables and buffer model the switch has now."""
-    kept = {k: v for k, v in baseline.items() if k[0] not in BUFFER_FACT_TABLES}
-    return {**kept, **buffer_facts(observed)}
 
 
 def merged_map_name(operator_map: str) -> str:

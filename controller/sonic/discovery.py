@@ -32,7 +32,7 @@ from typing import Any
 
 from controller.errors import FieldProblem
 from controller.intent.models import Dialect, Switch
-from controller.sonic.buffermgrd import DEVICE_METADATA, LOCALHOST, buffer_model
+from controller.sonic.buffermgrd import CABLE_LENGTH, DEVICE_METADATA, LOCALHOST, buffer_model
 from controller.sonic.coexist import BASELINE_TABLES, lossless_ports
 from controller.sonic.model import Fields, SwitchConfig
 
@@ -41,7 +41,6 @@ BREAKOUT_CFG = "BREAKOUT_CFG"
 # The QoS tables discovery reports (and dry runs plan from before adoption): the operator's
 # config an adoption keeps, and PFC's watchdog, the 802.1p map and the cable lengths that
 # size lossless headroom besides.
-CABLE_LENGTH = "CABLE_LENGTH"
 QOS_TABLES: tuple[str, ...] = tuple(
     sorted(
         {
