@@ -220,6 +220,13 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     added = sorted(k for t, k in running if t == "BUFFER_PG" and k not in groups)
     assert added == sorted(f"{port}|2-4" for port in MANAGED_PORTS)  # buffermgrd's, no other
     assert not [k for t, k in running if t == "BUFFER_PROFILE" and k.startswith("SLUICE_pg")]
+    # The drift repair judges the port as the rollout did: buffermgrd's group is no drift.
+    reconciler = ReconcileService(
+        operated.sessions, clock=operated.clock, rand=random.Random(5).random
+    )
+    reconciler.loop(operated.access()).run_pass()
+    runs = {run.switch: run for run in reconciler.last_runs()}
+    assert (runs["leaf1"].status, runs["leaf1"].drift_count) == ("converged", 0)
 
     releases = ReleaseService(operated.sessions, clock=operated.clock)
     asked = releases.request("leaf1", allow_port_flaps=True, actor=OPERATOR)
