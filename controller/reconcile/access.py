@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
 from controller.intent.models import Dialect, GnmiEndpoint, Switch
 from controller.reconcile.apply import ApplyResult, ApplyStatus, agent_fields, apply_plan_to_switch
+from controller.sonic.buffermgrd import BUFFER_FACT_TABLES
 from controller.sonic.coexist import BASELINE_TABLES
 from controller.sonic.discovery import PORT, Discovery, discover, openconfig_discovery
 from controller.sonic.model import Plan, SwitchConfig
@@ -35,8 +36,9 @@ from controller.southbound.gnmi import (
 # under an older version even when the newer version no longer has that table at all.
 OWNED_TABLES = tuple(sorted(SCHEMAS))
 # What a rollout reads before it writes: the owned tables, the operator's QoS config that
-# adoption keeps (controller/sonic/coexist.py) and the ports the intent's are checked against.
-ROLLOUT_TABLES = tuple(sorted({*OWNED_TABLES, *BASELINE_TABLES, PORT}))
+# adoption keeps (controller/sonic/coexist.py), the ports the intent's are checked against,
+# and where SONiC's buffer manager writes lossless groups (controller/sonic/buffermgrd.py).
+ROLLOUT_TABLES = tuple(sorted({*OWNED_TABLES, *BASELINE_TABLES, *BUFFER_FACT_TABLES, PORT}))
 
 
 class SwitchAccess(Protocol):

@@ -52,6 +52,7 @@ from controller.rollout.staging import (
     Halt,
     next_stage,
 )
+from controller.sonic.buffermgrd import buffermgrd_leftovers
 from controller.sonic.coexist import (
     NO_CLAIM,
     LosslessClaim,
@@ -244,7 +245,10 @@ def converge_switch(
         if touched:
             why = "the intent would change the operator's lossless traffic"
             return Converged(refusal(switch.name, why, touched), None)
-    plan = plan_switch(switch.name, want, observed, effective(owned, baseline), baseline=baseline)
+    was = effective(owned, baseline)
+    # buffermgrd's groups for priorities sluice enabled go with them (as sluice's own).
+    was |= buffermgrd_leftovers(observed, baseline, was, want)
+    plan = plan_switch(switch.name, want, observed, was, baseline=baseline)
     if plan.port_flaps and not allow_port_flaps:
         return Converged(port_flap_refusal(plan), None)
     if saved is None and not leaving and not plan.is_empty:

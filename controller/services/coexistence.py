@@ -9,7 +9,10 @@ switch, as far as sluice can tell). From that, before anything is recorded:
   (``LosslessConflict``), each problem named (``controller/sonic/discovery.py``,
   ``controller/sonic/coexist.py``);
 - ``effective_fleet`` is what sluice would write to each switch: the desired state merged with
-  the operator's config (``controller/sonic/coexist.py``).
+  the operator's config (``controller/sonic/coexist.py``);
+- ``buffermgrd_warnings`` says, per port where SONiC's traditional buffer manager writes the
+  lossless groups, that the headroom is its lookup-table profile, and where its figures
+  differ from the intent's (``controller/sonic/buffermgrd.py``).
 
 The worker checks the same against a fresh read before it writes; these are the API's early
 answers, from what is recorded.
@@ -24,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from controller.errors import FieldProblem, InventoryMismatch, LosslessConflict
 from controller.intent.models import Intent
+from controller.sonic.buffermgrd import headroom_notes
 from controller.sonic.coexist import (
     coexist,
     effective,
@@ -55,7 +59,7 @@ def known_switches(session: Session, names: Collection[str]) -> dict[str, KnownS
         discovery = found.get(name)
         baseline = adopted.baselines.get(name)
         if baseline is None and discovery is not None:
-            baseline = operator_baseline(discovery.qos)
+            baseline = operator_baseline(discovery.config())
         known[name] = KnownSwitch(baseline, name in adopted.baselines, discovery)
     return known
 
@@ -130,3 +134,28 @@ def preflight(
         ]
     if touched:
         raise LosslessConflict(touched)
+
+
+def buffermgrd_warnings(
+    desired: Mapping[str, SwitchConfig],
+    known: Mapping[str, KnownSwitch],
+    seen: Mapping[str, SwitchConfig],
+) -> list[FieldProblem]:
+    """One warning per port of each switch whose lossless groups SONiC's traditional buffer
+    manager writes (its baseline's buffer model and cables): whose headroom it is, and how
+    its profile (from ``seen``, what the switch is recorded to run) compares with the
+    intent's. Port speeds from the newest discovery."""
+    warnings: list[FieldProblem] = []
+    for name, config in sorted(desired.items()):
+        found = known.get(name)
+        if not config or found is None or found.baseline is None:
+            continue
+        ports = found.discovery.ports if found.discovery is not None else ()
+        speeds = {("PORT", p.name): {"speed": str(p.speed_mbps)} for p in ports if p.speed_mbps}
+        observed = {**found.baseline, **seen.get(name, {}), **speeds}
+        want = effective(config, found.baseline)
+        warnings += [
+            FieldProblem(f"switches.{name}.ports.{note.port}", note.note())
+            for note in headroom_notes(config, want, found.baseline, observed)
+        ]
+    return warnings

@@ -14,7 +14,9 @@ Two questions are answered here, both pure over stored snapshots:
 With a lossless class, a plan also says which cable length sized each port's headroom and
 where it came from (``controller/sonic/cables.py``, from the newest discoveries): a proposed
 intent is compiled for them; the current version was compiled for those recorded when it was
-written, and a port whose stored profile is for another length is a warning.
+written, and a port whose stored profile is for another length is a warning. On a switch in
+SONiC's traditional buffer model with cable lengths, where buffermgrd writes the lossless
+groups, each port's warning says the headroom is buffermgrd's (``buffermgrd_warnings``).
 
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
 may remove them when an intent drops them, and never touches anything else. A ``Plan``
@@ -35,6 +37,7 @@ from controller.openconfig.qos import platform_warnings
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
+    buffermgrd_warnings,
     effective_fleet,
     fabric_discoveries,
     inherited_fields,
@@ -102,6 +105,7 @@ class PlanService:
         preflight(planned, _only(desired, wanted), known)
         plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
         warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
+        warnings += buffermgrd_warnings(_only(desired, wanted), known, observed)
         shown = cables.only(wanted)
         if planned is not None and proposed is None:
             warnings += stale_headroom(planned, shown, _only(owned, wanted), head)

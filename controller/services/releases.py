@@ -27,6 +27,7 @@ from controller.rollout.switches import Adoptions, converge_switch
 from controller.services.audit import record_change
 from controller.services.common import Actor, Page
 from controller.services.rollouts import refuse_port_flaps
+from controller.sonic.buffermgrd import buffermgrd_leftovers
 from controller.sonic.coexist import effective, sluice_leftovers
 from controller.sonic.diff import plan_switch, with_ownership
 from controller.sonic.model import Plan, SwitchConfig
@@ -129,7 +130,9 @@ def _letting(session: Session, name: str) -> _Letting:
 
 def release_plan(name: str, running: SwitchConfig, letting: _Letting) -> Plan:
     """From ``running`` to the operator's config: nothing of sluice's desired."""
-    plan = plan_switch(name, {}, running, letting.owned, baseline=letting.baseline)
+    # buffermgrd's groups for priorities sluice enabled go with them (as sluice's own).
+    owned = letting.owned | buffermgrd_leftovers(running, letting.baseline, letting.owned, {})
+    plan = plan_switch(name, {}, running, owned, baseline=letting.baseline)
     return with_ownership(plan, running, letting.baseline)
 
 

@@ -33,8 +33,9 @@ from typing import Any
 
 from controller.errors import FieldProblem
 from controller.intent.models import CABLE_LENGTH_MAX_M, Intent, Port, Switch
+from controller.sonic.buffermgrd import CABLE_LENGTH
 from controller.sonic.compile import port_cable_and_mtu
-from controller.sonic.discovery import CABLE_LENGTH, Discovery
+from controller.sonic.discovery import Discovery
 from controller.sonic.model import SwitchConfig
 from controller.sonic.tables.buffer_profile import lossless_name
 from controller.sonic.topology import topology

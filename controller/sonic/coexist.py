@@ -30,6 +30,9 @@ Three rules, one function each:
   together, before anything is written. A priority the intent declares lossless that the
   operator's config already makes lossless differently is refused the same way, with a
   problem saying so (``claimed``), until the intent takes it over.
+- **SONiC's traditional buffer manager's groups** (``controller/sonic/buffermgrd.py``): on a
+  port where buffermgrd writes the lossless priority groups itself (traditional buffer model,
+  a ``CABLE_LENGTH``), sluice writes none: the headroom is buffermgrd's lookup-table profile.
 - **The operator's lossless queue buffers** (``keep_operator_egress``): a lossless class's
   queue gets sluice's static egress profile, except a queue the operator's config already
   holds lossless traffic in and binds in ``BUFFER_QUEUE`` (SONiC's stock
@@ -44,6 +47,12 @@ from dataclasses import dataclass, field
 
 from controller.errors import FieldProblem, LosslessConflict
 from controller.intent.models import Intent
+from controller.sonic.buffermgrd import (
+    buffer_facts,
+    leave_headroom,
+    pg_groups,
+    priorities_of,
+)
 from controller.sonic.context import MAP_NAME, PREFIX
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import SCHEMAS
@@ -85,8 +94,10 @@ def _is_sluice(name: str) -> bool:
 
 def operator_baseline(observed: SwitchConfig) -> SwitchConfig:
     """The operator's part of ``observed``: the entries of ``BASELINE_TABLES`` without
-    sluice's own (a ``SLUICE`` table or key) and without fields naming a sluice object."""
-    baseline: SwitchConfig = {}
+    sluice's own (a ``SLUICE`` table or key) and without fields naming a sluice object, and
+    what says where SONiC's buffer manager writes lossless groups
+    (``controller/sonic/buffermgrd.py`` ``buffer_facts``), which no diff ever writes."""
+    baseline: SwitchConfig = buffer_facts(observed)
     for (table, key), fields in observed.items():
         if table not in BASELINE_TABLES or _is_sluice(table) or _is_sluice(key):
             continue
@@ -140,7 +151,7 @@ def merged_priorities(wanted: str, port: str, binding: str, baseline: SwitchConf
     kept = theirs.get(binding)
     if kept is None and binding == "pfcwd_sw_enable" and ("PFC_WD", port) in baseline:
         kept = theirs.get("pfc_enable")
-    return priority_list(_priorities(wanted) | _priorities(kept))
+    return priority_list(priorities_of(wanted) | priorities_of(kept))
 
 
 def keep_operator_egress(desired: SwitchConfig, baseline: SwitchConfig) -> SwitchConfig:
@@ -178,7 +189,7 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     ``desired`` is what it is."""
     if not baseline:
         return Coexisting(desired)
-    desired = keep_operator_egress(desired, baseline)
+    desired = keep_operator_egress(leave_headroom(desired, baseline), baseline)
     merged: dict[EntryKey, Fields] = {}
     inherited: dict[EntryKey, dict[str, str]] = {}
     bindings: dict[EntryKey, Fields] = {}
@@ -255,12 +266,6 @@ class Lossless:
         return tuple(d for d, tc in sorted(self.tc_of_dscp.items()) if tc in self.priorities)
 
 
-def _priorities(text: str | None) -> frozenset[int]:
-    if not text:
-        return frozenset()
-    return frozenset(int(p) for p in text.split(",") if p.strip().isdigit())
-
-
 def _int_map(fields: Mapping[str, str]) -> dict[int, int]:
     return {int(k): int(v) for k, v in fields.items() if k.isdigit() and v.isdigit()}
 
@@ -279,7 +284,7 @@ def lossless_ports(config: SwitchConfig) -> dict[str, Lossless]:
     for (table, port), fields in sorted(config.items()):
         if table != "PORT_QOS_MAP" or port == GLOBAL:
             continue
-        priorities = _priorities(fields.get("pfc_enable"))
+        priorities = priorities_of(fields.get("pfc_enable"))
         if not priorities:
             continue
         dscp = _map_of(config, "DSCP_TO_TC_MAP", port_binding(config, port, "dscp_to_tc_map"))
@@ -493,9 +498,9 @@ def _watched(config: SwitchConfig, port: str) -> frozenset[int]:
     """The priorities the port's PFC watchdog watches (``merged_priorities``)."""
     fields = config.get(("PORT_QOS_MAP", port), {})
     if "pfcwd_sw_enable" in fields:
-        return _priorities(fields["pfcwd_sw_enable"])
+        return priorities_of(fields["pfcwd_sw_enable"])
     if ("PFC_WD", port) in config:
-        return _priorities(fields.get("pfc_enable"))
+        return priorities_of(fields.get("pfc_enable"))
     return frozenset()
 
 
@@ -525,7 +530,7 @@ def _check_pfc(
     theirs = baseline.get(("PORT_QOS_MAP", port), {})
     kept_on = {"pfc_enable": guarded, "pfcwd_sw_enable": _watched(baseline, port) & guarded}
     for name, before in kept_on.items():
-        dropped = before - _priorities(wanted[name]) if name in wanted else frozenset()
+        dropped = before - priorities_of(wanted[name]) if name in wanted else frozenset()
         if dropped:
             reason = (
                 f"{name} is the operator's ({theirs.get(name)!r}); the intent would make it "
@@ -553,14 +558,6 @@ def _check_pfc(
         problems.add(f"PORT_QOS_MAP|{port}.pfc_to_pg_map", reason, port)
 
 
-def _groups(key: str) -> frozenset[int]:
-    """The priority groups of a ``BUFFER_PG`` key ``<port>|3`` or ``<port>|3-4``."""
-    low, _, high = key.partition("|")[2].partition("-")
-    if not low.isdigit() or (high and not high.isdigit()):
-        return frozenset()
-    return frozenset(range(int(low), int(high or low) + 1))
-
-
 def _check_priority_groups(
     desired: SwitchConfig,
     baseline: SwitchConfig,
@@ -572,14 +569,14 @@ def _check_priority_groups(
     (each priority its own group, as SONiC's stock config numbers them) and overlaps none of
     the operator's ``BUFFER_PG`` keys, which sluice never splits."""
     theirs = {
-        key: _groups(key)
+        key: pg_groups(key)
         for (table, key) in baseline
         if table == "BUFFER_PG" and key.partition("|")[0] == port
     }
     for table, key in desired:
         if table != "BUFFER_PG" or key.partition("|")[0] != port:
             continue
-        groups = _groups(key)
+        groups = pg_groups(key)
         held = groups & guarded
         if held:
             reason = (

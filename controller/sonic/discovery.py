@@ -9,8 +9,9 @@ a ``Discovery``:
 - ports from CONFIG_DB ``PORT`` (speed in Mb/s, lanes, alias, ``mtu``, ``admin_status``,
   whose default is down, sonic-port.yang), ``BREAKOUT_CFG`` (``brkout_mode``) and ``CABLE_LENGTH``
   (``<metres>m`` per port); the operational state from STATE_DB ``PORT_TABLE``;
-- ``DEVICE_METADATA|localhost``: hostname, hwsku, platform, ``buffer_model``
-  (traditional or dynamic), ``type`` (ToRRouter, LeafRouter, ...);
+- ``DEVICE_METADATA|localhost``: hostname, hwsku, platform, ``buffer_model`` (``dynamic``
+  when it says so, else ``traditional``, as SONiC's buffer manager reads it:
+  ``controller/sonic/buffermgrd.py``), ``type`` (ToRRouter, LeafRouter, ...);
 - LLDP neighbours from APPL_DB ``LLDP_ENTRY_TABLE:<port>``, with the field names SONiC's lldp
   syncd writes (sonic-net/sonic-dbsyncd src/lldp_syncd/daemon.py ``parse_update``:
   ``lldp_rem_sys_name``, ``lldp_rem_port_id``, ``lldp_rem_port_desc``, ``lldp_rem_chassis_id``);
@@ -31,16 +32,15 @@ from typing import Any
 
 from controller.errors import FieldProblem
 from controller.intent.models import Dialect, Switch
+from controller.sonic.buffermgrd import CABLE_LENGTH, DEVICE_METADATA, LOCALHOST, buffer_model
 from controller.sonic.coexist import BASELINE_TABLES, lossless_ports
 from controller.sonic.model import Fields, SwitchConfig
 
 PORT = "PORT"
-DEVICE_METADATA = "DEVICE_METADATA"
 BREAKOUT_CFG = "BREAKOUT_CFG"
 # The QoS tables discovery reports (and dry runs plan from before adoption): the operator's
 # config an adoption keeps, and PFC's watchdog, the 802.1p map and the cable lengths that
 # size lossless headroom besides.
-CABLE_LENGTH = "CABLE_LENGTH"
 QOS_TABLES: tuple[str, ...] = tuple(
     sorted(
         {
@@ -147,6 +147,13 @@ class Discovery:
         for table, _ in self.qos:
             counts[table] = counts.get(table, 0) + 1
         return dict(sorted(counts.items()))
+
+    def config(self) -> SwitchConfig:
+        """What discovery keeps of the switch's CONFIG_DB: its QoS tables and its buffer
+        model (``DEVICE_METADATA|localhost``), where it has one."""
+        if self.buffer_model is None:
+            return dict(self.qos)
+        return {**self.qos, (DEVICE_METADATA, LOCALHOST): {"buffer_model": self.buffer_model}}
 
     def lossless(self) -> dict[str, list[int]]:
         """Each port's lossless priorities (``pfc_enable``)."""
@@ -270,14 +277,14 @@ def _neighbours(lldp: Mapping[str, Fields]) -> tuple[Neighbour, ...]:
 
 def discover(switch: str, read: SwitchRead) -> Discovery:
     """The ``Discovery`` of one switch from what the southbound read of it."""
-    metadata = read.config.get((DEVICE_METADATA, "localhost"), {})
+    metadata = read.config.get((DEVICE_METADATA, LOCALHOST), {})
     qos = {key: dict(fields) for key, fields in read.config.items() if key[0] in QOS_TABLES}
     return Discovery(
         switch,
         metadata.get("hostname"),
         metadata.get("hwsku"),
         metadata.get("platform"),
-        metadata.get("buffer_model"),
+        buffer_model(metadata),
         metadata.get("type"),
         tuple(ports_of(read.config, read.state_ports).values()),
         _neighbours(read.lldp),

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.sonic.buffermgrd import DYNAMIC
 from controller.sonic.coexist import port_binding
 from controller.sonic.discovery import Discovery
 from controller.sonic.model import SwitchConfig
@@ -63,7 +64,6 @@ UNREACHABLE = "unreachable"
 LINK_KINDS = (PFC_PRIORITIES, DSCP_TO_TC, TC_TO_PG, PFC_TO_QUEUE, MTU)
 NO_MAP = "none"
 DSCP_COUNT = 64
-DYNAMIC_MODEL = "dynamic"
 DYNAMIC_PROFILE = "NULL"
 
 
@@ -384,7 +384,7 @@ def _headroom_finding(discovery: Discovery, qos: _PortQos, priority: int) -> Fin
     field = f"BUFFER_PG|{key}.profile"
     name = _profile_name(reference)
     if name == DYNAMIC_PROFILE:
-        if discovery.buffer_model == DYNAMIC_MODEL:
+        if discovery.buffer_model == DYNAMIC:
             return None  # buffermgrd computes its headroom
         return finding(field, name, "has profile NULL outside SONiC's dynamic buffer model")
     profile = discovery.qos.get(("BUFFER_PROFILE", name))

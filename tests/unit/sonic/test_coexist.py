@@ -160,7 +160,13 @@ def test_refusal_names_the_switch_and_every_field() -> None:
 
 def test_the_baseline_is_the_operators_part_and_must_be_taken_before_the_first_write() -> None:
     kept = operator_baseline(OPERATOR)
-    assert kept == {k: v for k, v in OPERATOR.items() if k[0] in BASELINE_TABLES}
+    # The QoS tables, and where buffermgrd writes lossless groups (the cables; no model said)
+    cables = {("CABLE_LENGTH", "AZURE"): {"Ethernet0": "5m", "Ethernet4": "5m"}}
+    assert kept == {k: v for k, v in OPERATOR.items() if k[0] in BASELINE_TABLES} | cables
+    metadata = {("DEVICE_METADATA", "localhost"): {"hostname": "leaf1", "buffer_model": "dynamic"}}
+    assert operator_baseline(OPERATOR | metadata) == kept | {
+        ("DEVICE_METADATA", "localhost"): {"buffer_model": "dynamic"}
+    }
     assert ("BUFFER_PG", "Ethernet0|0") in kept
     assert ("PORT", "Ethernet0") not in kept
     running = apply_plan(

@@ -35,10 +35,14 @@ PLATFORM = LosslessPlatform(cell_bytes=144, pipeline_latency_bytes=18432, mac_ph
 STOCK_WATCHDOG = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
 
 
-def operator(*, groups: bool = False) -> SwitchConfig:
+def operator(*, groups: bool = False, model: str = "dynamic") -> SwitchConfig:
     """td2 with a watchdog on every port; ``groups``: with the lossless priority groups in
-    CONFIG_DB too (``BUFFER_PG|<port>|3-4``, as the static buffer model writes them)."""
+    CONFIG_DB too (``BUFFER_PG|<port>|3-4``, as the static buffer model writes them).
+    ``model``: the switch's buffer model; in the dynamic one sluice writes its own lossless
+    groups (in the traditional one, with td2's ``CABLE_LENGTH``, buffermgrd writes them:
+    tests/unit/sonic/test_buffermgrd.py)."""
     config = td2()
+    config[("DEVICE_METADATA", "localhost")] = {"buffer_model": model}
     for port in PORTS:
         config[("PFC_WD", port)] = dict(STOCK_WATCHDOG)
         if groups:
