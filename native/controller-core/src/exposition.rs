@@ -312,27 +312,24 @@ pub fn push_float(out: &mut String, x: f64) {
         out.push_str("0.0");
         return;
     }
-    // Rust's `{:e}` writes the same shortest round-trip digits, as `d.ddde<exp>` (at most
-    // 17 digits and a four-character exponent: 24 bytes), here into a buffer on the stack.
-    let mut shortest = [0u8; 32];
-    let written = {
-        let mut cursor = std::io::Cursor::new(&mut shortest[..]);
-        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{:e}", x.abs()));
-        usize::try_from(cursor.position()).unwrap_or(0)
-    };
-    let shortest = &shortest[..written];
-    let e = shortest.iter().position(|b| *b == b'e').unwrap_or(shortest.len());
-    let exponent: i32 = std::str::from_utf8(&shortest[(e + 1).min(written)..])
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(0);
-    let mut digits = [0u8; 32];
-    let mut count = 0;
-    for b in shortest[..e].iter().filter(|b| b.is_ascii_digit()) {
-        digits[count] = *b;
-        count += 1;
+    // Rust's `{:e}` writes the shortest digits that read back as `x`, as `d.ddde<exp>` (at
+    // most 17 digits and a four-character exponent), like Python's repr but for one case:
+    // where `x` lies exactly halfway between two strings of that length that both read back
+    // as `x` (562949953421312.25: ...2 and ...3), Rust rounds up and Python to the even
+    // digit. Only an odd last digit can be such a tie: the same count of digits written
+    // exactly (`{:.Ne}`, which rounds half to even) is then Python's choice, if it reads
+    // back as `x` (at 2^-24 only the upper string does, and Python writes that one).
+    let mut scratch = [0u8; 32];
+    let (mut digits, mut exponent) = scientific(&mut scratch, format_args!("{:e}", x.abs()));
+    let mut exact = [0u8; 32];
+    if digits.last().is_some_and(|d| (d - b'0') % 2 == 1) {
+        let precision = digits.len() - 1;
+        let (even, at) = scientific(&mut exact, format_args!("{:.*e}", precision, x.abs()));
+        if even != digits && reads_back(even, at, x.abs()) {
+            (digits, exponent) = (even, at);
+        }
     }
-    let digits = std::str::from_utf8(&digits[..count]).unwrap_or("0");
+    let digits = std::str::from_utf8(digits).unwrap_or("0");
     // Python's decimal point position: x = 0.DIGITS x 10^point.
     let point = exponent + 1;
     if point > -4 && point <= 16 {
@@ -346,6 +343,38 @@ pub fn push_float(out: &mut String, x: f64) {
         }
         let _ = write!(out, "e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.unsigned_abs());
     }
+}
+
+/// The digits (no point) and the decimal exponent of `d.ddde<exp>` written by `text` into
+/// `buffer` (on the stack: at most 17 digits and a four-character exponent).
+fn scientific<'a>(buffer: &'a mut [u8; 32], text: std::fmt::Arguments<'_>) -> (&'a [u8], i32) {
+    let written = {
+        let mut cursor = std::io::Cursor::new(&mut buffer[..]);
+        let _ = std::io::Write::write_fmt(&mut cursor, text);
+        usize::try_from(cursor.position()).unwrap_or(0)
+    };
+    let e = buffer[..written].iter().position(|b| *b == b'e').unwrap_or(written);
+    let exponent = std::str::from_utf8(&buffer[(e + 1).min(written)..written])
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0);
+    // Drop the point in place: the digits before `e` close up over it.
+    let mut count = 0;
+    for i in 0..e {
+        if buffer[i].is_ascii_digit() {
+            buffer[count] = buffer[i];
+            count += 1;
+        }
+    }
+    (&buffer[..count], exponent)
+}
+
+/// Whether `0.DIGITS x 10^(exponent + 1)` reads back as `x`.
+fn reads_back(digits: &[u8], exponent: i32, x: f64) -> bool {
+    let digits = std::str::from_utf8(digits).unwrap_or("0");
+    let mut text = String::with_capacity(digits.len() + 8);
+    let _ = write!(text, "0.{digits}e{}", exponent + 1);
+    text.parse::<f64>() == Ok(x)
 }
 
 fn push_fixed(out: &mut String, digits: &str, point: i32) {
@@ -398,6 +427,13 @@ mod tests {
             (f64::INFINITY, "+Inf"),
             (f64::NEG_INFINITY, "-Inf"),
             (f64::NAN, "NaN"),
+            // Halfway between two shortest strings: Python takes the even last digit.
+            (562_949_953_421_312.0 + 0.25, "562949953421312.2"),
+            (562_949_953_421_312.0 + 0.75, "562949953421312.8"),
+            (-562_949_953_421_312.0 - 0.25, "-562949953421312.2"),
+            (9_007_199_254_740_993.0 * 4.0 + 2.0, "3.602879701896397e+16"),
+            // Halfway too, but only the upper string reads back (a power of two).
+            (2f64.powi(-24), "5.960464477539063e-08"),
         ];
         for (x, python) in cases {
             assert_eq!(float(x), python, "{x:e}");
