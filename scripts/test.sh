@@ -14,6 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+# Python keeps each module's bytecode (__pycache__, ignored by git) and reuses it. Where the
+# caller's environment sets PYTHONDONTWRITEBYTECODE (some sessions' do), every Python process
+# the tests start (API, worker, CLI, pytest) compiled what it imports from source again:
+# importing api.main took 3.8 CPU s instead of 1.7 (docs/benchmarks.md, "The e2e tier's CPU").
+unset PYTHONDONTWRITEBYTECODE
 ./scripts/bootstrap.sh
 
 logs="$(mktemp -d "${TMPDIR:-/tmp}/sluice-test-XXXXXX")"
