@@ -287,7 +287,8 @@ async def run(
                 log.warning("collector: could not read the intent: %s", error)
             round_no += 1
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), period_s)
+                async with asyncio.timeout(period_s):  # not wait_for: it can lose a cancel
+                    await stop.wait()
     finally:
         await collector.close()
         if membership is not None:

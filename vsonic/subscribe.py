@@ -471,7 +471,10 @@ async def _next_events(
     """The events queued now, waiting up to ``timeout_s`` for the first."""
     try:
         wait_s = None if timeout_s is None else max(0.0, timeout_s)
-        first = await asyncio.wait_for(events.get(), wait_s)
+        # asyncio.timeout, not wait_for, which in Python 3.11 loses a cancel that lands as
+        # the first event arrives (the stream then runs on after its client left).
+        async with asyncio.timeout(wait_s):
+            first = await events.get()
     except TimeoutError:
         return []
     batch = [first]

@@ -261,8 +261,11 @@ class SwitchWatch:
         """Returns once an absent table appeared: read for them every ``appear_probe_s``, or
         at once on ``recheck``."""
         while True:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result when the
+            # recheck is already set as a cancel lands, and the cancel is lost.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._recheck.wait(), self._policy.appear_probe_s)
+                async with asyncio.timeout(self._policy.appear_probe_s):
+                    await self._recheck.wait()
             self._recheck.clear()
             if not self.absent:
                 continue

@@ -112,3 +112,22 @@ def test_the_drift_watchs_probe_for_absent_tables_stops_when_cancelled(
             await asyncio.wait_for(probe, 5)
 
     asyncio.run(cancel_the_probe())
+
+
+def test_the_drift_watchs_probe_stops_when_cancelled_as_a_recheck_arrives() -> None:
+    # The worker asks for a recheck after each write (`recheck`): a cancel in the same turn of
+    # the loop as that wake-up must still end the probe. Python 3.11's asyncio.wait_for
+    # returns the awaited result when it is already done as the cancel lands, so the cancel
+    # was lost and the probe waited on (the drift test's 60 s close in the run of 1716724).
+    policy = watch.WatchPolicy(appear_probe_s=3600)
+    switch = watch.SwitchWatch("leaf1", watch.Debouncer(0.1, lambda _s, _t: None), policy)
+
+    async def cancel_as_the_recheck_arrives() -> None:
+        probe = asyncio.ensure_future(switch.changed(None, TARGET))
+        await asyncio.sleep(0)  # the probe waits for a recheck
+        switch.recheck()
+        probe.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(probe, 5)
+
+    asyncio.run(cancel_as_the_recheck_arrives())
