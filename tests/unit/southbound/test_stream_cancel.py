@@ -27,6 +27,16 @@ from controller.southbound.subscribe import (
 TARGET = GnmiTarget("leaf1", "127.0.0.1", 9, "admin", SecretStr("x"))
 
 
+async def wait_until_cancelled_then_rpc_error() -> None:
+    """Waits until cancelled, then raises what grpc.aio can raise for a call cancelled under
+    a cancelled task: an RpcError with status CANCELLED, not CancelledError."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        empty = grpc.aio.Metadata()
+        raise grpc.aio.AioRpcError(grpc.StatusCode.CANCELLED, empty, empty, "cancelled") from None
+
+
 class CancelAnsweredWithRpcError:
     """A named fake of the session: its Subscribe waits until cancelled, then raises what
     grpc.aio can raise for a call cancelled under it."""
@@ -38,13 +48,7 @@ class CancelAnsweredWithRpcError:
 
     async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
         self.subscribes += 1
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            empty = grpc.aio.Metadata()
-            raise grpc.aio.AioRpcError(
-                grpc.StatusCode.CANCELLED, empty, empty, "cancelled"
-            ) from None
+        await wait_until_cancelled_then_rpc_error()
         return ()
 
     def synced(self) -> Fault | None:
@@ -90,13 +94,7 @@ def test_the_drift_watchs_probe_for_absent_tables_stops_when_cancelled(
 
     async def cancel_answered_with_rpc_error(*_: Any) -> frozenset[str]:
         probing.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            empty = grpc.aio.Metadata()
-            raise grpc.aio.AioRpcError(
-                grpc.StatusCode.CANCELLED, empty, empty, "cancelled"
-            ) from None
+        await wait_until_cancelled_then_rpc_error()
         return frozenset()
 
     monkeypatch.setattr(watch, "database_tables", cancel_answered_with_rpc_error)
