@@ -147,8 +147,11 @@ def start(
     if layout.fleet:
         listen = f"{layout.listen}:{layout.base_port}"
         args = ["--fleet", "--address", listen, "--names", *layout.names()]
-        pid = _spawn(args + serve_args, state_dir / "gnmi-fleet.log", env)
-        started.gnmi.append({"pid": pid, "port": layout.base_port, "names": layout.names()})
+        log = state_dir / "gnmi-fleet.log"
+        pid = _spawn(args + serve_args, log, env)
+        started.gnmi.append(
+            {"pid": pid, "port": layout.base_port, "names": layout.names(), "log": str(log)}
+        )
         return started
     try:
         for i, name in enumerate(layout.names()):
@@ -159,8 +162,9 @@ def start(
             listen = f"{layout.listen}:{port}"
             args = ["--names", name, "--address", listen, "--redis-port", str(redis_port)]
             own = layout.serve_args(i) + tls_args
-            pid = _spawn(args + own, state_dir / f"gnmi-{name}.log", env)
-            started.gnmi.append({"pid": pid, "port": port, "names": [name]})
+            log = state_dir / f"gnmi-{name}.log"
+            pid = _spawn(args + own, log, env)
+            started.gnmi.append({"pid": pid, "port": port, "names": [name], "log": str(log)})
             if extras is not None:
                 _start_extras(extras, started, state_dir, name, redis_port, seed_offset=i)
     except (OSError, RuntimeError, subprocess.CalledProcessError):
@@ -210,6 +214,19 @@ def answers(
     return True
 
 
+def _last_words(server: dict[str, Any]) -> str:
+    """The last line of an exited server's log (say, the port it could not bind), so the
+    operator reads why without opening the file; the log's path when it has nothing to say."""
+    log = server.get("log")  # absent in a state file written before logs were recorded
+    if log is None:
+        return "see its log"
+    try:
+        lines = Path(log).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    return f"{lines[-1]} (log {log})" if lines else f"its log {log} is empty"
+
+
 def wait_until_answering(
     started: Started,
     credentials: Credentials | None,
@@ -221,7 +238,8 @@ def wait_until_answering(
     for server in started.gnmi:
         while not answers(server["port"], credentials, timeout_s=1.0, tls=tls):
             if not is_running(server["pid"]):
-                raise RuntimeError(f"gNMI server for {server['names'][0]} exited; see its log")
+                name = server["names"][0]
+                raise RuntimeError(f"gNMI server for {name} exited: {_last_words(server)}")
             if monotonic() > end:
                 raise RuntimeError(f"gNMI server on port {server['port']} did not answer")
             time.sleep(0.1)

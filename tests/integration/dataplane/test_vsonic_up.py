@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from tests.integration.dataplane.conftest import Fields, eventually
+from tests.support.ports import free_port_run
 from vsonic.dataplane import AGENT, DATAPLANE
 from vsonic.redis_process import free_port
 from vsonic.supervisor import Started, is_running, load_state
@@ -81,7 +82,7 @@ def test_up_runs_a_data_plane_and_an_agent_per_switch_and_down_stops_them(
     traffic = tmp_path / "mix.txt"
     # No QoS configured yet: every queue is equal-weight DWRR; this class feeds queue 3.
     traffic.write_text("bulk port=Ethernet4 queue=3 kind=dctcp flows=1\n")
-    args = f"up --switches 2 --base-port {free_port()} --ports 2 --speed-gbps 1"
+    args = f"up --switches 2 --base-port {free_port_run(2)} --ports 2 --speed-gbps 1"
     up = _vsonic(args, env, "--state-dir", str(tmp_path), "--traffic", str(traffic),
                  "--flex-interval-ms", "100")  # fmt: skip
     started = load_state(tmp_path)

@@ -11,8 +11,6 @@ from pathlib import Path
 from pygnmi.client import gNMIclient  # type: ignore[import-untyped]
 
 from tests.integration.vsonic.conftest import call_with_timeout
-from vsonic.redis_process import free_port
-from vsonic.supervisor import answers
 from vsonic.tether import CleanupGuard
 from vsonic.tls import tls_files
 
@@ -43,14 +41,6 @@ def run_vsonic(*args: str, password: str | None = PASSWORD) -> subprocess.Comple
 
 def _state_dir(args: tuple[str, ...]) -> str | None:
     return args[args.index("--state-dir") + 1] if "--state-dir" in args else None
-
-
-def two_free_ports() -> int:
-    """A base port with base+1 also free (the second switch listens there)."""
-    while True:
-        base = free_port()
-        if base < 65535 and answers(base + 1, None, timeout_s=0.2) is False:
-            return base
 
 
 def gnmi_get(port: int, path: str, state_dir: Path | None, target: str | None = None) -> object:

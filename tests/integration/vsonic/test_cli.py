@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from pygnmi.client import gNMIclient, gNMIException  # type: ignore[import-untyp
 
 from controller.intent.models import Switch as IntentSwitch
 from tests.integration.vsonic.conftest import call_with_timeout
-from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic, two_free_ports
+from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic
+from tests.support.ports import free_port_run
 from vsonic.gcu import SCOPE_REFUSAL
 from vsonic.gnmi_server import Credentials
 from vsonic.redis_process import free_port
@@ -22,7 +24,7 @@ CFG = "/sonic-db:CONFIG_DB/localhost"
 
 
 def test_up_two_switches_then_down(tmp_path: Path) -> None:
-    base = two_free_ports()
+    base = free_port_run(2)
     up = run_vsonic("up", "--switches", "2", "--base-port", str(base), "--state-dir", str(tmp_path),
                  "--ports", "4", "--no-dataplane")  # fmt: skip
     started = load_state(tmp_path)
@@ -88,6 +90,21 @@ def test_up_twice_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
         assert "already has running switches" in second.stderr
     finally:
         assert run_vsonic("down", "--state-dir", str(tmp_path)).returncode == 0
+
+
+def test_a_taken_port_fails_up_with_the_server_s_own_reason(tmp_path: Path) -> None:
+    base = free_port_run(2)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", base + 1))
+        taken.listen()
+        up = run_vsonic("up", "--switches", "2", "--base-port", str(base),
+                        "--state-dir", str(tmp_path), "--ports", "1", "--no-dataplane")  # fmt: skip
+    assert up.returncode == 1
+    # The last line of vs2's own log, not only "see its log", and where that log is.
+    log = tmp_path / "gnmi-vs2.log"
+    last = log.read_text().strip().splitlines()[-1]
+    assert f"gNMI server for vs2 exited: {last} (log {log})" in up.stderr
+    assert load_state(tmp_path) is None
 
 
 def test_without_a_password_one_is_generated_privately(tmp_path: Path) -> None:

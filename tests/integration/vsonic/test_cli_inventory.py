@@ -6,12 +6,13 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic, two_free_ports
+from tests.integration.vsonic.support import PASSWORD, gnmi_get, run_vsonic
+from tests.support.ports import free_port_run
 from vsonic.supervisor import load_state
 
 
 def test_up_from_an_inventory_starts_those_switches_with_their_ports(tmp_path: Path) -> None:
-    base = two_free_ports()
+    base = free_port_run(2)
     source = {
         "switches": [
             {
