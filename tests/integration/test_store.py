@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.store.db import make_engine, make_sessions
 from controller.store.models import UQ_INTENT_VERSION_NUMBER, UQ_TOKEN_ACTIVE_NAME
-from controller.store.repositories import intents, states, tokens
+from controller.store.repositories import discoveries, intents, states, tokens
+from controller.types import JsonObject
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -122,3 +123,34 @@ def test_token_names_are_unique_among_active_tokens_only(
         active = tokens.find_active_by_hash(session=session, token_sha256="c" * 64)
         assert active is not None
         assert active.role == "admin"
+
+
+def _discovery(session: Session, finished: datetime | None, switches: list[JsonObject]) -> None:
+    row = discoveries.insert(
+        session=session, request={}, requested_by="alice", request_id="r", at=T0
+    )
+    if finished is not None:
+        result: JsonObject = {"switches": switches, "topology": []}
+        discoveries.finish(session=session, discovery_id=row.id, result=result, at=finished)
+
+
+def test_each_switch_s_newest_finding_that_reached_it(sessions: sessionmaker[Session]) -> None:
+    late = T0 + timedelta(minutes=5)
+    with sessions.begin() as session:
+        _discovery(session, T0, [{"switch": "leaf1", "n": 1}, {"switch": "leaf2", "n": 1}])
+        # Newer: leaf1 found again, leaf2 not reached (its older finding stands).
+        unreached = {"switch": "leaf2", "n": 2, "error": "unreachable"}
+        _discovery(session, late, [{"switch": "leaf1", "n": 2}, unreached])
+        # Finished at the same time as the one before, stored after it: the later id wins.
+        _discovery(session, late, [{"switch": "spine1", "n": 3}, {"switch": "leaf1", "n": 3}])
+        _discovery(session, None, [])  # still pending: finds nothing
+    with sessions.begin() as session:
+        found = discoveries.latest_found(
+            session=session, switches=["leaf1", "leaf2", "spine1", "spine2"]
+        )
+    assert {name: item["n"] for name, item in found.items()} == {
+        "leaf1": 3, "leaf2": 1, "spine1": 3,
+    }  # fmt: skip
+    assert found["leaf2"] == {"switch": "leaf2", "n": 1}
+    with sessions.begin() as session:
+        assert discoveries.latest_found(session=session, switches=[]) == {}

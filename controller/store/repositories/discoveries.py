@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import column, func, or_, select, true, update
+from sqlalchemy.dialects.postgresql import JSONB, distinct_on
 from sqlalchemy.orm import Session
 
 from controller.store.models import Discovery
@@ -46,19 +47,29 @@ def finish(*, session: Session, discovery_id: int, result: JsonObject, at: datet
 
 def latest_found(*, session: Session, switches: Collection[str]) -> dict[str, JsonObject]:
     """Switch name -> what the newest finished discovery that reached it found (its
-    ``Discovery.as_json``); switches never discovered are absent."""
-    wanted = set(switches)
-    found: dict[str, JsonObject] = {}
+    ``Discovery.as_json``); switches never discovered are absent.
+
+    One query, the items picked in the database: each discovery's result holds every switch
+    it read (with its QoS tables), and the rows pile up with every discovery run, so reading
+    them into Python to find a few switches' items grew with the history (a name no
+    discovery ever reached, an LLDP peer outside the fabric, read every row)."""
+    wanted = sorted(set(switches))
+    if not wanted:
+        return {}
+    elements = func.jsonb_array_elements(Discovery.result["switches"])
+    item = elements.table_valued(column("value", JSONB)).alias()
+    name = item.c.value["switch"].astext
+    error = item.c.value["error"]
     query = (
-        select(Discovery.result)
-        .where(Discovery.state == "done")
-        .order_by(Discovery.finished_at.desc(), Discovery.id.desc())
+        select(name, item.c.value)
+        .select_from(Discovery)
+        .join(item, true())
+        .where(
+            Discovery.state == "done",
+            name.in_(wanted),
+            or_(error.is_(None), func.jsonb_typeof(error) == "null"),
+        )
+        .order_by(name, Discovery.finished_at.desc(), Discovery.id.desc())
+        .ext(distinct_on(name))
     )
-    for result in session.scalars(query):
-        for item in (result or {}).get("switches", []):
-            name = item.get("switch")
-            if name in wanted and name not in found and item.get("error") is None:
-                found[name] = item
-        if wanted <= found.keys():
-            break
-    return found
+    return {switch: dict(found) for switch, found in session.execute(query)}
