@@ -244,3 +244,18 @@ def test_no_outcome_while_the_rollout_is_on_its_way(tuned: Tuned) -> None:
         "  analytics: predicted 3000.0 -> 3000.0 us (+0.0 %)",
         "  storage: predicted 1693.1 -> 1000.0 us (-40.9 %)",
     ]
+
+
+def test_another_rollout_before_a_settled_window_records_no_comparison(tuned: Tuned) -> None:
+    tuned.finish("completed")
+    # The operator rolls version 1 out again before a window under version 2 has passed.
+    tuned.clock.now = T1 + timedelta(seconds=60)
+    again = tuned.rollouts.start(RolloutPolicy(to_version=1, allow_port_flaps=True), actor=ACTOR)
+    assert tuned.tuning.settling() is None  # nothing left to wait for
+    settled = T1 + timedelta(seconds=WINDOW_S)
+    tuned.clock.now, tuned.summary = settled, window(settled, storage=(1200.0, 320.0))
+    assert tuned.tuning.record_outcomes(tuned.summary, settled) == [1]
+    outcome = tuned.tuning.get(1).outcome
+    assert outcome is not None
+    assert (outcome["verdict"], outcome["classes"]) == ("superseded", [])
+    assert outcome["reason"].startswith(f"rollout {again.id} (version 1) started before")
