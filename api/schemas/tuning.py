@@ -30,7 +30,8 @@ class ProposalOut(ViewOut):
     decided_at: datetime | None
     prediction: list[dict[str, Any]] = Field(
         description="the search's predicted small-flow p99 FCT per class: service_class, "
-        "before_us, after_us, change_pct (empty when the search changed nothing)"
+        "before_us, after_us, change_pct, and its spread over seeds min_pct, max_pct (empty "
+        "when the search changed nothing)"
     )
     baseline: dict[str, Any] | None = Field(
         description="the hosts' small-flow p99 FCT (us) and finished flows per class over "

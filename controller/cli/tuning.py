@@ -82,7 +82,8 @@ def outcome_lines(doc: Doc) -> list[str]:
         lines = ["outcome: not yet measured (after the rollout, over a settled tuning window)"]
         return lines + [
             f"  {p['service_class']}: predicted {_us(p['before_us'])} -> "
-            f"{_us(p['after_us'])} us ({p['change_pct']:+.1f} %)"
+            f"{_us(p['after_us'])} us ({p['change_pct']:+.1f} %"
+            f"{_spread(p['min_pct'], p['max_pct'])})"
             for p in prediction
         ]
     lines = [
@@ -96,7 +97,8 @@ def outcome_lines(doc: Doc) -> list[str]:
     for c in outcome["classes"]:
         head = (
             f"  {c['service_class']}: predicted {_us(c['predicted_before_us'])} -> "
-            f"{_us(c['predicted_after_us'])} us ({c['predicted_pct']:+.1f} %)"
+            f"{_us(c['predicted_after_us'])} us ({c['predicted_pct']:+.1f} %"
+            f"{_spread(c['predicted_min_pct'], c['predicted_max_pct'])})"
         )
         if c["measured_pct"] is not None:
             verdict = "agrees" if c["agrees"] else "disagrees"
@@ -104,11 +106,22 @@ def outcome_lines(doc: Doc) -> list[str]:
                 f"{head}, measured {_us(c['measured_before_us'])} -> "
                 f"{_us(c['measured_after_us'])} us ({c['measured_pct']:+.1f} %, "
                 f"{c['flows_before']:g} -> {c['flows_after']:g} flows): {verdict}, "
-                f"error {c['error_pp']:+.1f} pp"
+                f"error {c['error_pp']:+.1f} pp{_within(c['within_spread'])}"
             )
         else:
             lines.append(f"{head}, not measurable: {c['not_measurable']}")
     return lines
+
+
+def _spread(low: float | None, high: float | None) -> str:
+    """The prediction's spread over seeds, where it has one."""
+    return "" if low is None or high is None else f", {low:+.1f} .. {high:+.1f} % over seeds"
+
+
+def _within(within: bool | None) -> str:
+    if within is None:
+        return ""
+    return ", within the seeds' spread" if within else ", outside the seeds' spread"
 
 
 def _us(value: float) -> str:

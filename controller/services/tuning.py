@@ -85,8 +85,6 @@ log = logging.getLogger(__name__)
 
 TUNER = "tuner"
 ReadSummary = Callable[[datetime, float], TelemetrySummary]
-# Every search run's seed: candidates of one pass see the same flows (common random numbers).
-SEARCH_SEED = 1
 SEARCH_OWNS = "fabric.tuning.search is twin: lambdas and weights move by the search"
 
 
@@ -453,12 +451,12 @@ def _owned_by_search(change: Change) -> Change:
 
 def netsim_search(binary: Path, timeout_s: float) -> Simulate:
     """The search's twin: netsim over ``binary``, ``fabric.tuning.search_flows`` flows of the
-    traffic the summary describes, seed ``SEARCH_SEED``, each run killed at ``timeout_s``."""
+    traffic the summary describes, on the traffic's seed, each run killed at ``timeout_s``."""
     run = run_twin_with(binary, timeout_s)
 
     def simulate(intent: Intent, traffic: Traffic) -> TwinReading:
         flows = intent.fabric.tuning.search_flows
-        request = Request(traffic.workload, traffic.load, flows, SEARCH_SEED, traffic.mix)
+        request = Request(traffic.workload, traffic.load, flows, traffic.seed, traffic.mix)
         try:
             result = run(intent, request, lambda line: log.debug("twin: %s", line))
         except (NetsimFailed, TwinInputInvalid) as error:

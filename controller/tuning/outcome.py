@@ -29,17 +29,28 @@ MIN_SMALL_FLOWS = 100
 # A change within this many percent either way is "no change": the sign of a p99 that moved
 # 1 % is noise, not a direction.
 STILL_PCT = 5.0
+# The search's evidence key for the prediction's spread over seeds (counterfactual.py).
+SPREAD = "predicted_spread_pct"
 
 
 @dataclass(frozen=True, slots=True)
 class Predicted:
     """The twin's small-flow p99 of one class for the current and the proposed intent, us,
-    and the change, %."""
+    and the change, %; with the least and largest change over the seeds it was run on
+    (``counterfactual.SPREAD_SEEDS``), where the proposal has them."""
 
     service_class: str
     before_us: float
     after_us: float
     change_pct: float
+    min_pct: float | None = None
+    max_pct: float | None = None
+
+    def spans(self, change_pct: float) -> bool | None:
+        """Whether ``change_pct`` lies within the seeds' spread (None: no spread recorded)."""
+        if self.min_pct is None or self.max_pct is None:
+            return None
+        return self.min_pct <= change_pct <= self.max_pct
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,7 @@ class ClassOutcome:
     measured_pct: float | None = None
     agrees: bool | None = None
     error_pp: float | None = None
+    within_spread: bool | None = None
     not_measurable: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +76,8 @@ class ClassOutcome:
             "predicted_before_us": self.predicted.before_us,
             "predicted_after_us": self.predicted.after_us,
             "predicted_pct": self.predicted.change_pct,
+            "predicted_min_pct": self.predicted.min_pct,
+            "predicted_max_pct": self.predicted.max_pct,
             "measured_before_us": self.measured_before_us,
             "measured_after_us": self.measured_after_us,
             "flows_before": self.flows_before,
@@ -71,6 +85,7 @@ class ClassOutcome:
             "measured_pct": self.measured_pct,
             "agrees": self.agrees,
             "error_pp": self.error_pp,
+            "within_spread": self.within_spread,
             "not_measurable": self.not_measurable,
         }
 
@@ -105,10 +120,12 @@ def prediction_of(changes: Sequence[Mapping[str, Any]]) -> tuple[Predicted, ...]
     empty when no change came from the search."""
     for change in changes:
         evidence = change.get("evidence", {})
-        rows = evidence.get("outputs", {}).get("predicted_p99_small_us")
+        outputs = evidence.get("outputs", {})
+        rows = outputs.get("predicted_p99_small_us")
         if evidence.get("rule") == RULE and rows:
+            spread = {str(n): (float(lo), float(hi)) for n, lo, hi in outputs.get(SPREAD, ())}
             return tuple(
-                Predicted(str(name), float(before), float(after), float(pct))
+                Predicted(str(name), float(before), float(after), float(pct), *spread.get(name, ()))
                 for name, before, after, pct in rows
             )
     return ()
@@ -181,6 +198,7 @@ def compare_class(
         measured_pct=change,
         agrees=direction(change, still_pct) == direction(predicted.change_pct, still_pct),
         error_pp=round(change - predicted.change_pct, 1),
+        within_spread=predicted.spans(change),
     )
 
 
@@ -224,17 +242,33 @@ def not_compared(verdict: str, reason: str, rollout_id: int) -> Outcome:
     return Outcome(verdict, reason, rollout_id)
 
 
+def spread_text(predicted: Predicted) -> str:
+    """`` [-62.9, -58.5] over seeds`` where the prediction has a spread; empty otherwise."""
+    if predicted.min_pct is None or predicted.max_pct is None:
+        return ""
+    return f" [{predicted.min_pct:+.1f}, {predicted.max_pct:+.1f}] over seeds"
+
+
+def _spanned(within: bool | None) -> str:
+    if within is None:
+        return ""
+    return ", within the seeds' spread" if within else ", outside the seeds' spread"
+
+
 def describe(outcome: Outcome) -> str:
     """One line for the log and the CLI: each class's predicted and measured change."""
     parts = []
     for c in outcome.classes:
-        head = f"{c.service_class} predicted {c.predicted.change_pct:+.1f} %"
+        head = (
+            f"{c.service_class} predicted {c.predicted.change_pct:+.1f} %{spread_text(c.predicted)}"
+        )
         if c.measured_pct is None:
             parts.append(f"{head}, not measurable ({c.not_measurable})")
         else:
             verdict = "agrees" if c.agrees else "disagrees"
             parts.append(
-                f"{head}, measured {c.measured_pct:+.1f} % ({verdict}, error {c.error_pp:+.1f} pp)"
+                f"{head}, measured {c.measured_pct:+.1f} % ({verdict}, error "
+                f"{c.error_pp:+.1f} pp{_spanned(c.within_spread)})"
             )
     detail = "; ".join(parts)
     return f"{outcome.verdict}: {outcome.reason}" + (f" [{detail}]" if detail else "")

@@ -141,3 +141,26 @@ def test_the_baseline_is_stored_and_read_back() -> None:
 def test_a_window_is_settled_when_it_starts_after_the_rollout_completed() -> None:
     assert settled(finished_s=1000.0, window_start_s=1000.0)
     assert not settled(finished_s=1000.0, window_start_s=999.0)
+
+
+def test_the_seeds_spread_is_read_and_the_measured_change_placed_in_it() -> None:
+    # The twin gave storage -30 % on the search's seed, -34.0 and -22.5 % on two more.
+    outputs = {
+        "predicted_p99_small_us": (("storage", 1000.0, 700.0, -30.0),),
+        "predicted_spread_pct": (("storage", -34.0, -22.5),),
+    }
+    stored = [Change("ecn_lambda/storage", 1.0, 0.5, Evidence(RULE, "search", {}, outputs))]
+    (predicted,) = prediction_of([c.as_dict() for c in stored])
+    assert (predicted.min_pct, predicted.max_pct) == (-34.0, -22.5)
+    within = compare(
+        (predicted,), BEFORE, fct(storage=(900.0, 380.0)), rollout_id=7, window=WINDOW
+    )  # -25.0 %
+    beyond = compare(
+        (predicted,), BEFORE, fct(storage=(780.0, 380.0)), rollout_id=7, window=WINDOW
+    )  # -35.0 %: the predicted way, past the seeds' least
+    assert (within.classes[0].agrees, within.classes[0].within_spread) == (True, True)
+    assert (beyond.classes[0].agrees, beyond.classes[0].within_spread) == (True, False)
+    assert "[-34.0, -22.5] over seeds" in describe(beyond)
+    assert "outside the seeds' spread" in describe(beyond)
+    # Without a spread recorded there is nothing to place it in.
+    assert by_class(fct(storage=(900.0, 380.0)))["storage"]["within_spread"] is None
