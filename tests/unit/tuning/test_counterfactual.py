@@ -212,3 +212,25 @@ def test_a_twin_that_cannot_run_is_recorded_and_proposes_nothing() -> None:
     )
     assert found.changes == ()
     assert found.refused == "a candidate failed in the twin: netsim ran past 600 s"
+
+
+def test_a_spent_budget_leaves_the_spread_to_the_searchs_own_seed() -> None:
+    # The clock reads 0 s before every candidate, then past the 100 s budget.
+    intent = intent_with({"storage": 1500.0}, storage=(30, 90))
+    candidates = sum(len(k.values) - 1 for k in knobs(intent))
+    reads = [0]
+
+    def elapsed() -> float:
+        reads[0] += 1
+        return 0.0 if reads[0] <= candidates else 1000.0
+
+    timing = Timing(10_000.0, {}, 900.0, budget_s=100.0, elapsed=elapsed)
+    twin = ModelTwin()
+    found = search_in_twin(intent, summary(0.55, 0.33), twin, kinds=KINDS, timing=timing)
+    assert len(twin.calls) == 1 + candidates  # no run on another seed
+    outputs = found.changes[0].evidence.outputs
+    assert outputs["predicted_spread_pct"] == (("bulk", 0.0, 0.0), ("storage", -62.9, -62.9))
+    assert (outputs["prediction_seeds"], outputs["spread_stopped"]) == (
+        (1,),
+        "the search's 100 s budget was spent",
+    )
