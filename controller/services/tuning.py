@@ -74,6 +74,7 @@ from controller.tuning.outcome import (
     prediction_of,
     settled,
 )
+from controller.tuning.search import RULE as SEARCH_RULE
 from controller.tuning.search import Traffic
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
@@ -377,10 +378,13 @@ class TuningService:
 
 
 def _awaiting_outcome() -> Any:
+    """Approved proposals the search made (only those carry a prediction) with no outcome yet:
+    a rule's proposal is never looked at again, however many there are."""
     return select(TuningProposal).where(
         TuningProposal.state == "approved",
         TuningProposal.new_version.is_not(None),
         TuningProposal.outcome.is_(None),
+        TuningProposal.changes.contains([{"evidence": {"rule": SEARCH_RULE}}]),
     )
 
 
