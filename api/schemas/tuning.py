@@ -28,3 +28,18 @@ class ProposalOut(ViewOut):
     created_at: datetime
     decided_by: str | None
     decided_at: datetime | None
+    prediction: list[dict[str, Any]] = Field(
+        description="the search's predicted small-flow p99 FCT per class: service_class, "
+        "before_us, after_us, change_pct, and its spread over seeds min_pct, max_pct (empty "
+        "when the search changed nothing)"
+    )
+    baseline: dict[str, Any] | None = Field(
+        description="the hosts' small-flow p99 FCT (us) and finished flows per class over "
+        "the proposal's window: what the outcome is measured against"
+    )
+    outcome: dict[str, Any] | None = Field(
+        description="after the rollout: verdict (agrees, disagrees, not_measurable, "
+        "rolled_back, superseded), reason, rollout_id, the measured window, and per class the "
+        "predicted beside the measured change (docs/tuning.md); null until then"
+    )
+    outcome_at: datetime | None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -68,7 +69,67 @@ def explain_lines(doc: Doc) -> list[str]:
                 lines.append(f"  {kind}: {pairs or '-'}")
             for bound in evidence["bounds"]:
                 lines.append(f"  bound: {bound}")
+    return lines + outcome_lines(doc)
+
+
+def outcome_lines(doc: Doc) -> list[str]:
+    """The search's prediction beside what the fabric measured after the rollout."""
+    prediction = doc.get("prediction") or []
+    if not prediction:
+        return []
+    outcome = doc.get("outcome")
+    if outcome is None:
+        lines = ["outcome: not yet measured (after the rollout, over a settled tuning window)"]
+        return lines + [
+            f"  {p['service_class']}: predicted {_us(p['before_us'])} -> "
+            f"{_us(p['after_us'])} us ({p['change_pct']:+.1f} %"
+            f"{_spread(p['min_pct'], p['max_pct'])})"
+            for p in prediction
+        ]
+    lines = [
+        f"outcome: {outcome['verdict']} (rollout {outcome['rollout_id']}): {outcome['reason']}"
+    ]
+    if outcome.get("window_start_s") is not None:
+        lines.append(
+            f"  measured over {_at(outcome['window_start_s'])} .. {_at(outcome['window_end_s'])}"
+            " (small flows' p99 FCT from the hosts)"
+        )
+    for c in outcome["classes"]:
+        head = (
+            f"  {c['service_class']}: predicted {_us(c['predicted_before_us'])} -> "
+            f"{_us(c['predicted_after_us'])} us ({c['predicted_pct']:+.1f} %"
+            f"{_spread(c['predicted_min_pct'], c['predicted_max_pct'])})"
+        )
+        if c["measured_pct"] is not None:
+            verdict = "agrees" if c["agrees"] else "disagrees"
+            lines.append(
+                f"{head}, measured {_us(c['measured_before_us'])} -> "
+                f"{_us(c['measured_after_us'])} us ({c['measured_pct']:+.1f} %, "
+                f"{c['flows_before']:g} -> {c['flows_after']:g} flows): {verdict}, "
+                f"error {c['error_pp']:+.1f} pp{_within(c['within_spread'])}"
+            )
+        else:
+            lines.append(f"{head}, not measurable: {c['not_measurable']}")
     return lines
+
+
+def _spread(low: float | None, high: float | None) -> str:
+    """The prediction's spread over seeds, where it has one."""
+    return "" if low is None or high is None else f", {low:+.1f} .. {high:+.1f} % over seeds"
+
+
+def _within(within: bool | None) -> str:
+    if within is None:
+        return ""
+    return ", within the seeds' spread" if within else ", outside the seeds' spread"
+
+
+def _us(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _at(unix_s: float) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).isoformat()
 
 
 def list_rows(docs: list[Doc]) -> list[Row]:

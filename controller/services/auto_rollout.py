@@ -163,10 +163,14 @@ class AutoTuner:
         return followed + 1 + self.roll_out(record, actor)
 
     def _settling(self) -> str | None:
-        """What is still changing the fabric, if anything."""
+        """What is still changing the fabric, or a change whose outcome is not yet measured
+        (``TuningService.settling``), if anything."""
         active = self._rollouts.active()
         if active is not None:
             return f"rollout {active.id} is {active.state}"
+        waiting = self._tuning.settling()
+        if waiting is not None:
+            return waiting
         runs = [] if self._host_runs is None else self._host_runs.runs(limit=5, offset=0).items
         applying = [r for r in runs if r.mode == "apply" and r.state in HOST_APPLY_ACTIVE]
         return f"host apply {applying[0].id} is {applying[0].state}" if applying else None

@@ -17,6 +17,12 @@ check, and the rules' verdicts on them are kept as held evidence; the other rule
 PIAS, the algorithm) propose as before. The twin (netsim, a subprocess) is passed in
 (``netsim_search``).
 
+Each pass first records the outcome of earlier proposals with a prediction whose rollout has
+ended (``controller.tuning.outcome``): once the rollout of the proposed version completed and
+the pass's window lies wholly after it, the hosts' small-flow p99 FCT per class is set against
+the proposal's baseline (the same figures over the window it was made from, stored with it)
+beside the twin's predicted change; a rolled-back version records that, with no comparison.
+
 Time, the telemetry reader, the twin and the database sessions are passed in.
 """
 
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -43,7 +49,7 @@ from controller.services.intents import IntentService, VersionInfo
 from controller.services.twin_runs import run_twin_with
 from controller.sonic.cables import sized_intent
 from controller.sonic.diff import diff_fleet
-from controller.store.models import TuningProposal
+from controller.store.models import Rollout, TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
 from controller.tuning.counterfactual import (
     SearchPass,
@@ -57,6 +63,18 @@ from controller.tuning.counterfactual import (
 )
 from controller.tuning.evidence import Change
 from controller.tuning.fit import TwinQueue
+from controller.tuning.outcome import (
+    Outcome,
+    Predicted,
+    baseline_of,
+    compare,
+    describe,
+    from_baseline,
+    not_compared,
+    prediction_of,
+    settled,
+)
+from controller.tuning.search import RULE as SEARCH_RULE
 from controller.tuning.search import Traffic
 from controller.tuning.summary import TelemetrySummary
 from controller.tuning.tune import propose
@@ -68,8 +86,6 @@ log = logging.getLogger(__name__)
 
 TUNER = "tuner"
 ReadSummary = Callable[[datetime, float], TelemetrySummary]
-# Every search run's seed: candidates of one pass see the same flows (common random numbers).
-SEARCH_SEED = 1
 SEARCH_OWNS = "fabric.tuning.search is twin: lambdas and weights move by the search"
 
 
@@ -90,6 +106,13 @@ class ProposalRecord:
     created_at: datetime
     decided_by: str | None
     decided_at: datetime | None
+    # The hosts' small-flow figures over the proposal's window, per class (p99_us, flows).
+    baseline: dict[str, Any] | None = None
+    # The predicted change beside the measured one after the rollout (Outcome.as_dict).
+    outcome: dict[str, Any] | None = None
+    outcome_at: datetime | None = None
+    # The search's predicted change per class (controller.tuning.outcome.Predicted).
+    prediction: list[dict[str, Any]] = field(default_factory=list)
 
 
 class TuningService:
@@ -114,13 +137,16 @@ class TuningService:
         tuning = current.intent.fabric.tuning
         if tuning.mode is TuningMode.OFF:
             raise Conflict("fabric.tuning.mode is off: set it to propose or auto to tune")
+        now = self._clock()
+        summary = self._read_summary(now, tuning.window_s)
+        # Before the head is judged: a rolled-back version's outcome is recorded even while
+        # the head it left is one the tuner does not build on.
+        self.record_outcomes(summary, now)
         if current.info.rejected_at is not None:
             raise Conflict(
                 f"intent version {current.info.number} was rejected "
                 f"({current.info.rejected_reason}): the tuner does not build on it"
             )
-        now = self._clock()
-        summary = self._read_summary(now, tuning.window_s)
         last_changed = self._last_changed()
         changes = propose(
             current.intent,
@@ -186,6 +212,7 @@ class TuningService:
             window_end=datetime.fromtimestamp(summary.end_s, UTC),
             created_by=actor.name,
             created_at=now,
+            baseline=baseline_of(summary.small_flow_fct),
         )
         with self._sessions.begin() as session:
             session.add(row)
@@ -194,6 +221,54 @@ class TuningService:
         if record.state == "pending" and auto:
             return self.approve(record.id, Actor(TUNER, actor.request_id))
         return record
+
+    def record_outcomes(self, summary: TelemetrySummary, now: datetime) -> list[int]:
+        """Record the outcome of each approved proposal with a prediction whose rollout has
+        ended: completed, compared over ``summary`` once its window starts after the
+        rollout's end (else left for a later pass); rolled back, or another version rolled out
+        since, recorded with no comparison. The ids recorded."""
+        recorded: list[int] = []
+        with self._sessions.begin() as session:
+            for row in session.scalars(_awaiting_outcome().order_by(TuningProposal.id)):
+                prediction = prediction_of(row.changes)
+                found = _outcome(session, row, prediction, summary) if prediction else None
+                if found is None:
+                    continue
+                row.outcome, row.outcome_at = found.as_dict(), now
+                recorded.append(row.id)
+                log.info(
+                    "tuning: proposal %d, version %s, rollout %d: predicted vs measured "
+                    "small-flow p99 FCT over %s .. %s: %s",
+                    row.id,
+                    row.new_version,
+                    found.rollout_id,
+                    _when(found.window_start_s),
+                    _when(found.window_end_s),
+                    describe(found),
+                )
+        return recorded
+
+    def settling(self) -> str | None:
+        """A proposal with a prediction whose rollout completed less than one tuning window
+        ago: its outcome needs a window wholly under its version, so no pass (and no change)
+        should come before it. None when nothing waits."""
+        window_s = self.settings().window_s
+        now = self._clock()
+        with self._sessions() as session:
+            for row in session.scalars(_awaiting_outcome()):
+                rollout = _newest_rollout(session, row.new_version)
+                if not prediction_of(row.changes) or rollout is None:
+                    continue
+                finished = rollout.finished_at
+                if rollout.state != "completed" or finished is None:
+                    continue
+                waiting = not settled(finished.timestamp(), now.timestamp() - window_s)
+                if waiting and _later_rollout(session, rollout) is None:
+                    return (
+                        f"proposal {row.id}'s outcome waits for a {window_s:g} s window "
+                        f"after rollout {rollout.id} completed at {finished.isoformat()}"
+                    )
+        return None
 
     def _search(self, intent: Intent, summary: TelemetrySummary, timing: Timing) -> SearchPass:
         if self._simulate is None:
@@ -302,6 +377,74 @@ class TuningService:
         return row
 
 
+def _awaiting_outcome() -> Any:
+    """Approved proposals the search made (only those carry a prediction) with no outcome yet:
+    a rule's proposal is never looked at again, however many there are."""
+    return select(TuningProposal).where(
+        TuningProposal.state == "approved",
+        TuningProposal.new_version.is_not(None),
+        TuningProposal.outcome.is_(None),
+        TuningProposal.changes.contains([{"evidence": {"rule": SEARCH_RULE}}]),
+    )
+
+
+def _newest_rollout(session: Session, version: int | None) -> Rollout | None:
+    return session.scalars(
+        select(Rollout).where(Rollout.to_version == version).order_by(Rollout.id.desc()).limit(1)
+    ).first()
+
+
+def _outcome(
+    session: Session,
+    row: TuningProposal,
+    prediction: tuple[Predicted, ...],
+    summary: TelemetrySummary,
+) -> Outcome | None:
+    """The outcome of ``row`` as of ``summary``; None while there is none to record yet."""
+    rollout = _newest_rollout(session, row.new_version)
+    if rollout is None:
+        return None  # not rolled out (yet): an approved proposal an operator rolls out
+    if rollout.state == "rolled_back":
+        return not_compared(
+            "rolled_back",
+            f"rollout {rollout.id} of version {row.new_version} was rolled back "
+            f"({rollout.reason or 'no reason recorded'}): its version did not stay, nothing "
+            "to compare",
+            rollout.id,
+        )
+    if rollout.state != "completed" or rollout.finished_at is None:
+        return None  # still on its way (a halted rollout may yet resume or roll back)
+    later = _later_rollout(session, rollout)
+    if later is not None:
+        return not_compared(
+            "superseded",
+            f"rollout {later.id} (version {later.to_version}) started before a tuning window "
+            f"wholly under version {row.new_version}: nothing to compare",
+            rollout.id,
+        )
+    if not settled(rollout.finished_at.timestamp(), summary.start_s):
+        return None
+    return compare(
+        prediction,
+        from_baseline(row.baseline or {}),
+        summary.small_flow_fct,
+        rollout_id=rollout.id,
+        window=(summary.start_s, summary.end_s),
+    )
+
+
+def _later_rollout(session: Session, rollout: Rollout) -> Rollout | None:
+    """The first rollout started after ``rollout``: from then on the fabric ran another
+    version."""
+    return session.scalar(
+        select(Rollout).where(Rollout.id > rollout.id).order_by(Rollout.id).limit(1)
+    )
+
+
+def _when(at_s: float | None) -> str:
+    return "-" if at_s is None else datetime.fromtimestamp(at_s, UTC).isoformat()
+
+
 def _owned_by_search(change: Change) -> Change:
     """A rule's lambda or weight verdict, held: under ``search: twin`` the search moves them
     (one its own guard held keeps that reason)."""
@@ -312,12 +455,12 @@ def _owned_by_search(change: Change) -> Change:
 
 def netsim_search(binary: Path, timeout_s: float) -> Simulate:
     """The search's twin: netsim over ``binary``, ``fabric.tuning.search_flows`` flows of the
-    traffic the summary describes, seed ``SEARCH_SEED``, each run killed at ``timeout_s``."""
+    traffic the summary describes, on the traffic's seed, each run killed at ``timeout_s``."""
     run = run_twin_with(binary, timeout_s)
 
     def simulate(intent: Intent, traffic: Traffic) -> TwinReading:
         flows = intent.fabric.tuning.search_flows
-        request = Request(traffic.workload, traffic.load, flows, SEARCH_SEED, traffic.mix)
+        request = Request(traffic.workload, traffic.load, flows, traffic.seed, traffic.mix)
         try:
             result = run(intent, request, lambda line: log.debug("twin: %s", line))
         except (NetsimFailed, TwinInputInvalid) as error:
@@ -403,4 +546,8 @@ def _record(row: TuningProposal) -> ProposalRecord:
         row.created_at,
         row.decided_by,
         row.decided_at,
+        row.baseline,
+        row.outcome,
+        row.outcome_at,
+        [asdict(p) for p in prediction_of(row.changes)],
     )

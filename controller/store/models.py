@@ -480,6 +480,12 @@ class TuningProposal(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     decided_by: Mapped[str | None] = mapped_column(String(128))
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Revision 0017_predcheck: the hosts' small-flow figures over the window the proposal was
+    # made from (what its outcome is measured against), and, once its rollout settled or
+    # ended, the outcome (controller/tuning/outcome.py).
+    baseline: Mapped[JsonObject | None] = mapped_column(JSONB)
+    outcome: Mapped[JsonObject | None] = mapped_column(JSONB)
+    outcome_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
         return f"TuningProposal(id={self.id}, state={self.state!r})"

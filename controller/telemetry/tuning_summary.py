@@ -24,6 +24,7 @@ from controller.tuning.summary import (
     FlowSizeSample,
     QjumpLevelSummary,
     QueueSummary,
+    SmallFlowFct,
     TelemetrySummary,
 )
 
@@ -32,6 +33,10 @@ from controller.tuning.summary import (
 HOST_FAN_IN = "sluice_host_qjump_fan_in"
 HOST_MAX_PACKET = "sluice_host_qjump_max_packet_bytes"
 HOST_FLOW_SIZE_BUCKET = "sluice_host_flow_size_bytes_bucket"
+# The exporter's flow completion times, small flows only (up to 100 kB, ``size="small"``):
+# what the search's prediction names, read to set it against after a rollout.
+HOST_FCT_SMALL = 'sluice_host_flow_completion_seconds_bucket{size="small"}'
+HOST_FCT_SMALL_COUNT = 'sluice_host_flow_completion_seconds_count{size="small"}'
 
 QueueKey = tuple[str, str, str]  # switch, port, class
 PortKey = tuple[str, str]
@@ -73,6 +78,11 @@ class QueueQueries:
             "max_fan_in": f"max by (level) (max_over_time({HOST_FAN_IN}[{w}]))",
             "max_packet_bytes": f"max by (level) (max_over_time({HOST_MAX_PACKET}[{w}]))",
             "flow_sizes": f"sum by (class, le) (increase({HOST_FLOW_SIZE_BUCKET}[{w}]))",
+            "fct_p99_small_us": (
+                f"histogram_quantile(0.99, sum by (class, le) (increase({HOST_FCT_SMALL}[{w}])))"
+                " * 1e6"
+            ),
+            "small_flows": f"sum by (class) (increase({HOST_FCT_SMALL_COUNT}[{w}]))",
         }
 
 
@@ -90,6 +100,7 @@ def read_summary(promql: PromQL, at: datetime, window_s: float) -> TelemetrySumm
         queues=queues,
         qjump_levels=assemble_qjump(host["max_fan_in"], host["max_packet_bytes"]),
         flow_sizes=assemble_flow_sizes(host["flow_sizes"], class_loads(queues)),
+        small_flow_fct=assemble_small_flow_fct(host["fct_p99_small_us"], host["small_flows"]),
     )
 
 
@@ -165,6 +176,21 @@ def assemble_flow_sizes(
         if points[-1][1] > 0:
             result[klass] = FlowSizeSample(klass, tuple(points), loads.get(klass))
     return result
+
+
+def assemble_small_flow_fct(
+    p99_us: Sequence[Sample], flows: Sequence[Sample]
+) -> dict[str, SmallFlowFct]:
+    """Per class whose hosts saw small flows finish in the window: their p99 FCT and count.
+    A class with none (``histogram_quantile`` of empty buckets is NaN) is left out."""
+    counts = {s.labels.get("class", ""): s.value for s in flows if math.isfinite(s.value)}
+    return {
+        klass: SmallFlowFct(klass, sample.value, counts[klass])
+        for sample in p99_us
+        if (klass := sample.labels.get("class", ""))
+        and math.isfinite(sample.value)
+        and counts.get(klass, 0.0) > 0.0
+    }
 
 
 def class_loads(queues: Sequence[QueueSummary]) -> dict[str, float]:

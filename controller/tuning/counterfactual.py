@@ -6,6 +6,9 @@ coordinate search over the twin. Pure: the twin run (a netsim subprocess at the 
 Every twin run of one pass uses the same traffic and seed, so candidates differ only by
 their configuration (common random numbers). The current intent's run serves both the fit
 check and the search's starting point, so a pass costs 1 + the knobs' other values runs.
+A search that moves something then runs the current and the best intent again on
+``SPREAD_SEEDS`` (two more draws of the same traffic): the prediction carries its spread over
+the seeds, min and max per class (4 more runs).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent
@@ -25,10 +28,13 @@ from controller.tuning.search import (
     RULE,
     Knob,
     SearchInputInvalid,
+    SearchResult,
     Traffic,
+    candidate,
     coordinate_search,
     knobs,
     objectives,
+    predicted_spread,
     traffic_from_summary,
 )
 from controller.tuning.stability import ChangeTimes
@@ -37,6 +43,9 @@ from controller.tuning.summary import TelemetrySummary
 log = logging.getLogger(__name__)
 
 PARAMETER = "search/twin"  # the held verdict a pass records when the search proposes nothing
+# The seeds the current and the best intent run on again, beside the search's own: one p99 of
+# a hundred small flows swings with the draw (docs/tuning.md, "Reading").
+SPREAD_SEEDS = (2, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +166,7 @@ def search_in_twin(
             {**facts, "score": result.start.score.ratio, "misses": result.start.score.misses},
             fit,
         )
+    spread = _spread(intent, result, simulate, traffic, timing)
     changes = tuple(
         Change(
             c.parameter,
@@ -166,7 +176,7 @@ def search_in_twin(
                 c.evidence.rule,
                 c.evidence.source,
                 {**facts, **c.evidence.inputs},
-                {**c.evidence.outputs},
+                {**c.evidence.outputs, **spread},
             ),
         )
         for c in result.changes
@@ -176,6 +186,44 @@ def search_in_twin(
         ", ".join(f"{c.parameter} {c.current} -> {c.proposed}" for c in changes),
     )
     return SearchPass(changes, None, None, fit)
+
+
+def _spread(
+    intent: Intent,
+    result: SearchResult,
+    simulate: Simulate,
+    traffic: Traffic,
+    timing: Timing,
+) -> dict[str, Value]:
+    """The predicted change's least and largest value per class over the search's seed and
+    ``SPREAD_SEEDS``: the current and the best intent run on each. A seed the budget or the
+    twin does not allow is left out (the seeds done are recorded, and why one stopped)."""
+    best = candidate(intent, dict(result.best.setting))
+    runs: list[tuple[Mapping[str, float], Mapping[str, float]]] = [
+        (dict(result.start.p99_small_us), dict(result.best.p99_small_us))
+    ]
+    seeds: list[int] = [traffic.seed]
+    stopped: str | None = None
+    for seed in SPREAD_SEEDS:
+        if timing.elapsed() >= timing.budget_s:
+            stopped = f"the search's {timing.budget_s:g} s budget was spent"
+            break
+        drawn = replace(traffic, seed=seed)
+        log.info("tuning search: the current and the best intent on seed %d", seed)
+        try:
+            runs.append((simulate(intent, drawn).p99_small_us, simulate(best, drawn).p99_small_us))
+        except TwinUnavailable as error:
+            log.warning("tuning search: no spread on seed %d: %s", seed, error)
+            stopped = f"the twin failed on seed {seed}: {error}"
+            break
+        seeds.append(seed)
+    found: dict[str, Value] = {
+        "predicted_spread_pct": predicted_spread(runs),
+        "prediction_seeds": tuple(seeds),
+    }
+    if stopped is not None:
+        found["spread_stopped"] = stopped
+    return found
 
 
 def _movable(intent: Intent, timing: Timing) -> tuple[tuple[Knob, ...], tuple[str, ...]]:

@@ -244,6 +244,24 @@ def predicted_change(start: Trial, best: Trial) -> tuple[tuple[str, float, float
     )
 
 
+def predicted_spread(
+    runs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]],
+) -> tuple[tuple[str, float, float], ...]:
+    """Per class measured in every run, the least and the largest predicted change, %, over
+    ``runs``: each the twin's small-flow p99 for the current and the best intent on one seed."""
+    names = (
+        set.intersection(*(set(before) & set(after) for before, after in runs)) if runs else set()
+    )
+    return tuple(
+        (
+            name,
+            min(_pct(before[name], after[name]) for before, after in runs),
+            max(_pct(before[name], after[name]) for before, after in runs),
+        )
+        for name in sorted(names)
+    )
+
+
 def _pct(before: float, after: float) -> float:
     return round((after - before) / before * 100.0, 1) if before else 0.0
 
@@ -267,6 +285,9 @@ class Traffic:
     workload: str
     load: float
     mix: tuple[tuple[str, float], ...]
+    # Which draw of that traffic the twin runs (netsim's seed): every run of one search uses
+    # the same (common random numbers); the winner is run again on others for its spread.
+    seed: int = 1
 
 
 def traffic_from_summary(summary: TelemetrySummary) -> Traffic:

@@ -68,6 +68,17 @@ class FlowSizeSample:
 
 
 @dataclass(frozen=True, slots=True)
+class SmallFlowFct:
+    """What the hosts measured of one class's small flows (up to 100 kB, the exporter's
+    ``size="small"`` band) that finished in the window: their p99 completion time, us, and
+    how many finished (a p99 of a few flows is the slowest one or two)."""
+
+    service_class: str
+    p99_us: float
+    flows: float
+
+
+@dataclass(frozen=True, slots=True)
 class TelemetrySummary:
     """Everything one tuning pass reads, with the window it covers (Unix seconds)."""
 
@@ -76,3 +87,4 @@ class TelemetrySummary:
     queues: tuple[QueueSummary, ...] = ()
     qjump_levels: tuple[QjumpLevelSummary, ...] = ()
     flow_sizes: Mapping[str, FlowSizeSample] = field(default_factory=dict)
+    small_flow_fct: Mapping[str, SmallFlowFct] = field(default_factory=dict)

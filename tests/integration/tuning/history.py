@@ -12,7 +12,10 @@ so the test can state what each PromQL aggregate must be:
   marks, drops 2 packets/s; queue 0 has no class;
 * hosts: QJUMP level 7 fan-in host1 i mod 4, host2 5 once (i = 100) else 1; largest packet
   host1 200 B, host2 1000 B once (i = 10) else 200 B; class rpc's finished flows, per host
-  cumulative: 5i <= 10 kB, 9i <= 50 kB, 10i <= 2 MB, 10i in all.
+  cumulative: 5i <= 10 kB, 9i <= 50 kB, 10i <= 2 MB, 10i in all; rpc's small flows'
+  completion times, per host cumulative: 8i <= 1 ms, 9i <= 2 ms, 10i <= 10 ms, 10i in all;
+  rpc's and bulk's medium flows (not small: no figure for bulk, none in rpc's): 5i, all
+  > 10 ms.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ STEP_S = 5
 POINTS = 120
 SWITCH = "leaf1"
 FLOW_BUCKETS = (("10000", 5), ("50000", 9), ("2000000", 10), ("+Inf", 10))
+FCT_SMALL_BUCKETS = (("0.001", 8), ("0.002", 9), ("0.01", 10), ("+Inf", 10))
+FCT_MEDIUM_BUCKETS = (("0.001", 0), ("0.002", 0), ("0.01", 0), ("+Inf", 5))
 
 
 def tuner_intent() -> dict[str, Any]:
@@ -148,6 +153,21 @@ def _families(times: list[int]) -> Iterator[str]:
                 yield f"sluice_host_flow_size_bytes_bucket{labels} {per_step * i} {t}"
             yield f'sluice_host_flow_size_bytes_count{{host="{host}",class="rpc"}} {10 * i} {t}'
             yield f'sluice_host_flow_size_bytes_sum{{host="{host}",class="rpc"}} {10_000 * i} {t}'
+    yield "# TYPE sluice_host_flow_completion_seconds histogram"
+    for host in ("host1", "host2"):
+        for klass, size, buckets in (
+            ("rpc", "small", FCT_SMALL_BUCKETS),
+            ("rpc", "medium", FCT_MEDIUM_BUCKETS),
+            ("bulk", "medium", FCT_MEDIUM_BUCKETS),
+        ):
+            labels = f'host="{host}",class="{klass}",size="{size}"'
+            for i, t in enumerate(times):
+                for le, per_step in buckets:
+                    bucket = f'{{{labels},le="{le}"}}'
+                    yield f"sluice_host_flow_completion_seconds_bucket{bucket} {per_step * i} {t}"
+                total = buckets[-1][1] * i
+                yield f"sluice_host_flow_completion_seconds_count{{{labels}}} {total} {t}"
+                yield f"sluice_host_flow_completion_seconds_sum{{{labels}}} {0.001 * total} {t}"
 
 
 def write_history(path: Path, end_unix_s: int) -> Path:

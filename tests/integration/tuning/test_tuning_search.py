@@ -3,7 +3,8 @@ netsim binary (``target/debug/netsim``; ``cargo build -p netsim``) behind
 ``netsim_search``, and summaries built by hand (the reader is passed in).
 
 The intent is the example's with one marking class, storage (the others' ECN off, so the
-search has 6 runs: the current intent, lambda x 0.25, 0.5, 2, weight 20 and 80), 200 flows a
+search has 6 runs: the current intent, lambda x 0.25, 0.5, 2, weight 20 and 80, then 4 for the
+prediction's spread: the current and the best intent on seeds 2 and 3), 200 flows a
 run: a few seconds of CPU per pass."""
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ def test_a_summary_the_twin_fits_gets_the_searchs_change_with_its_prediction(
     record = searching.tuning.run(ACTOR)
     assert record.state == "pending", record.reason
     # One run for the fit (also the search's start), then lambda x 0.25, 0.5, 2 and weight
-    # 20, 80 around the best so far.
-    assert searching.twin.runs == 6
+    # 20, 80 around the best so far, then the current and the best intent on seeds 2 and 3.
+    assert searching.twin.runs == 6 + 4
     moved = {c["parameter"]: (c["current"], c["proposed"]) for c in record.changes}
     assert moved["ecn_lambda/storage"] == (1.0, 0.5), moved
     evidence = record.changes[0]["evidence"]
@@ -141,6 +142,11 @@ def test_a_summary_the_twin_fits_gets_the_searchs_change_with_its_prediction(
     before, after, change_pct = predicted["storage"]
     assert after < before * 0.95  # the search moves only for more than 5 %
     assert change_pct == pytest.approx((after - before) / before * 100, abs=0.1)
+    # The spread over seeds 1-3 holds the search's own seed's change.
+    assert list(evidence["outputs"]["prediction_seeds"]) == [1, 2, 3]
+    spread = {row[0]: row[1:] for row in evidence["outputs"]["predicted_spread_pct"]}
+    low, high = spread["storage"]
+    assert low <= change_pct <= high
     # The recorded prediction is the twin's for the proposed intent: run it again.
     proposed = load_proposed(searching, record.id)
     assert class_lambda(proposed, "storage") == 0.5

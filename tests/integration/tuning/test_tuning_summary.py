@@ -74,6 +74,15 @@ def test_host_metrics_give_fan_in_packet_sizes_and_flow_sizes(summary: Telemetry
     assert rpc.load is None  # rpc has no queue in this history
 
 
+def test_the_hosts_small_flows_give_each_class_its_p99_fct(summary: TelemetrySummary) -> None:
+    # rpc's small flows: 0.8 of them within 1 ms, 0.9 within 2 ms, all within 10 ms; the p99
+    # lies 0.09 / 0.1 into (2, 10] ms: 2 + 0.9 x 8 = 9.2 ms. bulk finished medium flows only.
+    assert set(summary.small_flow_fct) == {"rpc"}
+    rpc = summary.small_flow_fct["rpc"]
+    assert rpc.p99_us == pytest.approx(9_200)
+    assert 2_300 < rpc.flows < 2_500  # two hosts x 10 flows per 5 s over ~600 s
+
+
 def test_a_tuning_pass_over_the_summary(summary: TelemetrySummary) -> None:
     intent = parse_intent(tuner_intent())
     found = {c.parameter: c for c in propose(intent, summary, now_s=summary.end_s, last_changed={})}

@@ -12,6 +12,7 @@ from controller.qos.pias import load_workload
 from controller.tuning.apply import class_lambda
 from controller.tuning.counterfactual import (
     PARAMETER,
+    SPREAD_SEEDS,
     Timing,
     TwinReading,
     TwinUnavailable,
@@ -56,7 +57,8 @@ def summary(utilisation: float, share: float) -> TelemetrySummary:
 
 
 class ModelTwin:
-    """Storage's small-flow p99 is least at lambda 0.5 and weight 90; bulk's never moves."""
+    """Storage's small-flow p99 is least at lambda 0.5 and weight 90, and 100 us longer for
+    each seed past the first; bulk's never moves."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Intent, Traffic]] = []
@@ -66,6 +68,7 @@ class ModelTwin:
         lam = class_lambda(intent, "storage")
         w = weight(intent, "storage") or 0
         storage = 1000.0 * (1 + abs(math.log(lam / 0.5)) + abs(w - 90) / 30)
+        storage += 100.0 * (traffic.seed - 1)
         return TwinReading((FIGURES,), {"storage": storage, "bulk": 700.0})
 
 
@@ -110,10 +113,35 @@ def test_a_fitted_twin_proposes_the_searchs_moves_with_their_predicted_change() 
     )
     assert str(evidence.inputs["fit"]).startswith("the twin reproduces the fabric's 1 queues")
     assert evidence.inputs["mix"] == (("bulk", 0.4), ("storage", 0.6))
-    # Every run had the same traffic; the fit's run was the search's start (not run twice).
-    assert len({traffic for _, traffic in twin.calls}) == 1
+    # Every run of the search had the same traffic; the fit's run was the search's start
+    # (not run twice). Then the current and the best intent on seeds 2 and 3.
     every = 1 + sum(len(k.values) - 1 for k in knobs(intent))
-    assert len(twin.calls) == every
+    assert len({traffic for _, traffic in twin.calls[:every]}) == 1
+    assert len(twin.calls) == every + 2 * len(SPREAD_SEEDS)
+    assert [traffic.seed for _, traffic in twin.calls[every:]] == [2, 2, 3, 3]
+    # Seed 2: 2793.1 -> 1100 us, -60.6 %; seed 3: 2893.1 -> 1200 us, -58.5 %.
+    assert evidence.outputs["predicted_spread_pct"] == (
+        ("bulk", 0.0, 0.0),
+        ("storage", -62.9, -58.5),
+    )
+    assert evidence.outputs["prediction_seeds"] == (1, 2, 3)
+    assert "spread_stopped" not in evidence.outputs
+
+
+def test_a_twin_failing_on_a_spread_seed_keeps_the_proposal_with_the_seeds_done() -> None:
+    intent = intent_with({"storage": 1500.0}, storage=(30, 90))
+    twin = ModelTwin()
+
+    def fails_on_seed_3(candidate: Intent, traffic: Traffic) -> TwinReading:
+        if traffic.seed == 3:
+            raise TwinUnavailable("netsim exited 101")
+        return twin(candidate, traffic)
+
+    found = search_in_twin(intent, summary(0.55, 0.33), fails_on_seed_3, kinds=KINDS, timing=NOW)
+    outputs = found.changes[0].evidence.outputs
+    assert outputs["predicted_spread_pct"] == (("bulk", 0.0, 0.0), ("storage", -62.9, -60.6))
+    assert outputs["prediction_seeds"] == (1, 2)
+    assert outputs["spread_stopped"] == "the twin failed on seed 3: netsim exited 101"
 
 
 def test_a_knob_changed_inside_the_minimum_interval_is_not_searched() -> None:
@@ -184,3 +212,25 @@ def test_a_twin_that_cannot_run_is_recorded_and_proposes_nothing() -> None:
     )
     assert found.changes == ()
     assert found.refused == "a candidate failed in the twin: netsim ran past 600 s"
+
+
+def test_a_spent_budget_leaves_the_spread_to_the_searchs_own_seed() -> None:
+    # The clock reads 0 s before every candidate, then past the 100 s budget.
+    intent = intent_with({"storage": 1500.0}, storage=(30, 90))
+    candidates = sum(len(k.values) - 1 for k in knobs(intent))
+    reads = [0]
+
+    def elapsed() -> float:
+        reads[0] += 1
+        return 0.0 if reads[0] <= candidates else 1000.0
+
+    timing = Timing(10_000.0, {}, 900.0, budget_s=100.0, elapsed=elapsed)
+    twin = ModelTwin()
+    found = search_in_twin(intent, summary(0.55, 0.33), twin, kinds=KINDS, timing=timing)
+    assert len(twin.calls) == 1 + candidates  # no run on another seed
+    outputs = found.changes[0].evidence.outputs
+    assert outputs["predicted_spread_pct"] == (("bulk", 0.0, 0.0), ("storage", -62.9, -62.9))
+    assert (outputs["prediction_seeds"], outputs["spread_stopped"]) == (
+        (1,),
+        "the search's 100 s budget was spent",
+    )
