@@ -30,11 +30,12 @@ history last applied, with the pause rate the pass that proposed it read) before
 earlier again. Only a step taken against pauses, whose ramp still runs (the operator has not
 moved it since), is judged, and only while pauses are still seen: the pause rate now against
 the step's, with ``FEEDBACK_MARGIN``. Cut by the margin: the step helped, the climb goes on.
-Within it: the step did not help, the ramp holds (no further Kmax cut or Pmax raise: in the
-twin, past 8 senders Pmax climbed a percent a round for a few percent less pause time,
-docs/lossless.md). Risen by the margin: the step made it worse, the ramp steps back to the
-value before it. After a step back the ramp holds while pauses persist (the step it undid is
-not tried again).
+Within it, after a Pmax raise: the raise did not help, the ramp holds (no further raise: in
+the twin, from 8 senders on Pmax climbed a percent a round, 1 -> 12 %, for 2 % less pause
+time, docs/lossless.md); after a Kmax cut, Kmax goes on to its floor (a few bounded steps
+towards DCQCN's own guidance, marking well below XOFF). Risen by the margin: the step made
+it worse, the ramp steps back to the value before it. After a step back the ramp holds while
+pauses persist (the step it undid is not tried again).
 
 The class has one ramp (``service_classes[].lossless``), so the rule reads all of its ports,
 whatever their speed: the pauses show at the ingress port whose group filled (for an incast
