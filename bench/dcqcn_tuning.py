@@ -12,12 +12,14 @@ The loop: the intent (``scenario_intent``: the same ports and figures, ``base_rt
 the incast on the training seed, turns the run into the telemetry a switch would give
 (``summary_from_run``: per port kind the class's mark fraction, queueing and the PFC pause
 frames its ports sent), and runs the product's tuning pass on it (``propose``, then
-``apply_changes``, one minimum interval later each round), until the rule holds. Judged: the
+``apply_changes``, one minimum interval later each round, each applied change kept as the
+history the next pass judges its last step from), until the rule holds. Judged: the
 starting ramp and the tuned one on fresh seeds, in the same run, side by side.
 
     uv run python -m bench.dcqcn_tuning                   # 8 senders, seeds 1-3
     uv run python -m bench.dcqcn_tuning --senders 16 --seeds 1 2 3 4
     uv run python -m bench.dcqcn_tuning --one-leaf --senders 4   # no pause: the rule's "later"
+    uv run python -m bench.dcqcn_tuning --no-feedback    # the rule blind to its last step
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ BASE_RTT_US = 10.0
 JITTER_NS = 2_000.0
 TRAINING_SEED = 101
 MAX_ROUNDS = 12
+# The incast repeats as a training job's step does: once every 10 ms (longer than any run here).
+JOB_PERIOD_S = 0.01
 # Where each port kind's queue is, and its speed: the hop names netsim reports.
 PORT_KINDS = {
     "leaf_down": lossless.LINK_GBPS,
@@ -133,7 +137,10 @@ def summary_from_run(summary: dict[str, Any]) -> TelemetrySummary:
     """What the switches' counters would show over the run, one QueueSummary per port kind
     (the class's queue on those ports, the PFC frames those ports sent as ingress): the
     mark fraction, the queueing delay at line rate as occupancy (mean for p50, p99 for p95),
-    the busiest port's utilisation, pause frames per second."""
+    the busiest port's utilisation while the incast runs, and pause frames per second with the
+    incast as a job that starts every ``JOB_PERIOD_S``: a window of the switch's telemetry
+    holds as many of them whatever each one's length, so the rule's feedback compares a
+    ramp's pauses per job, not a rate a shorter run would inflate."""
     seconds = float(summary["simulated_ns"]) / 1e9
     rows = {r["hop"]: r for r in summary["hops"]["by_class"]}
     busiest: dict[str, float] = {}
@@ -157,7 +164,7 @@ def summary_from_run(summary: dict[str, Any]) -> TelemetrySummary:
                 occupancy_p95_bytes=float(row["p99_us"]) * 1e-6 * line,
                 mark_fraction=int(row["marked_packets"]) / max(int(row["packets"]), 1),
                 dropped_packets_per_s=int(row["dropped_packets"]) / seconds,
-                pfc_tx_pause_per_s=int(summary["pfc"][kind]["pause_frames"]) / seconds,
+                pfc_tx_pause_per_s=int(summary["pfc"][kind]["pause_frames"]) / JOB_PERIOD_S,
             )
         )
     return TelemetrySummary(0.0, seconds, queues=tuple(queues))
@@ -176,22 +183,33 @@ def tune(
     seed: int = TRAINING_SEED,
     max_rounds: int = MAX_ROUNDS,
     one_leaf: bool = False,
+    feedback: bool = True,
 ) -> list[Round]:
     """The loop on the training seed, from DCQCN's ramp until the rule holds (or
-    ``max_rounds`` runs)."""
+    ``max_rounds`` runs). Each applied change goes into the history the next pass reads, as
+    the tuning service keeps it (``feedback``; False: the rule sees no last step)."""
     intent = scenario_intent()
     interval = intent.fabric.tuning.min_interval_s
+    key = parameter_key(CLASS)
+    changed: dict[str, float] = {}
+    applied: dict[str, dict[str, Any]] = {}
     rounds: list[Round] = []
     for n in range(max_rounds):
         summary, flows = run_with_rows(netsim, incast(ramp_of(intent), senders, seed, one_leaf))
+        now_s = (n + 1) * interval
         changes = propose(
-            intent, summary_from_run(summary), now_s=(n + 1) * interval, last_changed={}
+            intent,
+            summary_from_run(summary),
+            now_s=now_s,
+            last_changed=changed,
+            last_applied=applied if feedback else None,
         )
-        change = next((c for c in changes if c.parameter == parameter_key(CLASS)), None)
+        change = next((c for c in changes if c.parameter == key), None)
         rounds.append(Round(ramp_of(intent), lossless.outcome(summary, flows), change))
         if change is None or not change.applies:
             break
         intent = apply_changes(intent, [change]).intent
+        changed[key], applied[key] = now_s, change.as_dict()
     return rounds
 
 
@@ -224,9 +242,18 @@ def main() -> None:
     parser.add_argument(
         "--one-leaf", action="store_true", help="senders and receiver under one leaf"
     )
+    parser.add_argument(
+        "--no-feedback", action="store_true", help="the rule does not judge its last step"
+    )
     args = parser.parse_args()
     netsim = TwinSettings().netsim
-    rounds = tune(netsim, args.senders, max_rounds=args.rounds, one_leaf=args.one_leaf)
+    rounds = tune(
+        netsim,
+        args.senders,
+        max_rounds=args.rounds,
+        one_leaf=args.one_leaf,
+        feedback=not args.no_feedback,
+    )
     print(f"training (seed {TRAINING_SEED}, {args.senders} senders):")
     for n, r in enumerate(rounds):
         said = "none" if r.change is None else (r.change.held or f"-> {r.change.proposed}")

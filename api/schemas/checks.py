@@ -24,8 +24,9 @@ class RoceCheckIn(Strict):
 
 class FindingOut(BaseModel):
     kind: str = Field(
-        description="pfc_priorities, dscp_to_tc, tc_to_pg, pfc_to_queue, mtu (a link's ends "
-        "differ), headroom, watchdog (a lossless priority lacks it), unreachable (not read)"
+        description="pfc_priorities, dscp_to_tc, tc_to_pg, pfc_to_queue, pfc_to_pg, mtu (a "
+        "link's ends differ), headroom, watchdog (a lossless priority lacks it), unreachable "
+        "(not read)"
     )
     end: str = Field(description="switch:port (or the switch) the finding is on")
     switch: str

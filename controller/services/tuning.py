@@ -147,13 +147,14 @@ class TuningService:
                 f"intent version {current.info.number} was rejected "
                 f"({current.info.rejected_reason}): the tuner does not build on it"
             )
-        last_changed = self._last_changed()
+        last_changed, last_applied = self._history()
         changes = propose(
             current.intent,
             summary,
             now_s=now.timestamp(),
             last_changed=last_changed,
             sized=self._sized(current.intent),
+            last_applied=last_applied,
         )
         search: SearchPass | None = None
         aside: list[Change] = []  # the rules' verdicts the search overrides, reported held
@@ -351,17 +352,24 @@ class TuningService:
         with self._sessions() as session:
             return sized_intent(intent, cable_sizing(intent, partial(fabric_discoveries, session)))
 
-    def _last_changed(self) -> dict[str, float]:
-        """When each parameter was last changed by an approved proposal (Unix seconds)."""
+    def _history(self) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """When each parameter was last changed by an approved proposal (Unix seconds), and
+        that change as the proposal stored it (its evidence: what the rule read then)."""
         times: dict[str, float] = {}
+        last: dict[str, dict[str, Any]] = {}
         with self._sessions() as session:
-            rows = session.scalars(select(TuningProposal).where(TuningProposal.state == "approved"))
+            rows = session.scalars(
+                select(TuningProposal)
+                .where(TuningProposal.state == "approved")
+                .order_by(TuningProposal.id)
+            )
             for row in rows:
                 at = (row.decided_at or row.created_at).timestamp()
                 for change in row.changes:
                     key = str(change["parameter"])
-                    times[key] = max(times.get(key, at), at)
-        return times
+                    if key not in times or at >= times[key]:
+                        times[key], last[key] = at, change
+        return times, last
 
     @staticmethod
     def _row(session: Session, proposal_id: int) -> TuningProposal:

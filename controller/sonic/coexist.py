@@ -12,7 +12,9 @@ Three rules, one function each:
   port that was bound to an operator map before adoption, sluice binds a merged map instead,
   ``SLUICE_<operator map>``: the operator's entries, with the intent's over them. A port that
   had no map keeps sluice's plain ``SLUICE`` map, as on a fresh switch.
-  The same holds for a lossless class's maps (``tc_to_pg_map``, ``pfc_to_queue_map``), and
+  The same holds for a lossless class's maps (``tc_to_pg_map``, ``pfc_to_queue_map``,
+  ``pfc_to_pg_map``; a port with the operator's lossless priorities and no ``pfc_to_pg_map``
+  keeps none, ``_left_unbound``), and
   its PFC priority lists (``pfc_enable``, ``pfcwd_sw_enable``) are the operator's with the
   intent's priorities added (``merged_priorities``).
 - **Lossless protection** (``lossless_problems``): a port's lossless priorities are its
@@ -22,7 +24,8 @@ Three rules, one function each:
   priority->queue maps send them to are lossless queues. Unless the intent takes a priority
   over (``declared``: its lossless class says ``take_over``), it may not: move a DSCP onto or
   off a lossless priority, move a lossless TC to another queue or priority group, stop PFC
-  or the watchdog on it, change the queue a pause for it stops, set the scheduler, WRED
+  or the watchdog on it, change the queue a pause for it stops or the priority group whose
+  XOFF point sends it, set the scheduler, WRED
   profile or buffer profile of a lossless queue, write a priority group that holds it or
   overlaps the operator's priority groups, or change the port's watchdog (one per port).
   The intent's own new lossless priorities are added beside the operator's. Each is a
@@ -69,8 +72,6 @@ LOSSLESS_TABLES = (
 # The operator's QoS config an adoption record keeps: every table sluice writes, what makes
 # traffic lossless, and the pools sluice's buffer profiles draw from.
 BASELINE_TABLES: tuple[str, ...] = tuple(sorted({*SCHEMAS, *LOSSLESS_TABLES, "BUFFER_POOL"}))
-# PORT_QOS_MAP fields that make a port's priorities lossless; sluice writes none of them.
-PFC_FIELDS = ("pfc_enable", "pfcwd_sw_enable", "pfc_to_queue_map", "pfc_to_pg_map", "tc_to_pg_map")
 # The PORT_QOS_MAP fields that list PFC priorities: the operator's stay listed beside the
 # intent's.
 PRIORITY_LISTS = ("pfc_enable", "pfcwd_sw_enable")
@@ -80,6 +81,7 @@ MAP_BINDINGS = (
     ("tc_to_queue_map", "TC_TO_QUEUE_MAP"),
     ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP"),
     ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE"),
+    ("pfc_to_pg_map", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"),
 )
 MAP_TABLES = frozenset(table for _, table in MAP_BINDINGS)
 # A map name: 1-32 of [-a-zA-Z0-9_], starting with a letter or digit (sonic-dscp-tc-map.yang).
@@ -181,6 +183,17 @@ def keep_operator_egress(desired: SwitchConfig, baseline: SwitchConfig) -> Switc
     }
 
 
+def _left_unbound(baseline: SwitchConfig, port: str, binding: str) -> bool:
+    """Whether ``port``'s ``pfc_to_pg_map`` stays unbound: the operator runs lossless
+    priorities on it with no such map (SAI's "no map", saiport.h
+    ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``, SONiC's stock config on most
+    platforms). sluice's map lists only the intent's priorities: bound there, it would leave
+    theirs unlisted where the ASIC had its own rule for them."""
+    if binding != "pfc_to_pg_map" or port_binding(baseline, port, binding) is not None:
+        return False
+    return bool(priorities_of(baseline.get(("PORT_QOS_MAP", port), {}).get("pfc_enable")))
+
+
 def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     """``desired`` with each managed port bound to merged maps where it was bound to an
     operator's map before adoption, the operator's PFC priorities kept in its priority
@@ -203,6 +216,9 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
         for binding, map_table in MAP_BINDINGS:
             ours = fields.get(binding)
             theirs = port_binding(baseline, port, binding)
+            if ours is not None and _left_unbound(baseline, port, binding):
+                del rebound[binding]
+                continue
             if ours is None or theirs is None or _is_sluice(theirs):
                 continue
             operator_map = baseline.get((map_table, theirs))
@@ -524,7 +540,7 @@ def _check_pfc(
     problems: _Problems,
 ) -> None:
     """PFC and the watchdog stay on the operator's priorities, their TCs keep their priority
-    groups and their pauses the queues they stop; ``pfc_to_pg_map`` is the operator's."""
+    groups, their pauses the queues they stop and the groups that send them."""
     port = lossless.port
     wanted = desired.get(("PORT_QOS_MAP", port), {})
     theirs = baseline.get(("PORT_QOS_MAP", port), {})
@@ -540,6 +556,7 @@ def _check_pfc(
     for binding, table, what in (
         ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", "priority group"),
         ("pfc_to_queue_map", "MAP_PFC_PRIORITY_TO_QUEUE", "paused queue"),
+        ("pfc_to_pg_map", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "pausing priority group"),
     ):
         if binding not in wanted:
             continue
@@ -553,9 +570,6 @@ def _check_pfc(
                 )
                 bound = port_binding(desired, port, binding)
                 problems.add(f"{table}|{bound}.{at}", reason, port)
-    if "pfc_to_pg_map" in wanted and wanted["pfc_to_pg_map"] != theirs.get("pfc_to_pg_map"):
-        reason = f"pfc_to_pg_map is the operator's ({theirs.get('pfc_to_pg_map')!r})"
-        problems.add(f"PORT_QOS_MAP|{port}.pfc_to_pg_map", reason, port)
 
 
 def _check_priority_groups(

@@ -149,8 +149,8 @@ def _by_number(pairs: Iterable[tuple[int, int]]) -> Fields:
 
 def fleet_lossless(intent: Intent) -> FleetLossless | None:
     """What the intent's lossless classes put on every port: each class's PFC priority is
-    its ingress priority group, its TC (= queue) maps to that group, and a pause for the
-    priority stops its queue. None without a lossless class."""
+    its ingress priority group (its TC (= queue) and the priority both map to that group),
+    and a pause for the priority stops its queue. None without a lossless class."""
     platform = intent.fabric.lossless
     classes = [c for c in intent.service_classes if c.lossless is not None]
     if platform is None or not classes:
@@ -160,6 +160,7 @@ def fleet_lossless(intent: Intent) -> FleetLossless | None:
         priorities=tuple(sorted(p for p, _ in pairs)),
         tc_to_pg=_by_number((queue, priority) for priority, queue in pairs),
         pfc_to_queue=_by_number(pairs),
+        pfc_to_pg=_by_number((priority, priority) for priority, _ in pairs),
         watchdog=pfc_wd.watchdog_fields(platform.watchdog),
         pool=platform.ingress_pool,
         dynamic_th=platform.dynamic_th,

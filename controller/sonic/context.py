@@ -84,13 +84,15 @@ class PortProfile:
 class FleetLossless:
     """What the intent's lossless classes put on every port (docs/lossless.md): the PFC
     priorities (each its own ingress priority group, as SONiC's stock config numbers them),
-    the maps from TC (= queue) to priority group and from PFC priority to queue, and the
-    watchdog's fields. Which of them may replace an operator's own lossless config is the
-    brownfield rules' (``controller.sonic.coexist.lossless_claim``)."""
+    the maps from TC (= queue) to priority group, from PFC priority to queue and from PFC
+    priority to priority group, and the watchdog's fields. Which of them may replace an
+    operator's own lossless config is the brownfield rules'
+    (``controller.sonic.coexist.lossless_claim``)."""
 
     priorities: tuple[int, ...]
     tc_to_pg: Fields
     pfc_to_queue: Fields
+    pfc_to_pg: Fields
     watchdog: Fields
     pool: str
     dynamic_th: int

@@ -15,6 +15,9 @@ ends are compared on:
   SAI's "no map", saiport.h ``SAI_PORT_ATTR_QOS_TC_TO_PRIORITY_GROUP_MAP``);
 - ``pfc_to_queue``: ``pfc_to_queue_map``, the queue a pause of each lossless priority stops
   (unbound: queue n for priority n, as coexist takes it);
+- ``pfc_to_pg``: ``pfc_to_pg_map``, the priority group whose XOFF point sends each lossless
+  priority's pauses (``none``: no map bound, SAI's "no map", saiport.h
+  ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``);
 - ``mtu``: ``PORT|<port>.mtu`` (9100 where unset, sonic-port.yang's default).
 
 The lossless priorities compared on a link are those of either end, so a priority lossless on
@@ -57,11 +60,12 @@ PFC_PRIORITIES = "pfc_priorities"
 DSCP_TO_TC = "dscp_to_tc"
 TC_TO_PG = "tc_to_pg"
 PFC_TO_QUEUE = "pfc_to_queue"
+PFC_TO_PG = "pfc_to_pg"
 MTU = "mtu"
 HEADROOM = "headroom"
 WATCHDOG = "watchdog"
 UNREACHABLE = "unreachable"
-LINK_KINDS = (PFC_PRIORITIES, DSCP_TO_TC, TC_TO_PG, PFC_TO_QUEUE, MTU)
+LINK_KINDS = (PFC_PRIORITIES, DSCP_TO_TC, TC_TO_PG, PFC_TO_QUEUE, PFC_TO_PG, MTU)
 NO_MAP = "none"
 DSCP_COUNT = 64
 DYNAMIC_PROFILE = "NULL"
@@ -197,6 +201,8 @@ class _PortQos:
     pg_of_tc: Mapping[int, int]
     queue_map: str | None
     queue_of_pfc: Mapping[int, int]
+    pfc_pg_map: str | None
+    pg_of_pfc: Mapping[int, int]
 
     def tc(self, dscp: int) -> int:
         return self.tc_of_dscp.get(dscp, 0)
@@ -233,6 +239,11 @@ class _PortQos:
             )
             queue = self.queue_of_pfc.get(priority, priority)
             items[(PFC_TO_QUEUE, f"priority {priority}")] = (field, str(queue))
+            field = self._field(
+                "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", self.pfc_pg_map, "pfc_to_pg_map", priority
+            )
+            pg = self.pg_of_pfc.get(priority)
+            items[(PFC_TO_PG, f"priority {priority}")] = (field, NO_MAP if pg is None else str(pg))
         return items
 
 
@@ -242,6 +253,7 @@ def _port_qos(discovery: Discovery, port: str) -> _PortQos:
     dscp_map = port_binding(config, port, "dscp_to_tc_map")
     pg_map = fields.get("tc_to_pg_map")
     queue_map = fields.get("pfc_to_queue_map")
+    pfc_pg_map = fields.get("pfc_to_pg_map")
     found = discovery.port(port)
     mtu = found.mtu if found is not None else None
     return _PortQos(
@@ -255,6 +267,8 @@ def _port_qos(discovery: Discovery, port: str) -> _PortQos:
         _int_map(config.get(("TC_TO_PRIORITY_GROUP_MAP", pg_map or ""))),
         queue_map,
         _int_map(config.get(("MAP_PFC_PRIORITY_TO_QUEUE", queue_map or ""))),
+        pfc_pg_map,
+        _int_map(config.get(("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", pfc_pg_map or ""))),
     )
 
 
@@ -295,6 +309,7 @@ def _describe(kind: str, entry: str) -> str:
         DSCP_TO_TC: f"{entry}'s traffic class",
         TC_TO_PG: f"{entry}'s priority group",
         PFC_TO_QUEUE: f"the queue a pause of {entry} stops",
+        PFC_TO_PG: f"the priority group that sends {entry}'s pauses",
         MTU: "MTU",
     }
     return what[kind]

@@ -25,6 +25,18 @@ sluice states one explainable rule on the counters a switch has:
   late), marks under ``MARKS_HIGH``, or a port busy enough that later marks would only queue
   more.
 
+**Feedback**: the rule judges its own last step on the class (``LastStep``, the change the
+history last applied, with the pause rate the pass that proposed it read) before it marks
+earlier again. Only a step taken against pauses, whose ramp still runs (the operator has not
+moved it since), is judged, and only while pauses are still seen: the pause rate now against
+the step's, with ``FEEDBACK_MARGIN``. Cut by the margin: the step helped, the climb goes on.
+Within it, after a Pmax raise: the raise did not help, the ramp holds (no further raise: in
+the twin, from 8 senders on Pmax climbed a percent a round, 1 -> 12 %, for 2 % less pause
+time, docs/lossless.md); after a Kmax cut, Kmax goes on to its floor (a few bounded steps
+towards DCQCN's own guidance, marking well below XOFF). Risen by the margin: the step made
+it worse, the ramp steps back to the value before it. After a step back the ramp holds while
+pauses persist (the step it undid is not tried again).
+
 The class has one ramp (``service_classes[].lossless``), so the rule reads all of its ports,
 whatever their speed: the pauses show at the ingress port whose group filled (for an incast
 across the spine, a fabric uplink) while the marks show at the congested egress queue (a
@@ -41,10 +53,11 @@ key: hysteresis, minimum interval and maximum step.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
+from controller.errors import IntentInvalid
 from controller.qos.ecn import standard_threshold_bytes
 from controller.qos.lossless import DcqcnEcn
 from controller.tuning.evidence import Change, Evidence, Value
@@ -59,7 +72,10 @@ SOURCE = (
 MARKING = 0.01  # a mark fraction below 1 % is no marking (as controller/tuning/ecn.py)
 MARKS_HIGH = 0.05  # a queue marking at least 5 % of its packets marks a lot
 UTILISATION_BAND = 0.05  # below target - band: underused (as controller/tuning/ecn.py)
-Direction = Literal["earlier", "later"]
+# A pause rate within 10 % of the last step's is no change (the guards' default hysteresis):
+# the step neither helped nor hurt.
+FEEDBACK_MARGIN = 0.10
+Direction = Literal["earlier", "later", "back"]
 EARLIER = 0.5  # pauses: Kmax x this (the maximum step limits one change)
 LATER = 2.0  # no pause, underused, marking a lot: Kmax x this
 PMAX_MAX_PCT = 100
@@ -105,11 +121,47 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
+class LastStep:
+    """The class's last applied change, as the pass that proposed it recorded it: the ramp
+    before and after it, the pause frames per second the class's ports sent in that pass's
+    window (what the step set out to cut; None when no port reported them) and which way it
+    stepped (``earlier``, ``later``, ``back``; None when the record does not say)."""
+
+    before: DcqcnEcn
+    after: DcqcnEcn
+    pauses_sent_per_s: float | None
+    step: str | None
+
+
+def last_step(record: Mapping[str, Any] | None) -> LastStep | None:
+    """The class's last applied change as the tuning history stores it (``Change.as_dict``):
+    None when there is none, or when it does not hold what the feedback reads."""
+    if record is None:
+        return None
+    try:
+        before = DcqcnEcn(*(int(v) for v in record["current"]))
+        after = DcqcnEcn(*(int(v) for v in record["proposed"]))
+        evidence = record["evidence"]
+        pauses = evidence["inputs"]["pfc_pauses_sent_per_s"]
+        step = evidence["outputs"].get("step")
+        return LastStep(
+            before,
+            after,
+            None if pauses is None else float(pauses),
+            None if step is None else str(step),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError, IntentInvalid):
+        return None  # a record written before the feedback, or not this rule's
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
-    """Which way the ramp moves (``earlier``/``later``) and why, or ``None``: held."""
+    """Which way the ramp moves (``earlier``/``later``, or ``back`` to ``to``) and why, or
+    ``None``: held."""
 
     direction: Direction | None
     reason: str
+    to: DcqcnEcn | None = None
 
 
 def parameter_key(service_class: str) -> str:
@@ -123,10 +175,12 @@ def tune_dcqcn(
     now_s: float,
     last_changed: ChangeTimes,
     policy: StabilityPolicy,
+    last: LastStep | None = None,
 ) -> Change | None:
     """The ramp the class's telemetry asks for, or None when none of its queues was measured.
     A returned Change may be ``held`` (reason given). ``current`` and ``proposed`` are
-    (Kmin, Kmax, Pmax)."""
+    (Kmin, Kmax, Pmax). ``last`` is the class's last applied step (``last_step``), judged
+    before the ramp moves earlier again."""
     measured = [q for q in queues if q.mark_fraction is not None]
     if not measured:
         return None
@@ -135,16 +189,22 @@ def tune_dcqcn(
     floor = group.kmax_floor_bytes(measured)
     inputs = _inputs(group, floor, measured, reading)
     verdict = decide(group, reading)
+    if verdict.direction == "earlier":
+        verdict = _with_feedback(verdict, group, last, reading, inputs)
     inputs["verdict"] = verdict.reason
     if verdict.direction is None:
         return _change(key, group, group.current, inputs, (), held=verdict.reason)
-    ramp, guarded, applied = _move(
-        group, floor, verdict.direction, _Step(group, key, now_s, last_changed, policy)
-    )
+    step = _Step(group, key, now_s, last_changed, policy)
+    if verdict.direction == "back" and verdict.to is not None:
+        ramp, guarded, applied = step.back(verdict.to)
+    else:
+        ramp, guarded, applied = _move(group, floor, verdict.direction, step)
     held = guarded.held
     if held is None and ramp == group.current:
         held = "; ".join(applied) or "no change"
-    return _change(key, group, ramp, inputs, guarded.bounds + applied, held=held)
+    return _change(
+        key, group, ramp, inputs, guarded.bounds + applied, held=held, step=verdict.direction
+    )
 
 
 def read(queues: Sequence[QueueSummary]) -> Reading:
@@ -212,6 +272,81 @@ def decide(group: DcqcnGroup, reading: Reading) -> Verdict:
     )
 
 
+def judge_last_step(
+    group: DcqcnGroup, last: LastStep | None, pauses_per_s: float
+) -> Verdict | None:
+    """The class's last step judged on the pause rate now, while pauses are still seen:
+    ``earlier`` (it cut them by ``FEEDBACK_MARGIN``: step again; or it lowered Kmax, which
+    goes on to its floor), ``None`` (held: a Pmax raise after which they did not fall, or the
+    last step was a step back) or ``back`` to the ramp before it (they rose by the margin).
+    Returns None, nothing to judge, when there is no last step, the ramp running is not the
+    one it left (moved since by someone else), or it was not taken against pauses.
+
+    Kmax's cuts are not held for a small effect: they are bounded by the floor (a few steps)
+    and marking below the XOFF point is DCQCN's own guidance (§5); Pmax's raises past the
+    paper's 1 % have no bound but 100 %, and in the twin did little at 8+ senders.
+
+    Worked example: the step Pmax 4 -> 5 % was taken at 100 frames/s. Now 85/s: cut 15 %,
+    step again. 95/s: not cut by 10 %, hold at 5 %. 120/s: risen 20 %, back to 4 %."""
+    if last is None or last.after != group.current or not last.pauses_sent_per_s:
+        return None
+    then = last.pauses_sent_per_s
+    rate = f"{then:.3g} -> {pauses_per_s:.3g} pause frames/s"
+    stepped = f"{_triple(last.before)} -> {_triple(last.after)}"
+    if last.step == "back":
+        return Verdict(
+            None,
+            f"the last step ({stepped}) stepped back from a step after which the pauses rose, "
+            f"and pauses are still seen ({rate}): the ramp holds rather than try that step again",
+        )
+    if pauses_per_s <= then * (1 - FEEDBACK_MARGIN):
+        return Verdict(
+            "earlier",
+            f"the last step ({stepped}) cut the pauses {rate} (by at least "
+            f"{FEEDBACK_MARGIN:.0%}): step again",
+        )
+    if pauses_per_s >= then * (1 + FEEDBACK_MARGIN):
+        return Verdict(
+            "back",
+            f"the pauses rose {rate} (by at least {FEEDBACK_MARGIN:.0%}) after the last step "
+            f"({stepped}): step back to {_triple(last.before)}",
+            last.before,
+        )
+    not_cut = (
+        f"the pauses did not fall by {FEEDBACK_MARGIN:.0%} after the last step ({stepped}: {rate})"
+    )
+    if last.after.pmax_pct <= last.before.pmax_pct:
+        return Verdict("earlier", f"{not_cut}, a cut of Kmax: Kmax goes on to its floor")
+    return Verdict(
+        None,
+        f"{not_cut}: raising Pmax did not help, no further raise (Pmax stays "
+        f"{group.current.pmax_pct} %)",
+    )
+
+
+def _with_feedback(
+    verdict: Verdict,
+    group: DcqcnGroup,
+    last: LastStep | None,
+    reading: Reading,
+    inputs: dict[str, Value],
+) -> Verdict:
+    """``decide``'s "earlier" as the last step's outcome allows (``judge_last_step``); a step
+    judged is named in the inputs."""
+    judged = judge_last_step(group, last, reading.pauses_sent_per_s or 0.0)
+    if judged is None or last is None:
+        return verdict
+    inputs["last_step"] = f"{_triple(last.before)} -> {_triple(last.after)}"
+    inputs["last_step_pauses_sent_per_s"] = _rounded(last.pauses_sent_per_s)
+    if judged.direction == "earlier":
+        return Verdict("earlier", f"{verdict.reason}; {judged.reason}")
+    return judged
+
+
+def _triple(ramp: DcqcnEcn) -> str:
+    return f"({ramp.kmin_bytes}, {ramp.kmax_bytes}, {ramp.pmax_pct})"
+
+
 def _move(
     group: DcqcnGroup, floor: int, direction: Direction, step: _Step
 ) -> tuple[DcqcnEcn, Guarded, tuple[str, ...]]:
@@ -262,6 +397,26 @@ class _Step:
         guarded = self._guard(now.pmax_pct, wanted)
         pmax = min(max(int(guarded.value), 1), PMAX_MAX_PCT)
         return DcqcnEcn(now.kmin_bytes, now.kmax_bytes, pmax), guarded, ()
+
+    def back(self, to: DcqcnEcn) -> tuple[DcqcnEcn, Guarded, tuple[str, ...]]:
+        """The whole ramp back to ``to``, a value that already ran: the minimum interval and
+        the hysteresis guard it (on Kmax, or on Pmax when Kmax is the same), not the maximum
+        step (which would leave it between two ramps, neither of them measured)."""
+        now = self.group.current
+        if to.kmax_bytes > self.group.kmax_ceiling_bytes:
+            where = f"Kmax {to.kmax_bytes} B is above the ceiling {self.group.kmax_ceiling_bytes} B"
+            return now, Guarded(float(now.kmax_bytes), f"no step back: {where}", ()), ()
+        moved = to.kmax_bytes != now.kmax_bytes
+        guarded = guard(
+            self.key,
+            float(now.kmax_bytes if moved else now.pmax_pct),
+            float(to.kmax_bytes if moved else to.pmax_pct),
+            now_s=self.now_s,
+            last_changed=self.last_changed,
+            policy=replace(self.policy, max_step_pct=math.inf),
+            integer=True,
+        )
+        return (now if guarded.held else to), guarded, ()
 
     def at_bounds(self, where: str) -> tuple[DcqcnEcn, Guarded, tuple[str, ...]]:
         now = self.group.current
@@ -316,12 +471,15 @@ def _change(
     bounds: tuple[str, ...],
     *,
     held: str | None,
+    step: Direction | None = None,
 ) -> Change:
-    outputs: dict[str, Value] = {
+    related: dict[str, Value] = {
         "kmin_bytes": ramp.kmin_bytes,
         "kmax_bytes": ramp.kmax_bytes,
         "pmax_pct": ramp.pmax_pct,
     }
+    # ``step`` is read back as the last step's direction (``last_step``).
+    outputs: dict[str, Value] = {**related, "step": step}
     now = group.current
     return Change(
         parameter=key,
@@ -329,5 +487,5 @@ def _change(
         proposed=(ramp.kmin_bytes, ramp.kmax_bytes, ramp.pmax_pct),
         evidence=Evidence("dcqcn.ramp", SOURCE, inputs, outputs, bounds),
         held=held,
-        related=outputs,
+        related=related,
     )

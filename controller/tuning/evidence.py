@@ -60,3 +60,9 @@ class Change:
             "related": dict(self.related),
             "evidence": self.evidence.as_dict(),
         }
+
+
+# Each parameter's last applied change as the tuning history stores it (``Change.as_dict``):
+# what a rule saw and did when it last moved the parameter, for a rule that judges its own
+# last step (controller/tuning/dcqcn.py).
+LastApplied = Mapping[str, Mapping[str, Any]]

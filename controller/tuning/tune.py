@@ -1,7 +1,8 @@
 """One tuning pass: the intent, a telemetry summary and the time in; every rule's Change out.
 
-Pure: the caller reads Prometheus (``controller/telemetry/tuning_summary.py``) and the times
-each parameter last changed (the stored proposals), and decides what to do with the result
+Pure: the caller reads Prometheus (``controller/telemetry/tuning_summary.py``), the times
+each parameter last changed and each one's last applied change (the stored proposals), and
+decides what to do with the result
 (``fabric.tuning.mode``: off, propose, auto).
 """
 
@@ -14,7 +15,7 @@ from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.models import EcnMode, Intent, SchedulingType, ServiceClass
 from controller.tuning import algorithm, dcqcn, ecn, pias, qjump, weights
 from controller.tuning.apply import class_lambda, lambda_class
-from controller.tuning.evidence import Change
+from controller.tuning.evidence import Change, LastApplied
 from controller.tuning.stability import ChangeTimes, StabilityPolicy
 from controller.tuning.summary import QueueSummary, TelemetrySummary
 
@@ -26,11 +27,14 @@ def propose(
     now_s: float,
     last_changed: ChangeTimes,
     sized: Intent | None = None,
+    last_applied: LastApplied | None = None,
 ) -> list[Change]:
     """Every rule's verdict, held ones included (they explain why nothing moved). ``sized``
     is the intent with each lossless port's cable as the switches reported it
     (``controller.sonic.cables.sized_intent``), what a version written from the proposal is
-    checked against: a DCQCN ramp stays below its XOFF points. None: the intent's own."""
+    checked against: a DCQCN ramp stays below its XOFF points. None: the intent's own.
+    ``last_applied``: each parameter's last applied change, from which the DCQCN rule judges
+    its last step (None: no history)."""
     tuning = intent.fabric.tuning
     policy = StabilityPolicy.from_intent(tuning)
     by_class: dict[str, list[QueueSummary]] = defaultdict(list)
@@ -39,12 +43,14 @@ def propose(
     changes: list[Change] = []
     changes += _ecn(intent, by_class, policy, now_s, last_changed)
     for group in _dcqcn_groups(intent, sized or intent):
+        key = dcqcn.parameter_key(group.service_class)
         ramp = dcqcn.tune_dcqcn(
             group,
             by_class.get(group.service_class, []),
             now_s=now_s,
             last_changed=last_changed,
             policy=policy,
+            last=dcqcn.last_step((last_applied or {}).get(key)),
         )
         changes += [ramp] if ramp is not None else []
     changes += weights.tune_weights(

@@ -434,7 +434,13 @@ def test_a_tuner_proposal_takes_no_port_down(
     )
 
 
-LOSSLESS_TABLES = ("BUFFER_PG", "PFC_WD", "TC_TO_PRIORITY_GROUP_MAP", "MAP_PFC_PRIORITY_TO_QUEUE")
+LOSSLESS_TABLES = (
+    "BUFFER_PG",
+    "PFC_WD",
+    "TC_TO_PRIORITY_GROUP_MAP",
+    "MAP_PFC_PRIORITY_TO_QUEUE",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+)
 
 
 def test_a_rollout_adds_a_lossless_class_through_gcu(
@@ -442,8 +448,8 @@ def test_a_rollout_adds_a_lossless_class_through_gcu(
 ) -> None:
     """The lossless tables through the real GCU, validated against SONiC's YANG models
     (sonic-buffer-pg, -pfcwd, -port-qos-map, -tc-priority-group-map, -pfc-priority-queue-map,
-    -buffer-profile, -wred-profile): applied, verified by read-back, and the lossless queue's
-    DCQCN ramp programmed into the ASIC."""
+    -pfc-priority-priority-group-map, -buffer-profile, -wred-profile): applied, verified by
+    read-back, and the lossless queue's DCQCN ramp programmed into the ASIC."""
     switch = real_controller.switch
     # The watchdog's poll interval, as ``pfcwd interval 200`` sets it: GCU's table validator
     # lets a port's PFC_WD entry be added only beside an existing PFC_WD table.
@@ -460,6 +466,9 @@ def test_a_rollout_adds_a_lossless_class_through_gcu(
     stored = config_db(switch)
     for port in ("Ethernet0", "Ethernet48"):
         assert stored[("PORT_QOS_MAP", port)]["pfc_enable"] == "3"
+        # Priority 3's pauses sent from its own group, as the binding now states.
+        pfc_to_pg = stored[("PORT_QOS_MAP", port)]["pfc_to_pg_map"]
+        assert stored[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", pfc_to_pg)] == {"3": "3"}
         profile = stored[("BUFFER_PG", f"{port}|3")]["profile"]
         assert stored[("BUFFER_PROFILE", profile)]["pool"] == "ingress_lossless_pool"
         assert stored[("QUEUE", f"{port}|3")]["wred_profile"] == "SLUICE_DCQCN_Q3"

@@ -5,7 +5,8 @@ sonic-port-qos-map.yang).
 - ``dscp_to_tc_map``, ``tc_to_queue_map``: always;
 - lossless classes: ``pfc_enable`` (the PFC priorities, ``[0-7](,[0-7])*``),
   ``pfcwd_sw_enable`` (the same: the watchdog watches them), ``tc_to_pg_map``
-  (TC_TO_PRIORITY_GROUP_MAP) and ``pfc_to_queue_map`` (MAP_PFC_PRIORITY_TO_QUEUE).
+  (TC_TO_PRIORITY_GROUP_MAP), ``pfc_to_queue_map`` (MAP_PFC_PRIORITY_TO_QUEUE) and
+  ``pfc_to_pg_map`` (PFC_PRIORITY_TO_PRIORITY_GROUP_MAP).
 
 A shared table: the entry usually already holds the operator's own settings; sluice writes and
 compares only the fields it sets. On an adopted switch the PFC priority lists are the
@@ -33,6 +34,7 @@ SCHEMA = TableSchema(
         FieldSpec("tc_to_queue_map", "ref", ref="TC_TO_QUEUE_MAP", required=True),
         FieldSpec("tc_to_pg_map", "ref", ref="TC_TO_PRIORITY_GROUP_MAP"),
         FieldSpec("pfc_to_queue_map", "ref", ref="MAP_PFC_PRIORITY_TO_QUEUE"),
+        FieldSpec("pfc_to_pg_map", "ref", ref="PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"),
         *(FieldSpec(name, "string", pattern=PRIORITY_LIST) for name in PRIORITY_FIELDS),
     ),
     shared=True,
@@ -50,7 +52,7 @@ def _binding(ctx: SwitchContext) -> Fields:
     if lossless is not None:
         priorities = priority_list(lossless.priorities)
         binding |= dict.fromkeys(PRIORITY_FIELDS, priorities)
-        binding |= {"tc_to_pg_map": MAP_NAME, "pfc_to_queue_map": MAP_NAME}
+        binding |= dict.fromkeys(("tc_to_pg_map", "pfc_to_queue_map", "pfc_to_pg_map"), MAP_NAME)
     SCHEMA.check_fields("<port>", binding)
     return binding
 

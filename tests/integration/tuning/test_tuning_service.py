@@ -175,3 +175,29 @@ def test_a_lossless_ramp_stays_below_the_xoff_point_of_the_cables_the_switches_r
     assert list(ramp["proposed"]) == [3_750, 150_000, 1]
     assert ramp["evidence"]["inputs"]["kmax_ceiling_bytes"] == 916_543
     assert ramp["evidence"]["inputs"]["pfc_pauses_sent_per_s"] == pytest.approx(2.0)
+
+
+def test_the_ramp_rule_judges_its_last_approved_step_from_the_stored_proposal(
+    tuner: Tuner,
+) -> None:
+    # Storage's Kmax 22 000 B sits at its floor (25 Gb/s marking port: 3.125e9 B/s x 40 us x
+    # 0.17 = 21 250 B, inside the 10 % band): the history's pauses (2/s) raise Pmax 1 -> 2 %.
+    # Approved, and a minimum interval later the same telemetry: pauses 2 -> 2/s, the raise
+    # did not help, so the rule holds, reading the step from the approved proposal's record.
+    data = tuner_intent()
+    data["fabric"]["lossless"] = dict(SPECTRUM_2)
+    storage = next(c for c in data["service_classes"] if c["name"] == "storage")
+    storage |= {"ecn": "standard", "lossless": {"pfc_priority": 3, "kmax_bytes": 22_000}}
+    tuner.intents.replace(data, expected=0, actor=ACTOR, reason="lossless storage")
+    first = tuner.service.run(ACTOR)
+    (raised,) = [c for c in first.changes if c["parameter"] == "dcqcn/storage"]
+    assert list(raised["proposed"]) == [5_000, 22_000, 2]
+    tuner.service.approve(first.id, ACTOR)
+    tuner.clock.now = tuner.end + timedelta(seconds=900)
+    second = tuner.service.run(ACTOR)
+    assert not [c for c in second.changes if c["parameter"] == "dcqcn/storage"]
+    (held,) = [c for c in second.held if c["parameter"] == "dcqcn/storage"]
+    assert "raising Pmax did not help, no further raise (Pmax stays 2 %)" in held["held"]
+    inputs = held["evidence"]["inputs"]
+    assert inputs["last_step"] == "(5000, 22000, 1) -> (5000, 22000, 2)"
+    assert inputs["last_step_pauses_sent_per_s"] == pytest.approx(2.0)

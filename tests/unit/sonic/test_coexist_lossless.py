@@ -98,6 +98,10 @@ def test_a_new_lossless_priority_is_added_beside_the_operators() -> None:
     assert (tc_to_pg["2"], tc_to_pg["3"], tc_to_pg["4"], tc_to_pg["1"]) == ("2", "3", "4", "0")
     pfc_queue = want[("MAP_PFC_PRIORITY_TO_QUEUE", "SLUICE_AZURE")]
     assert (pfc_queue["2"], pfc_queue["3"], pfc_queue["4"]) == ("2", "3", "4")
+    # td2 binds no PFC priority -> priority group map (SAI's "no map" for 3 and 4): sluice's,
+    # listing priority 2 alone, would leave theirs unlisted, so none is bound or written.
+    assert all("pfc_to_pg_map" not in want[("PORT_QOS_MAP", port)] for port in PORTS)
+    assert not [k for k in want if k[0] == "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"]
     assert ("TC_TO_PRIORITY_GROUP_MAP", "SLUICE") not in want
     assert "3" in found.inherited[("TC_TO_PRIORITY_GROUP_MAP", "SLUICE_AZURE")]
     assert lossless_problems(want, config, declared=declared, claimed=claimed) == []
@@ -206,3 +210,57 @@ def test_adopt_then_release_gives_the_operators_lossless_config_back() -> None:
     released = apply_plan(running, plan_switch("leaf1", {}, running, want, baseline=config))
     assert released == config
     assert sluice_leftovers(released) == []
+
+
+def with_pfc_to_pg(config: SwitchConfig) -> SwitchConfig:
+    """The operator's own PFC priority -> priority group map on every port (AZURE: 3 -> 3,
+    4 -> 4, as SONiC's stock qos_config.j2 writes it where the platform binds one)."""
+    config[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "AZURE")] = {"3": "3", "4": "4"}
+    for port in PORTS:
+        config[("PORT_QOS_MAP", port)]["pfc_to_pg_map"] = "AZURE"
+    return config
+
+
+def test_the_operators_pfc_to_pg_map_is_merged_and_given_back_on_release() -> None:
+    config = with_pfc_to_pg(operator())
+    own, _, _ = desired(rdma(2, 2, 26))
+    want = effective(own, config)
+    assert want[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SLUICE_AZURE")] == {
+        "2": "2",
+        "3": "3",
+        "4": "4",
+    }
+    assert all(want[("PORT_QOS_MAP", p)]["pfc_to_pg_map"] == "SLUICE_AZURE" for p in PORTS)
+    assert ("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SLUICE") not in want  # bound by no port
+    assert lossless_problems(want, config) == []
+    running = apply_plan(config, plan_switch("leaf1", want, config, baseline=config))
+    assert running[("PORT_QOS_MAP", "Ethernet0")]["pfc_to_pg_map"] == "SLUICE_AZURE"
+    released = apply_plan(running, plan_switch("leaf1", {}, running, want, baseline=config))
+    assert released == config
+    assert released[("PORT_QOS_MAP", "Ethernet0")]["pfc_to_pg_map"] == "AZURE"
+    assert sluice_leftovers(released) == []
+
+
+def test_moving_the_group_that_sends_the_operators_pauses_is_refused() -> None:
+    config = with_pfc_to_pg(operator())
+    own, _, _ = desired(rdma(2, 2, 26))
+    want = effective(own, config)
+    want[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SLUICE_AZURE")]["4"] = "2"
+    problems = lossless_problems(want, config)
+    path = "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|SLUICE_AZURE.4"
+    assert path in paths(problems)
+    refused = next(p for p in problems if p.path == path)
+    assert "lossless priority 4's pausing priority group is 4; the intent would make it 2" in (
+        refused.reason
+    )
+
+
+def test_a_port_without_the_operators_lossless_priorities_gets_sluices_map() -> None:
+    # Ethernet0 runs no PFC of the operator's (its pfc_enable gone): sluice binds its own map.
+    config = operator()
+    del config[("PORT_QOS_MAP", "Ethernet0")]["pfc_enable"]
+    own, _, _ = desired(rdma(2, 2, 26))
+    want = effective(own, config)
+    assert want[("PORT_QOS_MAP", "Ethernet0")]["pfc_to_pg_map"] == "SLUICE"
+    assert want[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "SLUICE")] == {"2": "2"}
+    assert "pfc_to_pg_map" not in want[("PORT_QOS_MAP", PORTS[1])]

@@ -63,6 +63,7 @@ def test_a_lossless_class_gives_its_profiles_groups_maps_and_watchdog() -> None:
     }
     assert only(config, "TC_TO_PRIORITY_GROUP_MAP") == {"SLUICE": {"3": "3"}}
     assert only(config, "MAP_PFC_PRIORITY_TO_QUEUE") == {"SLUICE": {"3": "3"}}
+    assert only(config, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP") == {"SLUICE": {"3": "3"}}
     for port in ("Ethernet0", "Ethernet4"):
         assert only(config, "PORT_QOS_MAP")[port] == {
             "dscp_to_tc_map": "SLUICE",
@@ -71,6 +72,7 @@ def test_a_lossless_class_gives_its_profiles_groups_maps_and_watchdog() -> None:
             "pfcwd_sw_enable": "3",
             "tc_to_pg_map": "SLUICE",
             "pfc_to_queue_map": "SLUICE",
+            "pfc_to_pg_map": "SLUICE",
         }
         # sonic-utilities pfcwd start_default: 200 ms, 200 ms, drop.
         assert only(config, "PFC_WD")[port] == {
@@ -167,6 +169,8 @@ def test_two_lossless_classes_share_one_group_range_and_list_both_priorities() -
     assert (qos["pfc_enable"], qos["pfcwd_sw_enable"]) == ("3,4", "3,4")
     assert only(config, "TC_TO_PRIORITY_GROUP_MAP")["SLUICE"] == {"3": "3", str(queue): "4"}
     assert only(config, "MAP_PFC_PRIORITY_TO_QUEUE")["SLUICE"] == {"3": "3", "4": str(queue)}
+    # Priority 4 (on queue ``queue``) is its own group: its pauses come from group 4.
+    assert only(config, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP")["SLUICE"] == {"3": "3", "4": "4"}
 
 
 def test_the_watchdog_takes_the_intents_values() -> None:

@@ -11,11 +11,13 @@ import pytest
 from controller.errors import Conflict
 from controller.services.checks import roce_of
 from controller.services.discoveries import DiscoveryInfo
+from controller.sonic.model import SwitchConfig
 from controller.sonic.roce import (
     DSCP_TO_TC,
     HEADROOM,
     MTU,
     PFC_PRIORITIES,
+    PFC_TO_PG,
     PFC_TO_QUEUE,
     TC_TO_PG,
     UNREACHABLE,
@@ -79,6 +81,47 @@ def test_a_map_entry_that_differs_is_named_on_each_link_of_that_switch(
     assert link_of(check, check.findings[1]) == ("leaf2:Ethernet52", "spine2:Ethernet4")
     link_kinds = {f.kind for link in check.links for f in link.findings}
     assert link_kinds == {kind}
+
+
+def test_a_pfc_priority_to_group_entry_that_differs_is_named_on_that_end() -> None:
+    """Every switch binds a PFC priority -> priority group map (3 -> 3, 4 -> 4) on its ports;
+    leaf2's sends priority 4's pauses from group 0: both its links name its end."""
+
+    def bound(leaf2_pg_of_4: str) -> Alter:
+        def alter(name: str, config: SwitchConfig) -> None:
+            pg_of_4 = leaf2_pg_of_4 if name == "leaf2" else "4"
+            config[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "AZURE")] = {"3": "3", "4": pg_of_4}
+            for (table, _), fields in config.items():
+                if table == "PORT_QOS_MAP":
+                    fields["pfc_to_pg_map"] = "AZURE"
+
+        return alter
+
+    assert checked(discovered(bound("4"))).ok
+    check = checked(discovered(bound("0")))
+    field = "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|AZURE.4"
+    assert named(check) == [
+        (PFC_TO_PG, "leaf2:Ethernet48", field, "4", "0"),
+        (PFC_TO_PG, "leaf2:Ethernet52", field, "4", "0"),
+    ]
+    assert "the priority group that sends priority 4's pauses" in check.findings[0].reason
+    # Unbound on one end only: that end has no map ("none") where the fabric has group 4.
+    unbound = checked(discovered(_unbind_on("spine1", bound("4"))))
+    assert {(f.kind, f.end, f.field, f.found) for f in unbound.findings} == {
+        (PFC_TO_PG, f"spine1:{port}", f"PORT_QOS_MAP|{port}.pfc_to_pg_map", "none")
+        for port in ("Ethernet0", "Ethernet4")
+    }
+
+
+def _unbind_on(switch: str, then: Alter) -> Alter:
+    def alter(name: str, config: SwitchConfig) -> None:
+        then(name, config)
+        if name == switch:
+            for (table, _), fields in config.items():
+                if table == "PORT_QOS_MAP":
+                    fields.pop("pfc_to_pg_map", None)
+
+    return alter
 
 
 def test_a_lossy_dscp_entry_is_not_compared() -> None:

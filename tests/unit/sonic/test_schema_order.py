@@ -31,6 +31,7 @@ def test_every_table_of_the_brief_is_registered() -> None:
         "PFC_WD",
         "TC_TO_PRIORITY_GROUP_MAP",
         "MAP_PFC_PRIORITY_TO_QUEUE",
+        "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
     }
 
 

@@ -421,6 +421,7 @@ def test_entries_other_entries_name_are_deleted_after_the_ops_that_stop_naming_t
         # a lossless class's maps (docs/lossless.md)
         "TC_TO_PRIORITY_GROUP_MAP",
         "MAP_PFC_PRIORITY_TO_QUEUE",
+        "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
     } == NAMED_TABLES
 
 

@@ -17,6 +17,7 @@ import pytest
 from controller.intent.capacity import lowest_xoff_point_bytes
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
+from controller.qos.lossless import DcqcnEcn
 from controller.tuning.apply import apply_changes
 from controller.tuning.dcqcn import DcqcnGroup, parameter_key, tune_dcqcn
 from controller.tuning.evidence import Change
@@ -221,3 +222,133 @@ def test_idle_ports_do_not_dilute_the_marks() -> None:
     change = found(lossless_intent(), queue(marks=0.2, utilisation=0.4), *idle)
     assert change.proposed == (6_250, 250_000, 1)
     assert change.evidence.inputs["mark_fraction_marking_mean"] == 0.2
+
+
+# The feedback: each pass judges the class's last applied step (its stored Change, as the
+# tuning service keeps it) on the pause rate now. Margin 10 %.
+
+
+def passes(intent: Intent, *pauses: float, kmax: int | None = None) -> tuple[Intent, list[Change]]:
+    """One pass per pause rate, a minimum interval apart, each applied change stored as the
+    history the next pass reads (``last_changed``, ``last_applied``)."""
+    changed: dict[str, float] = {}
+    applied: dict[str, dict[str, Any]] = {}
+    verdicts: list[Change] = []
+    for n, rate in enumerate(pauses):
+        now = 10_000 + n * 900
+        summary = TelemetrySummary(0, 600, queues=(queue(pauses_sent=rate),))
+        changes = propose(intent, summary, now_s=now, last_changed=changed, last_applied=applied)
+        (change,) = [c for c in changes if c.parameter == KEY]
+        verdicts.append(change)
+        if change.applies:
+            intent = apply_changes(intent, [change]).intent
+            changed[KEY], applied[KEY] = now, change.as_dict()
+    return intent, verdicts
+
+
+def test_a_pmax_climb_that_cuts_pauses_goes_on_and_stops_when_they_no_longer_fall() -> None:
+    # Kmax 90 000 sits at its 85 000 B floor (inside the band): pauses raise Pmax.
+    # 100/s: 1 -> 2 %. 85/s (cut 15 % >= 10 %): the step helped, again: 2 -> 3 % (doubling
+    # to 4 limited to 2.5 by the 25 % step, then a whole percent). 80/s (cut 5.9 % < 10 %): the
+    # raise did not help: held at 3 %, no further raise, and says so.
+    _, (first, second, third) = passes(lossless_intent(kmax_bytes=90_000), 100.0, 85.0, 80.0)
+    assert (first.proposed, second.proposed) == ((5_000, 90_000, 2), (5_000, 90_000, 3))
+    assert "cut the pauses 100 -> 85 pause frames/s" in str(second.evidence.inputs["verdict"])
+    assert second.evidence.inputs["last_step_pauses_sent_per_s"] == 100.0
+    assert not third.applies
+    assert third.held is not None
+    assert "raising Pmax did not help, no further raise (Pmax stays 3 %)" in third.held
+    assert third.evidence.inputs["last_step"] == "(5000, 90000, 2) -> (5000, 90000, 3)"
+    # The same passes blind to the history: the rule raises Pmax on 80/s as before.
+    blind = propose(
+        lossless_intent(kmax_bytes=90_000, pmax_pct=3),
+        TelemetrySummary(0, 600, queues=(queue(pauses_sent=80.0),)),
+        now_s=20_000,
+        last_changed={},
+    )
+    assert next(c for c in blind if c.parameter == KEY).proposed == (5_000, 90_000, 4)
+
+
+def test_a_step_after_which_pauses_rose_steps_back_and_the_ramp_then_holds() -> None:
+    # 100/s: Pmax 1 -> 2 %. 120/s (rose 20 % >= 10 %): back to 1 % (Kmax and Kmin as they
+    # were). 110/s, pauses still seen: the step back is not undone, the ramp holds at 1 %.
+    intent, (raised, back, after) = passes(lossless_intent(kmax_bytes=90_000), 100.0, 120.0, 110.0)
+    assert raised.proposed == (5_000, 90_000, 2)
+    assert back.applies
+    assert (back.current, back.proposed) == ((5_000, 90_000, 2), (5_000, 90_000, 1))
+    assert back.evidence.outputs["step"] == "back"
+    assert "the pauses rose 100 -> 120 pause frames/s" in str(back.evidence.inputs["verdict"])
+    assert not after.applies
+    assert after.held is not None
+    assert "stepped back" in after.held
+    storage = next(c for c in intent.service_classes if c.name == "storage")
+    assert storage.dcqcn == DcqcnEcn(5_000, 90_000, 1)
+
+
+def test_a_kmax_cut_steps_back_whole_past_the_max_step_and_goes_on_when_pauses_hold() -> None:
+    # 12/s: Kmax 200 000 -> 150 000. 11.5/s (cut 4 %, not 10 %): a cut of Kmax goes on to
+    # its floor: 150 000 -> 112 500. 13/s (rose 13 %): back to 150 000 B in one step, a 33 %
+    # move the 25 % maximum step would not allow a new value (it returns to one that ran).
+    _, (cut, again, back) = passes(lossless_intent(), 12.0, 11.5, 13.0)
+    assert cut.proposed == (3_750, 150_000, 1)
+    assert again.proposed == (2_812, 112_500, 1)
+    assert "Kmax goes on to its floor" in str(again.evidence.inputs["verdict"])
+    assert (back.current, back.proposed) == ((2_812, 112_500, 1), (3_750, 150_000, 1))
+    assert back.evidence.bounds == ()
+
+
+def test_a_step_back_waits_out_the_minimum_interval() -> None:
+    # The rise is seen 300 s after the step: the minimum interval holds the step back too.
+    intent = lossless_intent(kmax_bytes=90_000)
+    first = found(intent, queue(pauses_sent=100.0))
+    tuned = apply_changes(intent, [first]).intent
+    changes = propose(
+        tuned,
+        TelemetrySummary(0, 600, queues=(queue(pauses_sent=150.0),)),
+        now_s=10_300,
+        last_changed={KEY: 10_000},
+        last_applied={KEY: first.as_dict()},
+    )
+    (back,) = [c for c in changes if c.parameter == KEY]
+    assert back.proposed == back.current == (5_000, 90_000, 2)
+    assert back.held is not None
+    assert "minimum interval" in back.held
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        # The operator set Pmax 5 % since the tuner's step 1 -> 2: that step is not running.
+        ("moved", "the ramp is not the step's"),
+        # The last step was made without pauses (a "later" one): nothing to judge it on.
+        ("later", "not taken against pauses"),
+        # A change stored before the feedback existed, without the pause input.
+        ("old", "no pause rate recorded"),
+    ],
+)
+def test_a_last_step_that_cannot_be_judged_leaves_the_rule_as_it_was(record: str, why: str) -> None:
+    intent = lossless_intent(kmax_bytes=90_000, pmax_pct=2)
+    stored = found(lossless_intent(kmax_bytes=90_000), queue(pauses_sent=100.0)).as_dict()
+    if record == "moved":
+        intent = lossless_intent(kmax_bytes=90_000, pmax_pct=5)
+    elif record == "later":
+        stored["evidence"]["inputs"]["pfc_pauses_sent_per_s"] = 0.0
+    else:
+        del stored["evidence"]["inputs"]["pfc_pauses_sent_per_s"]
+    changes = propose(
+        intent,
+        TelemetrySummary(0, 600, queues=(queue(pauses_sent=100.0),)),
+        now_s=20_000,
+        last_changed={},
+        last_applied={KEY: stored},
+    )
+    (change,) = [c for c in changes if c.parameter == KEY]
+    assert change.applies, why  # pauses at the floor: Pmax up, as without a history
+    assert change.related["pmax_pct"] == intent_pmax(intent) + 1
+    assert "last_step" not in change.evidence.inputs
+
+
+def intent_pmax(intent: Intent) -> int:
+    storage = next(c for c in intent.service_classes if c.name == "storage")
+    assert storage.dcqcn is not None
+    return storage.dcqcn.pmax_pct
