@@ -139,7 +139,7 @@ fn incast_afct_ms(hdcq: bool, senders: usize, seed: u64) -> f64 {
     let receiver = senders + LONG;
     let topo = one_leaf(receiver + 1);
     let mut flows =
-        workload::uniform_incast(&topo, receiver, senders, 100_000, START_NS, &mut SimRng::seeded(seed));
+        workload::uniform_incast(&topo, receiver, senders, 100_000, START_NS, 0.0, &mut SimRng::seeded(seed));
     flows.extend((senders..receiver).map(|h| workload::long_lived(h, receiver, 0, 0.0)));
     let qos = if hdcq {
         FabricQos::hdcq(THRESH, BUFFER, 5, RTT_NS)
