@@ -989,6 +989,9 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], tcp: I
         ax.set_xlabel("number of parallel senders (short flows)")
         ax.set_ylabel("AFCT (ms)")
         ax.legend()
+    if tcp != IncastTcp():
+        # Say on the figure what differs from the reproduction's setup.
+        fig.suptitle(tcp.label(), fontsize=9)
     save(fig, tcp.image())
     print("\n".join(rows))
 
