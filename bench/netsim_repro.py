@@ -28,8 +28,10 @@
 Reproduce: ``uv run python -m bench.netsim_repro pias`` (``--flows N`` per run, default
 3000), ``... pias-sets`` (``--sets``, ``--leaves``, ``--seeds``), ``... mqecn``, ``... dynaq``,
 ``... qjump``, ``... lossless`` (``--incast`` the senders), ``... hdcq`` (``--senders`` and
-``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK). Results
-are recorded in docs/reproductions.md.
+``--senders-10g`` choose S, ``--seeds`` the seeds, ``--no-sack`` TCP without SACK,
+``--spread-us`` the short flows' starts spread over that many us, ``--linux-rto`` Linux's RTO
+rule, ``--rto-jitter`` each RTO timer stretched by up to that fraction). Results are recorded
+in docs/reproductions.md.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import json
 import statistics
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -774,8 +777,38 @@ HDCQ_K_BYTES = 144 * PACKET
 HDCQ_SCHEMES = ("DCTCP (RED)", "PIAS", "HDCQ", "HDCQ, promote always", "HDCQ, no promotion")
 
 
+@dataclass(frozen=True)
+class IncastTcp:
+    """What the senders' TCP and the short flows' starts are, beside the defaults: SACK or
+    not; the short flows' starts spread over ``spread_ns`` (netsim's ``uniform_incast``);
+    Linux's RTO rule (``linux_rto``); each RTO timer stretched by up to ``rto_jitter`` (an
+    instrument that desynchronizes the timeouts, docs/reproductions.md)."""
+
+    sack: bool = True
+    spread_ns: float = 0.0
+    linux_rto: bool = False
+    rto_jitter: float = 0.0
+
+    def label(self) -> str:
+        parts = [f"TCP {'with' if self.sack else 'without'} SACK"]
+        if self.spread_ns:
+            parts.append(f"starts spread over {self.spread_ns / 1e3:g} us")
+        if self.linux_rto:
+            parts.append("Linux's RTO")
+        if self.rto_jitter:
+            parts.append(f"RTO timers stretched by up to {self.rto_jitter:.0%}")
+        return ", ".join(parts)
+
+    def image(self) -> str:
+        suffix = "" if self.sack else "_no_sack"
+        suffix += "_spread" if self.spread_ns else ""
+        suffix += "_linux_rto" if self.linux_rto else ""
+        suffix += "_rto_jitter" if self.rto_jitter else ""
+        return f"netsim_hdcq{suffix}.png"
+
+
 def hdcq_config(
-    scheme: str, speed_bps: float, senders: int, seed: int, sack: bool = True
+    scheme: str, speed_bps: float, senders: int, seed: int, tcp: IncastTcp = IncastTcp()
 ) -> dict[str, Any]:
     # Hosts 0..S-1 send one short flow each, the next L hosts long flows, the last host
     # receives everything: its leaf port is the bottleneck (the paper's Router1 -> R).
@@ -845,7 +878,9 @@ def hdcq_config(
             "init_cwnd": 10.0,
             "min_rto_ns": 10e6,
             "initial_rto_ns": 10e6,
-            "sack": sack,
+            "sack": tcp.sack,
+            "linux_rto": tcp.linux_rto,
+            "rto_jitter": tcp.rto_jitter,
         },
         "qos": qos,
         # The short flows first: their sizes are the seed's first draws (netsim's
@@ -857,6 +892,7 @@ def hdcq_config(
                 "senders": senders,
                 "max_bytes": HDCQ_SHORT_MAX_BYTES,
                 "at_ns": HDCQ_SHORT_START_NS,
+                "spread_ns": tcp.spread_ns,
             },
             {"kind": "flows", "flows": longs},
         ],
@@ -873,29 +909,36 @@ def run_with_flows(config: dict[str, Any]) -> tuple[dict[str, Any], list[list[st
 
 
 def hdcq_point(
-    speed_bps: float, senders: int, seed: int, sack: bool
-) -> dict[str, tuple[float, int, int, int]]:
+    speed_bps: float, senders: int, seed: int, tcp: IncastTcp
+) -> dict[str, tuple[float, int, int, int, int]]:
     """Per scheme: the short flows' AFCT (ms), how many did not finish, the long flows'
-    retransmitted segments and the duplicate segments receivers got (spurious
-    retransmissions), over the run."""
+    retransmitted segments, the duplicate segments receivers got (spurious
+    retransmissions) and the short flows' timeouts, over the run."""
     out = {}
     for scheme in HDCQ_SCHEMES:
-        summary, rows = run_with_flows(hdcq_config(scheme, speed_bps, senders, seed, sack))
+        summary, rows = run_with_flows(hdcq_config(scheme, speed_bps, senders, seed, tcp))
         shorts = small(summary)
         long_rtx = sum(int(r[9]) for r in rows if int(r[2]) > HDCQ_SHORT_MAX_BYTES)
+        short_timeouts = sum(int(r[8]) for r in rows if int(r[2]) <= HDCQ_SHORT_MAX_BYTES)
         duplicates = int(summary["tally"]["duplicate_segments"])
-        out[scheme] = (shorts["mean_us"] / 1e3, senders - shorts["flows"], long_rtx, duplicates)
+        out[scheme] = (
+            shorts["mean_us"] / 1e3,
+            senders - shorts["flows"],
+            long_rtx,
+            duplicates,
+            short_timeouts,
+        )
     return out
 
 
-def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: bool) -> None:
+def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], tcp: IncastTcp) -> None:
     rows = [
         f"HDCQ vs PIAS and DCTCP under incast: {HDCQ_LONG} long flows, then S short flows "
-        f"(uniform 1 B-100 KB) at once; TCP {'with' if sack else 'without'} SACK",
+        f"(uniform 1 B-100 KB) at once; {tcp.label()}",
         "paper: 1 Gb/s (Fig. 8a) HDCQ below PIAS and RED; 10 Gb/s (Fig. 9) about equal at "
         "S = 1000, HDCQ up to 24 % below PIAS at S = 3000",
         "short-flow AFCT, ms; then per scheme the long flows' retransmitted segments / the "
-        "duplicate segments receivers got",
+        "duplicate segments receivers got / the short flows' timeouts",
         f"{'Gb/s':>5}{'S':>6}{'seed':>5}"
         + "".join(f"{s:>22}" for s in HDCQ_SCHEMES)
         + f"{'HDCQ vs PIAS':>14}{'unfinished':>14}",
@@ -906,9 +949,11 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
         series: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
         for senders in points:
             afct: dict[str, list[float]] = {s: [] for s in HDCQ_SCHEMES}
+            cuts: list[float] = []
             for seed in seeds:
-                point = hdcq_point(speed, senders, seed, sack)
+                point = hdcq_point(speed, senders, seed, tcp)
                 cut = (point["HDCQ"][0] / point["PIAS"][0] - 1) * 100
+                cuts.append(cut)
                 unfinished = "/".join(str(point[s][1]) for s in HDCQ_SCHEMES)
                 lead = f"{speed / 1e9:>5.0f}{senders:>6}{seed:>5}"
                 rows.append(
@@ -918,17 +963,22 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
                 )
                 rows.append(
                     f"{'':>16}"
-                    + "".join(f"{f'{point[s][2]} / {point[s][3]}':>22}" for s in HDCQ_SCHEMES)
+                    + "".join(
+                        f"{f'{point[s][2]} / {point[s][3]} / {point[s][4]}':>22}"
+                        for s in HDCQ_SCHEMES
+                    )
                 )
                 print("\n".join(rows[-2:]), flush=True)
                 for s in HDCQ_SCHEMES:
                     afct[s].append(point[s][0])
             means = {s: sum(v) / len(v) for s, v in afct.items()}
             cut = (means["HDCQ"] / means["PIAS"] - 1) * 100
+            below = sum(c < 0 for c in cuts)
+            spread = f", per-seed sd {statistics.stdev(cuts):.1f} %" if len(cuts) > 1 else ""
             rows.append(
                 f"{speed / 1e9:>5.0f}{senders:>6}{'mean':>5}"
                 + "".join(f"{means[s]:>22.1f}" for s in HDCQ_SCHEMES)
-                + f"{cut:>+13.0f}%"
+                + f"{cut:>+13.0f}%   HDCQ below PIAS on {below} of {len(seeds)} seeds{spread}"
             )
             print(rows[-1], flush=True)
             for s in HDCQ_SCHEMES:
@@ -939,7 +989,10 @@ def hdcq(senders_1g: list[int], senders_10g: list[int], seeds: list[int], sack: 
         ax.set_xlabel("number of parallel senders (short flows)")
         ax.set_ylabel("AFCT (ms)")
         ax.legend()
-    save(fig, "netsim_hdcq.png" if sack else "netsim_hdcq_no_sack.png")
+    if tcp != IncastTcp():
+        # Say on the figure what differs from the reproduction's setup.
+        fig.suptitle(tcp.label(), fontsize=9)
+    save(fig, tcp.image())
     print("\n".join(rows))
 
 
@@ -1019,6 +1072,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=9)
     # TCP without SACK: netsim's NewReno loss recovery, as every run was before SACK.
     parser.add_argument("--no-sack", action="store_true")
+    # hdcq: the short flows' starts drawn within this many us (0: all in one nanosecond).
+    parser.add_argument("--spread-us", type=float, default=0.0)
+    # hdcq: Linux's RTO rule, SRTT + max(4 RTTVAR, floor), for RFC 6298's max of the two.
+    parser.add_argument("--linux-rto", action="store_true")
+    # hdcq: each RTO timer stretched by up to this fraction, drawn from the seed (an
+    # instrument that desynchronizes the incast's timeouts; 0: none).
+    parser.add_argument("--rto-jitter", type=float, default=0.0)
     args = parser.parse_args(argv)
     build()
     if args.which == "pias":
@@ -1030,7 +1090,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.which == "dynaq":
         dynaq()
     elif args.which == "hdcq":
-        hdcq(args.senders, args.senders_10g, args.seeds, not args.no_sack)
+        tcp = IncastTcp(
+            sack=not args.no_sack,
+            spread_ns=args.spread_us * 1e3,
+            linux_rto=args.linux_rto,
+            rto_jitter=args.rto_jitter,
+        )
+        hdcq(args.senders, args.senders_10g, args.seeds, tcp)
     elif args.which == "lossless":
         lossless(args.incast)
     else:

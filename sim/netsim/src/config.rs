@@ -141,7 +141,7 @@ pub enum Traffic {
         class: usize,
     },
     /// Incast with sizes uniform from 1 to `max_bytes`: `senders` hosts send one flow each to
-    /// `receiver` at `at_ns` (`workload::uniform_incast`).
+    /// `receiver` at `at_ns`, or each within `spread_ns` after it (`workload::uniform_incast`).
     UniformIncast {
         /// Receiving host.
         receiver: usize,
@@ -151,6 +151,10 @@ pub enum Traffic {
         max_bytes: u64,
         /// When, ns.
         at_ns: f64,
+        /// Each flow's start drawn uniformly from `[at_ns, at_ns + spread_ns)`; 0 (the
+        /// default): all at `at_ns`.
+        #[serde(default)]
+        spread_ns: f64,
         /// Class of every flow.
         #[serde(default)]
         class: usize,
@@ -270,13 +274,14 @@ impl RunConfig {
                     let drawn = workload::incast(&self.topology, *receiver, *senders, *bytes, *at_ns);
                     out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));
                 }
-                Traffic::UniformIncast { receiver, senders, max_bytes, at_ns, class } => {
+                Traffic::UniformIncast { receiver, senders, max_bytes, at_ns, spread_ns, class } => {
                     let drawn = workload::uniform_incast(
                         &self.topology,
                         *receiver,
                         *senders,
                         *max_bytes,
                         *at_ns,
+                        *spread_ns,
                         &mut rng,
                     );
                     out.extend(drawn.into_iter().map(|f| FlowSpec { class: *class, ..f }));

@@ -12,6 +12,7 @@ use serde::Serialize;
 use vasic::agent_loop::AgentLoop;
 use vasic::event_queue::EventQueue;
 use vasic::packet::{EnqueueOutcome, Packet};
+use vasic::rng::SimRng;
 use vasic::switch::{Vasic, VasicError};
 
 use crate::agent::AgentError;
@@ -307,6 +308,8 @@ pub struct Fabric {
     lossless_counts: Vec<(u64, u64)>,
     finished: usize,
     salt: u64,
+    /// Draws for `TcpConfig::rto_jitter` (none are taken when it is 0).
+    rto_rng: SimRng,
     now_ns: f64,
 }
 
@@ -447,6 +450,7 @@ impl Fabric {
             groups,
             finished: 0,
             salt: seed,
+            rto_rng: SimRng::seeded(seed.rotate_left(41) ^ 0x5254_4f5f_4a49_5454),
             now_ns: 0.0,
         })
     }
@@ -902,7 +906,9 @@ impl Fabric {
         }
         let flow = &mut self.flows[f];
         if flow.sender.arm_timer_if_idle() {
-            let at = self.now_ns + flow.sender.rto_ns();
+            let jitter = flow.sender.config().rto_jitter;
+            let stretch = if jitter > 0.0 { 1.0 + jitter * self.rto_rng.uniform() } else { 1.0 };
+            let at = self.now_ns + flow.sender.rto_ns() * stretch;
             flow.rto_deadline = Some((at, flow.sender.timer_generation()));
             if flow.rto_event_at.map_or(true, |pending| at < pending) {
                 flow.rto_event_at = Some(at);

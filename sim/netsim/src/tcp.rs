@@ -71,6 +71,18 @@ pub struct TcpConfig {
     /// SACK and RFC 6675 loss recovery (true, the default) or NewReno without SACK (false,
     /// netsim's behaviour before SACK was modelled, kept for comparison).
     pub sack: bool,
+    /// How the floor enters the RTO once there is an RTT sample: false (the default),
+    /// RFC 6298 §2.4 and ns-2's `max(min_rto, SRTT + 4 RTTVAR)`; true, Linux's
+    /// `SRTT + max(4 RTTVAR, min_rto)` (`__tcp_set_rto` with `rttvar_us` at least
+    /// `tcp_rto_min`, net/ipv4/tcp_input.c), where each connection's RTO sits its own SRTT
+    /// above the floor.
+    pub linux_rto: bool,
+    /// Each RTO timer armed at `RTO x (1 + jitter x u)`, `u` uniform in [0, 1) drawn from the
+    /// run's seed; 0 (the default) arms it at the RTO. Not what Linux or ns-2 does: an
+    /// instrument that desynchronizes an incast's timeouts, to measure what their
+    /// synchronization costs (Vasudevan et al., SIGCOMM 2009, proposed a randomized RTO for
+    /// the same reason).
+    pub rto_jitter: f64,
 }
 
 impl Default for TcpConfig {
@@ -86,6 +98,8 @@ impl Default for TcpConfig {
             ect_acks: None,
             max_cwnd: None,
             sack: true,
+            linux_rto: false,
+            rto_jitter: 0.0,
         }
     }
 }
@@ -639,7 +653,12 @@ impl Sender {
             }
         }
         let srtt = self.srtt_ns.unwrap_or(rtt_ns);
-        self.rto_ns = (srtt + 4.0 * self.rttvar_ns).max(self.config.min_rto_ns);
+        let floor = self.config.min_rto_ns;
+        self.rto_ns = if self.config.linux_rto {
+            srtt + (4.0 * self.rttvar_ns).max(floor)
+        } else {
+            (srtt + 4.0 * self.rttvar_ns).max(floor)
+        };
     }
 
     fn restart_timer(&mut self) {
@@ -1007,6 +1026,33 @@ mod tests {
         // An RTT sample of 100 us: SRTT 100 us, RTTVAR 50 us -> 300 us, under the 1 ms floor.
         s.on_ack(200e3, 1, false, 100e3, &[]);
         assert_eq!(s.rto_ns(), 1e6);
+    }
+
+    #[test]
+    fn linux_rto_adds_the_floor_to_srtt_where_rfc_6298_takes_the_larger() {
+        // Two samples, 2 ms then 4 ms, floor 10 ms. SRTT 2 ms, RTTVAR 1 ms after the first;
+        // after the second RTTVAR = 0.75 x 1 + 0.25 x |2 - 4| = 1.25 ms, SRTT = 0.875 x 2 +
+        // 0.125 x 4 = 2.25 ms, so SRTT + 4 RTTVAR = 7.25 ms.
+        let rto_after_samples = |linux_rto| {
+            let config = TcpConfig { min_rto_ns: 10e6, initial_rto_ns: 10e6, linux_rto, ..reno() };
+            let mut s = Sender::new(config, 100);
+            send_all(&mut s);
+            s.on_ack(2e6, 1, false, 0.0, &[]);
+            s.on_ack(5e6, 2, false, 1e6, &[]);
+            s.rto_ns()
+        };
+        // RFC 6298 (and ns-2): max(10, 2.25 + 5) = 10 ms, whatever SRTT is under the floor.
+        assert_eq!(rto_after_samples(false), 10e6);
+        // Linux: 2.25 + max(5, 10) = 12.25 ms, the connection's SRTT above the floor.
+        assert!((rto_after_samples(true) - 12.25e6).abs() < 1e-3, "{}", rto_after_samples(true));
+        // Before any sample both use the initial RTO, and a timeout doubles either.
+        let config = TcpConfig { min_rto_ns: 10e6, initial_rto_ns: 10e6, linux_rto: true, ..reno() };
+        let mut s = Sender::new(config, 100);
+        send_all(&mut s);
+        assert_eq!(s.rto_ns(), 10e6);
+        assert!(s.arm_timer_if_idle());
+        assert!(s.on_timeout(s.timer_generation()));
+        assert_eq!(s.rto_ns(), 20e6);
     }
 
     #[test]

@@ -159,19 +159,29 @@ pub fn incast(topo: &LeafSpine, receiver: usize, senders: usize, bytes: u64, at_
 }
 
 /// Incast with sizes drawn uniformly from 1 to `max_bytes` bytes, one flow per sender:
-/// `senders` hosts (the first ones not `receiver`) each send to `receiver` at `at_ns` (the
-/// HDCQ paper's short flows, §3.3 and §5.1: "100 KB uniform distribution").
+/// `senders` hosts (the first ones not `receiver`) each send to `receiver` (the HDCQ paper's
+/// short flows, §3.3 and §5.1: "100 KB uniform distribution"). With `spread_ns` 0 every flow
+/// starts at `at_ns`; otherwise each starts at `at_ns` plus its own offset drawn uniformly
+/// from [0, `spread_ns`): the workers of a partition-aggregate request "respond almost
+/// simultaneously" (HDCQ §4.1), each once its request has reached it. The sizes are drawn
+/// first, so a seed's sizes do not depend on the spread.
 pub fn uniform_incast(
     topo: &LeafSpine,
     receiver: usize,
     senders: usize,
     max_bytes: u64,
     at_ns: f64,
+    spread_ns: f64,
     rng: &mut SimRng,
 ) -> Vec<FlowSpec> {
     let mut flows = incast(topo, receiver, senders, 1, at_ns);
     for f in &mut flows {
         f.bytes = ((rng.uniform() * max_bytes as f64) as u64).min(max_bytes.max(1) - 1) + 1;
+    }
+    if spread_ns > 0.0 {
+        for f in &mut flows {
+            f.start_ns = at_ns + rng.uniform() * spread_ns;
+        }
     }
     flows
 }
@@ -207,12 +217,28 @@ mod tests {
     #[test]
     fn uniform_incast_draws_each_size_in_range_from_the_seed() {
         let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 6, ..LeafSpine::default() };
-        let draw = |seed| uniform_incast(&topo, 0, 4, 100_000, 5.0, &mut SimRng::seeded(seed));
+        let draw = |seed| uniform_incast(&topo, 0, 4, 100_000, 5.0, 0.0, &mut SimRng::seeded(seed));
         let flows = draw(1);
         assert_eq!(flows.iter().map(|f| f.src).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
         assert!(flows.iter().all(|f| (1..=100_000).contains(&f.bytes) && f.dst == 0 && f.start_ns == 5.0));
         assert_eq!(flows, draw(1), "the same seed, the same sizes");
         assert_ne!(flows, draw(2));
+    }
+
+    #[test]
+    fn a_spread_incast_keeps_the_seeds_sizes_and_starts_each_flow_within_the_spread() {
+        let topo = LeafSpine { leaves: 1, spines: 1, hosts_per_leaf: 60, ..LeafSpine::default() };
+        let draw = |spread| uniform_incast(&topo, 0, 50, 100_000, 5_000.0, spread, &mut SimRng::seeded(3));
+        let (at_once, spread) = (draw(0.0), draw(1_000.0));
+        let sizes = |flows: &[FlowSpec]| flows.iter().map(|f| f.bytes).collect::<Vec<_>>();
+        assert_eq!(sizes(&at_once), sizes(&spread), "the sizes come first, whatever the spread");
+        assert!(spread.iter().all(|f| (5_000.0..6_000.0).contains(&f.start_ns)));
+        // 50 uniform draws: no two flows start together, and they cover most of the spread.
+        let mut starts: Vec<f64> = spread.iter().map(|f| f.start_ns).collect();
+        starts.sort_by(f64::total_cmp);
+        assert!(starts.windows(2).all(|w| w[0] < w[1]));
+        assert!(starts[0] < 5_100.0 && starts[49] > 5_900.0, "{starts:?}");
+        assert_eq!(spread, draw(1_000.0), "the same seed, the same starts");
     }
 
     #[test]
