@@ -48,7 +48,7 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,15 @@ from lab.demo_common import (
     say,
 )
 from lab.demo_common import run as run_command
-from lab.demo_real import RealFabric, real_agents, real_switches, show_agents, show_asic
+from lab.demo_real import (
+    RealFabric,
+    StandInFabric,
+    asic_standin,
+    real_agents,
+    real_switches,
+    show_agents,
+    show_asic,
+)
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -197,19 +205,60 @@ def show_telemetry(env: Mapping[str, str], say: Say) -> None:
     """Where to watch it: the dashboard's address and the first lines of ``sluice top``."""
     say(f"the dashboard: {env['SLUICE_API_URL']}/dashboard (sign in with the demo's token)")
     say(f"sluice top {DEMO_SWITCH}: each queue now, from Prometheus through the API (excerpt)")
+    show_top(env, DEMO_SWITCH, TOP_EXCERPT_LINES)
+
+
+def show_top(env: Mapping[str, str], switch: str, lines: int) -> None:
+    """The first ``lines`` of one ``sluice top --once`` frame of ``switch``."""
     wide = {**env, "COLUMNS": "160"}  # captured output is not a terminal: say how wide
-    frame = run([str(BIN / "sluice"), "top", DEMO_SWITCH, "--once"], wide, capture=True)
-    for line in frame.splitlines()[:TOP_EXCERPT_LINES]:
+    frame = run([str(BIN / "sluice"), "top", switch, "--once"], wide, capture=True)
+    for line in frame.splitlines()[:lines]:
         print(line, flush=True)
 
 
-def show_real_telemetry(env: Mapping[str, str], say: Say) -> None:
-    """``sluice top`` over the real switches' counters (all zero: libsaivs forwards nothing);
-    said, not fatal, when the collector has nothing from them yet."""
-    try:
-        show_telemetry(env, say)
-    except DemoError as why:
-        say(f"no telemetry from the real switches yet ({why}); see the collector's log")
+REAL_TOP_LINES = 6
+TOP_WAIT_S = 120.0
+
+
+def show_real_telemetry(env: Mapping[str, str], switches: Sequence[str], say: Say) -> None:
+    """Every real switch's stream, read as the operator reads it: ``sluice top`` of each once
+    the collector streams it (``sluice_switch_stream_up``, from Prometheus through the API)."""
+    say("the telemetry collector streams every switch from SONiC's gNMI server (one Subscribe "
+        "per database: COUNTERS_DB, and STATE_DB for the agents' state)")  # fmt: skip
+    for switch in switches:
+        wait_for_stream(env, switch)
+        say(f"sluice top {switch} (excerpt)")
+        show_top(env, switch, REAL_TOP_LINES)
+
+
+def wait_for_stream(env: Mapping[str, str], switch: str) -> None:
+    """Poll Prometheus, through the API, until the collector's stream of ``switch`` is up."""
+    query = f'sluice_switch_stream_up{{switch="{switch}"}}'
+    deadline = time.monotonic() + TOP_WAIT_S
+    with httpx.Client(base_url=env["SLUICE_PROMETHEUS_URL"], timeout=10) as client:
+        while time.monotonic() < deadline:
+            answer = client.get("/api/v1/query", params={"query": query})
+            result = answer.json().get("data", {}).get("result", [])
+            if result and result[0]["value"][1] == "1":
+                return
+            time.sleep(1.0)
+    raise SwitchDemoError(
+        f"the collector's stream of {switch} was not up within {TOP_WAIT_S:.0f} s; see "
+        "collector.log in the run directory"
+    )
+
+
+def real_traffic_steps(
+    env: Mapping[str, str], intent: Path, traffic: Path, standin: StandInFabric, say: Say
+) -> None:
+    """The agent step on the real demo switch, its traffic carried by the stand-in ASIC, and
+    the queues as ``sluice top`` reads them from SONiC's own counters afterwards."""
+    demo = AgentDemo(switch=standin.switch)
+    agents_step(Path(), intent, traffic, demo=demo, say=say, link_to=standin.link)
+    say(f"sluice top {standin.switch}: the stand-in's counts as syncd published them and "
+        "SONiC's gNMI server streamed them (excerpt)")  # fmt: skip
+    show_top(env, standin.switch, TOP_EXCERPT_LINES)
+    say("left out on real switches: the tuner, the bad config and the playbook (docs/demo.md)")
 
 
 def switches_step(
@@ -236,17 +285,23 @@ def switches_step(
     traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
         fabric: RealFabric | None = None
+        standin: StandInFabric | None = None
         if real:
             say(
-                "starting the intent's four switches as SONiC's own software: redis, syncd "
-                "+ orchagent over libsaivs, buffermgrd, the gNMI server with the real GCU"
+                f"starting the intent's {len(document['switches'])} switches as SONiC's own "
+                "software: redis, syncd + orchagent over libsaivs, buffermgrd, the gNMI server "
+                "with the real GCU"
             )
             fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
-            say(f"four switches up in {fabric.started_s:.0f} s, {fabric.resident_mb():.0f} MB "
-                "resident")  # fmt: skip
+            say(f"{len(fabric.switches)} switches up in {fabric.started_s:.0f} s, "
+                f"{fabric.resident_mb():.0f} MB resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
             stack.enter_context(real_agents(fabric, run_dir, keep, say))
+            if agents:
+                standin = stack.enter_context(
+                    asic_standin(fabric, DEMO_SWITCH, traffic, run_dir, keep, say)
+                )
         else:
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
             # vsonic up serves TLS with a certificate it makes in its state dir; the worker
@@ -298,11 +353,9 @@ def switches_step(
         db.close()
         if fabric is not None:
             show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
-            say(
-                "the steps that need traffic (the agents, the tuner, the bad config) need a "
-                "data plane: libsaivs forwards nothing, so they run on virtual switches"
-            )
-            show_real_telemetry(full, say)
+            show_real_telemetry(full, list(fabric.switches), say)
+            if standin is not None:
+                real_traffic_steps(full, intent, traffic, standin, say)
             return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
