@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,11 +209,19 @@ class StandInFabric:
 
 @contextmanager
 def asic_standin(
-    fabric: RealFabric, switch: str, traffic: Path, run_dir: Path, keep: bool, say: Say
+    fabric: RealFabric,
+    switch: str,
+    ports: Sequence[str],
+    traffic: Path,
+    run_dir: Path,
+    keep: bool,
+    say: Say,
 ) -> Iterator[StandInFabric]:
     """A stand-in for ``switch``'s ASIC (``lab/asic_standin.py``): vsonic's data plane on the
-    switch's redis, on ``traffic`` (no class yet: the agent step writes it), publishing no
-    ``COUNTERS:<oid>`` of its own, and the bridge that hands its counts to libsaivs."""
+    switch's redis, on ``traffic`` (no class yet: the agent step writes it), modelling only
+    ``ports`` (the intent's: a packet costs the data plane more the more ports it models, and
+    libsaivs gives the switch 32) and publishing no ``COUNTERS:<oid>`` of its own, and the
+    bridge that hands its counts to libsaivs."""
     try:
         binary = find_binary(binary=DATAPLANE)
     except DataplaneUnavailable as why:
@@ -221,7 +229,8 @@ def asic_standin(
     real = fabric.switches[switch]
     traffic.write_text("# no traffic yet: the agent step writes it and signals the data plane\n")
     options = DataplaneOptions(traffic=traffic, fast_interval_ms=STANDIN_INTERVAL_MS)
-    plane = [*command(binary, real.redis_port, options, seed=1), "--no-flex-counters"]
+    plane = [*command(binary, real.redis_port, options, seed=1), "--no-flex-counters",
+             "--ports", ",".join(ports)]  # fmt: skip
     bridge = [sys.executable, "-m", "lab.asic_standin", "--redis-port", str(real.redis_port),
               "--interval-ms", str(STANDIN_INTERVAL_MS)]  # fmt: skip
     plane_log, bridge_log = run_dir / f"dataplane-{switch}.log", run_dir / f"standin-{switch}.log"

@@ -34,8 +34,9 @@ and has only leaf1's data plane re-read it. The intent's agent interval is set t
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
 With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's own software
-(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked and each switch's agent shown; the
-steps that need a data plane (7) and the Ansible step (8) are left out.
+(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked, each switch's agent and ``sluice
+top`` shown, and step 7's agent and tuner steps on leaf1, whose traffic a stand-in for the
+ASIC carries (``lab/asic_standin.py``); the bad config and the Ansible step (8) are left out.
 
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
@@ -249,16 +250,24 @@ def wait_for_stream(env: Mapping[str, str], switch: str) -> None:
 
 
 def real_traffic_steps(
-    env: Mapping[str, str], intent: Path, traffic: Path, standin: StandInFabric, say: Say
+    env: Mapping[str, str],
+    intent: Path,
+    traffic: Path,
+    standin: StandInFabric,
+    run: Run,
+    say: Say,
 ) -> None:
-    """The agent step on the real demo switch, its traffic carried by the stand-in ASIC, and
-    the queues as ``sluice top`` reads them from SONiC's own counters afterwards."""
+    """The agent and tuner steps on the real demo switch, its traffic carried by the stand-in
+    ASIC, and its queues as ``sluice top`` reads them from SONiC's own counters while the
+    tuner's traffic still runs."""
     demo = AgentDemo(switch=standin.switch)
     agents_step(Path(), intent, traffic, demo=demo, say=say, link_to=standin.link)
+    tuner_step(env, intent, Path(), traffic, switch=standin.switch, run=run, say=say,
+               link_to=standin.link)  # fmt: skip
     say(f"sluice top {standin.switch}: the stand-in's counts as syncd published them and "
         "SONiC's gNMI server streamed them (excerpt)")  # fmt: skip
     show_top(env, standin.switch, TOP_EXCERPT_LINES)
-    say("left out on real switches: the tuner, the bad config and the playbook (docs/demo.md)")
+    say("left out on real switches: the bad config and the playbook (docs/demo.md)")
 
 
 def switches_step(
@@ -299,8 +308,10 @@ def switches_step(
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
             stack.enter_context(real_agents(fabric, run_dir, keep, say))
             if agents:
+                ports = [p["name"] for s in document["switches"] if s["name"] == DEMO_SWITCH
+                         for p in s["ports"]]  # fmt: skip
                 standin = stack.enter_context(
-                    asic_standin(fabric, DEMO_SWITCH, traffic, run_dir, keep, say)
+                    asic_standin(fabric, DEMO_SWITCH, ports, traffic, run_dir, keep, say)
                 )
         else:
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -315,6 +326,13 @@ def switches_step(
         say("starting the telemetry collector: every switch's counters and agent state over "
             "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
         collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
+        if fabric is not None:
+            # syncd rewrites COUNTERS at every poll (docs/telemetry.md).
+            collector["SLUICE_TELEMETRY_COUNTER_MODE"] = "SAMPLE"
+            say(
+                "the collector streams the real switches' counters at SAMPLE: SONiC's server "
+                "can exit on a race in its ON_CHANGE stream of COUNTERS (docs/telemetry.md)"
+            )
         log = run_dir / "collector.log"
         stack.enter_context(controller_process("controller.collector", collector, log, keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
@@ -355,7 +373,7 @@ def switches_step(
             show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
             show_real_telemetry(full, list(fabric.switches), say)
             if standin is not None:
-                real_traffic_steps(full, intent, traffic, standin, say)
+                real_traffic_steps(full, intent, traffic, standin, run, say)
             return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)

@@ -49,6 +49,11 @@ pub struct Flags {
     /// those keys (the feed reaches them through the switch's SAI; docs/dataplane.md).
     #[arg(long)]
     pub no_flex_counters: bool,
+    /// Model only these CONFIG_DB ports (comma separated; default every port): each packet
+    /// costs more the more ports the virtual ASIC has, so a stand-in beside a real switch's
+    /// 32 ports models the ones that carry traffic.
+    #[arg(long, value_delimiter = ',')]
+    pub ports: Vec<String>,
     /// Status report period (STATE_DB SLUICE_DATAPLANE_STATE|global), ms.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub state_interval_ms: u64,
@@ -91,6 +96,7 @@ impl Flags {
             fast_interval: (self.fast_interval_ms > 0).then(|| ms(self.fast_interval_ms)),
             fast_prefix: self.fast_prefix.clone(),
             flex_counters: !self.no_flex_counters,
+            ports: self.ports.clone(),
             state_interval: ms(self.state_interval_ms),
             max_lag: ms(self.max_lag_ms),
             backoff: (ms(100), ms(5_000)),
@@ -134,5 +140,12 @@ mod tests {
         assert!(!standin.settings().flex_counters);
         let silent = Flags::try_parse_from(["x", "--no-flex-counters"]).unwrap();
         assert!(silent.validate().unwrap_err().contains("--fast-interval-ms"));
+    }
+
+    #[test]
+    fn ports_are_a_comma_list() {
+        assert!(Flags::try_parse_from(["x"]).unwrap().settings().ports.is_empty());
+        let f = Flags::try_parse_from(["x", "--ports", "Ethernet0,Ethernet4"]).unwrap();
+        assert_eq!(f.settings().ports, ["Ethernet0", "Ethernet4"]);
     }
 }

@@ -51,6 +51,10 @@ pub struct Settings {
     /// Whether the enabled flex counter groups are published at `COUNTERS:<oid>`. Off for a
     /// stand-in ASIC beside a real switch, whose own syncd polls the groups and owns those keys.
     pub flex_counters: bool,
+    /// The only CONFIG_DB ports modelled (empty: every port). The cost of a packet grows with
+    /// the port count, so a stand-in ASIC beside a real switch's 32 ports models the few that
+    /// carry traffic.
+    pub ports: Vec<String>,
     /// Status report period.
     pub state_interval: Duration,
     /// Largest lag behind the wall clock before simulated time is given up.
@@ -199,7 +203,11 @@ async fn poll_config(
         return Ok(());
     }
     let tables = match link.read_config().await {
-        Ok(t) => t,
+        Ok(t) if settings.ports.is_empty() => t,
+        Ok(mut t) => {
+            t.retain_ports(&settings.ports);
+            t
+        }
         Err(e) => {
             report(link, Err(e));
             return Ok(());
