@@ -60,7 +60,7 @@ import yaml
 
 from controller.intent.loader import load_intent_file
 from controller.sonic.compile import compile_fleet
-from lab.demo_agents import COUNTER_POLL_MS, agents_step
+from lab.demo_agents import COUNTER_POLL_MS, agents_step, reload_traffic
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
 from lab.demo_badconfig import bad_config_step
@@ -83,6 +83,7 @@ from lab.demo_real import (
     show_agents,
     show_asic,
 )
+from lab.demo_tuner import TRAFFIC as TUNER_TRAFFIC
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -218,6 +219,8 @@ def show_top(env: Mapping[str, str], switch: str, lines: int) -> None:
 
 
 REAL_TOP_LINES = 6
+STEADY_TRAFFIC = TUNER_TRAFFIC
+STEADY_S = 10.0
 TOP_WAIT_S = 120.0
 
 
@@ -254,20 +257,26 @@ def real_traffic_steps(
     intent: Path,
     traffic: Path,
     standin: StandInFabric,
-    run: Run,
     say: Say,
 ) -> None:
-    """The agent and tuner steps on the real demo switch, its traffic carried by the stand-in
-    ASIC, and its queues as ``sluice top`` reads them from SONiC's own counters while the
-    tuner's traffic still runs."""
+    """The agent step on the real demo switch, its traffic carried by the stand-in ASIC, then
+    steady traffic and its queues as ``sluice top`` reads them from SONiC's own counters.
+    The tuner is left out: its rollout fails GCU's check while the agent moves the thresholds
+    the tuned plan rewrites (docs/demo.md)."""
     demo = AgentDemo(switch=standin.switch)
     agents_step(Path(), intent, traffic, demo=demo, say=say, link_to=standin.link)
-    tuner_step(env, intent, Path(), traffic, switch=standin.switch, run=run, say=say,
-               link_to=standin.link)  # fmt: skip
+    link = standin.link(standin.switch)
+    try:
+        say(f"steady traffic on {standin.switch} Ethernet0: storage backlogged (2 DCTCP "
+            "senders), analytics a light 0.5 Gb/s stream")  # fmt: skip
+        reload_traffic(link, traffic, STEADY_TRAFFIC, time.monotonic, time.sleep)
+    finally:
+        link.close()
+    time.sleep(STEADY_S)  # the collector's rates and Prometheus's scrapes catch up
     say(f"sluice top {standin.switch}: the stand-in's counts as syncd published them and "
         "SONiC's gNMI server streamed them (excerpt)")  # fmt: skip
     show_top(env, standin.switch, TOP_EXCERPT_LINES)
-    say("left out on real switches: the bad config and the playbook (docs/demo.md)")
+    say("left out on real switches: the tuner, the bad config and the playbook (docs/demo.md)")
 
 
 def switches_step(
@@ -306,7 +315,6 @@ def switches_step(
                 f"{fabric.resident_mb():.0f} MB resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
-            stack.enter_context(real_agents(fabric, run_dir, keep, say))
             if agents:
                 ports = [p["name"] for s in document["switches"] if s["name"] == DEMO_SWITCH
                          for p in s["ports"]]  # fmt: skip
@@ -354,6 +362,10 @@ def switches_step(
             desired = compile_fleet(load_intent_file(intent))
             say("and in ASIC_DB: what orchagent programmed, checked against what was rolled out")
             show_asic(fabric, desired, say)
+            say("the qos-agents start now, after the first rollout: GCU fails a patch when "
+                "CONFIG_DB changes under it, and an agent rewrites its thresholds as soon as "
+                "its orders land (docs/demo.md)")  # fmt: skip
+            stack.enter_context(real_agents(fabric, run_dir, keep, say))
             show_agents(fabric, {n: c[AGENT_GLOBAL]["version"] for n, c in desired.items()}, say)
         say("an operator edits a switch by hand")
         db = (
@@ -373,7 +385,7 @@ def switches_step(
             show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
             show_real_telemetry(full, list(fabric.switches), say)
             if standin is not None:
-                real_traffic_steps(full, intent, traffic, standin, run, say)
+                real_traffic_steps(full, intent, traffic, standin, say)
             return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)

@@ -36,14 +36,13 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from lab.demo_agents import LinkTo, SwitchLink, poll_counters_every, reload_traffic, switch_link
+from lab.demo_agents import poll_counters_every, reload_traffic, switch_link
 from lab.demo_common import BIN, DemoError, Run, Say
 
 WINDOW_S = 20
@@ -137,7 +136,6 @@ def tuner_step(
     run: Run,
     say: Say,
     sleep: Callable[[float], None] = time.sleep,
-    link_to: LinkTo | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The step (see the module docstring); returns the proposal and its rollout as the API
     shows them. Raises ``DemoError`` when the tuner changes nothing or its rollout fails."""
@@ -148,8 +146,7 @@ def tuner_step(
         timeout=10,
     )
     try:
-        link = (link_to or partial(switch_link, state_dir))(switch)
-        return _step(full, api, intent_file, link, traffic_file, run, say, sleep)
+        return _step(full, api, intent_file, state_dir, traffic_file, switch, run, say, sleep)
     finally:
         api.close()
 
@@ -158,13 +155,13 @@ def _step(
     full: dict[str, str],
     api: httpx.Client,
     intent_file: Path,
-    link: SwitchLink,
+    state_dir: Path,
     traffic_file: Path,
+    switch: str,
     run: Run,
     say: Say,
     sleep: Callable[[float], None],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    switch = link.name
     sluice = str(BIN / "sluice")
 
     def read(path: str) -> Any:
@@ -172,6 +169,7 @@ def _step(
         answer.raise_for_status()
         return answer.json()
 
+    link = switch_link(state_dir, switch)
     try:
         poll_counters_every(link, 100)
         say(f"the traffic on {switch} Ethernet0 changes: storage backlogged (2 DCTCP senders), "
