@@ -30,6 +30,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ TX_BYTES = "SAI_QUEUE_STAT_BYTES"
 MARKED = "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"
 OCCUPANCY = "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES"
 
-__all__ = ["AgentDemo", "Burst", "Reading", "agents_step"]
+__all__ = ["AgentDemo", "Burst", "LinkTo", "Reading", "SwitchLink", "agents_step"]
 
 # --------------------------------------------------------------------------------------------
 # I/O: the switch's Redis and its data plane's process
@@ -83,6 +84,11 @@ class SwitchLink:
     def close(self) -> None:
         for client in (self.config, self.counters, self.state):
             client.close()
+
+
+LinkTo = Callable[[str], SwitchLink]
+"""The link to a switch by name: ``vsonic up``'s (``switch_link``) or a real switch's with
+its stand-in ASIC (``lab.demo_real.StandInFabric.link``)."""
 
 
 def switch_link(state_dir: Path, switch: str) -> SwitchLink:
@@ -129,7 +135,8 @@ def wait_for_orders(
         sleep(0.2)
     raise DemoError(
         f"the qos-agent on {link.name} did not report the rolled-out orders within "
-        f"{AGENT_WAIT_S:.0f} s; see agent-{link.name}.log next to the vsonic state"
+        f"{AGENT_WAIT_S:.0f} s; see its log (agent-{link.name}.log next to the vsonic state, "
+        f"qos-agent-{link.name}.log in the run directory of real switches)"
     )
 
 
@@ -287,12 +294,14 @@ def agents_step(
     out: Callable[[str], None] = _print,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    link_to: LinkTo | None = None,
 ) -> list[Reading]:
     """The agent step (module docstring) on switches ``vsonic up`` started in ``state_dir``
-    with ``--traffic traffic_file``; returns the readings it printed. Raises ``DemoError``."""
+    with ``--traffic traffic_file`` (or on the switch ``link_to`` names, whose data plane
+    reads ``traffic_file``); returns the readings it printed. Raises ``DemoError``."""
     intent = load_intent_file(intent_file)
     queues = shown_queues(intent, demo.schedule)
-    link = switch_link(state_dir, demo.switch)
+    link = (link_to or partial(switch_link, state_dir))(demo.switch)
     try:
         say(f"the on-switch agent: MQ-ECN on {demo.switch} {demo.port} "
             f"({', '.join(b.service_class for b in demo.schedule)} start and stop)")  # fmt: skip

@@ -9,23 +9,30 @@ rollout). What the demo shows of them that a virtual switch cannot: ASIC_DB, whe
 programmed what sluice wrote (``lab/asic_db.py``).
 
 Each switch runs the qos-agent on its redis, as on a SONiC switch. libsaivs has no data
-plane: nothing is forwarded and counters stay at zero, so the agents run their queues on the
-ordered static thresholds (a quiet feed, docs/qos-agent.md), and the steps that need traffic
-(the agents moving thresholds with it, the tuner, the bad-config incast) run on virtual
-switches only.
+plane: nothing is forwarded and its counters stay at zero. On the demo switch a **stand-in
+for the ASIC** carries traffic (``asic_standin``): vsonic's data plane runs beside the
+switch's redis on the CONFIG_DB sluice rolled out, and ``lab.asic_standin`` hands its counts
+to libsaivs, so that syncd's own flex counter polling publishes them in COUNTERS_DB under
+the oids orchagent created. The agent step then runs there as on a virtual switch
+(``StandInFabric.link``); the other switches carry no traffic.
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from lab.asic_db import asic_problems
+from lab.demo_agents import CONFIG_DB, COUNTERS_DB, STATE_DB, SwitchLink
 from lab.demo_common import DemoError, Say, start_process, stop_process
 from lab.realsonic import (
     RealSonicError,
@@ -33,7 +40,15 @@ from lab.realsonic import (
     SwitchParts,
     prepare_bundle,
 )
-from vsonic.dataplane import AGENT, DataplaneUnavailable, agent_command, find_binary
+from vsonic.dataplane import (
+    AGENT,
+    DATAPLANE,
+    DataplaneOptions,
+    DataplaneUnavailable,
+    agent_command,
+    command,
+    find_binary,
+)
 from vsonic.seed import S6000_BUFFERS
 from vsonic.tls import self_signed_tls
 
@@ -43,6 +58,8 @@ COUNTED = ("WRED", "SCHEDULER", "QOS_MAP")
 AGENT_WAIT_S = 60.0
 # A first rollout of a leaf is about 60 GCU changes of a second or more each.
 REAL_SET_DEADLINE_S = 900.0
+# The stand-in's feed and hand-over period: counterpoll's minimum, the agent step's poll.
+STANDIN_INTERVAL_MS = 100
 
 
 @dataclass(frozen=True)
@@ -165,3 +182,69 @@ def show_agents(fabric: RealFabric, version_of: Mapping[str, str], say: Say) -> 
         why = f" ({report['reason']})" if report.get("reason") else ""
         say(f"{name}: qos-agent runs orders {report['version']} ({report['algorithm']}), "
             f"mode {report['mode']}{why}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StandInFabric:
+    """The real switches, and the demo switch's stand-in ASIC: its data plane's pid and log."""
+
+    fabric: RealFabric
+    switch: str
+    dataplane_pid: int
+    dataplane_log: Path
+
+    def link(self, name: str) -> SwitchLink:
+        """The agent step's view of ``name`` (``lab.demo_agents.LinkTo``): its redis and the
+        stand-in's data plane, which re-reads the traffic file on SIGHUP."""
+        if name != self.switch:
+            raise DemoError(f"only {self.switch} has a stand-in ASIC; {name} carries no traffic")
+        real = self.fabric.switches[name]
+
+        def db(n: int) -> redis.Redis[str]:
+            return redis.Redis(host="127.0.0.1", port=real.redis_port, db=n, decode_responses=True)
+
+        return SwitchLink(name, db(CONFIG_DB), db(COUNTERS_DB), db(STATE_DB), self.dataplane_pid,
+                          self.dataplane_log)  # fmt: skip
+
+
+@contextmanager
+def asic_standin(
+    fabric: RealFabric,
+    switch: str,
+    ports: Sequence[str],
+    traffic: Path,
+    run_dir: Path,
+    keep: bool,
+    say: Say,
+) -> Iterator[StandInFabric]:
+    """A stand-in for ``switch``'s ASIC (``lab/asic_standin.py``): vsonic's data plane on the
+    switch's redis, on ``traffic`` (no class yet: the agent step writes it), modelling only
+    ``ports`` (the intent's: a packet costs the data plane more the more ports it models, and
+    libsaivs gives the switch 32) and publishing no ``COUNTERS:<oid>`` of its own, and the
+    bridge that hands its counts to libsaivs."""
+    try:
+        binary = find_binary(binary=DATAPLANE)
+    except DataplaneUnavailable as why:
+        raise DemoError(str(why)) from None
+    real = fabric.switches[switch]
+    traffic.write_text("# no traffic yet: the agent step writes it and signals the data plane\n")
+    options = DataplaneOptions(traffic=traffic, fast_interval_ms=STANDIN_INTERVAL_MS)
+    plane = [*command(binary, real.redis_port, options, seed=1), "--no-flex-counters",
+             "--ports", ",".join(ports)]  # fmt: skip
+    bridge = [sys.executable, "-m", "lab.asic_standin", "--redis-port", str(real.redis_port),
+              "--interval-ms", str(STANDIN_INTERVAL_MS)]  # fmt: skip
+    plane_log, bridge_log = run_dir / f"dataplane-{switch}.log", run_dir / f"standin-{switch}.log"
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for args, log in ((plane, plane_log), (bridge, bridge_log)):
+            with log.open("w") as sink:
+                started.append(start_process(args, keep, stdout=sink, stderr=subprocess.STDOUT))
+        say(f"{switch}: a stand-in for its ASIC, since libsaivs forwards nothing: vsonic's data "
+            "plane runs the QoS that sluice rolled out on simulated traffic beside the switch's "
+            "redis, and its counts are handed to libsaivs, so that syncd's own flex counter "
+            f"polling publishes them in COUNTERS_DB (logs {plane_log}, {bridge_log})")  # fmt: skip
+        yield StandInFabric(fabric, switch, started[0].pid, plane_log)
+    finally:
+        if not keep:
+            for process in reversed(started):
+                stop_process(process, signal.SIGTERM, timeout_s=15)

@@ -34,8 +34,9 @@ and has only leaf1's data plane re-read it. The intent's agent interval is set t
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
 With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's own software
-(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked and each switch's agent shown; the
-steps that need a data plane (7) and the Ansible step (8) are left out.
+(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked, each switch's agent and ``sluice
+top`` shown, and step 7's agent and tuner steps on leaf1, whose traffic a stand-in for the
+ASIC carries (``lab/asic_standin.py``); the bad config and the Ansible step (8) are left out.
 
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
@@ -48,7 +49,7 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ import yaml
 
 from controller.intent.loader import load_intent_file
 from controller.sonic.compile import compile_fleet
-from lab.demo_agents import COUNTER_POLL_MS, agents_step
+from lab.demo_agents import COUNTER_POLL_MS, agents_step, reload_traffic
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
 from lab.demo_badconfig import bad_config_step
@@ -73,7 +74,16 @@ from lab.demo_common import (
     say,
 )
 from lab.demo_common import run as run_command
-from lab.demo_real import RealFabric, real_agents, real_switches, show_agents, show_asic
+from lab.demo_real import (
+    RealFabric,
+    StandInFabric,
+    asic_standin,
+    real_agents,
+    real_switches,
+    show_agents,
+    show_asic,
+)
+from lab.demo_tuner import TRAFFIC as TUNER_TRAFFIC
 from lab.demo_tuner import tuner_step
 from vsonic.tls import tls_files
 
@@ -197,19 +207,76 @@ def show_telemetry(env: Mapping[str, str], say: Say) -> None:
     """Where to watch it: the dashboard's address and the first lines of ``sluice top``."""
     say(f"the dashboard: {env['SLUICE_API_URL']}/dashboard (sign in with the demo's token)")
     say(f"sluice top {DEMO_SWITCH}: each queue now, from Prometheus through the API (excerpt)")
+    show_top(env, DEMO_SWITCH, TOP_EXCERPT_LINES)
+
+
+def show_top(env: Mapping[str, str], switch: str, lines: int) -> None:
+    """The first ``lines`` of one ``sluice top --once`` frame of ``switch``."""
     wide = {**env, "COLUMNS": "160"}  # captured output is not a terminal: say how wide
-    frame = run([str(BIN / "sluice"), "top", DEMO_SWITCH, "--once"], wide, capture=True)
-    for line in frame.splitlines()[:TOP_EXCERPT_LINES]:
+    frame = run([str(BIN / "sluice"), "top", switch, "--once"], wide, capture=True)
+    for line in frame.splitlines()[:lines]:
         print(line, flush=True)
 
 
-def show_real_telemetry(env: Mapping[str, str], say: Say) -> None:
-    """``sluice top`` over the real switches' counters (all zero: libsaivs forwards nothing);
-    said, not fatal, when the collector has nothing from them yet."""
+REAL_TOP_LINES = 6
+STEADY_TRAFFIC = TUNER_TRAFFIC
+STEADY_S = 10.0
+TOP_WAIT_S = 120.0
+
+
+def show_real_telemetry(env: Mapping[str, str], switches: Sequence[str], say: Say) -> None:
+    """Every real switch's stream, read as the operator reads it: ``sluice top`` of each once
+    the collector streams it (``sluice_switch_stream_up``, from Prometheus through the API)."""
+    say("the telemetry collector streams every switch from SONiC's gNMI server (one Subscribe "
+        "per database: COUNTERS_DB, and STATE_DB for the agents' state)")  # fmt: skip
+    for switch in switches:
+        wait_for_stream(env, switch)
+        say(f"sluice top {switch} (excerpt)")
+        show_top(env, switch, REAL_TOP_LINES)
+
+
+def wait_for_stream(env: Mapping[str, str], switch: str) -> None:
+    """Poll Prometheus, through the API, until the collector's stream of ``switch`` is up."""
+    query = f'sluice_switch_stream_up{{switch="{switch}"}}'
+    deadline = time.monotonic() + TOP_WAIT_S
+    with httpx.Client(base_url=env["SLUICE_PROMETHEUS_URL"], timeout=10) as client:
+        while time.monotonic() < deadline:
+            answer = client.get("/api/v1/query", params={"query": query})
+            result = answer.json().get("data", {}).get("result", [])
+            if result and result[0]["value"][1] == "1":
+                return
+            time.sleep(1.0)
+    raise SwitchDemoError(
+        f"the collector's stream of {switch} was not up within {TOP_WAIT_S:.0f} s; see "
+        "collector.log in the run directory"
+    )
+
+
+def real_traffic_steps(
+    env: Mapping[str, str],
+    intent: Path,
+    traffic: Path,
+    standin: StandInFabric,
+    say: Say,
+) -> None:
+    """The agent step on the real demo switch, its traffic carried by the stand-in ASIC, then
+    steady traffic and its queues as ``sluice top`` reads them from SONiC's own counters.
+    The tuner is left out: its rollout fails GCU's check while the agent moves the thresholds
+    the tuned plan rewrites (docs/demo.md)."""
+    demo = AgentDemo(switch=standin.switch)
+    agents_step(Path(), intent, traffic, demo=demo, say=say, link_to=standin.link)
+    link = standin.link(standin.switch)
     try:
-        show_telemetry(env, say)
-    except DemoError as why:
-        say(f"no telemetry from the real switches yet ({why}); see the collector's log")
+        say(f"steady traffic on {standin.switch} Ethernet0: storage backlogged (2 DCTCP "
+            "senders), analytics a light 0.5 Gb/s stream")  # fmt: skip
+        reload_traffic(link, traffic, STEADY_TRAFFIC, time.monotonic, time.sleep)
+    finally:
+        link.close()
+    time.sleep(STEADY_S)  # the collector's rates and Prometheus's scrapes catch up
+    say(f"sluice top {standin.switch}: the stand-in's counts as syncd published them and "
+        "SONiC's gNMI server streamed them (excerpt)")  # fmt: skip
+    show_top(env, standin.switch, TOP_EXCERPT_LINES)
+    say("left out on real switches: the tuner, the bad config and the playbook (docs/demo.md)")
 
 
 def switches_step(
@@ -236,17 +303,24 @@ def switches_step(
     traffic = run_dir / "traffic.txt"
     with ExitStack() as stack:
         fabric: RealFabric | None = None
+        standin: StandInFabric | None = None
         if real:
             say(
-                "starting the intent's four switches as SONiC's own software: redis, syncd "
-                "+ orchagent over libsaivs, buffermgrd, the gNMI server with the real GCU"
+                f"starting the intent's {len(document['switches'])} switches as SONiC's own "
+                "software: redis, syncd + orchagent over libsaivs, buffermgrd, the gNMI server "
+                "with the real GCU"
             )
             fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
-            say(f"four switches up in {fabric.started_s:.0f} s, {fabric.resident_mb():.0f} MB "
-                "resident")  # fmt: skip
+            say(f"{len(fabric.switches)} switches up in {fabric.started_s:.0f} s, "
+                f"{fabric.resident_mb():.0f} MB resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
-            stack.enter_context(real_agents(fabric, run_dir, keep, say))
+            if agents:
+                ports = [p["name"] for s in document["switches"] if s["name"] == DEMO_SWITCH
+                         for p in s["ports"]]  # fmt: skip
+                standin = stack.enter_context(
+                    asic_standin(fabric, DEMO_SWITCH, ports, traffic, run_dir, keep, say)
+                )
         else:
             intent.write_text(yaml.safe_dump(document, sort_keys=False))
             # vsonic up serves TLS with a certificate it makes in its state dir; the worker
@@ -260,6 +334,13 @@ def switches_step(
         say("starting the telemetry collector: every switch's counters and agent state over "
             "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
         collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
+        if fabric is not None:
+            # syncd rewrites COUNTERS at every poll (docs/telemetry.md).
+            collector["SLUICE_TELEMETRY_COUNTER_MODE"] = "SAMPLE"
+            say(
+                "the collector streams the real switches' counters at SAMPLE: SONiC's server "
+                "can exit on a race in its ON_CHANGE stream of COUNTERS (docs/telemetry.md)"
+            )
         log = run_dir / "collector.log"
         stack.enter_context(controller_process("controller.collector", collector, log, keep))
         say(f"the intent, with the reconcile loop every {RECONCILE_INTERVAL_S:g} s")
@@ -281,6 +362,10 @@ def switches_step(
             desired = compile_fleet(load_intent_file(intent))
             say("and in ASIC_DB: what orchagent programmed, checked against what was rolled out")
             show_asic(fabric, desired, say)
+            say("the qos-agents start now, after the first rollout: GCU fails a patch when "
+                "CONFIG_DB changes under it, and an agent rewrites its thresholds as soon as "
+                "its orders land (docs/demo.md)")  # fmt: skip
+            stack.enter_context(real_agents(fabric, run_dir, keep, say))
             show_agents(fabric, {n: c[AGENT_GLOBAL]["version"] for n, c in desired.items()}, say)
         say("an operator edits a switch by hand")
         db = (
@@ -298,11 +383,9 @@ def switches_step(
         db.close()
         if fabric is not None:
             show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
-            say(
-                "the steps that need traffic (the agents, the tuner, the bad config) need a "
-                "data plane: libsaivs forwards nothing, so they run on virtual switches"
-            )
-            show_real_telemetry(full, say)
+            show_real_telemetry(full, list(fabric.switches), say)
+            if standin is not None:
+                real_traffic_steps(full, intent, traffic, standin, say)
             return
         if agents:
             agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)

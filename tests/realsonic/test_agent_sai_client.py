@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -20,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.asic_standin import CHANNEL, FAST_PREFIX, AsicStandIn, set_stats_message
 from lab.realsonic import RealSwitch, SwitchParts
+from vsonic.dataplane import DATAPLANE, DataplaneOptions, command, find_binary
 from vsonic.tether import start_tethered
 
 from .conftest import ROOT, StartSwitch
@@ -153,10 +156,8 @@ def count(switch: RealSwitch, queue_vid: str, stats: dict[str, int]) -> None:
     libsaivs knows it, the real id ASIC_DB's VIDTORID gives for orchagent's virtual one."""
     rid = switch.db("ASIC_DB").hget("VIDTORID", queue_vid)
     assert rid, f"syncd has no real id for {queue_vid}"
-    message = ["set_stats", rid]
-    for name, value in stats.items():
-        message += [name, str(value)]
-    listeners = switch.db("ASIC_DB").publish("SAI_VS_UNITTEST_CHANNEL", json.dumps(message))
+    message = set_stats_message(rid, {name: str(value) for name, value in stats.items()})
+    listeners = switch.db("ASIC_DB").publish(CHANNEL, message)
     assert listeners == 1, "syncd's libsaivs listens on its test channel"
 
 
@@ -272,3 +273,52 @@ def test_the_agent_moves_thresholds_through_orchagents_sai_server(
         assert [entry[name] for name in THRESHOLDS] == [str(STATIC_BYTES)] * 6
     log = running_agent.read_text()
     assert "SAI switch connected" in log, log[-2000:]
+
+
+def test_a_stand_in_asics_counts_reach_counters_db_through_syncd(seeded: RealSwitch) -> None:
+    """The demo's stand-in for the ASIC (``lab/asic_standin.py``): vsonic's data plane on the
+    switch's redis publishes only its fresher feed, and the bridge hands it to libsaivs, so
+    that what COUNTERS_DB shows is what syncd's own flex counter poll read from libsaivs."""
+    switch = seeded
+    config, counters = switch.db("CONFIG_DB"), switch.db("COUNTERS_DB")
+    config.hset("FLEX_COUNTER_TABLE|QUEUE", mapping={"FLEX_COUNTER_STATUS": "enable",
+                                                     "POLL_INTERVAL": "100"})  # fmt: skip
+    # orchagent writes the name map once the QUEUE group is enabled (the module's seed).
+    vid = eventually(lambda: counters.hget("COUNTERS_QUEUE_NAME_MAP", f"{PORT}:3"), "the map")
+
+    def sent() -> int:
+        return int(counters.hget(f"COUNTERS:{vid}", "SAI_QUEUE_STAT_BYTES") or 0)
+
+    before = sent()  # what an earlier test of the module had libsaivs count, if any
+    traffic = switch.run_dir / "standin.traffic"
+    traffic.write_text(f"bulk port={PORT} queue=3 kind=dctcp flows=1 packet_bytes=9000\n")
+    options = DataplaneOptions(traffic=traffic, fast_interval_ms=100)
+    args = [*command(find_binary(binary=DATAPLANE), switch.redis_port, options, seed=1),
+            "--no-flex-counters", "--ports", PORT]  # fmt: skip
+    log = switch.run_dir / "standin-dataplane.log"
+    with log.open("w") as out:
+        plane = start_tethered(args, stdout=out, stderr=subprocess.STDOUT)
+    bridge = AsicStandIn(switch.redis_port)
+    thread = threading.Thread(target=bridge.run, name="asic-standin", daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: sent() > before, f"the stand-in's bytes in COUNTERS ({log.read_text()})")
+        # Nothing else writes the queue's COUNTERS hash: once the data plane stops, syncd's
+        # next poll publishes exactly the last counts the feed held.
+        plane.send_signal(signal.SIGTERM)
+        assert plane.wait(timeout=30) == 0, log.read_text()[-2000:]
+        fed = counters.hgetall(f"{FAST_PREFIX}:{vid}")
+        eventually(
+            lambda: sent() == int(fed["SAI_QUEUE_STAT_BYTES"]),
+            "COUNTERS equal to the feed's last counts",
+        )
+        polled = counters.hgetall(f"COUNTERS:{vid}")
+        assert polled["SAI_QUEUE_STAT_PACKETS"] == fed["SAI_QUEUE_STAT_PACKETS"]
+        # Stats only syncd's poll writes (the data plane knows no trimming): syncd wrote it.
+        assert "SAI_QUEUE_STAT_TRIM_PACKETS" in polled
+    finally:
+        bridge.stop()
+        thread.join(10)
+        if plane.poll() is None:
+            plane.kill()
+            plane.wait()

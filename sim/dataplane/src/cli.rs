@@ -44,6 +44,16 @@ pub struct Flags {
     /// COUNTERS_DB key prefix of the fresher feed.
     #[arg(long, default_value = "SLUICE_FAST_COUNTERS")]
     pub fast_prefix: String,
+    /// Publish no flex counter group at COUNTERS:<oid>, only the fresher feed: the data plane
+    /// as a stand-in ASIC beside a real switch, whose own syncd polls the groups and owns
+    /// those keys (the feed reaches them through the switch's SAI; docs/dataplane.md).
+    #[arg(long)]
+    pub no_flex_counters: bool,
+    /// Model only these CONFIG_DB ports (comma separated; default every port): each packet
+    /// costs more the more ports the virtual ASIC has, so a stand-in beside a real switch's
+    /// 32 ports models the ones that carry traffic.
+    #[arg(long, value_delimiter = ',')]
+    pub ports: Vec<String>,
     /// Status report period (STATE_DB SLUICE_DATAPLANE_STATE|global), ms.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub state_interval_ms: u64,
@@ -70,6 +80,9 @@ impl Flags {
                 self.fast_interval_ms, self.step_ms
             ));
         }
+        if self.no_flex_counters && self.fast_interval_ms == 0 {
+            return Err("--no-flex-counters without --fast-interval-ms would publish no counters".to_string());
+        }
         Ok(())
     }
 
@@ -82,6 +95,8 @@ impl Flags {
             flex_default_ms: self.flex_interval_ms,
             fast_interval: (self.fast_interval_ms > 0).then(|| ms(self.fast_interval_ms)),
             fast_prefix: self.fast_prefix.clone(),
+            flex_counters: !self.no_flex_counters,
+            ports: self.ports.clone(),
             state_interval: ms(self.state_interval_ms),
             max_lag: ms(self.max_lag_ms),
             backoff: (ms(100), ms(5_000)),
@@ -114,5 +129,23 @@ mod tests {
         assert!(bad.validate().unwrap_err().contains("--fast-interval-ms"));
         let clash = Flags::try_parse_from(["x", "--fast-prefix", "COUNTERS"]).unwrap();
         assert!(clash.validate().is_err());
+    }
+
+    #[test]
+    fn flex_counters_are_published_unless_left_to_the_switch() {
+        assert!(Flags::try_parse_from(["x"]).unwrap().settings().flex_counters);
+        let standin =
+            Flags::try_parse_from(["x", "--no-flex-counters", "--fast-interval-ms", "100"]).unwrap();
+        assert!(standin.validate().is_ok());
+        assert!(!standin.settings().flex_counters);
+        let silent = Flags::try_parse_from(["x", "--no-flex-counters"]).unwrap();
+        assert!(silent.validate().unwrap_err().contains("--fast-interval-ms"));
+    }
+
+    #[test]
+    fn ports_are_a_comma_list() {
+        assert!(Flags::try_parse_from(["x"]).unwrap().settings().ports.is_empty());
+        let f = Flags::try_parse_from(["x", "--ports", "Ethernet0,Ethernet4"]).unwrap();
+        assert_eq!(f.settings().ports, ["Ethernet0", "Ethernet4"]);
     }
 }

@@ -48,6 +48,13 @@ pub struct Settings {
     pub fast_interval: Option<Duration>,
     /// Key prefix of the fresher feed in COUNTERS_DB.
     pub fast_prefix: String,
+    /// Whether the enabled flex counter groups are published at `COUNTERS:<oid>`. Off for a
+    /// stand-in ASIC beside a real switch, whose own syncd polls the groups and owns those keys.
+    pub flex_counters: bool,
+    /// The only CONFIG_DB ports modelled (empty: every port). The cost of a packet grows with
+    /// the port count, so a stand-in ASIC beside a real switch's 32 ports models the few that
+    /// carry traffic.
+    pub ports: Vec<String>,
     /// Status report period.
     pub state_interval: Duration,
     /// Largest lag behind the wall clock before simulated time is given up.
@@ -196,7 +203,11 @@ async fn poll_config(
         return Ok(());
     }
     let tables = match link.read_config().await {
-        Ok(t) => t,
+        Ok(t) if settings.ports.is_empty() => t,
+        Ok(mut t) => {
+            t.retain_ports(&settings.ports);
+            t
+        }
         Err(e) => {
             report(link, Err(e));
             return Ok(());
@@ -263,7 +274,7 @@ async fn publish_due<C: Clock>(
         .flex
         .iter_mut()
         .filter_map(|(g, t)| t.due(now).then_some(*g))
-        .filter(|g| plane.qos().is_some_and(|q| q.flex(*g).enabled))
+        .filter(|g| settings.flex_counters && plane.qos().is_some_and(|q| q.flex(*g).enabled))
         .collect();
     let periodic_clear = timers.periodic_watermarks.due(now);
     if !due.is_empty() {
@@ -322,12 +333,12 @@ async fn publish_state<C: Clock>(
     progress: Progress,
     mode: &str,
 ) -> Result<(), IoError> {
-    // The interval in force per group, 0 when the group is not polled.
+    // The interval at which this data plane publishes each group, 0 when it does not.
     let interval = |g: CounterGroup| {
         plane
             .qos()
             .map(|q| q.flex(g))
-            .filter(|f| f.enabled)
+            .filter(|f| f.enabled && settings.flex_counters)
             .map_or(0, |f| flex_ms(g, f.interval_ms, settings))
             .to_string()
     };

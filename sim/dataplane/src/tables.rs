@@ -72,6 +72,14 @@ impl ConfigTables {
         self.tables.get(table).into_iter().flatten().map(|(k, f)| (k.as_str(), f))
     }
 
+    /// Drops every `PORT` entry not named in `ports`: the rest of the switch is then not
+    /// modelled, and an entry of another table on such a port is skipped as on an unknown one.
+    pub fn retain_ports(&mut self, ports: &[String]) {
+        if let Some(table) = self.tables.get_mut("PORT") {
+            table.retain(|name, _| ports.contains(name));
+        }
+    }
+
     /// Number of entries held.
     pub fn len(&self) -> usize {
         self.tables.values().map(BTreeMap::len).sum()
@@ -86,6 +94,18 @@ impl ConfigTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retain_ports_keeps_the_named_ports_and_every_other_table() {
+        let mut t = ConfigTables::new()
+            .with("PORT|Ethernet0", &[("speed", "40000")])
+            .with("PORT|Ethernet4", &[("speed", "40000")])
+            .with("QUEUE|Ethernet4|3", &[("scheduler", "s1")]);
+        t.retain_ports(&["Ethernet0".to_string()]);
+        assert!(t.entry("PORT", "Ethernet0").is_some());
+        assert!(t.entry("PORT", "Ethernet4").is_none());
+        assert!(t.entry("QUEUE", "Ethernet4|3").is_some());
+    }
 
     #[test]
     fn keeps_watched_tables_and_splits_at_the_first_separator() {

@@ -133,6 +133,29 @@ def test_counters_move_and_dwrr_shares_follow_the_weights(
     assert switch.state().hget("SLUICE_DATAPLANE_STATE|global", "mode") == "stopped"
 
 
+def test_a_stand_in_beside_a_real_switch_feeds_only_its_fresher_feed_for_its_ports(
+    switch: SeededSwitch, start_dataplane: Callable[..., Running]
+) -> None:
+    """``--no-flex-counters --ports Ethernet0``: the demo's stand-in ASIC beside a real switch,
+    whose syncd owns ``COUNTERS:<oid>`` (docs/dataplane.md). Every flex group is enabled at
+    100 ms, and traffic is offered on both ports."""
+    switch.write_config(qos_config())
+    seeded = switch.queue_counters("COUNTERS", [*PORT0_QUEUES, "Ethernet4:0"])
+    dp = start_dataplane(TRAFFIC, "--fast-interval-ms", "100", "--no-flex-counters",
+                         "--ports", "Ethernet0")  # fmt: skip
+
+    def fast() -> list[Fields]:
+        return switch.queue_counters("SLUICE_FAST_COUNTERS", [*PORT0_QUEUES, "Ethernet4:0"])
+
+    eventually(lambda: total(fast()[:-1], "SAI_QUEUE_STAT_PACKETS") >= 20_000, "the feed")
+    state = switch.state().hgetall("SLUICE_DATAPLANE_STATE|global")
+    assert fast()[-1] == {}  # Ethernet4 is not modelled: its class sends nothing
+    # Nothing written where the switch's own counter polling writes.
+    assert switch.queue_counters("COUNTERS", [*PORT0_QUEUES, "Ethernet4:0"]) == seeded
+    assert (state["flex_queue_interval_ms"], state["fast_interval_ms"]) == ("0", "100")
+    assert dp.stop() == 0, dp.log_text()
+
+
 def test_a_port_counts_exactly_what_its_queues_sent(
     switch: SeededSwitch, start_dataplane: Callable[..., Running]
 ) -> None:
