@@ -580,13 +580,47 @@ def _send(
     volatile: Volatile,
     sleep: Callable[[float], None],
 ) -> None:
-    """One batch, sent once; an unanswered one is read back, never resent."""
+    """One batch, sent once; an unanswered one is read back, never resent, and so is one GCU
+    refused in the words it also uses for a failed check after applying (``_applied_anyway``)."""
     run.set_requests += 1
     try:
         session.set(chunk, deadline_s)
     except SouthboundSetUnconfirmed as error:
         log.warning("%s: %s; reading back, nothing is resent", session.name, error.detail)
         _await_outcome(session, chunk, error, volatile, sleep)
+    except SouthboundRejected as error:
+        if not _applied_anyway(session, chunk, error, volatile):
+            raise
+
+
+def _applied_anyway(
+    session: ConfigSession, chunk: tuple[Op, ...], error: SouthboundRejected, volatile: Volatile
+) -> bool:
+    """True when a batch GCU answered with its scope refusal reads back whole. GCU applies a
+    patch's changes, then reads all of CONFIG_DB and compares it with the config it expected;
+    any difference, in any table, fails the patch ("after applying patch to config, there
+    are still some parts not updated", sonic-utilities generic_config_updater/
+    generic_updater.py), and sonic-gnmi passes on only the scope refusal. A writer beside GCU
+    (the qos-agent moving its thresholds every interval) makes that check fail with the
+    batch applied. A batch refused before anything was applied does not read back: refused."""
+    if SCOPE_REFUSAL not in error.message or not chunk:
+        return False
+    try:
+        missing = still_missing(chunk, session.get_tables({op.table for op in chunk}), volatile)
+    except SouthboundError as read_error:
+        log.warning("%s: reading back a refused batch: %s", session.name, read_error)
+        return False
+    if missing:
+        return False
+    log.warning(
+        "%s: GCU answered %r, yet all %d op(s) of the batch read back applied: its check of the "
+        "whole config after a patch fails when another writer (the qos-agent) changed CONFIG_DB "
+        "meanwhile; taken as applied",
+        session.name,
+        error.message[:120],
+        len(chunk),
+    )
+    return True
 
 
 def set_deadline(base_s: float, chunk: Sequence[Op], pace: GcuPace) -> float:

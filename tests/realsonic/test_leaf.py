@@ -17,6 +17,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -432,6 +433,41 @@ def test_a_tuner_proposal_takes_no_port_down(
         wait_for_asic(switch.asic_view, running(switch, real_controller.desired(done.to_version)))
         == []
     )
+
+
+def test_a_set_gcu_checks_while_the_agent_writes_is_applied_and_verified(
+    real_controller: RealController, first: FirstRollout
+) -> None:
+    """GCU compares the whole CONFIG_DB with the config it expected after applying a patch;
+    a threshold the qos-agent moves meanwhile fails that check with the patch applied, and
+    sonic-gnmi answers only its scope refusal. The rollout reads such a batch back and takes
+    it as applied when it reads back whole (``controller/reconcile/apply.py``)."""
+    switch = real_controller.switch
+    moved = next(key for key in first.desired if key[0] == "WRED_PROFILE" and agent_fields(key))
+    field = sorted(agent_fields(moved))[0]
+    config = switch.db("CONFIG_DB")
+    entry = f"{moved[0]}|{moved[1]}"
+    original = config.hget(entry, field)
+    assert original is not None
+    stop = threading.Event()
+
+    def agent_like_writer() -> None:
+        # What the agent does at a 100 ms interval: rewrite one of its thresholds.
+        step = 0
+        while not stop.wait(0.1):
+            step += 1
+            config.hset(entry, field, str(int(original) + 1000 * (step % 2)))
+
+    writer = threading.Thread(target=agent_like_writer, daemon=True)
+    writer.start()
+    try:
+        done = real_controller.roll_out(with_rpc_lambda(example_leaf(switch), 0.6))
+    finally:
+        stop.set()
+        writer.join()
+        config.hset(entry, field, original)
+    assert [(r.status, r.reason) for r in done.results] == [("applied_verified", None)]
+    assert holds(switch, running(switch, real_controller.desired(done.to_version))) == []
 
 
 LOSSLESS_TABLES = (

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import SouthboundSetUnconfirmed
+from controller.errors import SouthboundRejected, SouthboundSetUnconfirmed
 from controller.intent.loader import load_intent_file
 from controller.reconcile.apply import (
     ABSENT,
@@ -29,6 +29,7 @@ from controller.reconcile.apply import (
     settle_shared_deletes,
     write_groups,
 )
+from controller.reconcile.refusals import SCOPE_REFUSAL
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import plan_switch
 from controller.sonic.gcu import GcuPace, sorted_changes
@@ -333,6 +334,50 @@ def test_a_set_gets_the_switch_deadline_or_longer_when_gcu_needs_longer() -> Non
     slower = GcuPace(per_set_s=1.0, per_change_s=1.0, load_margin=2.0)
     assert set_deadline(2.0, [QUEUE], slower) == 8.0  # 2 x (1 + 3 x 1)
     assert set_deadline(20.0, [QUEUE], slower) == 20.0
+
+
+class FakeGcuCheckSession:
+    """A fake switch (a dict) whose GCU answers each Set with its scope refusal, as sonic-gnmi
+    passes on GCU's failed check of the whole config after applying a patch; ``applies``:
+    whether the changes were applied before that (the check failed because another writer
+    changed CONFIG_DB) or not (a refusal before validation)."""
+
+    name = "leaf1"
+    set_deadline_s = 2.0
+
+    def __init__(self, applies: bool) -> None:
+        self.applies = applies
+        self.config: dict[tuple[str, str], dict[str, str]] = {}
+        self.sent: list[tuple[Op, ...]] = []
+
+    def set(self, ops: Sequence[Op], deadline_s: float | None = None) -> None:
+        self.sent.append(tuple(ops))
+        if self.applies:
+            for op in ops:
+                self.config.setdefault(op.entry_key, {}).update(op.fields)
+        raise SouthboundRejected(self.name, "UNKNOWN", f"{SCOPE_REFUSAL}: localhost")
+
+    def get_tables(self, tables: Iterable[str]) -> dict[tuple[str, str], dict[str, str]]:
+        wanted = set(tables)
+        return {k: dict(v) for k, v in self.config.items() if k[0] in wanted}
+
+
+def test_a_scope_refusal_whose_batch_reads_back_applied_is_taken_as_applied() -> None:
+    # The real GCU with the qos-agent writing thresholds beside it: the patch applied, its
+    # whole-config check failed, and all sonic-gnmi says is the scope refusal.
+    session = FakeGcuCheckSession(applies=True)
+    result = apply_plan_to_switch(session, Plan("leaf1", (SCHED, QUEUE)), pace=SLOW)
+    assert result.status == "applied_verified"
+    assert result.set_requests == len(session.sent)  # read back, never resent
+    assert result.ops_written == 2
+
+
+def test_a_scope_refusal_with_nothing_applied_stays_a_refusal() -> None:
+    session = FakeGcuCheckSession(applies=False)
+    result = apply_plan_to_switch(session, Plan("leaf1", (SCHED, QUEUE)), pace=SLOW)
+    assert result.status == "failed"
+    assert SCOPE_REFUSAL in (result.reason or "")
+    assert result.ops_written == 0
 
 
 def port_ops(port: str, queues: Sequence[int]) -> list[Op]:
