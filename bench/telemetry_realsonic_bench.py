@@ -83,15 +83,19 @@ async def _client(role: str, port: int, ports: int, warmup: float, duration: flo
     policy = StreamPolicy(counter_mode=mode, sample_interval_s=1.0)
     speeds = {f"Ethernet{4 * i}": 100e9 for i in range(ports)}
     handler = SwitchHandler(SwitchTelemetry("sonic", speeds, {}), threading.Lock())
-    messages = 0
+    # (messages, the handler's update count once each was applied): one tuple, replaced whole
+    # after a message is applied, so a window's edge never falls between a message and its
+    # updates (decode runs on the stream's thread and applies what it decodes).
+    counts = (0, 0)
 
     def counting() -> Decoder:
         inner = handler.decoder()
 
         def decode(raw: bytes) -> Notification | None:
-            nonlocal messages
-            messages += 1
-            return inner(raw)
+            nonlocal counts
+            notification = inner(raw)
+            counts = (counts[0] + 1, handler.telemetry.updates)
+            return notification
 
         return decode
 
@@ -107,12 +111,15 @@ async def _client(role: str, port: int, ports: int, warmup: float, duration: flo
     ]  # fmt: skip
     tasks = [asyncio.create_task(s.run()) for s in streams]
     await asyncio.sleep(warmup)
-    updates, sent, cpu, began = handler.telemetry.updates, messages, _cpu_s(), time.monotonic()
+    updates, (sent, carried) = handler.telemetry.updates, counts
+    cpu, began = _cpu_s(), time.monotonic()
     print("window", flush=True)
     await asyncio.sleep(duration)
+    end = counts
     result = {
         "updates": handler.telemetry.updates - updates,
-        "messages": messages - sent,
+        "messages": end[0] - sent,
+        "message_updates": end[1] - carried,
         "cpu_s": _cpu_s() - cpu,
         "seconds": time.monotonic() - began,
         "queues": len(handler.telemetry.queues),

@@ -23,10 +23,12 @@ def test_tiny_run_measures_every_client() -> None:
         assert x["updates"] > 0, role
         assert x["updates"] <= 6 * 4, role  # six objects a second, a tick either side
     # One message a tick for a whole table; a message per object otherwise.
+    # (Against the updates those messages applied, counted with them: the handler's own count
+    # may be taken between a message and its updates on a loaded machine.)
     for role in ("vsonic", "table"):
-        assert r[role]["messages"] < r[role]["updates"], role
+        assert r[role]["messages"] < r[role]["message_updates"], role
     for role in ("per-object", "on-change"):
-        assert r[role]["messages"] == r[role]["updates"], role
+        assert r[role]["messages"] == r[role]["message_updates"], role
     assert r["per-object"]["server_fds"] > r["table"]["server_fds"]  # a redis connection a path
     text = render(r)
     assert "uv run python -m bench.telemetry_realsonic_bench --ports 2 --queues 2" in text
