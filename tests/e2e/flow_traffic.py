@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import sys
 import threading
 import time
 
@@ -69,7 +70,12 @@ def ask(host: str, port: int, count: int) -> None:
 
 
 def udp(host: str, port: int, size: int, seconds: float) -> None:
+    """A datagram every 5 ms for ``seconds``, from the moment a line arrives on stdin (after
+    "ready"), so that senders started one after another send at once however long each took
+    to start."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        print("ready", flush=True)
+        sys.stdin.readline()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             sender.sendto(b"u" * size, (host, port))

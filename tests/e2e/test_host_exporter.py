@@ -79,7 +79,9 @@ def _host_vars(fabric: netns.Fabric, state_root: Path) -> dict[str, dict[str, ob
 
 def _spawn(fabric: netns.Fabric, host: str, *args: object) -> subprocess.Popen[str]:
     argv = [sys.executable, str(TRAFFIC), *(str(a) for a in args)]
-    return subprocess.Popen(fabric.host_exec(host, argv), stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        fabric.host_exec(host, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
 
 
 def _run(fabric: netns.Fabric, host: str, *args: object) -> None:
@@ -132,6 +134,14 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Measured]:
                         _spawn(fabric, sender, "udp", h1, 7007, size, 1.5)
                         for sender, size in (("h2", 300), ("h3", 1000), ("h4", 300))
                     ]
+                    # Each starts sending once all are started: three senders at once.
+                    for sender in udp:
+                        assert sender.stdout is not None
+                        assert sender.stdout.readline().strip() == "ready"
+                    for sender in udp:
+                        assert sender.stdin is not None
+                        sender.stdin.write("go\n")
+                        sender.stdin.flush()
                     _run(fabric, "h2", "flows", h1, 7000, 3_000, 6)
                     _run(fabric, "h2", "flows", h1, 7000, 50_000, 4)
                     _run(fabric, "h2", "flows", h1, 7001, 1_500_000, 2)
