@@ -161,9 +161,9 @@ SEARCHING = ("queued", "running")
 
 
 def progress_line(doc: Doc) -> str:
-    """One line per state a searching pass goes through."""
-    started = f" since {doc['started_at']}" if doc.get("started_at") else ""
-    return f"proposal {doc['id']}: {doc['state']}{started}: {doc['reason']}"
+    """One line per state a searching pass goes through (a running pass's reason says since
+    when it searches)."""
+    return f"proposal {doc['id']}: {doc['state']}: {doc['reason']}"
 
 
 def follow_pass(
