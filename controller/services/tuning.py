@@ -15,7 +15,9 @@ With ``fabric.tuning.search: twin`` the pass also runs the counterfactual search
 (``controller.tuning.counterfactual``): lambdas and weights move by the search, behind its fit
 check, and the rules' verdicts on them are kept as held evidence; the other rules (QJUMP,
 PIAS, the algorithm) propose as before. The twin (netsim, a subprocess) is passed in
-(``netsim_search``).
+(``netsim_search``). Such a pass takes minutes: ``request`` records it ``queued`` and the
+worker runs it outside the switch work lock (``run_queued``: claimed under a row lock, and
+``stale`` when the head moved during the search), so neither the API nor other workers wait.
 
 Each pass first records the outcome of earlier proposals with a prediction whose rollout has
 ended (``controller.tuning.outcome``): once the rollout of the proposed version completed and
