@@ -5,7 +5,10 @@ switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans
 operators' reconcile-now requests, discoveries and releases of switches
 (``controller/services/discoveries.py``, ``releases.py``), and the reconciliation loop
 (``ReconcileLoop``), one after the other on one thread, under the cross-process work lock
-(``controller/store/locks.py``).
+(``controller/store/locks.py``). Twin runs and the tuner's searching passes
+(``fabric.tuning.search: twin``; queued by the API or by the tuner's own due pass) touch no
+switch and take minutes: they run after the locked steps, outside the lock, one of each a
+round (``TwinRunRunner``, ``AutoTuner.search_once``).
 In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
 are queued as one job per switch instead, which any worker's engine thread takes
 (``controller/rollout/engine.py``).

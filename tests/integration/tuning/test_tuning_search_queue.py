@@ -226,3 +226,33 @@ def test_a_searching_pass_in_the_worker_holds_no_switch_work_lock(db_url: str) -
         )
     finally:
         engine.dispose()
+
+
+def test_a_pass_left_running_by_a_stopped_worker_is_claimed_again_only_once_overdue(
+    db_url: str, worker_side: Callable[[HeldTwin], TuningService]
+) -> None:
+    engine = make_engine(db_url, pool_size=2)
+    intents = IntentService(make_sessions(engine), clock=utc_now)
+    try:
+        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
+        twin = HeldTwin()
+        twin.release.set()
+        tuning = worker_side(twin)
+        queued = tuning.request(ACTOR)
+        window_s = tuning.settings().window_s
+        # Default margin: 600 s past the window (the worker passes the twin's timeout + 60).
+        for age_s, claimed in ((window_s + 590.0, False), (window_s + 610.0, True)):
+            with engine.begin() as connection:
+                connection.execute(
+                    text(
+                        "UPDATE tuning_proposals SET state = 'running', started_at = "
+                        "now() - make_interval(secs => :age) WHERE id = :id"
+                    ),
+                    {"age": age_s, "id": queued.id},
+                )
+            record = tuning.run_queued()
+            assert (record is not None) is claimed, age_s
+        assert tuning.get(queued.id).state == "no_change"
+        assert twin.entered.is_set()
+    finally:
+        engine.dispose()
