@@ -51,6 +51,7 @@ from controller.services.intents import IntentRecord, IntentService, VersionInfo
 from controller.services.twin_runs import run_twin_with
 from controller.sonic.cables import sized_intent
 from controller.sonic.diff import diff_fleet
+from controller.store.locks import lock_tuning_queue
 from controller.store.models import Rollout, TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
 from controller.tuning.counterfactual import (
@@ -199,6 +200,7 @@ class TuningService:
             return self.run(actor)
         now = self._clock()
         with self._sessions.begin() as session:
+            lock_tuning_queue(session)
             busy = session.scalar(_searching().limit(1))
             if busy is not None:
                 raise Conflict(

@@ -42,19 +42,21 @@ FAKE_TWIN_REASON = "fake twin: let go by the test"
 
 
 class HeldTwin:
-    """A fake twin (nothing real can be held mid-run on purpose): the first run signals
-    ``entered``, calls ``meanwhile`` and waits for ``release``; every run then reports the
-    twin unavailable, so the pass records the search's reason and proposes nothing."""
+    """A fake twin (nothing real can be held mid-run on purpose): the first run calls
+    ``meanwhile``, then signals ``entered`` and waits for ``release``; every run then reports
+    the twin unavailable, so the pass records the search's reason and proposes nothing."""
 
     def __init__(self, meanwhile: Callable[[], None] = lambda: None) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
         self.meanwhile = meanwhile
+        self.runs = 0
 
     def __call__(self, _intent: Intent, _traffic: Traffic) -> TwinReading:
-        if not self.entered.is_set():
-            self.entered.set()
+        self.runs += 1
+        if self.runs == 1:
             self.meanwhile()
+            self.entered.set()
             if not self.release.wait(WAIT_S):
                 raise TwinUnavailable("fake twin: never let go")
         raise TwinUnavailable(FAKE_TWIN_REASON)
