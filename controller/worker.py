@@ -5,7 +5,10 @@ switch rollouts (``RolloutRunner``), host runs (``HostRunRunner``: Ansible plans
 operators' reconcile-now requests, discoveries and releases of switches
 (``controller/services/discoveries.py``, ``releases.py``), and the reconciliation loop
 (``ReconcileLoop``), one after the other on one thread, under the cross-process work lock
-(``controller/store/locks.py``).
+(``controller/store/locks.py``). Twin runs and the tuner's searching passes
+(``fabric.tuning.search: twin``; queued by the API or by the tuner's own due pass) touch no
+switch and take minutes: they run after the locked steps, outside the lock, one of each a
+round (``TwinRunRunner``, ``AutoTuner.search_once``).
 In engine mode (``SLUICE_WORKER_ENGINE=procrastinate``) a rollout batch and a reconcile pass
 are queued as one job per switch instead, which any worker's engine thread takes
 (``controller/rollout/engine.py``).
@@ -40,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
@@ -70,7 +74,7 @@ from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import TuningService, netsim_search
+from controller.services.tuning import ReadSummary, TuningService, netsim_search
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings, TwinSettings
 from controller.southbound.credentials import SecretResolver
@@ -81,6 +85,7 @@ from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
 from controller.telemetry.tuning_summary import read_summary
+from controller.tuning.counterfactual import Simulate
 from controller.types import Clock
 
 log = logging.getLogger("controller.worker")
@@ -99,6 +104,7 @@ class Worker:
         answer_requests: Callable[[ReconcileLoop], int],
         switch_requests: Callable[[], int] = lambda: 0,
         twin_runs: Callable[[], int] = lambda: 0,
+        searches: Callable[[], int] = lambda: 0,
         monotonic: Callable[[], float] = time.monotonic,
         tune: Callable[[], int] | None = None,
         switch_jobs_busy: Callable[[], bool] = lambda: False,
@@ -117,13 +123,15 @@ class Worker:
         self._answer_requests = answer_requests
         self._switch_requests = switch_requests  # discoveries and releases
         self._twin_runs = twin_runs
+        self._searches = searches
         self._loop = loop
         self._lock = lock
         self._monotonic = monotonic
 
     def tick(self) -> int:
         """Rollout and host-run steps and reconcile-now passes if any are due (how many),
-        else a reconcile pass if due (0); then one twin run if one is pending."""
+        else a reconcile pass if due (0); then one twin run if one is pending, and one
+        searching tuning pass if one is queued."""
         with self._lock():
             steps = self._runner.run_once()
             steps += self._host_runner.run_once()
@@ -137,11 +145,12 @@ class Worker:
                 else:
                     self._loop.tick(self._monotonic())
                 # The tuner (``fabric.tuning``): a pass when its window is due; in ``auto``
-                # mode it starts a gated rollout, stepped from the next round on.
+                # mode it starts a gated rollout, stepped from the next round on. A pass
+                # with the twin search is only queued here.
                 steps += self._tune() if self._tune is not None else 0
-        # Twin runs touch no switch: run outside the work lock, so a long netsim
-        # run never holds up a rollout in another worker.
-        return steps + self._twin_runs()
+        # Twin runs and the tuner's search touch no switch: run outside the work lock, so a
+        # long netsim run never holds up a rollout or a reconcile pass in another worker.
+        return steps + self._twin_runs() + self._searches()
 
     def run(self, stop: threading.Event, poll_s: float, backoff: Backoff | None = None) -> None:
         """Rounds until ``stop``; a failed round waits with exponential backoff. The database
@@ -192,9 +201,11 @@ def build_worker(
     environ: Mapping[str, str],
     clock: Clock = utc_now,
     rand: Callable[[], float] | None = None,
+    tuner_io: TunerIO | None = None,
 ) -> tuple[Worker, Callable[[], None]]:
     """The worker over ``settings``' database and ``pool``; also the function that closes
-    what it opened (the database engine)."""
+    what it opened (the database engine). ``tuner_io``: the tuner's telemetry reader and twin
+    (default: Prometheus at ``settings.prometheus`` and netsim at ``settings.twin``)."""
     engine = make_engine(settings.database.required_url("worker"))
     sessions = make_sessions(engine)
     # One resolver for the process: the secret store's client and cache are shared.
@@ -242,6 +253,9 @@ def build_worker(
         else None
     )
     watched_loop: Reconciler = loop if passes is None else QueuedReconciler(loop, passes)
+    tuner = _auto_tuner(
+        sessions, gates, clock, settings.twin, tuner_io or _tuner_io(promql, settings.twin)
+    )
     worker = Worker(
         runner,
         loop,
@@ -259,7 +273,8 @@ def build_worker(
             # Two netsim runs when comparing, each killed at its timeout; then a margin.
             stale_after=timedelta(seconds=2 * settings.twin.timeout_s + 60),
         ).run_once,
-        tune=_auto_tuner(sessions, promql, gates, clock, settings.twin).tick,
+        tune=tuner.tick,
+        searches=tuner.search_once,
         switch_jobs_busy=dispatch.busy if dispatch is not None else lambda: False,
         watched=_watched(
             settings, sessions, watched_loop, watcher, inbox, resolve, rand, clock, live_shard
@@ -365,20 +380,38 @@ def _engine_worker(settings: Settings, worker: Worker) -> EngineWorker | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TunerIO:
+    """What the tuner reads telemetry from and searches in."""
+
+    read_summary: ReadSummary
+    simulate: Simulate
+
+
+def _tuner_io(promql: PromQL, twin: TwinSettings) -> TunerIO:
+    return TunerIO(
+        lambda at, window_s: read_summary(promql, at, window_s),
+        netsim_search(twin.netsim, twin.timeout_s),
+    )
+
+
 def _auto_tuner(
     sessions: sessionmaker[Session],
-    promql: PromQL,
     gates: Reader,
     clock: Clock,
     twin: TwinSettings,
+    io: TunerIO,
 ) -> AutoTuner:
     intents = IntentService(sessions, clock=clock)
     tuning = TuningService(
         sessions,
         intents,
-        lambda at, window_s: read_summary(promql, at, window_s),
+        io.read_summary,
         clock=clock,
-        simulate=netsim_search(twin.netsim, twin.timeout_s),
+        simulate=io.simulate,
+        # A searching pass left running this long past its budget was left by a worker that
+        # stopped: the twin run in progress is killed at its timeout; then a margin.
+        search_margin_s=twin.timeout_s + 60.0,
     )
     host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait(timeout_s=0.0))
     return AutoTuner(tuning, RolloutService(sessions, clock=clock), host_runs, gates)

@@ -101,15 +101,16 @@ def wait_for_pass(
 ) -> dict[str, Any]:
     """The newest tuning proposal, once the worker's pass has an outcome. In auto mode a
     pass stores its proposal ``pending`` and approves it in a second step (controller/services/
-    tuning.py), so ``pending`` is the pass half done: read again until it is ``approved``,
-    ``no_change``, ``stale`` or ``rejected``."""
+    tuning.py), so ``pending`` is the pass half done, as are ``queued`` and ``running`` (a
+    searching pass the worker runs): read again until it is ``approved``, ``no_change``,
+    ``stale`` or ``rejected``."""
     deadline = clock() + timeout_s
     newest: dict[str, Any] | None = None
     while clock() < deadline:
         proposals = read()
         if proposals:
             newest = max(proposals, key=lambda p: int(p["id"]))
-            if newest["state"] != "pending":
+            if newest["state"] not in ("queued", "running", "pending"):
                 return newest
         sleep(0.5)
     if newest is not None:

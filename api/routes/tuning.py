@@ -3,19 +3,38 @@ reject one."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from api.deps import LimitParam, OperatorActor, RecordId, ServicesDep, Viewer
 from api.schemas.tuning import ProposalOut
+from controller.services.tuning import SEARCHING_STATES
 
 router = APIRouter(prefix="/tuning", tags=["tuning"])
 
 
-@router.post("/proposals", response_model=ProposalOut, status_code=201)
-def run_tuner(services: ServicesDep, actor: OperatorActor) -> ProposalOut:
-    """One tuning pass now over the last ``fabric.tuning.window_s`` of telemetry; 409 when
-    tuning is off. In ``auto`` mode the proposal comes back already approved."""
-    return ProposalOut.of(services.tuning.run(actor))
+@router.post(
+    "/proposals",
+    response_model=ProposalOut,
+    status_code=201,
+    responses={
+        202: {
+            "model": ProposalOut,
+            "description": "With fabric.tuning.search: twin: the pass is queued for the worker "
+            "(state queued); GET its Location until the state is neither queued nor running",
+        }
+    },
+)
+def run_tuner(services: ServicesDep, actor: OperatorActor, response: Response) -> ProposalOut:
+    """One tuning pass over the last ``fabric.tuning.window_s`` of telemetry; 409 when
+    tuning is off. Without a search it runs now (201; in ``auto`` mode the proposal comes back
+    already approved); with ``fabric.tuning.search: twin`` it answers at once (202, state
+    ``queued``; 409 while another searching pass is queued or running) and the worker runs
+    the search."""
+    record = services.tuning.request(actor)
+    if record.state in SEARCHING_STATES:
+        response.status_code = 202
+    response.headers["Location"] = f"/api/v1/tuning/proposals/{record.id}"
+    return ProposalOut.of(record)
 
 
 @router.get("/proposals", response_model=list[ProposalOut])

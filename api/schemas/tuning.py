@@ -12,7 +12,10 @@ from api.schemas.common import ViewOut
 
 class ProposalOut(ViewOut):
     id: int
-    state: str = Field(description="pending, no_change, approved, rejected or stale")
+    state: str = Field(
+        description="queued or running (a searching pass the worker has yet to finish), then "
+        "pending, no_change, approved, rejected or stale"
+    )
     base_version: int = Field(description="the intent version the proposal was made against")
     new_version: int | None = Field(description="the version its approval wrote")
     changes: list[dict[str, Any]] = Field(
@@ -43,3 +46,6 @@ class ProposalOut(ViewOut):
         "predicted beside the measured change (docs/tuning.md); null until then"
     )
     outcome_at: datetime | None
+    started_at: datetime | None = Field(
+        description="when a worker started the searching pass (null for a pass run at once)",
+    )

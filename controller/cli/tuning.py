@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -154,12 +156,59 @@ def _show(out: Console, doc: Doc, output: Output, lines: list[str]) -> None:
     emit(out, doc, output, render)
 
 
+# A pass the worker has yet to finish (``fabric.tuning.search: twin``).
+SEARCHING = ("queued", "running")
+
+
+def progress_line(doc: Doc) -> str:
+    """One line per state a searching pass goes through (a running pass's reason says since
+    when it searches)."""
+    return f"proposal {doc['id']}: {doc['state']}: {doc['reason']}"
+
+
+def follow_pass(
+    read: Callable[[], Doc],
+    doc: Doc,
+    say_line: Callable[[str], None],
+    sleep: Callable[[float], None],
+    poll_s: float,
+) -> Doc:
+    """``doc`` read again every ``poll_s`` until the worker has finished its search, with a
+    line each time its state changes."""
+    say_line(progress_line(doc))
+    while doc["state"] in SEARCHING:
+        sleep(poll_s)
+        before, doc = doc["state"], read()
+        if doc["state"] != before:
+            say_line(progress_line(doc))
+    return doc
+
+
 @tune_app.command("propose")
-def propose(ctx: typer.Context, output: OutputOption = Output.TABLE) -> None:
-    """Run the tuner now; the proposal waits for approval (or is applied, in auto mode)."""
+def propose(
+    ctx: typer.Context,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait/--no-wait", help="follow a searching pass until the worker ends it"),
+    ] = True,
+    poll: Annotated[float, typer.Option("--poll", min=0.1, help="seconds between checks")] = 2.0,
+    output: OutputOption = Output.TABLE,
+) -> None:
+    """Run the tuner now; the proposal waits for approval (or is applied, in auto mode). With
+    fabric.tuning.search: twin the worker runs the search: followed until it ends, unless
+    --no-wait."""
 
     def action(api: ApiClient, out: Console) -> ExitCode:
         doc = api.post_json("/tuning/proposals", {})
+        if wait and doc["state"] in SEARCHING:
+            progress = out if output is Output.TABLE else Console(stderr=True)
+            doc = follow_pass(
+                lambda: api.get_json(f"/tuning/proposals/{doc['id']}"),
+                doc,
+                lambda line: say(progress, line),
+                time.sleep,
+                poll,
+            )
         _show(out, doc, output, summary_lines(doc))
         return ExitCode.OK
 

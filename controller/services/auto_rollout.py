@@ -153,14 +153,30 @@ class AutoTuner:
             if settling is not None:
                 log.debug("tuning: no pass while %s", settling)
                 return followed
-            record = self._tuning.run(actor)
+            # With ``search: twin`` the pass is only queued here (inside the switch work
+            # lock, a short write); ``search_once`` runs it outside the lock.
+            record = self._tuning.request(actor)
         except (Conflict, NotFound) as error:
             log.info("tuning: pass skipped: %s", error)
             return followed
         self._refused = None
+        return followed + 1 + self._roll_out_approved(record, actor)
+
+    def search_once(self) -> int:
+        """For the worker, outside the switch work lock: one queued searching pass run
+        (``TuningService.run_queued``); in ``auto`` mode, a version it wrote for a pass the
+        tuner itself queued gets its gated rollout, as ``tick`` starts one. 0: none waits."""
+        record = self._tuning.run_queued()
+        if record is None:
+            return 0
+        if record.created_by != TUNER:
+            return 1  # an operator's pass (the API's): approved in auto mode, rolled out by them
+        return 1 + self._roll_out_approved(record, Actor(TUNER, "worker-tuning"))
+
+    def _roll_out_approved(self, record: ProposalRecord, actor: Actor) -> int:
         if record.state != "approved" or record.new_version is None:
-            return followed + 1
-        return followed + 1 + self.roll_out(record, actor)
+            return 0
+        return self.roll_out(record, actor)
 
     def _settling(self) -> str | None:
         """What is still changing the fabric, or a change whose outcome is not yet measured

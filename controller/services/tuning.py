@@ -15,7 +15,9 @@ With ``fabric.tuning.search: twin`` the pass also runs the counterfactual search
 (``controller.tuning.counterfactual``): lambdas and weights move by the search, behind its fit
 check, and the rules' verdicts on them are kept as held evidence; the other rules (QJUMP,
 PIAS, the algorithm) propose as before. The twin (netsim, a subprocess) is passed in
-(``netsim_search``).
+(``netsim_search``). Such a pass takes minutes: ``request`` records it ``queued`` and the
+worker runs it outside the switch work lock (``run_queued``: claimed under a row lock, and
+``stale`` when the head moved during the search), so neither the API nor other workers wait.
 
 Each pass first records the outcome of earlier proposals with a prediction whose rollout has
 ended (``controller.tuning.outcome``): once the rollout of the proposed version completed and
@@ -31,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,15 +42,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.accept import cable_sizing, compile_dialects
-from controller.errors import Conflict, NotFound
+from controller.errors import Conflict, NotFound, SluiceError
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Tuning, TuningMode, TuningSearch
 from controller.services.coexistence import fabric_discoveries
 from controller.services.common import Actor
-from controller.services.intents import IntentService, VersionInfo
+from controller.services.intents import IntentRecord, IntentService, VersionInfo
 from controller.services.twin_runs import run_twin_with
 from controller.sonic.cables import sized_intent
 from controller.sonic.diff import diff_fleet
+from controller.store.locks import lock_tuning_queue
 from controller.store.models import Rollout, TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
 from controller.tuning.counterfactual import (
@@ -87,6 +90,9 @@ log = logging.getLogger(__name__)
 TUNER = "tuner"
 ReadSummary = Callable[[datetime, float], TelemetrySummary]
 SEARCH_OWNS = "fabric.tuning.search is twin: lambdas and weights move by the search"
+QUEUED = "tuner: queued: a worker runs the search"
+# A pass waiting for a worker, or being run by one (``TuningService.request``).
+SEARCHING_STATES = ("queued", "running")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,44 @@ class ProposalRecord:
     outcome_at: datetime | None = None
     # The search's predicted change per class (controller.tuning.outcome.Predicted).
     prediction: list[dict[str, Any]] = field(default_factory=list)
+    # When a worker claimed a searching pass (``run_queued``); None for a pass run at once.
+    started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """What one pass found: the proposal row's columns, whether ``auto`` mode may approve it,
+    and the intent it read (``base``)."""
+
+    values: dict[str, Any]
+    auto: bool
+    base: dict[str, Any]
+
+    @property
+    def reason(self) -> str:
+        return str(self.values["reason"])
+
+    def row(self, created_by: str, created_at: datetime) -> TuningProposal:
+        return TuningProposal(**self.values, created_by=created_by, created_at=created_at)
+
+    def stale(self, reason: str) -> _Pass:
+        """Nothing proposed: every change it found kept as held evidence, with ``reason``."""
+        found = self.values
+        held = [{**c, "held": reason} for c in found["changes"]] + list(found["held"])
+        return _Pass(
+            {
+                **found,
+                "state": "stale",
+                "changes": [],
+                "held": held,
+                "diff": [],
+                "plans": [],
+                "proposed_intent": self.base,
+                "reason": reason,
+            },
+            auto=False,
+            base=self.base,
+        )
 
 
 class TuningService:
@@ -124,7 +168,12 @@ class TuningService:
         *,
         clock: Clock,
         simulate: Simulate | None = None,
+        search_margin_s: float = 600.0,
     ) -> None:
+        """``search_margin_s``: how long past its budget (``fabric.tuning.window_s``) a
+        searching pass may run before it counts as left by a worker that stopped (the twin's
+        timeout for the run in progress, and a margin)."""
+        self._search_margin_s = search_margin_s
         self._sessions = sessions
         self._intents = intents
         self._read_summary = read_summary
@@ -133,11 +182,125 @@ class TuningService:
 
     def run(self, actor: Actor) -> ProposalRecord:
         """One tuning pass now: a stored proposal (``no_change`` when nothing moves)."""
+        now = self._clock()
+        found = self._pass(self._intents.current(), now)
+        with self._sessions.begin() as session:
+            row = found.row(actor.name, now)
+            session.add(row)
+            session.flush()
+            record = _record(row)
+        return self._decide(record, found.auto, actor)
+
+    def request(self, actor: Actor) -> ProposalRecord:
+        """A pass for the API: with ``fabric.tuning.search: twin`` recorded ``queued`` for a
+        worker to run (``run_queued``: the search takes minutes), else run now (``run``)."""
         current = self._intents.current()
+        tuning = current.intent.fabric.tuning
+        if tuning.mode is TuningMode.OFF or tuning.search is not TuningSearch.TWIN:
+            return self.run(actor)
+        now = self._clock()
+        with self._sessions.begin() as session:
+            lock_tuning_queue(session)
+            busy = session.scalar(_searching().limit(1))
+            if busy is not None:
+                raise Conflict(
+                    f"tuning proposal {busy.id} is {busy.state}: one searching pass at a time"
+                )
+            row = TuningProposal(
+                state="queued",
+                base_version=current.info.number,
+                changes=[],
+                held=[],
+                diff=[],
+                plans=[],
+                proposed_intent=current.data,
+                reason=QUEUED,
+                window_start=now - timedelta(seconds=tuning.window_s),
+                window_end=now,
+                created_by=actor.name,
+                created_at=now,
+            )
+            session.add(row)
+            session.flush()
+            return _record(row)
+
+    def run_queued(self) -> ProposalRecord | None:
+        """For the worker, outside the switch work lock: claim the oldest queued pass (or one
+        left ``running`` by a worker that stopped), run it on the head intent and store what
+        it found; None when none waits. Only the claim and the final write touch the
+        database, the claim under a row lock no other worker waits for (``SKIP LOCKED``). A
+        head that moved during the search makes the pass ``stale``: it proposes nothing on
+        top of a version it did not read."""
+        now = self._clock()
+        claimed = self._claim(now)
+        if claimed is None:
+            return None
+        proposal_id, created_by = claimed
+        try:
+            current = self._intents.current()
+            found = self._pass(current, now)
+        except SluiceError as error:  # tuning turned off, a rejected head, Prometheus away
+            log.warning("tuning: queued pass %d found nothing: %s", proposal_id, error)
+            return self._store(proposal_id, None, f"tuner: no pass: {error}")
+        moved = self._intents.head()
+        if moved != current.info.number:
+            reason = (
+                f"tuner: the intent moved from version {current.info.number} to {moved} "
+                "during the search: nothing proposed on top of a version the pass did not "
+                "read (run the tuner again)"
+            )
+            log.info("tuning: queued pass %d is stale: %s", proposal_id, reason)
+            return self._store(proposal_id, found.stale(reason), reason)
+        record = self._store(proposal_id, found, found.reason)
+        return self._decide(record, found.auto, Actor(created_by, f"tuning-pass-{proposal_id}"))
+
+    def _claim(self, now: datetime) -> tuple[int, str] | None:
+        """The oldest queued pass, or one ``running`` longer than its search can last, set
+        ``running`` by this worker: its id and who asked for it."""
+        with self._sessions() as session:
+            if session.scalar(_searching().limit(1)) is None:
+                return None  # the worker asks every round: no intent read while none waits
+        left_after = timedelta(seconds=self.settings().window_s + self._search_margin_s)
+        left = (TuningProposal.state == "running") & (TuningProposal.started_at < now - left_after)
+        with self._sessions.begin() as session:
+            row = session.scalars(
+                select(TuningProposal)
+                .where((TuningProposal.state == "queued") | left)
+                .order_by(TuningProposal.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).first()
+            if row is None:
+                return None
+            row.state, row.started_at = "running", now
+            row.reason = f"tuner: searching since {now.isoformat()}"
+            return row.id, row.created_by
+
+    def _store(self, proposal_id: int, found: _Pass | None, reason: str) -> ProposalRecord:
+        """The claimed pass's outcome written over its row (``no_change`` with ``reason``
+        when it found nothing to store)."""
+        with self._sessions.begin() as session:
+            row = self._row(session, proposal_id)
+            if found is None:
+                row.state, row.reason = "no_change", reason
+            else:
+                for name, value in found.values.items():
+                    setattr(row, name, value)
+            session.flush()
+            return _record(row)
+
+    def _decide(self, record: ProposalRecord, auto: bool, actor: Actor) -> ProposalRecord:
+        """In ``auto`` mode a pending proposal is approved at once, by the tuner."""
+        if record.state == "pending" and auto:
+            return self.approve(record.id, Actor(TUNER, actor.request_id))
+        return record
+
+    def _pass(self, current: IntentRecord, now: datetime) -> _Pass:
+        """One pass over the head intent ``current`` and the telemetry window ending ``now``:
+        what the proposal's row holds; nothing stored but the outcomes of earlier proposals."""
         tuning = current.intent.fabric.tuning
         if tuning.mode is TuningMode.OFF:
             raise Conflict("fabric.tuning.mode is off: set it to propose or auto to tune")
-        now = self._clock()
         summary = self._read_summary(now, tuning.window_s)
         # Before the head is judged: a rolled-back version's outcome is recorded even while
         # the head it left is one the tuner does not build on.
@@ -199,29 +362,21 @@ class TuningService:
         if tuning.mode is TuningMode.AUTO and flapping and applied:
             reason += f" [auto mode left it for an operator: it takes ports down on {flapping}]"
             log.warning("tuning: proposal not approved automatically: %s", reason)
-        row = TuningProposal(
-            state="pending" if applied else "no_change",
-            base_version=current.info.number,
-            new_version=None,
-            changes=[c.as_dict() for c in applied],
-            held=held,
-            diff=intent_diff(current.data, proposed),
-            plans=plans,
-            proposed_intent=proposed,
-            reason=reason,
-            window_start=datetime.fromtimestamp(summary.start_s, UTC),
-            window_end=datetime.fromtimestamp(summary.end_s, UTC),
-            created_by=actor.name,
-            created_at=now,
-            baseline=baseline_of(summary.small_flow_fct),
-        )
-        with self._sessions.begin() as session:
-            session.add(row)
-            session.flush()
-            record = _record(row)
-        if record.state == "pending" and auto:
-            return self.approve(record.id, Actor(TUNER, actor.request_id))
-        return record
+        values: dict[str, Any] = {
+            "state": "pending" if applied else "no_change",
+            "base_version": current.info.number,
+            "new_version": None,
+            "changes": [c.as_dict() for c in applied],
+            "held": held,
+            "diff": intent_diff(current.data, proposed),
+            "plans": plans,
+            "proposed_intent": proposed,
+            "reason": reason,
+            "window_start": datetime.fromtimestamp(summary.start_s, UTC),
+            "window_end": datetime.fromtimestamp(summary.end_s, UTC),
+            "baseline": baseline_of(summary.small_flow_fct),
+        }
+        return _Pass(values, auto, current.data)
 
     def record_outcomes(self, summary: TelemetrySummary, now: datetime) -> list[int]:
         """Record the outcome of each approved proposal with a prediction whose rollout has
@@ -297,6 +452,8 @@ class TuningService:
         if tuning.mode is TuningMode.OFF:
             return False
         with self._sessions() as session:
+            if session.scalar(_searching().limit(1)) is not None:
+                return False  # a searching pass is queued or running: it is this window's
             last = session.scalar(select(func.max(TuningProposal.created_at)))
         return last is None or (self._clock() - last).total_seconds() >= tuning.window_s
 
@@ -383,6 +540,11 @@ class TuningService:
         if row.state != "pending":
             raise Conflict(f"tuning proposal {proposal_id} is {row.state}, not pending")
         return row
+
+
+def _searching() -> Any:
+    """Passes queued for a worker or being run by one."""
+    return select(TuningProposal).where(TuningProposal.state.in_(SEARCHING_STATES))
 
 
 def _awaiting_outcome() -> Any:
@@ -558,4 +720,5 @@ def _record(row: TuningProposal) -> ProposalRecord:
         row.outcome,
         row.outcome_at,
         [asdict(p) for p in prediction_of(row.changes)],
+        row.started_at,
     )

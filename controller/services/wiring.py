@@ -33,7 +33,7 @@ from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
 from controller.services.telemetry import TelemetryService
 from controller.services.tokens import TokenService
-from controller.services.tuning import TuningService, netsim_search
+from controller.services.tuning import TuningService
 from controller.services.twin_runs import TwinRunService
 from controller.settings import Settings
 from controller.southbound.resolve import resolve_names
@@ -98,8 +98,8 @@ def open_services(
                 sessions,
                 intents,
                 lambda at, window_s: read_summary(promql, at, window_s),
+                # No twin: a searching pass is queued for the worker (TuningService.request).
                 clock=clock,
-                simulate=netsim_search(settings.twin.netsim, settings.twin.timeout_s),
             ),
             discoveries=discoveries,
             checks=CheckService(sessions, discoveries),

@@ -11,9 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 # ASCII of "switch": distinct from the intent and rollout-start transaction locks.
 SWITCH_WORK_LOCK_KEY = 0x737769746368
+# ASCII of "tuning": a transaction lock serialising the queueing of searching tuning passes.
+TUNING_QUEUE_LOCK_KEY = 0x74756E696E67
+
+
+def lock_tuning_queue(session: Session) -> None:
+    """Serialise queuers until the transaction ends, so the API and a worker cannot both see
+    no searching pass and both queue one."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": TUNING_QUEUE_LOCK_KEY})
 
 
 @contextmanager

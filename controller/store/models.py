@@ -449,7 +449,17 @@ class ReconcileRequest(Base):
         return f"ReconcileRequest(id={self.id}, state={self.state!r})"
 
 
-TUNING_PROPOSAL_STATES = ("pending", "approved", "rejected", "stale", "no_change")
+# ``queued`` and ``running``: a searching pass the API recorded, waiting for or being run by
+# a worker (revision 0018_searchlock); the others are a pass's outcome and its decision.
+TUNING_PROPOSAL_STATES = (
+    "queued",
+    "running",
+    "pending",
+    "approved",
+    "rejected",
+    "stale",
+    "no_change",
+)
 
 
 class TuningProposal(Base):
@@ -486,6 +496,9 @@ class TuningProposal(Base):
     baseline: Mapped[JsonObject | None] = mapped_column(JSONB)
     outcome: Mapped[JsonObject | None] = mapped_column(JSONB)
     outcome_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Revision 0018_searchlock: when a worker claimed the queued pass (a ``running`` one
+    # older than its search budget was left by a worker that stopped, and is claimed again).
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     def __repr__(self) -> str:
         return f"TuningProposal(id={self.id}, state={self.state!r})"

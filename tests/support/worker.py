@@ -9,19 +9,24 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from controller.settings import Settings
-from controller.worker import build_worker
+from controller.worker import TunerIO, build_worker
 
 POLL_S = 0.05
 
 
 @contextmanager
-def running_worker(settings: Settings, environ: Mapping[str, str] | None = None) -> Iterator[None]:
+def running_worker(
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    tuner_io: TunerIO | None = None,
+) -> Iterator[None]:
     """A worker over ``settings``' database, stopped (after its step in progress) on exit;
     ``environ``: where its ``env:`` credential references resolve (this process's by
-    default)."""
+    default); ``tuner_io``: the tuner's telemetry reader and twin (default: the settings')."""
     with settings.gnmi.session_pool() as pool:
         worker, close = build_worker(
-            settings, pool, environ=os.environ if environ is None else environ
+            settings, pool, environ=os.environ if environ is None else environ, tuner_io=tuner_io
         )
         stop = threading.Event()
         thread = threading.Thread(

@@ -13,11 +13,13 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from controller.services.tokens import AccessRole
-from controller.settings import PrometheusSettings, Settings
+from controller.settings import PrometheusSettings, Settings, WorkerSettings
 from lab.localpg import free_port
 from lab.prometheus import LocalPrometheus, running_prometheus
 from tests.integration.conftest import issue_token, put_intent
 from tests.integration.tuning.history import tuner_intent, write_history
+from tests.integration.tuning.test_tuning_search_queue import settled
+from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.integration
 
@@ -169,7 +171,11 @@ def test_prometheus_down_is_a_problem_not_a_500(db_url: str, admin: dict[str, st
 
 
 def test_with_search_twin_the_reason_the_search_proposed_nothing_is_in_the_api(
-    client: TestClient, operator: dict[str, str], admin: dict[str, str]
+    client: TestClient,
+    operator: dict[str, str],
+    admin: dict[str, str],
+    db_url: str,
+    prometheus: LocalPrometheus,
 ) -> None:
     # The history's storage marks would raise its lambda (above); under search: twin that is
     # the search's to move, and the search has no traffic: the hosts report finished flows
@@ -179,8 +185,16 @@ def test_with_search_twin_the_reason_the_search_proposed_nothing_is_in_the_api(
     intent["service_classes"][1]["objective"] = {"p99_fct_us_small": 5000}
     store(client, admin, intent, 0)
     made = client.post("/api/v1/tuning/proposals", headers=operator)
-    assert made.status_code == 201, made.text
-    proposal = client.get(f"/api/v1/tuning/proposals/{made.json()['id']}", headers=operator).json()
+    # The search is the worker's: the API answers at once, and the real worker runs it.
+    assert made.status_code == 202, made.text
+    assert made.json()["state"] == "queued"
+    settings = Settings.for_database(
+        db_url,
+        prometheus=PrometheusSettings(url=prometheus.url),
+        worker=WorkerSettings(poll_s=0.05, watch_drift=False),
+    )
+    with running_worker(settings):
+        proposal = settled(lambda: client.get(made.headers["Location"], headers=operator).json())
     assert proposal["state"] == "no_change"
     assert proposal["reason"] == (
         "tuner: no change [search: no traffic for the twin: the summary measured no load for "

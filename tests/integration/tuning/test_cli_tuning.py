@@ -13,12 +13,19 @@ import pytest
 
 from api.main import create_app
 from controller.cli.exit_codes import ExitCode
-from controller.settings import PrometheusSettings, Settings
+from controller.services.common import Actor, utc_now
+from controller.services.intents import IntentService
+from controller.settings import GnmiSettings, PrometheusSettings, Settings, WorkerSettings
+from controller.store.db import make_engine, make_sessions
+from controller.worker import TunerIO
 from lab.prometheus import running_prometheus
 from tests.integration.cli.support import Cli, issue_tokens
 from tests.integration.conftest import put_intent
 from tests.integration.served import served
 from tests.integration.tuning.history import tuner_intent, write_history
+from tests.integration.tuning.test_tuning_search import intent_data
+from tests.integration.tuning.test_tuning_search_queue import HeldTwin, read_unreproducible
+from tests.support.worker import running_worker
 
 pytestmark = pytest.mark.integration
 
@@ -78,3 +85,41 @@ def test_a_viewer_cannot_propose(cli: Cli) -> None:
     result = cli.run("tune", "propose", token="viewer")
     assert result.code != ExitCode.OK
     assert "403" in result.stderr or "forbidden" in result.stderr.lower()
+
+
+def test_with_the_search_propose_follows_the_worker_unless_told_not_to(cli: Cli) -> None:
+    engine = make_engine(cli.db_url, pool_size=1)
+    try:
+        intents = IntentService(make_sessions(engine), clock=utc_now)
+        head = intents.head()
+        intents.replace(intent_data(), expected=head, actor=Actor("test", "t"), reason="search")
+    finally:
+        engine.dispose()
+    # No worker yet: the API answers at once, and --no-wait does not wait for one.
+    queued = cli.run("tune", "propose", "--no-wait", "-o", "json", token="operator")
+    assert queued.code == ExitCode.OK, queued.stderr
+    first = json.loads(queued.stdout)
+    assert first["state"] == "queued"
+
+    twin = HeldTwin()
+    twin.release.set()  # the fake twin answers at once: unavailable, so nothing is proposed
+    settings = Settings.for_database(
+        cli.db_url,
+        gnmi=GnmiSettings(deadline_s=1.0),
+        worker=WorkerSettings(poll_s=0.05, watch_drift=False),
+    )
+    with running_worker(settings, tuner_io=TunerIO(read_unreproducible, twin)):
+        # The queued pass first: one searching pass at a time (a second is refused, 409).
+        for _ in range(600):
+            shown = cli.run("tune", "explain", str(first["id"]), "-o", "json", token="viewer")
+            if json.loads(shown.stdout)["state"] not in ("queued", "running"):
+                break
+            time.sleep(0.1)
+        followed = cli.run("tune", "propose", "--poll", "0.1", token="operator")
+    assert followed.code == ExitCode.OK, followed.stderr
+    lines = followed.stdout.splitlines()
+    second = first["id"] + 1
+    assert lines[0] == f"proposal {second}: queued: tuner: queued: a worker runs the search"
+    assert lines[-2] == f"proposal {second}: no_change (on version {head + 1})"
+    assert lines[-3].startswith(f"proposal {second}: no_change: tuner: no change [search: ")
+    assert lines[-1] == "  no change to the intent"

@@ -20,11 +20,17 @@ import pytest
 from bench.tuning_search import Counted, fabric_like_the_twin, flow_sizes
 from controller.intent.loader import dump_intent, load_intent_file
 from controller.intent.models import Intent
+from controller.rollout.gates import GatePolicy
+from controller.services.auto_rollout import AutoTuner
 from controller.services.common import Actor
 from controller.services.intents import IntentService
+from controller.services.plans import PlanService
+from controller.services.rollouts import RolloutService
 from controller.services.tuning import SEARCH_OWNS, TuningService, netsim_search
 from controller.settings import TwinSettings
 from controller.store.db import make_engine, make_sessions
+from controller.store.repositories import intents as intents_repo
+from controller.store.snapshots import decode_fleet
 from controller.tuning.apply import class_lambda
 from controller.tuning.counterfactual import PARAMETER
 from controller.tuning.search import traffic_from_summary
@@ -180,3 +186,43 @@ def test_a_twin_that_cannot_run_is_a_recorded_no_change_not_an_error(
         "tuner: no change [search: the twin could not run the current intent: netsim "
         f"binary not found at {tmp_path / 'netsim'} (cargo build -p netsim)]"
     )
+
+
+def test_in_auto_mode_the_workers_queued_search_approves_and_starts_the_rollout(
+    searching: Searching, db_url: str
+) -> None:
+    auto = intent_data()
+    auto["fabric"]["tuning"]["mode"] = "auto"
+    searching.intents.replace(auto, expected=1, actor=ACTOR, reason="auto")
+    engine = make_engine(db_url, pool_size=2)
+    try:
+        sessions = make_sessions(engine)
+        # The switches run version 2 (as a verified rollout records): the tuner's rollout is
+        # then no first rollout, which would take ports down.
+        plans = PlanService(sessions, clock=lambda: NOW)
+        with sessions() as session:
+            desired = decode_fleet(intents_repo.desired_states(session=session, version=2))
+        for name, config in desired.items():
+            plans.record_running_state(switch=name, config=config, source="test: version 2")
+        intent = searching.intents.current().intent
+        flows = flow_sizes("websearch", {name: LOAD * share for name, share in SHARES.items()})
+        searching.summary = fabric_like_the_twin(intent, searching.twin, flows)
+        searching.twin.runs = 0
+        rollouts = RolloutService(sessions, clock=lambda: NOW)
+        tuner = AutoTuner(searching.tuning, rollouts, None, None, GatePolicy())
+        # The worker's round, inside the switch work lock: the due pass is only queued.
+        assert tuner.tick() == 1
+        (queued,) = searching.tuning.list()
+        assert (queued.state, searching.twin.runs) == ("queued", 0)
+        # Outside the lock: the search, its proposal approved by the tuner, and its rollout.
+        assert tuner.search_once() == 2
+        done = searching.tuning.get(queued.id)
+        assert done.state == "approved", done.reason
+        assert (done.base_version, done.new_version, done.decided_by) == (2, 3, "tuner")
+        assert searching.twin.runs == 6 + 4
+        active = rollouts.active()
+        assert active is not None
+        assert (active.to_version, active.created_by) == (3, "tuner")
+        assert tuner.search_once() == 0  # nothing left queued
+    finally:
+        engine.dispose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.cli.tuning import explain_lines, list_rows, summary_lines
+from controller.cli.tuning import explain_lines, follow_pass, list_rows, summary_lines
 
 EVIDENCE = {
     "rule": "dwrr.weight",
@@ -69,3 +69,20 @@ def test_a_verdict_on_no_one_value_shows_no_values() -> None:
 
 def test_list_rows() -> None:
     assert list_rows([proposal(new_version=8)]) == [("4", "pending", "7", "8", "weight/bulk", "t2")]
+
+
+def test_a_searching_pass_is_followed_with_a_line_per_state() -> None:
+    queued = proposal(state="queued", started_at=None, reason="tuner: queued")
+    running = proposal(state="running", started_at="t3", reason="tuner: searching since t3")
+    done = proposal(state="no_change", started_at="t3", reason="tuner: no change")
+    answers = iter([queued, running, running, done])
+    lines: list[str] = []
+    slept: list[float] = []
+    found = follow_pass(lambda: next(answers), queued, lines.append, slept.append, 2.0)
+    assert found is done
+    assert lines == [
+        "proposal 4: queued: tuner: queued",  # as the API answered, before any wait
+        "proposal 4: running: tuner: searching since t3",
+        "proposal 4: no_change: tuner: no change",
+    ]
+    assert slept == [2.0] * 4
