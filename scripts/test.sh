@@ -134,24 +134,21 @@ build_sai_agent() {
 
 # The groups that need none of those binaries start at once, each in a process of its own at
 # a lower priority than the build the rest waits for: the tiers that mostly wait (on SONiC's
-# GCU and orchagent; on sshd and Ansible in network namespaces), and the long files that start
-# nothing the build makes (the API fuzzer, the longest single file, which on a worker of the
-# rest would bound that group from below; the Ansible collection's build, ansible-test sanity
-# and ansible-lint, about 2.5 minutes the rest, which ends last, no longer waits for). The
+# GCU and orchagent; on sshd and Ansible in network namespaces), and the API fuzzer, the
+# longest single file, which on a worker of the rest would bound that group from below. The
 # last group is every other test under tests/, so a new tier runs without being named here,
 # spread over two pytest-xdist workers a test file at a time (a module's tests share its
 # module fixtures and keep their order). Every process makes its own session fixtures
 # (PostgreSQL, Redis, Prometheus, namespaces with random names, ephemeral ports) and keeps its
 # own pytest cache.
-STANDALONE=(tests/integration/test_api_fuzz.py tests/integration/ansible/test_collection.py)
-early_groups=(realsonic e2e standalone)
+FUZZ=tests/integration/test_api_fuzz.py
+early_groups=(realsonic e2e fuzz)
 group_args() {
   case "$1" in
     realsonic) echo tests/realsonic ;;
     e2e) echo tests/e2e ;;
-    standalone) echo "${STANDALONE[@]}" ;;
-    rest) echo tests --ignore=tests/realsonic --ignore=tests/e2e \
-      "${STANDALONE[@]/#/--ignore=}" -n 2 --dist loadfile ;;
+    fuzz) echo "$FUZZ" ;;
+    rest) echo tests --ignore=tests/realsonic --ignore=tests/e2e --ignore="$FUZZ" -n 2 --dist loadfile ;;
   esac
 }
 
