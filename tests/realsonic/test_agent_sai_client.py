@@ -302,12 +302,19 @@ def test_a_stand_in_asics_counts_reach_counters_db_through_syncd(seeded: RealSwi
     thread = threading.Thread(target=bridge.run, name="asic-standin", daemon=True)
     thread.start()
     try:
-        eventually(lambda: sent() > before, f"the stand-in's bytes in COUNTERS ({log.read_text()})")
+        # The feed's key first: once the data plane has written it, its loop (and its SIGTERM
+        # handler) runs. ``sent() > before`` alone can hold earlier: syncd's first poll may
+        # publish what an earlier test had libsaivs count only after ``before`` was read.
+        feed = f"{FAST_PREFIX}:{vid}"
+        try:
+            eventually(lambda: counters.exists(feed) and sent() > before, "the stand-in's bytes")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the data plane's log: {log.read_text()[-2000:]}")
         # Nothing else writes the queue's COUNTERS hash: once the data plane stops, syncd's
         # next poll publishes exactly the last counts the feed held.
         plane.send_signal(signal.SIGTERM)
         assert plane.wait(timeout=30) == 0, log.read_text()[-2000:]
-        fed = counters.hgetall(f"{FAST_PREFIX}:{vid}")
+        fed = counters.hgetall(feed)
         eventually(
             lambda: sent() == int(fed["SAI_QUEUE_STAT_BYTES"]),
             "COUNTERS equal to the feed's last counts",
