@@ -84,6 +84,7 @@ from controller.store.host_run_store import SqlHostRunStore
 from controller.store.locks import switch_work_lock
 from controller.store.outage import Backoff, is_database_outage, outage_summary
 from controller.store.rollout_store import SqlRolloutStore
+from controller.store.wakeups import WakeListener
 from controller.telemetry.tuning_summary import read_summary
 from controller.tuning.counterfactual import Simulate
 from controller.types import Clock
@@ -110,10 +111,14 @@ class Worker:
         switch_jobs_busy: Callable[[], bool] = lambda: False,
         watched: WatchedReconcile | None = None,
         wake: threading.Event | None = None,
+        wakeups: WakeListener | None = None,
     ) -> None:
         self._watched = watched  # drift watching: its tick replaces the loop's
         self.live_shard: LiveShard | None = None  # engine mode: this worker's shard to watch
-        self._wake = wake  # set when a switch drifted: an idle worker stops waiting
+        # Set when a switch drifted or work was recorded (``wakeups``, listening while
+        # ``run`` runs): an idle worker stops waiting.
+        self._wake = wake
+        self._wakeups = wakeups
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
         self._runner = runner
@@ -156,6 +161,15 @@ class Worker:
         """Rounds until ``stop``; a failed round waits with exponential backoff. The database
         being away logs one line when it goes and one when it is back, not one per retry."""
         backoff = backoff or Backoff(first_s=poll_s, cap_s=max(poll_s, BACKOFF_CAP_S))
+        if self._wakeups is not None:
+            self._wakeups.start()
+        try:
+            self._rounds(stop, poll_s, backoff)
+        finally:
+            if self._wakeups is not None:
+                self._wakeups.stop()
+
+    def _rounds(self, stop: threading.Event, poll_s: float, backoff: Backoff) -> None:
         while not stop.is_set():
             try:
                 busy = self.tick() > 0
@@ -173,10 +187,17 @@ class Worker:
         if self._wake is None:
             stop.wait(poll_s)
             return
-        self._wake.wait(poll_s)  # a stop is seen within poll_s, as after a busy round
+        # In slices, so a stop is seen within STOP_SEEN_S however long the poll.
+        deadline = time.monotonic() + poll_s  # a real wait, whatever clock the rounds read
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._wake.wait(min(left, STOP_SEEN_S)):
+                break
         self._wake.clear()
 
 
+# An idle worker looks at its stop flag at least this often, whatever its poll.
+STOP_SEEN_S = 1.0
 # The longest a worker waits between rounds while the database is away.
 BACKOFF_CAP_S = 30.0
 
@@ -279,7 +300,10 @@ def build_worker(
         watched=_watched(
             settings, sessions, watched_loop, watcher, inbox, resolve, rand, clock, live_shard
         ),
-        wake=inbox.wake if watcher is not None else None,
+        wake=inbox.wake,
+        wakeups=WakeListener.for_url(
+            settings.database.required_url("worker"), lambda _table: inbox.wake.set()
+        ),
     )
 
     def close() -> None:

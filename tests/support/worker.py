@@ -20,17 +20,19 @@ def running_worker(
     environ: Mapping[str, str] | None = None,
     *,
     tuner_io: TunerIO | None = None,
+    poll_s: float = POLL_S,
 ) -> Iterator[None]:
     """A worker over ``settings``' database, stopped (after its step in progress) on exit;
     ``environ``: where its ``env:`` credential references resolve (this process's by
-    default); ``tuner_io``: the tuner's telemetry reader and twin (default: the settings')."""
+    default); ``tuner_io``: the tuner's telemetry reader and twin (default: the settings');
+    ``poll_s``: its wait when idle (recorded work wakes it sooner: controller/store/wakeups.py)."""
     with settings.gnmi.session_pool() as pool:
         worker, close = build_worker(
             settings, pool, environ=os.environ if environ is None else environ, tuner_io=tuner_io
         )
         stop = threading.Event()
         thread = threading.Thread(
-            target=worker.run, args=(stop, POLL_S), name="test-worker", daemon=True
+            target=worker.run, args=(stop, poll_s), name="test-worker", daemon=True
         )
         thread.start()
         try:
