@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from controller.services.rollouts import RolloutPolicy
 from tests.support.lossless import with_lossless_storage
 from vsonic.db import CONFIG_DB, redis_key
 from vsonic.seed import WATCHDOG_GLOBAL, WATCHDOG_INTERVAL, lossless_pools
 
-from .conftest import OPERATOR, Controller, full_dump, statuses
+from .conftest import Controller, full_dump, statuses
+from .test_rollout import start
 
 pytestmark = [pytest.mark.integration]
 
@@ -27,8 +27,7 @@ def test_a_switch_without_a_watchdog_is_refused_unwritten_and_told_how_to_start_
         switch.store.write_atomically(CONFIG_DB, pools | (started if name == "spine2" else {}))
     before = full_dump(controller.fabric)
     controller.store_intent(with_lossless_storage(controller.fabric.intent))
-    policy = RolloutPolicy(None, batch_size=4, allow_port_flaps=True)
-    info = controller.rollouts.start(policy, actor=OPERATOR)
+    info = start(controller, batch_size=4)
     controller.runner().run_until_idle()
     done = controller.rollouts.get(info.id)
     assert statuses(done) == {
