@@ -32,6 +32,7 @@ from controller.errors import (
     KmaxAboveXoff,
     LosslessBufferInvalid,
     LosslessConflict,
+    NamedConflict,
     NotFound,
     PortFlapsNotAllowed,
     PreconditionFailed,
@@ -48,6 +49,7 @@ from controller.errors import (
     SouthboundSetUnconfirmed,
     SouthboundUnreachable,
     Unauthenticated,
+    WatchdogNotStarted,
     WorkerTimeout,
 )
 from controller.services.health import database_outage
@@ -91,9 +93,12 @@ STATUS_OF: dict[type[SluiceError], int] = {
     SouthboundSetUnconfirmed: 504,
     SouthboundSetOutcomeUnknown: 504,
     PortFlapsNotAllowed: 409,
-    # The intent disagrees with the switch: its ports, or the operator's lossless traffic.
+    # The intent disagrees with the switch: its ports, the operator's lossless traffic, or a
+    # watchdog its config updater would refuse.
+    NamedConflict: 409,
     InventoryMismatch: 409,
     LosslessConflict: 409,
+    WatchdogNotStarted: 409,
     SluiceError: 400,
 }
 
@@ -155,7 +160,7 @@ async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SluiceError)
     status = status_of(exc)
     errors = None
-    if isinstance(exc, IntentInvalid | InventoryMismatch | LosslessConflict):
+    if isinstance(exc, IntentInvalid | NamedConflict):
         errors = [{"field": p.path, "reason": p.reason} for p in exc.problems]
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if status >= 500:

@@ -136,19 +136,24 @@ class PortFlapsNotAllowed(Conflict):
     title = "port flaps not allowed"
 
 
-class InventoryMismatch(Conflict):
-    """The intent's ports differ from what the switch reports (a port it lacks, a speed it
-    does not run): every threshold sluice computes follows the declared speed, so nothing
-    is written. ``problems`` name each switch and port (``switches.leaf1.ports.Ethernet0``)."""
-
-    title = "inventory mismatch"
+class NamedConflict(Conflict):
+    """A conflict with the switches that names each field or port it is about
+    (``problems``, rendered as the problem's ``errors``)."""
 
     def __init__(self, problems: list[FieldProblem]) -> None:
         self.problems = list(problems)
         super().__init__("; ".join(str(p) for p in self.problems))
 
 
-class LosslessConflict(Conflict):
+class InventoryMismatch(NamedConflict):
+    """The intent's ports differ from what the switch reports (a port it lacks, a speed it
+    does not run): every threshold sluice computes follows the declared speed, so nothing
+    is written. ``problems`` name each switch and port (``switches.leaf1.ports.Ethernet0``)."""
+
+    title = "inventory mismatch"
+
+
+class LosslessConflict(NamedConflict):
     """The intent would touch what makes the operator's traffic lossless (a lossless DSCP
     moved to a lossy class, lossy traffic put on a PFC priority, a lossless queue's scheduler,
     WRED or buffer changed: ``controller/sonic/coexist.py``); nothing is written.
@@ -156,9 +161,14 @@ class LosslessConflict(Conflict):
 
     title = "lossless traffic would be changed"
 
-    def __init__(self, problems: list[FieldProblem]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(str(p) for p in self.problems))
+
+class WatchdogNotStarted(NamedConflict):
+    """The intent puts SONiC's PFC watchdog on a switch that has none yet (no ``PFC_WD``
+    entry), and the switch's config updater refuses a first one
+    (``controller/sonic/gcu.py`` ``watchdog_not_started``); nothing is written. ``problems``
+    name each switch's ``PFC_WD`` table and what its operator must run first."""
+
+    title = "pfc watchdog not started"
 
 
 class PreconditionFailed(SluiceError):

@@ -334,6 +334,11 @@ def operator_qos_config(ports: Sequence[str], cable_length: str = "5m") -> Confi
 
 # What ``pfcwd start_default`` writes per port (sonic-utilities pfcwd/main.py).
 STOCK_WATCHDOG: Fields = {"action": "drop", "detection_time": "200", "restoration_time": "200"}
+# What ``pfcwd interval 200`` writes (the same module): the watchdog's poll interval, whose
+# PFC_WD table a port's watchdog is then added to (GCU refuses the table's first entry,
+# controller/sonic/gcu.py). What a test seeds to start a switch's watchdog.
+WATCHDOG_GLOBAL = "GLOBAL"
+WATCHDOG_INTERVAL: Fields = {"POLL_INTERVAL": "200"}
 # The lossless priority groups' profile, in the shape buffermgrd writes for a 40 Gb/s port
 # with a 5 m cable (sonic-swss cfgmgr/buffermgr.cpp ``pg_lossless_<speed>_<cable>_profile``);
 # the figures are illustrative, not a platform's.

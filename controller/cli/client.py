@@ -21,12 +21,14 @@ from controller.errors import (
     IntentInvalid,
     InventoryMismatch,
     LosslessConflict,
+    NamedConflict,
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
     PrometheusUnreachable,
     SluiceError,
     Unauthenticated,
+    WatchdogNotStarted,
 )
 from controller.types import JsonObject
 
@@ -50,9 +52,10 @@ _ERROR_BY_STATUS: Mapping[int, type[SluiceError]] = {
 
 
 # Conflicts that name each field or port they are about (api/errors.py renders them).
-_ERROR_BY_TYPE: Mapping[str, type[InventoryMismatch] | type[LosslessConflict]] = {
+_ERROR_BY_TYPE: Mapping[str, type[NamedConflict]] = {
     "urn:sluice:problem:inventory-mismatch": InventoryMismatch,
     "urn:sluice:problem:lossless-traffic-would-be-changed": LosslessConflict,
+    "urn:sluice:problem:pfc-watchdog-not-started": WatchdogNotStarted,
 }
 
 

@@ -63,7 +63,7 @@ from controller.sonic.coexist import (
 )
 from controller.sonic.diff import plan_switch
 from controller.sonic.discovery import port_problems, ports_of
-from controller.sonic.gcu import describe_port_flaps
+from controller.sonic.gcu import describe_port_flaps, watchdog_not_started
 from controller.sonic.model import Plan, SwitchConfig
 from controller.types import Clock
 
@@ -220,7 +220,8 @@ def converge_switch(
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
     and verify, then read what it runs now. Refused before anything is written: declared
     ports a SONiC switch does not run at their speed, a change to the operator's lossless
-    traffic (but for the priorities ``claim`` takes over), a plan that takes ports down unless
+    traffic (but for the priorities ``claim`` takes over), a first PFC watchdog on a switch
+    that runs none (GCU refuses it), a plan that takes ports down unless
     ``allow_port_flaps``. The first write is
     preceded by the switch's adoption record (``by`` says who adopted it); an empty
     ``desired`` gives the operator's config back and releases the adoption."""
@@ -245,6 +246,10 @@ def converge_switch(
         if touched:
             why = "the intent would change the operator's lossless traffic"
             return Converged(refusal(switch.name, why, touched), None)
+        unstarted = watchdog_not_started(want, observed)
+        if unstarted is not None and switch.dialect is Dialect.SONIC:
+            why = "the switch's config updater would refuse the intent's PFC watchdog"
+            return Converged(refusal(switch.name, why, [unstarted]), None)
     was = effective(owned, baseline)
     # buffermgrd's groups for priorities sluice enabled go with them (as sluice's own).
     was |= buffermgrd_leftovers(observed, baseline, was, want)

@@ -5,9 +5,10 @@ discovered has what the newest discovery read; one it knows nothing of has neith
 switch, as far as sluice can tell). From that, before anything is recorded:
 
 - ``preflight`` refuses an intent whose declared ports differ from what a switch last
-  reported (``InventoryMismatch``) or that would change a switch's lossless traffic
-  (``LosslessConflict``), each problem named (``controller/sonic/discovery.py``,
-  ``controller/sonic/coexist.py``);
+  reported (``InventoryMismatch``), that would change a switch's lossless traffic
+  (``LosslessConflict``), or that puts a PFC watchdog on a switch that runs none, which GCU
+  refuses (``WatchdogNotStarted``), each problem named (``controller/sonic/discovery.py``,
+  ``controller/sonic/coexist.py``, ``controller/sonic/gcu.py``);
 - ``effective_fleet`` is what sluice would write to each switch: the desired state merged with
   the operator's config (``controller/sonic/coexist.py``);
 - ``buffermgrd_warnings`` says, per port where SONiC's traditional buffer manager writes the
@@ -25,7 +26,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from controller.errors import FieldProblem, InventoryMismatch, LosslessConflict
+from controller.errors import (
+    FieldProblem,
+    InventoryMismatch,
+    LosslessConflict,
+    WatchdogNotStarted,
+)
 from controller.intent.models import Intent
 from controller.sonic.buffermgrd import headroom_notes
 from controller.sonic.coexist import (
@@ -36,6 +42,7 @@ from controller.sonic.coexist import (
     operator_baseline,
 )
 from controller.sonic.discovery import Discovery, inventory_problems
+from controller.sonic.gcu import watchdog_not_started
 from controller.sonic.model import EntryKey, SwitchConfig
 from controller.store.adoption_store import adoption_state
 from controller.store.repositories import discoveries
@@ -134,6 +141,31 @@ def preflight(
         ]
     if touched:
         raise LosslessConflict(touched)
+    unstarted = [
+        FieldProblem(f"{name}: {problem.path}", problem.reason)
+        for name, problem in sorted(watchdogs_not_started(desired, known).items())
+    ]
+    if unstarted:
+        raise WatchdogNotStarted(unstarted)
+
+
+def watchdogs_not_started(
+    desired: Mapping[str, SwitchConfig], known: Mapping[str, KnownSwitch]
+) -> dict[str, FieldProblem]:
+    """Per switch whose newest discovery shows no PFC watchdog, where sluice would write one:
+    GCU would refuse it (``controller/sonic/gcu.py`` ``watchdog_not_started``). A switch
+    never discovered is judged by the worker from its own read."""
+    found: dict[str, FieldProblem] = {}
+    for name, config in desired.items():
+        switch = known.get(name)
+        if not config or switch is None or switch.discovery is None:
+            continue
+        problem = watchdog_not_started(
+            effective(config, switch.baseline), switch.discovery.config()
+        )
+        if problem is not None:
+            found[name] = problem
+    return found
 
 
 def buffermgrd_warnings(

@@ -187,8 +187,12 @@ def _left_unbound(baseline: SwitchConfig, port: str, binding: str) -> bool:
     """Whether ``port``'s ``pfc_to_pg_map`` stays unbound: the operator runs lossless
     priorities on it with no such map (SAI's "no map", saiport.h
     ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``, SONiC's stock config on most
-    platforms). sluice's map lists only the intent's priorities: bound there, it would leave
-    theirs unlisted where the ASIC had its own rule for them."""
+    platforms). No map, not even one listing theirs as priority n -> group n: SAI states no
+    default to copy, the stock config binds the map only on the ASICs that take it
+    (sonic-buildimage qos_config.j2 ``pfc_to_pg_map_supported_asics``), and a binding the
+    ASIC refuses ends orchagent's handling of the port's PORT_QOS_MAP entry before its PFC
+    bits (sonic-swss orchagent/qosorch.cpp ``handlePortQosMapTable``): docs/lossless.md, "A
+    port without the operator's ``pfc_to_pg_map``"."""
     if binding != "pfc_to_pg_map" or port_binding(baseline, port, binding) is not None:
         return False
     return bool(priorities_of(baseline.get(("PORT_QOS_MAP", port), {}).get("pfc_enable")))

@@ -11,6 +11,12 @@ admin_status`` down, so the sorter adds a change that takes the port admin down 
 one that brings it up after it: a link flap in the middle of the change. WRED_PROFILE,
 SCHEDULER, BUFFER_PROFILE and the maps change without touching a port.
 
+GCU's table validators (``generic_config_updater/gcu_field_operation_validators.conf.json``,
+run by ``gu_common.py`` ``validate_field_operation`` on the diff of the whole patch) also
+refuse a switch's first ``PFC_WD`` entry: the diff of a patch to a switch without the table is
+one ``add /PFC_WD`` whose value's keys (``Ethernet0``, ``GLOBAL``) are none of the watchdog
+fields the validator lists, in any order or split of patches (``watchdog_not_started``).
+
 The sorter then applies the patch as a sequence of changes and sleeps 1 s after each
 (``change_applier.py``). Measured with the real GCU behind sonic-gnmi (2 cores, load 1-2):
 about 2.5 s per Set for the checkpoint, validation and config save, and 1.25 s per sorted
@@ -26,6 +32,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from controller.errors import FieldProblem
 
 
 class Op(Protocol):
@@ -171,3 +179,40 @@ class GcuPace:
         loaded switch (at least 1: a single change is never split)."""
         room = deadline_s / self.load_margin - self.per_set_s
         return max(1, math.floor(room / self.per_change_s))
+
+
+# The watchdog's table, and the poll interval ``pfcwd interval`` is suggested with: its own
+# default (sonic-utilities pfcwd/main.py ``DEFAULT_POLL_INTERVAL``), lowered to the smallest
+# time the intent's watchdog uses (it refuses an interval above a configured detection or
+# restoration time; sonic-pfcwd.yang ``must`` says the same).
+WATCHDOG_TABLE = "PFC_WD"
+WATCHDOG_POLL_MS = 200
+WATCHDOG_TIMES = ("detection_time", "restoration_time")
+PORTS_SHOWN = 4
+
+
+def watchdog_not_started(
+    desired: Mapping[tuple[str, str], Mapping[str, str]],
+    running: Mapping[tuple[str, str], Mapping[str, str]],
+) -> FieldProblem | None:
+    """The problem when ``desired`` (what sluice would write) holds ``PFC_WD`` entries and
+    ``running`` (what the switch holds) none: GCU refuses the table's first entry whatever
+    it is (module docstring; the real GCU refuses a port's entry, ``GLOBAL``'s, and an empty
+    table added first alike), so the operator must start the watchdog outside GCU, as SONiC's
+    own ``pfcwd`` commands write CONFIG_DB. None when nothing of the table is written or the
+    switch has it."""
+    wanted = {key: fields for (table, key), fields in desired.items() if table == WATCHDOG_TABLE}
+    if not wanted or any(table == WATCHDOG_TABLE for table, _ in running):
+        return None
+    times = [int(f[n]) for f in wanted.values() for n in WATCHDOG_TIMES if f.get(n, "").isdigit()]
+    poll = min([WATCHDOG_POLL_MS, *times])
+    ports = sorted(wanted)
+    more = f" and {len(ports) - PORTS_SHOWN} more" if len(ports) > PORTS_SHOWN else ""
+    reason = (
+        "the switch runs no PFC watchdog (no PFC_WD entry) and its config updater (GCU) refuses "
+        "a first one: start it on the switch, `sudo pfcwd interval "
+        f"{poll}` (or `sudo config pfcwd start_default` where DEVICE_METADATA|localhost."
+        "default_pfcwd_status is enable), then discover the switch again; the intent's "
+        f"watchdog on {', '.join(ports[:PORTS_SHOWN])}{more} waits for it"
+    )
+    return FieldProblem(WATCHDOG_TABLE, reason)

@@ -191,7 +191,7 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     switch = operated.switch
     config = switch.db("CONFIG_DB")
     # The operator's ``pfcwd interval 200``: GCU adds a port's PFC_WD entry only beside a
-    # PFC_WD table (docs/lossless.md, "Not done yet").
+    # PFC_WD table (docs/lossless.md, "A switch's first PFC watchdog").
     config.hset("PFC_WD|GLOBAL", "POLL_INTERVAL", "200")
     wait_for(
         "buffermgrd's lossless priority groups",

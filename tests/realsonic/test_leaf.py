@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from controller.errors import WatchdogNotStarted
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.prometheus.gate_reads import promql_reader
@@ -34,11 +35,13 @@ from controller.prometheus.promql import make_promql
 from controller.reconcile.access import OWNED_TABLES
 from controller.reconcile.apply import agent_fields
 from controller.rollout.gates import Gate, GatePolicy, Reader
+from controller.services.common import WorkerWait
+from controller.services.discoveries import DiscoveryService
 from controller.services.reconcile import ReconcileService
 from controller.services.rollouts import RolloutInfo, RolloutPolicy
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import plan_switch
-from controller.sonic.model import Fields, SwitchConfig
+from controller.sonic.model import Fields, Op, Plan, SwitchConfig
 from controller.tuning.apply import apply_changes
 from controller.tuning.evidence import Change, Evidence
 from lab.asic_db import asic_problems, wait_for_asic
@@ -470,6 +473,19 @@ def test_a_set_gcu_checks_while_the_agent_writes_is_applied_and_verified(
     assert holds(switch, running(switch, real_controller.desired(done.to_version))) == []
 
 
+def discover(controller: RealController) -> None:
+    """A discovery of the switch recorded, answered here as the worker answers it."""
+    access = controller.access()
+
+    def answer(_: float) -> None:
+        service.answer(access)
+
+    service = DiscoveryService(
+        controller.sessions, clock=controller.clock, wait=WorkerWait(sleep=answer)
+    )
+    service.request(names=["leaf1"], actor=OPERATOR)
+
+
 LOSSLESS_TABLES = (
     "BUFFER_PG",
     "PFC_WD",
@@ -487,13 +503,31 @@ def test_a_rollout_adds_a_lossless_class_through_gcu(
     -pfc-priority-priority-group-map, -buffer-profile, -wred-profile): applied, verified by
     read-back, and the lossless queue's DCQCN ramp programmed into the ASIC."""
     switch = real_controller.switch
-    # The watchdog's poll interval, as ``pfcwd interval 200`` sets it: GCU's table validator
-    # lets a port's PFC_WD entry be added only beside an existing PFC_WD table.
+    lossless = with_lossless_storage(example_leaf(switch))
+    before = config_db(switch)
+    assert not [k for t, k in before if t == "PFC_WD"]  # the image started no watchdog
+    # GCU refuses the PFC_WD table's first entry whatever it is: even GLOBAL alone, the poll
+    # interval ``pfcwd interval`` writes, which would have let the ports' entries follow.
+    (leaf,) = lossless.switches
+    interval = Op("add", "PFC_WD", "GLOBAL", {"POLL_INTERVAL": "200"}, {})
+    assert real_controller.access().apply(leaf, Plan(leaf.name, (interval,))).status == "failed"
+    assert config_db(switch) == before
+    # So the rollout's start names what the operator must run, from the switch's discovery,
+    # before anything is written.
+    discover(real_controller)
+    real_controller.store_intent(lossless)
+    policy = RolloutPolicy(None, allow_port_flaps=True)
+    with pytest.raises(WatchdogNotStarted, match=r"`sudo pfcwd interval 200`"):
+        real_controller.rollouts.start(policy, actor=OPERATOR)
+    assert config_db(switch) == before
+    # Started as ``pfcwd interval 200`` starts it (its own CONFIG_DB write, not GCU's) and
+    # discovered again: GCU adds the ports' watchdogs beside it.
     switch.db("CONFIG_DB").hset("PFC_WD|GLOBAL", "POLL_INTERVAL", "200")
+    discover(real_controller)
     started = time.monotonic()
-    done = real_controller.roll_out(
-        with_lossless_storage(example_leaf(switch)), allow_port_flaps=True
-    )
+    info = real_controller.rollouts.start(policy, actor=OPERATOR)
+    real_controller.runner().run_until_idle()
+    done = real_controller.rollouts.get(info.id)
     print(f"lossless rollout through GCU: {time.monotonic() - started:.1f} s")
     assert [(r.status, r.reason) for r in done.results] == [("applied_verified", None)]
     desired = real_controller.desired(done.to_version)

@@ -35,6 +35,8 @@ from tests.integration.served import served
 from tests.integration.southbound.conftest import USERNAME, Fabric, VirtualSwitch
 from vsonic.db import CONFIG_DB, redis_key
 from vsonic.seed import (
+    WATCHDOG_GLOBAL,
+    WATCHDOG_INTERVAL,
     Neighbour,
     SwitchSeed,
     config_entries,
@@ -499,9 +501,11 @@ def test_a_lossless_class_is_added_beside_the_operators_and_released(
         CONFIG_DB, {redis_key(CONFIG_DB, "PFC_WD", p): dict(STOCK_WATCHDOG) for p in ports}
     )
     for name, switch in operated.switches.items():
-        if name != "leaf1":  # the image's lossless pools, which leaf1's operator config has
+        if name != "leaf1":  # the image's lossless pools, which leaf1's operator config has,
+            # and the watchdog started (GCU adds a port's watchdog only beside others)
             pools = lossless_pools().items()
             entries = {redis_key(CONFIG_DB, "BUFFER_POOL", k): v for k, v in pools}
+            entries[redis_key(CONFIG_DB, "PFC_WD", WATCHDOG_GLOBAL)] = dict(WATCHDOG_INTERVAL)
             switch.store.write_atomically(CONFIG_DB, entries)
     original = config_db(leaf1)
 

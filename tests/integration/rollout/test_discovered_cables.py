@@ -18,6 +18,7 @@ from controller.intent.loader import parse_intent
 from controller.qos.lossless import headroom
 from tests.integration.southbound.conftest import Fabric
 from vsonic.db import CONFIG_DB, redis_key
+from vsonic.seed import WATCHDOG_GLOBAL, WATCHDOG_INTERVAL
 
 from .conftest import ALL, load_neighbours
 from .test_adopting import api as api
@@ -35,11 +36,13 @@ PROFILE_100M = "SLUICE_pg_lossless_100000_100m_profile"
 
 @pytest.fixture
 def operated(fabric: Fabric) -> Fabric:
-    """The fabric with the cables above and LLDP everywhere (test_adopting's ``api`` and
-    ``headers`` run over it: the app beside the real worker)."""
-    for name, cables in CABLES.items():
+    """The fabric with the cables above, the watchdog started and LLDP everywhere
+    (test_adopting's ``api`` and ``headers`` run over it: the app beside the real worker)."""
+    watchdog = {redis_key(CONFIG_DB, "PFC_WD", WATCHDOG_GLOBAL): dict(WATCHDOG_INTERVAL)}
+    for name, switch in fabric.switches.items():
         key = redis_key(CONFIG_DB, "CABLE_LENGTH", "AZURE")
-        fabric.switches[name].store.write_atomically(CONFIG_DB, {key: dict(cables)})
+        cables = {key: dict(CABLES[name])} if name in CABLES else {}
+        switch.store.write_atomically(CONFIG_DB, cables | watchdog)
     load_neighbours(fabric)
     return fabric
 

@@ -34,7 +34,7 @@ from tests.support.gate_collector import HandClock, settle
 from tests.support.lossless import with_lossless_storage
 from vsonic.db import CONFIG_DB, COUNTERS_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
-from vsonic.seed import lossless_pools
+from vsonic.seed import WATCHDOG_GLOBAL, WATCHDOG_INTERVAL, lossless_pools
 
 from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
 from .test_gates import second_version
@@ -132,10 +132,12 @@ class Streaming:
 @pytest.fixture
 def lossless_fabric(controller: Controller) -> Intent:
     """Every switch made lossless on the storage class (the first rollout, ungated), with
-    the lossless pools SONiC's buffer templates name; the gated version to roll out next."""
+    the lossless pools SONiC's buffer templates name and the watchdog started; the gated
+    version to roll out next."""
     pools = {redis_key(CONFIG_DB, "BUFFER_POOL", k): v for k, v in lossless_pools().items()}
+    watchdog = {redis_key(CONFIG_DB, "PFC_WD", WATCHDOG_GLOBAL): dict(WATCHDOG_INTERVAL)}
     for switch in controller.fabric.switches.values():
-        switch.store.write_atomically(CONFIG_DB, pools)
+        switch.store.write_atomically(CONFIG_DB, pools | watchdog)
     lossless = with_lossless_storage(controller.fabric.intent)
     controller.store_intent(lossless)
     first = controller.rollouts.start(

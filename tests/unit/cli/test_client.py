@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.errors import TYPE_PREFIX, slug
 from controller.cli.client import ApiClient, error_from_response, version_from_etag
 from controller.cli.exit_codes import ExitCode, changes_exit_code, exit_code_for
 from controller.errors import (
@@ -16,11 +17,15 @@ from controller.errors import (
     FieldProblem,
     Forbidden,
     IntentInvalid,
+    InventoryMismatch,
+    LosslessConflict,
+    NamedConflict,
     NotFound,
     PreconditionFailed,
     PreconditionRequired,
     SluiceError,
     Unauthenticated,
+    WatchdogNotStarted,
 )
 
 PROBLEM = "application/problem+json"
@@ -132,3 +137,23 @@ def test_no_listener_is_unreachable_and_the_token_stays_out_of_the_message():
     assert "127.0.0.1" in raised.value.detail
     assert token not in raised.value.detail
     assert token not in repr(api)
+
+
+@pytest.mark.parametrize("error_class", [InventoryMismatch, LosslessConflict, WatchdogNotStarted])
+def test_a_conflict_naming_fields_comes_back_as_its_own_error(
+    error_class: type[NamedConflict],
+) -> None:
+    # The type the API gives the error (api/errors.py), and its errors, as the CLI reads them.
+    problem = FieldProblem("leaf1: PFC_WD", "start it: `sudo pfcwd interval 200`")
+    body = {
+        "type": TYPE_PREFIX + slug(error_class.title),
+        "title": error_class.title,
+        "status": 409,
+        "detail": str(problem),
+        "errors": [{"field": problem.path, "reason": problem.reason}],
+    }
+    error = error_from_response(answer(409, body))
+    assert type(error) is error_class
+    assert isinstance(error, NamedConflict)
+    assert error.problems == [problem]
+    assert exit_code_for(error) == ExitCode.CONFLICT

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from controller.intent.loader import parse_intent
+from controller.sonic.compile import compile_switch
 from controller.sonic.gcu import (
     PORT_CRITICAL_TABLES,
     GcuPace,
@@ -12,8 +14,10 @@ from controller.sonic.gcu import (
     flapped_ports,
     port_flaps,
     sorted_changes,
+    watchdog_not_started,
 )
-from controller.sonic.model import Op, Plan
+from controller.sonic.model import Op, Plan, SwitchConfig
+from tests.unit.intent.test_lossless_intent import lossless_data
 from vsonic import gcu as vsonic_gcu
 
 WRED = {"green_max_threshold": "125000", "ecn": "ecn_all"}
@@ -113,3 +117,47 @@ def test_the_pace_fits_changes_into_a_deadline_on_a_loaded_switch() -> None:
     assert pace.changes_within(1.0) == 1  # a single change is never split
     with pytest.raises(ValueError, match="pace"):
         GcuPace(load_margin=0.5)
+
+
+def _lossless_leaf1(watchdog: dict[str, int] | None = None) -> SwitchConfig:
+    data = lossless_data()
+    if watchdog is not None:
+        data["fabric"]["lossless"]["watchdog"] = watchdog
+    intent = parse_intent(data)
+    return compile_switch(intent, intent.switches[0])
+
+
+def test_a_first_watchdog_is_named_with_the_command_that_starts_it() -> None:
+    desired = _lossless_leaf1()
+    running: SwitchConfig = {("PORT", "Ethernet0"): {"speed": "25000"}}
+    problem = watchdog_not_started(desired, running)
+    assert problem is not None
+    assert problem.path == "PFC_WD"
+    assert "`sudo pfcwd interval 200`" in problem.reason
+    assert "config pfcwd start_default" in problem.reason
+    assert "watchdog on Ethernet0, Ethernet4 waits for it" in problem.reason
+
+
+def test_the_suggested_poll_interval_is_not_above_the_intents_watchdog_times() -> None:
+    # pfcwd refuses an interval above a configured detection or restoration time.
+    desired = _lossless_leaf1({"detection_time_ms": 150, "restoration_time_ms": 400})
+    problem = watchdog_not_started(desired, {})
+    assert problem is not None
+    assert "`sudo pfcwd interval 150`" in problem.reason
+
+
+@pytest.mark.parametrize(
+    "running_watchdog",
+    [("GLOBAL", {"POLL_INTERVAL": "200"}), ("Ethernet8", {"action": "drop"})],
+    ids=["pfcwd interval", "another port's watchdog"],
+)
+def test_a_switch_with_any_watchdog_entry_takes_the_intents(
+    running_watchdog: tuple[str, dict[str, str]],
+) -> None:
+    key, fields = running_watchdog
+    assert watchdog_not_started(_lossless_leaf1(), {("PFC_WD", key): fields}) is None
+
+
+def test_an_intent_without_a_watchdog_needs_none() -> None:
+    lossy = {k: v for k, v in _lossless_leaf1().items() if k[0] != "PFC_WD"}
+    assert watchdog_not_started(lossy, {}) is None
