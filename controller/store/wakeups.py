@@ -1,13 +1,14 @@
 """An idle worker woken when work is recorded, instead of finding it at its next poll.
 
 Migration ``0019_wakeups`` gives the tables that hold the worker's work (rollouts, host runs,
-reconcile requests, discoveries, releases, twin runs, tuning passes) a statement trigger
-on insert that sends ``NOTIFY sluice_worker`` (PostgreSQL delivers it when the writing
-transaction commits, and only then). ``WakeListener`` holds one connection that LISTENs on the channel
-and sets the worker's wake event for each notification, so a request made through the API
-or the CLI is taken up at once, and the worker's poll only paces what is due by time (a
-soak ending, a reconcile interval). The poll stays the fallback: a lost connection, or a
-notification sent while the listener was reconnecting, delays work by at most one poll.
+reconcile requests, discoveries, releases, twin runs, tuning passes) a statement trigger on
+insert that sends ``NOTIFY sluice_worker`` (PostgreSQL delivers it when the writing
+transaction commits, and only then). ``WakeListener`` holds one connection that LISTENs on
+the channel and wakes the worker at each notification, so a request made through the API or
+the CLI is taken up at once; the worker's poll paces what is due by time (a soak ending, a
+reconcile interval) and changes to recorded work (a rollout paused). The poll stays the
+fallback: a lost connection, or a notification sent while the listener was reconnecting,
+delays work by at most one poll.
 """
 
 from __future__ import annotations

@@ -309,7 +309,7 @@ def test_a_stand_in_asics_counts_reach_counters_db_through_syncd(seeded: RealSwi
         try:
             eventually(lambda: counters.exists(feed) and sent() > before, "the stand-in's bytes")
         except AssertionError as error:
-            raise AssertionError(f"{error}; the data plane's log: {log.read_text()[-2000:]}")
+            raise AssertionError(f"{error}; its log: {log.read_text()[-2000:]}") from None
         # Nothing else writes the queue's COUNTERS hash: once the data plane stops, syncd's
         # next poll publishes exactly the last counts the feed held.
         plane.send_signal(signal.SIGTERM)
