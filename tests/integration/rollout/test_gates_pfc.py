@@ -15,6 +15,7 @@ names the storm from the same Prometheus."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -179,6 +180,14 @@ def streaming(
         writer.join(timeout=10)
 
 
+def present(read: Reader, expression: str, within_s: float = 20.0) -> float | None:
+    """``read(expression)`` once it is not None, or None after ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while (value := read(expression)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return value
+
+
 def gated_rollout(controller: Controller, read: Reader) -> tuple[int, RolloutRunner, HandClock]:
     policy = GatePolicy((Gate("streams_down", 0.0, query=DOWN),), soak_s=20.0)
     info = controller.rollouts.start(
@@ -258,7 +267,8 @@ def test_pause_counters_become_rates_and_a_cleared_count_is_one_reset_per_port(
 ) -> None:
     read = streaming.read
     leaf1 = 'sluice_port_pfc_{}_pause_frames_per_second{{switch="leaf1",port="Ethernet0"}}'
-    rx, tx = read(leaf1.format("rx")), read(leaf1.format("tx"))
+    # A read is None while Prometheus does not answer in time (a loaded machine): read again.
+    rx, tx = present(read, leaf1.format("rx")), present(read, leaf1.format("tx"))
     # Five frames received for each one sent, every tick: the rates hold that ratio exactly
     # whatever the ticks' timing on a loaded machine (the same hash, the same switch
     # timestamps; the arithmetic itself: tests/unit/telemetry/test_pfc.py).
