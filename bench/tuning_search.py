@@ -3,7 +3,9 @@ intent, its fit check, then the coordinate search, as ``TuningService`` runs it
 (``controller.tuning.counterfactual.search_in_twin`` over ``netsim_search``).
 
 One command: ``nice -n 10 uv run --frozen python -m bench.tuning_search`` (``--flows`` per
-run, 1000; ``--load``, 0.7; needs ``cargo build -p netsim``, the binary the product runs).
+run, 1000; ``--load``, 0.7; ``--seeds`` each candidate runs on and ``--parallel`` runs at once,
+the settings' ``twin.search_seeds`` and ``twin.parallel`` by default; needs ``cargo build -p
+netsim``, the binary the product runs).
 
 The intent is ``bench.tuning_value``'s (the example with DWRR weight ranges and each loaded
 class's small-flow objective); the summary is one the twin reproduces (``fabric_like_the_twin``:
@@ -19,6 +21,7 @@ import argparse
 import logging
 import math
 import resource
+import threading
 import time
 from typing import Any
 
@@ -26,7 +29,7 @@ from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.intent.validate import validate_intent
 from controller.qos.pias import load_workload
-from controller.services.tuning import netsim_search
+from controller.services.tuning import fan_out, netsim_search, search_seeds
 from controller.settings import TwinSettings
 from controller.tuning.counterfactual import Simulate, Timing, TwinReading, search_in_twin
 from controller.tuning.search import Traffic, traffic_from_summary
@@ -77,13 +80,15 @@ def fabric_like_the_twin(
 
 
 class Counted:
-    """A twin whose runs are counted."""
+    """A twin whose runs are counted (from the search's threads too)."""
 
     def __init__(self, simulate: Simulate) -> None:
         self.simulate, self.runs = simulate, 0
+        self._lock = threading.Lock()
 
     def __call__(self, intent: Intent, traffic: Traffic) -> TwinReading:
-        self.runs += 1
+        with self._lock:
+            self.runs += 1
         return self.simulate(intent, traffic)
 
 
@@ -93,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--flows", type=int, default=1000)
     parser.add_argument("--load", type=float, default=0.7)
+    parser.add_argument("--seeds", type=int, default=TwinSettings().search_seeds)
+    parser.add_argument("--parallel", type=int, default=TwinSettings().parallel)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(relativeCreated)8.0f ms %(message)s")
     data: dict[str, Any] = dump_intent(bench_intent())
@@ -106,13 +113,22 @@ def main(argv: list[str] | None = None) -> int:
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     started = time.monotonic()
     found = search_in_twin(
-        intent, summary, twin, kinds=port_kinds(intent), timing=Timing(1e9, {}, 0.0)
+        intent,
+        summary,
+        twin,
+        kinds=port_kinds(intent),
+        timing=Timing(1e9, {}, 0.0),
+        seeds=search_seeds(args.seeds),
+        run_many=fan_out(args.parallel),
     )
     wall = time.monotonic() - started
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu
+    candidates = twin.runs / args.seeds
     print(
-        f"one pass: {twin.runs} twin runs of {args.flows} flows, {wall:.1f} s wall, "
-        f"{cpu:.1f} s of netsim CPU ({cpu / max(twin.runs, 1):.2f} s a run)"
+        f"one pass: {candidates:g} candidates on {args.seeds} seeds ({args.parallel} at once): "
+        f"{twin.runs} twin runs of {args.flows} flows, {wall:.1f} s wall "
+        f"({candidates / wall:.3f} candidates/s), {cpu:.1f} s of netsim CPU "
+        f"({cpu / max(twin.runs, 1):.2f} s a run)"
     )
     print(f"fit: {found.fit.reason() if found.fit else '-'}")
     if found.refused:

@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,17 @@ class Run:
     not_modelled: tuple[str, ...]
 
 
-def run_twin(intent: Intent, request: Request, binary: Path, timeout_s: float) -> Run:
+def run_twin(
+    intent: Intent,
+    request: Request,
+    binary: Path,
+    timeout_s: float,
+    extra: Sequence[JsonObject] = (),
+) -> Run:
+    """``request``'s traffic in the twin, with ``extra`` netsim traffic parts beside it
+    (``bench.tuning_value``'s incast class: what ``Request`` does not describe)."""
     twin = translate(intent, request)
+    twin.config["traffic"] = [*twin.config["traffic"], *extra]
     with tempfile.TemporaryDirectory(prefix="sluice-tuning-twin-") as work:
         config_path = Path(work) / "run.json"
         summary_path, flows_path = Path(work) / "summary.json", Path(work) / "flows.csv"

@@ -1,11 +1,13 @@
 """Does the loop beat a well-tuned static config after the workload shifts? (issue 24)
 
 One command: ``uv run --frozen python -m bench.tuning_value`` (``--scenarios``, ``--flows``
-(1000), ``--seeds`` (the judge's), ``--search-seeds`` (each candidate's small flows pooled over
-these), ``--knobs`` (search only these), ``--json PATH``; needs ``cargo build --release -p
-netsim``). ``--ns3-from PATH`` (a ``--json`` file) judges its scenarios' phase two again, by
-netsim and ns-3.37 on the same flows (``ns3_judge``; ``--ns3-flows``). Figures and commands:
-docs/tuning.md, "Tuned vs a well-tuned static config after a workload shift".
+(1000), ``--seeds`` (the judge's), ``--search-seeds`` (each candidate runs on these and is
+ranked by its mean score, moving only when it wins on every seed, as the tuner's search
+does), ``--parallel`` (twin runs at once), ``--knobs`` (search only these), ``--json PATH``;
+needs ``cargo build --release -p netsim``). ``--ns3-from PATH`` (a ``--json`` file) judges
+its scenarios' phase two again, by netsim and ns-3.37 on the same flows (``ns3_judge``;
+``--ns3-flows``). Figures and commands: docs/tuning.md, "Tuned vs a well-tuned static config
+after a workload shift".
 
 Each scenario has two phases of traffic on the example fabric (``bench.tuning_twin``'s
 static intent: the example with DWRR weight ranges), with each loaded class given a
@@ -13,7 +15,10 @@ small-flow objective (``OBJECTIVES``, ``objective.p99_fct_us_small``):
 
 * ``load``: web search at load 0.5, then 0.9;
 * ``idle``: web search at load 0.7, then storage goes idle (the other classes keep their load);
-* ``sizes``: web search at load 0.7, then data mining flow sizes at the same load.
+* ``sizes``: web search at load 0.7, then data mining flow sizes at the same load;
+* ``incast``: web search for rpc, analytics and best-effort (storage idle), then storage
+  appears as an incast class: every other host sends it 64 kB at once, at Poisson times
+  (``Incast``), carrying 0.175 of the host links (storage's share of ``MIX`` at 0.7).
 
 1. **Static, well tuned for phase one**: ``controller.tuning.search.coordinate_search`` from
    the example's values over every class's lambda and every DWRR weight in its range, each
@@ -38,6 +43,7 @@ import argparse
 import copy
 import dataclasses
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -53,6 +59,8 @@ from bench.tuning_twin import Run, run_twin, static_intent, summary_from_run
 from controller.intent.loader import dump_intent, parse_intent
 from controller.intent.models import Intent
 from controller.intent.validate import validate_intent
+from controller.qos.pias import load_workload
+from controller.reconcile.fanout import map_parallel
 from controller.tuning.apply import apply_changes, intent_diff
 from controller.tuning.search import (
     Score,
@@ -62,6 +70,7 @@ from controller.tuning.search import (
     knobs,
     objectives,
     score,
+    seed_changes,
     traffic_from_summary,
 )
 from controller.tuning.tune import propose
@@ -86,14 +95,59 @@ MIX = (("rpc", 0.15), ("storage", 0.25), ("analytics", 0.45), ("best-effort", 0.
 
 
 @dataclass(frozen=True, slots=True)
+class Incast:
+    """A class whose traffic is incast: at Poisson times (drawn from the run's seed) a
+    receiver drawn at random gets ``bytes`` from every other host at once, the events
+    carrying ``load`` of the host links on average, over the span the Poisson classes'
+    arrivals take. netsim's ``incast`` parts; ``Request`` has no word for them."""
+
+    service_class: str
+    load: float
+    bytes: int = 64_000
+
+    def parts(self, intent: Intent, phase: Phase, flows: int, seed: int) -> list[JsonObject]:
+        topology = translate(intent, phase.request(flows, seed)).config["topology"]
+        hosts = int(topology["leaves"]) * int(topology["hosts_per_leaf"])
+        link_bytes_per_s = float(topology["host_link_bps"]) / 8
+        # The Poisson parts' arrival span: their flows' bytes over their load of the links.
+        offered = phase.load * hosts * link_bytes_per_s
+        total_bytes = round(flows * phase.flows_factor) * load_workload(phase.workload).mean_bytes()
+        span_s = total_bytes / offered
+        per_event = (hosts - 1) * self.bytes
+        rate = self.load * hosts * link_bytes_per_s / per_event  # events per second
+        draw = random.Random(f"incast-{seed}")
+        index = [c.name for c in intent.service_classes].index(self.service_class)
+        parts: list[JsonObject] = []
+        at_s = draw.expovariate(rate)
+        while at_s < span_s:
+            parts.append(
+                {
+                    "kind": "incast",
+                    "receiver": draw.randrange(hosts),
+                    "senders": hosts - 1,
+                    "bytes": self.bytes,
+                    "at_ns": at_s * 1e9,
+                    "class": index,
+                }
+            )
+            at_s += draw.expovariate(rate)
+        return parts
+
+
+@dataclass(frozen=True, slots=True)
 class Phase:
     workload: str
     load: float
     mix: tuple[tuple[str, float], ...]
     flows_factor: float = 1.0  # flows relative to --flows (a class gone idle sends none)
+    incast: Incast | None = None  # a class that sends incast, beside the Poisson ones
 
     def request(self, flows: int, seed: int) -> Request:
         return Request(self.workload, self.load, round(flows * self.flows_factor), seed, self.mix)
+
+    def extra(self, intent: Intent, flows: int, seed: int) -> list[JsonObject]:
+        """The traffic parts beside ``request``'s (the incast class's)."""
+        return [] if self.incast is None else self.incast.parts(intent, self, flows, seed)
 
 
 WITHOUT_STORAGE = tuple((n, s) for n, s in MIX if n != "storage")
@@ -106,6 +160,17 @@ SCENARIOS: dict[str, tuple[Phase, Phase]] = {
         Phase("websearch", 0.7 * (1 - STORAGE_SHARE), WITHOUT_STORAGE, 1 - STORAGE_SHARE),
     ),
     "sizes": (Phase("websearch", 0.7, MIX), Phase("datamining", 0.7, MIX)),
+    # Storage idle, then an incast class at its share of the load; the others keep theirs.
+    "incast": (
+        Phase("websearch", 0.7 * (1 - STORAGE_SHARE), WITHOUT_STORAGE, 1 - STORAGE_SHARE),
+        Phase(
+            "websearch",
+            0.7 * (1 - STORAGE_SHARE),
+            WITHOUT_STORAGE,
+            1 - STORAGE_SHARE,
+            Incast("storage", 0.7 * STORAGE_SHARE),
+        ),
+    ),
 }
 
 
@@ -164,7 +229,8 @@ def p99_small(runs: list[Run]) -> dict[str, float]:
 class Twin:
     """Runs candidates in netsim and counts the runs and their wall time; ``only`` restricts
     the searches to the named knobs (``ecn_lambda/<class>``, ``weight/<class>``; empty: all);
-    each candidate runs on every seed of ``search_seeds``, its small flows pooled."""
+    each candidate runs on every seed of ``search_seeds`` (``parallel`` at once), ranked by
+    its mean score and moving only when it wins on every seed (``coordinate_search``)."""
 
     def __init__(
         self,
@@ -172,17 +238,27 @@ class Twin:
         timeout_s: float,
         only: tuple[str, ...] = (),
         search_seeds: tuple[int, ...] = (SEARCH_SEED,),
+        parallel: int = 1,
     ) -> None:
         self.binary, self.timeout_s, self.only = binary, timeout_s, only
-        self.search_seeds = search_seeds
+        self.search_seeds, self.parallel = search_seeds, parallel
         self.runs, self.seconds = 0, 0.0
 
-    def run(self, intent: Intent, request: Request) -> Run:
+    def run(self, intent: Intent, request: Request, extra: list[JsonObject] | None = None) -> Run:
         started = time.perf_counter()
-        out = run_twin(intent, request, self.binary, self.timeout_s)
+        out = run_twin(intent, request, self.binary, self.timeout_s, extra or ())
         self.runs += 1
         self.seconds += time.perf_counter() - started
         return out
+
+    def on_seeds(self, intent: Intent, request: Request) -> list[Run]:
+        """``intent`` on ``request`` with each search seed in its place, side by side."""
+        return map_parallel(
+            lambda seed: self.run(intent, dataclasses.replace(request, seed=seed)),
+            self.search_seeds,
+            max_parallel=self.parallel,
+            name="tuning-value",
+        )
 
 
 def search(
@@ -190,20 +266,20 @@ def search(
 ) -> tuple[SearchResult, JsonObject]:
     """The counterfactual search from ``intent`` on ``request``'s traffic, with its cost; each
     candidate runs once per seed of ``twin.search_seeds`` (in place of the request's seed)."""
-    runs, seconds = twin.runs, twin.seconds
+    runs, seconds, started = twin.runs, twin.seconds, time.perf_counter()
 
-    def evaluate(candidate: Intent) -> dict[str, float]:
-        measured = p99_small(
-            [twin.run(candidate, dataclasses.replace(request, seed=s)) for s in twin.search_seeds]
-        )
+    def evaluate(candidate: Intent) -> list[dict[str, float]]:
+        per_seed = [p99_small([run]) for run in twin.on_seeds(candidate, request)]
         wanted = objectives(candidate)
-        trial = score(measured, wanted)
+        trials = ", ".join(
+            f"{s.misses}/{s.ratio:.3f}" for s in (score(m, wanted) for m in per_seed)
+        )
         print(
-            f"  {label} run {twin.runs - runs}: misses {trial.misses}, ratio {trial.ratio:.3f}",
+            f"  {label} run {twin.runs - runs}: misses/ratio by seed {trials}",
             file=sys.stderr,
             flush=True,
         )
-        return measured
+        return per_seed
 
     axes = [
         k
@@ -211,11 +287,15 @@ def search(
         if not twin.only or k.parameter in twin.only
     ]
     result = coordinate_search(intent, evaluate, knob_list=axes)
+    wall_s = time.perf_counter() - started
     cost = {
         "candidates": len(result.trials),
         "runs": twin.runs - runs,
         "search_seeds": list(twin.search_seeds),
-        "wall_s": round(twin.seconds - seconds, 1),
+        "wall_s": round(wall_s, 1),
+        "netsim_s": round(twin.seconds - seconds, 1),
+        "candidates_per_s": round(len(result.trials) / wall_s, 4) if wall_s else None,
+        "within_noise": result.within_noise,
     }
     return result, cost
 
@@ -231,7 +311,9 @@ def tuned_static(twin: Twin, phase: Phase, flows: int) -> tuple[Intent, JsonObje
 def loop(twin: Twin, static: Intent, phase: Phase, flows: int) -> tuple[Intent, JsonObject]:
     """What the loop makes of phase two: rules on the summary, then the search on the
     summary's traffic."""
-    observed = twin.run(static, phase.request(flows, OBSERVE_SEED))
+    observed = twin.run(
+        static, phase.request(flows, OBSERVE_SEED), phase.extra(static, flows, OBSERVE_SEED)
+    )
     summary = summary_from_run(observed, static)
     changes = propose(static, summary, now_s=NOW_S, last_changed={})
     ruled = validate_intent(apply_changes(static, changes).intent)
@@ -264,6 +346,7 @@ def _search_doc(before: Intent, after: Intent, result: SearchResult) -> JsonObje
     return {
         "start_score": _score_doc(result.start.score),
         "best_score": _score_doc(result.best.score),
+        "best_score_by_seed_pct": [round(c, 1) for c in seed_changes(result.start, result.best)],
         "diff": intent_diff(dump_intent(before), dump_intent(after)),
     }
 
@@ -281,7 +364,9 @@ def judge(
     for seed in seeds:
         row: JsonObject = {"seed": seed}
         for name, intent in (("static", static), ("tuned", tuned)):
-            figures = class_figures(twin.run(intent, phase.request(flows, seed)))
+            figures = class_figures(
+                twin.run(intent, phase.request(flows, seed), phase.extra(intent, flows, seed))
+            )
             measured = {n: r["p99_small_us"] for n, r in figures.items() if r["p99_small_us"]}
             row[name] = {"classes": figures, "score": _score_doc(score(measured, wanted))}
         print(
@@ -382,12 +467,18 @@ def for_ns3(data: JsonObject) -> Intent:
 
 
 def both_judges(
-    intent: Intent, request: Request, work: Path, netsim: Path, timeout_s: float
+    intent: Intent,
+    request: Request,
+    work: Path,
+    netsim: Path,
+    timeout_s: float,
+    extra: list[JsonObject] | None = None,
 ) -> JsonObject:
     """One run description judged by netsim and ns-3: the twin's translation with MQ-ECN per
-    packet (ns-3's driver does not run the qos-agent's loop), resolved by netsim into explicit
-    flows, then run by both on the very same flows."""
+    packet (ns-3's driver does not run the qos-agent's loop) and the ``extra`` traffic parts,
+    resolved by netsim into explicit flows, then run by both on the very same flows."""
     twin = translate(intent, dataclasses.replace(request, per_packet=True))
+    twin.config["traffic"] = [*twin.config["traffic"], *(extra or [])]
     config, resolved = work / "run.json", work / "resolved.json"
     config.write_text(json.dumps(twin.config))
     subprocess.run(
@@ -438,7 +529,12 @@ def ns3_judge(
             for name, intent in intents.items():
                 with tempfile.TemporaryDirectory(prefix="tuning-value-ns3-") as work:
                     row[name] = both_judges(
-                        intent, phase.request(flows, seed), Path(work), netsim, timeout_s
+                        intent,
+                        phase.request(flows, seed),
+                        Path(work),
+                        netsim,
+                        timeout_s,
+                        phase.extra(intent, flows, seed),
                     )
                 for judge_name in ("netsim", "ns3"):
                     measured = {
@@ -515,6 +611,7 @@ def _phase_doc(phase: Phase) -> JsonObject:
         "load": round(phase.load, 3),
         "mix": dict(phase.mix),
         "flows_factor": phase.flows_factor,
+        "incast": dataclasses.asdict(phase.incast) if phase.incast else None,
     }
 
 
@@ -597,8 +694,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         nargs="+",
         default=[SEARCH_SEED],
-        help="score each candidate on these seeds' small flows pooled",
+        help="run each candidate on these seeds; rank by the mean, move on a win on every seed",
     )
+    parser.add_argument("--parallel", type=int, default=1, help="twin runs at once")
     parser.add_argument(
         "--knobs", nargs="*", default=[], help="search only these (e.g. weight/storage)"
     )
@@ -614,7 +712,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 args.json.write_text(json.dumps(judged, indent=2, default=str))
         return 0
-    twin = Twin(args.netsim, args.timeout_s, tuple(args.knobs), tuple(args.search_seeds))
+    twin = Twin(
+        args.netsim, args.timeout_s, tuple(args.knobs), tuple(args.search_seeds), args.parallel
+    )
     docs = []
     for name in args.scenarios:
         doc = one_scenario(twin, name, args.flows, args.seeds)

@@ -345,6 +345,14 @@ class TwinSettings(BaseSettings):
         description="the netsim binary (cargo build -p netsim)",
     )
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="per netsim run")
+    # The tuner's search (fabric.tuning.search: twin, docs/tuning.md): each candidate runs on
+    # seeds 1..search_seeds and is ranked by its mean; a proposal must win on every seed.
+    search_seeds: int = Field(
+        default=3, ge=1, le=10, description="seeds each candidate of the tuner's search runs on"
+    )
+    parallel: int = Field(
+        default=2, ge=1, le=64, description="netsim runs at once in the tuner's search"
+    )
 
 
 class PrometheusSettings(BaseSettings):

@@ -74,7 +74,13 @@ from controller.services.intents import IntentService
 from controller.services.reconcile import ReconcileService, SqlReconcileStore
 from controller.services.releases import ReleaseService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import ReadSummary, TuningService, netsim_search
+from controller.services.tuning import (
+    ReadSummary,
+    TuningService,
+    fan_out,
+    netsim_search,
+    search_seeds,
+)
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
 from controller.settings import Settings, TwinSettings
 from controller.southbound.credentials import SecretResolver
@@ -436,6 +442,8 @@ def _auto_tuner(
         # A searching pass left running this long past its budget was left by a worker that
         # stopped: the twin run in progress is killed at its timeout; then a margin.
         search_margin_s=twin.timeout_s + 60.0,
+        search_seeds=search_seeds(twin.search_seeds),
+        run_many=fan_out(twin.parallel),
     )
     host_runs = HostRunService(sessions, clock=clock, wait=WorkerWait(timeout_s=0.0))
     return AutoTuner(tuning, RolloutService(sessions, clock=clock), host_runs, gates)

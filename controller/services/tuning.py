@@ -31,7 +31,7 @@ Time, the telemetry reader, the twin and the database sessions are passed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -45,6 +45,7 @@ from controller.accept import cable_sizing, compile_dialects
 from controller.errors import Conflict, NotFound, SluiceError
 from controller.intent.loader import dump_intent
 from controller.intent.models import Intent, Tuning, TuningMode, TuningSearch
+from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.services.coexistence import fabric_discoveries
 from controller.services.common import Actor
 from controller.services.intents import IntentRecord, IntentService, VersionInfo
@@ -55,11 +56,13 @@ from controller.store.locks import lock_tuning_queue
 from controller.store.models import Rollout, TuningProposal
 from controller.tuning.apply import apply_changes, intent_diff, reason_for
 from controller.tuning.counterfactual import (
+    RunMany,
     SearchPass,
     Simulate,
     Timing,
     TwinReading,
     TwinUnavailable,
+    one_at_a_time,
     refused,
     search_in_twin,
     searched,
@@ -169,11 +172,17 @@ class TuningService:
         clock: Clock,
         simulate: Simulate | None = None,
         search_margin_s: float = 600.0,
+        search_seeds: Sequence[int] = (1,),
+        run_many: RunMany = one_at_a_time,
     ) -> None:
         """``search_margin_s``: how long past its budget (``fabric.tuning.window_s``) a
         searching pass may run before it counts as left by a worker that stopped (the twin's
-        timeout for the run in progress, and a margin)."""
+        timeout for the run in progress, and a margin). ``search_seeds``: the seeds each
+        candidate runs on (``settings.twin.search_seeds``), ``run_many`` how they run
+        (``fan_out``)."""
         self._search_margin_s = search_margin_s
+        self._search_seeds = tuple(search_seeds)
+        self._run_many = run_many
         self._sessions = sessions
         self._intents = intents
         self._read_summary = read_summary
@@ -430,7 +439,13 @@ class TuningService:
         if self._simulate is None:
             return refused("this service has no twin to search in (settings.twin.netsim)", {})
         return search_in_twin(
-            intent, summary, self._simulate, kinds=port_kinds(intent), timing=timing
+            intent,
+            summary,
+            self._simulate,
+            kinds=port_kinds(intent),
+            timing=timing,
+            seeds=self._search_seeds,
+            run_many=self._run_many,
         )
 
     def settings(self) -> Tuning:
@@ -638,6 +653,24 @@ def netsim_search(binary: Path, timeout_s: float) -> Simulate:
         return twin_reading(result)
 
     return simulate
+
+
+def fan_out(max_parallel: int) -> RunMany:
+    """A candidate's seeds run side by side, at most ``max_parallel`` netsim processes at once
+    (``settings.twin.parallel``): each run is a subprocess, so threads wait on them."""
+    checked_parallel(max_parallel)
+
+    def run_many(
+        run: Callable[[Traffic], TwinReading], drawn: Sequence[Traffic]
+    ) -> list[TwinReading]:
+        return map_parallel(run, drawn, max_parallel=max_parallel, name="twin-seed")
+
+    return run_many
+
+
+def search_seeds(count: int) -> tuple[int, ...]:
+    """The seeds the search runs each candidate on: 1 .. ``count``."""
+    return tuple(range(1, count + 1))
 
 
 def twin_reading(result: dict[str, Any]) -> TwinReading:

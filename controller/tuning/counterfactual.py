@@ -3,12 +3,14 @@ twin on the current intent and the traffic the summary describes, the fit check,
 coordinate search over the twin. Pure: the twin run (a netsim subprocess at the edge,
 ``controller.services.tuning.netsim_twin``) is passed in as ``Simulate``.
 
-Every twin run of one pass uses the same traffic and seed, so candidates differ only by
-their configuration (common random numbers). The current intent's run serves both the fit
-check and the search's starting point, so a pass costs 1 + the knobs' other values runs.
-A search that moves something then runs the current and the best intent again on
-``SPREAD_SEEDS`` (two more draws of the same traffic): the prediction carries its spread over
-the seeds, min and max per class (4 more runs).
+Every candidate of one pass runs on the same traffic and the same seeds (``seeds``, the
+settings' ``twin.search_seeds``), so candidates differ only by their configuration (common
+random numbers); a candidate's seeds run side by side (``run_many``: the service's thread
+fan-out, at most ``twin.parallel`` netsim processes at once). The current intent's runs serve
+both the fit check (its first seed) and the search's starting point, so a pass costs (1 + the
+knobs' other values) x seeds runs. The search ranks candidates by their mean over the seeds
+and proposes the best only when it beats the current intent on every seed; the prediction
+carries its spread over them, min and max per class.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from controller.intent.loader import dump_intent
@@ -27,14 +29,15 @@ from controller.tuning.fit import FitVerdict, PortKinds, Tolerance, TwinQueue, c
 from controller.tuning.search import (
     RULE,
     Knob,
+    Measured,
     SearchInputInvalid,
     SearchResult,
     Traffic,
-    candidate,
     coordinate_search,
     knobs,
     objectives,
     predicted_spread,
+    seed_pairs,
     traffic_from_summary,
 )
 from controller.tuning.stability import ChangeTimes
@@ -43,9 +46,6 @@ from controller.tuning.summary import TelemetrySummary
 log = logging.getLogger(__name__)
 
 PARAMETER = "search/twin"  # the held verdict a pass records when the search proposes nothing
-# The seeds the current and the best intent run on again, beside the search's own: one p99 of
-# a hundred small flows swings with the draw (docs/tuning.md, "Reading").
-SPREAD_SEEDS = (2, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,15 @@ class TwinReading:
 
 
 Simulate = Callable[[Intent, Traffic], TwinReading]
+# Runs one intent on each traffic given (one per seed), answers in their order: the edge
+# decides how many run at once.
+RunMany = Callable[[Callable[[Traffic], TwinReading], Sequence[Traffic]], list[TwinReading]]
+
+
+def one_at_a_time(
+    run: Callable[[Traffic], TwinReading], drawn: Sequence[Traffic]
+) -> list[TwinReading]:
+    return [run(traffic) for traffic in drawn]
 
 
 class TwinUnavailable(Exception):
@@ -103,9 +112,13 @@ def search_in_twin(
     kinds: PortKinds,
     timing: Timing,
     tolerance: Tolerance | None = None,
+    seeds: Sequence[int] = (1,),
+    run_many: RunMany = one_at_a_time,
 ) -> SearchPass:
     """One pass of the counterfactual search on ``intent`` (the one the fabric ran over the
-    summary's window)."""
+    summary's window), each candidate run on every one of ``seeds``."""
+    if not seeds:
+        raise ValueError("the search needs at least one seed")
     if not objectives(intent):
         return refused("no class declares objective.p99_fct_us_small: nothing to score", {})
     try:
@@ -117,14 +130,19 @@ def search_in_twin(
         "load": round(traffic.load, 4),
         "mix": tuple((name, round(share, 4)) for name, share in traffic.mix),
     }
-    log.info("tuning search: the twin runs the current intent on %s", facts)
+    drawn = [replace(traffic, seed=seed) for seed in seeds]
+
+    def on_every_seed(run: Intent) -> list[TwinReading]:
+        return run_many(lambda one: simulate(run, one), drawn)
+
+    log.info("tuning search: the twin runs the current intent on %s, seeds %s", facts, seeds)
     try:
-        current = simulate(intent, traffic)
+        currents = on_every_seed(intent)
     except TwinUnavailable as error:
         log.warning("tuning search: the twin could not run the current intent: %s", error)
         return refused(f"the twin could not run the current intent: {error}", facts)
     fit = check_fit(
-        summary, current.queues, kinds, mtu_bytes=intent.fabric.mtu_bytes, tolerance=tolerance
+        summary, currents[0].queues, kinds, mtu_bytes=intent.fabric.mtu_bytes, tolerance=tolerance
     )
     facts["fit"] = fit.reason()
     if not fit.fits:
@@ -138,14 +156,20 @@ def search_in_twin(
     total = 1 + sum(len(k.values) - 1 for k in axes)
     key = _key(intent)
 
-    def evaluate(candidate: Intent) -> Mapping[str, float]:
+    def evaluate(candidate: Intent) -> list[Measured]:
         if _key(candidate) == key:
-            return current.p99_small_us  # the fit check's run: same intent, traffic and seed
+            # The fit check's runs: same intent, traffic and seeds.
+            return [reading.p99_small_us for reading in currents]
         if timing.elapsed() >= timing.budget_s:
             raise OutOfTime
         runs[0] += 1
-        log.info("tuning search: candidate %d of at most %d in the twin", runs[0], total - 1)
-        return simulate(candidate, traffic).p99_small_us
+        log.info(
+            "tuning search: candidate %d of at most %d in the twin, on %d seeds",
+            runs[0],
+            total - 1,
+            len(drawn),
+        )
+        return [reading.p99_small_us for reading in on_every_seed(candidate)]
 
     try:
         result = coordinate_search(intent, evaluate, knob_list=axes)
@@ -160,13 +184,19 @@ def search_in_twin(
             facts,
             fit,
         )
+    if result.within_noise is not None:
+        log.info("tuning search: %s", result.within_noise)
+        return refused(result.within_noise, {**facts, **_scores(result)}, fit)
     if not result.changes:
         return refused(
             f"no candidate beat the current intent in the twin ({len(result.trials)} tried)",
-            {**facts, "score": result.start.score.ratio, "misses": result.start.score.misses},
+            {**facts, **_scores(result)},
             fit,
         )
-    spread = _spread(intent, result, simulate, traffic, timing)
+    spread: dict[str, Value] = {
+        "predicted_spread_pct": predicted_spread(seed_pairs(result.start, result.best)),
+        "prediction_seeds": tuple(seeds),
+    }
     changes = tuple(
         Change(
             c.parameter,
@@ -188,42 +218,19 @@ def search_in_twin(
     return SearchPass(changes, None, None, fit)
 
 
-def _spread(
-    intent: Intent,
-    result: SearchResult,
-    simulate: Simulate,
-    traffic: Traffic,
-    timing: Timing,
-) -> dict[str, Value]:
-    """The predicted change's least and largest value per class over the search's seed and
-    ``SPREAD_SEEDS``: the current and the best intent run on each. A seed the budget or the
-    twin does not allow is left out (the seeds done are recorded, and why one stopped)."""
-    best = candidate(intent, dict(result.best.setting))
-    runs: list[tuple[Mapping[str, float], Mapping[str, float]]] = [
-        (dict(result.start.p99_small_us), dict(result.best.p99_small_us))
-    ]
-    seeds: list[int] = [traffic.seed]
-    stopped: str | None = None
-    for seed in SPREAD_SEEDS:
-        if timing.elapsed() >= timing.budget_s:
-            stopped = f"the search's {timing.budget_s:g} s budget was spent"
-            break
-        drawn = replace(traffic, seed=seed)
-        log.info("tuning search: the current and the best intent on seed %d", seed)
-        try:
-            runs.append((simulate(intent, drawn).p99_small_us, simulate(best, drawn).p99_small_us))
-        except TwinUnavailable as error:
-            log.warning("tuning search: no spread on seed %d: %s", seed, error)
-            stopped = f"the twin failed on seed {seed}: {error}"
-            break
-        seeds.append(seed)
-    found: dict[str, Value] = {
-        "predicted_spread_pct": predicted_spread(runs),
-        "prediction_seeds": tuple(seeds),
+def _scores(result: SearchResult) -> dict[str, Value]:
+    """For a refusal: the start's mean score and its spread over seeds, and the same for the
+    candidate with the best mean (proposed or not)."""
+    top = min(result.trials, key=lambda t: t.score)
+    return {
+        "score": round(result.start.score.ratio, 4),
+        "misses": result.start.score.misses,
+        "score_spread": tuple(round(r, 4) for r in result.start.ratio_spread()),
+        "best_setting": top.setting,
+        "best_score": round(top.score.ratio, 4),
+        "best_misses": top.score.misses,
+        "best_score_spread": tuple(round(r, 4) for r in top.ratio_spread()),
     }
-    if stopped is not None:
-        found["spread_stopped"] = stopped
-    return found
 
 
 def _movable(intent: Intent, timing: Timing) -> tuple[tuple[Knob, ...], tuple[str, ...]]:

@@ -37,7 +37,7 @@ SPREAD = "predicted_spread_pct"
 class Predicted:
     """The twin's small-flow p99 of one class for the current and the proposed intent, us,
     and the change, %; with the least and largest change over the seeds it was run on
-    (``counterfactual.SPREAD_SEEDS``), where the proposal has them."""
+    (the search's seeds, ``settings.twin.search_seeds``), where the proposal has them."""
 
     service_class: str
     before_us: float

@@ -11,9 +11,14 @@ marking class's own ECN lambda (K = C x RTT x lambda, MQ-ECN NSDI'16 §2 Eq. 1) 
 
 The search is coordinate descent (one knob at a time, the others held at the best so far):
 a full grid of 4 lambdas and 3 weights has 4^4 x 3^3 = 6 912 points, one pass over the axes
-has 1 + sum of each knob's other values (about 20). A move replaces the incumbent only when it
-scores better by more than ``min_gain`` (relative), so seed noise in a p99 does not move a
-knob on its own.
+has 1 + sum of each knob's other values (about 20). Each candidate is run on every seed the
+caller gives (the same seeds for every candidate: common random numbers) and ranked by its
+mean score over them; a move replaces the incumbent only when that mean is better by more
+than ``min_gain`` (relative) and it is better on every seed too (``clear_of_noise``: the
+spread of its per-seed change does not reach the losing side). One seed's p99 of a hundred
+small flows swings with the draw, so a candidate can win the mean by one seed's luck; when
+such a candidate is all that beat the current intent, the result carries ``within_noise``
+and no change.
 
 The result is a list of ``Change`` (``ecn_lambda/<class>``, ``weight/<class>``; rule
 ``search.twin``) that ``controller.tuning.apply.apply_changes`` turns into the next intent,
@@ -34,7 +39,10 @@ from controller.tuning.summary import FlowSizeSample, TelemetrySummary
 
 Setting = Mapping[str, float]
 # A candidate's per-class small-flow p99 FCT, us (a class with no small flows is absent).
-Evaluate = Callable[[Intent], Mapping[str, float]]
+Measured = Mapping[str, float]
+# A candidate run on each of the search's seeds: one ``Measured`` per seed, always in the
+# same order of seeds, so that the i-th of two candidates saw the same traffic.
+Evaluate = Callable[[Intent], Sequence[Measured]]
 
 RULE = "search.twin"
 LAMBDA_FACTORS = (0.25, 0.5, 2.0)  # tried around the current lambda, inside the bounds
@@ -56,25 +64,40 @@ class Knob:
 @dataclass(frozen=True, slots=True, order=True)
 class Score:
     """Lower is better: first the classes that miss their objective, then the geometric mean
-    over the classes with an objective of p99 / objective."""
+    over the classes with an objective of p99 / objective (over seeds: each one's mean)."""
 
-    misses: int
+    misses: float
     ratio: float
 
 
 @dataclass(frozen=True, slots=True)
 class Trial:
+    """One candidate: its setting, per class the mean over seeds of its small-flow p99, its
+    mean score (what ranks it), and each seed's p99s and score (its spread)."""
+
     setting: tuple[tuple[str, float], ...]
     p99_small_us: tuple[tuple[str, float], ...]
     score: Score
+    per_seed: tuple[tuple[tuple[str, float], ...], ...] = ()
+    seed_scores: tuple[Score, ...] = ()
+
+    def ratio_spread(self) -> tuple[float, float]:
+        """The least and largest score ratio over its seeds."""
+        ratios = [s.ratio for s in self.seed_scores] or [self.score.ratio]
+        return min(ratios), max(ratios)
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
+    """``changes`` is empty when no candidate beat the start on the mean and on every seed;
+    ``within_noise`` then says, seed by seed, how the best on the mean did where it beat the
+    start on the mean alone."""
+
     start: Trial
     best: Trial
     trials: tuple[Trial, ...]
     changes: tuple[Change, ...]
+    within_noise: str | None = None
 
 
 def objectives(intent: Intent) -> dict[str, float]:
@@ -94,6 +117,49 @@ def score(p99_small_us: Mapping[str, float], wanted: Mapping[str, float]) -> Sco
         return Score(0, 1.0)
     misses = sum(ratio > 1.0 for ratio in ratios)
     return Score(misses, math.exp(sum(math.log(r) for r in ratios) / len(ratios)))
+
+
+def mean_score(scores: Sequence[Score]) -> Score:
+    """A candidate's rank over its seeds: the mean of each seed's misses and ratio."""
+    return Score(
+        sum(s.misses for s in scores) / len(scores), sum(s.ratio for s in scores) / len(scores)
+    )
+
+
+def mean_p99(per_seed: Sequence[Measured]) -> dict[str, float]:
+    """Per class measured on every seed, the mean of its small-flow p99 over them."""
+    names = set.intersection(*(set(m) for m in per_seed)) if per_seed else set()
+    return {name: sum(m[name] for m in per_seed) / len(per_seed) for name in names}
+
+
+def seed_changes(start: Trial, best: Trial) -> tuple[float, ...]:
+    """Per seed, the best's score ratio relative to the start's, %."""
+    return tuple(
+        _pct(old.ratio, new.ratio)
+        for old, new in zip(start.seed_scores, best.seed_scores, strict=True)
+    )
+
+
+def clear_of_noise(start: Trial, best: Trial) -> bool:
+    """Whether ``best`` beats ``start`` by more than the seeds' spread: on every seed it
+    misses no more objectives, and misses fewer or scores a lower ratio. A mean gain that one
+    seed carries (the others no better) is the draw's luck, not the configuration's."""
+    return all(
+        better(new, old, 0.0) for old, new in zip(start.seed_scores, best.seed_scores, strict=True)
+    )
+
+
+def noise_reason(start: Trial, best: Trial) -> str:
+    changes = seed_changes(start, best)
+    by_seed = ", ".join(f"{c:+.1f}" for c in changes)
+    misses = ", ".join(f"{s.misses:g}" for s in best.seed_scores)
+    was = ", ".join(f"{s.misses:g}" for s in start.seed_scores)
+    return (
+        f"no proposal: within noise: the best candidate's objective score ratio changes "
+        f"{_pct(start.score.ratio, best.score.ratio):+.1f} % on the mean, {by_seed} % "
+        f"seed by seed (objectives missed {was} -> {misses}): it does not beat the current "
+        "intent on every seed"
+    )
 
 
 def current(intent: Intent, parameter: str) -> float:
@@ -181,7 +247,9 @@ def coordinate_search(
 ) -> SearchResult:
     """Coordinate descent over ``knob_list`` (default ``knobs(intent)``) from the intent's
     own values, scored against the intent's objectives. ``evaluate`` runs a candidate intent
-    and returns its classes' small-flow p99 FCT, us."""
+    on each of the search's seeds and returns, per seed, its classes' small-flow p99 FCT, us.
+    Moves follow the mean score over the seeds; the best is proposed only when it is
+    ``clear_of_noise`` against the start."""
     wanted = objectives(intent)
     if not wanted:
         raise SearchInputInvalid("no class declares objective.p99_fct_us_small")
@@ -192,11 +260,16 @@ def coordinate_search(
     trials: list[Trial] = []
 
     def trial(setting: Mapping[str, float]) -> Trial:
-        measured = evaluate(candidate(intent, setting))
+        per_seed = list(evaluate(candidate(intent, setting)))
+        if not per_seed:
+            raise SearchInputInvalid("the twin returned no seed's figures for a candidate")
+        scores = tuple(score(measured, wanted) for measured in per_seed)
         done = Trial(
             tuple(sorted(setting.items())),
-            tuple(sorted(measured.items())),
-            score(measured, wanted),
+            tuple(sorted(mean_p99(per_seed).items())),
+            mean_score(scores),
+            tuple(tuple(sorted(m.items())) for m in per_seed),
+            scores,
         )
         trials.append(done)
         return done
@@ -209,39 +282,59 @@ def coordinate_search(
                 if value == best_setting[knob.parameter]:
                     continue
                 tried = trial({**best_setting, knob.parameter: value})
-                if better(tried.score, best.score, min_gain):
+                if improves(tried, best, min_gain):
                     best, best_setting, moved = tried, dict(tried.setting), True
         if not moved:
             break
+    changes = seed_changes(start, best)
     evidence = Evidence(
         RULE,
         "coordinate descent over per-class lambda and DWRR weights, each candidate run in the "
-        "twin on the telemetry's traffic",
+        "twin on the telemetry's traffic on every seed, ranked by its mean score",
         {
             "candidates": len(trials),
+            "seeds": len(start.seed_scores),
             "objectives": tuple(sorted(wanted.items())),
             "start_misses": start.score.misses,
             "start_ratio": round(start.score.ratio, 4),
+            "start_ratio_spread": _rounded(start.ratio_spread()),
         },
         {
             "best_misses": best.score.misses,
             "best_ratio": round(best.score.ratio, 4),
+            "best_ratio_spread": _rounded(best.ratio_spread()),
+            "score_change_by_seed_pct": tuple(round(c, 1) for c in changes),
             "predicted_p99_small_us": predicted_change(start, best),
         },
     )
     moves = {p: v for p, v in best.setting if v != start_value(axes, p)}
+    if not moves:
+        # Nothing moved: say so when a candidate's mean beat the start but not every seed.
+        lucky = min(trials, key=lambda t: t.score)
+        if better(lucky.score, start.score, min_gain):
+            return SearchResult(start, best, tuple(trials), (), noise_reason(start, lucky))
     return SearchResult(start, best, tuple(trials), tuple(changes_for(intent, moves, evidence)))
 
 
+def _rounded(pair: tuple[float, float]) -> tuple[float, float]:
+    return round(pair[0], 4), round(pair[1], 4)
+
+
 def predicted_change(start: Trial, best: Trial) -> tuple[tuple[str, float, float, float], ...]:
-    """Per class the twin's small-flow p99 for the current intent and for the best candidate,
-    us, and the change in %: the prediction a proposal carries, to be set against what the
-    fabric measures after the rollout."""
+    """Per class the twin's small-flow p99 for the current intent and for the best candidate
+    (each the mean over the seeds), us, and the change in %: the prediction a proposal
+    carries, to be set against what the fabric measures after the rollout."""
     before, after = dict(start.p99_small_us), dict(best.p99_small_us)
     return tuple(
         (name, round(before[name], 1), round(after[name], 1), _pct(before[name], after[name]))
         for name in sorted(before.keys() & after.keys())
     )
+
+
+def seed_pairs(start: Trial, best: Trial) -> list[tuple[dict[str, float], dict[str, float]]]:
+    """Each seed's small-flow p99s for the start and the best, as ``predicted_spread`` takes
+    them."""
+    return [(dict(old), dict(new)) for old, new in zip(start.per_seed, best.per_seed, strict=True)]
 
 
 def predicted_spread(
@@ -270,6 +363,13 @@ def start_value(axes: Sequence[Knob], parameter: str) -> float:
     return next(k.values[0] for k in axes if k.parameter == parameter)
 
 
+def improves(new: Trial, old: Trial, min_gain: float) -> bool:
+    """A move: ``new``'s mean score is ``better`` than ``old``'s and it is ``clear_of_noise``
+    (better on every seed). Each move clears the noise against the one before, seed by seed,
+    so the search's best beats its start on every seed too."""
+    return better(new.score, old.score, min_gain) and clear_of_noise(old, new)
+
+
 def better(new: Score, old: Score, min_gain: float) -> bool:
     """Fewer missed objectives, or as many and a ratio lower by more than ``min_gain``."""
     if new.misses != old.misses:
@@ -285,8 +385,8 @@ class Traffic:
     workload: str
     load: float
     mix: tuple[tuple[str, float], ...]
-    # Which draw of that traffic the twin runs (netsim's seed): every run of one search uses
-    # the same (common random numbers); the winner is run again on others for its spread.
+    # Which draw of that traffic the twin runs (netsim's seed): every candidate of one search
+    # runs on the same seeds (common random numbers).
     seed: int = 1
 
 

@@ -3,14 +3,14 @@ netsim binary (``target/debug/netsim``; ``cargo build -p netsim``) behind
 ``netsim_search``, and summaries built by hand (the reader is passed in).
 
 The intent is the example's with one marking class, storage (the others' ECN off, so the
-search has 6 runs: the current intent, lambda x 0.25, 0.5, 2, weight 20 and 80, then 4 for the
-prediction's spread: the current and the best intent on seeds 2 and 3), 200 flows a
-run: a few seconds of CPU per pass."""
+search has 6 candidates: the current intent, lambda x 0.25, 0.5, 2, weight 20 and 80), each
+run on the settings' seeds (``twin.search_seeds``, 3), side by side (``twin.parallel``), 200
+flows a run: a few seconds of CPU per pass."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,13 @@ from controller.services.common import Actor
 from controller.services.intents import IntentService
 from controller.services.plans import PlanService
 from controller.services.rollouts import RolloutService
-from controller.services.tuning import SEARCH_OWNS, TuningService, netsim_search
+from controller.services.tuning import (
+    SEARCH_OWNS,
+    TuningService,
+    fan_out,
+    netsim_search,
+    search_seeds,
+)
 from controller.settings import TwinSettings
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import intents as intents_repo
@@ -105,7 +111,15 @@ def searching(db_url: str) -> Iterator[Searching]:
         assert made.summary is not None
         return made.summary
 
-    tuning = TuningService(sessions, intents, read, clock=clock, simulate=twin)
+    tuning = TuningService(
+        sessions,
+        intents,
+        read,
+        clock=clock,
+        simulate=twin,
+        search_seeds=search_seeds(settings.search_seeds),
+        run_many=fan_out(settings.parallel),
+    )
     made = Searching(intents, tuning, twin)
     intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
     try:
@@ -118,7 +132,8 @@ def test_a_summary_the_twin_cannot_reproduce_gets_no_proposal(searching: Searchi
     searching.summary = unreproducible()
     record = searching.tuning.run(ACTOR)
     assert record.state == "no_change"
-    assert searching.twin.runs == 1  # the current intent, for the fit check; no candidate
+    # The current intent on each seed (the first for the fit check); no candidate.
+    assert searching.twin.runs == TwinSettings().search_seeds
     assert "[search: the twin does not reproduce the fabric" in record.reason
     assert "leaf1 Ethernet0 storage class utilisation: measured 0.9, twin 0" in record.reason
     (held,) = [h for h in record.held if h["parameter"] == PARAMETER]
@@ -136,11 +151,14 @@ def test_a_summary_the_twin_fits_gets_the_searchs_change_with_its_prediction(
     searching.twin.runs = 0
     record = searching.tuning.run(ACTOR)
     assert record.state == "pending", record.reason
-    # One run for the fit (also the search's start), then lambda x 0.25, 0.5, 2 and weight
-    # 20, 80 around the best so far, then the current and the best intent on seeds 2 and 3.
-    assert searching.twin.runs == 6 + 4
+    # The current intent for the fit (also the search's start), then lambda x 0.25, 0.5, 2
+    # and weight 20, 80 around the best so far, each on every seed.
+    seeds = TwinSettings().search_seeds
+    assert searching.twin.runs == 6 * seeds
     moved = {c["parameter"]: (c["current"], c["proposed"]) for c in record.changes}
-    assert moved["ecn_lambda/storage"] == (1.0, 0.5), moved
+    # On seed 1 alone the search moved lambda to 0.5 here; on the mean of seeds 1-3 (and on
+    # each of them) 2.0 is the better.
+    assert moved["ecn_lambda/storage"] == (1.0, 2.0), moved
     evidence = record.changes[0]["evidence"]
     assert evidence["rule"] == "search.twin"
     assert evidence["inputs"]["fit"].startswith("the twin reproduces the fabric's")
@@ -148,16 +166,25 @@ def test_a_summary_the_twin_fits_gets_the_searchs_change_with_its_prediction(
     before, after, change_pct = predicted["storage"]
     assert after < before * 0.95  # the search moves only for more than 5 %
     assert change_pct == pytest.approx((after - before) / before * 100, abs=0.1)
-    # The spread over seeds 1-3 holds the search's own seed's change.
-    assert list(evidence["outputs"]["prediction_seeds"]) == [1, 2, 3]
+    # The prediction is the mean over the seeds; its spread over them holds it, and the best
+    # won on every seed (each seed's score change below zero).
+    assert list(evidence["outputs"]["prediction_seeds"]) == list(range(1, seeds + 1))
     spread = {row[0]: row[1:] for row in evidence["outputs"]["predicted_spread_pct"]}
     low, high = spread["storage"]
     assert low <= change_pct <= high
-    # The recorded prediction is the twin's for the proposed intent: run it again.
+    by_seed = evidence["outputs"]["score_change_by_seed_pct"]
+    assert len(by_seed) == seeds
+    assert all(change < 0 for change in by_seed)
+    # The recorded prediction is the twin's for the proposed intent: run it again on each
+    # seed; the prediction is their mean.
     proposed = load_proposed(searching, record.id)
-    assert class_lambda(proposed, "storage") == 0.5
-    again = searching.twin.simulate(proposed, traffic_from_summary(searching.summary))
-    assert round(again.p99_small_us["storage"], 1) == after
+    assert class_lambda(proposed, "storage") == 2.0
+    traffic = traffic_from_summary(searching.summary)
+    again = [
+        searching.twin.simulate(proposed, replace(traffic, seed=seed)).p99_small_us["storage"]
+        for seed in range(1, seeds + 1)
+    ]
+    assert round(sum(again) / seeds, 1) == after
     # Lambdas and weights are the search's: the rules' verdicts on them (here the ECN rule
     # raising storage's lambda on its host ports, the weight rule lending it weight) are
     # reported held, not proposed.
@@ -219,7 +246,7 @@ def test_in_auto_mode_the_workers_queued_search_approves_and_starts_the_rollout(
         done = searching.tuning.get(queued.id)
         assert done.state == "approved", done.reason
         assert (done.base_version, done.new_version, done.decided_by) == (2, 3, "tuner")
-        assert searching.twin.runs == 6 + 4
+        assert searching.twin.runs == 6 * TwinSettings().search_seeds
         active = rollouts.active()
         assert active is not None
         assert (active.to_version, active.created_by) == (3, "tuner")
