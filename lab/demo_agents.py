@@ -110,6 +110,12 @@ def switch_link(state_dir: Path, switch: str) -> SwitchLink:
     raise DemoError(f"vsonic runs no data plane on {switch}: start it without --no-dataplane")
 
 
+def open_link(state_dir: Path, switch: str, link_to: LinkTo | None = None) -> SwitchLink:
+    """The link to ``switch``: through ``link_to`` when given (a real switch's stand-in), else
+    the one ``vsonic up`` started in ``state_dir``."""
+    return (link_to or partial(switch_link, state_dir))(switch)
+
+
 def poll_counters_every(link: SwitchLink, interval_ms: int) -> None:
     """What ``counterpoll queue interval <ms>`` and ``counterpoll wredqueue`` write on SONiC:
     the queue counters and the ECN-marked counts (the agent tells a backlogged queue by its
@@ -301,7 +307,7 @@ def agents_step(
     reads ``traffic_file``); returns the readings it printed. Raises ``DemoError``."""
     intent = load_intent_file(intent_file)
     queues = shown_queues(intent, demo.schedule)
-    link = (link_to or partial(switch_link, state_dir))(demo.switch)
+    link = open_link(state_dir, demo.switch, link_to)
     try:
         say(f"the on-switch agent: MQ-ECN on {demo.switch} {demo.port} "
             f"({', '.join(b.service_class for b in demo.schedule)} start and stop)")  # fmt: skip
