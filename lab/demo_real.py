@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,6 +182,24 @@ def show_agents(fabric: RealFabric, version_of: Mapping[str, str], say: Say) -> 
         why = f" ({report['reason']})" if report.get("reason") else ""
         say(f"{name}: qos-agent runs orders {report['version']} ({report['algorithm']}), "
             f"mode {report['mode']}{why}")  # fmt: skip
+
+
+@contextmanager
+def no_port_taken_down(fabric: RealFabric, what: str, say: Say) -> Iterator[None]:
+    """Runs the block watching every switch's ports (``RealSwitch.ports_taken_down``: GCU
+    takes a port admin down around a port-critical change) and fails the step, naming them,
+    when ``what`` took any down: a weight or threshold change must be made in place."""
+    with ExitStack() as stack:
+        downs = {
+            name: stack.enter_context(real.ports_taken_down())
+            for name, real in fabric.switches.items()
+        }
+        yield
+    flapped = {name: sorted(ports) for name, ports in downs.items() if ports}
+    if flapped:
+        raise DemoError(f"{what} took ports admin down: {flapped}")
+    say(f"{what}: no port taken down on any switch (PORT admin_status in CONFIG_DB, watched "
+        "throughout)")  # fmt: skip
 
 
 @dataclass(frozen=True)

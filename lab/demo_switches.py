@@ -52,7 +52,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ from lab.demo_real import (
     RealFabric,
     StandInFabric,
     asic_standin,
+    no_port_taken_down,
     real_agents,
     real_switches,
     show_agents,
@@ -278,6 +279,12 @@ def real_traffic_steps(
     show_top(env, standin.switch, TOP_EXCERPT_LINES)
 
 
+def in_place(fabric: RealFabric | None, what: str, say: Say) -> AbstractContextManager[None]:
+    """On real switches, ``what`` must take no port down (``no_port_taken_down``); a virtual
+    switch has no GCU to take one down."""
+    return nullcontext() if fabric is None else no_port_taken_down(fabric, what, say)
+
+
 def switches_step(
     env: Mapping[str, str],
     intent_file: Path,
@@ -392,8 +399,11 @@ def switches_step(
                 demo = AgentDemo(switch=DEMO_SWITCH)
                 agents_step(state_dir, intent, traffic, demo=demo, say=say)
                 show_telemetry(full, say)
-            tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say,
-                       link_to=link_to)  # fmt: skip
-            bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
-                            say=say, link_to=link_to)  # fmt: skip
-        ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)
+            with in_place(fabric, "the tuner's rollout", say):
+                tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
+                           say=say, link_to=link_to)  # fmt: skip
+            with in_place(fabric, "the bad config's rollout and its rollback", say):
+                bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
+                                say=say, link_to=link_to)  # fmt: skip
+        with in_place(fabric, "the playbook's rollout", say):
+            ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)
