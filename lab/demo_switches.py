@@ -80,6 +80,7 @@ from lab.demo_real import (
     RealFabric,
     StandInFabric,
     asic_standin,
+    gnmi_restarted,
     no_port_taken_down,
     real_agents,
     real_switches,
@@ -317,6 +318,7 @@ def switches_step(
                 "with the real GCU"
             )
             fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
+            stack.enter_context(gnmi_restarted(fabric, say))
             say(f"{len(fabric.switches)} switches up in {fabric.started_s:.0f} s, "
                 f"{fabric.resident_mb():.0f} MB resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
@@ -341,11 +343,14 @@ def switches_step(
             "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
         collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
         if fabric is not None:
-            # syncd rewrites COUNTERS at every poll (docs/telemetry.md).
+            # syncd rewrites COUNTERS at every poll, an agent its state at every loop
+            # (docs/telemetry.md).
             collector["SLUICE_TELEMETRY_COUNTER_MODE"] = "SAMPLE"
+            collector["SLUICE_TELEMETRY_AGENT_STATE_MODE"] = "SAMPLE"
             say(
-                "the collector streams the real switches' counters at SAMPLE: SONiC's server "
-                "can exit on a race in its ON_CHANGE stream of COUNTERS (docs/telemetry.md)"
+                "the collector streams the real switches' counters and agent state at SAMPLE: "
+                "SONiC's server can exit on a race in its ON_CHANGE streams of tables rewritten "
+                "key by key (docs/telemetry.md)"
             )
         log = run_dir / "collector.log"
         stack.enter_context(controller_process("controller.collector", collector, log, keep))
