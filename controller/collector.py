@@ -169,7 +169,8 @@ class Collector:
     def _start(self, target: GnmiTarget, handler: SwitchHandler) -> tuple[asyncio.Task[None], ...]:
         """A SONiC switch's two streams, each on a connection of its own (sonic-gnmi keeps one
         Subscribe per connection: ``EndpointChannels``)."""
-        counters, agent = CounterSession(handler, self._policy), AgentStateSession(handler)
+        counters = CounterSession(handler, self._policy)
+        agent = AgentStateSession(handler, self._policy)
         streams = (
             self._stream(target, counters, handler.decoder),
             SupervisedStream(
@@ -433,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         live_shard.member = lambda: membership.member_id
     policy = StreamPolicy(
         counter_mode=SubMode(settings.telemetry.counter_mode),
+        agent_state_mode=SubMode(settings.telemetry.agent_state_mode),
         sample_interval_s=settings.telemetry.sample_interval_s,
     )
     window_ns = int(settings.telemetry.rate_window_s * NS_PER_S)

@@ -324,6 +324,14 @@ class TelemetrySettings(BaseSettings):
     counter_mode: str = Field(
         default="ON_CHANGE", pattern="^(ON_CHANGE|SAMPLE)$", description="how counters stream"
     )
+    # The agent's state (``SLUICE_AGENT_STATE``, rewritten key by key at every agent loop)
+    # ON_CHANGE has the same race on SONiC's server (seen in the demo on real switches);
+    # SAMPLE re-sends the last state each tick, and the agent's heartbeat is its own field.
+    agent_state_mode: str = Field(
+        default="ON_CHANGE",
+        pattern="^(ON_CHANGE|SAMPLE)$",
+        description="how the qos-agent's state streams",
+    )
     sample_interval_s: float = Field(
         default=1.0, ge=1.0, le=3600, description="SAMPLE interval (sonic-gnmi's floor is 1 s)"
     )

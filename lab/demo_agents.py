@@ -110,15 +110,28 @@ def switch_link(state_dir: Path, switch: str) -> SwitchLink:
     raise DemoError(f"vsonic runs no data plane on {switch}: start it without --no-dataplane")
 
 
+def open_link(state_dir: Path, switch: str, link_to: LinkTo | None = None) -> SwitchLink:
+    """The link to ``switch``: through ``link_to`` when given (a real switch's stand-in), else
+    the one ``vsonic up`` started in ``state_dir``."""
+    return (link_to or partial(switch_link, state_dir))(switch)
+
+
 def poll_counters_every(link: SwitchLink, interval_ms: int) -> None:
     """What ``counterpoll queue interval <ms>`` and ``counterpoll wredqueue`` write on SONiC:
     the queue counters and the ECN-marked counts (the agent tells a backlogged queue by its
-    marks) every ``interval_ms``."""
+    marks) every ``interval_ms``. A group already so is not written again: on SONiC's own
+    software each write is a keyspace event orchagent acts on, and twice in four real runs
+    the collector's rates through SONiC's gNMI server stopped moving (syncd's counts did
+    not) right after the same values were written again (docs/demo.md)."""
+    wanted = {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": str(interval_ms)}
     for group in ("QUEUE", "WRED_ECN_QUEUE"):
-        link.config.hset(
-            f"FLEX_COUNTER_TABLE|{group}",
-            mapping={"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": str(interval_ms)},
-        )
+        key = f"FLEX_COUNTER_TABLE|{group}"
+        held = link.config.hgetall(key)
+        changed: dict[str | bytes, bytes | float | int | str] = {
+            field: value for field, value in wanted.items() if held.get(field) != value
+        }
+        if changed:
+            link.config.hset(key, mapping=changed)
 
 
 def wait_for_orders(
@@ -301,7 +314,7 @@ def agents_step(
     reads ``traffic_file``); returns the readings it printed. Raises ``DemoError``."""
     intent = load_intent_file(intent_file)
     queues = shown_queues(intent, demo.schedule)
-    link = (link_to or partial(switch_link, state_dir))(demo.switch)
+    link = open_link(state_dir, demo.switch, link_to)
     try:
         say(f"the on-switch agent: MQ-ECN on {demo.switch} {demo.port} "
             f"({', '.join(b.service_class for b in demo.schedule)} start and stop)")  # fmt: skip

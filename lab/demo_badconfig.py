@@ -29,12 +29,16 @@ from typing import Any
 
 import yaml
 
-from lab.demo_agents import poll_counters_every, reload_traffic, switch_link
+from controller.intent.loader import load_intent_file
+from lab.demo_agents import LinkTo, SwitchLink, open_link, poll_counters_every, reload_traffic
 from lab.demo_common import BIN, DemoError, Run, Say
 from lab.demo_common import run as run_command
 
 BAD_LAMBDA = 0.08
-TRAFFIC = "rpc port=Ethernet0 queue=6 kind=incast flows=4 burst_bytes=25000 period_ms=10\n"
+RPC_QUEUE = 6
+TRAFFIC = (
+    f"rpc port=Ethernet0 queue={RPC_QUEUE} kind=incast flows=4 burst_bytes=25000 period_ms=10\n"
+)
 RPC_MARKS = 'max(sluice_queue_mark_fraction{switch=~"$switches",class="rpc"})'
 GATE = f"rpc_marks:absolute:0.2:{RPC_MARKS}"
 SOAK_S = 6
@@ -49,6 +53,17 @@ def bad_intent(intent_file: Path, out: Path) -> Path:
     return out
 
 
+def rpc_threshold(link: SwitchLink) -> int:
+    """The marking threshold in force on the ``rpc`` queue (``RPC_QUEUE``) of Ethernet0: its
+    WRED profile's ``green_max_threshold``, read from the switch (25 Gb/s on a virtual
+    switch's host port, 40 Gb/s on libsaivs's, so K differs)."""
+    profile = link.config.hget(f"QUEUE|Ethernet0|{RPC_QUEUE}", "wred_profile")
+    k = link.config.hget(f"WRED_PROFILE|{profile}", "green_max_threshold") if profile else None
+    if k is None:
+        raise DemoError(f"{link.name} has no WRED profile on Ethernet0 queue {RPC_QUEUE}")
+    return int(k)
+
+
 def bad_config_step(
     env: Mapping[str, str],
     intent_file: Path,
@@ -58,20 +73,25 @@ def bad_config_step(
     switch: str,
     run: Run,
     say: Say,
+    link_to: LinkTo | None = None,
 ) -> None:
-    """The step (see the module docstring); raises ``DemoError`` if the gate does not fail."""
+    """The step (see the module docstring) on the switch ``vsonic up`` started in
+    ``state_dir`` (or the one ``link_to`` names: a real switch's stand-in ASIC); raises
+    ``DemoError`` if the gate does not fail."""
     full = dict(env)
     sluice = str(BIN / "sluice")
-    link = switch_link(state_dir, switch)
+    link = open_link(state_dir, switch, link_to)
     try:
         poll_counters_every(link, 100)
-        say(f"{switch} now carries an incast into the rpc queue (static ECN, K 125,000 B)")
+        k = rpc_threshold(link)
+        say(f"{switch} now carries an incast into the rpc queue (static ECN, K {k:,} B)")
         reload_traffic(link, traffic_file, TRAFFIC, time.monotonic, time.sleep)
     finally:
         link.close()
     time.sleep(3.0)  # a few scrapes of the traffic under the good thresholds
     bad = bad_intent(intent_file, intent_file.with_name("intent-bad-ecn.yaml"))
-    say(f"a bad change: ecn_lambda {BAD_LAMBDA} puts K at 10,000 B, far below the bursts")
+    bad_k = round(k * BAD_LAMBDA / load_intent_file(intent_file).fabric.ecn_lambda)
+    say(f"a bad change: ecn_lambda {BAD_LAMBDA} puts K at {bad_k:,} B, far below the bursts")
     run([sluice, "apply", "-f", str(bad), "--summary", "--reason",
          "demo: ECN thresholds far too low"], full)  # fmt: skip
     say(f"rolled out {switch} first, gated on the rpc queue's mark fraction (<= 0.2)")

@@ -22,9 +22,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from lab.asic_db import asic_problems
 from lab.demo_agents import CONFIG_DB, COUNTERS_DB, STATE_DB, SwitchLink
 from lab.demo_common import DemoError, Say, start_process, stop_process
 from lab.realsonic import (
+    GNMI_DAEMONS,
     RealSonicError,
     RealSwitch,
     SwitchParts,
@@ -58,6 +60,8 @@ COUNTED = ("WRED", "SCHEDULER", "QOS_MAP")
 AGENT_WAIT_S = 60.0
 # A first rollout of a leaf is about 60 GCU changes of a second or more each.
 REAL_SET_DEADLINE_S = 900.0
+# How often the demo looks for a gNMI server that exited (``gnmi_restarted``).
+GNMI_WATCH_S = 1.0
 # The stand-in's feed and hand-over period: counterpoll's minimum, the agent step's poll.
 STANDIN_INTERVAL_MS = 100
 
@@ -127,6 +131,51 @@ def real_switches(document: Any, run_dir: Path, keep: bool, say: Say) -> Iterato
                 real.stop()
 
 
+@contextmanager
+def gnmi_restarted(fabric: RealFabric, say: Say, every_s: float = GNMI_WATCH_S) -> Iterator[None]:
+    """While the block runs, a switch whose gNMI server exited has it started again, as
+    SONiC restarts a gnmi container whose critical process exited: sonic-gnmi can exit on a
+    map race in its ON_CHANGE streams (docs/telemetry.md), which the qos-agent's writes make
+    likelier. Each restart is said with the crash's line; any other daemon that exits is
+    said once and left down (the switch is broken, and the next step says how)."""
+    stop = threading.Event()
+    told: set[tuple[str, str]] = set()
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            for name, real in fabric.switches.items():
+                exited = real.exited_daemons()
+                if "gnmi" in exited and set(exited) <= GNMI_DAEMONS:
+                    say(f"{name}: SONiC's gNMI server exited ({crash_line(exited['gnmi'])}); "
+                        "started again, as SONiC restarts its gnmi container")  # fmt: skip
+                    try:
+                        real.restart_gnmi()
+                    except RealSonicError as why:
+                        say(f"{name}: the gNMI server did not start again: {why}")
+                    continue
+                for daemon in sorted(set(exited) - {d for n, d in told if n == name}):
+                    told.add((name, daemon))
+                    say(f"{name}: {daemon} exited: {crash_line(exited[daemon])}")
+
+    watcher = threading.Thread(target=watch, name="gnmi-restarter", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def crash_line(tail: str) -> str:
+    """The line of a daemon's last log lines that says why it exited: a Go runtime's
+    ``fatal error:`` or ``panic:``, else the last line."""
+    lines = [line for line in tail.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal error:", "panic:")):
+            return line
+    return lines[-1] if lines else "no log"
+
+
 def show_asic(fabric: RealFabric, desired: Mapping[str, Any], say: Say) -> None:
     """What orchagent programmed, per switch: every queue's WRED profile and scheduler, the
     port maps and buffer profiles of the desired config, checked in ASIC_DB."""
@@ -182,6 +231,24 @@ def show_agents(fabric: RealFabric, version_of: Mapping[str, str], say: Say) -> 
         why = f" ({report['reason']})" if report.get("reason") else ""
         say(f"{name}: qos-agent runs orders {report['version']} ({report['algorithm']}), "
             f"mode {report['mode']}{why}")  # fmt: skip
+
+
+@contextmanager
+def no_port_taken_down(fabric: RealFabric, what: str, say: Say) -> Iterator[None]:
+    """Runs the block watching every switch's ports (``RealSwitch.ports_taken_down``: GCU
+    takes a port admin down around a port-critical change) and fails the step, naming them,
+    when ``what`` took any down: a weight or threshold change must be made in place."""
+    with ExitStack() as stack:
+        downs = {
+            name: stack.enter_context(real.ports_taken_down())
+            for name, real in fabric.switches.items()
+        }
+        yield
+    flapped = {name: sorted(ports) for name, ports in downs.items() if ports}
+    if flapped:
+        raise DemoError(f"{what} took ports admin down: {flapped}")
+    say(f"{what}: no port taken down on any switch (PORT admin_status in CONFIG_DB, watched "
+        "throughout)")  # fmt: skip
 
 
 @dataclass(frozen=True)

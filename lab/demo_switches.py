@@ -34,9 +34,11 @@ and has only leaf1's data plane re-read it. The intent's agent interval is set t
 the agent step lowers the counter poll to: polling faster would re-read the same counters.
 
 With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's own software
-(``lab/demo_real.py``): steps 1-6, then ASIC_DB checked, each switch's agent and ``sluice
-top`` shown, and step 7's agent and tuner steps on leaf1, whose traffic a stand-in for the
-ASIC carries (``lab/asic_standin.py``); the bad config and the Ansible step (8) are left out.
+(``lab/demo_real.py``): the same steps, with ASIC_DB checked after the rollout and the drift
+repair, each switch's agent started after the first rollout and ``sluice top`` of each
+shown; step 7's traffic on leaf1 is carried by a stand-in for the ASIC
+(``lab/asic_standin.py``), and its tuner and Ansible rollouts go through the real GCU while
+the agents move their thresholds; the bad config is left out there (docs/demo.md says why).
 
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
@@ -50,7 +52,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,7 @@ import yaml
 
 from controller.intent.loader import load_intent_file
 from controller.sonic.compile import compile_fleet
-from lab.demo_agents import COUNTER_POLL_MS, agents_step, reload_traffic
+from lab.demo_agents import COUNTER_POLL_MS, LinkTo, agents_step, reload_traffic
 from lab.demo_agents_view import AgentDemo
 from lab.demo_ansible import ansible_step
 from lab.demo_badconfig import bad_config_step
@@ -78,6 +80,8 @@ from lab.demo_real import (
     RealFabric,
     StandInFabric,
     asic_standin,
+    gnmi_restarted,
+    no_port_taken_down,
     real_agents,
     real_switches,
     show_agents,
@@ -260,9 +264,7 @@ def real_traffic_steps(
     say: Say,
 ) -> None:
     """The agent step on the real demo switch, its traffic carried by the stand-in ASIC, then
-    steady traffic and its queues as ``sluice top`` reads them from SONiC's own counters.
-    The tuner is left out: its rollout fails GCU's check while the agent moves the thresholds
-    the tuned plan rewrites (docs/demo.md)."""
+    steady traffic and its queues as ``sluice top`` reads them from SONiC's own counters."""
     demo = AgentDemo(switch=standin.switch)
     agents_step(Path(), intent, traffic, demo=demo, say=say, link_to=standin.link)
     link = standin.link(standin.switch)
@@ -276,7 +278,12 @@ def real_traffic_steps(
     say(f"sluice top {standin.switch}: the stand-in's counts as syncd published them and "
         "SONiC's gNMI server streamed them (excerpt)")  # fmt: skip
     show_top(env, standin.switch, TOP_EXCERPT_LINES)
-    say("left out on real switches: the tuner, the bad config and the playbook (docs/demo.md)")
+
+
+def in_place(fabric: RealFabric | None, what: str, say: Say) -> AbstractContextManager[None]:
+    """On real switches, ``what`` must take no port down (``no_port_taken_down``); a virtual
+    switch has no GCU to take one down."""
+    return nullcontext() if fabric is None else no_port_taken_down(fabric, what, say)
 
 
 def switches_step(
@@ -311,6 +318,7 @@ def switches_step(
                 "with the real GCU"
             )
             fabric = stack.enter_context(real_switches(document, run_dir, keep, say))
+            stack.enter_context(gnmi_restarted(fabric, say))
             say(f"{len(fabric.switches)} switches up in {fabric.started_s:.0f} s, "
                 f"{fabric.resident_mb():.0f} MB resident")  # fmt: skip
             full["SLUICE_GNMI_TLS_CA"] = str(fabric.ca)
@@ -335,11 +343,14 @@ def switches_step(
             "gNMI Subscribe, as Prometheus metrics")  # fmt: skip
         collector = {**full, "SLUICE_TELEMETRY_REFRESH_S": "2"}
         if fabric is not None:
-            # syncd rewrites COUNTERS at every poll (docs/telemetry.md).
+            # syncd rewrites COUNTERS at every poll, an agent its state at every loop
+            # (docs/telemetry.md).
             collector["SLUICE_TELEMETRY_COUNTER_MODE"] = "SAMPLE"
+            collector["SLUICE_TELEMETRY_AGENT_STATE_MODE"] = "SAMPLE"
             say(
-                "the collector streams the real switches' counters at SAMPLE: SONiC's server "
-                "can exit on a race in its ON_CHANGE stream of COUNTERS (docs/telemetry.md)"
+                "the collector streams the real switches' counters and agent state at SAMPLE: "
+                "SONiC's server can exit on a race in its ON_CHANGE streams of tables rewritten "
+                "key by key (docs/telemetry.md)"
             )
         log = run_dir / "collector.log"
         stack.enter_context(controller_process("controller.collector", collector, log, keep))
@@ -384,12 +395,24 @@ def switches_step(
         if fabric is not None:
             show_asic(fabric, compile_fleet(load_intent_file(intent)), say)
             show_real_telemetry(full, list(fabric.switches), say)
+        if agents:
+            link_to: LinkTo | None = None
             if standin is not None:
                 real_traffic_steps(full, intent, traffic, standin, say)
-            return
-        if agents:
-            agents_step(state_dir, intent, traffic, demo=AgentDemo(switch=DEMO_SWITCH), say=say)
-            show_telemetry(full, say)
-            tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say)
-            bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run, say=say)
-        ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)
+                link_to = standin.link
+            else:
+                demo = AgentDemo(switch=DEMO_SWITCH)
+                agents_step(state_dir, intent, traffic, demo=demo, say=say)
+                show_telemetry(full, say)
+            with in_place(fabric, "the tuner's rollout", say):
+                tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
+                           say=say, link_to=link_to)  # fmt: skip
+            if fabric is None:
+                bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
+                                say=say)  # fmt: skip
+            else:
+                say("left out on real switches: the bad config, whose gate reads the rpc "
+                    "queue's marks through SONiC's gNMI server, where they stopped moving "
+                    "after the bad version's apply in both runs (docs/demo.md)")  # fmt: skip
+        with in_place(fabric, "the playbook's rollout", say):
+            ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)

@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 import yaml
 
-from lab.demo_agents import poll_counters_every, reload_traffic, switch_link
+from lab.demo_agents import LinkTo, SwitchLink, open_link, poll_counters_every, reload_traffic
 from lab.demo_common import BIN, DemoError, Run, Say
 
 WINDOW_S = 20
@@ -137,9 +137,12 @@ def tuner_step(
     run: Run,
     say: Say,
     sleep: Callable[[float], None] = time.sleep,
+    link_to: LinkTo | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The step (see the module docstring); returns the proposal and its rollout as the API
-    shows them. Raises ``DemoError`` when the tuner changes nothing or its rollout fails."""
+    """The step (see the module docstring) on the switch ``vsonic up`` started in
+    ``state_dir`` (or the one ``link_to`` names: a real switch's stand-in ASIC); returns the
+    proposal and its rollout as the API shows them. Raises ``DemoError`` when the tuner
+    changes nothing or its rollout fails."""
     full = dict(env)
     api = httpx.Client(
         base_url=f"{full['SLUICE_API_URL']}/api/v1",
@@ -147,7 +150,8 @@ def tuner_step(
         timeout=10,
     )
     try:
-        return _step(full, api, intent_file, state_dir, traffic_file, switch, run, say, sleep)
+        link = open_link(state_dir, switch, link_to)
+        return _step(full, api, intent_file, link, traffic_file, run, say, sleep)
     finally:
         api.close()
 
@@ -156,9 +160,8 @@ def _step(
     full: dict[str, str],
     api: httpx.Client,
     intent_file: Path,
-    state_dir: Path,
+    link: SwitchLink,
     traffic_file: Path,
-    switch: str,
     run: Run,
     say: Say,
     sleep: Callable[[float], None],
@@ -170,10 +173,9 @@ def _step(
         answer.raise_for_status()
         return answer.json()
 
-    link = switch_link(state_dir, switch)
     try:
         poll_counters_every(link, 100)
-        say(f"the traffic on {switch} Ethernet0 changes: storage backlogged (2 DCTCP senders), "
+        say(f"the traffic on {link.name} Ethernet0 changes: storage backlogged (2 DCTCP senders), "
             "analytics a light 0.5 Gb/s stream, best-effort idle")  # fmt: skip
         reload_traffic(link, traffic_file, TRAFFIC, time.monotonic, sleep)
     finally:

@@ -234,6 +234,13 @@ class SwitchParts:
     operator_config: ConfigDbJson | None = None
 
 
+# The gNMI server's daemons: SONiC's server can exit on its own (sonic-gnmi's "fatal error:
+# concurrent map read and map write" in MixedDbClient.dbSingleTableKeySubscribe, seen under
+# load: docs/telemetry.md, "Against SONiC's own gNMI server"), and its D-Bus and host service
+# are stopped and started with it (``RealSwitch.restart_gnmi``).
+GNMI_DAEMONS = frozenset({"gnmi", "dbus", "hostsvc", "stub"})
+
+
 def _new_run_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="ss.", dir=RUN_ROOT))
 

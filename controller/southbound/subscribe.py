@@ -639,10 +639,12 @@ def counter_hashes(change: Change) -> list[tuple[str, Any]]:
 @dataclass(frozen=True)
 class StreamPolicy:
     """``counter_mode`` ON_CHANGE follows each flex-counter write; SAMPLE reads every
-    ``sample_interval_s`` (SONiC's minimum is 1 s). Reconnects back off per ``retry``
+    ``sample_interval_s`` (SONiC's minimum is 1 s); ``agent_state_mode`` the same for the
+    agent's state. Reconnects back off per ``retry``
     (its ``attempts`` is ignored: a stream is retried for as long as it is wanted)."""
 
     counter_mode: SubMode = SubMode.ON_CHANGE
+    agent_state_mode: SubMode = SubMode.ON_CHANGE
     sample_interval_s: float = 1.0
     connect_deadline_s: float = 10.0
     # How often a stream that follows the maps alone (the switch had no COUNTERS table)
@@ -801,18 +803,21 @@ class AgentStateSession:
     Subscribe for it ("Failed to find STATE_DB SLUICE_AGENT_STATE"); the stream then follows
     the one key every running agent writes at each loop, ``SLUICE_AGENT_STATE|global`` (a key
     path is accepted while it is absent, answered ``{}``, and streamed once written), and
-    subscribes to the whole table again once it appears."""
+    subscribes to the whole table again once it appears. Both in the policy's
+    ``agent_state_mode``."""
 
     kind = "agent_state"
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, policy: StreamPolicy | None = None) -> None:
         self._handler = handler
         self._present = True  # whether the table exists, as last seen
+        policy = policy or StreamPolicy()
+        self._mode = policy.agent_state_mode
+        self._interval_s = policy.sample_interval_s if self._mode is SubMode.SAMPLE else 0.0
 
     async def subscriptions(self, channel: Any, target: GnmiTarget) -> Sequence[Subscription]:
-        if self._present:
-            return [Subscription(AGENT_STATE)]
-        return [Subscription((*AGENT_STATE, AGENT_GLOBAL))]
+        path = AGENT_STATE if self._present else (*AGENT_STATE, AGENT_GLOBAL)
+        return [Subscription(path, self._mode, self._interval_s)]
 
     def synced(self) -> Fault | None:
         self._handler.fault(self.kind, None)

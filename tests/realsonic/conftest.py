@@ -33,7 +33,7 @@ from controller.southbound.gnmi import CallPolicy, SessionPool
 from controller.store.db import make_engine, make_sessions
 from controller.store.rollout_store import SqlRolloutStore
 from controller.types import Clock
-from lab.realsonic import RealSwitch, SonicBundle, SwitchParts, prepare_bundle
+from lab.realsonic import GNMI_DAEMONS, RealSwitch, SonicBundle, SwitchParts, prepare_bundle
 from tests.integration.conftest import StepClock
 from tests.support.controller_services import OPERATOR as OPERATOR
 from tests.support.controller_services import ControllerServices
@@ -89,13 +89,6 @@ def start_switch(sonic_bundle: SonicBundle) -> Iterator[StartSwitch]:
     for switch in reversed(started):
         RUNNING.remove(switch)
         switch.stop()
-
-
-# The gNMI server's daemons: when SONiC's server exits (sonic-gnmi's own crash, "fatal error:
-# concurrent map read and map write" in MixedDbClient.dbSingleTableKeySubscribe, seen under
-# load: docs/telemetry.md, "Against SONiC's own gNMI server"), its D-Bus and host service
-# are stopped and started with it.
-GNMI_DAEMONS = frozenset({"gnmi", "dbus", "hostsvc", "stub"})
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,7 @@ from controller.southbound.subscribe import (
     Notification,
     StreamEnd,
     StreamPolicy,
+    SubMode,
     Subscription,
     counters_path,
 )
@@ -179,6 +180,22 @@ def test_agent_state_is_followed_by_its_heartbeat_key_until_the_table_exists() -
     assert not session.notification(gone, synced=True)
     assert handler.telemetry.agent_queues == {}
     assert handler.telemetry.agent is not None  # the table delete took only its key
+
+
+def test_agent_state_streams_in_the_policys_mode_table_and_heartbeat_key_alike() -> None:
+    sampled = StreamPolicy(agent_state_mode=SubMode.SAMPLE, sample_interval_s=2.0)
+    session = AgentStateSession(_handler(), sampled)
+    assert [(s.elems, s.mode, s.sample_interval_s) for s in _subs(session)] == [
+        (AGENT_STATE, SubMode.SAMPLE, 2.0)
+    ]
+    session.ended(_absent("STATE_DB", "SLUICE_AGENT_STATE"))
+    assert [(s.elems, s.mode, s.sample_interval_s) for s in _subs(session)] == [
+        ((*AGENT_STATE, "global"), SubMode.SAMPLE, 2.0)
+    ]
+    # The counters' mode is not the agent's: ON_CHANGE unless the policy says otherwise.
+    counters_sampled = StreamPolicy(counter_mode=SubMode.SAMPLE)
+    (sub,) = _subs(AgentStateSession(_handler(), counters_sampled))
+    assert (sub.mode, sub.sample_interval_s) == (SubMode.ON_CHANGE, 0.0)
 
 
 def test_other_failures_of_the_agent_stream_are_its_own_fault() -> None:
