@@ -66,6 +66,8 @@ class Environment:
     token: str
     # The worker reads rollout health gates from it, as the API does.
     prometheus_url: str
+    # Seconds per Prometheus query for the API, worker and CLI; None keeps the settings'.
+    prometheus_timeout_s: float | None = None
 
     def for_commands(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -76,6 +78,8 @@ class Environment:
             SLUICE_API_TOKEN=self.token,
             SLUICE_PROMETHEUS_URL=self.prometheus_url,
         )
+        if self.prometheus_timeout_s is not None:
+            env["SLUICE_PROMETHEUS_TIMEOUT_S"] = f"{self.prometheus_timeout_s:g}"
         return env
 
 
@@ -204,7 +208,18 @@ def namespaced_hosts(stack: ExitStack, intent_file: Path, keep: bool) -> HostFab
         return None
 
 
-def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environment:
+# SONiC's own software for four switches loads this kind of 2-core machine to 20 and more;
+# a Prometheus query then outlasts the settings' 5 s (a real run: `sluice top spine2 --once`
+# failed with ReadTimeout at load 20, spine1's frame came back "stream unknown").
+REAL_PROMETHEUS_TIMEOUT_S = 30.0
+
+
+def serve(
+    stack: ExitStack,
+    keep: bool,
+    hosts: HostFabricEnv | None,
+    prometheus_timeout_s: float | None = None,
+) -> Environment:
     """Database, schema, admin token and the API (told where the hosts are)."""
     database_url = stack.enter_context(local_database(keep))
     port = pick_api_port()
@@ -218,7 +233,9 @@ def serve(stack: ExitStack, keep: bool, hosts: HostFabricEnv | None) -> Environm
         capture=True,
     ).strip()
     prometheus_url = stack.enter_context(local_prometheus(keep))
-    env = Environment(database_url, f"http://127.0.0.1:{port}", port, token, prometheus_url)
+    env = Environment(
+        database_url, f"http://127.0.0.1:{port}", port, token, prometheus_url, prometheus_timeout_s
+    )
     say(f"serving the REST API on {env.api_url} (OpenAPI at {env.api_url}/docs)")
     api_env = {**env.for_commands(), **(hosts.env if hosts else {})}
     stack.enter_context(api_server(api_env, env.api_url, keep))
@@ -246,11 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             hosts = None
             if "hosts" in args.steps:
                 hosts = namespaced_hosts(stack, args.intent, keep)
-            env = serve(stack, keep, hosts)
+            real = args.switches == "real"
+            env = serve(stack, keep, hosts, REAL_PROMETHEUS_TIMEOUT_S if real else None)
             if "intent" in args.steps:
                 show_intent(env.for_commands(), args.intent)
             if "switches" in args.steps:
-                real = args.switches == "real"
                 switches_step(env.for_commands(), args.intent, RUN_DIR, keep=keep, real=real)
                 twin_step(env.for_commands(), args.intent, RUN_DIR)
             if hosts is not None:
