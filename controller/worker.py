@@ -82,7 +82,7 @@ from controller.services.tuning import (
     search_seeds,
 )
 from controller.services.twin_runs import TwinRunRunner, run_twin_with
-from controller.settings import Settings, TwinSettings
+from controller.settings import Settings, TwinSettings, libpq_conninfo
 from controller.southbound.credentials import SecretResolver
 from controller.southbound.gnmi import GnmiTarget, SessionPool, targets_for
 from controller.store.db import make_engine, make_sessions
@@ -307,8 +307,9 @@ def build_worker(
             settings, sessions, watched_loop, watcher, inbox, resolve, rand, clock, live_shard
         ),
         wake=inbox.wake,
-        wakeups=WakeListener.for_url(
-            settings.database.required_url("worker"), lambda _table: inbox.wake.set()
+        wakeups=WakeListener.for_conninfo(
+            libpq_conninfo(settings.database.required_url("worker")),
+            lambda _table: inbox.wake.set(),
         ),
     )
 

@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable
 
 import psycopg
-from sqlalchemy.engine import make_url
 
 log = logging.getLogger("controller.store.wakeups")
 
@@ -27,11 +26,6 @@ WAKE_CHANNEL = "sluice_worker"
 LISTEN_SLICE_S = 0.1
 # The wait before reconnecting after the connection failed; the poll covers the gap.
 RECONNECT_S = 5.0
-
-
-def libpq_url(url: str) -> str:
-    """``url`` in libpq's spelling (``postgresql://``), whatever SQLAlchemy driver it names."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 Connect = Callable[[], psycopg.Connection[tuple[object, ...]]]
@@ -52,8 +46,8 @@ class WakeListener:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_url(cls, url: str, wake: Wake) -> WakeListener:
-        conninfo = libpq_url(url)
+    def for_conninfo(cls, conninfo: str, wake: Wake) -> WakeListener:
+        """Listening over psycopg's connection string (``controller.settings.libpq_conninfo``)."""
         return cls(lambda: psycopg.connect(conninfo, autocommit=True, connect_timeout=3), wake)
 
     def start(self) -> None:

@@ -16,10 +16,10 @@ from sqlalchemy import Engine
 
 from controller.services.common import Actor, WorkerWait
 from controller.services.reconcile import ReconcileService
-from controller.settings import Settings
+from controller.settings import Settings, libpq_conninfo
 from controller.store.db import make_engine, make_sessions
 from controller.store.repositories import reconcile
-from controller.store.wakeups import WakeListener, libpq_url
+from controller.store.wakeups import WakeListener
 from controller.worker import build_worker
 
 WAIT_S = 60.0  # an upper bound for a loaded machine, not a measure: the poll is an hour
@@ -57,7 +57,7 @@ class Heard:
 @pytest.fixture
 def heard(db_url: str) -> Iterator[Heard]:
     heard = Heard()
-    listener = WakeListener.for_url(db_url, heard)
+    listener = WakeListener.for_conninfo(libpq_conninfo(db_url), heard)
     listener.start()
     try:
         heard.until(1)  # listening
@@ -67,7 +67,7 @@ def heard(db_url: str) -> Iterator[Heard]:
 
 
 def _notify(db_url: str, sql: str) -> None:
-    with psycopg.connect(libpq_url(db_url), autocommit=True) as connection:
+    with psycopg.connect(libpq_conninfo(db_url), autocommit=True) as connection:
         connection.execute(sql)
 
 
@@ -93,7 +93,7 @@ def test_a_listener_whose_database_is_away_says_so_once_and_listens_once_it_is_b
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     attempts: list[int] = []
-    conninfo = libpq_url(db_url)
+    conninfo = libpq_conninfo(db_url)
 
     def connect() -> psycopg.Connection[tuple[object, ...]]:
         attempts.append(1)
