@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from api.main import create_app
 from controller.intent.models import Intent
@@ -110,6 +111,25 @@ def worker_side(db_url: str) -> Iterator[Callable[[HeldTwin], TuningService]]:
         engine.dispose()
 
 
+@dataclass(frozen=True)
+class Stored:
+    engine: Engine
+    intents: IntentService
+
+
+@pytest.fixture
+def stored(db_url: str) -> Iterator[Stored]:
+    """An engine of its own over ``db_url``, whose intents hold the example with the twin
+    search as version 1."""
+    engine = make_engine(db_url, pool_size=2)
+    intents = IntentService(make_sessions(engine), clock=utc_now)
+    try:
+        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
+        yield Stored(engine, intents)
+    finally:
+        engine.dispose()
+
+
 def test_the_api_answers_before_the_search_and_one_worker_runs_it(
     db_url: str, worker_side: Callable[[HeldTwin], TuningService]
 ) -> None:
@@ -158,103 +178,87 @@ def test_the_api_answers_before_the_search_and_one_worker_runs_it(
 
 
 def test_a_pass_whose_head_moved_during_the_search_proposes_nothing(
-    db_url: str, worker_side: Callable[[HeldTwin], TuningService]
+    stored: Stored, worker_side: Callable[[HeldTwin], TuningService]
 ) -> None:
-    engine = make_engine(db_url, pool_size=2)
-    intents = IntentService(make_sessions(engine), clock=utc_now)
-    try:
-        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
-        moved = intent_data()
-        moved["fabric"]["tuning"]["search_flows"] = 300
+    intents = stored.intents
+    moved = intent_data()
+    moved["fabric"]["tuning"]["search_flows"] = 300
 
-        def operator_writes() -> None:
-            intents.replace(moved, expected=1, actor=ACTOR, reason="an operator, meanwhile")
+    def operator_writes() -> None:
+        intents.replace(moved, expected=1, actor=ACTOR, reason="an operator, meanwhile")
 
-        twin = HeldTwin(operator_writes)
-        twin.release.set()
-        tuning = worker_side(twin)
-        queued = tuning.request(ACTOR)
-        assert queued.state == "queued"
-        record = tuning.run_queued()
-        assert record is not None
-        assert record.id == queued.id
-        assert record.state == "stale"
-        assert record.base_version == 1
-        assert record.reason.startswith(
-            "tuner: the intent moved from version 1 to 2 during the search: nothing proposed"
-        )
-        assert (record.changes, record.diff, record.plans) == ([], [], [])
-        assert intents.head() == 2
-        assert tuning.run_queued() is None  # nothing left to run
-    finally:
-        engine.dispose()
+    twin = HeldTwin(operator_writes)
+    twin.release.set()
+    tuning = worker_side(twin)
+    queued = tuning.request(ACTOR)
+    assert queued.state == "queued"
+    record = tuning.run_queued()
+    assert record is not None
+    assert record.id == queued.id
+    assert record.state == "stale"
+    assert record.base_version == 1
+    assert record.reason.startswith(
+        "tuner: the intent moved from version 1 to 2 during the search: nothing proposed"
+    )
+    assert (record.changes, record.diff, record.plans) == ([], [], [])
+    assert intents.head() == 2
+    assert tuning.run_queued() is None  # nothing left to run
 
 
-def test_a_searching_pass_in_the_worker_holds_no_switch_work_lock(db_url: str) -> None:
+def test_a_searching_pass_in_the_worker_holds_no_switch_work_lock(
+    db_url: str, stored: Stored
+) -> None:
     settings = Settings.for_database(
         db_url,
         gnmi=GnmiSettings(deadline_s=1.0),
         worker=WorkerSettings(poll_s=0.05, watch_drift=False),
     )
-    engine = make_engine(db_url, pool_size=2)
-    intents = IntentService(make_sessions(engine), clock=utc_now)
+    engine, intents = stored.engine, stored.intents
     twin = HeldTwin()
-    try:
-        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
-        with running_worker(settings, tuner_io=TunerIO(read_unreproducible, twin)):
-            try:
-                # The worker's own pass (its window is due): queued inside the lock, searched
-                # outside it.
-                waited(twin.entered, "the worker's tuning pass")
-                assert proposal_state(db_url, 1) == "running"
-                # What a rollout or reconcile step of another worker takes first: free.
-                with engine.connect() as connection:
-                    took = connection.execute(
-                        text("SELECT pg_try_advisory_lock(:key)"), {"key": SWITCH_WORK_LOCK_KEY}
-                    ).scalar_one()
-                    assert took is True
-                    connection.execute(
-                        text("SELECT pg_advisory_unlock(:key)"), {"key": SWITCH_WORK_LOCK_KEY}
-                    )
-            finally:
-                twin.release.set()
-            sessions = make_sessions(engine)
-            tuning = TuningService(sessions, intents, read_unreproducible, clock=utc_now)
-            done = settled(lambda: {"state": tuning.get(1).state})
-        assert done["state"] == "no_change"
-        assert (
-            f"the twin could not run the current intent: {FAKE_TWIN_REASON}]"
-            in tuning.get(1).reason
-        )
-    finally:
-        engine.dispose()
+    with running_worker(settings, tuner_io=TunerIO(read_unreproducible, twin)):
+        try:
+            # The worker's own pass (its window is due): queued inside the lock, searched
+            # outside it.
+            waited(twin.entered, "the worker's tuning pass")
+            assert proposal_state(db_url, 1) == "running"
+            # What a rollout or reconcile step of another worker takes first: free.
+            with engine.connect() as connection:
+                took = connection.execute(
+                    text("SELECT pg_try_advisory_lock(:key)"), {"key": SWITCH_WORK_LOCK_KEY}
+                ).scalar_one()
+                assert took is True
+                connection.execute(
+                    text("SELECT pg_advisory_unlock(:key)"), {"key": SWITCH_WORK_LOCK_KEY}
+                )
+        finally:
+            twin.release.set()
+        sessions = make_sessions(engine)
+        tuning = TuningService(sessions, intents, read_unreproducible, clock=utc_now)
+        done = settled(lambda: {"state": tuning.get(1).state})
+    assert done["state"] == "no_change"
+    assert f"the twin could not run the current intent: {FAKE_TWIN_REASON}]" in tuning.get(1).reason
 
 
 def test_a_pass_left_running_by_a_stopped_worker_is_claimed_again_only_once_overdue(
-    db_url: str, worker_side: Callable[[HeldTwin], TuningService]
+    stored: Stored, worker_side: Callable[[HeldTwin], TuningService]
 ) -> None:
-    engine = make_engine(db_url, pool_size=2)
-    intents = IntentService(make_sessions(engine), clock=utc_now)
-    try:
-        intents.replace(intent_data(), expected=0, actor=ACTOR, reason="search in the twin")
-        twin = HeldTwin()
-        twin.release.set()
-        tuning = worker_side(twin)
-        queued = tuning.request(ACTOR)
-        window_s = tuning.settings().window_s
-        # Default margin: 600 s past the window (the worker passes the twin's timeout + 60).
-        for age_s, claimed in ((window_s + 590.0, False), (window_s + 610.0, True)):
-            with engine.begin() as connection:
-                connection.execute(
-                    text(
-                        "UPDATE tuning_proposals SET state = 'running', started_at = "
-                        "now() - make_interval(secs => :age) WHERE id = :id"
-                    ),
-                    {"age": age_s, "id": queued.id},
-                )
-            record = tuning.run_queued()
-            assert (record is not None) is claimed, age_s
-        assert tuning.get(queued.id).state == "no_change"
-        assert twin.entered.is_set()
-    finally:
-        engine.dispose()
+    engine = stored.engine
+    twin = HeldTwin()
+    twin.release.set()
+    tuning = worker_side(twin)
+    queued = tuning.request(ACTOR)
+    window_s = tuning.settings().window_s
+    # Default margin: 600 s past the window (the worker passes the twin's timeout + 60).
+    for age_s, claimed in ((window_s + 590.0, False), (window_s + 610.0, True)):
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE tuning_proposals SET state = 'running', started_at = "
+                    "now() - make_interval(secs => :age) WHERE id = :id"
+                ),
+                {"age": age_s, "id": queued.id},
+            )
+        record = tuning.run_queued()
+        assert (record is not None) is claimed, age_s
+    assert tuning.get(queued.id).state == "no_change"
+    assert twin.entered.is_set()
