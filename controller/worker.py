@@ -123,7 +123,7 @@ class Worker:
         self.live_shard: LiveShard | None = None  # engine mode: this worker's shard to watch
         # Set when a switch drifted or work was recorded (``wakeups``, listening while
         # ``run`` runs): an idle worker stops waiting.
-        self._wake = wake
+        self._wake = wake if wake is not None else threading.Event()
         self._wakeups = wakeups
         self._switch_jobs_busy = switch_jobs_busy
         self._tune = tune
@@ -190,9 +190,6 @@ class Worker:
                 self._idle(stop, poll_s)
 
     def _idle(self, stop: threading.Event, poll_s: float) -> None:
-        if self._wake is None:
-            stop.wait(poll_s)
-            return
         # In slices, so a stop is seen within STOP_SEEN_S however long the poll.
         deadline = time.monotonic() + poll_s  # a real wait, whatever clock the rounds read
         while not stop.is_set():
