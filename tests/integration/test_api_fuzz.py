@@ -118,6 +118,12 @@ def fuzz_target(
                 timeout=60,
             )
             assert seeded.status_code == 201, seeded.text
+            # FastAPI builds the OpenAPI document on its first request and keeps it. Built
+            # here, with a guard against a hang only, so schemathesis' schema loading (its
+            # own 10 s timeout, which --request-timeout does not set) reads the kept one:
+            # the first build, in a process still importing, took past 10 s at load 9.
+            document = httpx.get(f"{url}/openapi.json", timeout=300)
+            assert document.status_code == 200, document.text
             yield FuzzTarget(url, token, fabric)
 
 
