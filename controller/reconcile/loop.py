@@ -7,7 +7,12 @@ expected and observed). Then, per the fabric's ``reconcile.mode``, write the pla
 verify it (``correct``) or only record (``alert``). A repair that takes a port down (a
 ``QUEUE``, ``BUFFER_QUEUE`` or ``PORT_QOS_MAP`` change: SONiC's config updater flaps the
 port, ``controller/sonic/gcu.py``) is written only when ``reconcile.allow_port_flaps`` says so;
-otherwise the run is ``alerted`` and names the ports. Thresholds the on-switch agent moves
+otherwise the run is ``alerted`` and names the ports. ``PFC_WD`` entries are not written back
+to a switch whose watchdog table is gone whole (``pfcwd stop`` after a watchdog started with
+``pfcwd start`` alone, a ``config reload``): SONiC's config updater refuses the table's first
+entry (``controller/sonic/gcu.py`` ``watchdog_not_started``), so the rest of the repair is
+written, the watchdog's drift is alerted with how to start it, and the loop logs that once per
+switch until the watchdog runs again. Thresholds the on-switch agent moves
 (``SLUICE_Q_*`` WRED profiles) are planned around by ``plan_switch`` and so are never
 drift. Every switch gets a run record, whatever happened.
 
@@ -35,12 +40,17 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from controller.errors import NotFound, SouthboundError, SouthboundUnreachable
-from controller.intent.models import Reconcile, ReconcileMode, Switch
+from controller.intent.models import Dialect, Reconcile, ReconcileMode, Switch
 from controller.reconcile.access import OWNED_TABLES, SwitchAccess, TableReader
 from controller.reconcile.fanout import checked_parallel, map_parallel
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.digest import AnswerDigests, TableDigests, changed_tables, table_digests
-from controller.sonic.gcu import describe_port_flaps
+from controller.sonic.gcu import (
+    WATCHDOG_TABLE,
+    WATCHDOG_THEN_REPAIRED,
+    describe_port_flaps,
+    watchdog_not_started,
+)
 from controller.sonic.model import Plan, SwitchConfig
 from controller.southbound.gnmi import TableAnswers
 
@@ -79,6 +89,16 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class Withheld:
+    """Drift a run did not write though it may have written the rest (the watchdog's, on a
+    switch whose config updater would refuse it), and why: alerted, whatever the run's
+    status. ``drift`` is part of the run's own."""
+
+    reason: str
+    drift: tuple[Drift, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SwitchRun:
     switch: str
     version: int
@@ -89,6 +109,7 @@ class SwitchRun:
     finished: datetime
     error: str | None = None
     running: SwitchConfig | None = field(default=None, repr=False)
+    withheld: Withheld | None = None
 
 
 class ReconcileStore(Protocol):
@@ -136,6 +157,25 @@ def next_delay_s(policy: Reconcile, unit: float) -> float:
     a factor uniform in [1 - j, 1 + j), j = ``jitter_pct`` / 100."""
     spread = policy.jitter_pct / 100.0
     return policy.interval_s * (1.0 + spread * (2.0 * unit - 1.0))
+
+
+def hold_first_watchdog(
+    plan: Plan, desired: SwitchConfig, observed: SwitchConfig
+) -> tuple[Plan, Withheld] | None:
+    """The repair without its ``PFC_WD`` ops, and what they leave unrepaired, when the
+    switch runs no watchdog at all (None when it does, or the repair writes none): the
+    rollout worker's check before it writes (``controller/rollout/switches.py``
+    ``converge_switch``), made on this pass's read. Nothing else names ``PFC_WD`` (its key
+    is the port), so the rest is written as it was planned."""
+    if not any(op.table == WATCHDOG_TABLE for op in plan.ops):
+        return None
+    problem = watchdog_not_started(desired, observed, then=WATCHDOG_THEN_REPAIRED)
+    if problem is None:
+        return None
+    held = Plan(plan.switch, tuple(op for op in plan.ops if op.table == WATCHDOG_TABLE))
+    rest = Plan(plan.switch, tuple(op for op in plan.ops if op.table != WATCHDOG_TABLE))
+    reason = f"{problem.path} not corrected: {problem.reason}"
+    return rest, Withheld(reason, tuple(drift_of(held)))
 
 
 def withheld_repair(plan: Plan) -> str:
@@ -187,10 +227,20 @@ def reconcile_switch(
         drift: Sequence[Drift] = (),
         error: str | None = None,
         running: SwitchConfig | None = None,
+        withheld: Withheld | None = None,
     ) -> SwitchRun:
         finished = clock()
         return SwitchRun(
-            name, version, mode, status, tuple(drift), started, finished, error, running
+            name,
+            version,
+            mode,
+            status,
+            tuple(drift),
+            started,
+            finished,
+            error,
+            running,
+            withheld,
         )
 
     try:
@@ -213,15 +263,34 @@ def reconcile_switch(
         return run("converged", running=observed)
     if mode is ReconcileMode.ALERT:
         return run("alerted", drift)
+    # An OpenConfig switch has no GCU (the rollout worker checks SONiC's alone).
+    held = (
+        hold_first_watchdog(plan, target.desired, observed)
+        if target.switch.dialect is Dialect.SONIC
+        else None
+    )
+    withheld: Withheld | None = None
+    if held is not None:
+        plan, withheld = held
+        if plan.is_empty:
+            return run("alerted", drift, error=withheld.reason, withheld=withheld)
+    also = f"; {withheld.reason}" if withheld is not None else ""
     if plan.port_flaps and not allow_port_flaps:
-        return run("alerted", drift, error=withheld_repair(plan))
+        return run("alerted", drift, error=withheld_repair(plan) + also, withheld=withheld)
     result = access.apply(target.switch, plan)
     if result.status == "unknown":  # a Set that may still be applying: never sent again
-        return run("unknown", drift, error=result.reason)
+        return run("unknown", drift, error=f"{result.reason}{also}", withheld=withheld)
     if result.status != "applied_verified":
-        return run("failed", drift, error=f"{result.status}: {result.reason}")
+        failed = f"{result.status}: {result.reason}{also}"
+        return run("failed", drift, error=failed, withheld=withheld)
     # The apply verified every written entry by read-back: the switch now runs this.
-    return run("corrected", drift, running=apply_plan(observed, plan))
+    return run(
+        "corrected",
+        drift,
+        error=withheld.reason if withheld is not None else None,
+        running=apply_plan(observed, plan),
+        withheld=withheld,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,6 +319,9 @@ class ReconcileLoop:
         # Digests of the answers seen, kept across passes: a switch that has not changed
         # answers the same bytes, which are then not decoded again.
         self._answers = AnswerDigests()
+        # What each switch's withheld repair was last logged with: a watchdog the operator
+        # stopped is said once, not on every pass until it is started again.
+        self._withheld_logged: dict[str, str] = {}
         self.next_at: float | None = None  # monotonic seconds; None: the first tick runs
 
     def tick(self, now_s: float) -> list[SwitchRun] | None:
@@ -308,6 +380,19 @@ class ReconcileLoop:
 
     def _record(self, run: SwitchRun) -> None:
         self._store.record(run)
+        said = run.error
+        if run.withheld is not None:
+            reason = run.withheld.reason
+            if self._withheld_logged.get(run.switch) != reason:
+                self._withheld_logged[run.switch] = reason
+                log.warning("reconcile %s (version %d): %s", run.switch, run.version, reason)
+            if run.status == "alerted" and said == reason:
+                return  # all the run has to say, and said above
+            # The run's other words, without the reason logged once above.
+            said = (said or "").replace(reason, "").rstrip("; ") or None
+        elif run.status in ("converged", "corrected") and run.switch in self._withheld_logged:
+            del self._withheld_logged[run.switch]
+            log.info("reconcile %s: its PFC watchdog runs again", run.switch)
         if run.status != "converged":
             log.info(
                 "reconcile %s (version %d): %s, %d drift%s",
@@ -315,5 +400,5 @@ class ReconcileLoop:
                 run.version,
                 run.status,
                 len(run.drift),
-                f": {run.error}" if run.error else "",
+                f": {said}" if said else "",
             )

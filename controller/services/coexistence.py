@@ -13,7 +13,10 @@ switch, as far as sluice can tell). From that, before anything is recorded:
   the operator's config (``controller/sonic/coexist.py``);
 - ``buffermgrd_warnings`` says, per port where SONiC's traditional buffer manager writes the
   lossless groups, that the headroom is its lookup-table profile, and where its figures
-  differ from the intent's (``controller/sonic/buffermgrd.py``).
+  differ from the intent's (``controller/sonic/buffermgrd.py``);
+- ``pfc_to_pg_notes`` says, per switch a lossless class reaches, whether sluice binds its PFC
+  priority -> group map there and why: only where SONiC's own template does, by the
+  switch's platform (``controller/sonic/asic.py``).
 
 The worker checks the same against a fresh read before it writes; these are the API's early
 answers, from what is recorded.
@@ -33,6 +36,7 @@ from controller.errors import (
     WatchdogNotStarted,
 )
 from controller.intent.models import Intent
+from controller.sonic.asic import pfc_to_pg
 from controller.sonic.buffermgrd import headroom_notes
 from controller.sonic.coexist import (
     coexist,
@@ -191,3 +195,26 @@ def buffermgrd_warnings(
             for note in headroom_notes(config, want, found.baseline, observed)
         ]
     return warnings
+
+
+def pfc_to_pg_notes(
+    desired: Mapping[str, SwitchConfig], known: Mapping[str, KnownSwitch]
+) -> list[FieldProblem]:
+    """One note per switch whose compiled state binds sluice's ``pfc_to_pg_map``: whether
+    it stays bound there (``controller/sonic/asic.py`` ``pfc_to_pg``, from the switch's
+    baseline), or, for a switch never discovered, that the rollout judges it from its read."""
+    notes: list[FieldProblem] = []
+    for name, config in sorted(desired.items()):
+        if not any(t == "PORT_QOS_MAP" and "pfc_to_pg_map" in f for (t, _), f in config.items()):
+            continue
+        found = known.get(name)
+        if found is None or found.baseline is None:
+            said = (
+                "PORT_QOS_MAP.pfc_to_pg_map: the switch was never discovered, so its platform "
+                "is not known: the rollout binds sluice's PFC priority -> group map only if "
+                "the platform it reads is one SONiC binds it on (mellanox, barefoot)"
+            )
+        else:
+            said = pfc_to_pg(found.baseline).note()
+        notes.append(FieldProblem(f"switches.{name}", said))
+    return notes

@@ -17,6 +17,8 @@ intent is compiled for them; the current version was compiled for those recorded
 written, and a port whose stored profile is for another length is a warning. On a switch in
 SONiC's traditional buffer model with cable lengths, where buffermgrd writes the lossless
 groups, each port's warning says the headroom is buffermgrd's (``buffermgrd_warnings``).
+Each switch a lossless class reaches gets a note saying whether sluice's PFC priority -> group
+map is bound there, by its platform (``pfc_to_pg_notes``, ``controller/sonic/asic.py``).
 
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
 may remove them when an intent drops them, and never touches anything else. A ``Plan``
@@ -42,6 +44,7 @@ from controller.services.coexistence import (
     fabric_discoveries,
     inherited_fields,
     known_switches,
+    pfc_to_pg_notes,
     preflight,
 )
 from controller.services.intents import version_intent
@@ -106,6 +109,7 @@ class PlanService:
         plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
         warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
         warnings += buffermgrd_warnings(_only(desired, wanted), known, observed)
+        warnings += pfc_to_pg_notes(_only(desired, wanted), known)
         shown = cables.only(wanted)
         if planned is not None and proposed is None:
             warnings += stale_headroom(planned, shown, _only(owned, wanted), head)

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from controller.intent.models import Intent, Reconcile
 from controller.reconcile.access import SwitchAccess
-from controller.reconcile.loop import PassDispatch, ReconcileLoop, SwitchRun, Target
+from controller.reconcile.loop import Drift, PassDispatch, ReconcileLoop, SwitchRun, Target
 from controller.services.common import Actor, Page, WorkerWait
 from controller.sonic.coexist import effective
 from controller.sonic.digest import TableDigests, table_digests
@@ -90,6 +90,11 @@ def _run_info(row: ReconcileRun) -> RunInfo:
         row.started_at,
         row.finished_at,
     )
+
+
+def _action(run: SwitchRun, drift: Drift, withheld: Collection[Drift]) -> str:
+    """What a run did about one of its drifts."""
+    return "corrected" if run.status == "corrected" and drift not in withheld else "alerted"
 
 
 class SqlReconcileStore:
@@ -167,11 +172,13 @@ class SqlReconcileStore:
                 started_at=run.started,
                 finished_at=run.finished,
             )
-            drift = [NewDrift(d.table, d.key, d.field, d.expected, d.observed) for d in run.drift]
-            action = "corrected" if run.status == "corrected" else "alerted"
-            reconcile.insert_drift(
-                session=session, run=row, drift=drift, action=action, detected_at=run.started
-            )
+            # A corrected run's withheld drift (a watchdog GCU would refuse) was not written.
+            withheld = set(run.withheld.drift) if run.withheld is not None else set()
+            drift = [
+                NewDrift(d.table, d.key, d.field, d.expected, d.observed, _action(run, d, withheld))
+                for d in run.drift
+            ]
+            reconcile.insert_drift(session=session, run=row, drift=drift, detected_at=run.started)
             if run.running is not None:
                 save_running_state(
                     session,

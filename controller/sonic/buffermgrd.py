@@ -43,6 +43,9 @@ DEVICE_METADATA = "DEVICE_METADATA"
 LOCALHOST = "localhost"
 CABLE_LENGTH = "CABLE_LENGTH"
 BUFFER_MODEL = "buffer_model"
+# Kept beside the buffer model: which ASIC takes a PFC priority -> group map
+# (controller/sonic/asic.py).
+PLATFORM = "platform"
 DYNAMIC = "dynamic"
 TRADITIONAL = "traditional"
 NO_CABLE = "0m"  # buffermgrd writes no group for it
@@ -59,13 +62,18 @@ def buffer_model(metadata: Mapping[str, str] | None) -> str:
 
 def buffer_facts(config: SwitchConfig) -> SwitchConfig:
     """The entries of ``config`` that say where buffermgrd writes lossless groups: every
-    ``CABLE_LENGTH`` entry, and ``DEVICE_METADATA|localhost`` reduced to its buffer model."""
+    ``CABLE_LENGTH`` entry, and ``DEVICE_METADATA|localhost`` reduced to its buffer model
+    (and its platform, where it has one: whether the ASIC takes a PFC priority -> group map,
+    ``controller/sonic/asic.py``)."""
     facts: SwitchConfig = {
         key: dict(fields) for key, fields in config.items() if key[0] == CABLE_LENGTH
     }
     metadata = config.get((DEVICE_METADATA, LOCALHOST))
     if metadata is not None:
-        facts[(DEVICE_METADATA, LOCALHOST)] = {BUFFER_MODEL: buffer_model(metadata)}
+        kept = {BUFFER_MODEL: buffer_model(metadata)}
+        if metadata.get(PLATFORM):
+            kept[PLATFORM] = metadata[PLATFORM]
+        facts[(DEVICE_METADATA, LOCALHOST)] = kept
     return facts
 
 

@@ -14,7 +14,8 @@ Three rules, one function each:
   had no map keeps sluice's plain ``SLUICE`` map, as on a fresh switch.
   The same holds for a lossless class's maps (``tc_to_pg_map``, ``pfc_to_queue_map``,
   ``pfc_to_pg_map``; a port with the operator's lossless priorities and no ``pfc_to_pg_map``
-  keeps none, ``_left_unbound``), and
+  keeps none, and so does every port without the operator's map on a switch whose ASIC SONiC
+  binds none on, ``controller/sonic/asic.py``: ``_left_unbound``), and
   its PFC priority lists (``pfc_enable``, ``pfcwd_sw_enable``) are the operator's with the
   intent's priorities added (``merged_priorities``).
 - **Lossless protection** (``lossless_problems``): a port's lossless priorities are its
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field
 
 from controller.errors import FieldProblem, LosslessConflict
 from controller.intent.models import Intent
+from controller.sonic.asic import pfc_to_pg
 from controller.sonic.buffermgrd import (
     buffer_facts,
     leave_headroom,
@@ -183,8 +185,10 @@ def keep_operator_egress(desired: SwitchConfig, baseline: SwitchConfig) -> Switc
     }
 
 
-def _left_unbound(baseline: SwitchConfig, port: str, binding: str) -> bool:
-    """Whether ``port``'s ``pfc_to_pg_map`` stays unbound: the operator runs lossless
+def _left_unbound(baseline: SwitchConfig, port: str, binding: str, asic_binds: bool) -> bool:
+    """Whether ``port``'s ``pfc_to_pg_map`` stays unbound: the operator has bound none there,
+    and the switch's ASIC is not one SONiC binds the map on (``asic_binds`` False,
+    ``controller/sonic/asic.py``) or the operator runs lossless
     priorities on it with no such map (SAI's "no map", saiport.h
     ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``, SONiC's stock config on most
     platforms). No map, not even one listing theirs as priority n -> group n: SAI states no
@@ -195,6 +199,8 @@ def _left_unbound(baseline: SwitchConfig, port: str, binding: str) -> bool:
     port without the operator's ``pfc_to_pg_map``"."""
     if binding != "pfc_to_pg_map" or port_binding(baseline, port, binding) is not None:
         return False
+    if not asic_binds:
+        return True
     return bool(priorities_of(baseline.get(("PORT_QOS_MAP", port), {}).get("pfc_enable")))
 
 
@@ -207,6 +213,7 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     if not baseline:
         return Coexisting(desired)
     desired = keep_operator_egress(leave_headroom(desired, baseline), baseline)
+    asic_binds = pfc_to_pg(baseline).binds
     merged: dict[EntryKey, Fields] = {}
     inherited: dict[EntryKey, dict[str, str]] = {}
     bindings: dict[EntryKey, Fields] = {}
@@ -220,7 +227,7 @@ def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
         for binding, map_table in MAP_BINDINGS:
             ours = fields.get(binding)
             theirs = port_binding(baseline, port, binding)
-            if ours is not None and _left_unbound(baseline, port, binding):
+            if ours is not None and _left_unbound(baseline, port, binding, asic_binds):
                 del rebound[binding]
                 continue
             if ours is None or theirs is None or _is_sluice(theirs):

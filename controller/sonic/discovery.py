@@ -32,7 +32,13 @@ from typing import Any
 
 from controller.errors import FieldProblem
 from controller.intent.models import Dialect, Switch
-from controller.sonic.buffermgrd import CABLE_LENGTH, DEVICE_METADATA, LOCALHOST, buffer_model
+from controller.sonic.buffermgrd import (
+    CABLE_LENGTH,
+    DEVICE_METADATA,
+    LOCALHOST,
+    PLATFORM,
+    buffer_model,
+)
 from controller.sonic.coexist import BASELINE_TABLES, lossless_ports
 from controller.sonic.model import Fields, SwitchConfig
 
@@ -150,10 +156,15 @@ class Discovery:
 
     def config(self) -> SwitchConfig:
         """What discovery keeps of the switch's CONFIG_DB: its QoS tables and its buffer
-        model (``DEVICE_METADATA|localhost``), where it has one."""
-        if self.buffer_model is None:
+        model and platform (``DEVICE_METADATA|localhost``), where it has them."""
+        metadata = {
+            name: value
+            for name, value in (("buffer_model", self.buffer_model), (PLATFORM, self.platform))
+            if value is not None
+        }
+        if not metadata:
             return dict(self.qos)
-        return {**self.qos, (DEVICE_METADATA, LOCALHOST): {"buffer_model": self.buffer_model}}
+        return {**self.qos, (DEVICE_METADATA, LOCALHOST): metadata}
 
     def lossless(self) -> dict[str, list[int]]:
         """Each port's lossless priorities (``pfc_enable``)."""

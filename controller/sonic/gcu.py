@@ -191,16 +191,24 @@ WATCHDOG_TIMES = ("detection_time", "restoration_time")
 PORTS_SHOWN = 4
 
 
+# What follows starting the watchdog, where a plan judged the switch from a discovery; the
+# reconcile loop reads the switch on each pass and says ``WATCHDOG_THEN_REPAIRED`` instead.
+WATCHDOG_THEN_DISCOVER = "then discover the switch again"
+WATCHDOG_THEN_REPAIRED = "and the reconcile loop's next pass writes it back"
+
+
 def watchdog_not_started(
     desired: Mapping[tuple[str, str], Mapping[str, str]],
     running: Mapping[tuple[str, str], Mapping[str, str]],
+    *,
+    then: str = WATCHDOG_THEN_DISCOVER,
 ) -> FieldProblem | None:
     """The problem when ``desired`` (what sluice would write) holds ``PFC_WD`` entries and
     ``running`` (what the switch holds) none: GCU refuses the table's first entry whatever
     it is (module docstring; the real GCU refuses a port's entry, ``GLOBAL``'s, and an empty
     table added first alike), so the operator must start the watchdog outside GCU, as SONiC's
     own ``pfcwd`` commands write CONFIG_DB. None when nothing of the table is written or the
-    switch has it."""
+    switch has it. ``then``: what the operator does after starting it."""
     wanted = {key: fields for (table, key), fields in desired.items() if table == WATCHDOG_TABLE}
     if not wanted or any(table == WATCHDOG_TABLE for table, _ in running):
         return None
@@ -212,7 +220,7 @@ def watchdog_not_started(
         "the switch runs no PFC watchdog (no PFC_WD entry) and its config updater (GCU) refuses "
         "a first one: start it on the switch, `sudo pfcwd interval "
         f"{poll}` (or `sudo config pfcwd start_default` where DEVICE_METADATA|localhost."
-        "default_pfcwd_status is enable), then discover the switch again; the intent's "
+        f"default_pfcwd_status is enable), {then}; the intent's "
         f"watchdog on {', '.join(ports[:PORTS_SHOWN])}{more} waits for it"
     )
     return FieldProblem(WATCHDOG_TABLE, reason)

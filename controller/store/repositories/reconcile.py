@@ -21,6 +21,7 @@ class NewDrift:
     field: str | None
     expected: str | None
     observed: str | None
+    action: str  # DRIFT_ACTIONS: what the run did about this one
 
 
 def insert_run(
@@ -55,7 +56,6 @@ def insert_drift(
     session: Session,
     run: ReconcileRun,
     drift: Iterable[NewDrift],
-    action: str,
     detected_at: datetime,
 ) -> None:
     session.add_all(
@@ -67,7 +67,7 @@ def insert_drift(
             field=d.field,
             expected=d.expected,
             observed=d.observed,
-            action=action,
+            action=d.action,
             detected_at=detected_at,
         )
         for d in drift
