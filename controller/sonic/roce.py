@@ -17,7 +17,10 @@ ends are compared on:
   (unbound: queue n for priority n, as coexist takes it);
 - ``pfc_to_pg``: ``pfc_to_pg_map``, the priority group whose XOFF point sends each lossless
   priority's pauses (``none``: no map bound, SAI's "no map", saiport.h
-  ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``);
+  ``SAI_PORT_ATTR_QOS_PFC_PRIORITY_TO_PRIORITY_GROUP_MAP``). An end with no map whose platform
+  is not one SONiC binds a map on (``controller/sonic/asic.py``) is left out of this
+  comparison: there the ASIC gives each priority its group, and binding a map is what SONiC
+  (and sluice) never do, so a mixed fabric is not a mismatch;
 - ``mtu``: ``PORT|<port>.mtu`` (9100 where unset, sonic-port.yang's default).
 
 The lossless priorities compared on a link are those of either end, so a priority lossless on
@@ -48,6 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.sonic.asic import asic_of
 from controller.sonic.buffermgrd import DYNAMIC
 from controller.sonic.coexist import port_binding
 from controller.sonic.discovery import Discovery
@@ -203,6 +207,7 @@ class _PortQos:
     queue_of_pfc: Mapping[int, int]
     pfc_pg_map: str | None
     pg_of_pfc: Mapping[int, int]
+    takes_pfc_pg_map: bool  # its platform is one SONiC binds the map on, or not known
 
     def tc(self, dscp: int) -> int:
         return self.tc_of_dscp.get(dscp, 0)
@@ -239,6 +244,8 @@ class _PortQos:
             )
             queue = self.queue_of_pfc.get(priority, priority)
             items[(PFC_TO_QUEUE, f"priority {priority}")] = (field, str(queue))
+            if self.pfc_pg_map is None and not self.takes_pfc_pg_map:
+                continue
             field = self._field(
                 "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", self.pfc_pg_map, "pfc_to_pg_map", priority
             )
@@ -269,6 +276,7 @@ def _port_qos(discovery: Discovery, port: str) -> _PortQos:
         _int_map(config.get(("MAP_PFC_PRIORITY_TO_QUEUE", queue_map or ""))),
         pfc_pg_map,
         _int_map(config.get(("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", pfc_pg_map or ""))),
+        not discovery.platform or asic_of(discovery.platform) is not None,
     )
 
 
@@ -319,7 +327,9 @@ def _link_findings(pair: _Pair, consensus: Mapping[tuple[str, str], str]) -> lis
     link = pair.link
     ends = ((link.a, link.a_port, pair.a), (link.b, link.b_port, pair.b))
     findings: list[Finding] = []
-    for key in sorted(pair.a.keys() | pair.b.keys(), key=_key_order):
+    # Both ends have every entry but a pfc_to_pg one, which an end whose ASIC gives each
+    # priority its group leaves out (_PortQos.items): compared only where both have it.
+    for key in sorted(pair.a.keys() & pair.b.keys(), key=_key_order):
         a_value, b_value = pair.a[key][1], pair.b[key][1]
         if a_value == b_value:
             continue

@@ -113,6 +113,32 @@ def test_a_pfc_priority_to_group_entry_that_differs_is_named_on_that_end() -> No
     }
 
 
+def test_no_pfc_priority_to_group_map_is_no_mismatch_where_the_asic_takes_none() -> None:
+    """A fabric of Mellanox leaves, which bind the map as SONiC's qos_config.j2 does, and
+    Broadcom spines, which SONiC (and sluice) bind none on: the links agree. The same spines
+    on a Mellanox platform without the map are named (the test above)."""
+
+    def platforms(spine: str) -> Alter:
+        def alter(name: str, config: SwitchConfig) -> None:
+            platform = spine if name.startswith("spine") else "x86_64-mlnx_msn2700-r0"
+            config.setdefault(("DEVICE_METADATA", "localhost"), {})["platform"] = platform
+            config[("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", "AZURE")] = {"3": "3", "4": "4"}
+            for (table, _), fields in config.items():
+                if table == "PORT_QOS_MAP":
+                    if name.startswith("spine"):
+                        fields.pop("pfc_to_pg_map", None)
+                    else:
+                        fields["pfc_to_pg_map"] = "AZURE"
+
+        return alter
+
+    assert checked(discovered(platforms("x86_64-arista_7060_cx32s"))).ok
+    unbound = checked(discovered(platforms("x86_64-mlnx_msn2700-r0")))
+    assert {f.kind for f in unbound.findings} == {PFC_TO_PG}
+    # as many link ends without the map as with it: no value is the fabric's, both named
+    assert {f.end.split(":")[0] for f in unbound.findings} >= {"spine1", "spine2"}
+
+
 def _unbind_on(switch: str, then: Alter) -> Alter:
     def alter(name: str, config: SwitchConfig) -> None:
         then(name, config)
