@@ -37,8 +37,8 @@ With ``real`` (``./scripts/demo.sh --switches real``) the switches are SONiC's o
 (``lab/demo_real.py``): the same steps, with ASIC_DB checked after the rollout and the drift
 repair, each switch's agent started after the first rollout and ``sluice top`` of each
 shown; step 7's traffic on leaf1 is carried by a stand-in for the ASIC
-(``lab/asic_standin.py``), and its tuner and Ansible rollouts go through the real GCU while
-the agents move their thresholds; the bad config is left out there (docs/demo.md says why).
+(``lab/asic_standin.py``), and its tuner, bad-config and Ansible rollouts go through the real
+GCU while the agents move their thresholds, none taking a port down.
 
 ``python -m lab.demo_switches`` runs it after the rest of the demo's set-up
 (database, migration, token, API), for trying this step alone.
@@ -407,12 +407,8 @@ def switches_step(
             with in_place(fabric, "the tuner's rollout", say):
                 tuner_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
                            say=say, link_to=link_to)  # fmt: skip
-            if fabric is None:
+            with in_place(fabric, "the bad config's rollout and its rollback", say):
                 bad_config_step(full, intent, state_dir, traffic, switch=DEMO_SWITCH, run=run,
-                                say=say)  # fmt: skip
-            else:
-                say("left out on real switches: the bad config, whose gate reads the rpc "
-                    "queue's marks through SONiC's gNMI server, where they stopped moving "
-                    "after the bad version's apply in both runs (docs/demo.md)")  # fmt: skip
+                                say=say, link_to=link_to)  # fmt: skip
         with in_place(fabric, "the playbook's rollout", say):
             ansible_step(full, intent, run_dir, run=run, say=say, canary=DEMO_SWITCH)

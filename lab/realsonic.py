@@ -270,6 +270,7 @@ class RealSwitch:
         try:
             self._script(self.bundle.gnmi / "scripts" / "env-up.sh", str(self.redis_port))
             self._up.append("redis")
+            self._as_sonic_configures_redis()
             if self.parts.orchagent:
                 env = {"BUFFERMGRD": "1" if self.parts.buffermgrd else "0"}
                 self._script(
@@ -380,6 +381,22 @@ class RealSwitch:
         self, script: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
     ) -> str:
         return _run(["bash", str(script), str(self.run_dir), *args], env=env, timeout=timeout)
+
+    def _as_sonic_configures_redis(self) -> None:
+        """No output buffer limit for pubsub clients, as SONiC's database container sets it
+        (sonic-net/sonic-buildimage ``dockers/docker-database/Dockerfile.j2``: ``client-output-
+        buffer-limit pubsub 0 0 0``); the bundle's ``env-up.sh`` starts redis with redis's
+        default, 32 MB at once or 8 MB for 60 s. Every daemon that follows a table reads its
+        keyspace events through a pubsub connection, and SONiC's gNMI server reads one per
+        subscribed table and reads the table's key for each event: on a loaded machine it
+        falls behind syncd's counter writes, redis drops the connection at the limit, and
+        the server never reads the table again (sonic-net/sonic-gnmi
+        ``sonic_data_client/mixed_db_client.go``, ``dbSingleTableKeySubscribe``: after a
+        receive error it waits on the client's stop channel), so a SAMPLE stream re-sends
+        its last values for good: the real demo's rates froze at 0 that way
+        (docs/telemetry.md). Set before any daemon subscribes."""
+        with self.db("CONFIG_DB") as db:
+            db.config_set("client-output-buffer-limit", "pubsub 0 0 0")
 
     def _seed_without_orchagent(self) -> None:
         """What ``config load`` would leave without a switch behind it: the GCU needs

@@ -76,6 +76,12 @@ class CounterWriter:
         with self._lock:
             self._held.add(oid)
 
+    def add(self, oid: str, rates: dict[str, float]) -> None:
+        """Write ``oid``'s counters from now on as well (its first write jumps from the
+        seed's 0 to the rate times the writer's age: a reset, then rates)."""
+        with self._lock:
+            self.rates[oid] = rates
+
     def write(self, oid: str, values: Mapping[str, str]) -> None:
         with self._lock:
             mapping: RedisFields = dict(values.items())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -54,6 +55,7 @@ SENT = 1.25e9  # 10 Gb/s on Ethernet0's queue 3 and on the port
 PACKETS = SENT / 1500
 QUEUE = {"switch": "leaf1", "port": "Ethernet0", "queue": "3", "class": "storage"}
 JUMPING = {"switch": "leaf1", "port": "Ethernet4", "queue": "1", "class": "bulk"}
+IDLE = {"switch": "leaf1", "port": "Ethernet0", "queue": "1", "class": "bulk"}  # never written
 CLASSES = [
     {"name": "storage", "dscp": [10], "queue": 3, "scheduling": {"type": "DWRR", "weight": 50},
      "ecn": "mqecn"},
@@ -258,6 +260,49 @@ def test_sluice_top_shows_the_real_switchs_rates(lab: Lab, tmp_path: Path) -> No
             assert "stream up" in frame().splitlines()[0]
     finally:
         prometheus.stop()
+
+
+# A key name of 64 KiB: each keyspace event of it is that long, so a few hundred writes fill a
+# pubsub connection's output buffer past redis's default hard limit (32 MB) in a second.
+FLOOD_KEY = "COUNTERS:flood-" + "x" * 65_536
+FLOOD_WRITES = 800
+
+
+def test_rates_follow_the_counters_after_the_server_fell_behind_their_events(lab: Lab) -> None:
+    """SONiC's server reads each table it streams through a redis pubsub connection of
+    keyspace events; when it falls behind them (a loaded machine), the events wait in redis.
+    With redis's default pubsub output buffer limit redis drops that connection and the server
+    never reads the table again: a SAMPLE stream re-sends its last values for good (the real
+    demo's rates read 0), an ON_CHANGE stream (this collector's) sends nothing more. SONiC's
+    database container has no such limit (``RealSwitch._as_sonic_configures_redis``). Here
+    the server is stopped while the events of a burst of writes pile up, as a starved process
+    lets them; then a queue that was idle starts sending, and its rate must be seen."""
+    wait_for("the queue's rate", lambda: lab.metric("sluice_queue_tx_bytes_per_second", **QUEUE)
+             is not None)  # fmt: skip
+    pid = int((lab.switch.run_dir / "gnmi.pid").read_text().strip())
+    counters = lab.switch.db("COUNTERS_DB")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with counters.pipeline(transaction=False) as pipe:
+            for _ in range(FLOOD_WRITES):
+                pipe.hset(FLOOD_KEY, "SAI_QUEUE_STAT_PACKETS", "0")
+            pipe.execute()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    lab.writer.add(
+        lab.queues[f"{IDLE['port']}:{IDLE['queue']}"], {"SAI_QUEUE_STAT_BYTES": SENT / 5}
+    )
+    rate = "sluice_queue_tx_bytes_per_second"
+
+    def follows() -> bool:
+        seen = lab.metric(rate, **IDLE)
+        return seen is not None and seen == pytest.approx(SENT / 5, rel=0.02)
+
+    try:
+        wait_for("the newly sending queue's rate", follows, within_s=60)
+    except AssertionError as gave_up:
+        dropped = "overcoming of output buffer limits" in lab.switch.log("redis")
+        raise AssertionError(f"{gave_up}; redis dropped a pubsub connection: {dropped}") from None
 
 
 # --------------------------------------------------------------------------------------------
