@@ -5,35 +5,16 @@ reading of an apply result, not gNMI."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from controller.intent.models import ReconcileMode, Switch
-from controller.reconcile.apply import ApplyResult, ApplyStatus
+from controller.intent.models import ReconcileMode
 from controller.reconcile.loop import Target, reconcile_switch
 from controller.sonic.compile import compile_switch
-from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.model import SwitchConfig
+from tests.unit.reconcile.fakes import FakeSwitch
 from tests.unit.sonic import intents as t
 
 SWITCH = t.switch("leaf1", (("Ethernet0", 10), ("Ethernet4", 25)))
-
-
-@dataclass
-class FakeSwitch:
-    """Holds ``config``; every apply ends with ``status`` and writes nothing."""
-
-    config: SwitchConfig
-    status: ApplyStatus = "applied_verified"
-    applied: list[Plan] = field(default_factory=list)
-
-    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
-        wanted = set(tables)
-        return {k: dict(v) for k, v in self.config.items() if k[0] in wanted}
-
-    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
-        self.applied.append(plan)
-        return ApplyResult(switch.name, self.status, len(plan.ops), 0, 1, f"{self.status} here")
 
 
 def clock() -> datetime:

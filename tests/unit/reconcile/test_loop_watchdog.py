@@ -10,20 +10,18 @@ under test is the loop's split of a repair, not gNMI (over vsonic:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pytest
 
 from controller.intent.loader import parse_intent
-from controller.intent.models import Reconcile, ReconcileMode, Switch
-from controller.reconcile.apply import ApplyResult
+from controller.intent.models import Reconcile, ReconcileMode
 from controller.reconcile.loop import ReconcileLoop, SwitchRun, Target, reconcile_switch
 from controller.sonic.compile import compile_switch
-from controller.sonic.diff import apply_plan
-from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.model import SwitchConfig
 from tests.unit.intent.test_lossless_intent import lossless_data
+from tests.unit.reconcile.fakes import FakeSwitch
 
 INTENT = parse_intent(lossless_data())
 LEAF1 = INTENT.switches[0]
@@ -31,21 +29,9 @@ GLOBAL = ("PFC_WD", "GLOBAL")
 SCHEDULER = ("SCHEDULER", "SLUICE_SCHED_1")
 
 
-@dataclass
-class AppliedSwitch:
-    """Holds ``config`` and applies every plan it is sent, verified."""
-
-    config: SwitchConfig
-    applied: list[Plan] = field(default_factory=list)
-
-    def read(self, switch: Switch, tables: Iterable[str]) -> SwitchConfig:
-        wanted = set(tables)
-        return {k: dict(v) for k, v in self.config.items() if k[0] in wanted}
-
-    def apply(self, switch: Switch, plan: Plan) -> ApplyResult:
-        self.applied.append(plan)
-        self.config = apply_plan(self.config, plan)
-        return ApplyResult(switch.name, "applied_verified", len(plan.ops), 0, 1, None)
+def applied_switch(config: SwitchConfig) -> FakeSwitch:
+    """A switch that applies every plan it is sent, verified."""
+    return FakeSwitch(config, writes=True)
 
 
 def clock() -> datetime:
@@ -73,13 +59,13 @@ def reweighted(config: SwitchConfig) -> SwitchConfig:
     return changed
 
 
-def reconcile(switch: AppliedSwitch, want: SwitchConfig) -> SwitchRun:
+def reconcile(switch: FakeSwitch, want: SwitchConfig) -> SwitchRun:
     return reconcile_switch(switch, Target(LEAF1, 3, want), ReconcileMode.CORRECT, clock)
 
 
 def test_the_rest_of_the_repair_is_written_and_the_watchdog_alerted_with_its_command() -> None:
     want = desired()
-    switch = AppliedSwitch(reweighted(without_watchdog(want)))
+    switch = applied_switch(reweighted(without_watchdog(want)))
     run = reconcile(switch, want)
     assert run.status == "corrected"
     (plan,) = switch.applied
@@ -104,7 +90,7 @@ def test_the_rest_of_the_repair_is_written_and_the_watchdog_alerted_with_its_com
 
 def test_a_repair_of_the_watchdog_alone_writes_nothing() -> None:
     want = desired()
-    switch = AppliedSwitch(without_watchdog(want))
+    switch = applied_switch(without_watchdog(want))
     run = reconcile(switch, want)
     assert run.status == "alerted"
     assert switch.applied == []
@@ -116,7 +102,7 @@ def test_a_repair_of_the_watchdog_alone_writes_nothing() -> None:
 def test_a_switch_with_any_watchdog_entry_gets_its_ports_written_back() -> None:
     # ``pfcwd stop`` deletes the ports' entries and keeps GLOBAL: GCU takes the ports' then.
     want = desired()
-    switch = AppliedSwitch(without_watchdog(want) | {GLOBAL: {"POLL_INTERVAL": "200"}})
+    switch = applied_switch(without_watchdog(want) | {GLOBAL: {"POLL_INTERVAL": "200"}})
     run = reconcile(switch, want)
     assert (run.status, run.withheld, run.error) == ("corrected", None, None)
     (plan,) = switch.applied
@@ -128,7 +114,7 @@ def test_the_watchdog_is_held_beside_a_withheld_port_flap() -> None:
     want = desired()
     observed = without_watchdog(want)
     observed[("QUEUE", "Ethernet4|1")]["scheduler"] = "SLUICE_SCHED_5"
-    switch = AppliedSwitch(observed)
+    switch = applied_switch(observed)
     run = reconcile(switch, want)
     assert run.status == "alerted"
     assert switch.applied == []
@@ -158,7 +144,7 @@ def test_the_loop_logs_a_stopped_watchdog_once_and_says_when_it_runs_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     want = desired()
-    switch = AppliedSwitch(reweighted(without_watchdog(want)))
+    switch = applied_switch(reweighted(without_watchdog(want)))
     store = OneTargetStore(Target(LEAF1, 3, want))
     loop = ReconcileLoop(store, switch, clock, lambda: 0.5, max_parallel=1)
     caplog.set_level(logging.INFO, logger="controller.reconcile.loop")
