@@ -33,6 +33,7 @@ from typing import Any
 from controller.errors import FieldProblem
 from controller.intent.models import Dialect, Switch
 from controller.sonic.buffermgrd import (
+    BUFFER_MODEL,
     CABLE_LENGTH,
     DEVICE_METADATA,
     LOCALHOST,
@@ -159,7 +160,7 @@ class Discovery:
         model and platform (``DEVICE_METADATA|localhost``), where it has them."""
         metadata = {
             name: value
-            for name, value in (("buffer_model", self.buffer_model), (PLATFORM, self.platform))
+            for name, value in ((BUFFER_MODEL, self.buffer_model), (PLATFORM, self.platform))
             if value is not None
         }
         if not metadata:
