@@ -21,6 +21,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from controller.errors import (
     ApiUnreachable,
     BodyTooLarge,
+    BuffermgrdHeadroomDoesNotFit,
+    BuffermgrdKmaxAboveXoff,
     CompiledConfigInvalid,
     Conflict,
     DeviationUnsupported,
@@ -65,6 +67,9 @@ STATUS_OF: dict[type[SluiceError], int] = {
     LosslessBufferInvalid: 422,
     HeadroomDoesNotFit: 422,
     KmaxAboveXoff: 422,
+    # The same invariants with the headroom SONiC's buffer manager gives a port.
+    BuffermgrdHeadroomDoesNotFit: 422,
+    BuffermgrdKmaxAboveXoff: 422,
     # JSON or YAML sluice cannot read (not UTF-8, too deep, a key twice): named, never a 500.
     DocumentInvalid: 400,
     # Refused by its Content-Length, or once more than the limit arrived (api/body.py).

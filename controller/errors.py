@@ -105,6 +105,69 @@ class KmaxAboveXoff(LosslessBufferInvalid):
         super().__init__(path, port, priority, reason)
 
 
+class BuffermgrdHeadroomDoesNotFit(HeadroomDoesNotFit):
+    """HeadroomDoesNotFit with the figures the switch runs: on a port whose lossless groups
+    SONiC's traditional buffer manager writes, the headroom is its lookup-table profile
+    (``profile``, in the switch's CONFIG_DB), not the intent's
+    (``controller/sonic/buffermgrd.py``)."""
+
+    title = "buffermgrd's headroom does not fit"
+
+    def __init__(
+        self,
+        path: str,
+        port: str,
+        priority: int,
+        headroom_bytes: int,
+        buffer_bytes: int,
+        *,
+        profile: str,
+        size_bytes: int,
+    ) -> None:
+        self.headroom_bytes = headroom_bytes
+        self.buffer_bytes = buffer_bytes
+        self.profile = profile
+        reason = (
+            f"{port}: buffermgrd's {profile} (the switch's lookup-table profile, size "
+            f"{size_bytes} B per group) makes the lossless priorities' headroom {headroom_bytes} B "
+            f"with priority {priority}, which leaves no shared pool in a {buffer_bytes} B port "
+            "buffer; give the port more buffer, fewer lossless priorities, or change the switch's "
+            "profile"
+        )
+        LosslessBufferInvalid.__init__(self, path, port, priority, reason)
+
+
+class BuffermgrdKmaxAboveXoff(KmaxAboveXoff):
+    """KmaxAboveXoff with the figures the switch runs: the XOFF point of buffermgrd's
+    lookup-table profile (``profile``: its size and ``dynamic_th``), not of the intent's
+    headroom (``controller/sonic/buffermgrd.py``)."""
+
+    title = "ECN Kmax above buffermgrd's XOFF point"
+
+    def __init__(
+        self,
+        path: str,
+        port: str,
+        priority: int,
+        kmax_bytes: int,
+        xoff_point_bytes: int,
+        *,
+        profile: str,
+        figures: str,
+    ) -> None:
+        self.kmax_bytes = kmax_bytes
+        self.xoff_point_bytes = xoff_point_bytes
+        self.profile = profile
+        reason = (
+            f"{port} priority {priority}: Kmax {kmax_bytes} B is not below the XOFF point "
+            f"{xoff_point_bytes} B that buffermgrd's {profile} gives the priority group (the "
+            f"switch's lookup-table profile: {figures}): PFC would pause before ECN marks every "
+            "packet it should; lower kmax_bytes, give the port more buffer, or change the "
+            "switch's profile"
+        )
+        LosslessBufferInvalid.__init__(self, path, port, priority, reason)
+
+
 class DocumentInvalid(SluiceError):
     """A document (JSON body, YAML file) sluice cannot read: not UTF-8, too large, nested
     too deep, an integer too long, a key given twice; ``detail`` says which and where."""

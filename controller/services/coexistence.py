@@ -13,7 +13,9 @@ switch, as far as sluice can tell). From that, before anything is recorded:
   the operator's config (``controller/sonic/coexist.py``);
 - ``buffermgrd_warnings`` says, per port where SONiC's traditional buffer manager writes the
   lossless groups, that the headroom is its lookup-table profile, and where its figures
-  differ from the intent's (``controller/sonic/buffermgrd.py``);
+  differ from the intent's (``controller/sonic/buffermgrd.py``); ``buffermgrd_invariants``
+  refuses an intent whose lossless invariants break with that profile's figures
+  (``BuffermgrdHeadroomDoesNotFit``, ``BuffermgrdKmaxAboveXoff``);
 - ``pfc_to_pg_notes`` says, per switch a lossless class reaches, whether sluice binds its PFC
   priority -> group map there and why: only where SONiC's own template does, by the
   switch's platform (``controller/sonic/asic.py``).
@@ -37,7 +39,7 @@ from controller.errors import (
 )
 from controller.intent.models import Intent
 from controller.sonic.asic import pfc_to_pg
-from controller.sonic.buffermgrd import headroom_notes
+from controller.sonic.buffermgrd import LeftToBuffermgrd, check_left_headroom, headroom_notes
 from controller.sonic.coexist import (
     coexist,
     effective,
@@ -181,7 +183,38 @@ def buffermgrd_warnings(
     manager writes (its baseline's buffer model and cables): whose headroom it is, and how
     its profile (from ``seen``, what the switch is recorded to run) compares with the
     intent's. Port speeds from the newest discovery."""
-    warnings: list[FieldProblem] = []
+    return [
+        FieldProblem(f"switches.{name}.ports.{note.port}", note.note())
+        for name, notes in sorted(_left_to_buffermgrd(desired, known, seen).items())
+        for note in notes
+    ]
+
+
+def buffermgrd_invariants(
+    intent: Intent | None,
+    desired: Mapping[str, SwitchConfig],
+    known: Mapping[str, KnownSwitch],
+    seen: Mapping[str, SwitchConfig],
+) -> None:
+    """Refuse ``intent`` when, on a port whose lossless groups buffermgrd writes and whose
+    lookup-table profile the switch holds (as ``buffermgrd_warnings`` finds it), the lossless
+    invariants break with that profile's figures (``controller/sonic/buffermgrd.py``
+    ``check_left_headroom``): the first such port, switches in name order."""
+    if intent is None:
+        return
+    for name, notes in sorted(_left_to_buffermgrd(desired, known, seen).items()):
+        check_left_headroom(intent, name, notes)
+
+
+def _left_to_buffermgrd(
+    desired: Mapping[str, SwitchConfig],
+    known: Mapping[str, KnownSwitch],
+    seen: Mapping[str, SwitchConfig],
+) -> dict[str, list[LeftToBuffermgrd]]:
+    """Per switch, its ports whose headroom buffermgrd's lookup-table profile gives
+    (``headroom_notes``), from its baseline's buffer facts, ``seen`` and the newest
+    discovery's port speeds."""
+    left: dict[str, list[LeftToBuffermgrd]] = {}
     for name, config in sorted(desired.items()):
         found = known.get(name)
         if not config or found is None or found.baseline is None:
@@ -190,11 +223,10 @@ def buffermgrd_warnings(
         speeds = {("PORT", p.name): {"speed": str(p.speed_mbps)} for p in ports if p.speed_mbps}
         observed = {**found.baseline, **seen.get(name, {}), **speeds}
         want = effective(config, found.baseline)
-        warnings += [
-            FieldProblem(f"switches.{name}.ports.{note.port}", note.note())
-            for note in headroom_notes(config, want, found.baseline, observed)
-        ]
-    return warnings
+        notes = headroom_notes(config, want, found.baseline, observed)
+        if notes:
+            left[name] = notes
+    return left
 
 
 def pfc_to_pg_notes(

@@ -26,15 +26,27 @@ outlives a release. Hence the rules:
 - ``buffermgrd_leftovers``: the groups buffermgrd wrote because of a priority sluice
   enabled, which no longer match the port's ``pfc_enable``, and the lookup-table profiles only
   they used: the diff deletes them (as sluice's own), so a release gives the switch back as it
-  was.
+  was;
+- ``check_left_headroom``: the lossless invariants (headroom fits, Kmax below XOFF;
+  ``controller/qos/lossless.py``) on those ports with the figures the switch runs, its
+  lookup-table profile where CONFIG_DB holds it, instead of the intent's own headroom.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from controller.errors import (
+    BuffermgrdHeadroomDoesNotFit,
+    BuffermgrdKmaxAboveXoff,
+    HeadroomDoesNotFit,
+    KmaxAboveXoff,
+)
+from controller.intent.models import Intent
+from controller.qos.buffers import DYNAMIC_TH_MAX, DYNAMIC_TH_MIN
+from controller.qos.lossless import Headroom, LosslessQueue, port_lossless
 from controller.sonic.context import PREFIX
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables.buffer_pg import pg_ranges
@@ -144,6 +156,50 @@ def _is_sluice(name: str | None) -> bool:
 
 
 @dataclass(frozen=True)
+class LookupHeadroom:
+    """A lookup-table profile as the lossless invariants read it: its groups' ``headroom``
+    (xon, xoff, size) and the shared-buffer ``dynamic_th`` its groups' XOFF point follows.
+
+    buffermgrd writes all four from a ``pg_profile_lookup.ini`` row (sonic-swss
+    ``cfgmgr/buffermgr.h`` ``pg_profile_t``: size, xon, xon_offset, xoff, threshold; the
+    threshold becomes ``dynamic_th``). ``size`` is what one group reserves, its xoff inside it,
+    as in the intent's own profiles (SONiC's vs/Force10-S6000 table, 40 Gb/s 5 m: size 56 368,
+    xon 18 432, xoff 55 120, threshold -3)."""
+
+    headroom: Headroom
+    dynamic_th: int
+
+    def describe(self) -> str:
+        room = self.headroom
+        return (
+            f"size {room.size_bytes} B, xoff {room.xoff_bytes} B, xon {room.xon_bytes} B, "
+            f"dynamic_th {self.dynamic_th}"
+        )
+
+
+def _byte_count(text: str | None) -> int | None:
+    return int(text) if text is not None and text.strip().isdigit() else None
+
+
+def lookup_headroom(fields: Fields | None) -> LookupHeadroom | None:
+    """The invariants' figures of a ``BUFFER_PROFILE``: None when there is none, or when one
+    of ``xon``, ``xoff``, ``size`` is not a whole number of bytes or ``dynamic_th`` not an
+    integer SONiC's YANG allows (-8..7): then nothing the switch runs can be checked."""
+    if fields is None:
+        return None
+    xon, xoff, size = (_byte_count(fields.get(name)) for name in ("xon", "xoff", "size"))
+    try:
+        dynamic_th = int(fields.get("dynamic_th", ""))
+    except ValueError:
+        return None
+    if xon is None or xoff is None or size is None:
+        return None
+    if not DYNAMIC_TH_MIN <= dynamic_th <= DYNAMIC_TH_MAX:
+        return None
+    return LookupHeadroom(Headroom(xon, xoff, size), dynamic_th)
+
+
+@dataclass(frozen=True)
 class LeftToBuffermgrd:
     """What a plan says of a port buffermgrd writes lossless groups on: the groups it will
     write (``keys``), its lookup-table profile, that profile's fields where CONFIG_DB holds it
@@ -168,19 +224,33 @@ class LeftToBuffermgrd:
             if self.profile_fields.get(name) != self.intent_fields.get(name)
         )
 
+    def lookup(self) -> LookupHeadroom | None:
+        """The profile's figures the invariants are checked with; None: the intent's are."""
+        return lookup_headroom(self.profile_fields)
+
     def note(self) -> str:
         keys = ", ".join(f"BUFFER_PG|{self.port}|{k}" for k in self.keys)
         said = f"{self.port}: headroom is buffermgrd's ({keys} on {self.profile}, its lookup table)"
         differs = self.differs()
         if self.profile_fields is None:
-            return said + "; the switch has no such profile yet: its figures are the switch's own"
+            return said + (
+                "; the switch has no such profile yet: its figures are the switch's own, and "
+                "the lossless invariants are checked with the intent's"
+            )
+        if self.lookup() is None:
+            said += (
+                "; its xon, xoff, size or dynamic_th cannot be read: the lossless invariants "
+                "are checked with the intent's figures"
+            )
+        else:
+            said += "; the lossless invariants are checked with its figures"
         if not differs:
             return said + f", as the intent sizes it ({self.intent_profile})"
         shown = ", ".join(
             f"{n} {self.profile_fields.get(n)} (intent {self.intent_fields.get(n)})"
             for n in differs
         )
-        return said + f"; its figures differ from the intent's {self.intent_profile}: {shown}"
+        return said + f"; they differ from the intent's {self.intent_profile}: {shown}"
 
 
 def headroom_notes(
@@ -216,6 +286,70 @@ def headroom_notes(
             )
         )
     return notes
+
+
+def check_left_headroom(intent: Intent, switch: str, notes: Sequence[LeftToBuffermgrd]) -> None:
+    """The lossless invariants (``controller/qos/lossless.py`` ``port_lossless``) on each
+    port of ``switch`` in ``notes`` whose lookup-table profile the switch's CONFIG_DB holds,
+    with that profile's figures: its ``size`` per group and its ``dynamic_th`` for the XOFF
+    point, against the port's buffer as the intent declares it and the intent's lossless
+    priorities (the operator's own priorities on the port are not counted, as in the intent's
+    check, ``controller/intent/capacity.py`` ``lossless_buffers_fit``). A port whose profile
+    is absent or unreadable keeps the intent's check, which validation already ran.
+
+    Raises BuffermgrdHeadroomDoesNotFit (at the port's ``buffer_bytes``) or
+    BuffermgrdKmaxAboveXoff (at the class's ``lossless.kmax_bytes``) for the first port, in
+    ``notes``' order, that breaks one."""
+    if intent.fabric.lossless is None:
+        return
+    classes = [
+        (i, c, c.lossless) for i, c in enumerate(intent.service_classes) if c.lossless is not None
+    ]
+    if not classes:
+        return
+    queues = [LosslessQueue(lossless.pfc_priority, c.dcqcn) for _, c, lossless in classes]
+    kmax_path = {
+        lossless.pfc_priority: f"service_classes[{i}].lossless.kmax_bytes"
+        for i, _, lossless in classes
+    }
+    for i, declared in enumerate(intent.switches):
+        if declared.name != switch:
+            continue
+        ports = {port.name: (j, port) for j, port in enumerate(declared.ports)}
+        for note in notes:
+            theirs = note.lookup()
+            if theirs is None or note.port not in ports:
+                continue
+            j, port = ports[note.port]
+            where = f"{switch} {note.port}"
+            try:
+                port_lossless(
+                    where,
+                    port.buffer_bytes or intent.fabric.port_buffer_bytes,
+                    queues,
+                    theirs.headroom,
+                    dynamic_th=theirs.dynamic_th,
+                )
+            except KmaxAboveXoff as refused:
+                raise BuffermgrdKmaxAboveXoff(
+                    kmax_path[refused.priority],
+                    where,
+                    refused.priority,
+                    refused.kmax_bytes,
+                    refused.xoff_point_bytes,
+                    profile=note.profile,
+                    figures=theirs.describe(),
+                ) from None
+            except HeadroomDoesNotFit as refused:
+                raise BuffermgrdHeadroomDoesNotFit(
+                    f"switches[{i}].ports[{j}].buffer_bytes",
+                    where,
+                    refused.priority,
+                    refused.headroom_bytes,
+                    refused.buffer_bytes,
+                    profile=note.profile,
+                    size_bytes=theirs.headroom.size_bytes,
+                ) from None
 
 
 def buffermgrd_leftovers(
