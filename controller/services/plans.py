@@ -16,7 +16,9 @@ where it came from (``controller/sonic/cables.py``, from the newest discoveries)
 intent is compiled for them; the current version was compiled for those recorded when it was
 written, and a port whose stored profile is for another length is a warning. On a switch in
 SONiC's traditional buffer model with cable lengths, where buffermgrd writes the lossless
-groups, each port's warning says the headroom is buffermgrd's (``buffermgrd_warnings``).
+groups, each port's warning says the headroom is buffermgrd's (``buffermgrd_warnings``), and
+where the switch holds that lookup-table profile the lossless invariants are checked with its
+figures (``buffermgrd_invariants``: ``BuffermgrdHeadroomDoesNotFit``, ``BuffermgrdKmaxAboveXoff``).
 Each switch a lossless class reaches gets a note saying whether sluice's PFC priority -> group
 map is bound there, by its platform (``pfc_to_pg_notes``, ``controller/sonic/asic.py``).
 
@@ -39,6 +41,7 @@ from controller.openconfig.qos import platform_warnings
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
+    buffermgrd_invariants,
     buffermgrd_warnings,
     effective_fleet,
     fabric_discoveries,
@@ -106,6 +109,7 @@ class PlanService:
             observed = decode_fleet(states.latest_running_states(session=session, switches=wanted))
             known = known_switches(session, wanted)
         preflight(planned, _only(desired, wanted), known)
+        buffermgrd_invariants(planned, _only(desired, wanted), known, observed)
         plans = _shown_plans(_only(desired, wanted), observed, _only(owned, wanted), known)
         warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
         warnings += buffermgrd_warnings(_only(desired, wanted), known, observed)

@@ -37,6 +37,7 @@ from controller.services.audit import record_change
 from controller.services.coexistence import (
     KnownSwitch,
     baselines_of,
+    buffermgrd_invariants,
     effective_fleet,
     known_switches,
     preflight,
@@ -243,7 +244,9 @@ class RolloutService:
         (``gates`` reads one expression) and an unhealthy fabric refuses the start (409)
         unless the policy forces it. A version whose plan takes ports down (from what each
         switch is recorded to run) is refused (409, ``PortFlapsNotAllowed``) unless the
-        policy allows it."""
+        policy allows it. Where buffermgrd gives a port its headroom and the switch holds its
+        profile, a version whose lossless invariants break with that profile's figures is
+        refused (422, ``BuffermgrdHeadroomDoesNotFit``, ``BuffermgrdKmaxAboveXoff``)."""
         with self._sessions.begin() as session:
             rollouts.lock_rollout_starts(session=session)
             active = rollouts.active_rollout(session=session)
@@ -263,7 +266,12 @@ class RolloutService:
             from_version = rollouts.last_finished_version(session=session)
             known = known_switches(session, switches)
             target = version_intent(session, to_version)
-            preflight(target, _desired_of(session, to_version), known)
+            desired = _desired_of(session, to_version)
+            preflight(target, desired, known)
+            # Where buffermgrd gives a port its headroom, the invariants with its profile's
+            # figures, as the plan checks them (what each switch is recorded to run).
+            running = decode_fleet(states.latest_running_states(session=session, switches=switches))
+            buffermgrd_invariants(target, desired, known, running)
             if not policy.allow_port_flaps:
                 refuse_port_flaps(port_flaps_of(session, from_version, to_version, known))
             policy = replace(policy, gates=gated_for(policy.gates, target))

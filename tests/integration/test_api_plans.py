@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,11 +13,13 @@ from controller.intent.loader import parse_intent
 from controller.services.plans import PlanService
 from controller.sonic.compile import compile_fleet
 from controller.sonic.diff import apply_plan
+from controller.sonic.discovery import SwitchRead, discover
 from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.store.db import make_engine, make_sessions
-from controller.store.repositories import intents
+from controller.store.repositories import discoveries, intents
 from controller.store.snapshots import decode_config, decode_fleet
 from tests.integration.conftest import StepClock, put_intent, small_intent
+from tests.support.lossless import SPECTRUM_2
 
 
 @pytest.fixture
@@ -229,3 +232,97 @@ def test_a_platforms_approximations_are_in_the_plan_and_what_it_cannot_take_is_r
     problem = answer.json()
     assert [e["field"] for e in problem["errors"]] == ["switches[1].platform"]
     assert "drop_weight_leaves_unsupported" in problem["errors"][0]["reason"]
+
+
+# buffermgrd's lookup-table profile for leaf1's 25 Gb/s port with a 5 m cable: the row of
+# SONiC's vs image (Force10-S6000) pg_profile_lookup.ini, its threshold as given.
+LEAF1_LOOKUP = "pg_lossless_25000_5m_profile"
+
+
+def _discovered_traditional(db_url: str, dynamic_th: str, at: datetime) -> None:
+    """A finished discovery of leaf1 in SONiC's traditional buffer model with a 5 m cable,
+    buffermgrd's profile for its port (``dynamic_th`` as given) and a started watchdog."""
+    config: SwitchConfig = {
+        ("PORT", "Ethernet0"): {"speed": "25000", "admin_status": "up"},
+        ("DEVICE_METADATA", "localhost"): {"hostname": "leaf1", "buffer_model": "traditional"},
+        ("CABLE_LENGTH", "AZURE"): {"Ethernet0": "5m"},
+        ("PFC_WD", "GLOBAL"): {"POLL_INTERVAL": "200"},
+        ("BUFFER_PROFILE", LEAF1_LOOKUP): {
+            "pool": "ingress_lossless_pool",
+            "xon": "18432",
+            "xoff": "55120",
+            "size": "56368",
+            "dynamic_th": dynamic_th,
+        },
+    }
+    found = discover("leaf1", SwitchRead(config, {}, {}, 3)).as_json()
+    engine = make_engine(db_url, pool_size=1)
+    try:
+        with make_sessions(engine).begin() as session:
+            row = discoveries.insert(
+                session=session, request={}, requested_by="test", request_id="r", at=at
+            )
+            result = {"switches": [found]}
+            discoveries.finish(session=session, discovery_id=row.id, result=result, at=at)
+    finally:
+        engine.dispose()
+
+
+def _lossless_web() -> dict[str, Any]:
+    """The small intent with its web class (queue 2) lossless on PFC priority 2, DCQCN's
+    Kmax 200 000 B, Spectrum-2's headroom figures."""
+    proposed = small_intent()
+    proposed["fabric"]["lossless"] = dict(SPECTRUM_2)
+    for service_class in proposed["service_classes"]:
+        if service_class["name"] == "web":
+            service_class |= {"ecn": "standard", "lossless": {"pfc_priority": 2}}
+    return proposed
+
+
+def test_kmax_above_the_xoff_point_of_buffermgrds_profile_is_a_422_naming_it(
+    stored: TestClient, auth: Any, db_url: str
+) -> None:
+    # 2 000 000 B buffer, buffermgrd's size 56 368 B: shared pool 1 943 632 B. dynamic_th
+    # -4 (alpha 1/16): XOFF point 1/17 of it, 114 331 B, below Kmax 200 000 B: refused.
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    _discovered_traditional(db_url, "-4", t0)
+    request = {"intent": _lossless_web(), "switches": ["leaf1"]}
+    refused = stored.post("/api/v1/plans", json=request, headers=auth["viewer"])
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    problem = refused.json()
+    assert problem["type"] == "urn:sluice:problem:ecn-kmax-above-buffermgrd-s-xoff-point"
+    ((field, reason),) = [(e["field"], e["reason"]) for e in problem["errors"]]
+    assert field == "service_classes[1].lossless.kmax_bytes"
+    assert reason.startswith(
+        "BuffermgrdKmaxAboveXoff: leaf1 Ethernet0 priority 2: Kmax 200000 B is not below the "
+        f"XOFF point 114331 B that buffermgrd's {LEAF1_LOOKUP} gives"
+    )
+    # Stored, the intent's own figures accept it; a rollout of it is refused as the plan is.
+    stored_lossless = put_intent(stored, auth["operator"], _lossless_web(), 1)
+    assert stored_lossless.status_code == 200, stored_lossless.text
+    started = stored.post(
+        "/api/v1/rollouts", json={"allow_port_flaps": True}, headers=auth["operator"]
+    )
+    assert started.status_code == 422, started.text
+    assert started.json()["type"] == problem["type"]
+    assert started.json()["errors"] == problem["errors"]
+    # Discovered again with the image's own row, dynamic_th -3 (1/9 of the pool, 215 959 B):
+    # planned, and the port's note says whose figures were checked.
+    _discovered_traditional(db_url, "-3", t0 + timedelta(minutes=1))
+    body = _planned_request(stored, auth, request)
+    notes = [
+        w["reason"] for w in body["warnings"] if w["field"] == "switches.leaf1.ports.Ethernet0"
+    ]
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        f"Ethernet0: headroom is buffermgrd's (BUFFER_PG|Ethernet0|2 on {LEAF1_LOOKUP}"
+    )
+    assert "the lossless invariants are checked with its figures" in notes[0]
+
+
+def _planned_request(client: TestClient, auth: Any, request: dict[str, Any]) -> dict[str, Any]:
+    answer = client.post("/api/v1/plans", json=request, headers=auth["viewer"])
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
