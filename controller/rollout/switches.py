@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
-from controller.errors import FieldProblem, NotFound, SouthboundError
+from controller.errors import FieldProblem, LosslessBufferInvalid, NotFound, SouthboundError
 from controller.intent.models import Dialect, Intent, Switch
 from controller.reconcile.access import (
     OWNED_TABLES,
@@ -52,7 +52,7 @@ from controller.rollout.staging import (
     Halt,
     next_stage,
 )
-from controller.sonic.buffermgrd import buffermgrd_leftovers
+from controller.sonic.buffermgrd import buffermgrd_leftovers, check_left_headroom, headroom_notes
 from controller.sonic.coexist import (
     NO_CLAIM,
     LosslessClaim,
@@ -216,12 +216,15 @@ def converge_switch(
     adoptions: Adoptions,
     by: str,
     claim: LosslessClaim = NO_CLAIM,
+    intent: Intent | None = None,
 ) -> Converged:
     """Plan ``switch`` from a fresh read to ``desired`` (``owned``: what sluice wrote), apply
     and verify, then read what it runs now. Refused before anything is written: declared
     ports a SONiC switch does not run at their speed, a change to the operator's lossless
     traffic (but for the priorities ``claim`` takes over), a first PFC watchdog on a switch
-    that runs none (GCU refuses it), a plan that takes ports down unless
+    that runs none (GCU refuses it), lossless invariants that break with the headroom
+    buffermgrd's profile gives a port (``intent``: the version ``desired`` is of; its
+    ``check_left_headroom``, from this read), a plan that takes ports down unless
     ``allow_port_flaps``. The first write is
     preceded by the switch's adoption record (``by`` says who adopted it); an empty
     ``desired`` gives the operator's config back and releases the adoption."""
@@ -250,6 +253,14 @@ def converge_switch(
         if unstarted is not None and switch.dialect is Dialect.SONIC:
             why = "the switch's config updater would refuse the intent's PFC watchdog"
             return Converged(refusal(switch.name, why, [unstarted]), None)
+        if intent is not None and switch.dialect is Dialect.SONIC:
+            # The profile buffermgrd made since the plan's facts were recorded counts too.
+            try:
+                notes = headroom_notes(desired, want, baseline, observed)
+                check_left_headroom(intent, switch.name, notes)
+            except LosslessBufferInvalid as broken:
+                why = "buffermgrd's headroom on the switch breaks the lossless invariants"
+                return Converged(refusal(switch.name, why, broken.problems), None)
     was = effective(owned, baseline)
     # buffermgrd's groups for priorities sluice enabled go with them (as sluice's own).
     was |= buffermgrd_leftovers(observed, baseline, was, want)
@@ -304,6 +315,9 @@ class _Work:
     owned: SwitchConfig
     allow_port_flaps: bool
     claim: LosslessClaim = NO_CLAIM  # the lossless priorities of the intent ``desired`` is of
+    # That intent, whose lossless invariants are checked with buffermgrd's figures going
+    # forward (None going back: a rollback restores, it is not refused).
+    intent: Intent | None = None
 
 
 class Dispatch(Protocol):
@@ -441,6 +455,7 @@ class RolloutRunner:
                 {**to_desired.get(name, {}), **from_desired.get(name, {})},
                 view.allow_port_flaps,
                 claim,
+                intents[0],
             )
             for name in names
         ]
@@ -550,6 +565,7 @@ class RolloutRunner:
                 adoptions=self._store,
                 by=f"rollout {rollout_id}" + (" rollback" if phase == BACKWARD else ""),
                 claim=item.claim,
+                intent=item.intent,
             )
             return converged, started, self._clock()
 
