@@ -13,6 +13,7 @@ from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import Op, Plan, SwitchConfig
 from controller.sonic.tables.flex_counter_table import operator_disabled
 from tests.unit.sonic import intents as t
+from tests.unit.sonic.test_coexist import PORTS
 from tests.unit.sonic.test_coexist_lossless import desired, operator, rdma
 
 
@@ -85,6 +86,7 @@ def test_static_ecn_only_uses_the_intents_counter_intervals() -> None:
 PG_DROP = ("FLEX_COUNTER_TABLE", "PG_DROP")
 PG_WATERMARK = ("FLEX_COUNTER_TABLE", "PG_WATERMARK")
 ENABLED = {"FLEX_COUNTER_STATUS": "enable"}
+LEAF1_PORTS = tuple((p, 10) for p in PORTS)  # the ports of ``desired``'s switch
 
 
 def lossless_switch(**groups: dict[str, str]) -> SwitchConfig:
@@ -165,3 +167,19 @@ def test_a_group_the_operator_disabled_stays_off_and_the_plan_warns() -> None:
     # A switch nothing is known of (no baseline) gets both groups, and no warning.
     assert pg_counter_warnings({"leaf1": own}, {}) == []
     assert effective(own, None)[PG_DROP] == ENABLED
+
+
+def test_the_status_sluice_enabled_is_its_own_repaired_and_removed_with_the_class() -> None:
+    config = lossless_switch(PG_DROP={"POLL_INTERVAL": "5000"})
+    want, running, _ = adopted(config)
+    # Turned off behind sluice's back: drift repair enables it again, the interval untouched.
+    drifted = {**running, PG_DROP: {"FLEX_COUNTER_STATUS": "disable", "POLL_INTERVAL": "5000"}}
+    repair = flex_ops(plan_switch("leaf1", want, drifted, want, baseline=config))
+    assert set(repair) == {"PG_DROP"}
+    assert repair["PG_DROP"].fields == ENABLED
+    # The lossless class dropped (a lossy intent): the groups go as on release.
+    lossy_intent = t.intent(t.VOICE, t.BULK, switches=(t.switch(ports=LEAF1_PORTS),))
+    lossy = effective(compile_switch(lossy_intent, lossy_intent.switches[0]), config)
+    after = apply_plan(running, plan_switch("leaf1", lossy, running, want, baseline=config))
+    assert after[PG_DROP] == config[PG_DROP]
+    assert PG_WATERMARK not in after
