@@ -18,7 +18,10 @@ switch, as far as sluice can tell). From that, before anything is recorded:
   (``BuffermgrdHeadroomDoesNotFit``, ``BuffermgrdKmaxAboveXoff``);
 - ``pfc_to_pg_notes`` says, per switch a lossless class reaches, whether sluice binds its PFC
   priority -> group map there and why: only where SONiC's own template does, by the
-  switch's platform (``controller/sonic/asic.py``).
+  switch's platform (``controller/sonic/asic.py``);
+- ``pg_counter_warnings`` says, per switch whose operator disabled the priority group
+  counters a lossless class reads, that sluice leaves them off
+  (``controller/sonic/tables/flex_counter_table.py``).
 
 The worker checks the same against a fresh read before it writes; these are the API's early
 answers, from what is recorded.
@@ -50,6 +53,8 @@ from controller.sonic.coexist import (
 from controller.sonic.discovery import Discovery, inventory_problems
 from controller.sonic.gcu import watchdog_not_started
 from controller.sonic.model import EntryKey, SwitchConfig
+from controller.sonic.tables.flex_counter_table import TABLE as FLEX_COUNTER_TABLE
+from controller.sonic.tables.flex_counter_table import operator_disabled
 from controller.store.adoption_store import adoption_state
 from controller.store.repositories import discoveries
 
@@ -250,3 +255,27 @@ def pfc_to_pg_notes(
             said = pfc_to_pg(found.baseline).note()
         notes.append(FieldProblem(f"switches.{name}", said))
     return notes
+
+
+def pg_counter_warnings(
+    desired: Mapping[str, SwitchConfig], known: Mapping[str, KnownSwitch]
+) -> list[FieldProblem]:
+    """One warning per switch where the intent's lossless class would enable a priority group
+    counter group that the operator's config (its baseline) disables: sluice leaves it off,
+    so the class's drops are read at its queue only and its priority groups' watermarks not
+    at all (``flex_counter_table.operator_disabled``)."""
+    warnings: list[FieldProblem] = []
+    for name, config in sorted(desired.items()):
+        found = known.get(name)
+        off = operator_disabled(config, found.baseline if found is not None else None)
+        if not off:
+            continue
+        groups = ", ".join(f"{FLEX_COUNTER_TABLE}|{group}" for group in off)
+        said = (
+            f"{groups}: disabled in the operator's config, which sluice keeps; the lossless "
+            "class's priority group counters are off there (its drops are read at its queue "
+            "only), until the operator enables them (counterpoll pg-drop enable / "
+            "counterpoll watermark enable)"
+        )
+        warnings.append(FieldProblem(f"switches.{name}", said))
+    return warnings

@@ -20,7 +20,9 @@ groups, each port's warning says the headroom is buffermgrd's (``buffermgrd_warn
 where the switch holds that lookup-table profile the lossless invariants are checked with its
 figures (``buffermgrd_invariants``: ``BuffermgrdHeadroomDoesNotFit``, ``BuffermgrdKmaxAboveXoff``).
 Each switch a lossless class reaches gets a note saying whether sluice's PFC priority -> group
-map is bound there, by its platform (``pfc_to_pg_notes``, ``controller/sonic/asic.py``).
+map is bound there, by its platform (``pfc_to_pg_notes``, ``controller/sonic/asic.py``), and
+a switch whose operator disabled the priority group counters the class reads is warned that
+they stay off (``pg_counter_warnings``).
 
 ``owned`` is the desired state of the current version: the entries sluice wrote, so a plan
 may remove them when an intent drops them, and never touches anything else. A ``Plan``
@@ -48,6 +50,7 @@ from controller.services.coexistence import (
     inherited_fields,
     known_switches,
     pfc_to_pg_notes,
+    pg_counter_warnings,
     preflight,
 )
 from controller.services.intents import version_intent
@@ -114,6 +117,7 @@ class PlanService:
         warnings = [] if planned is None else agent_warnings(planned) + platform_warnings(planned)
         warnings += buffermgrd_warnings(_only(desired, wanted), known, observed)
         warnings += pfc_to_pg_notes(_only(desired, wanted), known)
+        warnings += pg_counter_warnings(_only(desired, wanted), known)
         shown = cables.only(wanted)
         if planned is not None and proposed is None:
             warnings += stale_headroom(planned, shown, _only(owned, wanted), head)

@@ -41,6 +41,10 @@ Three rules, one function each:
   queue gets sluice's static egress profile, except a queue the operator's config already
   holds lossless traffic in and binds in ``BUFFER_QUEUE`` (SONiC's stock
   ``egress_lossless_profile``): that binding stays theirs, taken over or not.
+- **The operator's priority group counters** (``controller/sonic/tables/flex_counter_table.py``
+  ``keep_operator_groups``): a lossless class enables the ``PG_DROP`` and ``PG_WATERMARK``
+  counter groups, except where the operator's config already sets their status (enabled:
+  nothing to write; disabled: left off, and the plan says so).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from controller.sonic.context import MAP_NAME, PREFIX
 from controller.sonic.model import EntryKey, Fields, SwitchConfig
 from controller.sonic.tables import SCHEMAS
 from controller.sonic.tables.buffer_profile import EGRESS_LOSSLESS
+from controller.sonic.tables.flex_counter_table import keep_operator_groups
 from controller.sonic.tables.port_qos_map import priority_list
 
 # What defines a port's lossless traffic, besides the tables sluice writes.
@@ -207,12 +212,14 @@ def _left_unbound(baseline: SwitchConfig, port: str, binding: str, asic_binds: b
 def coexist(desired: SwitchConfig, baseline: SwitchConfig | None) -> Coexisting:
     """``desired`` with each managed port bound to merged maps where it was bound to an
     operator's map before adoption, the operator's PFC priorities kept in its priority
-    lists and their lossless queues' buffer bindings kept (module docstring). Pure;
+    lists, their lossless queues' buffer bindings and their priority group counter groups
+    kept (module docstring). Pure;
     ``desired`` is not modified. Without a baseline (nothing known of the switch)
     ``desired`` is what it is."""
     if not baseline:
         return Coexisting(desired)
     desired = keep_operator_egress(leave_headroom(desired, baseline), baseline)
+    desired = keep_operator_groups(desired, baseline)
     asic_binds = pfc_to_pg(baseline).binds
     merged: dict[EntryKey, Fields] = {}
     inherited: dict[EntryKey, dict[str, str]] = {}

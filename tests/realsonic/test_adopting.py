@@ -44,6 +44,8 @@ from .streams import wait_for
 pytestmark = [pytest.mark.realsonic, pytest.mark.timeout(1800)]  # a hang guard only
 LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # docs/example-intent.yaml
 MANAGED_PORTS = ("Ethernet0", "Ethernet48")
+PG_DROP = ("FLEX_COUNTER_TABLE", "PG_DROP")
+PG_WATERMARK = ("FLEX_COUNTER_TABLE", "PG_WATERMARK")
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +189,10 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     """On a traditional-model switch with cable lengths buffermgrd (sonic-swss
     cfgmgr/buffermgr.cpp) writes a port's lossless groups from its ``pfc_enable``: sluice adds
     priority 2 with PFC, maps and watchdog and no group of its own; buffermgrd's
-    ``BUFFER_PG|<port>|2-4`` is the headroom, and the release takes it away with the priority."""
+    ``BUFFER_PG|<port>|2-4`` is the headroom, and the release takes it away with the priority.
+    The priority group counters the class reads, which this switch does not poll, are enabled
+    through GCU (orchagent then names the groups in ``COUNTERS_PG_NAME_MAP``) and given back
+    with the rest."""
     switch = operated.switch
     config = switch.db("CONFIG_DB")
     # The operator's ``pfcwd interval 200``: GCU adds a port's PFC_WD entry only beside a
@@ -201,6 +206,9 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     assert ("DEVICE_METADATA", "localhost") in original
     assert original[("DEVICE_METADATA", "localhost")].get("buffer_model") != "dynamic"
     lookup = original[("BUFFER_PG", "Ethernet0|3-4")]["profile"]  # pg_lossless_40000_5m_profile
+    assert not {PG_DROP, PG_WATERMARK} & original.keys()  # no counterpoll on this switch
+    counters = switch.db("COUNTERS_DB")
+    assert not counters.exists("COUNTERS_PG_NAME_MAP")
 
     info = operated.roll_out(lossless_leaf(operated), allow_port_flaps=True)
     assert info.state == "completed", (info.reason, [r.reason for r in info.results])
@@ -220,6 +228,8 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     added = sorted(k for t, k in running if t == "BUFFER_PG" and k not in groups)
     assert added == sorted(f"{port}|2-4" for port in MANAGED_PORTS)  # buffermgrd's, no other
     assert not [k for t, k in running if t == "BUFFER_PROFILE" and k.startswith("SLUICE_pg")]
+    assert running[PG_DROP] == running[PG_WATERMARK] == {"FLEX_COUNTER_STATUS": "enable"}
+    wait_for("orchagent's priority group map", lambda: counters.exists("COUNTERS_PG_NAME_MAP") > 0)
     # The drift repair judges the port as the rollout did: buffermgrd's group is no drift.
     reconciler = ReconcileService(
         operated.sessions, clock=operated.clock, rand=random.Random(5).random

@@ -142,6 +142,12 @@ def test_the_lossless_tables_validate_on_every_switch() -> None:
     assert counts["PFC_WD"] == ports
     assert counts["TC_TO_PRIORITY_GROUP_MAP"] == len(intent.switches)
     assert counts["MAP_PFC_PRIORITY_TO_QUEUE"] == len(intent.switches)
+    # the priority group counters the class reads, enabled on every switch (sonic-flex_counter.yang
+    # containers PG_DROP and PG_WATERMARK)
+    groups = [k for c in compile_fleet(intent).values() for k in c if k[0] == "FLEX_COUNTER_TABLE"]
+    assert sorted(k for k in groups if k[1].startswith("PG_")) == sorted(
+        ("FLEX_COUNTER_TABLE", g) for g in ("PG_DROP", "PG_WATERMARK") for _ in intent.switches
+    )
 
 
 def test_the_check_refuses_a_lossless_entry_broken_by_one_field() -> None:

@@ -1,6 +1,7 @@
 """FLEX_COUNTER_TABLE: which counter groups the switch polls, and how often.
 
-Key: the counter group (``QUEUE``, ``PORT``, ``QUEUE_WATERMARK``, ``WRED_ECN_QUEUE``); fields
+Key: the counter group (``QUEUE``, ``PORT``, ``QUEUE_WATERMARK``, ``WRED_ECN_QUEUE``,
+``PG_DROP``, ``PG_WATERMARK``); fields
 ``FLEX_COUNTER_STATUS`` (``enable``/``disable``) and ``POLL_INTERVAL`` in milliseconds as a
 string (SONiC Configuration.md "FLEX_COUNTER_TABLE"; sonic-buildimage:src/sonic-yang-models/
 yang-models/sonic-flex_counter.yang). Defaults when sluice writes nothing: queue 10 s, port 1 s,
@@ -15,6 +16,20 @@ an agent interval below the platform's floor before anything is compiled.
 A shared table: every SONiC switch has its own entries from ``init_cfg.json`` (PORT, QUEUE,
 RIF, PFCWD, ...); sluice writes and compares only the two fields it sets, on the groups it
 needs, and never deletes an operator's group.
+
+**The priority groups' counters** (``PG_DROP``, ``PG_WATERMARK``): an intent with a lossless
+class reads its ingress priority groups' drops and watermarks (docs/telemetry.md), which
+orchagent publishes (``COUNTERS_PG_NAME_MAP`` and the groups' stats) only once the group is
+enabled (sonic-swss orchagent/flexcounterorch.cpp ``FlexCounterOrch::doTask``: ``enable`` on
+``PG_DROP``/``PG_WATERMARK`` generates the priority group map and adds the groups' counters).
+So the compiled state enables both, with ``FLEX_COUNTER_STATUS`` alone: the interval is the
+switch's (the operator's ``POLL_INTERVAL``, or orchagent's default), as sonic-utilities'
+``counterpoll pg-drop enable`` / ``counterpoll watermark enable`` write it (counterpoll/main.py,
+``mod_entry`` of that one field). Where the operator's config before adoption already sets the
+group's status, the group is theirs and sluice writes nothing (``keep_operator_groups``):
+enabled, there is nothing to add; disabled, it is their explicit choice, which the brownfield
+rules keep (docs/adopting.md), and the plan warns that the class's priority group counters
+are off (``operator_disabled``).
 """
 
 from __future__ import annotations
@@ -23,6 +38,7 @@ from dataclasses import dataclass
 
 from controller.intent.models import EcnMode, Fabric
 from controller.sonic.context import SwitchContext
+from controller.sonic.model import Fields, SwitchConfig
 from controller.sonic.schema import FieldSpec, TableSchema
 from controller.sonic.tables._common import Entries, checked_entries
 
@@ -31,8 +47,14 @@ QUEUE = "QUEUE"
 PORT = "PORT"
 QUEUE_WATERMARK = "QUEUE_WATERMARK"
 WRED_ECN_QUEUE = "WRED_ECN_QUEUE"
-GROUPS = (QUEUE, PORT, QUEUE_WATERMARK, WRED_ECN_QUEUE)
+PG_DROP = "PG_DROP"
+PG_WATERMARK = "PG_WATERMARK"
+# The groups a lossless class needs, enabled without an interval (the module doc).
+PG_GROUPS = (PG_DROP, PG_WATERMARK)
+GROUPS = (QUEUE, PORT, QUEUE_WATERMARK, WRED_ECN_QUEUE, *PG_GROUPS)
+STATUS = "FLEX_COUNTER_STATUS"
 ENABLE = "enable"
+DISABLE = "disable"
 # sonic-flex_counter.yang types POLL_INTERVAL as a uint32 of milliseconds.
 POLL_INTERVAL_MAX_MS = 2**32 - 1
 
@@ -40,8 +62,10 @@ SCHEMA = TableSchema(
     table=TABLE,
     key_pattern="|".join(GROUPS),
     fields=(
-        FieldSpec("FLEX_COUNTER_STATUS", "enum", choices=("enable", "disable"), required=True),
-        FieldSpec("POLL_INTERVAL", "uint", 1, POLL_INTERVAL_MAX_MS, required=True),
+        FieldSpec(STATUS, "enum", choices=(ENABLE, DISABLE), required=True),
+        # Optional in sonic-flex_counter.yang; sluice sets it on the groups whose interval
+        # the intent decides (``group_intervals``), never on the priority groups'.
+        FieldSpec("POLL_INTERVAL", "uint", 1, POLL_INTERVAL_MAX_MS),
     ),
     shared=True,
 )
@@ -116,10 +140,37 @@ def agent_refusal(fabric: Fabric, algorithm: EcnMode) -> str | None:
 def build(ctx: SwitchContext) -> Entries:
     fleet = ctx.fleet
     intervals = group_intervals(fleet.fabric, agent_runs=bool(fleet.dynamic_queues))
-    return checked_entries(
-        SCHEMA,
-        {
-            group: {"FLEX_COUNTER_STATUS": ENABLE, "POLL_INTERVAL": str(ms)}
-            for group, ms in intervals.as_groups().items()
-        },
+    groups: dict[str, Fields] = {
+        group: {STATUS: ENABLE, "POLL_INTERVAL": str(ms)}
+        for group, ms in intervals.as_groups().items()
+    }
+    if fleet.lossless is not None and ctx.ports:
+        groups |= {group: {STATUS: ENABLE} for group in PG_GROUPS}
+    return checked_entries(SCHEMA, groups)
+
+
+def keep_operator_groups(desired: SwitchConfig, baseline: SwitchConfig) -> SwitchConfig:
+    """``desired`` without the priority group counter groups whose status the operator's
+    config before adoption (``baseline``) sets, enabled or disabled: those stay theirs (the
+    module doc). Pure; ``desired`` itself is returned when nothing is left out."""
+    theirs = {
+        (TABLE, group)
+        for group in PG_GROUPS
+        if STATUS in baseline.get((TABLE, group), {}) and (TABLE, group) in desired
+    }
+    if not theirs:
+        return desired
+    return {key: fields for key, fields in desired.items() if key not in theirs}
+
+
+def operator_disabled(desired: SwitchConfig, baseline: SwitchConfig | None) -> tuple[str, ...]:
+    """The priority group counter groups that ``desired`` (the compiled state, before
+    ``keep_operator_groups``) would enable and that the operator's config disables: sluice
+    leaves them off, so the class's priority group drops and watermarks are not read."""
+    if not baseline:
+        return ()
+    return tuple(
+        group
+        for group in PG_GROUPS
+        if (TABLE, group) in desired and baseline.get((TABLE, group), {}).get(STATUS) == DISABLE
     )

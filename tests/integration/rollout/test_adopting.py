@@ -476,6 +476,12 @@ STOCK_WATCHDOG = {"action": "drop", "detection_time": "200", "restoration_time":
 SPECTRUM_2 = {"cell_bytes": 144, "pipeline_latency_bytes": 18432, "mac_phy_delay_bytes": 819.2}
 
 
+OPERATOR_PG_COUNTERS = {
+    redis_key(CONFIG_DB, "FLEX_COUNTER_TABLE", "PG_DROP"): {"POLL_INTERVAL": "5000"},
+    redis_key(CONFIG_DB, "FLEX_COUNTER_TABLE", "PG_WATERMARK"): {"FLEX_COUNTER_STATUS": "disable"},
+}
+
+
 def lossless_intent(fabric: Fabric, **storage: Any) -> dict[str, Any]:
     """``brownfield``'s intent with analytics (queue 2) lossless on PFC priority 2, a priority
     the operator's config leaves lossy; ``storage``: changes to the storage class."""
@@ -494,12 +500,18 @@ def test_a_lossless_class_is_added_beside_the_operators_and_released(
 ) -> None:
     """leaf1 runs the operator's lossless priorities 3 and 4 with a watchdog on every port;
     the rollout adds priority 2 beside them (its own priority group, headroom and DCQCN
-    marking), leaves theirs as they were, and the release gives their config back."""
+    marking), leaves theirs as they were, and the release gives their config back. The
+    priority group counters the class reads are enabled where the operator set no status
+    (their interval kept), and left off where the operator disabled them, which the plan
+    says."""
     leaf1 = operated.switches["leaf1"]
     ports = [p.name for p in next(s for s in operated.intent.switches if s.name == "leaf1").ports]
     leaf1.store.write_atomically(
         CONFIG_DB, {redis_key(CONFIG_DB, "PFC_WD", p): dict(STOCK_WATCHDOG) for p in ports}
     )
+    # The operator's counter groups: PG_DROP's interval set (counterpoll pg-drop interval)
+    # but never enabled, PG_WATERMARK disabled (counterpoll watermark disable).
+    leaf1.store.write_atomically(CONFIG_DB, dict(OPERATOR_PG_COUNTERS))
     for name, switch in operated.switches.items():
         if name != "leaf1":  # the image's lossless pools, which leaf1's operator config has,
             # and the watchdog started (GCU adds a port's watchdog only beside others)
@@ -526,6 +538,10 @@ def test_a_lossless_class_is_added_beside_the_operators_and_released(
     assert config_db(leaf1) == original
 
     store(api, headers, lossless_intent(operated))
+    planned = api.post("/api/v1/plans", json={"switches": ["leaf1"]}, headers=headers)
+    assert planned.status_code == 200, planned.text
+    said = {w["field"]: w["reason"] for w in planned.json()["warnings"]}
+    assert said["switches.leaf1"].startswith("FLEX_COUNTER_TABLE|PG_WATERMARK: disabled")
     rollout = roll_out(api, headers, canary=["leaf1"])
     assert rollout["state"] == "completed", rollout
     running = config_db(leaf1)
@@ -542,9 +558,17 @@ def test_a_lossless_class_is_added_beside_the_operators_and_released(
     profile = running["BUFFER_PROFILE|SLUICE_pg_lossless_25000_5m_profile"]
     assert profile["pool"] == "ingress_lossless_pool"
     assert int(profile["size"]) == int(profile["xon"]) + int(profile["xoff"])
+    assert running["FLEX_COUNTER_TABLE|PG_DROP"] == {
+        "FLEX_COUNTER_STATUS": "enable",
+        "POLL_INTERVAL": "5000",
+    }
+    assert running["FLEX_COUNTER_TABLE|PG_WATERMARK"] == {"FLEX_COUNTER_STATUS": "disable"}
     leaf2 = config_db(operated.switches["leaf2"])
     assert leaf2["PORT_QOS_MAP|Ethernet0"]["pfc_enable"] == "2"
     assert leaf2["PFC_WD|Ethernet0"] == STOCK_WATCHDOG
+    # A fresh switch: PG_DROP enabled by sluice, PG_WATERMARK already on (SONiC's init_cfg).
+    assert leaf2["FLEX_COUNTER_TABLE|PG_DROP"] == {"FLEX_COUNTER_STATUS": "enable"}
+    assert leaf2["FLEX_COUNTER_TABLE|PG_WATERMARK"] == {"FLEX_COUNTER_STATUS": "enable"}
 
     release_switch(api, headers, "leaf1")
     assert config_db(leaf1) == original

@@ -1,12 +1,20 @@
 """FLEX_COUNTER_TABLE from the intent: the agent's interval where an agent runs, SONiC's
-defaults otherwise, and the diff owning only the two fields sluice writes."""
+defaults otherwise, and the diff owning only the two fields sluice writes. A lossless class
+enables the priority group counters, except where the operator's config sets them, and the
+release gives the operator's entries back exactly."""
 
 from __future__ import annotations
 
 from controller.intent.models import CounterPolling, EcnMode
+from controller.services.coexistence import KnownSwitch, pg_counter_warnings
+from controller.sonic.coexist import effective
 from controller.sonic.compile import compile_switch
-from controller.sonic.diff import plan_switch
+from controller.sonic.diff import apply_plan, plan_switch
+from controller.sonic.model import Op, Plan, SwitchConfig
+from controller.sonic.tables.flex_counter_table import operator_disabled
 from tests.unit.sonic import intents as t
+from tests.unit.sonic.test_coexist import PORTS
+from tests.unit.sonic.test_coexist_lossless import desired, operator, rdma
 
 
 def flex(config: dict[tuple[str, str], dict[str, str]]) -> dict[str, str]:
@@ -70,3 +78,108 @@ def test_the_diff_changes_only_sluices_fields_and_keeps_an_operators_groups() ->
 def test_static_ecn_only_uses_the_intents_counter_intervals() -> None:
     intent = t.intent(t.dwrr("bulk", 1, 3, EcnMode.STANDARD, (10,)))
     assert flex(compile_switch(intent, intent.switches[0]))["QUEUE"] == "10000"
+
+
+# --------------------------------------------------------------------------------------------
+# a lossless class's priority group counters (PG_DROP, PG_WATERMARK)
+
+PG_DROP = ("FLEX_COUNTER_TABLE", "PG_DROP")
+PG_WATERMARK = ("FLEX_COUNTER_TABLE", "PG_WATERMARK")
+ENABLED = {"FLEX_COUNTER_STATUS": "enable"}
+LEAF1_PORTS = tuple((p, 10) for p in PORTS)  # the ports of ``desired``'s switch
+
+
+def lossless_switch(**groups: dict[str, str]) -> SwitchConfig:
+    """SONiC's stock Trident2 QoS with the operator's lossless priorities (3, 4), and the
+    given priority group counter groups as the operator left them."""
+    config = operator()
+    config.update({("FLEX_COUNTER_TABLE", group): dict(f) for group, f in groups.items()})
+    return config
+
+
+def adopted(config: SwitchConfig) -> tuple[SwitchConfig, SwitchConfig, Plan]:
+    """The rdma class (PFC priority 2) rolled out on ``config``: what sluice writes there,
+    the switch afterwards, and the plan that gave it."""
+    own, _, _ = desired(rdma(2, 2, 26))
+    want = effective(own, config)
+    plan = plan_switch("leaf1", want, config, baseline=config)
+    return want, apply_plan(config, plan), plan
+
+
+def released(want: SwitchConfig, running: SwitchConfig, baseline: SwitchConfig) -> SwitchConfig:
+    """The switch after its release, or its first rollout's rollback: both plan from the
+    empty desired state, with the adoption's baseline (controller/rollout/switches.py)."""
+    return apply_plan(running, plan_switch("leaf1", {}, running, want, baseline=baseline))
+
+
+def flex_ops(plan: Plan) -> dict[str, Op]:
+    return {op.key: op for op in plan.ops if op.table == "FLEX_COUNTER_TABLE"}
+
+
+def test_a_lossless_class_enables_the_priority_group_counters_with_their_status_only() -> None:
+    own, _, _ = desired(rdma(2, 2, 26))
+    assert own[PG_DROP] == own[PG_WATERMARK] == ENABLED
+    lossy = t.intent(t.VOICE, t.BULK)
+    compiled = compile_switch(lossy, lossy.switches[0])
+    assert not {PG_DROP, PG_WATERMARK} & compiled.keys()
+
+
+def test_groups_the_operator_never_set_are_enabled_and_given_back_exactly() -> None:
+    # PG_DROP with an interval of the operator's (counterpoll pg-drop interval) but never
+    # enabled; PG_WATERMARK absent.
+    config = lossless_switch(PG_DROP={"POLL_INTERVAL": "5000"})
+    want, running, plan = adopted(config)
+    ops = flex_ops(plan)
+    assert (ops["PG_DROP"].kind, ops["PG_DROP"].fields) == ("change", ENABLED)
+    assert not ops["PG_DROP"].removed_fields  # the operator's interval stays
+    assert (ops["PG_WATERMARK"].kind, ops["PG_WATERMARK"].fields) == ("add", ENABLED)
+    assert running[PG_DROP] == {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "5000"}
+    assert running[PG_WATERMARK] == ENABLED
+    assert plan_switch("leaf1", want, running, want, baseline=config).ops == ()
+    assert released(want, running, config) == config
+
+
+def test_groups_the_operator_enabled_are_left_as_they_are() -> None:
+    theirs = {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "10000"}
+    config = lossless_switch(PG_DROP=theirs, PG_WATERMARK=ENABLED)
+    want, running, plan = adopted(config)
+    assert not {PG_DROP, PG_WATERMARK} & want.keys()
+    assert not {"PG_DROP", "PG_WATERMARK"} & flex_ops(plan).keys()
+    assert running[PG_DROP] == theirs
+    assert released(want, running, config) == config
+    assert operator_disabled(desired(rdma(2, 2, 26))[0], config) == ()
+
+
+def test_a_group_the_operator_disabled_stays_off_and_the_plan_warns() -> None:
+    off = {"FLEX_COUNTER_STATUS": "disable"}
+    config = lossless_switch(PG_DROP=off)
+    own, _, _ = desired(rdma(2, 2, 26))
+    want, running, plan = adopted(config)
+    assert "PG_DROP" not in flex_ops(plan)
+    assert running[PG_DROP] == off
+    assert running[PG_WATERMARK] == ENABLED  # the other group is sluice's to enable
+    assert released(want, running, config) == config
+    assert operator_disabled(own, config) == ("PG_DROP",)
+    known = {"leaf1": KnownSwitch(config, adopted=True, discovery=None)}
+    [warning] = pg_counter_warnings({"leaf1": own}, known)
+    assert warning.path == "switches.leaf1"
+    assert warning.reason.startswith("FLEX_COUNTER_TABLE|PG_DROP: disabled in the operator's")
+    # A switch nothing is known of (no baseline) gets both groups, and no warning.
+    assert pg_counter_warnings({"leaf1": own}, {}) == []
+    assert effective(own, None)[PG_DROP] == ENABLED
+
+
+def test_the_status_sluice_enabled_is_its_own_repaired_and_removed_with_the_class() -> None:
+    config = lossless_switch(PG_DROP={"POLL_INTERVAL": "5000"})
+    want, running, _ = adopted(config)
+    # Turned off behind sluice's back: drift repair enables it again, the interval untouched.
+    drifted = {**running, PG_DROP: {"FLEX_COUNTER_STATUS": "disable", "POLL_INTERVAL": "5000"}}
+    repair = flex_ops(plan_switch("leaf1", want, drifted, want, baseline=config))
+    assert set(repair) == {"PG_DROP"}
+    assert repair["PG_DROP"].fields == ENABLED
+    # The lossless class dropped (a lossy intent): the groups go as on release.
+    lossy_intent = t.intent(t.VOICE, t.BULK, switches=(t.switch(ports=LEAF1_PORTS),))
+    lossy = effective(compile_switch(lossy_intent, lossy_intent.switches[0]), config)
+    after = apply_plan(running, plan_switch("leaf1", lossy, running, want, baseline=config))
+    assert after[PG_DROP] == config[PG_DROP]
+    assert PG_WATERMARK not in after
