@@ -179,6 +179,17 @@ FIRST_BATCH_ONLY = {
 }
 
 
+def assert_completed(rollout: RolloutInfo) -> None:
+    """The rollout completed; if not, the message names each switch that did not end
+    verified, with its status and reason (a halted fixture rollout says why)."""
+    unverified = [
+        f"{r.switch}: {r.status} ({r.reason})"
+        for r in rollout.results
+        if r.status != "applied_verified"
+    ]
+    assert rollout.state == "completed", f"{rollout.state} ({rollout.reason}): {unverified}"
+
+
 def wait_for(what: str, condition: Callable[[], bool], *, within_s: float = 120.0) -> None:
     """Poll until ``condition`` holds; ``within_s`` is an upper bound for a loaded machine,
     never a pass/fail measure."""

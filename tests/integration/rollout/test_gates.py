@@ -34,7 +34,7 @@ from tests.integration.conftest import StepClock, issue_token
 from tests.integration.served import served
 from tests.support.gate_collector import Exposition, HandClock, fake_collector, settle
 
-from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
+from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, assert_completed, full_dump, statuses
 
 ALL = ("leaf1", "leaf2", "spine1", "spine2")
 DROPS = Gate("drops", 50.0, "max_increase_pct", builtin="drops")
@@ -89,7 +89,7 @@ def first_version_everywhere(controller: Controller) -> None:
         RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
     )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
-    assert controller.rollouts.get(info.id).state == "completed"
+    assert_completed(controller.rollouts.get(info.id))
 
 
 def start_gated(

@@ -22,7 +22,7 @@ from controller.store.rollout_store import SqlRolloutStore
 from tests.support.collector_fleet import scraped_collector
 from vsonic.gnmi_server import TlsFiles
 
-from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
+from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, assert_completed, full_dump, statuses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 DOWN = 'count(sluice_switch_stream_up{switch=~"$switches"} == 0) or vector(0)'
@@ -67,7 +67,7 @@ def test_a_switch_that_stops_streaming_fails_the_gate_and_its_batch_is_rolled_ba
         RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
     )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
-    assert controller.rollouts.get(first.id).state == "completed"
+    assert_completed(controller.rollouts.get(first.id))
     data: dict[str, Any] = dump_intent(controller.fabric.intent)
     for service_class in data["service_classes"]:
         if service_class["name"] == "storage":

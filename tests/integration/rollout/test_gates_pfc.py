@@ -37,7 +37,7 @@ from vsonic.db import CONFIG_DB, COUNTERS_DB, redis_key
 from vsonic.gnmi_server import TlsFiles
 from vsonic.seed import WATCHDOG_GLOBAL, WATCHDOG_INTERVAL, lossless_pools
 
-from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
+from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, assert_completed, full_dump, statuses
 from .test_gates import second_version
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -145,7 +145,7 @@ def lossless_fabric(controller: Controller) -> Intent:
         RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
     )
     controller.runner().run_until_idle()
-    assert controller.rollouts.get(first.id).state == "completed"
+    assert_completed(controller.rollouts.get(first.id))
     second = second_version(lossless)
     controller.store_intent(second)
     return second

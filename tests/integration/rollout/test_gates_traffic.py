@@ -50,7 +50,7 @@ from vsonic.dataplane import DataplaneOptions, agent_command, command
 from vsonic.redis_process import RedisProcess
 from vsonic.tether import start_tethered
 
-from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, full_dump, statuses
+from .conftest import FIRST_BATCH_ONLY, OPERATOR, Controller, assert_completed, full_dump, statuses
 from .test_gates_collector import settle, streaming
 
 __all__ = ["agent_binary", "dataplane_binary", "streaming"]  # fixtures used by name
@@ -168,7 +168,7 @@ def test_thresholds_too_low_for_the_traffic_fail_the_gate_and_are_rolled_back(
         RolloutPolicy(None, batch_size=4, allow_port_flaps=True), actor=OPERATOR
     )  # the first rollout adds QUEUE entries: each port goes down, allowed
     controller.runner().run_until_idle()
-    assert controller.rollouts.get(first.id).state == "completed"
+    assert_completed(controller.rollouts.get(first.id))
     settle(streaming, 'count(sluice_queue_mark_fraction{port="Ethernet0",queue="6"})', 4.0)
     quiet_marks(streaming)
     before = sluice_owned(controller)
