@@ -161,14 +161,17 @@ def test_a_set_whose_outcome_never_shows_in_time_is_unknown_and_never_sent_again
 def test_a_leafs_first_rollout_goes_in_sets_that_fit_the_deadline_one_flap_per_port(
     fabric: Fabric, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # GCU at 0.05 s a Set and 0.01 s a change, the client at the same pace with its load
-    # margin of 2 and a 0.6 s Set deadline: at most 25 changes a Set. The leaf's first
-    # rollout (79 QoS ops, about 66 changes as one Set: 0.9 s here, 73 s on a real switch)
-    # goes in Sets that each finish in time, each port's changes in one of them.
-    pace(fabric, "leaf1", GcuBehaviour(per_set_s=0.05, per_op_s=0.01))
-    client = GcuPace(per_set_s=0.05, per_change_s=0.01, load_margin=2.0)
+    # GCU at 0.25 s a Set and 0.05 s a change, the client at the same pace with its load
+    # margin of 2 and a 3 s Set deadline: at most 25 changes a Set. The leaf's first
+    # rollout (79 QoS ops, about 66 changes as one Set: 3.5 s here, 73 s on a real switch)
+    # goes in Sets that each finish in time, each port's changes in one of them. The pace is
+    # five times the first one this test had (0.05 s, 0.01 s, 0.6 s; the same 25 changes a
+    # Set): a Set's margin over its deadline, 1.5 s, is then what a loaded machine's
+    # scheduling needs (at load 11 a Set of 0.3 s once outlived 0.6 s).
+    pace(fabric, "leaf1", GcuBehaviour(per_set_s=0.25, per_op_s=0.05))
+    client = GcuPace(per_set_s=0.25, per_change_s=0.05, load_margin=2.0)
     caplog.set_level(logging.INFO)
-    with pool_with(set_deadline_s=0.6, pace=client) as pool:
+    with pool_with(set_deadline_s=3.0, pace=client) as pool:
         converged = first_rollout(fabric, "leaf1", access_to(fabric, pool))
     assert converged.result.status == "applied_verified", converged.result.reason
     assert "reading back" not in caplog.text  # no Set outlived its deadline
