@@ -107,9 +107,15 @@ class SwitchRun:
     drift: tuple[Drift, ...]
     started: datetime
     finished: datetime
-    error: str | None = None
+    error: str | None = None  # the run's own words; a withheld repair's reason is apart
     running: SwitchConfig | None = field(default=None, repr=False)
     withheld: Withheld | None = None
+
+    @property
+    def message(self) -> str | None:
+        """What the run says, as recorded: its own words, then why a repair was withheld."""
+        said = [text for text in (self.error, self.withheld and self.withheld.reason) if text]
+        return "; ".join(said) or None
 
 
 class ReconcileStore(Protocol):
@@ -273,24 +279,17 @@ def reconcile_switch(
     if held is not None:
         plan, withheld = held
         if plan.is_empty:
-            return run("alerted", drift, error=withheld.reason, withheld=withheld)
-    also = f"; {withheld.reason}" if withheld is not None else ""
+            return run("alerted", drift, withheld=withheld)
     if plan.port_flaps and not allow_port_flaps:
-        return run("alerted", drift, error=withheld_repair(plan) + also, withheld=withheld)
+        return run("alerted", drift, error=withheld_repair(plan), withheld=withheld)
     result = access.apply(target.switch, plan)
     if result.status == "unknown":  # a Set that may still be applying: never sent again
-        return run("unknown", drift, error=f"{result.reason}{also}", withheld=withheld)
+        return run("unknown", drift, error=result.reason, withheld=withheld)
     if result.status != "applied_verified":
-        failed = f"{result.status}: {result.reason}{also}"
+        failed = f"{result.status}: {result.reason}"
         return run("failed", drift, error=failed, withheld=withheld)
     # The apply verified every written entry by read-back: the switch now runs this.
-    return run(
-        "corrected",
-        drift,
-        error=withheld.reason if withheld is not None else None,
-        running=apply_plan(observed, plan),
-        withheld=withheld,
-    )
+    return run("corrected", drift, running=apply_plan(observed, plan), withheld=withheld)
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,16 +379,14 @@ class ReconcileLoop:
 
     def _record(self, run: SwitchRun) -> None:
         self._store.record(run)
-        said = run.error
+        said = run.error  # its own words; a withheld repair's reason is logged once, here
         if run.withheld is not None:
             reason = run.withheld.reason
             if self._withheld_logged.get(run.switch) != reason:
                 self._withheld_logged[run.switch] = reason
                 log.warning("reconcile %s (version %d): %s", run.switch, run.version, reason)
-            if run.status == "alerted" and said == reason:
+            if run.status == "alerted" and said is None:
                 return  # all the run has to say, and said above
-            # The run's other words, without the reason logged once above.
-            said = (said or "").replace(reason, "").rstrip("; ") or None
         elif run.status in ("converged", "corrected") and run.switch in self._withheld_logged:
             del self._withheld_logged[run.switch]
             log.info("reconcile %s: its PFC watchdog runs again", run.switch)

@@ -168,7 +168,7 @@ class SqlReconcileStore:
                 mode=run.mode.value,
                 status=run.status,
                 drift_count=len(run.drift),
-                error=run.error,
+                error=run.message,
                 started_at=run.started,
                 finished_at=run.finished,
             )

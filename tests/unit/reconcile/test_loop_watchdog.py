@@ -78,7 +78,8 @@ def test_the_rest_of_the_repair_is_written_and_the_watchdog_alerted_with_its_com
         ("PFC_WD", "Ethernet4"),
     }
     assert set(run.withheld.drift) < set(run.drift)  # the scheduler's is the corrected one
-    reason = run.error or ""
+    assert run.error is None  # the run's own words: none; the withheld repair says why
+    reason = run.message or ""
     assert reason == run.withheld.reason
     assert reason.startswith("PFC_WD not corrected: the switch runs no PFC watchdog")
     assert "`sudo pfcwd interval 200`" in reason
@@ -96,7 +97,7 @@ def test_a_repair_of_the_watchdog_alone_writes_nothing() -> None:
     assert switch.applied == []
     assert run.withheld is not None
     assert run.drift == run.withheld.drift
-    assert run.error == run.withheld.reason
+    assert (run.error, run.message) == (None, run.withheld.reason)
 
 
 def test_a_switch_with_any_watchdog_entry_gets_its_ports_written_back() -> None:
@@ -104,7 +105,7 @@ def test_a_switch_with_any_watchdog_entry_gets_its_ports_written_back() -> None:
     want = desired()
     switch = applied_switch(without_watchdog(want) | {GLOBAL: {"POLL_INTERVAL": "200"}})
     run = reconcile(switch, want)
-    assert (run.status, run.withheld, run.error) == ("corrected", None, None)
+    assert (run.status, run.withheld, run.message) == ("corrected", None, None)
     (plan,) = switch.applied
     assert {op.key for op in plan.ops if op.table == "PFC_WD"} == {"Ethernet0", "Ethernet4"}
     assert switch.config[("PFC_WD", "Ethernet4")] == want[("PFC_WD", "Ethernet4")]
@@ -118,9 +119,11 @@ def test_the_watchdog_is_held_beside_a_withheld_port_flap() -> None:
     run = reconcile(switch, want)
     assert run.status == "alerted"
     assert switch.applied == []
-    error = run.error or ""
-    assert "fabric.reconcile.allow_port_flaps" in error
-    assert "PFC_WD not corrected" in error
+    assert "fabric.reconcile.allow_port_flaps" in (run.error or "")
+    assert "PFC_WD not corrected" not in (run.error or "")  # the withheld reason is apart
+    message = run.message or ""
+    assert "fabric.reconcile.allow_port_flaps" in message
+    assert message.endswith("; " + (run.withheld.reason if run.withheld else "?"))
 
 
 @dataclass
