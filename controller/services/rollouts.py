@@ -273,7 +273,7 @@ class RolloutService:
             running = decode_fleet(states.latest_running_states(session=session, switches=switches))
             buffermgrd_invariants(target, desired, known, running)
             if not policy.allow_port_flaps:
-                refuse_port_flaps(port_flaps_of(session, from_version, to_version, known))
+                refuse_port_flaps(port_flaps_of(session, from_version, desired, running, known))
             policy = replace(policy, gates=gated_for(policy.gates, target))
             now = self._clock()
             prechecks = precheck(policy.gates, gates, switches, now)
@@ -460,18 +460,19 @@ def _desired_of(session: Session, version: int) -> dict[str, SwitchConfig]:
 def port_flaps_of(
     session: Session,
     from_version: int,
-    to_version: int,
+    to_desired: Mapping[str, SwitchConfig],
+    running: Mapping[str, SwitchConfig],
     known: Mapping[str, KnownSwitch] | None = None,
 ) -> dict[str, tuple[PortFlap, ...]]:
-    """Per switch, the changes of a rollout of ``to_version`` that take a port down, planned
-    from what each switch is recorded to run (nothing: a switch never rolled out to; what
-    discovery read, for one discovered), with ``from_version``'s desired state as what sluice
-    wrote, both as sluice writes them there (``known``: the operator's config each runs).
-    Only port-critical tables are compared: the rest cannot take a port down."""
+    """Per switch, the changes of a rollout to ``to_desired`` (the version's desired states)
+    that take a port down, planned from ``running``, what each switch is recorded to run
+    (nothing: a switch never rolled out to; what discovery read, for one discovered), with
+    ``from_version``'s desired state as what sluice wrote, both as sluice writes them there
+    (``known``: the operator's config each runs). Only port-critical tables are compared: the
+    rest cannot take a port down."""
     found_known = known if known is not None else {}
-    desired = effective_fleet(_desired_of(session, to_version), found_known)
+    desired = effective_fleet(to_desired, found_known)
     owned = effective_fleet(_desired_of(session, from_version), found_known)
-    running = decode_fleet(states.latest_running_states(session=session, switches=list(desired)))
     baselines = baselines_of(found_known)
     found: dict[str, tuple[PortFlap, ...]] = {}
     for name, config in sorted(desired.items()):
