@@ -111,6 +111,18 @@ build_for_tests() {
   echo "== ansible collection"; ./scripts/build-collection.sh target/collection
 }
 
+# Puts a copy of target/debug in place as target directory $1, unless $1 exists (a run
+# before this one, or a fixture that has begun a build there): cargo finds there what the
+# default build compiled (its fingerprints do not name the target directory). One rename
+# puts the copy in place, so a build never starts on half a copy.
+seed_from_debug() {
+  local dir="$1"
+  if [ ! -e "$dir" ] && [ -d target/debug ]; then
+    rm -rf "$dir.seed" && mkdir "$dir.seed" && cp -a target/debug "$dir.seed/debug"
+    mv -T "$dir.seed" "$dir" 2>/dev/null || rm -rf "$dir.seed"
+  fi
+}
+
 # The agent with feature `sai`, which the real-SONiC tier's SAI tests start (run last in
 # that tier), built once the default build has finished, beside the rest at the groups'
 # niceness, in that tier's directory (target/sai), so `target/debug/qos-agent`, which other
@@ -123,10 +135,7 @@ build_for_tests() {
 build_sai_agent() {
   local runtime
   renice -n 5 -p "$BASHPID" >/dev/null
-  if [ ! -e target/sai ] && [ -d target/debug ]; then
-    rm -rf target/sai.seed && mkdir target/sai.seed && cp -a target/debug target/sai.seed/debug
-    mv -T target/sai.seed target/sai 2>/dev/null || rm -rf target/sai.seed
-  fi
+  seed_from_debug target/sai
   runtime="$(uv run --frozen python -m lab.realsonic orchagent-runtime)"
   SAI_INCLUDE_DIR="$runtime/include/sai" \
     cargo build -p qos-agent --features sai --bin qos-agent --target-dir target/sai
@@ -187,8 +196,16 @@ fi
 # in a target directory of its own: cargo holds a target directory's lock for a whole
 # command (a cold clippy or test build takes minutes on a loaded machine), and the tests'
 # fixtures build what they start in target/ (finding it built), which must not wait on it.
+# That directory starts as a copy of target/debug: the test profile's dependencies are the
+# dev profile's (Cargo.toml), so its test build compiles those the tests alone need (tokio's
+# test-util and what depends on tokio) and the workspace's crates, not every dependency again.
 # Its SAI steps, its last, build there too, on the dependencies its tests and clippy left.
-start rust nice -n 5 env CARGO_TARGET_DIR=target/gate ./scripts/test-rust.sh
+rust_gate() {
+  renice -n 5 -p "$BASHPID" >/dev/null
+  seed_from_debug target/gate
+  CARGO_TARGET_DIR=target/gate ./scripts/test-rust.sh
+}
+start rust rust_gate
 wait_all
 
 steps_cpu="$(cat "$logs"/*.cpu 2>/dev/null | tr -d '~' | awk '{ s += $1 } END { print s + 0 }')"
