@@ -65,6 +65,7 @@ from controller.sonic.diff import plan_switch
 from controller.sonic.discovery import port_problems, ports_of
 from controller.sonic.gcu import describe_port_flaps, watchdog_not_started
 from controller.sonic.model import Plan, SwitchConfig
+from controller.sonic.tables.flex_counter_table import polls_stopped_first
 from controller.types import Clock
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,9 @@ def converge_switch(
     ``check_left_headroom``, from this read), a plan that takes ports down unless
     ``allow_port_flaps``. The first write is
     preceded by the switch's adoption record (``by`` says who adopted it); an empty
-    ``desired`` gives the operator's config back and releases the adoption."""
+    ``desired`` gives the operator's config back and releases the adoption. Counter groups
+    whose entries the plan deletes while enabled are disabled by a write of their own first
+    (orchagent ignores the delete: ``polls_stopped_first``)."""
     leaving = not desired
     try:
         observed = access.read(switch, ROLLOUT_TABLES)
@@ -269,6 +272,13 @@ def converge_switch(
         return Converged(port_flap_refusal(plan), None)
     if saved is None and not leaving and not plan.is_empty:
         adoptions.adopt(switch.name, baseline, by)
+    stops = polls_stopped_first(plan)
+    if stops.ops:
+        stopped = access.apply(switch, stops)
+        if stopped.status != "applied_verified":
+            return Converged(stopped, None)
+        groups = ", ".join(f"{op.table}|{op.key}" for op in stops.ops)
+        log.info("%s: counter groups %s disabled before their entries go", switch.name, groups)
     result = access.apply(switch, plan)
     if result.status != "applied_verified":
         return Converged(result, None)

@@ -27,6 +27,7 @@ from controller.services.reconcile import ReconcileService
 from controller.services.releases import ReleaseService
 from controller.sonic.roce import check_roce
 from controller.sonic.topology import topology
+from lab.realsonic import RealSwitch
 from tests.support.lossless import SPECTRUM_2
 from vsonic.seed import LOSSLESS_PRIORITIES, operator_qos_config
 
@@ -46,6 +47,16 @@ LEAF_PORTS = ("Ethernet0", "Ethernet4", "Ethernet48", "Ethernet52")  # docs/exam
 MANAGED_PORTS = ("Ethernet0", "Ethernet48")
 PG_DROP = ("FLEX_COUNTER_TABLE", "PG_DROP")
 PG_WATERMARK = ("FLEX_COUNTER_TABLE", "PG_WATERMARK")
+# The groups orchagent hands syncd to poll (FLEX_COUNTER_DB), for CONFIG_DB's PG_DROP and
+# PG_WATERMARK (sonic-swss orchagent/flexcounterorch.cpp ``flexCounterGroupMap``).
+PG_GROUPS = ("PG_DROP_STAT_COUNTER", "PG_WATERMARK_STAT_COUNTER")
+
+
+def group_status(switch: RealSwitch, group: str) -> str | None:
+    """A counter group's polling status as orchagent set it for syncd."""
+    return switch.db("FLEX_COUNTER_DB").hget(
+        f"FLEX_COUNTER_GROUP_TABLE:{group}", "FLEX_COUNTER_STATUS"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +255,14 @@ def test_a_lossless_class_leaves_its_headroom_to_buffermgrd_and_is_released_inta
     assert {(op.kind, op.table, op.key) for op in asked.plan.ops} >= {
         ("delete", "BUFFER_PG", f"{port}|2-4") for port in MANAGED_PORTS
     }
+    polled = [group_status(switch, group) for group in PG_GROUPS]
+    assert polled == ["enable", "enable"]
     assert releases.run_pending(operated.access()) == 1
     done = releases.get(asked.id or 0)
     assert done.state == "released", done.reason
     assert config_db(switch) == original
+    # orchagent ignores the entries' delete; the disable sluice wrote first stopped the polls.
+    wait_for(
+        "orchagent's priority group polls disabled",
+        lambda: [group_status(switch, group) for group in PG_GROUPS] == ["disable", "disable"],
+    )

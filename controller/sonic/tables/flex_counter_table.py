@@ -30,6 +30,13 @@ group's status, the group is theirs and sluice writes nothing (``keep_operator_g
 enabled, there is nothing to add; disabled, it is their explicit choice, which the brownfield
 rules keep (docs/adopting.md), and the plan warns that the class's priority group counters
 are off (``operator_disabled``).
+
+**Giving a group back**: orchagent acts on a ``FLEX_COUNTER_TABLE`` entry's ``SET`` alone
+(sonic-swss orchagent/flexcounterorch.cpp ``FlexCounterOrch::doTask`` has no ``DEL`` branch),
+so an entry deleted while enabled leaves its group polled until the switch's config is
+reloaded. A plan that deletes an enabled group is preceded by a ``SET`` of ``disable``
+(``polls_stopped_first``), which stops the polling; the delete then leaves CONFIG_DB as the
+operator had it.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 
 from controller.intent.models import EcnMode, Fabric
 from controller.sonic.context import SwitchContext
-from controller.sonic.model import Fields, SwitchConfig
+from controller.sonic.model import Fields, Op, Plan, SwitchConfig
 from controller.sonic.schema import FieldSpec, TableSchema
 from controller.sonic.tables._common import Entries, checked_entries
 
@@ -174,3 +181,15 @@ def operator_disabled(desired: SwitchConfig, baseline: SwitchConfig | None) -> t
         for group in PG_GROUPS
         if (TABLE, group) in desired and baseline.get((TABLE, group), {}).get(STATUS) == DISABLE
     )
+
+
+def polls_stopped_first(plan: Plan) -> Plan:
+    """The writes to apply before ``plan`` (none: an empty plan): ``disable`` on each counter
+    group whose entry ``plan`` deletes while it is enabled, so the switch stops polling it
+    (the module doc, "Giving a group back"). Pure."""
+    stops = tuple(
+        Op("change", TABLE, op.key, {STATUS: DISABLE}, {STATUS: ENABLE}, whole_entry=False)
+        for op in plan.ops
+        if op.table == TABLE and op.kind == "delete" and op.old_fields.get(STATUS) == ENABLE
+    )
+    return Plan(plan.switch, stops)

@@ -11,7 +11,7 @@ from controller.sonic.coexist import effective
 from controller.sonic.compile import compile_switch
 from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import Op, Plan, SwitchConfig
-from controller.sonic.tables.flex_counter_table import operator_disabled
+from controller.sonic.tables.flex_counter_table import operator_disabled, polls_stopped_first
 from tests.unit.sonic import intents as t
 from tests.unit.sonic.test_coexist import PORTS
 from tests.unit.sonic.test_coexist_lossless import desired, operator, rdma
@@ -167,6 +167,34 @@ def test_a_group_the_operator_disabled_stays_off_and_the_plan_warns() -> None:
     # A switch nothing is known of (no baseline) gets both groups, and no warning.
     assert pg_counter_warnings({"leaf1": own}, {}) == []
     assert effective(own, None)[PG_DROP] == ENABLED
+
+
+def test_groups_sluice_enabled_are_disabled_by_a_write_before_their_entries_go() -> None:
+    # orchagent acts on a SET alone: deleting an enabled group's entry (PG_WATERMARK, all
+    # sluice's) or its status field (PG_DROP, the operator's interval left) would leave the
+    # group polled; each is disabled first, and the release then ends as the operator had it.
+    config = lossless_switch(PG_DROP={"POLL_INTERVAL": "5000"})
+    want, running, _ = adopted(config)
+    release = plan_switch("leaf1", {}, running, want, baseline=config)
+    stops = polls_stopped_first(release)
+    # Every group sluice enabled where this stock config sets none: the priority groups, and
+    # the queue and port groups (on a switch from SONiC's init_cfg.json those are the
+    # operator's, enabled, and stay so).
+    groups = ("PG_DROP", "PG_WATERMARK", "PORT", "QUEUE", "QUEUE_WATERMARK")
+    assert {op.key: (op.kind, op.fields) for op in stops.ops} == dict.fromkeys(
+        groups, ("change", {"FLEX_COUNTER_STATUS": "disable"})
+    )
+    assert not any(op.removed_fields for op in stops.ops)  # the operator's interval stays
+    stopped = apply_plan(running, stops)
+    assert stopped[PG_DROP] == {"FLEX_COUNTER_STATUS": "disable", "POLL_INTERVAL": "5000"}
+    assert apply_plan(stopped, release) == released(want, running, config) == config
+    # Groups the operator's config sets, and plans that delete no enabled group: nothing first.
+    theirs = lossless_switch(
+        **dict.fromkeys(groups, {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "1000"})
+    )
+    want, running, rollout = adopted(theirs)
+    assert polls_stopped_first(plan_switch("leaf1", {}, running, want, baseline=theirs)).ops == ()
+    assert polls_stopped_first(rollout).ops == ()
 
 
 def test_the_status_sluice_enabled_is_its_own_repaired_and_removed_with_the_class() -> None:
