@@ -190,7 +190,7 @@ def test_groups_sluice_enabled_are_disabled_by_a_write_before_their_entries_go()
     assert apply_plan(stopped, release) == released(want, running, config) == config
     # Groups the operator's config sets, and plans that delete no enabled group: nothing first.
     theirs = lossless_switch(
-        **dict.fromkeys(groups, {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "1000"})
+        **{group: {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "1000"} for group in groups}
     )
     want, running, rollout = adopted(theirs)
     assert polls_stopped_first(plan_switch("leaf1", {}, running, want, baseline=theirs)).ops == ()
