@@ -65,7 +65,7 @@ from controller.sonic.diff import plan_switch
 from controller.sonic.discovery import port_problems, ports_of
 from controller.sonic.gcu import describe_port_flaps, watchdog_not_started
 from controller.sonic.model import Plan, SwitchConfig
-from controller.sonic.tables.flex_counter_table import polls_stopped_first
+from controller.sonic.tables.flex_counter_table import polls_stopped_first, stops_written
 from controller.types import Clock
 
 log = logging.getLogger(__name__)
@@ -267,6 +267,8 @@ def converge_switch(
     was = effective(owned, baseline)
     # buffermgrd's groups for priorities sluice enabled go with them (as sluice's own).
     was |= buffermgrd_leftovers(observed, baseline, was, want)
+    # A disable an earlier attempt wrote before a delete that then failed is sluice's too.
+    was |= stops_written(observed, was, want)
     plan = plan_switch(switch.name, want, observed, was, baseline=baseline)
     if plan.port_flaps and not allow_port_flaps:
         return Converged(port_flap_refusal(plan), None)

@@ -36,7 +36,9 @@ are off (``operator_disabled``).
 so an entry deleted while enabled leaves its group polled until the switch's config is
 reloaded. A plan that deletes an enabled group is preceded by a ``SET`` of ``disable``
 (``polls_stopped_first``), which stops the polling; the delete then leaves CONFIG_DB as the
-operator had it.
+operator had it. Where that delete failed after the disable was written, the next attempt
+counts the disable as sluice's own (``stops_written``), so it goes too rather than stay as
+if the operator had set it.
 """
 
 from __future__ import annotations
@@ -193,3 +195,17 @@ def polls_stopped_first(plan: Plan) -> Plan:
         if op.table == TABLE and op.kind == "delete" and op.old_fields.get(STATUS) == ENABLE
     )
     return Plan(plan.switch, stops)
+
+
+def stops_written(observed: SwitchConfig, was: SwitchConfig, want: SwitchConfig) -> SwitchConfig:
+    """``was``'s entries of the counter groups an earlier attempt disabled before deleting
+    them (``polls_stopped_first``, the delete then failed), with the status the switch now
+    holds: sluice wrote it, so the plan deletes it as sluice's field. Pure."""
+    return {
+        key: {**fields, STATUS: DISABLE}
+        for key, fields in was.items()
+        if key[0] == TABLE
+        and key not in want
+        and fields.get(STATUS) == ENABLE
+        and observed.get(key, {}).get(STATUS) == DISABLE
+    }

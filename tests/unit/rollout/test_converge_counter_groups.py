@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.rollout.switches import converge_switch
-from controller.sonic.diff import plan_switch
+from controller.sonic.diff import apply_plan, plan_switch
 from controller.sonic.model import SwitchConfig
 from tests.unit.reconcile.fakes import FakeSwitch
 from tests.unit.sonic import intents as t
@@ -67,3 +67,23 @@ def test_a_refused_disable_stops_the_release_before_anything_is_deleted() -> Non
     [only] = fake.applied
     assert {op.fields["FLEX_COUNTER_STATUS"] for op in only.ops} == {"disable"}
     assert held.released == []
+
+
+def test_a_release_retried_after_its_delete_failed_deletes_the_disable_it_wrote() -> None:
+    config = lossless_switch()
+    want, running, _ = adopted(config)
+    held = Held(config)
+    first_try = FakeSwitch(dict(running), writes=True)
+    stops = converge_switch(  # the disable lands; pretend the delete after it was refused
+        first_try, SWITCH, {}, want, allow_port_flaps=True, adoptions=held, by="release 1"
+    )
+    assert stops.result.status == "applied_verified"
+    half_done = apply_plan(running, first_try.applied[0])
+    retry = FakeSwitch(half_done, writes=True)
+    again = converge_switch(
+        retry, SWITCH, {}, want, allow_port_flaps=True, adoptions=held, by="release 1"
+    )
+    assert again.result.status == "applied_verified", again.result.reason
+    [delete] = retry.applied  # nothing left to disable: the delete alone
+    assert {op.kind for op in delete.ops if op.table == "FLEX_COUNTER_TABLE"} == {"delete"}
+    assert (retry.config, held.released) == (config, ["leaf1", "leaf1"])
